@@ -1,1 +1,148 @@
-fn main(){}
+//! rtgrind: runs an x86-64 Linux program under a JIT and, with its tools, finds the root cause
+//! of a failure by altering executions and re-running them.
+
+mod cli;
+mod kernel;
+mod loader;
+mod report;
+mod run;
+
+use clap::Parser;
+use kernel::memory::GuestMemory;
+use kernel::signals::Signals;
+use report::Reporter;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// Exit status for bad usage (clap uses the same).
+pub const EXIT_USAGE: i32 = 2;
+/// Exit status when the guest executes an instruction rtgrind cannot run.
+pub const EXIT_UNSUPPORTED: i32 = 125;
+/// Exit status for internal failures (out of memory for the code cache and the like).
+pub const EXIT_INTERNAL: i32 = 125;
+
+fn fail(msg: &str, code: i32) -> ! {
+    eprintln!("rtgrind: error: {msg}");
+    std::process::exit(code);
+}
+
+/// Resolves a command name like the shell: a name without '/' is searched in PATH.
+fn resolve(prog: &std::ffi::OsStr) -> PathBuf {
+    let p = Path::new(prog);
+    if prog.as_bytes().contains(&b'/') {
+        return p.to_path_buf();
+    }
+    if let Some(path) = std::env::var_os("PATH") {
+        for dir in std::env::split_paths(&path) {
+            let c = dir.join(p);
+            if c.is_file() {
+                return c;
+            }
+        }
+    }
+    p.to_path_buf()
+}
+
+/// `#!interp [arg]` scripts run their interpreter, as the kernel does.
+fn shebang(path: &Path) -> Option<(PathBuf, Option<Vec<u8>>)> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path).ok()?;
+    let mut buf = [0u8; 256];
+    let n = f.read(&mut buf).ok()?;
+    if n < 2 || &buf[..2] != b"#!" {
+        return None;
+    }
+    let line = buf[2..n].split(|&c| c == b'\n').next()?;
+    let line = String::from_utf8_lossy(line).trim().to_string();
+    let mut parts = line.splitn(2, [' ', '\t']);
+    let interp = PathBuf::from(parts.next()?);
+    let arg = parts.next().map(|s| s.trim().as_bytes().to_vec()).filter(|a| !a.is_empty());
+    Some((interp, arg))
+}
+
+fn main() {
+    let cli = match cli::Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                e.exit();
+            }
+            let first = e.to_string().lines().next().unwrap_or("invalid usage").trim_start_matches("error: ").to_string();
+            fail(&format!("{first} (hint: see 'rtgrind --help')"), EXIT_USAGE);
+        }
+    };
+    if !rtgrind_jit::dispatch::host_supported() {
+        fail("this machine's kernel does not allow FSGSBASE instructions in user space (Linux 5.9+ needed)", EXIT_INTERNAL);
+    }
+    let log = cli.log_file.as_ref().map(|p| {
+        std::fs::OpenOptions::new().create(true).append(true).open(p).unwrap_or_else(|e| fail(&format!("cannot open log file '{}': {e}", p.display()), EXIT_USAGE))
+    });
+    let mut reporter = Reporter::new(cli.quiet, log);
+
+    let mut argv: Vec<Vec<u8>> = cli.command.iter().map(|a| a.as_bytes().to_vec()).collect();
+    let mut path = resolve(&cli.command[0]);
+    if let Some((interp, arg)) = shebang(&path) {
+        let mut v = vec![interp.as_os_str().as_bytes().to_vec()];
+        v.extend(arg);
+        v.push(path.as_os_str().as_bytes().to_vec());
+        v.extend(argv.drain(1..));
+        argv = v;
+        path = interp;
+    }
+    let exe_path = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+
+    let mut mem = GuestMemory::default();
+    let prog = loader::elf::load(&path, &mut mem).unwrap_or_else(|e| fail(&e.to_string(), e.exit_code()));
+    mem.brk_start = prog.brk_start;
+    mem.brk_cur = prog.brk_start;
+
+    let envp: Vec<Vec<u8>> = std::env::vars_os()
+        .map(|(k, v)| {
+            let mut e = k.as_bytes().to_vec();
+            e.push(b'=');
+            e.extend_from_slice(v.as_bytes());
+            e
+        })
+        .collect();
+    let mut random = [0u8; 16];
+    // SAFETY: getrandom into a local buffer.
+    unsafe { libc::getrandom(random.as_mut_ptr() as *mut libc::c_void, 16, 0) };
+    let stack = loader::stack::build(&prog, &mut mem, path.as_os_str().as_bytes(), &argv, &envp, random)
+        .unwrap_or_else(|e| fail(&format!("cannot set up the initial stack: {e}"), EXIT_INTERNAL));
+
+    reporter.info(&format!("rtgrind-{}, a dynamic binary translator; tool: {:?}", env!("CARGO_PKG_VERSION"), cli.tool).to_lowercase());
+    reporter.info(&format!("Command: {}", argv.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect::<Vec<_>>().join(" ")));
+
+    let mut ctx = rtgrind_jit::ThreadContext::new_boxed();
+    ctx.gpr[rtgrind_jit::context::reg::RSP as usize] = stack.rsp;
+    ctx.rip = prog.start_pc();
+    let mut cache = Box::new(rtgrind_jit::CodeCache::new());
+    let sig = Signals::install(&mut ctx, &mut cache);
+
+    let mut child_opts = vec![format!("--tool={:?}", cli.tool).to_lowercase(), "--trace-children=yes".to_string()];
+    if cli.quiet {
+        child_opts.push("-q".into());
+    }
+    if let Some(l) = &cli.log_file {
+        child_opts.push(format!("--log-file={}", l.display()));
+    }
+    if cli.stats {
+        child_opts.push("--stats".into());
+    }
+    let self_exe = std::fs::read_link("/proc/self/exe").unwrap_or_else(|_| PathBuf::from("rtgrind"));
+    let mut rt = Box::new(run::Runtime {
+        ctx,
+        cache,
+        mem,
+        sig,
+        tool: Box::new(rtgrind_jit::instrument::NoInstrumentation),
+        exe_path,
+        config: run::Config { trace_children: cli.trace_children == cli::YesNo::Yes, stats: cli.stats, self_exe, child_opts },
+        report: reporter,
+        stats: run::RunStats::default(),
+        interrupted_syscall: None,
+        saved_mask: None,
+    });
+    rt.run();
+}

@@ -1,1 +1,15 @@
+//! rtgrind-jit: the engine. It decodes guest x86-64 blocks, copies them into a code cache with
+//! their control transfers rewritten, links blocks together and switches between host and
+//! guest state. It knows nothing of Linux policy or of what tools do with the hooks it offers.
 
+pub mod cache;
+pub mod context;
+pub mod cpuid;
+pub mod dispatch;
+pub mod emit;
+pub mod instrument;
+pub mod translate;
+
+pub use cache::{BlockId, CodeCache, ExitId, ExitKind, Fixup};
+pub use context::ThreadContext;
+pub use translate::{translate, CodeSource, TranslateError};

@@ -1,0 +1,368 @@
+//! The code cache: where translations live, how guest addresses find them, how blocks are
+//! linked to each other and unlinked again.
+//!
+//! Code memory. Each arena is one memfd mapped twice: read+execute where the code runs and
+//! read+write somewhere else for the translator, so no page is ever writable and executable
+//! at once and a wild guest store into the executable view faults like any store to
+//! read-only memory. Arenas are placed within ±2 GiB of the guest code they hold so that
+//! RIP-relative operands and block links stay rel32. After `fork` the memfd would be shared
+//! with the child, so the child copies every arena into a private memfd (`after_fork`).
+//!
+//! Linking. A direct exit first jumps to its stub, which records the exit id and leaves to
+//! the dispatcher. The dispatcher then patches the jump's aligned rel32 to point straight at
+//! the target's translation (one atomic 4-byte store). Every block keeps the exits linked
+//! into it, so invalidating a block sends them back to their stubs.
+
+use std::collections::{BTreeMap, HashMap};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+pub type BlockId = u32;
+pub type ExitId = u32;
+
+const ARENA_SIZE: usize = 64 << 20;
+/// Translations are placed at most this far from their guest code.
+const NEAR: u64 = 1 << 30;
+
+struct Arena {
+    exec: u64,
+    rw: *mut u8,
+    used: usize,
+    fd: OwnedFd,
+}
+
+/// What the faulting thread's registers look like at a host instruction of a translation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fixup {
+    /// Registers are exactly the guest's.
+    None,
+    /// rcx and rdx are saved in `save_rcx`/`save_rdx` (inside an indirect-branch sequence).
+    IblSaved,
+    /// This register is saved in `scratch[0]` (a rewritten RIP-relative operand).
+    Scratch(u8),
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct PcEntry {
+    pub host_off: u32,
+    pub guest_pc: u64,
+    pub guest_len: u8,
+    pub fixup: Fixup,
+}
+
+pub struct Block {
+    pub guest_start: u64,
+    /// One past the last guest byte the block was translated from.
+    pub guest_end: u64,
+    pub host_start: u64,
+    pub host_len: u32,
+    pub pc_map: Vec<PcEntry>,
+    pub exits: Vec<ExitId>,
+    pub incoming: Vec<ExitId>,
+    pub valid: bool,
+    pub guest_insns: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitKind {
+    /// A direct jump, call, conditional or fall-through edge to `target`.
+    Direct,
+    /// The block ended at `syscall`; `target` is the instruction after it.
+    Syscall,
+    /// `cpuid` at `pc`; `target` is the instruction after it.
+    Cpuid,
+    /// An instruction the engine cannot run, at `pc`.
+    Unsupported,
+    /// The block could not be continued: the next instruction at `target` could not be
+    /// fetched (unmapped, not executable) or is not valid code.
+    Fetch,
+}
+
+#[derive(Clone, Debug)]
+pub struct Exit {
+    pub block: BlockId,
+    pub kind: ExitKind,
+    /// Guest address of the instruction that caused the exit.
+    pub pc: u64,
+    /// Guest address execution continues at.
+    pub target: u64,
+    /// Host address of the patchable rel32 field (0 if not patchable).
+    pub patch_site: u64,
+    /// Host address of the stub the exit takes while unlinked.
+    pub stub: u64,
+    pub linked_to: Option<BlockId>,
+    /// Text of an unsupported instruction, for the error message.
+    pub note: Option<String>,
+}
+
+#[derive(Default, Debug, Clone, Copy)]
+pub struct CacheStats {
+    pub blocks_translated: u64,
+    pub guest_insns_translated: u64,
+    pub bytes_used: u64,
+    pub links: u64,
+    pub invalidated: u64,
+    pub arenas: u64,
+}
+
+#[derive(Default)]
+pub struct CodeCache {
+    arenas: Vec<Arena>,
+    pub(crate) blocks: Vec<Block>,
+    by_guest: HashMap<u64, BlockId>,
+    /// Live blocks by guest start, to find the blocks an address range overlaps.
+    by_guest_sorted: BTreeMap<u64, BlockId>,
+    by_host: BTreeMap<u64, BlockId>,
+    pub(crate) exits: Vec<Exit>,
+    pub stats: CacheStats,
+}
+
+/// Longest guest byte range one block may cover (bounds invalidation look-ups).
+pub const MAX_BLOCK_GUEST_BYTES: u64 = 4096;
+
+#[derive(Debug, thiserror::Error)]
+pub enum CacheError {
+    #[error("cannot allocate code cache near {0:#x}: {1}")]
+    NoSpace(u64, std::io::Error),
+}
+
+impl CodeCache {
+    pub fn new() -> CodeCache {
+        CodeCache::default()
+    }
+
+    pub fn lookup(&self, guest: u64) -> Option<BlockId> {
+        self.by_guest.get(&guest).copied()
+    }
+    pub fn block(&self, id: BlockId) -> &Block {
+        &self.blocks[id as usize]
+    }
+    pub fn exit(&self, id: ExitId) -> &Exit {
+        &self.exits[id as usize]
+    }
+
+    /// Whether `host` is inside an executable arena.
+    pub fn contains_host(&self, host: u64) -> bool {
+        self.arenas.iter().any(|a| host >= a.exec && host < a.exec + ARENA_SIZE as u64)
+    }
+
+    /// Address ranges the engine owns (both views of every arena), for the guest memory map.
+    pub fn engine_ranges(&self) -> Vec<(u64, u64)> {
+        let mut v = Vec::new();
+        for a in &self.arenas {
+            v.push((a.exec, ARENA_SIZE as u64));
+            v.push((a.rw as u64, ARENA_SIZE as u64));
+        }
+        v
+    }
+
+    /// The host address the next block near `guest` will be assembled at, making sure
+    /// `room` bytes are free there.
+    pub(crate) fn reserve(&mut self, guest: u64, room: usize) -> Result<(usize, u64), CacheError> {
+        let near = |a: &Arena| a.exec.abs_diff(guest) < NEAR && a.used + room <= ARENA_SIZE;
+        if let Some(i) = self.arenas.iter().position(near) {
+            let a = &self.arenas[i];
+            return Ok((i, a.exec + a.used as u64));
+        }
+        let a = Arena::new_near(guest).map_err(|e| CacheError::NoSpace(guest, e))?;
+        self.stats.arenas += 1;
+        self.arenas.push(a);
+        let i = self.arenas.len() - 1;
+        Ok((i, self.arenas[i].exec))
+    }
+
+    /// Copies finished code into arena `arena` at its cursor and registers the block.
+    pub(crate) fn commit(&mut self, arena: usize, code: &[u8], mut block: Block, exits: Vec<Exit>) -> BlockId {
+        let a = &mut self.arenas[arena];
+        assert_eq!(block.host_start, a.exec + a.used as u64);
+        assert!(a.used + code.len() <= ARENA_SIZE);
+        // SAFETY: [used, used+len) lies inside the rw view of this arena (checked above), and
+        // no translation occupies it yet, so nothing executes these bytes while we write.
+        unsafe { std::ptr::copy_nonoverlapping(code.as_ptr(), a.rw.add(a.used), code.len()) };
+        a.used += (code.len() + 15) & !15;
+        let id = self.blocks.len() as BlockId;
+        for mut e in exits {
+            e.block = id;
+            block.exits.push(self.exits.len() as ExitId);
+            self.exits.push(e);
+        }
+        self.stats.blocks_translated += 1;
+        self.stats.guest_insns_translated += block.guest_insns as u64;
+        self.stats.bytes_used += code.len() as u64;
+        self.by_guest.insert(block.guest_start, id);
+        self.by_guest_sorted.insert(block.guest_start, id);
+        self.by_host.insert(block.host_start, id);
+        self.blocks.push(block);
+        id
+    }
+
+    fn write_rel32(&mut self, site: u64, target: u64) -> bool {
+        let rel = target as i64 - (site as i64 + 4);
+        let Ok(rel) = i32::try_from(rel) else { return false };
+        let Some(a) = self.arenas.iter().find(|a| site >= a.exec && site + 4 <= a.exec + ARENA_SIZE as u64) else {
+            return false;
+        };
+        let off = (site - a.exec) as usize;
+        debug_assert_eq!(site % 4, 0);
+        // SAFETY: `site` is a rel32 field inside this arena's code (an exit's patch site), and
+        // it is 4-aligned, so this single aligned store is atomic for any thread executing it.
+        unsafe {
+            let p = a.rw.add(off) as *const std::sync::atomic::AtomicI32;
+            (*p).store(rel, std::sync::atomic::Ordering::Release);
+        }
+        true
+    }
+
+    /// Makes exit `e` jump straight to block `to`. Returns false if they are too far apart.
+    pub fn link(&mut self, e: ExitId, to: BlockId) -> bool {
+        let ex = &self.exits[e as usize];
+        if ex.patch_site == 0 || ex.linked_to.is_some() || !self.blocks[to as usize].valid {
+            return false;
+        }
+        let (site, host) = (ex.patch_site, self.blocks[to as usize].host_start);
+        if !self.write_rel32(site, host) {
+            return false;
+        }
+        self.exits[e as usize].linked_to = Some(to);
+        self.blocks[to as usize].incoming.push(e);
+        self.stats.links += 1;
+        true
+    }
+
+    /// Sends exit `e` back through its stub.
+    pub fn unlink(&mut self, e: ExitId) {
+        let ex = &self.exits[e as usize];
+        if ex.linked_to.is_none() {
+            return;
+        }
+        let (site, stub) = (ex.patch_site, ex.stub);
+        self.write_rel32(site, stub);
+        self.exits[e as usize].linked_to = None;
+    }
+
+    /// Unlinks every exit of `b`, so the thread running it returns to the dispatcher at the
+    /// end of the block. Safe to call from a signal handler on the thread that runs `b`.
+    pub fn unlink_block_exits(&mut self, b: BlockId) {
+        for i in 0..self.blocks[b as usize].exits.len() {
+            let e = self.blocks[b as usize].exits[i];
+            self.unlink(e);
+        }
+    }
+
+    /// The block whose code contains host address `host`.
+    pub fn block_at_host(&self, host: u64) -> Option<BlockId> {
+        let (_, &id) = self.by_host.range(..=host).next_back()?;
+        let b = &self.blocks[id as usize];
+        (host < b.host_start + b.host_len as u64).then_some(id)
+    }
+
+    /// The guest instruction a host pc belongs to, with the register fix-up in force there.
+    pub fn guest_pc_at(&self, host: u64) -> Option<PcEntry> {
+        let b = &self.blocks[self.block_at_host(host)? as usize];
+        let off = (host - b.host_start) as u32;
+        let i = b.pc_map.partition_point(|e| e.host_off <= off);
+        (i > 0).then(|| b.pc_map[i - 1])
+    }
+
+    /// Drops every translation of guest code overlapping `[start, end)`. Returns the number
+    /// of blocks dropped; the caller must also flush inline lookup tables that may point at them.
+    pub fn invalidate(&mut self, start: u64, end: u64) -> usize {
+        let lo = start.saturating_sub(MAX_BLOCK_GUEST_BYTES);
+        let ids: Vec<BlockId> = self
+            .by_guest_sorted
+            .range(lo..end)
+            .map(|(_, &id)| id)
+            .filter(|&id| {
+                let b = &self.blocks[id as usize];
+                b.guest_start < end && b.guest_end > start
+            })
+            .collect();
+        for &id in &ids {
+            let b = &mut self.blocks[id as usize];
+            b.valid = false;
+            let gs = b.guest_start;
+            let incoming = std::mem::take(&mut b.incoming);
+            self.by_guest.remove(&gs);
+            self.by_guest_sorted.remove(&gs);
+            for e in incoming {
+                if self.exits[e as usize].linked_to == Some(id) {
+                    self.unlink(e);
+                }
+            }
+            // Its own outgoing links stay patched but can no longer be reached.
+        }
+        self.stats.invalidated += ids.len() as u64;
+        ids.len()
+    }
+
+    /// Gives this (forked child) process private copies of all arenas at the same addresses.
+    pub fn after_fork(&mut self) -> std::io::Result<()> {
+        for a in &mut self.arenas {
+            let fresh = Arena::alloc_fd()?;
+            let rw = map(0, fresh.as_raw_fd(), libc::PROT_READ | libc::PROT_WRITE, 0)?;
+            // SAFETY: both views are ARENA_SIZE long; `used` bytes of the old view are initialised.
+            unsafe { std::ptr::copy_nonoverlapping(a.rw, rw as *mut u8, a.used) };
+            map(a.exec, fresh.as_raw_fd(), libc::PROT_READ | libc::PROT_EXEC, libc::MAP_FIXED)?;
+            // SAFETY: the old rw view belongs to this arena alone and is no longer referenced.
+            unsafe { libc::munmap(a.rw as *mut libc::c_void, ARENA_SIZE) };
+            a.rw = rw as *mut u8;
+            a.fd = fresh;
+        }
+        Ok(())
+    }
+}
+
+fn map(addr: u64, fd: i32, prot: i32, extra: i32) -> std::io::Result<u64> {
+    // SAFETY: mapping a memfd we own; with MAP_FIXED the caller replaces only its own arena,
+    // otherwise MAP_FIXED_NOREPLACE or a kernel-chosen address cannot clobber anything.
+    let p = unsafe { libc::mmap(addr as *mut libc::c_void, ARENA_SIZE, prot, libc::MAP_SHARED | extra, fd, 0) };
+    if p == libc::MAP_FAILED {
+        return Err(std::io::Error::last_os_error());
+    }
+    if extra & libc::MAP_FIXED_NOREPLACE != 0 && p as u64 != addr {
+        // SAFETY: an old kernel ignored the hint; undo our own fresh mapping.
+        unsafe { libc::munmap(p, ARENA_SIZE) };
+        return Err(std::io::Error::from_raw_os_error(libc::EEXIST));
+    }
+    Ok(p as u64)
+}
+
+impl Arena {
+    fn alloc_fd() -> std::io::Result<OwnedFd> {
+        // SAFETY: memfd_create with a static name; the fd is owned below.
+        let fd = unsafe { libc::memfd_create(c"rtgrind-code".as_ptr(), libc::MFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: fd is a fresh descriptor we own.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        // SAFETY: sizing our own memfd.
+        if unsafe { libc::ftruncate(fd.as_raw_fd(), ARENA_SIZE as i64) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(fd)
+    }
+
+    /// Maps an arena whose executable view is within `NEAR` of `guest`: first below it
+    /// (leaving room above a non-PIE program for its heap), then above.
+    fn new_near(guest: u64) -> std::io::Result<Arena> {
+        let fd = Arena::alloc_fd()?;
+        let step = ARENA_SIZE as u64;
+        let g = guest & !(step - 1);
+        let below = (2..14u64).filter_map(|k| g.checked_sub(k * step + (128 << 20)));
+        let above = (0..12u64).map(|k| g + (256 << 20) + k * step);
+        let mut exec = None;
+        for cand in below.chain(above) {
+            // Keep clear of low memory, where non-PIE programs and their heaps live.
+            if cand < 0x1000_0000 || cand + step > 0x7fff_ffff_f000 {
+                continue;
+            }
+            if let Ok(p) = map(cand, fd.as_raw_fd(), libc::PROT_READ | libc::PROT_EXEC, libc::MAP_FIXED_NOREPLACE) {
+                exec = Some(p);
+                break;
+            }
+        }
+        let exec = exec.ok_or_else(|| std::io::Error::from_raw_os_error(libc::ENOMEM))?;
+        let rw = map(0, fd.as_raw_fd(), libc::PROT_READ | libc::PROT_WRITE, 0)?;
+        Ok(Arena { exec, rw: rw as *mut u8, used: 0, fd })
+    }
+}

@@ -1,0 +1,195 @@
+//! The per-thread context block: guest registers while outside the code cache, engine slots
+//! that translated code reaches through `gs`, and the inline indirect-branch lookup table.
+//!
+//! Translated code addresses every field as `gs:[OFFSET]` with the `gs` base set to the
+//! context's own address, so each field's offset is part of the ABI between this struct,
+//! `emit.rs` and the assembly in `dispatch.rs`. `tests::offsets` pins them.
+
+use std::mem::offset_of;
+
+/// Guest general-purpose registers in hardware encoding order (rax=0 … r15=15).
+pub const NUM_GPRS: usize = 16;
+/// log2 of the number of inline indirect-branch table entries.
+pub const IBL_BITS: u32 = 16;
+pub const IBL_ENTRIES: usize = 1 << IBL_BITS;
+/// Size of the xsave area (legacy 512 + header 64 + AVX 256, rounded up).
+pub const XSAVE_SIZE: usize = 1024;
+/// Components saved across exits to the dispatcher: x87, SSE, AVX.
+pub const XSAVE_MASK: u32 = 0b111;
+
+/// Hardware register numbers, as used in ModRM/SIB encodings and in [`ThreadContext::gpr`].
+pub mod reg {
+    pub const RAX: u8 = 0;
+    pub const RCX: u8 = 1;
+    pub const RDX: u8 = 2;
+    pub const RBX: u8 = 3;
+    pub const RSP: u8 = 4;
+    pub const RBP: u8 = 5;
+    pub const RSI: u8 = 6;
+    pub const RDI: u8 = 7;
+    pub const R8: u8 = 8;
+    pub const R9: u8 = 9;
+    pub const R10: u8 = 10;
+    pub const R11: u8 = 11;
+}
+
+/// Why translated code last returned to the dispatcher; written by exit stubs as a u32 id.
+/// Ids below `EXIT_SPECIAL_BASE` index the code cache's exit table.
+pub const EXIT_SPECIAL_BASE: u32 = 0xffff_ff00;
+/// An indirect branch missed the inline table; `next_rip` holds the guest target.
+pub const EXIT_IBL_MISS: u32 = 0xffff_ff01;
+/// A synchronous fault in translated code; the signal handler filled the registers.
+pub const EXIT_FAULT: u32 = 0xffff_ff02;
+/// `rtg_enter` found `pending` set and returned without running guest code.
+pub const EXIT_PENDING: u32 = 0xffff_ff03;
+
+/// The xsave instructions need a 64-byte aligned area.
+#[repr(C, align(64))]
+pub struct XsaveArea(pub [u8; XSAVE_SIZE]);
+
+#[repr(C, align(64))]
+pub struct ThreadContext {
+    /// Guest GPRs while the thread is outside the code cache.
+    pub gpr: [u64; NUM_GPRS],
+    pub rip: u64,
+    pub rflags: u64,
+    /// The guest's `fs` base (its TLS pointer), live in the real `fs` inside the cache.
+    pub fs_base: u64,
+    /// The guest's view of its `gs` base; the real `gs` always points at this context.
+    pub gs_base: u64,
+    /// rtgrind's own `fs` base (Rust and host glibc thread-locals).
+    pub host_fs: u64,
+    /// Host stack pointer saved by `rtg_enter`; exits return through it.
+    pub host_rsp: u64,
+    /// Host address `rtg_enter` jumps to.
+    pub entry_target: u64,
+    /// Address of `rtg_exit`; stubs leave with `jmp gs:[exit_routine]`.
+    pub exit_routine: u64,
+    /// Address of the shared indirect-branch miss routine.
+    pub ibl_miss: u64,
+    /// Guest address execution continues at after the exit.
+    pub next_rip: u64,
+    /// Exit id (see `EXIT_*`), written as a u32.
+    pub exit_id: u64,
+    /// Spill slots for instrumentation and the inline lookup.
+    pub save_rcx: u64,
+    pub save_rdx: u64,
+    pub ibl_jmp: u64,
+    pub scratch: [u64; 4],
+    /// This context's own address (the `gs` base).
+    pub self_ptr: u64,
+    /// Non-zero when an asynchronous event waits for the next block boundary.
+    pub pending: u64,
+    /// Guest x87/SSE/AVX state while outside the cache (xsave format, 64-byte aligned).
+    pub xsave: XsaveArea,
+    /// Inline indirect-branch table: `ibl_keys[h] = -guest_target`, `ibl_vals[h] = host`.
+    pub ibl_keys: [u64; IBL_ENTRIES],
+    pub ibl_vals: [u64; IBL_ENTRIES],
+}
+
+pub const OFF_GPR: usize = offset_of!(ThreadContext, gpr);
+pub const OFF_RIP: usize = offset_of!(ThreadContext, rip);
+pub const OFF_RFLAGS: usize = offset_of!(ThreadContext, rflags);
+pub const OFF_FS_BASE: usize = offset_of!(ThreadContext, fs_base);
+pub const OFF_HOST_FS: usize = offset_of!(ThreadContext, host_fs);
+pub const OFF_HOST_RSP: usize = offset_of!(ThreadContext, host_rsp);
+pub const OFF_ENTRY_TARGET: usize = offset_of!(ThreadContext, entry_target);
+pub const OFF_EXIT_ROUTINE: usize = offset_of!(ThreadContext, exit_routine);
+pub const OFF_IBL_MISS: usize = offset_of!(ThreadContext, ibl_miss);
+pub const OFF_NEXT_RIP: usize = offset_of!(ThreadContext, next_rip);
+pub const OFF_EXIT_ID: usize = offset_of!(ThreadContext, exit_id);
+pub const OFF_SAVE_RCX: usize = offset_of!(ThreadContext, save_rcx);
+pub const OFF_SAVE_RDX: usize = offset_of!(ThreadContext, save_rdx);
+pub const OFF_IBL_JMP: usize = offset_of!(ThreadContext, ibl_jmp);
+pub const OFF_SCRATCH: usize = offset_of!(ThreadContext, scratch);
+pub const OFF_PENDING: usize = offset_of!(ThreadContext, pending);
+pub const OFF_XSAVE: usize = offset_of!(ThreadContext, xsave);
+pub const OFF_IBL_KEYS: usize = offset_of!(ThreadContext, ibl_keys);
+pub const OFF_IBL_VALS: usize = offset_of!(ThreadContext, ibl_vals);
+
+impl ThreadContext {
+    /// Allocates a zeroed context with mmap (it is about 1 MiB, mostly the lookup table, and
+    /// only touched pages are backed) and points the empty lookup entries at `ibl_null`.
+    pub fn new_boxed() -> Box<ThreadContext> {
+        let layout = std::alloc::Layout::new::<ThreadContext>();
+        // SAFETY: the layout is non-zero-sized; all-zero bytes are a valid ThreadContext
+        // (plain integers and arrays of integers).
+        let mut ctx = unsafe {
+            let p = std::alloc::alloc_zeroed(layout) as *mut ThreadContext;
+            if p.is_null() {
+                std::alloc::handle_alloc_error(layout);
+            }
+            Box::from_raw(p)
+        };
+        ctx.self_ptr = &*ctx as *const _ as u64;
+        ctx.exit_routine = crate::dispatch::exit_routine_addr();
+        ctx.ibl_miss = crate::dispatch::ibl_miss_addr();
+        let null = crate::dispatch::ibl_null_addr();
+        ctx.ibl_vals.iter_mut().for_each(|v| *v = null);
+        // A valid initial x87/SSE state: default control words, all components in init state.
+        ctx.xsave.0[0..2].copy_from_slice(&0x037fu16.to_le_bytes()); // FCW
+        ctx.xsave.0[24..28].copy_from_slice(&0x1f80u32.to_le_bytes()); // MXCSR
+        ctx.xsave.0[28..32].copy_from_slice(&0xffffu32.to_le_bytes()); // MXCSR_MASK
+        ctx.rflags = 0x202;
+        ctx.host_fs = crate::dispatch::read_fs_base();
+        ctx
+    }
+
+    /// Hash slot of a guest indirect-branch target in the inline table.
+    #[inline]
+    pub fn ibl_slot(target: u64) -> usize {
+        (target & (IBL_ENTRIES as u64 - 1)) as usize
+    }
+
+    /// Records `guest -> host` in the inline table (replacing whatever shared the slot).
+    pub fn ibl_insert(&mut self, guest: u64, host: u64) {
+        let s = Self::ibl_slot(guest);
+        self.ibl_keys[s] = guest.wrapping_neg();
+        self.ibl_vals[s] = host;
+    }
+
+    /// Empties the inline table, so every indirect branch misses to the dispatcher.
+    pub fn ibl_clear(&mut self) {
+        let null = crate::dispatch::ibl_null_addr();
+        self.ibl_keys.iter_mut().for_each(|k| *k = 0);
+        self.ibl_vals.iter_mut().for_each(|v| *v = null);
+    }
+
+    /// Removes entries whose guest target lies in `[start, end)`.
+    pub fn ibl_remove_range(&mut self, start: u64, end: u64) {
+        let null = crate::dispatch::ibl_null_addr();
+        for s in 0..IBL_ENTRIES {
+            let g = self.ibl_keys[s].wrapping_neg();
+            if self.ibl_keys[s] != 0 && g >= start && g < end {
+                self.ibl_keys[s] = 0;
+                self.ibl_vals[s] = null;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets() {
+        // The emitter and dispatch.rs encode these as disp32 / disp8 constants.
+        assert_eq!(OFF_GPR, 0);
+        assert_eq!(OFF_RIP, 0x80);
+        assert_eq!(OFF_RFLAGS, 0x88);
+        assert_eq!(OFF_XSAVE % 64, 0);
+        assert!(OFF_IBL_VALS + IBL_ENTRIES * 8 <= std::mem::size_of::<ThreadContext>());
+        assert!(std::mem::size_of::<ThreadContext>() < i32::MAX as usize);
+    }
+
+    #[test]
+    fn ibl_keys_are_negated_targets() {
+        let mut c = ThreadContext::new_boxed();
+        c.ibl_insert(0x401000, 0x1234);
+        let s = ThreadContext::ibl_slot(0x401000);
+        assert_eq!(c.ibl_keys[s].wrapping_add(0x401000), 0);
+        c.ibl_remove_range(0x401000, 0x401001);
+        assert_eq!(c.ibl_keys[s], 0);
+    }
+}

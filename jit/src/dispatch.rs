@@ -1,0 +1,241 @@
+//! Entry into and exit from the code cache: the only code that switches between host and
+//! guest register state.
+//!
+//! Design. Translated code runs with every guest GPR, the guest's flags, vector registers and
+//! `fs` base live in the real machine state; the engine keeps only `gs`, whose base is the
+//! thread's [`ThreadContext`]. `rtg_enter` saves the host's callee-saved registers on the host
+//! stack, loads the guest state from the context and jumps to a translation. Translations
+//! leave through stubs that write `next_rip` and an exit id into the context and jump to
+//! `rtg_exit`, which stores the guest state back (switching to the host stack before it
+//! touches any stack, so the guest's red zone is never written), restores the host `fs` and
+//! returns from `rtg_enter`. A synchronous fault in translated code is turned into the same
+//! kind of return by the signal handler: it copies the guest registers from the signal frame
+//! into the context and resumes at `rtg_fault_resume`, the second half of `rtg_exit`.
+//!
+//! The host signal handler entry `rtg_signal_entry` is also here because it must restore the
+//! host `fs` before any Rust code runs: the kernel does not switch `fs` on signal delivery, so
+//! a signal taken inside the cache arrives with the guest's TLS pointer loaded.
+
+use crate::context::*;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+std::arch::global_asm!(
+    ".text",
+    ".p2align 4",
+    ".globl rtg_enter",
+    "rtg_enter:",
+    "push rbx", "push rbp", "push r12", "push r13", "push r14", "push r15",
+    "mov gs:[{host_rsp}], rsp",
+    "cmp qword ptr gs:[{pending}], 0",
+    "jne 3f",
+    "mov eax, {mask}", "xor edx, edx",
+    "xrstor64 gs:[{xsave}]",
+    "mov rax, gs:[{fs}]",
+    "wrfsbase rax",
+    "push qword ptr gs:[{rflags}]",
+    "popfq",
+    "mov rax, gs:[{gpr}+0]",
+    "mov rcx, gs:[{gpr}+8]",
+    "mov rdx, gs:[{gpr}+16]",
+    "mov rbx, gs:[{gpr}+24]",
+    "mov rbp, gs:[{gpr}+40]",
+    "mov rsi, gs:[{gpr}+48]",
+    "mov rdi, gs:[{gpr}+56]",
+    "mov r8, gs:[{gpr}+64]",
+    "mov r9, gs:[{gpr}+72]",
+    "mov r10, gs:[{gpr}+80]",
+    "mov r11, gs:[{gpr}+88]",
+    "mov r12, gs:[{gpr}+96]",
+    "mov r13, gs:[{gpr}+104]",
+    "mov r14, gs:[{gpr}+112]",
+    "mov r15, gs:[{gpr}+120]",
+    "mov rsp, gs:[{gpr}+32]",
+    "jmp qword ptr gs:[{entry}]",
+    "3:",
+    "mov dword ptr gs:[{exit_id}], {pending_id}",
+    "pop r15", "pop r14", "pop r13", "pop r12", "pop rbp", "pop rbx",
+    "ret",
+    "",
+    ".p2align 4",
+    ".globl rtg_exit",
+    "rtg_exit:",
+    "mov gs:[{gpr}+0], rax",
+    "mov gs:[{gpr}+8], rcx",
+    "mov gs:[{gpr}+16], rdx",
+    "mov gs:[{gpr}+24], rbx",
+    "mov gs:[{gpr}+32], rsp",
+    "mov gs:[{gpr}+40], rbp",
+    "mov gs:[{gpr}+48], rsi",
+    "mov gs:[{gpr}+56], rdi",
+    "mov gs:[{gpr}+64], r8",
+    "mov gs:[{gpr}+72], r9",
+    "mov gs:[{gpr}+80], r10",
+    "mov gs:[{gpr}+88], r11",
+    "mov gs:[{gpr}+96], r12",
+    "mov gs:[{gpr}+104], r13",
+    "mov gs:[{gpr}+112], r14",
+    "mov gs:[{gpr}+120], r15",
+    "mov rsp, gs:[{host_rsp}]",
+    "pushfq",
+    "pop qword ptr gs:[{rflags}]",
+    ".globl rtg_fault_resume",
+    "rtg_fault_resume:",
+    "mov rsp, gs:[{host_rsp}]",
+    "rdfsbase rax",
+    "mov gs:[{fs}], rax",
+    "mov rax, gs:[{host_fs}]",
+    "wrfsbase rax",
+    "mov eax, {mask}", "xor edx, edx",
+    "xsave64 gs:[{xsave}]",
+    "cld",
+    "vzeroupper",
+    "push 0x1f80",
+    "ldmxcsr [rsp]",
+    "add rsp, 8",
+    "pop r15", "pop r14", "pop r13", "pop r12", "pop rbp", "pop rbx",
+    "ret",
+    "",
+    ".p2align 4",
+    ".globl rtg_ibl_miss",
+    "rtg_ibl_miss:",
+    "mov gs:[{next_rip}], rdx",
+    "mov dword ptr gs:[{exit_id}], {ibl_miss_id}",
+    "mov rcx, gs:[{save_rcx}]",
+    "mov rdx, gs:[{save_rdx}]",
+    "jmp rtg_exit",
+    "",
+    ".p2align 4",
+    ".globl rtg_ibl_null",
+    "rtg_ibl_null:",
+    "mov qword ptr gs:[{next_rip}], 0",
+    "mov dword ptr gs:[{exit_id}], {ibl_miss_id}",
+    "jmp rtg_exit",
+    "",
+    ".p2align 4",
+    ".globl rtg_signal_entry",
+    "rtg_signal_entry:",
+    "rdfsbase rax",
+    "push rax",
+    "rdgsbase rcx",
+    "test rcx, rcx",
+    "jz 2f",
+    "mov rcx, gs:[{host_fs}]",
+    "wrfsbase rcx",
+    "2:",
+    "call {handler}",
+    "pop rax",
+    "wrfsbase rax",
+    "ret",
+    ".globl rtg_code_end",
+    "rtg_code_end:",
+    host_rsp = const OFF_HOST_RSP,
+    host_fs = const OFF_HOST_FS,
+    mask = const XSAVE_MASK,
+    xsave = const OFF_XSAVE,
+    fs = const OFF_FS_BASE,
+    rflags = const OFF_RFLAGS,
+    gpr = const OFF_GPR,
+    entry = const OFF_ENTRY_TARGET,
+    next_rip = const OFF_NEXT_RIP,
+    exit_id = const OFF_EXIT_ID,
+    ibl_miss_id = const EXIT_IBL_MISS,
+    save_rcx = const OFF_SAVE_RCX,
+    save_rdx = const OFF_SAVE_RDX,
+    handler = sym signal_trampoline,
+    pending = const OFF_PENDING,
+    pending_id = const EXIT_PENDING,
+);
+
+extern "sysv64" {
+    fn rtg_enter();
+    fn rtg_exit();
+    fn rtg_fault_resume();
+    fn rtg_ibl_miss();
+    fn rtg_ibl_null();
+    fn rtg_signal_entry();
+    fn rtg_code_end();
+}
+
+pub(crate) fn exit_routine_addr() -> u64 {
+    rtg_exit as *const () as u64
+}
+pub(crate) fn ibl_miss_addr() -> u64 {
+    rtg_ibl_miss as *const () as u64
+}
+pub(crate) fn ibl_null_addr() -> u64 {
+    rtg_ibl_null as *const () as u64
+}
+/// Where a faulting thread resumes after its handler filled the context (`EXIT_FAULT`).
+pub fn fault_resume_addr() -> u64 {
+    rtg_fault_resume as *const () as u64
+}
+/// The address to install as `sa_sigaction` for every signal rtgrind handles.
+pub fn signal_entry_addr() -> usize {
+    rtg_signal_entry as *const () as usize
+}
+/// Whether a host pc lies in the enter/exit routines (guest state partly live).
+pub fn in_dispatch_code(pc: u64) -> bool {
+    pc >= rtg_enter as *const () as u64 && pc < rtg_code_end as *const () as u64
+}
+
+/// The runtime's signal handler, called on the alternate stack with the host `fs` restored.
+pub type SignalHandler = extern "sysv64" fn(i32, *mut libc::siginfo_t, *mut libc::c_void);
+
+static HANDLER: AtomicUsize = AtomicUsize::new(0);
+
+/// Registers the runtime's handler that `rtg_signal_entry` calls.
+pub fn set_signal_handler(h: SignalHandler) {
+    HANDLER.store(h as usize, Ordering::SeqCst);
+}
+
+extern "sysv64" fn signal_trampoline(sig: i32, info: *mut libc::siginfo_t, uc: *mut libc::c_void) {
+    let h = HANDLER.load(Ordering::SeqCst);
+    if h != 0 {
+        // SAFETY: HANDLER only ever holds a `SignalHandler` stored by `set_signal_handler`.
+        let f: SignalHandler = unsafe { std::mem::transmute::<usize, SignalHandler>(h) };
+        f(sig, info, uc);
+    }
+}
+
+/// Points this thread's `gs` base at `ctx`. Must be called once per host thread before
+/// `run`; the base stays for the thread's life.
+pub fn install_context(ctx: &mut ThreadContext) {
+    let p = ctx as *mut ThreadContext as u64;
+    // SAFETY: writing the gs base only affects gs-relative accesses, which no host code uses;
+    // wrgsbase is available (the engine requires FSGSBASE, checked by `host_supported`).
+    unsafe { std::arch::asm!("wrgsbase {}", in(reg) p, options(nostack, preserves_flags)) };
+}
+
+pub(crate) fn read_fs_base() -> u64 {
+    let v: u64;
+    // SAFETY: rdfsbase only reads the fs base.
+    unsafe { std::arch::asm!("rdfsbase {}", out(reg) v, options(nostack, preserves_flags)) };
+    v
+}
+
+/// Whether the kernel lets user code use rdfsbase/wrgsbase (Linux 5.9+ on FSGSBASE CPUs).
+pub fn host_supported() -> bool {
+    const HWCAP2_FSGSBASE: u64 = 1 << 1;
+    // SAFETY: getauxval has no preconditions.
+    (unsafe { libc::getauxval(libc::AT_HWCAP2) } & HWCAP2_FSGSBASE) != 0
+}
+
+/// Runs translated code at host address `target` with the guest state in `ctx` until an exit.
+/// On return `ctx` holds the guest state, `ctx.exit_id` says why, `ctx.next_rip` where to go.
+///
+/// # Safety
+/// `ctx` must be the context installed on this thread with `install_context`, and `target`
+/// the host address of a live translation.
+pub unsafe fn run(ctx: &mut ThreadContext, target: u64) {
+    ctx.entry_target = target;
+    // SAFETY: per this function's contract; rtg_enter saves and restores every callee-saved
+    // register and returns here once translated code exits through rtg_exit.
+    unsafe {
+        std::arch::asm!(
+            "call {enter}",
+            enter = sym rtg_enter,
+            inout("rdi") ctx as *mut ThreadContext => _,
+            clobber_abi("sysv64"),
+        );
+    }
+}

@@ -1,0 +1,434 @@
+//! Guest block -> host code. Guest instructions are copied byte for byte where their address
+//! does not matter, re-encoded where it does (RIP-relative operands), and replaced where they
+//! transfer control: direct branches become patchable jumps to exit stubs, indirect branches
+//! an inline hash-table lookup, `syscall`/`cpuid` exits to the dispatcher.
+//!
+//! A translation is a pure function of the guest bytes, the block's host address and the
+//! tool's instrumentation, so it can be redone at any time.
+
+use crate::cache::{Block, BlockId, CacheError, CodeCache, Exit, ExitKind, Fixup, PcEntry};
+use crate::context::{reg, *};
+use crate::emit::{Asm, Label};
+use crate::instrument::Tool;
+use iced_x86::{
+    Code, ConditionCode, Decoder, DecoderError, DecoderOptions, Encoder, FlowControl, Formatter, Instruction,
+    MemoryOperand, Mnemonic, NasmFormatter, OpKind, Register,
+};
+
+/// Longest block, in guest instructions.
+pub const MAX_BLOCK_INSNS: usize = 64;
+/// Guest bytes fetched for one block (longest x86 instruction is 15 bytes).
+const FETCH_BYTES: usize = MAX_BLOCK_INSNS * 15;
+/// Host bytes reserved in the arena before assembling a block (generous upper bound).
+const MAX_HOST_BYTES: usize = 16 * 1024;
+
+/// Block length limit; `RTGRIND_BLOCK_INSNS=N` lowers it (1 = one instruction per block, a
+/// debugging aid that isolates block-level translation bugs from instruction-level ones).
+fn max_block_insns() -> usize {
+    static N: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *N.get_or_init(|| {
+        std::env::var("RTGRIND_BLOCK_INSNS").ok().and_then(|v| v.parse().ok()).map_or(MAX_BLOCK_INSNS, |n: usize| n.clamp(1, MAX_BLOCK_INSNS))
+    })
+}
+
+/// Where the translator reads guest code from. Implemented by the runtime, which knows the
+/// guest memory map: only bytes in mapped, executable guest memory are returned.
+pub trait CodeSource {
+    /// Copies up to `buf.len()` bytes of executable guest code at `addr` into `buf`,
+    /// returning how many could be read (0 if `addr` is not executable).
+    fn read_code(&mut self, addr: u64, buf: &mut [u8]) -> usize;
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TranslateError {
+    /// No executable guest code at the address: the guest should get SIGSEGV.
+    #[error("no executable code at {0:#x}")]
+    NotExecutable(u64),
+    /// The bytes at the address are not a valid instruction: the guest should get SIGILL.
+    #[error("invalid instruction at {0:#x}")]
+    Invalid(u64),
+    #[error(transparent)]
+    Cache(#[from] CacheError),
+}
+
+/// Formats one instruction for messages and traces.
+pub fn format_insn(ins: &Instruction) -> String {
+    let mut f = NasmFormatter::new();
+    let mut s = String::new();
+    f.format(ins, &mut s);
+    s
+}
+
+struct PendingExit {
+    kind: ExitKind,
+    pc: u64,
+    target: u64,
+    /// Offset of the patchable rel32 in the block (None if the exit is not linkable).
+    site: Option<usize>,
+    stub: Label,
+    note: Option<String>,
+}
+
+struct BlockBuilder {
+    asm: Asm,
+    pc_map: Vec<PcEntry>,
+    exits: Vec<PendingExit>,
+    first_exit_id: u32,
+}
+
+impl BlockBuilder {
+    fn map(&mut self, ins: &Instruction, fixup: Fixup) {
+        self.pc_map.push(PcEntry {
+            host_off: self.asm.pos() as u32,
+            guest_pc: ins.ip(),
+            guest_len: ins.len() as u8,
+            fixup,
+        });
+    }
+
+    /// `jmp rel32` to a new linkable exit towards `target`.
+    fn jmp_exit(&mut self, pc: u64, target: u64) {
+        let stub = self.asm.new_label();
+        self.asm.align_rel32(1);
+        self.asm.jmp_label(stub);
+        let site = Some(self.asm.pos() - 4);
+        self.exits.push(PendingExit { kind: ExitKind::Direct, pc, target, site, stub, note: None });
+    }
+
+    /// `jcc rel32` to a new linkable exit towards `target`.
+    fn jcc_exit(&mut self, cc: u8, pc: u64, target: u64) {
+        let stub = self.asm.new_label();
+        self.asm.align_rel32(2);
+        self.asm.jcc_label(cc, stub);
+        let site = Some(self.asm.pos() - 4);
+        self.exits.push(PendingExit { kind: ExitKind::Direct, pc, target, site, stub, note: None });
+    }
+
+    /// An unconditional, unlinkable exit of the given kind (the stub follows inline).
+    fn leave(&mut self, kind: ExitKind, pc: u64, target: u64, note: Option<String>) {
+        let stub = self.asm.new_label();
+        self.asm.jmp_label(stub);
+        self.exits.push(PendingExit { kind, pc, target, site: None, stub, note });
+    }
+
+    /// Emits all stubs: record where to continue and which exit was taken, then leave.
+    fn emit_stubs(&mut self) {
+        for i in 0..self.exits.len() {
+            let id = self.first_exit_id + i as u32;
+            let (stub, target) = (self.exits[i].stub, self.exits[i].target);
+            self.asm.bind(stub);
+            self.asm.store_gs_imm64(OFF_NEXT_RIP, target);
+            self.asm.store_gs_imm32(OFF_EXIT_ID, id);
+            self.asm.jmp_gs(OFF_EXIT_ROUTINE);
+        }
+    }
+}
+
+/// Why an instruction cannot be run by the engine, if it cannot.
+fn unsupported(ins: &Instruction) -> bool {
+    use Mnemonic::*;
+    if matches!(
+        ins.mnemonic(),
+        Rdgsbase | Wrgsbase | Swapgs | Lgs | Xbegin | Sysenter | Sysexit | Sysret | Iret | Iretd | Iretq | Int
+            | Into | Int1 | Retf | Enclu | Lfs
+    ) {
+        return true;
+    }
+    if matches!(ins.code(), Code::Jmp_m1664 | Code::Jmp_m1632 | Code::Jmp_m1616 | Code::Call_m1664 | Code::Call_m1632 | Code::Call_m1616) {
+        return true;
+    }
+    if ins.segment_prefix() == Register::GS || (ins.op_count() > 0 && ins.memory_segment() == Register::GS && has_mem(ins)) {
+        return true;
+    }
+    // Writes to the gs selector would reload the engine's gs base.
+    (0..ins.op_count()).any(|i| ins.op_kind(i) == OpKind::Register && ins.op_register(i) == Register::GS && i == 0)
+}
+
+fn has_mem(ins: &Instruction) -> bool {
+    (0..ins.op_count()).any(|i| ins.op_kind(i) == OpKind::Memory)
+}
+
+/// A 64-bit GPR not read or written by `ins`, to use as a scratch register.
+fn free_gpr(ins: &Instruction) -> u8 {
+    let mut used = [false; 16];
+    for i in 0..ins.op_count() {
+        if ins.op_kind(i) == OpKind::Register {
+            mark(&mut used, ins.op_register(i));
+        }
+    }
+    mark(&mut used, ins.memory_base());
+    mark(&mut used, ins.memory_index());
+    // Implicit users (string ops, mul/div, cpuid, shifts by cl, cmpxchg) all use rax..rdi;
+    // r8..r15 are never implicit operands, so prefer them.
+    (8..16u8).find(|&r| !used[r as usize]).expect("an instruction uses at most 4 of r8-r15")
+}
+
+fn mark(used: &mut [bool; 16], r: Register) {
+    if r.is_gpr() {
+        let n = r.full_register().number() - Register::RAX.number();
+        used[n] = true;
+    }
+}
+
+fn gpr_num(r: Register) -> u8 {
+    (r.full_register().number() - Register::RAX.number()) as u8
+}
+
+/// Translates the guest block at `pc` into `cache`.
+pub fn translate(
+    cache: &mut CodeCache,
+    src: &mut dyn CodeSource,
+    tool: &mut dyn Tool,
+    pc: u64,
+) -> Result<BlockId, TranslateError> {
+    let mut buf = vec![0u8; FETCH_BYTES];
+    let n = src.read_code(pc, &mut buf);
+    if n == 0 {
+        return Err(TranslateError::NotExecutable(pc));
+    }
+    let (arena, host) = cache.reserve(pc, MAX_HOST_BYTES)?;
+    let mut b = BlockBuilder {
+        asm: Asm::new(host),
+        pc_map: Vec::new(),
+        exits: Vec::new(),
+        first_exit_id: cache.exits.len() as u32,
+    };
+    let mut decoder = Decoder::with_ip(64, &buf[..n], pc, DecoderOptions::NONE);
+    let mut encoder = Encoder::new(64);
+    let mut ins = Instruction::default();
+    let mut count = 0usize;
+    let mut end = pc;
+    let max_insns = max_block_insns();
+    tool.block_start(pc);
+    loop {
+        if !decoder.can_decode() || count >= max_insns {
+            b.jmp_exit(end, end);
+            break;
+        }
+        decoder.decode_out(&mut ins);
+        if ins.is_invalid() {
+            let truncated = decoder.last_error() == DecoderError::NoMoreBytes;
+            if count == 0 {
+                return Err(if truncated && n < FETCH_BYTES { TranslateError::NotExecutable(pc) } else { TranslateError::Invalid(pc) });
+            }
+            // End before it: translating it on its own reports the fault precisely.
+            b.jmp_exit(end, end);
+            break;
+        }
+        if ins.ip() != pc && ins.ip().wrapping_add(ins.len() as u64) > pc + n as u64 {
+            b.jmp_exit(end, end);
+            break;
+        }
+        count += 1;
+        let next = ins.next_ip();
+        let raw = &buf[(ins.ip() - pc) as usize..][..ins.len()];
+
+        if unsupported(&ins) {
+            b.map(&ins, Fixup::None);
+            b.leave(ExitKind::Unsupported, ins.ip(), ins.ip(), Some(format_insn(&ins)));
+            end = next;
+            break;
+        }
+        tool.instrument_insn(&ins);
+        match ins.mnemonic() {
+            Mnemonic::Syscall => {
+                b.map(&ins, Fixup::None);
+                b.leave(ExitKind::Syscall, ins.ip(), next, None);
+                end = next;
+                break;
+            }
+            Mnemonic::Cpuid => {
+                b.map(&ins, Fixup::None);
+                b.leave(ExitKind::Cpuid, ins.ip(), next, None);
+                end = next;
+                break;
+            }
+            _ => {}
+        }
+        end = next;
+        match ins.flow_control() {
+            FlowControl::Next | FlowControl::XbeginXabortXend => copy_insn(&mut b, &mut encoder, &ins, raw),
+            FlowControl::Interrupt | FlowControl::Exception => {
+                // int3, ud2 and friends trap natively; the fault handler maps them back.
+                b.map(&ins, Fixup::None);
+                b.asm.bytes(raw);
+                b.jmp_exit(next, next);
+                break;
+            }
+            FlowControl::UnconditionalBranch => {
+                b.map(&ins, Fixup::None);
+                b.jmp_exit(ins.ip(), ins.near_branch_target());
+                break;
+            }
+            FlowControl::ConditionalBranch => {
+                b.map(&ins, Fixup::None);
+                conditional(&mut b, &ins, raw);
+                break;
+            }
+            FlowControl::Call => {
+                b.map(&ins, Fixup::None);
+                b.asm.push_imm64(next);
+                b.jmp_exit(ins.ip(), ins.near_branch_target());
+                break;
+            }
+            FlowControl::IndirectBranch | FlowControl::IndirectCall | FlowControl::Return => {
+                indirect(&mut b, &mut encoder, &ins);
+                break;
+            }
+        }
+    }
+    b.emit_stubs();
+    b.asm.finish();
+    assert!(b.asm.buf.len() <= MAX_HOST_BYTES, "block at {pc:#x} too large");
+
+    let host_start = b.asm.base;
+    let exits = b
+        .exits
+        .iter()
+        .map(|e| Exit {
+            block: 0,
+            kind: e.kind,
+            pc: e.pc,
+            target: e.target,
+            patch_site: e.site.map_or(0, |s| host_start + s as u64),
+            stub: 0,
+            linked_to: None,
+            note: e.note.clone(),
+        })
+        .collect::<Vec<_>>();
+    let mut exits = exits;
+    for (e, p) in exits.iter_mut().zip(&b.exits) {
+        e.stub = host_start + label_pos(&b.asm, p.stub) as u64;
+    }
+    let block = Block {
+        guest_start: pc,
+        guest_end: end.max(pc + 1),
+        host_start,
+        host_len: b.asm.buf.len() as u32,
+        pc_map: b.pc_map,
+        exits: Vec::new(),
+        incoming: Vec::new(),
+        valid: true,
+        guest_insns: count as u32,
+    };
+    Ok(cache.commit(arena, &b.asm.buf, block, exits))
+}
+
+fn label_pos(asm: &Asm, l: Label) -> usize {
+    asm.label_pos(l)
+}
+
+/// Copies an instruction whose control flow is sequential.
+fn copy_insn(b: &mut BlockBuilder, encoder: &mut Encoder, ins: &Instruction, raw: &[u8]) {
+    if !ins.is_ip_rel_memory_operand() {
+        b.map(ins, Fixup::None);
+        b.asm.bytes(raw);
+        return;
+    }
+    let target = ins.ip_rel_memory_address();
+    if ins.mnemonic() == Mnemonic::Lea && ins.op0_register().is_gpr64() {
+        // `lea r, [rip+d]` only computes a constant.
+        b.map(ins, Fixup::None);
+        b.asm.mov_imm64(gpr_num(ins.op0_register()), target);
+        return;
+    }
+    let here = b.asm.here();
+    if encoder.encode(ins, here).is_ok() {
+        b.map(ins, Fixup::None);
+        let bytes = encoder.take_buffer();
+        b.asm.bytes(&bytes);
+        return;
+    }
+    // Out of rel32 range from the cache: address through a scratch register instead.
+    let _ = encoder.take_buffer();
+    let r = free_gpr(ins);
+    b.map(ins, Fixup::None);
+    b.asm.store_gs(OFF_SCRATCH, r);
+    b.asm.mov_imm64(r, target);
+    let mut rewritten = *ins;
+    let r64 = Register::RAX + r as u32;
+    rewritten.set_memory_base(r64);
+    rewritten.set_memory_index(Register::None);
+    rewritten.set_memory_index_scale(1);
+    rewritten.set_memory_displacement64(0);
+    rewritten.set_memory_displ_size(0);
+    b.map(ins, Fixup::Scratch(r));
+    encoder.encode(&rewritten, b.asm.here()).expect("register-based operand always encodes");
+    let bytes = encoder.take_buffer();
+    b.asm.bytes(&bytes);
+    b.asm.load_gs(r, OFF_SCRATCH);
+}
+
+/// jcc, loop, loopcc, jrcxz/jecxz.
+fn conditional(b: &mut BlockBuilder, ins: &Instruction, raw: &[u8]) {
+    let (taken, fall) = (ins.near_branch_target(), ins.next_ip());
+    let cc = ins.condition_code();
+    if cc != ConditionCode::None {
+        b.jcc_exit(cc as u8 - 1, ins.ip(), taken);
+        b.jmp_exit(ins.ip(), fall);
+        return;
+    }
+    // loop/jrcxz only have rel8 forms: `op L; jmp fall; L: jmp taken`.
+    let l = b.asm.new_label();
+    b.asm.bytes(&raw[..raw.len() - 1]);
+    b.asm.rel8_label(l);
+    b.jmp_exit(ins.ip(), fall);
+    b.asm.bind(l);
+    b.jmp_exit(ins.ip(), taken);
+}
+
+/// ret, jmp/call through a register or memory: compute the guest target in rdx and look it
+/// up in the thread's inline table (`ibl_keys[t & mask] == -t` on a hit).
+fn indirect(b: &mut BlockBuilder, encoder: &mut Encoder, ins: &Instruction) {
+    b.map(ins, Fixup::None);
+    b.asm.store_gs(OFF_SAVE_RCX, reg::RCX);
+    b.asm.store_gs(OFF_SAVE_RDX, reg::RDX);
+    b.map(ins, Fixup::IblSaved);
+    match ins.flow_control() {
+        FlowControl::Return => {
+            b.asm.pop(reg::RDX);
+            if ins.op_count() == 1 && ins.op0_kind() == OpKind::Immediate16 {
+                b.asm.lea_rsp(ins.immediate16() as i32);
+            }
+        }
+        _ => {
+            if ins.op0_kind() == OpKind::Register {
+                b.asm.mov_rr(reg::RDX, gpr_num(ins.op0_register()));
+            } else if ins.is_ip_rel_memory_operand() {
+                b.asm.mov_imm64(reg::RDX, ins.ip_rel_memory_address());
+                b.asm.load_ind(reg::RDX, reg::RDX);
+            } else {
+                let mem = MemoryOperand::new(
+                    ins.memory_base(),
+                    ins.memory_index(),
+                    ins.memory_index_scale(),
+                    ins.memory_displacement64() as i64,
+                    ins.memory_displ_size(),
+                    false,
+                    ins.segment_prefix(),
+                );
+                let load = Instruction::with2(Code::Mov_r64_rm64, Register::RDX, mem).expect("valid mov");
+                encoder.encode(&load, b.asm.here()).expect("mov rdx, mem encodes");
+                let bytes = encoder.take_buffer();
+                b.asm.bytes(&bytes);
+            }
+            if ins.flow_control() == FlowControl::IndirectCall {
+                b.asm.push_imm64(ins.next_ip());
+            }
+        }
+    }
+    let hit = b.asm.new_label();
+    b.asm.movzx_ecx_dx();
+    b.asm.load_gs_rcx_index(OFF_IBL_KEYS);
+    b.asm.lea_rcx_rcx_rdx();
+    b.asm.jrcxz_label(hit);
+    b.asm.jmp_gs(OFF_IBL_MISS);
+    b.asm.bind(hit);
+    b.asm.movzx_ecx_dx();
+    b.asm.load_gs_rcx_index(OFF_IBL_VALS);
+    b.asm.store_gs(OFF_IBL_JMP, reg::RCX);
+    b.asm.load_gs(reg::RCX, OFF_SAVE_RCX);
+    b.asm.load_gs(reg::RDX, OFF_SAVE_RDX);
+    b.map(ins, Fixup::None);
+    b.asm.jmp_gs(OFF_IBL_JMP);
+}

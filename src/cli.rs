@@ -1,0 +1,54 @@
+//! Command line: Valgrind's conventions (`rtgrind [options] --tool=NAME prog [args]`).
+
+use clap::{Parser, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ToolName {
+    /// Run the program under the JIT with no instrumentation.
+    None,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum YesNo {
+    Yes,
+    No,
+}
+
+/// rtgrind: run a program under a dynamic binary translator and find root causes of failures.
+#[derive(Parser, Debug)]
+#[command(name = "rtgrind", version, about, trailing_var_arg = true, after_help = "Example: rtgrind --tool=none ./prog arg1 arg2")]
+pub struct Cli {
+    /// The tool to run the program under.
+    #[arg(long, value_enum, default_value = "none")]
+    pub tool: ToolName,
+
+    /// Print nothing of rtgrind's own except errors.
+    #[arg(short, long)]
+    pub quiet: bool,
+
+    /// Write rtgrind's messages to FILE instead of stderr.
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    pub log_file: Option<PathBuf>,
+
+    /// Print translation and dispatch statistics at exit.
+    #[arg(long, help_heading = "Output")]
+    pub stats: bool,
+
+    /// Run programs started with execve under rtgrind too.
+    #[arg(long, value_enum, default_value = "no", value_name = "yes|no", help_heading = "Processes")]
+    pub trace_children: YesNo,
+
+    /// The program to run, and its arguments.
+    #[arg(required = true, num_args = 1.., value_name = "PROG [ARGS]...", allow_hyphen_values = true)]
+    pub command: Vec<std::ffi::OsString>,
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn cli_is_consistent() {
+        use clap::CommandFactory;
+        super::Cli::command().debug_assert();
+    }
+}

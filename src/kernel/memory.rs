@@ -1,0 +1,372 @@
+//! The guest's address space as rtgrind sees it: which ranges the guest owns and with what
+//! protection, the virtual `brk` heap, and the checks that keep guest mappings from replacing
+//! engine memory (code cache, rtgrind's heap and stacks).
+//!
+//! Every range is page-aligned. A guest `MAP_FIXED` request is honoured only where the range
+//! is the guest's own or free: free parts are probed with `MAP_FIXED_NOREPLACE` first, so a
+//! mapping over rtgrind's memory fails with ENOMEM instead of corrupting the engine.
+
+use std::collections::BTreeMap;
+
+pub const PAGE: u64 = 4096;
+
+pub fn page_down(a: u64) -> u64 {
+    a & !(PAGE - 1)
+}
+pub fn page_up(a: u64) -> u64 {
+    a.wrapping_add(PAGE - 1) & !(PAGE - 1)
+}
+
+#[derive(Clone, Debug)]
+pub struct Region {
+    pub end: u64,
+    /// Protection the guest asked for.
+    pub prot: i32,
+    /// Backing file, for reports.
+    pub name: Option<String>,
+    /// Code was translated from here while writable, so the real protection lacks
+    /// PROT_WRITE until a write fault invalidates the translations.
+    pub write_protected: bool,
+}
+
+#[derive(Default)]
+pub struct GuestMemory {
+    regions: BTreeMap<u64, Region>,
+    pub brk_start: u64,
+    pub brk_cur: u64,
+}
+
+fn raw_mmap(addr: u64, len: u64, prot: i32, flags: i32, fd: i32, off: u64) -> Result<u64, i32> {
+    // SAFETY: callers pass either MAP_FIXED over guest-owned memory, MAP_FIXED_NOREPLACE, or
+    // no fixed flag; none of these can replace memory rtgrind uses.
+    let p = unsafe { libc::mmap(addr as *mut libc::c_void, len as usize, prot, flags, fd, off as i64) };
+    if p == libc::MAP_FAILED {
+        Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::ENOMEM))
+    } else {
+        Ok(p as u64)
+    }
+}
+
+impl GuestMemory {
+    /// Removes `[start, end)` from the map, splitting regions that straddle its ends.
+    fn carve(&mut self, start: u64, end: u64) {
+        if let Some((&s, r)) = self.regions.range(..start).next_back() {
+            if r.end > start {
+                let mut tail = r.clone();
+                let old_end = r.end;
+                self.regions.get_mut(&s).unwrap().end = start;
+                if old_end > end {
+                    tail.end = old_end;
+                    self.regions.insert(end, tail);
+                }
+            }
+        }
+        let inside: Vec<u64> = self.regions.range(start..end).map(|(&s, _)| s).collect();
+        for s in inside {
+            let r = self.regions.remove(&s).unwrap();
+            if r.end > end {
+                self.regions.insert(end, r);
+            }
+        }
+    }
+
+    pub fn add(&mut self, start: u64, len: u64, prot: i32, name: Option<String>) {
+        let end = start + len;
+        self.carve(start, end);
+        self.regions.insert(start, Region { end, prot, name, write_protected: false });
+    }
+
+    pub fn remove(&mut self, start: u64, len: u64) {
+        self.carve(start, start + len);
+    }
+
+    /// Guest-owned pieces overlapping `[start, end)`, clipped to it.
+    pub fn pieces(&self, start: u64, end: u64) -> Vec<(u64, u64, Region)> {
+        let mut v = Vec::new();
+        let first = self.regions.range(..=start).next_back().map(|(&s, _)| s).unwrap_or(start);
+        for (&s, r) in self.regions.range(first..end) {
+            if r.end <= start {
+                continue;
+            }
+            v.push((s.max(start), r.end.min(end), r.clone()));
+        }
+        v
+    }
+
+    /// Parts of `[start, end)` the guest does not own.
+    pub fn gaps(&self, start: u64, end: u64) -> Vec<(u64, u64)> {
+        let mut v = Vec::new();
+        let mut cur = start;
+        for (s, e, _) in self.pieces(start, end) {
+            if s > cur {
+                v.push((cur, s));
+            }
+            cur = e;
+        }
+        if cur < end {
+            v.push((cur, end));
+        }
+        v
+    }
+
+    pub fn region_at(&self, addr: u64) -> Option<(u64, &Region)> {
+        let (&s, r) = self.regions.range(..=addr).next_back()?;
+        (addr < r.end).then_some((s, r))
+    }
+
+    /// Makes sure every part of `[start, end)` the guest does not own is free, by reserving
+    /// it with MAP_FIXED_NOREPLACE. On failure nothing is left reserved.
+    fn claim_gaps(&mut self, start: u64, end: u64) -> Result<(), i32> {
+        let gaps = self.gaps(start, end);
+        let mut done = Vec::new();
+        for (s, e) in gaps {
+            let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED_NOREPLACE;
+            match raw_mmap(s, e - s, libc::PROT_NONE, flags, -1, 0) {
+                Ok(p) if p == s => done.push((s, e)),
+                other => {
+                    if let Ok(p) = other {
+                        // SAFETY: an old kernel placed our probe elsewhere; it is ours to drop.
+                        unsafe { libc::munmap(p as *mut libc::c_void, (e - s) as usize) };
+                    }
+                    for (s, e) in done {
+                        // SAFETY: these probes were mapped just above and belong to nobody else.
+                        unsafe { libc::munmap(s as *mut libc::c_void, (e - s) as usize) };
+                    }
+                    return Err(libc::ENOMEM);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Reserves `len` bytes (PROT_NONE) at `hint` exactly if `fixed`, else near it.
+    pub fn reserve(&mut self, hint: u64, len: u64, fixed: bool) -> std::io::Result<u64> {
+        let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | if hint != 0 { libc::MAP_FIXED_NOREPLACE } else { 0 };
+        let at = match raw_mmap(hint, len, libc::PROT_NONE, flags, -1, 0) {
+            Ok(p) => p,
+            Err(_) if !fixed => raw_mmap(0, len, libc::PROT_NONE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0)
+                .map_err(std::io::Error::from_raw_os_error)?,
+            Err(e) => return Err(std::io::Error::from_raw_os_error(e)),
+        };
+        if fixed && at != hint {
+            return Err(std::io::Error::from_raw_os_error(libc::EEXIST));
+        }
+        self.add(at, page_up(len), libc::PROT_NONE, None);
+        Ok(at)
+    }
+
+    /// Maps a file range inside guest-owned memory (the loader's segments).
+    pub fn map_file_fixed(&mut self, at: u64, len: u64, prot: i32, fd: i32, off: u64, name: &str) -> std::io::Result<()> {
+        raw_mmap(at, len, prot, libc::MAP_PRIVATE | libc::MAP_FIXED, fd, off).map_err(std::io::Error::from_raw_os_error)?;
+        self.add(at, len, prot, Some(name.to_string()));
+        Ok(())
+    }
+
+    pub fn map_anon_fixed(&mut self, at: u64, len: u64, prot: i32, name: &str) -> std::io::Result<()> {
+        raw_mmap(at, len, prot, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED, -1, 0)
+            .map_err(std::io::Error::from_raw_os_error)?;
+        self.add(at, len, prot, Some(name.to_string()));
+        Ok(())
+    }
+
+    /// Changes real and recorded protection of guest-owned memory.
+    pub fn protect_fixed(&mut self, at: u64, len: u64, prot: i32) {
+        // SAFETY: the range is guest-owned (the loader's own segment).
+        unsafe { libc::mprotect(at as *mut libc::c_void, len as usize, prot) };
+        let name = self.region_at(at).and_then(|(_, r)| r.name.clone());
+        self.add(at, len, prot, name);
+    }
+
+    /// The guest's `mmap`. Returns the address or a negative errno.
+    pub fn guest_mmap(&mut self, addr: u64, len: u64, prot: i32, flags: i32, fd: i32, off: u64) -> i64 {
+        if len == 0 {
+            return -libc::EINVAL as i64;
+        }
+        let len = page_up(len);
+        let fixed = flags & libc::MAP_FIXED != 0 && flags & libc::MAP_FIXED_NOREPLACE == 0;
+        if fixed {
+            if addr % PAGE != 0 {
+                return -libc::EINVAL as i64;
+            }
+            if let Err(e) = self.claim_gaps(addr, addr + len) {
+                return -e as i64;
+            }
+        }
+        match raw_mmap(addr, len, prot, flags, fd, off) {
+            Ok(p) => {
+                let name = if fd >= 0 && flags & libc::MAP_ANONYMOUS == 0 {
+                    std::fs::read_link(format!("/proc/self/fd/{fd}")).ok().map(|p| p.display().to_string())
+                } else {
+                    None
+                };
+                self.add(p, len, prot, name);
+                p as i64
+            }
+            Err(e) => -e as i64,
+        }
+    }
+
+    /// The guest's `munmap`: only guest-owned pieces are unmapped; other parts are left alone
+    /// (they are free, or they are rtgrind's and the guest must not unmap them).
+    pub fn guest_munmap(&mut self, addr: u64, len: u64) -> i64 {
+        if addr % PAGE != 0 || len == 0 {
+            return -libc::EINVAL as i64;
+        }
+        let end = addr.saturating_add(page_up(len));
+        for (s, e, _) in self.pieces(addr, end) {
+            // SAFETY: [s, e) is guest-owned.
+            unsafe { libc::munmap(s as *mut libc::c_void, (e - s) as usize) };
+        }
+        self.remove(addr, end - addr);
+        0
+    }
+
+    /// The guest's `mprotect`. Write-protected code pages keep PROT_WRITE off for real.
+    pub fn guest_mprotect(&mut self, addr: u64, len: u64, prot: i32) -> i64 {
+        if addr % PAGE != 0 {
+            return -libc::EINVAL as i64;
+        }
+        let end = addr.saturating_add(page_up(len));
+        if !self.gaps(addr, end).is_empty() {
+            return -libc::ENOMEM as i64;
+        }
+        // SAFETY: the whole range is guest-owned (no gaps).
+        let r = unsafe { libc::mprotect(addr as *mut libc::c_void, (end - addr) as usize, prot) };
+        if r != 0 {
+            return -(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EINVAL)) as i64;
+        }
+        for (s, e, reg) in self.pieces(addr, end) {
+            self.carve(s, e);
+            self.regions.insert(s, Region { end: e, prot, name: reg.name, write_protected: false });
+        }
+        0
+    }
+
+    /// The guest's `mremap`.
+    pub fn guest_mremap(&mut self, old: u64, old_len: u64, new_len: u64, flags: i32, new_addr: u64) -> i64 {
+        let old_end = old.saturating_add(page_up(old_len));
+        if !self.gaps(old, old_end).is_empty() {
+            return -libc::EFAULT as i64;
+        }
+        let (prot, name) = self.region_at(old).map(|(_, r)| (r.prot, r.name.clone())).unwrap_or((0, None));
+        if flags & libc::MREMAP_FIXED != 0 {
+            if let Err(e) = self.claim_gaps(new_addr, new_addr + page_up(new_len)) {
+                return -e as i64;
+            }
+        }
+        // SAFETY: the old range is guest-owned; a fixed destination was checked to be guest-owned or free.
+        let p = unsafe { libc::mremap(old as *mut libc::c_void, old_len as usize, new_len as usize, flags, new_addr as *mut libc::c_void) };
+        if p == libc::MAP_FAILED {
+            return -(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::ENOMEM)) as i64;
+        }
+        if flags & libc::MREMAP_DONTUNMAP == 0 {
+            self.remove(old, old_end - old);
+        }
+        self.add(p as u64, page_up(new_len), prot, name);
+        p as i64
+    }
+
+    /// The guest's `brk`: a heap separate from rtgrind's own.
+    pub fn guest_brk(&mut self, want: u64) -> u64 {
+        if want < self.brk_start {
+            return self.brk_cur;
+        }
+        let (cur_top, new_top) = (page_up(self.brk_cur), page_up(want));
+        if new_top > cur_top {
+            let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED_NOREPLACE;
+            match raw_mmap(cur_top, new_top - cur_top, libc::PROT_READ | libc::PROT_WRITE, flags, -1, 0) {
+                Ok(p) if p == cur_top => self.add(cur_top, new_top - cur_top, libc::PROT_READ | libc::PROT_WRITE, Some("[heap]".into())),
+                _ => return self.brk_cur,
+            }
+        } else if new_top < cur_top {
+            // SAFETY: [new_top, cur_top) is the guest heap's own tail.
+            unsafe { libc::munmap(new_top as *mut libc::c_void, (cur_top - new_top) as usize) };
+            self.remove(new_top, cur_top - new_top);
+        }
+        self.brk_cur = want;
+        want
+    }
+
+    /// Length of executable guest code readable from `addr` (contiguous regions).
+    pub fn exec_len(&self, addr: u64, max: u64) -> u64 {
+        let mut cur = addr;
+        while cur < addr + max {
+            match self.region_at(cur) {
+                Some((_, r)) if r.prot & libc::PROT_EXEC != 0 => cur = r.end,
+                _ => break,
+            }
+        }
+        cur.min(addr + max) - addr
+    }
+
+    /// Marks the pages of `[start, end)` as holding translated code: writable pages lose
+    /// PROT_WRITE for real so a guest write faults and invalidates the translations.
+    pub fn protect_code(&mut self, start: u64, end: u64) {
+        let (s, e) = (page_down(start), page_up(end));
+        for (ps, pe, r) in self.pieces(s, e) {
+            if r.prot & libc::PROT_WRITE != 0 && !r.write_protected {
+                // SAFETY: guest-owned pages; only the write permission is removed.
+                unsafe { libc::mprotect(ps as *mut libc::c_void, (pe - ps) as usize, r.prot & !libc::PROT_WRITE) };
+                self.carve(ps, pe);
+                self.regions.insert(ps, Region { end: pe, write_protected: true, ..r });
+            }
+        }
+    }
+
+    /// A write to `addr` faulted: if it hit a write-protected code page, gives the page its
+    /// write permission back and returns the page range whose translations must go.
+    pub fn unprotect_code_page(&mut self, addr: u64) -> Option<(u64, u64)> {
+        let (_, r) = self.region_at(addr)?;
+        if !r.write_protected {
+            return None;
+        }
+        let r = r.clone();
+        let (ps, pe) = (page_down(addr), page_down(addr) + PAGE);
+        // SAFETY: a guest-owned page that the guest mapped writable.
+        unsafe { libc::mprotect(ps as *mut libc::c_void, PAGE as usize, r.prot) };
+        self.carve(ps, pe);
+        self.regions.insert(ps, Region { end: pe, write_protected: false, ..r });
+        Some((ps, pe))
+    }
+
+    /// Gives every write-protected code page its write permission back (before retrying a
+    /// syscall that failed with EFAULT writing into one). Returns the ranges unprotected.
+    pub fn unprotect_all_code(&mut self) -> Vec<(u64, u64)> {
+        let wp: Vec<(u64, Region)> = self.regions.iter().filter(|(_, r)| r.write_protected).map(|(&s, r)| (s, r.clone())).collect();
+        let mut v = Vec::new();
+        for (s, r) in wp {
+            // SAFETY: guest-owned pages the guest mapped writable.
+            unsafe { libc::mprotect(s as *mut libc::c_void, (r.end - s) as usize, r.prot) };
+            v.push((s, r.end));
+            self.regions.insert(s, Region { write_protected: false, ..r });
+        }
+        v
+    }
+
+    pub fn name_at(&self, addr: u64) -> Option<String> {
+        self.region_at(addr).and_then(|(_, r)| r.name.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn carve_splits_regions() {
+        let mut m = GuestMemory::default();
+        m.add(0x1000, 0x5000, libc::PROT_READ, None);
+        m.remove(0x2000, 0x1000);
+        assert_eq!(m.gaps(0x1000, 0x6000), vec![(0x2000, 0x3000)]);
+        m.add(0x2000, 0x1000, libc::PROT_EXEC | libc::PROT_READ, None);
+        assert_eq!(m.exec_len(0x2000, 0x10000), 0x1000);
+        assert_eq!(m.pieces(0x0, 0x10000).len(), 3);
+    }
+}
+
+impl GuestMemory {
+    /// Start of the lowest region backed by the file `name` (a module's load address).
+    pub fn lowest_start_named(&self, name: &str) -> Option<u64> {
+        self.regions.iter().find(|(_, r)| r.name.as_deref() == Some(name)).map(|(&s, _)| s)
+    }
+}

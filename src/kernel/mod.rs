@@ -1,0 +1,7 @@
+//! Linux, as the guest sees it through rtgrind: syscalls, signals, memory map.
+
+pub mod guest_mem;
+pub mod memory;
+pub mod raw;
+pub mod signals;
+pub mod syscall;

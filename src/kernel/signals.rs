@@ -1,0 +1,502 @@
+//! Signals, virtualized: the guest's handler table, mask and alternate stack are rtgrind's
+//! records, and the host's handlers are rtgrind's own.
+//!
+//! Design. Synchronous faults (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP raised by the CPU)
+//! in translated code are mapped back to the guest instruction by the code cache's pc table;
+//! the host handler copies the guest registers out of the signal frame into the thread
+//! context and resumes at `rtg_fault_resume`, so the dispatcher sees an ordinary exit with
+//! `EXIT_FAULT`. Asynchronous signals are only recorded by the host handler; the block the
+//! thread is in gets its exits unlinked (and the inline lookup table emptied) so the thread
+//! reaches the dispatcher at the end of that block, where the guest frame is built. Host
+//! handlers are installed without SA_RESTART, so a blocking syscall returns EINTR to the
+//! dispatcher; it is restarted after the guest handler if the guest asked for SA_RESTART.
+//!
+//! The real signal mask follows the guest's (minus the fault signals), so a signal the guest
+//! blocks stays pending in the kernel exactly as it would natively. Signals the guest ignores
+//! are ignored for real; signals whose default action is to ignore keep the real default, so
+//! neither interrupts a syscall natively uninterrupted.
+
+use super::guest_mem;
+use rtgrind_jit::cache::Fixup;
+use rtgrind_jit::context::{reg, ThreadContext, EXIT_FAULT};
+use rtgrind_jit::{dispatch, CodeCache};
+use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU64, Ordering};
+
+pub const NSIG: usize = 65;
+const SYNC_SIGNALS: [i32; 5] = [libc::SIGSEGV, libc::SIGBUS, libc::SIGILL, libc::SIGFPE, libc::SIGTRAP];
+
+/// The guest's `struct sigaction` (kernel layout).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GuestAction {
+    pub handler: u64,
+    pub flags: u64,
+    pub restorer: u64,
+    pub mask: u64,
+}
+
+/// What the host handler hands to the dispatcher.
+struct Shared {
+    ctx: AtomicPtr<ThreadContext>,
+    cache: AtomicPtr<CodeCache>,
+    pending: AtomicU64,
+    infos: [std::cell::UnsafeCell<[u8; 128]>; NSIG],
+    fault_sig: AtomicI32,
+    fault_info: std::cell::UnsafeCell<[u8; 128]>,
+}
+// SAFETY: the UnsafeCells are written by the signal handler of the single thread that reads
+// them, with the `pending` bit / `fault_sig` published after the write (SeqCst).
+unsafe impl Sync for Shared {}
+
+static SHARED: Shared = Shared {
+    ctx: AtomicPtr::new(std::ptr::null_mut()),
+    cache: AtomicPtr::new(std::ptr::null_mut()),
+    pending: AtomicU64::new(0),
+    infos: [const { std::cell::UnsafeCell::new([0; 128]) }; NSIG],
+    fault_sig: AtomicI32::new(0),
+    fault_info: std::cell::UnsafeCell::new([0; 128]),
+};
+
+/// A signal to hand to the guest: number and raw siginfo.
+#[derive(Clone, Copy)]
+pub struct SigInfo {
+    pub sig: i32,
+    pub raw: [u8; 128],
+}
+
+impl SigInfo {
+    pub fn new(sig: i32, code: i32, addr: u64) -> SigInfo {
+        let mut raw = [0u8; 128];
+        raw[0..4].copy_from_slice(&sig.to_le_bytes());
+        raw[8..12].copy_from_slice(&code.to_le_bytes());
+        raw[16..24].copy_from_slice(&addr.to_le_bytes());
+        SigInfo { sig, raw }
+    }
+    pub fn code(&self) -> i32 {
+        i32::from_le_bytes(self.raw[8..12].try_into().unwrap())
+    }
+    pub fn addr(&self) -> u64 {
+        u64::from_le_bytes(self.raw[16..24].try_into().unwrap())
+    }
+}
+
+pub struct Signals {
+    pub actions: [GuestAction; NSIG],
+    /// The guest's blocked set (bit n-1 for signal n).
+    pub mask: u64,
+    pub altstack: (u64, i32, u64),
+}
+
+fn bit(sig: i32) -> u64 {
+    1u64 << (sig - 1)
+}
+
+/// Default action of a signal is to ignore it.
+fn default_ignores(sig: i32) -> bool {
+    matches!(sig, libc::SIGCHLD | libc::SIGURG | libc::SIGWINCH | libc::SIGCONT)
+}
+fn default_stops(sig: i32) -> bool {
+    matches!(sig, libc::SIGSTOP | libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU)
+}
+
+impl Signals {
+    /// Installs rtgrind's host handlers and the alternate stack they run on.
+    pub fn install(ctx: &mut ThreadContext, cache: &mut CodeCache) -> Signals {
+        SHARED.ctx.store(ctx, Ordering::SeqCst);
+        SHARED.cache.store(cache, Ordering::SeqCst);
+        dispatch::set_signal_handler(host_handler);
+        // Host handlers need their own stack: the guest's may be anything.
+        const ALT: usize = 256 * 1024;
+        let stack = Box::leak(vec![0u8; ALT].into_boxed_slice());
+        let ss = libc::stack_t { ss_sp: stack.as_mut_ptr() as *mut libc::c_void, ss_flags: 0, ss_size: ALT };
+        // SAFETY: the stack is leaked, so it outlives every handler invocation.
+        unsafe { libc::sigaltstack(&ss, std::ptr::null_mut()) };
+        let s = Signals { actions: [GuestAction::default(); NSIG], mask: 0, altstack: (0, libc::SS_DISABLE, 0) };
+        for sig in 1..NSIG as i32 {
+            if sig == libc::SIGKILL || sig == libc::SIGSTOP {
+                continue;
+            }
+            s.apply_host_action(sig);
+        }
+        s
+    }
+
+    /// Re-points the handler's view after the runtime moved (it must not move again).
+    pub fn rebind(ctx: &mut ThreadContext, cache: &mut CodeCache) {
+        SHARED.ctx.store(ctx, Ordering::SeqCst);
+        SHARED.cache.store(cache, Ordering::SeqCst);
+    }
+
+    /// Makes the host's disposition of `sig` match what the guest asked for.
+    fn apply_host_action(&self, sig: i32) {
+        let g = self.actions[sig as usize];
+        let sync = SYNC_SIGNALS.contains(&sig);
+        // SAFETY: zeroed sigaction is a valid "no flags, empty mask" value.
+        let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
+        if !sync && g.handler == libc::SIG_IGN as u64 {
+            sa.sa_sigaction = libc::SIG_IGN;
+        } else if !sync && g.handler == libc::SIG_DFL as u64 && (default_ignores(sig) || default_stops(sig)) {
+            sa.sa_sigaction = libc::SIG_DFL;
+        } else {
+            sa.sa_sigaction = dispatch::signal_entry_addr();
+            sa.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
+            // SAFETY: filling our own sigset.
+            unsafe { libc::sigfillset(&mut sa.sa_mask) };
+        }
+        // SAFETY: installing a handler for a catchable signal.
+        unsafe { libc::sigaction(sig, &sa, std::ptr::null_mut()) };
+    }
+
+    /// The guest's rt_sigaction.
+    pub fn sigaction(&mut self, sig: i32, new: u64, old: u64) -> i64 {
+        if !(1..NSIG as i32).contains(&sig) {
+            return -libc::EINVAL as i64;
+        }
+        if old != 0 {
+            let a = self.actions[sig as usize];
+            let mut b = [0u8; 32];
+            for (i, v) in [a.handler, a.flags, a.restorer, a.mask].iter().enumerate() {
+                b[i * 8..i * 8 + 8].copy_from_slice(&v.to_le_bytes());
+            }
+            if !guest_mem::write(old, &b) {
+                return -libc::EFAULT as i64;
+            }
+        }
+        if new != 0 {
+            if sig == libc::SIGKILL || sig == libc::SIGSTOP {
+                return -libc::EINVAL as i64;
+            }
+            let mut b = [0u8; 32];
+            if !guest_mem::read(new, &mut b) {
+                return -libc::EFAULT as i64;
+            }
+            let w = |i: usize| u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().unwrap());
+            self.actions[sig as usize] = GuestAction { handler: w(0), flags: w(1), restorer: w(2), mask: w(3) };
+            self.apply_host_action(sig);
+        }
+        0
+    }
+
+    /// Sets the real mask to the guest's, never blocking the fault signals.
+    pub fn apply_mask(&self) {
+        let mut real = self.mask & !(bit(libc::SIGKILL) | bit(libc::SIGSTOP));
+        for s in SYNC_SIGNALS {
+            real &= !bit(s);
+        }
+        // SAFETY: setting this thread's mask from a fully initialised 8-byte set.
+        unsafe {
+            super::raw::syscall6(libc::SYS_rt_sigprocmask as u64, [libc::SIG_SETMASK as u64, &real as *const u64 as u64, 0, 8, 0, 0])
+        };
+    }
+
+    pub fn sigprocmask(&mut self, how: i32, set: u64, old: u64, size: u64) -> i64 {
+        if size != 8 {
+            return -libc::EINVAL as i64;
+        }
+        let prev = self.mask;
+        if set != 0 {
+            let Some(s) = guest_mem::read_u64(set) else { return -libc::EFAULT as i64 };
+            self.mask = match how {
+                libc::SIG_BLOCK => prev | s,
+                libc::SIG_UNBLOCK => prev & !s,
+                libc::SIG_SETMASK => s,
+                _ => return -libc::EINVAL as i64,
+            } & !(bit(libc::SIGKILL) | bit(libc::SIGSTOP));
+            self.apply_mask();
+        }
+        if old != 0 && !guest_mem::write_u64(old, prev) {
+            return -libc::EFAULT as i64;
+        }
+        0
+    }
+
+    pub fn sigaltstack(&mut self, new: u64, old: u64, rsp: u64) -> i64 {
+        let on = self.on_altstack(rsp);
+        if old != 0 {
+            let (sp, flags, size) = self.altstack;
+            let flags = if on { libc::SS_ONSTACK } else { flags };
+            let mut b = [0u8; 24];
+            b[0..8].copy_from_slice(&sp.to_le_bytes());
+            b[8..12].copy_from_slice(&flags.to_le_bytes());
+            b[16..24].copy_from_slice(&size.to_le_bytes());
+            if !guest_mem::write(old, &b) {
+                return -libc::EFAULT as i64;
+            }
+        }
+        if new != 0 {
+            let mut b = [0u8; 24];
+            if !guest_mem::read(new, &mut b) {
+                return -libc::EFAULT as i64;
+            }
+            if on {
+                return -libc::EPERM as i64;
+            }
+            let sp = u64::from_le_bytes(b[0..8].try_into().unwrap());
+            let flags = i32::from_le_bytes(b[8..12].try_into().unwrap());
+            let size = u64::from_le_bytes(b[16..24].try_into().unwrap());
+            if flags & libc::SS_DISABLE != 0 {
+                self.altstack = (0, libc::SS_DISABLE, 0);
+            } else {
+                if size < 2048 {
+                    return -libc::ENOMEM as i64;
+                }
+                self.altstack = (sp, 0, size);
+            }
+        }
+        0
+    }
+
+    fn on_altstack(&self, rsp: u64) -> bool {
+        let (sp, flags, size) = self.altstack;
+        flags & libc::SS_DISABLE == 0 && rsp > sp && rsp <= sp + size
+    }
+
+    /// Takes one pending asynchronous signal the guest does not block.
+    pub fn take_pending(&mut self) -> Option<SigInfo> {
+        let p = SHARED.pending.load(Ordering::SeqCst) & !self.mask;
+        if p == 0 {
+            return None;
+        }
+        let sig = p.trailing_zeros() as i32 + 1;
+        SHARED.pending.fetch_and(!bit(sig), Ordering::SeqCst);
+        // SAFETY: the bit was set after the handler finished writing this slot.
+        let raw = unsafe { *SHARED.infos[sig as usize].get() };
+        Some(SigInfo { sig, raw })
+    }
+
+    pub fn any_pending(&self) -> bool {
+        SHARED.pending.load(Ordering::SeqCst) & !self.mask != 0
+    }
+
+    /// The fault the handler recorded for an `EXIT_FAULT`.
+    pub fn take_fault() -> SigInfo {
+        let sig = SHARED.fault_sig.swap(0, Ordering::SeqCst);
+        // SAFETY: written by the handler before it published fault_sig.
+        let raw = unsafe { *SHARED.fault_info.get() };
+        SigInfo { sig, raw }
+    }
+
+    /// Whether the guest's disposition for `sig` is its default action.
+    pub fn is_default(&self, sig: i32) -> bool {
+        self.actions[sig as usize].handler == libc::SIG_DFL as u64
+    }
+    pub fn is_ignored(&self, sig: i32) -> bool {
+        self.actions[sig as usize].handler == libc::SIG_IGN as u64
+    }
+    /// The default action of `sig` ignores it.
+    pub fn default_is_ignore(sig: i32) -> bool {
+        default_ignores(sig) || default_stops(sig)
+    }
+
+    /// Builds the guest's signal frame and points the context at its handler.
+    /// Returns false if the frame could not be written (the guest must then die of SIGSEGV).
+    pub fn deliver(&mut self, ctx: &mut ThreadContext, info: &SigInfo) -> bool {
+        let sig = info.sig;
+        let act = self.actions[sig as usize];
+        let rsp = ctx.gpr[reg::RSP as usize];
+        let use_alt = act.flags & libc::SA_ONSTACK as u64 != 0 && self.altstack.1 & libc::SS_DISABLE == 0 && !self.on_altstack(rsp);
+        let mut sp = if use_alt { self.altstack.0 + self.altstack.2 } else { rsp - 128 };
+        const XS: usize = rtgrind_jit::context::XSAVE_SIZE - 192; // 832: legacy + header + AVX
+        let fp_size = XS + 4;
+        sp -= fp_size as u64;
+        sp &= !63;
+        let fpstate = sp;
+        const FRAME: u64 = 8 + 304 + 128;
+        sp -= FRAME;
+        sp = (sp & !15) - 8;
+        let frame = sp;
+
+        let mut fp = ctx.xsave.0[..XS].to_vec();
+        fp.extend_from_slice(&0x4650_5845u32.to_le_bytes()); // FP_XSTATE_MAGIC2
+        fp[464..468].copy_from_slice(&0x4650_5853u32.to_le_bytes()); // FP_XSTATE_MAGIC1
+        fp[468..472].copy_from_slice(&(fp_size as u32).to_le_bytes());
+        fp[472..480].copy_from_slice(&7u64.to_le_bytes());
+        fp[480..484].copy_from_slice(&(XS as u32).to_le_bytes());
+
+        let mut uc = vec![0u8; 304];
+        let put = |b: &mut [u8], off: usize, v: u64| b[off..off + 8].copy_from_slice(&v.to_le_bytes());
+        put(&mut uc, 0, 0x7); // UC_FP_XSTATE | UC_SIGCONTEXT_SS | UC_STRICT_RESTORE_SS
+        put(&mut uc, 16, self.altstack.0);
+        uc[24..28].copy_from_slice(&(if self.on_altstack(rsp) { libc::SS_ONSTACK } else { self.altstack.1 }).to_le_bytes());
+        put(&mut uc, 32, self.altstack.2);
+        let g = &ctx.gpr;
+        let mc = 40;
+        let order = [8, 9, 10, 11, 12, 13, 14, 15, 7, 6, 5, 3, 2, 0, 1, 4]; // r8..r15 rdi rsi rbp rbx rdx rax rcx rsp
+        for (i, &r) in order.iter().enumerate() {
+            put(&mut uc, mc + i * 8, g[r]);
+        }
+        put(&mut uc, mc + 16 * 8, ctx.rip);
+        put(&mut uc, mc + 17 * 8, ctx.rflags);
+        put(&mut uc, mc + 18 * 8, 0x002b_0000_0000_0033); // cs=0x33 gs=0 fs=0 ss=0x2b
+        let (trapno, err) = match sig {
+            libc::SIGSEGV | libc::SIGBUS if info.code() > 0 => (14, 4 | 0),
+            libc::SIGFPE => (0, 0),
+            libc::SIGILL => (6, 0),
+            libc::SIGTRAP => (3, 0),
+            _ => (0, 0),
+        };
+        put(&mut uc, mc + 19 * 8, err);
+        put(&mut uc, mc + 20 * 8, trapno);
+        put(&mut uc, mc + 21 * 8, self.mask);
+        put(&mut uc, mc + 22 * 8, if info.code() > 0 { info.addr() } else { 0 });
+        put(&mut uc, mc + 23 * 8, fpstate);
+        put(&mut uc, 296, self.mask);
+
+        let ok = guest_mem::write(fpstate, &fp)
+            && guest_mem::write_u64(frame, act.restorer)
+            && guest_mem::write(frame + 8, &uc)
+            && guest_mem::write(frame + 8 + 304, &info.raw);
+        if !ok {
+            return false;
+        }
+        ctx.gpr[reg::RSP as usize] = frame;
+        ctx.gpr[reg::RDI as usize] = sig as u64;
+        ctx.gpr[reg::RSI as usize] = frame + 8 + 304;
+        ctx.gpr[reg::RDX as usize] = frame + 8;
+        ctx.gpr[reg::RAX as usize] = 0;
+        ctx.rip = act.handler;
+        ctx.rflags &= !(0x400 | 0x100 | 0x10000); // DF, TF, RF
+        self.mask |= act.mask;
+        if act.flags & libc::SA_NODEFER as u64 == 0 {
+            self.mask |= bit(sig);
+        }
+        self.apply_mask();
+        if act.flags & libc::SA_RESETHAND as u64 != 0 {
+            self.actions[sig as usize].handler = libc::SIG_DFL as u64;
+            self.apply_host_action(sig);
+        }
+        true
+    }
+
+    /// rt_sigreturn: restores the state saved in the frame at the guest's rsp.
+    pub fn sigreturn(&mut self, ctx: &mut ThreadContext) -> bool {
+        let ucp = ctx.gpr[reg::RSP as usize];
+        let mut uc = vec![0u8; 304];
+        if !guest_mem::read(ucp, &mut uc) {
+            return false;
+        }
+        let get = |off: usize| u64::from_le_bytes(uc[off..off + 8].try_into().unwrap());
+        let mc = 40;
+        let order = [8, 9, 10, 11, 12, 13, 14, 15, 7, 6, 5, 3, 2, 0, 1, 4];
+        for (i, &r) in order.iter().enumerate() {
+            ctx.gpr[r] = get(mc + i * 8);
+        }
+        ctx.rip = get(mc + 16 * 8);
+        const FIX: u64 = 0x40000 | 0x800 | 0x400 | 0x100 | 0x80 | 0x40 | 0x10 | 0x4 | 0x1 | 0x10000;
+        ctx.rflags = (ctx.rflags & !FIX) | (get(mc + 17 * 8) & FIX);
+        let fpstate = get(mc + 23 * 8);
+        if fpstate != 0 {
+            let mut fp = vec![0u8; 832];
+            if !guest_mem::read(fpstate, &mut fp) {
+                return false;
+            }
+            fp[520..528].fill(0); // XCOMP_BV: standard format
+            let bv = u64::from_le_bytes(fp[512..520].try_into().unwrap()) & 7;
+            fp[512..520].copy_from_slice(&bv.to_le_bytes());
+            fp[28..32].copy_from_slice(&0xffffu32.to_le_bytes());
+            ctx.xsave.0[..832].copy_from_slice(&fp);
+        }
+        self.mask = get(296) & !(bit(libc::SIGKILL) | bit(libc::SIGSTOP));
+        self.apply_mask();
+        // The kernel restores the alternate stack settings from uc_stack.
+        let (sp, flags, size) = (get(16), i32::from_le_bytes(uc[24..28].try_into().unwrap()), get(32));
+        if flags & libc::SS_DISABLE != 0 {
+            self.altstack = (0, libc::SS_DISABLE, 0);
+        } else if size >= 2048 {
+            self.altstack = (sp, 0, size);
+        }
+        true
+    }
+}
+
+/// Marks every signal as not yet seen (a forked child starts with none pending).
+pub fn clear_pending() {
+    SHARED.pending.store(0, Ordering::SeqCst);
+}
+
+const REG_ORDER: [usize; 16] = [
+    13, // rax  <- gregs[REG_RAX]
+    14, // rcx
+    12, // rdx
+    11, // rbx
+    15, // rsp
+    10, // rbp
+    9,  // rsi
+    8,  // rdi
+    0, 1, 2, 3, 4, 5, 6, 7, // r8..r15
+];
+
+fn raw_write_stderr(msg: &[u8]) {
+    // SAFETY: write(2) of a valid buffer.
+    unsafe { libc::write(2, msg.as_ptr() as *const libc::c_void, msg.len()) };
+}
+
+/// The host handler, called by `rtg_signal_entry` with the host `fs` restored.
+extern "sysv64" fn host_handler(sig: i32, info: *mut libc::siginfo_t, ucv: *mut libc::c_void) {
+    // SAFETY: the kernel passes a valid siginfo and ucontext for an SA_SIGINFO handler.
+    let (info, uc) = unsafe { (&*info, &mut *(ucv as *mut libc::ucontext_t)) };
+    let gregs = &mut uc.uc_mcontext.gregs;
+    let pc = gregs[libc::REG_RIP as usize] as u64;
+    let ctx_p = SHARED.ctx.load(Ordering::SeqCst);
+    let cache_p = SHARED.cache.load(Ordering::SeqCst);
+    if ctx_p.is_null() || cache_p.is_null() {
+        return;
+    }
+    // SAFETY: both point at the runtime's context and cache, which live for the whole run.
+    // When `pc` is inside translated code (or the enter/exit routines) no Rust code of this
+    // thread is running, so nothing else holds a reference into either while we use them.
+    let (ctx, cache) = unsafe { (&mut *ctx_p, &mut *cache_p) };
+    let in_cache = cache.contains_host(pc);
+    let sync = SYNC_SIGNALS.contains(&sig) && info.si_code > 0;
+    let raw: [u8; 128] = {
+        // SAFETY: siginfo_t is 128 plain bytes.
+        unsafe { std::mem::transmute_copy(info) }
+    };
+    if sync {
+        if !in_cache {
+            let what = if dispatch::in_dispatch_code(pc) { "the dispatcher" } else { "rtgrind itself" };
+            let msg = format!("rtgrind: internal error: signal {sig} in {what} at host pc {pc:#x} (address {:#x})\n", unsafe { info.si_addr() } as u64);
+            raw_write_stderr(msg.as_bytes());
+            // SAFETY: terminating the process.
+            unsafe { libc::_exit(125) };
+        }
+        let trap = sig == libc::SIGTRAP;
+        let Some(e) = cache.guest_pc_at(if trap { pc - 1 } else { pc }) else { return };
+        for (r, &g) in REG_ORDER.iter().enumerate() {
+            ctx.gpr[r] = gregs[g] as u64;
+        }
+        match e.fixup {
+            Fixup::None => {}
+            Fixup::IblSaved => {
+                ctx.gpr[reg::RCX as usize] = ctx.save_rcx;
+                ctx.gpr[reg::RDX as usize] = ctx.save_rdx;
+            }
+            Fixup::Scratch(r) => ctx.gpr[r as usize] = ctx.scratch[0],
+        }
+        ctx.rflags = gregs[libc::REG_EFL as usize] as u64;
+        ctx.rip = e.guest_pc + if trap { e.guest_len as u64 } else { 0 };
+        ctx.exit_id = EXIT_FAULT as u64;
+        // SAFETY: only this handler writes fault_info, and only the dispatcher of this thread
+        // reads it, after fault_sig is published below.
+        unsafe { *SHARED.fault_info.get() = raw };
+        SHARED.fault_sig.store(sig, Ordering::SeqCst);
+        gregs[libc::REG_RIP as usize] = dispatch::fault_resume_addr() as i64;
+        return;
+    }
+    // SAFETY: as for fault_info; the pending bit is published after the write.
+    unsafe { *SHARED.infos[sig as usize].get() = raw };
+    SHARED.pending.fetch_or(bit(sig), Ordering::SeqCst);
+    ctx.pending = 1;
+    let running = if in_cache {
+        cache.block_at_host(pc)
+    } else if dispatch::in_dispatch_code(pc) {
+        cache.block_at_host(ctx.entry_target)
+    } else {
+        None
+    };
+    if in_cache || dispatch::in_dispatch_code(pc) {
+        if let Some(b) = running {
+            cache.unlink_block_exits(b);
+        }
+        ctx.ibl_clear();
+    }
+}

@@ -1,0 +1,268 @@
+//! The guest's system calls. Most pass straight to the kernel; the ones that touch what
+//! rtgrind virtualizes (memory map, brk, signals, TLS, processes, exec, /proc/self/exe) are
+//! emulated here.
+
+use super::guest_mem;
+use super::raw::syscall6;
+use crate::run::Runtime;
+use rtgrind_jit::context::reg;
+
+/// Syscalls the kernel restarts after a handler installed with SA_RESTART.
+pub fn restartable(nr: u64) -> bool {
+    use libc::*;
+    matches!(
+        nr as i64,
+        SYS_read | SYS_write | SYS_readv | SYS_writev | SYS_pread64 | SYS_pwrite64 | SYS_ioctl | SYS_wait4 | SYS_waitid
+            | SYS_open | SYS_openat | SYS_futex | SYS_accept | SYS_accept4 | SYS_recvfrom | SYS_recvmsg | SYS_sendto
+            | SYS_sendmsg | SYS_flock | SYS_fcntl
+    )
+}
+
+const ENOSYS: i64 = -(libc::ENOSYS as i64);
+
+impl Runtime {
+    fn arg(&self, i: usize) -> u64 {
+        let r = [reg::RDI, reg::RSI, reg::RDX, reg::R10, reg::R8, reg::R9][i];
+        self.ctx.gpr[r as usize]
+    }
+
+    /// Handles the `syscall` the guest just executed (`ctx.rip` is already past it).
+    pub fn syscall(&mut self) {
+        let nr = self.ctx.gpr[reg::RAX as usize];
+        let a = [self.arg(0), self.arg(1), self.arg(2), self.arg(3), self.arg(4), self.arg(5)];
+        // The syscall instruction itself clobbers rcx and r11.
+        self.ctx.gpr[reg::RCX as usize] = self.ctx.rip;
+        self.ctx.gpr[reg::R11 as usize] = self.ctx.rflags;
+        let ret = match nr as i64 {
+            libc::SYS_rt_sigreturn => {
+                if !self.sig.sigreturn(&mut self.ctx) {
+                    let info = crate::kernel::signals::SigInfo::new(libc::SIGSEGV, 0x80, 0);
+                    self.die_by_signal(&info);
+                }
+                return;
+            }
+            libc::SYS_brk => self.mem.guest_brk(a[0]) as i64,
+            libc::SYS_mmap => {
+                let fixed = a[3] as i32 & libc::MAP_FIXED != 0;
+                let r = self.mem.guest_mmap(a[0], a[1], a[2] as i32, a[3] as i32, a[4] as i32, a[5]);
+                if fixed && r >= 0 {
+                    self.invalidate(a[0], a[0] + a[1]);
+                }
+                r
+            }
+            libc::SYS_munmap => {
+                self.invalidate(a[0], a[0].saturating_add(a[1]));
+                self.mem.guest_munmap(a[0], a[1])
+            }
+            libc::SYS_mprotect => {
+                self.invalidate(a[0], a[0].saturating_add(a[1]));
+                self.mem.guest_mprotect(a[0], a[1], a[2] as i32)
+            }
+            libc::SYS_mremap => {
+                self.invalidate(a[0], a[0].saturating_add(a[1]));
+                self.mem.guest_mremap(a[0], a[1], a[2], a[3] as i32, a[4])
+            }
+            libc::SYS_madvise => {
+                if !self.mem.gaps(a[0], a[0].saturating_add(a[1])).is_empty() && a[2] as i32 == libc::MADV_DONTNEED {
+                    -(libc::ENOMEM as i64)
+                } else {
+                    self.invalidate(a[0], a[0].saturating_add(a[1]));
+                    self.passthrough(nr, a)
+                }
+            }
+            libc::SYS_rt_sigaction => {
+                if a[3] != 8 {
+                    -(libc::EINVAL as i64)
+                } else {
+                    self.sig.sigaction(a[0] as i32, a[1], a[2])
+                }
+            }
+            libc::SYS_rt_sigprocmask => self.sig.sigprocmask(a[0] as i32, a[1], a[2], a[3]),
+            libc::SYS_sigaltstack => self.sig.sigaltstack(a[0], a[1], self.ctx.gpr[reg::RSP as usize]),
+            libc::SYS_rt_sigsuspend => {
+                let Some(m) = guest_mem::read_u64(a[0]) else {
+                    self.ctx.gpr[reg::RAX as usize] = -(libc::EFAULT as i64) as u64;
+                    return;
+                };
+                let old = self.sig.mask;
+                self.sig.mask = m;
+                self.sig.apply_mask();
+                let real = self.real_mask(m);
+                // SAFETY: rt_sigsuspend with a mask we own; fault signals stay unblocked.
+                let _ = unsafe { syscall6(nr, [&real as *const u64 as u64, 8, 0, 0, 0, 0]) };
+                self.saved_mask = Some(old);
+                -(libc::EINTR as i64)
+            }
+            libc::SYS_arch_prctl => self.arch_prctl(a[0] as i32, a[1]),
+            libc::SYS_exit | libc::SYS_exit_group => {
+                self.finish_and_exit(a[0] as i32);
+            }
+            libc::SYS_clone => self.clone(a),
+            libc::SYS_fork | libc::SYS_vfork => self.clone([libc::SIGCHLD as u64, 0, 0, 0, 0, 0]),
+            libc::SYS_clone3 | libc::SYS_rseq => ENOSYS,
+            libc::SYS_execve => self.execve(a[0], a[1], a[2]),
+            libc::SYS_execveat => ENOSYS,
+            libc::SYS_readlink => self.readlink(libc::AT_FDCWD as u64, a[0], a[1], a[2]).unwrap_or_else(|| self.passthrough(nr, a)),
+            libc::SYS_readlinkat => self.readlink(a[0], a[1], a[2], a[3]).unwrap_or_else(|| self.passthrough(nr, a)),
+            libc::SYS_open => {
+                let b = self.exe_alias(a[0]);
+                self.passthrough(nr, [b.unwrap_or(a[0]), a[1], a[2], a[3], a[4], a[5]])
+            }
+            libc::SYS_openat => {
+                let b = self.exe_alias(a[1]);
+                self.passthrough(nr, [a[0], b.unwrap_or(a[1]), a[2], a[3], a[4], a[5]])
+            }
+            _ => self.passthrough(nr, a),
+        };
+        if ret == -(libc::EINTR as i64) {
+            self.interrupted_syscall = Some(nr);
+        }
+        self.ctx.gpr[reg::RAX as usize] = ret as u64;
+    }
+
+    fn real_mask(&self, m: u64) -> u64 {
+        let mut real = m;
+        for s in [libc::SIGSEGV, libc::SIGBUS, libc::SIGILL, libc::SIGFPE, libc::SIGTRAP, libc::SIGKILL, libc::SIGSTOP] {
+            real &= !(1u64 << (s - 1));
+        }
+        real
+    }
+
+    fn passthrough(&mut self, nr: u64, a: [u64; 6]) -> i64 {
+        // SAFETY: syscalls not emulated above act on guest memory and guest file descriptors;
+        // the ones that could change rtgrind's own state (memory map, signals, TLS, threads,
+        // exec) are all emulated.
+        let r = unsafe { syscall6(nr, a) };
+        if r == -(libc::EFAULT as i64) {
+            // Maybe it wrote into a page we write-protected for code: unprotect and retry.
+            let wp = self.mem.unprotect_all_code();
+            if !wp.is_empty() {
+                for (s, e) in wp {
+                    self.invalidate(s, e);
+                }
+                // SAFETY: as above.
+                return unsafe { syscall6(nr, a) };
+            }
+        }
+        r
+    }
+
+    fn arch_prctl(&mut self, code: i32, addr: u64) -> i64 {
+        const SET_GS: i32 = 0x1001;
+        const SET_FS: i32 = 0x1002;
+        const GET_FS: i32 = 0x1003;
+        const GET_GS: i32 = 0x1004;
+        match code {
+            SET_FS => {
+                self.ctx.fs_base = addr;
+                0
+            }
+            SET_GS => {
+                self.ctx.gs_base = addr;
+                0
+            }
+            GET_FS | GET_GS => {
+                let v = if code == GET_FS { self.ctx.fs_base } else { self.ctx.gs_base };
+                if guest_mem::write_u64(addr, v) {
+                    0
+                } else {
+                    -(libc::EFAULT as i64)
+                }
+            }
+            _ => -(libc::EINVAL as i64),
+        }
+    }
+
+    /// clone/fork/vfork. Processes (no CLONE_VM) work: the child continues under rtgrind.
+    /// vfork and CLONE_VM|CLONE_VFORK become a plain fork, as in Valgrind.
+    fn clone(&mut self, a: [u64; 6]) -> i64 {
+        let flags = a[0];
+        let vm = flags & libc::CLONE_VM as u64 != 0;
+        let vfork = flags & libc::CLONE_VFORK as u64 != 0;
+        if vm && !vfork {
+            let pc = self.ctx.rip - 2;
+            let place = self.report.describe_pc(pc, &self.mem);
+            self.report.error(&format!("threads are not yet supported (clone with CLONE_VM at {pc:#x}{place})"));
+            self.finish_and_exit(crate::EXIT_UNSUPPORTED);
+        }
+        let new_flags = flags & !((libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_SETTLS) as u64);
+        // SAFETY: a clone without CLONE_VM and without a new stack is a fork: the child gets a
+        // copy of rtgrind and continues from here on its own copy of the host stack.
+        let r = unsafe { syscall6(libc::SYS_clone as u64, [new_flags, 0, a[2], a[3], 0, 0]) };
+        if r == 0 {
+            crate::kernel::signals::clear_pending();
+            if let Err(e) = self.cache.after_fork() {
+                self.report.error(&format!("cannot copy the code cache after fork: {e}"));
+                self.finish_and_exit(crate::EXIT_INTERNAL);
+            }
+            if a[1] != 0 {
+                self.ctx.gpr[reg::RSP as usize] = a[1];
+            }
+            if flags & libc::CLONE_SETTLS as u64 != 0 {
+                self.ctx.fs_base = a[4];
+            }
+        }
+        r
+    }
+
+    fn execve(&mut self, path_p: u64, argv_p: u64, envp_p: u64) -> i64 {
+        if !self.config.trace_children {
+            return self.passthrough(libc::SYS_execve as u64, [path_p, argv_p, envp_p, 0, 0, 0]);
+        }
+        let (Some(path), Some(argv), Some(envp)) =
+            (guest_mem::read_cstr(path_p, 4096), guest_mem::read_str_array(argv_p), guest_mem::read_str_array(envp_p))
+        else {
+            return -(libc::EFAULT as i64);
+        };
+        let cpath = std::ffi::CString::new(path.clone()).unwrap_or_default();
+        // SAFETY: access() with a valid C string.
+        if unsafe { libc::access(cpath.as_ptr(), libc::X_OK) } != 0 {
+            return -(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::ENOENT) as i64);
+        }
+        let mut args: Vec<Vec<u8>> = vec![self.config.self_exe.as_os_str().as_encoded_bytes().to_vec()];
+        args.extend(self.config.child_opts.iter().map(|s| s.as_bytes().to_vec()));
+        args.push(b"--".to_vec());
+        args.push(path);
+        args.extend(argv.into_iter().skip(1));
+        let c = |v: &Vec<u8>| std::ffi::CString::new(v.clone()).unwrap_or_default();
+        let cargs: Vec<_> = args.iter().map(c).collect();
+        let cenv: Vec<_> = envp.iter().map(c).collect();
+        let mut pa: Vec<*const libc::c_char> = cargs.iter().map(|s| s.as_ptr()).collect();
+        pa.push(std::ptr::null());
+        let mut pe: Vec<*const libc::c_char> = cenv.iter().map(|s| s.as_ptr()).collect();
+        pe.push(std::ptr::null());
+        self.report.flush();
+        let exe = c(&self.config.self_exe.as_os_str().as_encoded_bytes().to_vec());
+        // SAFETY: NULL-terminated argument and environment arrays of live C strings.
+        unsafe { libc::execve(exe.as_ptr(), pa.as_ptr(), pe.as_ptr()) };
+        -(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::ENOEXEC) as i64)
+    }
+
+    fn is_self_exe(&self, p: u64) -> bool {
+        matches!(guest_mem::read_cstr(p, 64).as_deref(), Some(b"/proc/self/exe") | Some(b"/proc/thread-self/exe"))
+            || guest_mem::read_cstr(p, 64).is_some_and(|s| s == format!("/proc/{}/exe", std::process::id()).as_bytes())
+    }
+
+    /// readlink of /proc/self/exe names the guest program, not rtgrind.
+    fn readlink(&mut self, dirfd: u64, path: u64, buf: u64, size: u64) -> Option<i64> {
+        let _ = dirfd;
+        if !self.is_self_exe(path) {
+            return None;
+        }
+        let s = self.exe_path.as_os_str().as_encoded_bytes();
+        let n = s.len().min(size as usize);
+        Some(if guest_mem::write(buf, &s[..n]) { n as i64 } else { -(libc::EFAULT as i64) })
+    }
+
+    /// For open("/proc/self/exe"): a guest address holding the guest program's path.
+    fn exe_alias(&mut self, path: u64) -> Option<u64> {
+        if !self.is_self_exe(path) {
+            return None;
+        }
+        let mut s = self.exe_path.as_os_str().as_encoded_bytes().to_vec();
+        s.push(0);
+        // Put the string below the guest's red zone; it is only read by the kernel.
+        let at = (self.ctx.gpr[reg::RSP as usize] - 128 - s.len() as u64 - 64) & !15;
+        guest_mem::write(at, &s).then_some(at)
+    }
+}

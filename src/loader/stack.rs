@@ -1,0 +1,114 @@
+//! The guest's initial stack as the kernel builds it: argc, argv, envp, the auxiliary
+//! vector, and the strings and random bytes they point to.
+
+use super::elf::LoadedProgram;
+use crate::kernel::memory::GuestMemory;
+
+pub const STACK_SIZE: u64 = 8 << 20;
+/// Top of the guest stack (just under where the kernel puts it without ASLR).
+const STACK_TOP: u64 = 0x7fff_ffff_f000;
+
+/// Bytes handed to the guest as AT_RANDOM (its stack protector and pointer guard seeds).
+pub struct InitialStack {
+    pub rsp: u64,
+    pub stack_lo: u64,
+}
+
+struct Writer {
+    sp: u64,
+}
+impl Writer {
+    fn push_bytes(&mut self, b: &[u8]) -> u64 {
+        self.sp -= b.len() as u64;
+        // SAFETY: sp stays within the freshly mapped guest stack (sizes are bounded by
+        // ARG_MAX-like limits checked by the caller).
+        unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), self.sp as *mut u8, b.len()) };
+        self.sp
+    }
+    fn push_str(&mut self, s: &[u8]) -> u64 {
+        let mut v = s.to_vec();
+        v.push(0);
+        self.push_bytes(&v)
+    }
+    fn push_u64(&mut self, v: u64) {
+        self.push_bytes(&v.to_le_bytes());
+    }
+}
+
+pub fn build(
+    prog: &LoadedProgram,
+    mem: &mut GuestMemory,
+    execfn: &[u8],
+    argv: &[Vec<u8>],
+    envp: &[Vec<u8>],
+    random: [u8; 16],
+) -> std::io::Result<InitialStack> {
+    let total: usize = argv.iter().chain(envp).map(|a| a.len() + 1).sum();
+    if total > (STACK_SIZE / 4) as usize {
+        return Err(std::io::Error::from_raw_os_error(libc::E2BIG));
+    }
+    let lo = match mem.reserve(STACK_TOP - STACK_SIZE, STACK_SIZE, true) {
+        Ok(a) => a,
+        Err(_) => mem.reserve(0, STACK_SIZE, false)?,
+    };
+    mem.map_anon_fixed(lo, STACK_SIZE, libc::PROT_READ | libc::PROT_WRITE, "[stack]")?;
+    let mut w = Writer { sp: lo + STACK_SIZE };
+    w.push_u64(0);
+    let execfn_p = w.push_str(execfn);
+    let envp_p: Vec<u64> = envp.iter().rev().map(|e| w.push_str(e)).collect::<Vec<_>>().into_iter().rev().collect();
+    let argv_p: Vec<u64> = argv.iter().rev().map(|a| w.push_str(a)).collect::<Vec<_>>().into_iter().rev().collect();
+    let platform = w.push_str(b"x86_64");
+    let rand_p = w.push_bytes(&random);
+    w.sp &= !15;
+
+    // SAFETY: getauxval has no preconditions.
+    let aux = |t| unsafe { libc::getauxval(t) };
+    const HWCAP2_FSGSBASE: u64 = 1 << 1;
+    let mut auxv: Vec<(u64, u64)> = vec![
+        (libc::AT_HWCAP, aux(libc::AT_HWCAP)),
+        (libc::AT_PAGESZ, 4096),
+        (libc::AT_CLKTCK, aux(libc::AT_CLKTCK)),
+        (libc::AT_PHDR, prog.main.phdr),
+        (libc::AT_PHENT, 56),
+        (libc::AT_PHNUM, prog.main.phnum),
+        (libc::AT_BASE, prog.interp.as_ref().map_or(0, |i| i.bias)),
+        (libc::AT_FLAGS, 0),
+        (libc::AT_ENTRY, prog.main.entry),
+        (libc::AT_UID, aux(libc::AT_UID)),
+        (libc::AT_EUID, aux(libc::AT_EUID)),
+        (libc::AT_GID, aux(libc::AT_GID)),
+        (libc::AT_EGID, aux(libc::AT_EGID)),
+        (libc::AT_SECURE, 0),
+        (libc::AT_RANDOM, rand_p),
+        // The guest must not think it may write the gs base: the engine owns gs.
+        (libc::AT_HWCAP2, aux(libc::AT_HWCAP2) & !HWCAP2_FSGSBASE),
+        (libc::AT_EXECFN, execfn_p),
+        (libc::AT_PLATFORM, platform),
+    ];
+    let minsig = aux(51); // AT_MINSIGSTKSZ
+    if minsig != 0 {
+        auxv.push((51, minsig));
+    }
+    // No AT_SYSINFO_EHDR: the vDSO is hidden, so glibc makes real (visible) syscalls.
+    auxv.push((libc::AT_NULL, 0));
+
+    let words = 1 + argv_p.len() + 1 + envp_p.len() + 1 + auxv.len() * 2;
+    if words % 2 == 1 {
+        w.push_u64(0);
+    }
+    for &(k, v) in auxv.iter().rev() {
+        w.push_u64(v);
+        w.push_u64(k);
+    }
+    w.push_u64(0);
+    for &p in envp_p.iter().rev() {
+        w.push_u64(p);
+    }
+    w.push_u64(0);
+    for &p in argv_p.iter().rev() {
+        w.push_u64(p);
+    }
+    w.push_u64(argv.len() as u64);
+    debug_assert_eq!(w.sp % 16, 0);
+    Ok(InitialStack { rsp: w.sp, stack_lo: lo })
+}

@@ -1,0 +1,65 @@
+//! Guest addresses to function names, from the ELF symbol tables of the mapped files.
+
+use crate::kernel::memory::GuestMemory;
+use std::collections::HashMap;
+
+#[derive(Default)]
+pub struct SymbolCache {
+    files: HashMap<String, Option<FileSyms>>,
+}
+
+struct FileSyms {
+    /// (vaddr, size, name), sorted by vaddr.
+    syms: Vec<(u64, u64, String)>,
+    /// Lowest PT_LOAD vaddr (page-aligned): the file's address where its first mapping starts.
+    first_vaddr: u64,
+    is_dyn: bool,
+}
+
+fn parse(path: &str) -> Option<FileSyms> {
+    let bytes = std::fs::read(path).ok()?;
+    let elf = goblin::elf::Elf::parse(&bytes).ok()?;
+    let mut syms = Vec::new();
+    for (tab, strtab) in [(&elf.syms, &elf.strtab), (&elf.dynsyms, &elf.dynstrtab)] {
+        for s in tab.iter() {
+            if s.is_function() && s.st_value != 0 {
+                if let Some(n) = strtab.get_at(s.st_name) {
+                    syms.push((s.st_value, s.st_size, n.to_string()));
+                }
+            }
+        }
+    }
+    syms.sort();
+    syms.dedup_by_key(|s| s.0);
+    let first_vaddr = elf
+        .program_headers
+        .iter()
+        .filter(|p| p.p_type == goblin::elf::program_header::PT_LOAD)
+        .map(|p| p.p_vaddr & !0xfff)
+        .min()?;
+    Some(FileSyms { syms, first_vaddr, is_dyn: elf.header.e_type == goblin::elf::header::ET_DYN })
+}
+
+impl SymbolCache {
+    /// (function name, offset from it or from the module start, module path).
+    pub fn lookup(&mut self, pc: u64, mem: &GuestMemory) -> Option<(Option<String>, u64, String)> {
+        let (_, region) = mem.region_at(pc)?;
+        let path = region.name.clone()?;
+        if path.starts_with('[') {
+            return None;
+        }
+        // The module's load address: the start of the lowest region mapped from this file.
+        let base = mem.lowest_start_named(&path)?;
+        let fs = self.files.entry(path.clone()).or_insert_with(|| parse(&path)).as_ref()?;
+        let bias = if fs.is_dyn { base - fs.first_vaddr } else { 0 };
+        let va = pc - bias;
+        let i = fs.syms.partition_point(|s| s.0 <= va);
+        if i > 0 {
+            let (start, size, name) = &fs.syms[i - 1];
+            if va < start + size.max(&1) || *size == 0 {
+                return Some((Some(name.clone()), va - start, path));
+            }
+        }
+        Some((None, va, path))
+    }
+}

@@ -1,0 +1,267 @@
+//! The dispatcher loop of one guest thread: find or make the translation for the guest pc,
+//! run it, and act on why it stopped (link a block, emulate a syscall or `cpuid`, deliver a
+//! signal, report a crash).
+
+use crate::kernel::memory::GuestMemory;
+use crate::kernel::signals::{SigInfo, Signals};
+use crate::report::Reporter;
+use rtgrind_jit::context::{reg, EXIT_FAULT, EXIT_IBL_MISS, EXIT_PENDING, EXIT_SPECIAL_BASE};
+use rtgrind_jit::instrument::Tool;
+use rtgrind_jit::{dispatch, translate, CodeCache, CodeSource, ExitId, ExitKind, ThreadContext, TranslateError};
+use std::path::PathBuf;
+
+#[derive(Default, Debug)]
+pub struct RunStats {
+    pub dispatches: u64,
+    pub ibl_misses: u64,
+    pub syscalls: u64,
+    pub faults: u64,
+    pub smc_invalidations: u64,
+}
+
+pub struct Config {
+    pub trace_children: bool,
+    pub stats: bool,
+    /// rtgrind's own executable and the options a traced child is started with.
+    pub self_exe: PathBuf,
+    pub child_opts: Vec<String>,
+}
+
+pub struct Runtime {
+    pub ctx: Box<ThreadContext>,
+    pub cache: Box<CodeCache>,
+    pub mem: GuestMemory,
+    pub sig: Signals,
+    pub tool: Box<dyn Tool>,
+    /// Absolute path of the guest executable (what `/proc/self/exe` means to the guest).
+    pub exe_path: PathBuf,
+    pub config: Config,
+    pub report: Reporter,
+    pub stats: RunStats,
+    /// A syscall returned EINTR because a signal arrived: (syscall number).
+    pub interrupted_syscall: Option<u64>,
+    /// Mask to save in the next signal frame instead of the current one (rt_sigsuspend).
+    pub saved_mask: Option<u64>,
+}
+
+struct Source<'a>(&'a GuestMemory);
+
+impl CodeSource for Source<'_> {
+    fn read_code(&mut self, addr: u64, buf: &mut [u8]) -> usize {
+        let n = self.0.exec_len(addr, buf.len() as u64) as usize;
+        // SAFETY: [addr, addr+n) lies in mapped, executable (hence readable) guest memory
+        // according to the guest memory map, which mirrors every guest mapping change.
+        unsafe { std::ptr::copy_nonoverlapping(addr as *const u8, buf.as_mut_ptr(), n) };
+        n
+    }
+}
+
+/// What the loop does next after handling an exit.
+pub enum Flow {
+    Continue,
+}
+
+impl Runtime {
+    /// The host address of the translation of `pc`, translating it if needed.
+    fn translation(&mut self, pc: u64) -> Result<u64, TranslateError> {
+        if let Some(b) = self.cache.lookup(pc) {
+            return Ok(self.cache.block(b).host_start);
+        }
+        let id = translate(&mut self.cache, &mut Source(&self.mem), self.tool.as_mut(), pc)?;
+        let b = self.cache.block(id);
+        let (s, e, h) = (b.guest_start, b.guest_end, b.host_start);
+        self.mem.protect_code(s, e);
+        Ok(h)
+    }
+
+    /// Drops translations of `[start, end)` and everything that may jump into them.
+    pub fn invalidate(&mut self, start: u64, end: u64) {
+        if self.cache.invalidate(start, end) > 0 {
+            self.ctx.ibl_clear();
+        }
+    }
+
+    /// Runs the guest until it exits; never returns.
+    pub fn run(&mut self) -> ! {
+        dispatch::install_context(&mut self.ctx);
+        Signals::rebind(&mut self.ctx, &mut self.cache);
+        let mut link_from: Option<ExitId> = None;
+        loop {
+            self.ctx.pending = 0;
+            if let Some(info) = self.sig.take_pending() {
+                link_from = None;
+                self.handle_signal(info);
+                continue;
+            }
+            let pc = self.ctx.rip;
+            let host = match self.translation(pc) {
+                Ok(h) => h,
+                Err(e) => {
+                    link_from = None;
+                    self.translate_failed(e);
+                    continue;
+                }
+            };
+            if let Some(e) = link_from.take() {
+                if let Some(b) = self.cache.lookup(pc) {
+                    self.cache.link(e, b);
+                }
+            }
+            self.interrupted_syscall = None;
+            self.stats.dispatches += 1;
+            // SAFETY: the context is installed on this thread and `host` is a live translation
+            // of `pc`, which is where the context's guest state expects to continue.
+            unsafe { dispatch::run(&mut self.ctx, host) };
+            let id = self.ctx.exit_id as u32;
+            match id {
+                EXIT_IBL_MISS => {
+                    self.stats.ibl_misses += 1;
+                    let target = self.ctx.next_rip;
+                    self.ctx.rip = target;
+                    if let Ok(h) = self.translation(target) {
+                        self.ctx.ibl_insert(target, h);
+                    }
+                }
+                EXIT_FAULT => {
+                    self.stats.faults += 1;
+                    let info = Signals::take_fault();
+                    self.handle_fault(info);
+                }
+                EXIT_PENDING => {}
+                id if id >= EXIT_SPECIAL_BASE => unreachable!("unknown exit id {id:#x}"),
+                id => {
+                    let exit = self.cache.exit(id);
+                    let (kind, pc, target) = (exit.kind, exit.pc, exit.target);
+                    self.ctx.rip = target;
+                    match kind {
+                        ExitKind::Direct | ExitKind::Fetch => link_from = Some(id),
+                        ExitKind::Syscall => {
+                            self.stats.syscalls += 1;
+                            self.syscall();
+                        }
+                        ExitKind::Cpuid => {
+                            let g = &mut self.ctx.gpr;
+                            let r = rtgrind_jit::cpuid::emulate(g[reg::RAX as usize] as u32, g[reg::RCX as usize] as u32);
+                            g[reg::RAX as usize] = r[0] as u64;
+                            g[reg::RBX as usize] = r[1] as u64;
+                            g[reg::RCX as usize] = r[2] as u64;
+                            g[reg::RDX as usize] = r[3] as u64;
+                        }
+                        ExitKind::Unsupported => {
+                            let note = self.cache.exit(id).note.clone().unwrap_or_default();
+                            let place = self.report.describe_pc(pc, &self.mem);
+                            self.report.error(&format!("unsupported instruction `{note}` at {pc:#x}{place}"));
+                            self.finish_and_exit(crate::EXIT_UNSUPPORTED);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn translate_failed(&mut self, e: TranslateError) {
+        match e {
+            TranslateError::NotExecutable(pc) => {
+                let code = if self.mem.region_at(pc).is_some() { 2 } else { 1 }; // SEGV_ACCERR / SEGV_MAPERR
+                self.handle_fault(SigInfo::new(libc::SIGSEGV, code, pc));
+            }
+            TranslateError::Invalid(pc) => self.handle_fault(SigInfo::new(libc::SIGILL, 2 /* ILL_ILLOPN */, pc)),
+            TranslateError::Cache(e) => {
+                self.report.error(&format!("{e}"));
+                self.finish_and_exit(crate::EXIT_INTERNAL);
+            }
+        }
+    }
+
+    /// A synchronous fault of the guest (from translated code or from fetching code).
+    fn handle_fault(&mut self, info: SigInfo) {
+        if info.sig == libc::SIGSEGV && info.code() == 2 {
+            // A write into a page we write-protected because code was translated from it.
+            if let Some((s, e)) = self.mem.unprotect_code_page(info.addr()) {
+                self.stats.smc_invalidations += 1;
+                self.invalidate(s, e);
+                return;
+            }
+        }
+        self.handle_signal(info);
+    }
+
+    /// Hands a signal to the guest: run its handler, ignore it, or die of it.
+    pub fn handle_signal(&mut self, info: SigInfo) {
+        let sig = info.sig;
+        let sync = info.code() > 0 && matches!(sig, libc::SIGSEGV | libc::SIGBUS | libc::SIGILL | libc::SIGFPE | libc::SIGTRAP);
+        if sync && (self.sig.mask & (1 << (sig - 1)) != 0 || self.sig.is_ignored(sig)) {
+            // The kernel forces a blocked or ignored fault signal to its default action.
+            self.die_by_signal(&info);
+        }
+        if self.sig.is_ignored(sig) {
+            return;
+        }
+        if self.sig.is_default(sig) {
+            if Signals::default_is_ignore(sig) {
+                return;
+            }
+            self.die_by_signal(&info);
+        }
+        if let Some(nr) = self.interrupted_syscall.take() {
+            if self.sig.actions[sig as usize].flags & libc::SA_RESTART as u64 != 0 && crate::kernel::syscall::restartable(nr) {
+                self.ctx.rip -= 2;
+                self.ctx.gpr[reg::RAX as usize] = nr;
+            }
+        }
+        let saved = self.saved_mask.take();
+        let cur = self.sig.mask;
+        if let Some(m) = saved {
+            self.sig.mask = m;
+        }
+        let _ = cur;
+        if !self.sig.deliver(&mut self.ctx, &info) {
+            self.die_by_signal(&SigInfo::new(libc::SIGSEGV, 0x80, 0));
+        }
+    }
+
+    /// Reports the fatal signal in one line and ends rtgrind the way it ended the guest.
+    pub fn die_by_signal(&mut self, info: &SigInfo) -> ! {
+        let line = self.report.fatal_signal_line(info, self.ctx.rip, &self.mem);
+        self.report.line(&line);
+        self.print_stats();
+        self.report.flush();
+        let sig = info.sig;
+        // SAFETY: restoring the default action and raising the signal ends the process the
+        // same way the guest would have ended natively.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = libc::SIG_DFL;
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, sig);
+            libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+            libc::raise(sig);
+            libc::_exit(128 + sig);
+        }
+    }
+
+    pub fn print_stats(&mut self) {
+        if !self.config.stats {
+            return;
+        }
+        let c = self.cache.stats;
+        let s = &self.stats;
+        let lines = [
+            format!("stats: {} blocks translated ({} guest instructions), {} KiB of code in {} arenas", c.blocks_translated, c.guest_insns_translated, c.bytes_used / 1024, c.arenas),
+            format!("stats: {} block links, {} blocks invalidated ({} by writes to code)", c.links, c.invalidated, s.smc_invalidations),
+            format!("stats: {} exits to dispatcher, {} indirect-branch lookup misses, {} syscalls, {} faults", s.dispatches, s.ibl_misses, s.syscalls, s.faults),
+        ];
+        for l in lines {
+            self.report.line(&l);
+        }
+    }
+
+    pub fn finish_and_exit(&mut self, code: i32) -> ! {
+        self.print_stats();
+        self.report.flush();
+        // SAFETY: ending the process; guest buffers were flushed by the guest itself.
+        unsafe { libc::_exit(code) }
+    }
+}
