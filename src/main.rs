@@ -143,6 +143,7 @@ fn main() {
         stats: run::RunStats::default(),
         interrupted_syscall: None,
         saved_mask: None,
+        smc_step: None,
     });
     rt.run();
 }

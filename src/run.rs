@@ -42,6 +42,10 @@ pub struct Runtime {
     pub interrupted_syscall: Option<u64>,
     /// Mask to save in the next signal frame instead of the current one (rt_sigsuspend).
     pub saved_mask: Option<u64>,
+    /// Guest pc of an instruction that faulted writing to a code page: it is run next as a
+    /// one-instruction translation that leaves the page writable, so an instruction that
+    /// writes into its own page makes progress instead of faulting forever.
+    pub smc_step: Option<u64>,
 }
 
 struct Source<'a>(&'a GuestMemory);
@@ -74,6 +78,13 @@ impl Runtime {
         Ok(h)
     }
 
+    /// A one-instruction translation of `pc` whose page is not write-protected (see `smc_step`).
+    fn step_translation(&mut self, pc: u64) -> Result<u64, TranslateError> {
+        self.invalidate(pc, pc + 1);
+        let id = rtgrind_jit::translate_limited(&mut self.cache, &mut Source(&self.mem), self.tool.as_mut(), pc, 1)?;
+        Ok(self.cache.block(id).host_start)
+    }
+
     /// Drops translations of `[start, end)` and everything that may jump into them.
     pub fn invalidate(&mut self, start: u64, end: u64) {
         if self.cache.invalidate(start, end) > 0 {
@@ -94,7 +105,9 @@ impl Runtime {
                 continue;
             }
             let pc = self.ctx.rip;
-            let host = match self.translation(pc) {
+            let step = self.smc_step.take() == Some(pc);
+            let host = if step { self.step_translation(pc) } else { self.translation(pc) };
+            let host = match host {
                 Ok(h) => h,
                 Err(e) => {
                     link_from = None;
@@ -112,6 +125,9 @@ impl Runtime {
             // SAFETY: the context is installed on this thread and `host` is a live translation
             // of `pc`, which is where the context's guest state expects to continue.
             unsafe { dispatch::run(&mut self.ctx, host) };
+            if step {
+                self.invalidate(pc, pc + 1);
+            }
             let id = self.ctx.exit_id as u32;
             match id {
                 EXIT_IBL_MISS => {
@@ -180,6 +196,7 @@ impl Runtime {
             if let Some((s, e)) = self.mem.unprotect_code_page(info.addr()) {
                 self.stats.smc_invalidations += 1;
                 self.invalidate(s, e);
+                self.smc_step = Some(self.ctx.rip);
                 return;
             }
         }

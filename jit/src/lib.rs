@@ -12,4 +12,4 @@ pub mod translate;
 
 pub use cache::{BlockId, CodeCache, ExitId, ExitKind, Fixup};
 pub use context::ThreadContext;
-pub use translate::{translate, CodeSource, TranslateError};
+pub use translate::{translate, translate_limited, CodeSource, TranslateError};

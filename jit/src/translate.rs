@@ -175,11 +175,18 @@ fn gpr_num(r: Register) -> u8 {
 }
 
 /// Translates the guest block at `pc` into `cache`.
-pub fn translate(
+pub fn translate(cache: &mut CodeCache, src: &mut dyn CodeSource, tool: &mut dyn Tool, pc: u64) -> Result<BlockId, TranslateError> {
+    translate_limited(cache, src, tool, pc, max_block_insns())
+}
+
+/// Translates a block of at most `max_insns` guest instructions (1 lets the runtime step
+/// over an instruction that writes to its own code page).
+pub fn translate_limited(
     cache: &mut CodeCache,
     src: &mut dyn CodeSource,
     tool: &mut dyn Tool,
     pc: u64,
+    max_insns: usize,
 ) -> Result<BlockId, TranslateError> {
     let mut buf = vec![0u8; FETCH_BYTES];
     let n = src.read_code(pc, &mut buf);
@@ -198,7 +205,7 @@ pub fn translate(
     let mut ins = Instruction::default();
     let mut count = 0usize;
     let mut end = pc;
-    let max_insns = max_block_insns();
+    let max_insns = max_insns.clamp(1, MAX_BLOCK_INSNS);
     tool.block_start(pc);
     loop {
         if !decoder.can_decode() || count >= max_insns {

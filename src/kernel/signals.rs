@@ -39,7 +39,7 @@ struct Shared {
     ctx: AtomicPtr<ThreadContext>,
     cache: AtomicPtr<CodeCache>,
     pending: AtomicU64,
-    infos: [std::cell::UnsafeCell<[u8; 128]>; NSIG],
+    queues: [SigQueue; NSIG],
     fault_sig: AtomicI32,
     fault_info: std::cell::UnsafeCell<[u8; 128]>,
 }
@@ -51,10 +51,47 @@ static SHARED: Shared = Shared {
     ctx: AtomicPtr::new(std::ptr::null_mut()),
     cache: AtomicPtr::new(std::ptr::null_mut()),
     pending: AtomicU64::new(0),
-    infos: [const { std::cell::UnsafeCell::new([0; 128]) }; NSIG],
+    queues: [const { SigQueue::new() }; NSIG],
     fault_sig: AtomicI32::new(0),
     fault_info: std::cell::UnsafeCell::new([0; 128]),
 };
+
+/// Queued siginfos of one signal: real-time signals queue (standard ones have at most one
+/// instance pending, which the kernel already guarantees). Single producer (the handler,
+/// which cannot nest: all signals are masked while it runs), single consumer (the dispatcher
+/// of the same thread).
+struct SigQueue {
+    head: AtomicU64,
+    tail: AtomicU64,
+    slots: [std::cell::UnsafeCell<[u8; 128]>; 32],
+}
+
+impl SigQueue {
+    const fn new() -> SigQueue {
+        SigQueue { head: AtomicU64::new(0), tail: AtomicU64::new(0), slots: [const { std::cell::UnsafeCell::new([0; 128]) }; 32] }
+    }
+    /// Handler side. Drops the signal if 32 are already queued.
+    fn push(&self, raw: [u8; 128]) {
+        let (h, t) = (self.head.load(Ordering::SeqCst), self.tail.load(Ordering::SeqCst));
+        if t - h >= 32 {
+            return;
+        }
+        // SAFETY: slot t%32 is not visible to the consumer until tail is advanced below.
+        unsafe { *self.slots[(t % 32) as usize].get() = raw };
+        self.tail.store(t + 1, Ordering::SeqCst);
+    }
+    /// Dispatcher side: the oldest entry and whether more remain.
+    fn pop(&self) -> Option<([u8; 128], bool)> {
+        let (h, t) = (self.head.load(Ordering::SeqCst), self.tail.load(Ordering::SeqCst));
+        if h == t {
+            return None;
+        }
+        // SAFETY: slot h%32 was published by the producer's tail store.
+        let raw = unsafe { *self.slots[(h % 32) as usize].get() };
+        self.head.store(h + 1, Ordering::SeqCst);
+        Some((raw, h + 1 != t))
+    }
+}
 
 /// A signal to hand to the guest: number and raw siginfo.
 #[derive(Clone, Copy)]
@@ -258,13 +295,16 @@ impl Signals {
         }
         let sig = p.trailing_zeros() as i32 + 1;
         SHARED.pending.fetch_and(!bit(sig), Ordering::SeqCst);
-        // SAFETY: the bit was set after the handler finished writing this slot.
-        let raw = unsafe { *SHARED.infos[sig as usize].get() };
+        let (raw, more) = SHARED.queues[sig as usize].pop()?;
+        if more {
+            SHARED.pending.fetch_or(bit(sig), Ordering::SeqCst);
+        }
         Some(SigInfo { sig, raw })
     }
 
-    pub fn any_pending(&self) -> bool {
-        SHARED.pending.load(Ordering::SeqCst) & !self.mask != 0
+    /// Whether a queued signal is deliverable under mask `m`.
+    pub fn pending_under(&self, m: u64) -> bool {
+        SHARED.pending.load(Ordering::SeqCst) & !m != 0
     }
 
     /// The fault the handler recorded for an `EXIT_FAULT`.
@@ -411,6 +451,9 @@ impl Signals {
 /// Marks every signal as not yet seen (a forked child starts with none pending).
 pub fn clear_pending() {
     SHARED.pending.store(0, Ordering::SeqCst);
+    for q in &SHARED.queues {
+        while q.pop().is_some() {}
+    }
 }
 
 const REG_ORDER: [usize; 16] = [
@@ -475,6 +518,11 @@ extern "sysv64" fn host_handler(sig: i32, info: *mut libc::siginfo_t, ucv: *mut 
         ctx.rflags = gregs[libc::REG_EFL as usize] as u64;
         ctx.rip = e.guest_pc + if trap { e.guest_len as u64 } else { 0 };
         ctx.exit_id = EXIT_FAULT as u64;
+        let mut raw = raw;
+        if matches!(sig, libc::SIGILL | libc::SIGFPE) {
+            // The kernel reports the faulting instruction's address: the guest's, not ours.
+            raw[16..24].copy_from_slice(&ctx.rip.to_le_bytes());
+        }
         // SAFETY: only this handler writes fault_info, and only the dispatcher of this thread
         // reads it, after fault_sig is published below.
         unsafe { *SHARED.fault_info.get() = raw };
@@ -482,8 +530,7 @@ extern "sysv64" fn host_handler(sig: i32, info: *mut libc::siginfo_t, ucv: *mut 
         gregs[libc::REG_RIP as usize] = dispatch::fault_resume_addr() as i64;
         return;
     }
-    // SAFETY: as for fault_info; the pending bit is published after the write.
-    unsafe { *SHARED.infos[sig as usize].get() = raw };
+    SHARED.queues[sig as usize].push(raw);
     SHARED.pending.fetch_or(bit(sig), Ordering::SeqCst);
     ctx.pending = 1;
     let running = if in_cache {

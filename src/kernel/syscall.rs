@@ -85,11 +85,14 @@ impl Runtime {
                     return;
                 };
                 let old = self.sig.mask;
+                // The kernel swaps the mask and sleeps atomically; a signal already queued
+                // by rtgrind's handler that `m` unblocks ends the wait at once.
+                if !self.sig.pending_under(m) {
+                    let real = self.real_mask(m);
+                    // SAFETY: rt_sigsuspend with a mask we own; fault signals stay unblocked.
+                    let _ = unsafe { syscall6(nr, [&real as *const u64 as u64, 8, 0, 0, 0, 0]) };
+                }
                 self.sig.mask = m;
-                self.sig.apply_mask();
-                let real = self.real_mask(m);
-                // SAFETY: rt_sigsuspend with a mask we own; fault signals stay unblocked.
-                let _ = unsafe { syscall6(nr, [&real as *const u64 as u64, 8, 0, 0, 0, 0]) };
                 self.saved_mask = Some(old);
                 -(libc::EINTR as i64)
             }

@@ -1,0 +1,124 @@
+//! Differential tests: every program in `guest-programs/correct/`, in each of its build variants,
+//! runs natively and under `rtgrind -q --tool=none`; exit status (or fatal signal), stdout and
+//! stderr must be identical. The native run must also match the program's `exit=`/`signal=`
+//! directive, so a broken test program is reported as such and not as an rtgrind bug.
+
+use crate::common::{self, compare, run_native, run_rtgrind};
+
+/// One `#[test]` per guest program (running all of its variants), plus `GUEST_TESTS`, the list
+/// that `every_guest_program_has_a_test` checks the directory against.
+macro_rules! guest_tests {
+    ($($name:ident),* $(,)?) => {
+        const GUEST_TESTS: &[&str] = &[$(stringify!($name)),*];
+        $(
+            #[test]
+            fn $name() {
+                check_guest(stringify!($name));
+            }
+        )*
+    };
+}
+
+guest_tests! {
+    hello,
+    exit_code,
+    args_env,
+    stdin_echo,
+    recursion,
+    setjmp,
+    signals_segv,
+    signals_alarm,
+    signals_misc,
+    fork_wait,
+    jit_smc,
+    float_sse,
+    avx2,
+    strings,
+    cxx_exceptions,
+    cxx_virtual,
+    stdio_files,
+    malloc_heavy,
+    asm_hello,
+    asm_exit,
+    asm_loop,
+    asm_ripdata,
+    crash_segv,
+    crash_abort,
+}
+
+/// Runs every variant of guest program `name` natively and under rtgrind and reports all
+/// mismatching variants together.
+fn check_guest(name: &str) {
+    let guest = common::guest(name).unwrap_or_else(|e| panic!("{e}"));
+    let dir = common::scratch_dir(name);
+    let mut failed = Vec::new();
+    let mut reports = Vec::new();
+    for (variant, exe) in &guest.builds {
+        let cmd = guest.cmd(exe).cwd(&dir);
+        common::reset_dir(&dir);
+        let native = run_native(&cmd);
+        if let Err(e) = guest.spec.expect.check(&native) {
+            failed.push(*variant);
+            reports.push(format!(
+                "[{variant}] the native run does not match the program's directives ({e}); \
+                 fix the test program:\n{}",
+                native.describe()
+            ));
+            continue;
+        }
+        common::reset_dir(&dir);
+        let rt = run_rtgrind(["-q", "--tool=none"], &cmd);
+        if let Err(e) = compare(&native, &rt) {
+            failed.push(*variant);
+            reports.push(format!("[{variant}] {e}"));
+        }
+        if rt.timed_out {
+            // One hang is enough to see; more would only multiply the wait.
+            reports.push("(after a timeout the remaining variants are not run)".to_owned());
+            break;
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    if !failed.is_empty() {
+        let all: Vec<&str> = guest.builds.iter().map(|(v, _)| *v).collect();
+        panic!(
+            "guest program {name} ({}) failed in variants {} of {}:\n\n{}",
+            guest.source.display(),
+            failed.join(","),
+            all.join(","),
+            reports.join("\n\n")
+        );
+    }
+}
+
+/// Every source in `guest-programs/correct/` has a test above, and every test has a source, so a
+/// new program cannot be forgotten and a renamed one cannot be skipped silently. Also checks the
+/// directives of every program (without building anything).
+#[test]
+fn every_guest_program_has_a_test() {
+    let names = common::guest_names();
+    let mut problems = Vec::new();
+    for n in &names {
+        if !GUEST_TESTS.contains(&n.as_str()) {
+            problems.push(format!(
+                "{n}: no test; add `{n},` to guest_tests! in tests/differential.rs"
+            ));
+        }
+        if let Err(e) = common::guest_spec(n) {
+            problems.push(format!("{n}: {e}"));
+        }
+    }
+    for t in GUEST_TESTS {
+        if !names.iter().any(|n| n == t) {
+            problems.push(format!(
+                "{t}: listed in tests/differential.rs but missing from {}",
+                common::correct_dir().display()
+            ));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "guest programs and tests disagree:\n  {}",
+        problems.join("\n  ")
+    );
+}
