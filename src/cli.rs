@@ -40,7 +40,7 @@ pub struct Cli {
     pub trace_children: YesNo,
 
     /// The program to run, and its arguments.
-    #[arg(required = true, num_args = 1.., value_name = "PROG [ARGS]...", allow_hyphen_values = true)]
+    #[arg(required = true, num_args = 1.., value_name = "PROG [ARGS]...")]
     pub command: Vec<std::ffi::OsString>,
 }
 

@@ -68,8 +68,11 @@ fn main() {
             if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
                 e.exit();
             }
+            if e.kind() == ErrorKind::MissingRequiredArgument {
+                fail("no program given (usage: rtgrind [options] --tool=NAME prog [args])", EXIT_USAGE);
+            }
             let first = e.to_string().lines().next().unwrap_or("invalid usage").trim_start_matches("error: ").to_string();
-            fail(&format!("{first} (hint: see 'rtgrind --help')"), EXIT_USAGE);
+            fail(&format!("{first} (usage: rtgrind [options] --tool=NAME prog [args]; see 'rtgrind --help')"), EXIT_USAGE);
         }
     };
     if !rtgrind_jit::dispatch::host_supported() {

@@ -254,7 +254,8 @@ impl Runtime {
             libc::sigemptyset(&mut set);
             libc::sigaddset(&mut set, sig);
             libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
-            libc::raise(sig);
+            // Not raise(): after a raw fork, libc's cached thread id is the parent's.
+            libc::syscall(libc::SYS_kill, libc::getpid(), sig);
             libc::_exit(128 + sig);
         }
     }

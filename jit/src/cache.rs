@@ -294,21 +294,45 @@ impl CodeCache {
         ids.len()
     }
 
-    /// Gives this (forked child) process private copies of all arenas at the same addresses.
-    pub fn after_fork(&mut self) -> std::io::Result<()> {
-        for a in &mut self.arenas {
+    /// Snapshots every arena into a fresh memfd before `fork`: after the fork the child
+    /// switches to the snapshot ([`CodeCache::after_fork_child`]) while the parent keeps the
+    /// original, so neither ever sees the other's later translations or link patches.
+    pub fn prepare_fork(&self) -> std::io::Result<ForkSnapshot> {
+        let mut arenas = Vec::new();
+        for a in &self.arenas {
             let fresh = Arena::alloc_fd()?;
             let rw = map(0, fresh.as_raw_fd(), libc::PROT_READ | libc::PROT_WRITE, 0)?;
             // SAFETY: both views are ARENA_SIZE long; `used` bytes of the old view are initialised.
             unsafe { std::ptr::copy_nonoverlapping(a.rw, rw as *mut u8, a.used) };
-            map(a.exec, fresh.as_raw_fd(), libc::PROT_READ | libc::PROT_EXEC, libc::MAP_FIXED)?;
-            // SAFETY: the old rw view belongs to this arena alone and is no longer referenced.
+            arenas.push((fresh, rw as *mut u8));
+        }
+        Ok(ForkSnapshot { arenas })
+    }
+
+    /// In the child: continue on the snapshot, at the same executable addresses.
+    pub fn after_fork_child(&mut self, snap: ForkSnapshot) -> std::io::Result<()> {
+        for (a, (fd, rw)) in self.arenas.iter_mut().zip(snap.arenas) {
+            map(a.exec, fd.as_raw_fd(), libc::PROT_READ | libc::PROT_EXEC, libc::MAP_FIXED)?;
+            // SAFETY: the old rw view belongs to the parent's memfd and is no longer used here.
             unsafe { libc::munmap(a.rw as *mut libc::c_void, ARENA_SIZE) };
-            a.rw = rw as *mut u8;
-            a.fd = fresh;
+            a.rw = rw;
+            a.fd = fd;
         }
         Ok(())
     }
+
+    /// In the parent (or after a failed fork): drop the snapshot.
+    pub fn discard_fork(&mut self, snap: ForkSnapshot) {
+        for (_fd, rw) in snap.arenas {
+            // SAFETY: the snapshot's view is ours alone and nothing refers to it.
+            unsafe { libc::munmap(rw as *mut libc::c_void, ARENA_SIZE) };
+        }
+    }
+}
+
+/// Private copies of the code arenas made just before `fork` (see `prepare_fork`).
+pub struct ForkSnapshot {
+    arenas: Vec<(OwnedFd, *mut u8)>,
 }
 
 fn map(addr: u64, fd: i32, prot: i32, extra: i32) -> std::io::Result<u64> {

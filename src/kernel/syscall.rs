@@ -189,21 +189,28 @@ impl Runtime {
             self.finish_and_exit(crate::EXIT_UNSUPPORTED);
         }
         let new_flags = flags & !((libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_SETTLS) as u64);
+        let snap = match self.cache.prepare_fork() {
+            Ok(s) => s,
+            Err(_) => return -(libc::ENOMEM as i64),
+        };
+        self.report.flush();
         // SAFETY: a clone without CLONE_VM and without a new stack is a fork: the child gets a
         // copy of rtgrind and continues from here on its own copy of the host stack.
         let r = unsafe { syscall6(libc::SYS_clone as u64, [new_flags, 0, a[2], a[3], 0, 0]) };
-        if r == 0 {
-            crate::kernel::signals::clear_pending();
-            if let Err(e) = self.cache.after_fork() {
-                self.report.error(&format!("cannot copy the code cache after fork: {e}"));
-                self.finish_and_exit(crate::EXIT_INTERNAL);
-            }
-            if a[1] != 0 {
-                self.ctx.gpr[reg::RSP as usize] = a[1];
-            }
-            if flags & libc::CLONE_SETTLS as u64 != 0 {
-                self.ctx.fs_base = a[4];
-            }
+        if r != 0 {
+            self.cache.discard_fork(snap);
+            return r;
+        }
+        crate::kernel::signals::clear_pending();
+        if let Err(e) = self.cache.after_fork_child(snap) {
+            self.report.error(&format!("cannot copy the code cache after fork: {e}"));
+            self.finish_and_exit(crate::EXIT_INTERNAL);
+        }
+        if a[1] != 0 {
+            self.ctx.gpr[reg::RSP as usize] = a[1];
+        }
+        if flags & libc::CLONE_SETTLS as u64 != 0 {
+            self.ctx.fs_base = a[4];
         }
         r
     }
