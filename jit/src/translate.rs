@@ -370,7 +370,8 @@ fn copy_insn(b: &mut BlockBuilder, encoder: &mut Encoder, ins: &Instruction, raw
 fn conditional(b: &mut BlockBuilder, ins: &Instruction, raw: &[u8]) {
     let (taken, fall) = (ins.near_branch_target(), ins.next_ip());
     let cc = ins.condition_code();
-    if cc != ConditionCode::None {
+    let counted = matches!(ins.mnemonic(), Mnemonic::Loop | Mnemonic::Loope | Mnemonic::Loopne | Mnemonic::Jrcxz | Mnemonic::Jecxz);
+    if cc != ConditionCode::None && !counted {
         b.jcc_exit(cc as u8 - 1, ins.ip(), taken);
         b.jmp_exit(ins.ip(), fall);
         return;
