@@ -1,20 +1,21 @@
 //! Whole-process benchmarks of the engine: each workload runs natively, under
 //! `rtgrind -q --tool=none`, `valgrind --tool=none -q` and `qemu-x86_64`, N times each in
-//! interleaved order; the table gives the median wall time and the ratio to native, and is
-//! printed and written to `target/bench-engine.md`.
+//! interleaved order; the median wall times and their ratios to native are printed as a markdown
+//! table and written to `target/bench-engine.md`.
 //!
 //! ```text
 //! cargo bench --bench engine [-- [--runs N] [--tools native,rtgrind,valgrind,qemu] [FILTER...]]
 //! ```
 //!
 //! A FILTER keeps the workloads whose name contains it. Every run's stdout and exit status must
-//! match the native run's, else the cell says FAIL and a note says why. A tool that is not
+//! match the native run's, else its cell says FAIL and a note says why. A tool that is not
 //! installed gets an "n/a" column. `qemu-x86_64` comes from Debian's `qemu-user`, which `.ci/run`
 //! does not install: benchmarks stay out of CI.
 //!
 //! Workloads: the kernels `guest-programs/bench/*.c` (built with `gcc -O2` into
-//! `target/bench-bin/`), `gzip -9` of a fixed 50 MiB file that `gen_data.c` writes once into
-//! `target/bench-bin/`, and `guest-programs/bench/python_workload.py` under `/usr/bin/python3`.
+//! `target/bench-bin/`), `gzip -9` of a fixed 50 MiB file (written once into `target/bench-bin/`
+//! by `guest-programs/bench/gen_data.c`), and `guest-programs/bench/python_workload.py` under
+//! `/usr/bin/python3`.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -23,116 +24,74 @@ use std::time::{Duration, Instant};
 
 /// A run slower than this is killed and counts as a failure.
 const TIMEOUT: Duration = Duration::from_secs(600);
-const TOOLS: [&str; 4] = ["native", "rtgrind", "valgrind", "qemu"];
+
+struct Tool {
+    name: &'static str,
+    title: &'static str,
+    /// The command prefix that runs a program under the tool, or why it is not available.
+    prefix: Result<Vec<String>, String>,
+}
 
 struct Workload {
     name: String,
     argv: Vec<String>,
 }
 
-/// What one run produced: the digest of stdout and the exit status.
-#[derive(PartialEq)]
-struct Outcome {
-    stdout_len: usize,
-    stdout_hash: u64,
-    status: String,
-}
-
+/// Wall times of one tool on one workload, or why it failed.
 #[derive(Default)]
 struct Cell {
     times: Vec<f64>,
-    /// Why the tool failed on this workload.
     failure: Option<String>,
 }
 
 fn main() {
-    let mut runs = 5;
-    let mut tools: Vec<String> = TOOLS.iter().map(|t| t.to_string()).collect();
-    let mut filters = Vec::new();
+    let (mut runs, mut names, mut filters) =
+        (5, "native,rtgrind,valgrind,qemu".to_string(), vec![]);
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--bench" => {} // passed by `cargo bench`
             "--runs" => runs = args.next().and_then(|n| n.parse().ok()).expect("--runs N"),
-            "--tools" => {
-                tools = args
-                    .next()
-                    .expect("--tools LIST")
-                    .split(',')
-                    .map(String::from)
-                    .collect()
-            }
+            "--tools" => names = args.next().expect("--tools LIST"),
             _ if arg.starts_with("--") => panic!("unknown option {arg}"),
             _ => filters.push(arg),
         }
     }
-    if let Some(t) = tools.iter().find(|t| !TOOLS.contains(&t.as_str())) {
-        panic!("unknown tool {t} (known: {})", TOOLS.join(","));
-    }
-    tools.retain(|t| t != "native");
-    tools.insert(0, "native".into()); // first: the reference for outputs and ratios
+    // native always comes first: it is the reference for outputs and ratios
+    let mut tools = vec![tool("native")];
+    tools.extend(names.split(',').filter(|n| *n != "native").map(tool));
 
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let target = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf();
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR")).parent().unwrap();
     let bin_dir = target.join("bench-bin");
     std::fs::create_dir_all(&bin_dir).unwrap();
-    let workloads: Vec<Workload> = workloads(root, &bin_dir, &filters);
+    let workloads = workloads(root, &bin_dir, &filters);
     if workloads.is_empty() {
         eprintln!("no workload matches {filters:?}");
         return;
     }
 
-    // Availability of each tool, and the command prefix that runs a program under it.
-    let prefix = |tool: &str| -> Result<Vec<String>, String> {
-        let (bin, args): (String, &[&str]) = match tool {
-            "native" => return Ok(vec![]),
-            "rtgrind" => (env!("CARGO_BIN_EXE_rtgrind").into(), &["-q", "--tool=none"]),
-            "valgrind" => (
-                find_in_path("valgrind").ok_or("valgrind not found in PATH")?,
-                &["--tool=none", "-q"],
-            ),
-            _ => (
-                find_in_path("qemu-x86_64")
-                    .ok_or("qemu-x86_64 not found in PATH (apt-get install qemu-user)")?,
-                &[],
-            ),
-        };
-        Ok(std::iter::once(bin)
-            .chain(args.iter().map(|a| a.to_string()))
-            .collect())
-    };
-    let prefixes: Vec<Result<Vec<String>, String>> = tools.iter().map(|t| prefix(t)).collect();
-    let unavailable: Vec<Option<String>> =
-        prefixes.iter().map(|p| p.as_ref().err().cloned()).collect();
-
-    let mut table: Vec<Vec<Cell>> = Vec::new();
+    let mut table = Vec::new();
     for w in &workloads {
         eprint!("{:<12}", w.name);
         let mut cells: Vec<Cell> = tools.iter().map(|_| Cell::default()).collect();
-        let mut reference: Option<Outcome> = None;
+        let mut reference = None;
         for round in 0..runs {
-            // native first in the first round; then each round starts with the next tool
+            // interleaved: native first in the first round, then each round starts one later
             for t in (0..tools.len()).map(|i| (i + round) % tools.len()) {
-                let (Ok(p), None) = (&prefixes[t], &cells[t].failure) else {
+                let (Ok(prefix), None) = (&tools[t].prefix, &cells[t].failure) else {
                     continue;
                 };
-                let argv: Vec<String> = p.iter().chain(&w.argv).cloned().collect();
-                let result = run(&argv);
                 eprint!(".");
+                let argv: Vec<String> = prefix.iter().chain(&w.argv).cloned().collect();
                 let cell = &mut cells[t];
-                match (result, &reference) {
+                match (run(&argv), &reference) {
                     (Err(e), _) => cell.failure = Some(e),
-                    (Ok((out, _)), Some(r)) if out != *r => {
-                        cell.failure =
-                            Some(format!("{} (native: {})", out.describe(), r.describe()));
+                    (Ok((out, _)), Some(native)) if out != *native => {
+                        cell.failure = Some(format!("{out}; native: {native}"));
                     }
                     (Ok((out, secs)), _) => {
-                        if reference.is_none() {
-                            reference = Some(out);
-                        }
+                        reference.get_or_insert(out);
                         cell.times.push(secs);
                     }
                 }
@@ -145,62 +104,101 @@ fn main() {
         table.push(cells);
     }
 
-    let report = render(&workloads, &tools, &unavailable, &table, runs);
+    let report = render(&workloads, &tools, &table, runs);
     print!("{report}");
     let path = target.join("bench-engine.md");
     std::fs::write(&path, &report).unwrap();
     eprintln!("written to {}", path.display());
 }
 
+/// Name, column title, program (empty: run natively; no `/`: looked up in PATH), arguments.
+#[rustfmt::skip]
+const TOOLS: [(&str, &str, &str, &[&str]); 4] = [
+    ("native", "native", "", &[]),
+    ("rtgrind", "rtgrind --tool=none", env!("CARGO_BIN_EXE_rtgrind"), &["-q", "--tool=none"]),
+    ("valgrind", "valgrind --tool=none", "valgrind", &["--tool=none", "-q"]),
+    ("qemu", "qemu-x86_64", "qemu-x86_64", &[]), // Debian package qemu-user
+];
+
+fn tool(name: &str) -> Tool {
+    let Some(&(name, title, program, args)) = TOOLS.iter().find(|t| t.0 == name) else {
+        panic!("unknown tool {name} (known: native,rtgrind,valgrind,qemu)");
+    };
+    let dirs = std::env::var_os("PATH").unwrap_or_default();
+    let found = match program {
+        "" => Ok(None),
+        _ if program.contains('/') => Ok(Some(program.to_string())),
+        _ => std::env::split_paths(&dirs)
+            .map(|d| d.join(program))
+            .find(|p| p.is_file())
+            .map(|p| Some(p.display().to_string()))
+            .ok_or(format!("{program} not found in PATH")),
+    };
+    let prefix = found.map(|p| {
+        p.into_iter()
+            .chain(args.iter().map(|a| a.to_string()))
+            .collect()
+    });
+    Tool {
+        name,
+        title,
+        prefix,
+    }
+}
+
 /// The kernels, gzip and python, filtered by name; builds what is missing or stale.
 fn workloads(root: &Path, bin_dir: &Path, filters: &[String]) -> Vec<Workload> {
-    let bench_src = root.join("guest-programs/bench");
+    let src_dir = root.join("guest-programs/bench");
     let wanted =
         |name: &str| filters.is_empty() || filters.iter().any(|f| name.contains(f.as_str()));
-    let mut out = Vec::new();
-    let mut sources: Vec<PathBuf> = std::fs::read_dir(&bench_src)
+    let mut sources: Vec<PathBuf> = std::fs::read_dir(&src_dir)
         .map(|dir| dir.map(|e| e.unwrap().path()).collect())
         .unwrap_or_default();
     sources.sort();
+    let mut out = Vec::new();
     for src in sources
         .iter()
         .filter(|p| p.extension().is_some_and(|e| e == "c"))
     {
-        let name = src.file_stem().unwrap().to_str().unwrap().to_string();
-        if name == "gen_data" || !wanted(&name) {
-            continue;
+        let name = src.file_stem().unwrap().to_string_lossy().to_string();
+        if name != "gen_data" && wanted(&name) {
+            out.push(Workload {
+                name,
+                argv: vec![build(src, bin_dir)],
+            });
         }
-        let exe = build(src, bin_dir);
-        out.push(Workload {
-            name,
-            argv: vec![exe.display().to_string()],
-        });
     }
     if wanted("gzip") {
         let input = bin_dir.join("gzip-input-50M");
         if !input.exists() {
-            generate_data(&bench_src, bin_dir, &input);
+            generate_data(&src_dir, bin_dir, &input);
         }
-        let argv = ["/usr/bin/gzip", "-9", "-n", "-c"]
-            .iter()
-            .map(|a| a.to_string());
+        let argv = [
+            "/usr/bin/gzip",
+            "-9",
+            "-n",
+            "-c",
+            &input.display().to_string(),
+        ]
+        .map(String::from);
         out.push(Workload {
             name: "gzip".into(),
-            argv: argv.chain([input.display().to_string()]).collect(),
+            argv: argv.into(),
         });
     }
-    let script = bench_src.join("python_workload.py");
+    let script = src_dir.join("python_workload.py");
     if wanted("python") && script.exists() {
+        let argv = vec!["/usr/bin/python3".into(), script.display().to_string()];
         out.push(Workload {
             name: "python".into(),
-            argv: vec!["/usr/bin/python3".into(), script.display().to_string()],
+            argv,
         });
     }
     out
 }
 
 /// `gcc -O2 src -o bin_dir/NAME`, unless the binary is newer than the source.
-fn build(src: &Path, bin_dir: &Path) -> PathBuf {
+fn build(src: &Path, bin_dir: &Path) -> String {
     let exe = bin_dir.join(src.file_stem().unwrap());
     let mtime = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
     if mtime(&exe).is_none() || mtime(&exe) < mtime(src) {
@@ -209,55 +207,47 @@ fn build(src: &Path, bin_dir: &Path) -> PathBuf {
             .arg(src)
             .arg("-o")
             .arg(&exe)
-            .status()
-            .expect("cannot run gcc");
-        assert!(status.success(), "gcc failed on {}", src.display());
+            .status();
+        assert!(
+            status.expect("cannot run gcc").success(),
+            "gcc failed on {}",
+            src.display()
+        );
     }
-    exe
+    exe.display().to_string()
 }
 
-/// The gzip input: by `gen_data.c` if present, else by a generator of the same spirit here.
-fn generate_data(bench_src: &Path, bin_dir: &Path, input: &Path) {
+/// The gzip input, written by `gen_data.c`.
+fn generate_data(src_dir: &Path, bin_dir: &Path, input: &Path) {
     let partial = input.with_extension("partial");
-    let gen = bench_src.join("gen_data.c");
-    if gen.exists() {
-        let status = Command::new(build(&gen, bin_dir))
-            .arg(&partial)
-            .status()
-            .expect("cannot run gen_data");
-        assert!(status.success(), "gen_data failed");
-    } else {
-        let words = [
-            "error", "request", "user", "session", "cache", "miss", "the", "of", "block",
-        ];
-        let mut rng = 0x2545_f491_4f6c_dd1du64;
-        let mut data = Vec::with_capacity(50 << 20);
-        while data.len() < 50 << 20 {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            match rng % 40 {
-                0 => data.extend(rng.to_le_bytes()),
-                1 => data.extend(format!("id={} ", rng >> 40).bytes()),
-                2 => data.push(b'\n'),
-                _ => data.extend(format!("{} ", words[(rng >> 20) as usize % words.len()]).bytes()),
-            }
-        }
-        data.truncate(50 << 20);
-        std::fs::write(&partial, data).unwrap();
-    }
+    let gen = build(&src_dir.join("gen_data.c"), bin_dir);
+    let status = Command::new(gen).arg(&partial).status();
+    assert!(
+        status.expect("cannot run gen_data").success(),
+        "gen_data failed"
+    );
     std::fs::rename(&partial, input).unwrap();
 }
 
-fn find_in_path(name: &str) -> Option<String> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
-        .map(|p| p.display().to_string())
+/// What a run produced: its exit status and a digest of its stdout.
+#[derive(PartialEq)]
+struct Outcome {
+    status: String,
+    stdout_len: usize,
+    stdout_hash: u64,
 }
 
-/// Run `argv` with stdin closed; its outcome and wall time in seconds, or why it failed.
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(
+            f,
+            "{}, stdout {} bytes, FNV-1a {:016x}",
+            self.status, self.stdout_len, self.stdout_hash
+        )
+    }
+}
+
+/// Run `argv` with stdin closed: its outcome and wall time in seconds, or why it failed.
 fn run(argv: &[String]) -> Result<(Outcome, f64), String> {
     let start = Instant::now();
     let mut child = Command::new(&argv[0])
@@ -267,10 +257,9 @@ fn run(argv: &[String]) -> Result<(Outcome, f64), String> {
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot run {}: {e}", argv[0]))?;
-    let mut stdout = child.stdout.take().unwrap();
-    let mut stderr = child.stderr.take().unwrap();
-    // FNV-1a over the whole stream: the digest does not depend on how reads split it
-    let hasher = std::thread::spawn(move || {
+    let (mut stdout, mut stderr) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    // FNV-1a over the whole stream, so the digest does not depend on how reads split it
+    let digest = std::thread::spawn(move || {
         let (mut hash, mut len, mut buf) = (0xcbf2_9ce4_8422_2325u64, 0, vec![0u8; 1 << 16]);
         while let Ok(n @ 1..) = stdout.read(&mut buf) {
             for &b in &buf[..n] {
@@ -297,134 +286,101 @@ fn run(argv: &[String]) -> Result<(Outcome, f64), String> {
         std::thread::sleep(Duration::from_millis(1));
     };
     let secs = start.elapsed().as_secs_f64();
-    let (stdout_hash, stdout_len) = hasher.join().unwrap();
+    let (stdout_hash, stdout_len) = digest.join().unwrap();
     let stderr = errors.join().unwrap();
-    let outcome = Outcome {
-        stdout_len,
-        stdout_hash,
-        status: status.to_string(),
-    };
     if !status.success() {
-        let first = stderr.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-        return Err(format!("{}: {}", outcome.status, first.trim()));
+        let first = stderr
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("")
+            .trim();
+        return Err(format!("{status}: {first}"));
     }
-    Ok((outcome, secs))
-}
-
-impl Outcome {
-    fn describe(&self) -> String {
-        format!(
-            "{}, stdout {} bytes, checksum {:016x}",
-            self.status, self.stdout_len, self.stdout_hash
-        )
-    }
+    Ok((
+        Outcome {
+            status: status.to_string(),
+            stdout_len,
+            stdout_hash,
+        },
+        secs,
+    ))
 }
 
 fn median(times: &[f64]) -> f64 {
     let mut t = times.to_vec();
-    t.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    let n = t.len();
-    if n % 2 == 1 {
-        t[n / 2]
-    } else {
-        (t[n / 2 - 1] + t[n / 2]) / 2.0
-    }
+    t.sort_by(f64::total_cmp);
+    (t[(t.len() - 1) / 2] + t[t.len() / 2]) / 2.0
 }
 
-/// The markdown report: one row per workload, a geometric-mean row, notes on failures.
-fn render(
-    workloads: &[Workload],
-    tools: &[String],
-    unavailable: &[Option<String>],
-    table: &[Vec<Cell>],
-    runs: usize,
-) -> String {
-    let title = |t: &str| match t {
-        "native" => "native",
-        "rtgrind" => "rtgrind --tool=none",
-        "valgrind" => "valgrind --tool=none",
-        _ => "qemu-x86_64",
-    };
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .map(|l| l.split(':').nth(1).unwrap().trim().to_string())
-        })
-        .unwrap_or_default();
+fn geomean(ratios: &[f64]) -> f64 {
+    (ratios.iter().map(|r| r.ln()).sum::<f64>() / ratios.len() as f64).exp()
+}
+
+/// The markdown report: a row per workload, a geometric-mean row, notes on failures.
+fn render(workloads: &[Workload], tools: &[Tool], table: &[Vec<Cell>], runs: usize) -> String {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let cpu = cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name"))
+        .unwrap_or(":")
+        .trim_start_matches([' ', '\t', ':']);
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut s = format!(
-        "# Engine benchmarks\n\nMedian wall time of {runs} interleaved runs, ratio to native in parentheses \
-         ({cpu}, {cpus} CPUs).\n\n| workload |"
+        "# Engine benchmarks\n\nMedian wall time of {runs} interleaved runs; in parentheses the ratio \
+         to native ({cpu}, {cpus} CPUs).\n\n| workload |"
     );
     for t in tools {
-        s += &format!(" {} |", title(t));
+        s += &format!(" {} |", t.title);
     }
-    s += "\n|---|";
-    s += &"---:|".repeat(tools.len());
-    s += "\n";
-    let mut notes = Vec::new();
-    let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); tools.len()];
+    s += &format!("\n|---|{}\n", "---:|".repeat(tools.len()));
+    let (mut notes, mut ratios) = (Vec::new(), vec![Vec::new(); tools.len()]);
     for (w, cells) in workloads.iter().zip(table) {
         s += &format!("| {} |", w.name);
-        let native = (cells[0].failure.is_none() && !cells[0].times.is_empty())
-            .then(|| median(&cells[0].times));
+        let native = cells[0].failure.is_none().then(|| median(&cells[0].times));
         for (t, cell) in cells.iter().enumerate() {
-            match (&cell.failure, native) {
-                _ if unavailable[t].is_some() => s += " n/a |",
-                (Some(f), _) => {
-                    s += " FAIL |";
-                    notes.push(format!("- {} under {}: {f}", w.name, tools[t]));
+            s += &match (&tools[t].prefix, &cell.failure, native) {
+                (Err(_), ..) => " n/a |".to_string(),
+                (_, Some(why), _) => {
+                    notes.push(format!("- {} under {}: {why}", w.name, tools[t].name));
+                    " FAIL |".to_string()
                 }
-                (None, Some(n)) if !cell.times.is_empty() => {
+                (_, None, Some(n)) if t == 0 => format!(" {n:.2} s |"),
+                (_, None, Some(n)) => {
                     let m = median(&cell.times);
-                    if t == 0 {
-                        s += &format!(" {m:.2} s |");
-                    } else {
-                        s += &format!(" {m:.2} s ({:.2}x) |", m / n);
-                        ratios[t].push(m / n);
-                    }
+                    ratios[t].push(m / n);
+                    format!(" {m:.2} s ({:.2}x) |", m / n)
                 }
-                _ => s += " – |",
-            }
+                _ => " – |".to_string(),
+            };
         }
         s += "\n";
     }
-    s += "| **geometric mean** |";
-    for (t, r) in ratios.iter().enumerate() {
-        if t == 0 || r.is_empty() {
-            s += " |";
+    s += "| **geometric mean** | |";
+    for r in &ratios[1..] {
+        s += &if r.is_empty() {
+            " – |".to_string()
         } else {
-            s += &format!(
-                " **{:.2}x** |",
-                (r.iter().map(|x| x.ln()).sum::<f64>() / r.len() as f64).exp()
-            );
-        }
+            format!(" **{:.2}x** |", geomean(r))
+        };
     }
     s += "\n";
     if !notes.is_empty() {
-        s += "\nFAIL: a non-zero exit, stdout or exit status different from native, or a timeout:\n\n";
-        s += &notes.join("\n");
-        s += "\n";
+        s += "\nFAIL: a non-zero exit status, stdout different from native's, or a timeout.\n\n";
+        s += &(notes.join("\n") + "\n");
     }
-    for (tool, why) in tools.iter().zip(unavailable) {
-        if let Some(why) = why {
-            s += &format!("\nn/a: {tool}: {why}\n");
+    for t in tools {
+        if let Err(why) = &t.prefix {
+            s += &format!("\nn/a: {why}.\n");
         }
     }
-    if let Some(t) = tools.iter().position(|t| t == "rtgrind") {
-        let r = &ratios[t];
-        let line = if r.is_empty() {
-            "rtgrind/native geometric mean: n/a (no successful rtgrind run)".to_string()
-        } else {
-            let geo = (r.iter().map(|x| x.ln()).sum::<f64>() / r.len() as f64).exp();
-            format!(
-                "rtgrind/native geometric mean: {geo:.2}x over {} workloads",
-                r.len()
-            )
+    if let Some(t) = tools.iter().position(|t| t.name == "rtgrind") {
+        s += &match ratios[t].len() {
+            0 => "\nrtgrind/native geometric mean: n/a (no successful rtgrind run)\n".to_string(),
+            n => format!(
+                "\nrtgrind/native geometric mean: {:.2}x over {n} workloads\n",
+                geomean(&ratios[t])
+            ),
         };
-        s += &format!("\n{line}\n");
     }
     s
 }

@@ -66,23 +66,28 @@ pub enum Flow {
 }
 
 impl Runtime {
-    /// The host address of the translation of `pc`, translating it if needed.
-    fn translation(&mut self, pc: u64) -> Result<u64, TranslateError> {
+    /// The block translating `pc`, translating it if needed.
+    fn block_for(&mut self, pc: u64) -> Result<rtgrind_jit::BlockId, TranslateError> {
         if let Some(b) = self.cache.lookup(pc) {
-            return Ok(self.cache.block(b).host_start);
+            return Ok(b);
         }
         let id = translate(&mut self.cache, &mut Source(&self.mem), self.tool.as_mut(), pc)?;
         let b = self.cache.block(id);
-        let (s, e, h) = (b.guest_start, b.guest_end, b.host_start);
-        self.mem.protect_code(s, e);
-        Ok(h)
+        self.mem.protect_code(b.guest_start, b.guest_end);
+        Ok(id)
+    }
+
+    /// Where to enter the translation of `pc` (its body), translating it if needed.
+    fn translation(&mut self, pc: u64) -> Result<u64, TranslateError> {
+        let b = self.block_for(pc)?;
+        Ok(self.cache.block(b).body)
     }
 
     /// A one-instruction translation of `pc` whose page is not write-protected (see `smc_step`).
     fn step_translation(&mut self, pc: u64) -> Result<u64, TranslateError> {
         self.invalidate(pc, pc + 1);
         let id = rtgrind_jit::translate_limited(&mut self.cache, &mut Source(&self.mem), self.tool.as_mut(), pc, 1)?;
-        Ok(self.cache.block(id).host_start)
+        Ok(self.cache.block(id).body)
     }
 
     /// Drops translations of `[start, end)` and everything that may jump into them.
@@ -134,8 +139,8 @@ impl Runtime {
                     self.stats.ibl_misses += 1;
                     let target = self.ctx.next_rip;
                     self.ctx.rip = target;
-                    if let Ok(h) = self.translation(target) {
-                        self.ctx.ibl_insert(target, h);
+                    if let Ok(b) = self.block_for(target) {
+                        self.ctx.ibl_insert(target, self.cache.block(b).host_start);
                     }
                 }
                 EXIT_FAULT => {

@@ -51,6 +51,8 @@ pub struct PcEntry {
 
 pub struct Block {
     pub guest_start: u64,
+    /// Where direct links and the dispatcher enter the block (after the lookup prefix).
+    pub body: u64,
     /// One past the last guest byte the block was translated from.
     pub guest_end: u64,
     pub host_start: u64,
@@ -218,7 +220,7 @@ impl CodeCache {
         if ex.patch_site == 0 || ex.linked_to.is_some() || !self.blocks[to as usize].valid {
             return false;
         }
-        let (site, host) = (ex.patch_site, self.blocks[to as usize].host_start);
+        let (site, host) = (ex.patch_site, self.blocks[to as usize].body);
         if !self.write_rel32(site, host) {
             return false;
         }

@@ -107,6 +107,8 @@ std::arch::global_asm!(
     ".p2align 4",
     ".globl rtg_ibl_null",
     "rtg_ibl_null:",
+    "mov rcx, gs:[{save_rcx}]",
+    "mov rdx, gs:[{save_rdx}]",
     "mov qword ptr gs:[{next_rip}], 0",
     "mov dword ptr gs:[{exit_id}], {ibl_miss_id}",
     "jmp rtg_exit",

@@ -191,6 +191,22 @@ impl Asm {
         self.bytes(&[0x65, 0x48, 0x8b, 0x0c, 0xcd]);
         self.u32(disp as u32);
     }
+    /// `jmp qword gs:[disp + rcx*8]`
+    pub fn jmp_gs_rcx_index(&mut self, disp: usize) {
+        self.bytes(&[0x65, 0xff, 0x24, 0xcd]);
+        self.u32(disp as u32);
+    }
+    /// `push qword [rip + rel32]` reading an 8-byte literal at a label (see `literal`).
+    pub fn push_rip_label(&mut self, l: Label) {
+        self.bytes(&[0xff, 0x35]);
+        self.fixups.push((self.buf.len(), l, 4));
+        self.u32(0);
+    }
+    /// Binds `l` to an 8-byte literal emitted here.
+    pub fn literal(&mut self, l: Label, v: u64) {
+        self.bind(l);
+        self.buf.extend_from_slice(&v.to_le_bytes());
+    }
     /// `lea rcx, [rcx + rdx]`
     pub fn lea_rcx_rcx_rdx(&mut self) {
         self.bytes(&[0x48, 0x8d, 0x0c, 0x11]);
@@ -227,6 +243,7 @@ mod tests {
         a.store_gs_imm32(0xd0, 0xdead);
         a.jmp_gs(0xb8);
         a.load_gs_rcx_index(0x1000);
+        a.jmp_gs_rcx_index(0x2000);
         assert_eq!(
             dis(&a),
             [
@@ -236,6 +253,7 @@ mod tests {
                 "mov dword [gs:0D0h],0DEADh",
                 "jmp qword [gs:0B8h]",
                 "mov rcx,[gs:rcx*8+1000h]",
+                "jmp qword [gs:rcx*8+2000h]",
             ]
         );
     }
@@ -285,5 +303,18 @@ mod tests {
         a.ud2();
         a.finish();
         assert_eq!(dis(&a), ["jrcxz 000000000000200Dh", "je near 000000000000200Dh", "jmp 000000000000200Dh", "ud2"]);
+    }
+
+    #[test]
+    fn literal_push() {
+        let mut a = Asm::new(0x3000);
+        let lit = a.new_label();
+        a.push_rip_label(lit);
+        a.ud2();
+        a.literal(lit, 0x1122334455667788);
+        a.finish();
+        let code = Asm { buf: a.buf[..8].to_vec(), base: 0x3000, labels: vec![], fixups: vec![] };
+        assert_eq!(dis(&code), ["push qword [rel 3008h]", "ud2"]);
+        assert_eq!(a.buf[8..], 0x1122334455667788u64.to_le_bytes());
     }
 }

@@ -207,6 +207,11 @@ pub fn translate_limited(
     let mut end = pc;
     let max_insns = max_insns.clamp(1, MAX_BLOCK_INSNS);
     tool.block_start(pc);
+    // Indirect-branch lookups arrive here with rcx and rdx still in their save slots.
+    b.asm.load_gs(reg::RCX, OFF_SAVE_RCX);
+    b.asm.load_gs(reg::RDX, OFF_SAVE_RDX);
+    let body_off = b.asm.pos();
+    let mut literals: Vec<(Label, u64)> = Vec::new();
     loop {
         if !decoder.can_decode() || count >= max_insns {
             b.jmp_exit(end, end);
@@ -274,17 +279,24 @@ pub fn translate_limited(
             }
             FlowControl::Call => {
                 b.map(&ins, Fixup::None);
-                b.asm.push_imm64(next);
+                // One 8-byte store (a push of a literal), so the `ret` that loads it back
+                // gets store-to-load forwarding.
+                let lit = b.asm.new_label();
+                literals.push((lit, next));
+                b.asm.push_rip_label(lit);
                 b.jmp_exit(ins.ip(), ins.near_branch_target());
                 break;
             }
             FlowControl::IndirectBranch | FlowControl::IndirectCall | FlowControl::Return => {
-                indirect(&mut b, &mut encoder, &ins);
+                indirect(&mut b, &mut encoder, &ins, &mut literals);
                 break;
             }
         }
     }
     b.emit_stubs();
+    for (l, v) in literals {
+        b.asm.literal(l, v);
+    }
     b.asm.finish();
     assert!(b.asm.buf.len() <= MAX_HOST_BYTES, "block at {pc:#x} too large");
 
@@ -309,6 +321,7 @@ pub fn translate_limited(
     }
     let block = Block {
         guest_start: pc,
+        body: host_start + body_off as u64,
         guest_end: end.max(pc + 1),
         host_start,
         host_len: b.asm.buf.len() as u32,
@@ -386,8 +399,9 @@ fn conditional(b: &mut BlockBuilder, ins: &Instruction, raw: &[u8]) {
 }
 
 /// ret, jmp/call through a register or memory: compute the guest target in rdx and look it
-/// up in the thread's inline table (`ibl_keys[t & mask] == -t` on a hit).
-fn indirect(b: &mut BlockBuilder, encoder: &mut Encoder, ins: &Instruction) {
+/// up in the thread's inline table (`ibl_keys[t & mask] == -t` on a hit). Table values are
+/// the targets' block starts, whose prefix reloads rcx and rdx.
+fn indirect(b: &mut BlockBuilder, encoder: &mut Encoder, ins: &Instruction, literals: &mut Vec<(Label, u64)>) {
     b.map(ins, Fixup::None);
     b.asm.store_gs(OFF_SAVE_RCX, reg::RCX);
     b.asm.store_gs(OFF_SAVE_RDX, reg::RDX);
@@ -421,7 +435,9 @@ fn indirect(b: &mut BlockBuilder, encoder: &mut Encoder, ins: &Instruction) {
                 b.asm.bytes(&bytes);
             }
             if ins.flow_control() == FlowControl::IndirectCall {
-                b.asm.push_imm64(ins.next_ip());
+                let lit = b.asm.new_label();
+                literals.push((lit, ins.next_ip()));
+                b.asm.push_rip_label(lit);
             }
         }
     }
@@ -431,12 +447,8 @@ fn indirect(b: &mut BlockBuilder, encoder: &mut Encoder, ins: &Instruction) {
     b.asm.lea_rcx_rcx_rdx();
     b.asm.jrcxz_label(hit);
     b.asm.jmp_gs(OFF_IBL_MISS);
+    // A hit jumps to the target's lookup prefix, which restores rcx and rdx.
     b.asm.bind(hit);
     b.asm.movzx_ecx_dx();
-    b.asm.load_gs_rcx_index(OFF_IBL_VALS);
-    b.asm.store_gs(OFF_IBL_JMP, reg::RCX);
-    b.asm.load_gs(reg::RCX, OFF_SAVE_RCX);
-    b.asm.load_gs(reg::RDX, OFF_SAVE_RDX);
-    b.map(ins, Fixup::None);
-    b.asm.jmp_gs(OFF_IBL_JMP);
+    b.asm.jmp_gs_rcx_index(OFF_IBL_VALS);
 }
