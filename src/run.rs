@@ -60,11 +60,6 @@ impl CodeSource for Source<'_> {
     }
 }
 
-/// What the loop does next after handling an exit.
-pub enum Flow {
-    Continue,
-}
-
 impl Runtime {
     /// The block translating `pc`, translating it if needed.
     fn block_for(&mut self, pc: u64) -> Result<rtgrind_jit::BlockId, TranslateError> {

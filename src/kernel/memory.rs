@@ -343,9 +343,6 @@ impl GuestMemory {
         v
     }
 
-    pub fn name_at(&self, addr: u64) -> Option<String> {
-        self.region_at(addr).and_then(|(_, r)| r.name.clone())
-    }
 }
 
 #[cfg(test)]

@@ -9,13 +9,13 @@ use rtgrind_jit::context::reg;
 
 /// Syscalls the kernel restarts after a handler installed with SA_RESTART.
 pub fn restartable(nr: u64) -> bool {
-    use libc::*;
-    matches!(
-        nr as i64,
-        SYS_read | SYS_write | SYS_readv | SYS_writev | SYS_pread64 | SYS_pwrite64 | SYS_ioctl | SYS_wait4 | SYS_waitid
-            | SYS_open | SYS_openat | SYS_futex | SYS_accept | SYS_accept4 | SYS_recvfrom | SYS_recvmsg | SYS_sendto
-            | SYS_sendmsg | SYS_flock | SYS_fcntl
-    )
+    use libc as l;
+    [
+        l::SYS_read, l::SYS_write, l::SYS_readv, l::SYS_writev, l::SYS_pread64, l::SYS_pwrite64, l::SYS_ioctl,
+        l::SYS_wait4, l::SYS_waitid, l::SYS_open, l::SYS_openat, l::SYS_futex, l::SYS_accept, l::SYS_accept4,
+        l::SYS_recvfrom, l::SYS_recvmsg, l::SYS_sendto, l::SYS_sendmsg, l::SYS_flock, l::SYS_fcntl,
+    ]
+    .contains(&(nr as i64))
 }
 
 const ENOSYS: i64 = -(libc::ENOSYS as i64);

@@ -46,13 +46,12 @@ impl LoadError {
 /// One mapped ELF object.
 #[derive(Debug, Clone)]
 pub struct LoadedObject {
-    pub path: PathBuf,
     /// Load bias: runtime address = ELF vaddr + bias.
     pub bias: u64,
     pub entry: u64,
     pub phdr: u64,
     pub phnum: u64,
-    pub start: u64,
+    /// One past the object's highest mapped byte.
     pub end: u64,
 }
 
@@ -210,12 +209,10 @@ fn map_object(path: &Path, bytes: &[u8], elf: &Elf, pie_base: Option<u64>, mem: 
         })
         + bias;
     Ok(LoadedObject {
-        path: path.to_path_buf(),
         bias,
         entry: elf.header.e_entry + bias,
         phdr,
         phnum: elf.header.e_phnum as u64,
-        start: lo + bias,
         end: hi + bias,
     })
 }

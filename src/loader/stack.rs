@@ -8,10 +8,9 @@ pub const STACK_SIZE: u64 = 8 << 20;
 /// Top of the guest stack (just under where the kernel puts it without ASLR).
 const STACK_TOP: u64 = 0x7fff_ffff_f000;
 
-/// Bytes handed to the guest as AT_RANDOM (its stack protector and pointer guard seeds).
+/// The guest's initial stack pointer (pointing at argc).
 pub struct InitialStack {
     pub rsp: u64,
-    pub stack_lo: u64,
 }
 
 struct Writer {
@@ -110,5 +109,5 @@ pub fn build(
     }
     w.push_u64(argv.len() as u64);
     debug_assert_eq!(w.sp % 16, 0);
-    Ok(InitialStack { rsp: w.sp, stack_lo: lo })
+    Ok(InitialStack { rsp: w.sp })
 }
