@@ -39,6 +39,18 @@ pub struct Cli {
     #[arg(long, value_enum, default_value = "no", value_name = "yes|no", help_heading = "Processes")]
     pub trace_children: YesNo,
 
+    /// Thread scheduling policy: rr, random:SEED, pct:SEED:DEPTH or replay:FILE.
+    #[arg(long, default_value = "rr", value_name = "POLICY", help_heading = "Threads")]
+    pub sched: String,
+
+    /// Translated blocks a thread runs before the next scheduling point.
+    #[arg(long, default_value_t = 50_000, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Threads")]
+    pub quantum: u64,
+
+    /// Write every scheduling decision to FILE (replay it with --sched=replay:FILE).
+    #[arg(long, value_name = "FILE", help_heading = "Threads")]
+    pub record_schedule: Option<PathBuf>,
+
     /// The program to run, and its arguments.
     #[arg(required = true, num_args = 1.., value_name = "PROG [ARGS]...")]
     pub command: Vec<std::ffi::OsString>,

@@ -133,20 +133,47 @@ fn main() {
     if cli.stats {
         child_opts.push("--stats".into());
     }
+    child_opts.push(format!("--quantum={}", cli.quantum));
     let self_exe = std::fs::read_link("/proc/self/exe").unwrap_or_else(|_| PathBuf::from("rtgrind"));
-    let mut rt = Box::new(run::Runtime {
-        ctx,
+    let policy = sched_policy(&cli.sched);
+    let record = cli.record_schedule.as_ref().map(|p| {
+        std::fs::File::create(p).unwrap_or_else(|e| fail(&format!("cannot create schedule file '{}': {e}", p.display()), EXIT_USAGE))
+    });
+    // SAFETY: getpid/gettid have no preconditions; the main thread's tid is the pid.
+    let main_tid = unsafe { libc::getpid() };
+    let sched = kernel::sched::Scheduler::new(policy, cli.quantum, record, main_tid, sig.inbox.clone());
+    let process = Box::leak(Box::new(run::Process {
         cache,
         mem,
-        sig,
         tool: Box::new(rtgrind_jit::instrument::NoInstrumentation),
         exe_path,
         config: run::Config { trace_children: cli.trace_children == cli::YesNo::Yes, stats: cli.stats, self_exe, child_opts },
         report: reporter,
         stats: run::RunStats::default(),
-        interrupted_syscall: None,
-        saved_mask: None,
-        smc_step: None,
-    });
+        sched,
+        contexts: Vec::new(),
+    }));
+    let ctx_ptr = &mut *ctx as *mut rtgrind_jit::ThreadContext;
+    process.contexts.push(ctx_ptr);
+    let mut rt = Box::new(run::Runtime::new(ctx, sig, 0, process));
+    rt.ctx.quantum = cli.quantum;
     rt.run();
+}
+
+/// `--sched=rr|random:SEED|pct:SEED:DEPTH|replay:FILE`, validated.
+fn sched_policy(spec: &str) -> kernel::sched::Policy {
+    use kernel::sched::Policy;
+    let bad = || -> ! { fail(&format!("invalid --sched value '{spec}' (expected rr, random:SEED, pct:SEED:DEPTH or replay:FILE)"), EXIT_USAGE) };
+    let parts: Vec<&str> = spec.splitn(3, ':').collect();
+    match parts.as_slice() {
+        ["rr"] => Policy::RoundRobin,
+        ["random", seed] => Policy::Random(seed.parse().unwrap_or_else(|_| bad())),
+        ["pct", seed, depth] => Policy::Pct { seed: seed.parse().unwrap_or_else(|_| bad()), depth: depth.parse().unwrap_or_else(|_| bad()) },
+        ["replay", ..] => {
+            let file = &spec["replay:".len()..];
+            let text = std::fs::read_to_string(file).unwrap_or_else(|e| fail(&format!("cannot read schedule '{file}': {e}"), EXIT_USAGE));
+            Policy::Replay(kernel::sched::read_schedule(&text).unwrap_or_else(|e| fail(&format!("bad schedule '{file}': {e}"), EXIT_USAGE)))
+        }
+        _ => bad(),
+    }
 }

@@ -1,13 +1,19 @@
 //! The dispatcher loop of one guest thread: find or make the translation for the guest pc,
 //! run it, and act on why it stopped (link a block, emulate a syscall or `cpuid`, deliver a
-//! signal, report a crash).
+//! signal, switch threads, report a crash).
+//!
+//! State is split in two. [`Process`] is everything the guest's threads share (code cache,
+//! memory map, tool, scheduler, report); [`Runtime`] is one guest thread (its context, signal
+//! mask, scheduler index). Each guest thread runs this loop on its own host thread, and only
+//! the thread holding the scheduler's baton touches the `Process` (see `kernel::sched`).
 
 use crate::kernel::memory::GuestMemory;
+use crate::kernel::sched::Scheduler;
 use crate::kernel::signals::{SigInfo, Signals};
 use crate::report::Reporter;
 use rtgrind_jit::context::{reg, EXIT_FAULT, EXIT_IBL_MISS, EXIT_PENDING, EXIT_SPECIAL_BASE};
 use rtgrind_jit::instrument::Tool;
-use rtgrind_jit::{dispatch, translate, CodeCache, CodeSource, ExitId, ExitKind, ThreadContext, TranslateError};
+use rtgrind_jit::{dispatch, translate, BlockId, CodeCache, CodeSource, ExitId, ExitKind, ThreadContext, TranslateError};
 use std::path::PathBuf;
 
 #[derive(Default, Debug)]
@@ -17,6 +23,7 @@ pub struct RunStats {
     pub syscalls: u64,
     pub faults: u64,
     pub smc_invalidations: u64,
+    pub threads: u64,
 }
 
 pub struct Config {
@@ -27,17 +34,29 @@ pub struct Config {
     pub child_opts: Vec<String>,
 }
 
-pub struct Runtime {
-    pub ctx: Box<ThreadContext>,
+/// What all guest threads of the process share.
+pub struct Process {
     pub cache: Box<CodeCache>,
     pub mem: GuestMemory,
-    pub sig: Signals,
     pub tool: Box<dyn Tool>,
     /// Absolute path of the guest executable (what `/proc/self/exe` means to the guest).
     pub exe_path: PathBuf,
     pub config: Config,
     pub report: Reporter,
     pub stats: RunStats,
+    pub sched: Scheduler,
+    /// Every thread's context, to flush their lookup tables when translations go away.
+    pub contexts: Vec<*mut ThreadContext>,
+}
+
+/// One guest thread.
+pub struct Runtime {
+    pub ctx: Box<ThreadContext>,
+    pub sig: Signals,
+    /// Index in the scheduler (0 is the main thread).
+    pub index: usize,
+    /// Where to write 0 and wake a futex when the thread exits (CLONE_CHILD_CLEARTID).
+    pub clear_child_tid: u64,
     /// A syscall returned EINTR because a signal arrived: (syscall number).
     pub interrupted_syscall: Option<u64>,
     /// Mask to save in the next signal frame instead of the current one (rt_sigsuspend).
@@ -46,7 +65,15 @@ pub struct Runtime {
     /// one-instruction translation that leaves the page writable, so an instruction that
     /// writes into its own page makes progress instead of faulting forever.
     pub smc_step: Option<u64>,
+    process: *mut Process,
 }
+
+/// A `Runtime` moved to the host thread that will run it.
+pub struct SendRuntime(pub Box<Runtime>);
+// SAFETY: a Runtime is used by exactly one host thread at a time: it is built by the creating
+// thread and handed over before the new thread runs; its Process pointer is only dereferenced
+// while holding the scheduler's baton.
+unsafe impl Send for SendRuntime {}
 
 struct Source<'a>(&'a GuestMemory);
 
@@ -61,41 +88,75 @@ impl CodeSource for Source<'_> {
 }
 
 impl Runtime {
+    pub fn new(ctx: Box<ThreadContext>, sig: Signals, index: usize, process: *mut Process) -> Runtime {
+        Runtime { ctx, sig, index, clear_child_tid: 0, interrupted_syscall: None, saved_mask: None, smc_step: None, process }
+    }
+
+    /// The process state. Only the thread holding the scheduler's baton may call this, and
+    /// it must not keep the reference across a switch point.
+    #[allow(clippy::mut_from_ref)]
+    pub fn p(&self) -> &mut Process {
+        // SAFETY: the Process outlives every thread (it is leaked at start-up), and the
+        // scheduler lets exactly one thread at a time run between switch points, so no two
+        // live references from different threads exist; within a thread, callers take one
+        // reference per operation.
+        unsafe { &mut *self.process }
+    }
+
+    pub fn process_ptr(&self) -> *mut Process {
+        self.process
+    }
+
     /// The block translating `pc`, translating it if needed.
-    fn block_for(&mut self, pc: u64) -> Result<rtgrind_jit::BlockId, TranslateError> {
-        if let Some(b) = self.cache.lookup(pc) {
+    fn block_for(&mut self, pc: u64) -> Result<BlockId, TranslateError> {
+        let p = self.p();
+        if let Some(b) = p.cache.lookup(pc) {
             return Ok(b);
         }
-        let id = translate(&mut self.cache, &mut Source(&self.mem), self.tool.as_mut(), pc)?;
-        let b = self.cache.block(id);
-        self.mem.protect_code(b.guest_start, b.guest_end);
+        let id = translate(&mut p.cache, &mut Source(&p.mem), p.tool.as_mut(), pc)?;
+        let b = p.cache.block(id);
+        p.mem.protect_code(b.guest_start, b.guest_end);
         Ok(id)
     }
 
     /// Where to enter the translation of `pc` (its body), translating it if needed.
     fn translation(&mut self, pc: u64) -> Result<u64, TranslateError> {
         let b = self.block_for(pc)?;
-        Ok(self.cache.block(b).body)
+        Ok(self.p().cache.block(b).body)
     }
 
     /// A one-instruction translation of `pc` whose page is not write-protected (see `smc_step`).
     fn step_translation(&mut self, pc: u64) -> Result<u64, TranslateError> {
         self.invalidate(pc, pc + 1);
-        let id = rtgrind_jit::translate_limited(&mut self.cache, &mut Source(&self.mem), self.tool.as_mut(), pc, 1)?;
-        Ok(self.cache.block(id).body)
+        let p = self.p();
+        let id = rtgrind_jit::translate_limited(&mut p.cache, &mut Source(&p.mem), p.tool.as_mut(), pc, 1)?;
+        Ok(p.cache.block(id).body)
     }
 
     /// Drops translations of `[start, end)` and everything that may jump into them.
     pub fn invalidate(&mut self, start: u64, end: u64) {
-        if self.cache.invalidate(start, end) > 0 {
-            self.ctx.ibl_clear();
+        if self.p().cache.invalidate(start, end) > 0 {
+            self.flush_lookup_tables();
         }
     }
 
-    /// Runs the guest until it exits; never returns.
+    /// Empties every thread's inline lookup table (their entries may name dropped blocks).
+    pub fn flush_lookup_tables(&mut self) {
+        self.ctx.ibl_clear();
+        let me = &mut *self.ctx as *mut ThreadContext;
+        for &c in &self.p().contexts {
+            if c != me {
+                // SAFETY: contexts of other threads are only read by their own translated
+                // code, which does not run while this thread holds the baton.
+                unsafe { (*c).ibl_clear() };
+            }
+        }
+    }
+
+    /// Runs the guest thread until the process exits or the thread does; never returns.
     pub fn run(&mut self) -> ! {
         dispatch::install_context(&mut self.ctx);
-        Signals::rebind(&mut self.ctx, &mut self.cache);
+        Signals::rebind(&mut self.p().cache);
         let mut link_from: Option<ExitId> = None;
         loop {
             self.ctx.pending = 0;
@@ -116,12 +177,13 @@ impl Runtime {
                 }
             };
             if let Some(e) = link_from.take() {
-                if let Some(b) = self.cache.lookup(pc) {
-                    self.cache.link(e, b);
+                let p = self.p();
+                if let Some(b) = p.cache.lookup(pc) {
+                    p.cache.link(e, b);
                 }
             }
             self.interrupted_syscall = None;
-            self.stats.dispatches += 1;
+            self.p().stats.dispatches += 1;
             // SAFETY: the context is installed on this thread and `host` is a live translation
             // of `pc`, which is where the context's guest state expects to continue.
             unsafe { dispatch::run(&mut self.ctx, host) };
@@ -131,28 +193,33 @@ impl Runtime {
             let id = self.ctx.exit_id as u32;
             match id {
                 EXIT_IBL_MISS => {
-                    self.stats.ibl_misses += 1;
+                    self.p().stats.ibl_misses += 1;
                     let target = self.ctx.next_rip;
                     self.ctx.rip = target;
                     if let Ok(b) = self.block_for(target) {
-                        self.ctx.ibl_insert(target, self.cache.block(b).host_start);
+                        let h = self.p().cache.block(b).host_start;
+                        self.ctx.ibl_insert(target, h);
                     }
                 }
                 EXIT_FAULT => {
-                    self.stats.faults += 1;
-                    let info = Signals::take_fault();
+                    self.p().stats.faults += 1;
+                    let info = self.sig.take_fault();
                     self.handle_fault(info);
                 }
                 EXIT_PENDING => {}
                 id if id >= EXIT_SPECIAL_BASE => unreachable!("unknown exit id {id:#x}"),
                 id => {
-                    let exit = self.cache.exit(id);
+                    let exit = self.p().cache.exit(id);
                     let (kind, pc, target) = (exit.kind, exit.pc, exit.target);
                     self.ctx.rip = target;
                     match kind {
                         ExitKind::Direct | ExitKind::Fetch => link_from = Some(id),
+                        ExitKind::Preempt => {
+                            let q = self.p().sched.preempt(self.index, target);
+                            self.ctx.quantum = q;
+                        }
                         ExitKind::Syscall => {
-                            self.stats.syscalls += 1;
+                            self.p().stats.syscalls += 1;
                             self.syscall();
                         }
                         ExitKind::Cpuid => {
@@ -164,9 +231,10 @@ impl Runtime {
                             g[reg::RDX as usize] = r[3] as u64;
                         }
                         ExitKind::Unsupported => {
-                            let note = self.cache.exit(id).note.clone().unwrap_or_default();
-                            let place = self.report.describe_pc(pc, &self.mem);
-                            self.report.error(&format!("unsupported instruction `{note}` at {pc:#x}{place}"));
+                            let p = self.p();
+                            let note = p.cache.exit(id).note.clone().unwrap_or_default();
+                            let place = p.report.describe_pc(pc, &p.mem);
+                            p.report.error(&format!("unsupported instruction `{note}` at {pc:#x}{place}"));
                             self.finish_and_exit(crate::EXIT_UNSUPPORTED);
                         }
                     }
@@ -178,12 +246,12 @@ impl Runtime {
     fn translate_failed(&mut self, e: TranslateError) {
         match e {
             TranslateError::NotExecutable(pc) => {
-                let code = if self.mem.region_at(pc).is_some() { 2 } else { 1 }; // SEGV_ACCERR / SEGV_MAPERR
+                let code = if self.p().mem.region_at(pc).is_some() { 2 } else { 1 }; // SEGV_ACCERR / SEGV_MAPERR
                 self.handle_fault(SigInfo::new(libc::SIGSEGV, code, pc));
             }
             TranslateError::Invalid(pc) => self.handle_fault(SigInfo::new(libc::SIGILL, 2 /* ILL_ILLOPN */, pc)),
             TranslateError::Cache(e) => {
-                self.report.error(&format!("{e}"));
+                self.p().report.error(&format!("{e}"));
                 self.finish_and_exit(crate::EXIT_INTERNAL);
             }
         }
@@ -193,8 +261,8 @@ impl Runtime {
     fn handle_fault(&mut self, info: SigInfo) {
         if info.sig == libc::SIGSEGV && info.code() == 2 {
             // A write into a page we write-protected because code was translated from it.
-            if let Some((s, e)) = self.mem.unprotect_code_page(info.addr()) {
-                self.stats.smc_invalidations += 1;
+            if let Some((s, e)) = self.p().mem.unprotect_code_page(info.addr()) {
+                self.p().stats.smc_invalidations += 1;
                 self.invalidate(s, e);
                 self.smc_step = Some(self.ctx.rip);
                 return;
@@ -221,28 +289,28 @@ impl Runtime {
             self.die_by_signal(&info);
         }
         if let Some(nr) = self.interrupted_syscall.take() {
-            if self.sig.actions[sig as usize].flags & libc::SA_RESTART as u64 != 0 && crate::kernel::syscall::restartable(nr) {
+            let restart = self.sig.actions.lock().unwrap()[sig as usize].flags & libc::SA_RESTART as u64 != 0;
+            if restart && crate::kernel::syscall::restartable(nr) {
                 self.ctx.rip -= 2;
                 self.ctx.gpr[reg::RAX as usize] = nr;
             }
         }
-        let saved = self.saved_mask.take();
-        let cur = self.sig.mask;
-        if let Some(m) = saved {
+        if let Some(m) = self.saved_mask.take() {
             self.sig.mask = m;
         }
-        let _ = cur;
         if !self.sig.deliver(&mut self.ctx, &info) {
             self.die_by_signal(&SigInfo::new(libc::SIGSEGV, 0x80, 0));
         }
+        self.p().sched.set_mask(self.index, self.sig.mask);
     }
 
     /// Reports the fatal signal in one line and ends rtgrind the way it ended the guest.
     pub fn die_by_signal(&mut self, info: &SigInfo) -> ! {
-        let line = self.report.fatal_signal_line(info, self.ctx.rip, &self.mem);
-        self.report.line(&line);
+        let p = self.p();
+        let line = p.report.fatal_signal_line(info, self.ctx.rip, &p.mem);
+        p.report.line(&line);
         self.print_stats();
-        self.report.flush();
+        self.p().report.flush();
         let sig = info.sig;
         // SAFETY: restoring the default action and raising the signal ends the process the
         // same way the guest would have ended natively.
@@ -261,25 +329,26 @@ impl Runtime {
     }
 
     pub fn print_stats(&mut self) {
-        if !self.config.stats {
+        let p = self.p();
+        if !p.config.stats {
             return;
         }
-        let c = self.cache.stats;
-        let s = &self.stats;
+        let c = p.cache.stats;
+        let s = &p.stats;
         let lines = [
             format!("stats: {} blocks translated ({} guest instructions), {} KiB of code in {} arenas", c.blocks_translated, c.guest_insns_translated, c.bytes_used / 1024, c.arenas),
             format!("stats: {} block links, {} blocks invalidated ({} by writes to code)", c.links, c.invalidated, s.smc_invalidations),
-            format!("stats: {} exits to dispatcher, {} indirect-branch lookup misses, {} syscalls, {} faults", s.dispatches, s.ibl_misses, s.syscalls, s.faults),
+            format!("stats: {} exits to dispatcher, {} indirect-branch lookup misses, {} syscalls, {} faults, {} threads created", s.dispatches, s.ibl_misses, s.syscalls, s.faults, s.threads),
         ];
         for l in lines {
-            self.report.line(&l);
+            p.report.line(&l);
         }
     }
 
     pub fn finish_and_exit(&mut self, code: i32) -> ! {
         self.print_stats();
-        self.report.flush();
-        // SAFETY: ending the process; guest buffers were flushed by the guest itself.
+        self.p().report.flush();
+        // SAFETY: ending the process (all threads); guest buffers were flushed by the guest.
         unsafe { libc::_exit(code) }
     }
 }

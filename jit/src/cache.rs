@@ -74,6 +74,8 @@ pub enum ExitKind {
     Cpuid,
     /// An instruction the engine cannot run, at `pc`.
     Unsupported,
+    /// The thread's quantum ran out at the start of the block at `target` (not yet run).
+    Preempt,
     /// The block could not be continued: the next instruction at `target` could not be
     /// fetched (unmapped, not executable) or is not valid code.
     Fetch,
@@ -116,6 +118,8 @@ pub struct CodeCache {
     by_host: BTreeMap<u64, BlockId>,
     pub(crate) exits: Vec<Exit>,
     pub stats: CacheStats,
+    /// Whether new translations count blocks against the thread's quantum.
+    pub(crate) preempt: bool,
 }
 
 /// Longest guest byte range one block may cover (bounds invalidation look-ups).
@@ -130,6 +134,19 @@ pub enum CacheError {
 impl CodeCache {
     pub fn new() -> CodeCache {
         CodeCache::default()
+    }
+
+    /// Turns counted preemption points on for all translations (dropping the existing ones,
+    /// which were made without them). Callers must also clear every thread's lookup table.
+    pub fn set_preemption(&mut self, on: bool) {
+        if self.preempt != on {
+            self.preempt = on;
+            self.invalidate(0, u64::MAX);
+        }
+    }
+
+    pub fn preemption(&self) -> bool {
+        self.preempt
     }
 
     pub fn lookup(&self, guest: u64) -> Option<BlockId> {

@@ -43,6 +43,14 @@ pub const EXIT_FAULT: u32 = 0xffff_ff02;
 /// `rtg_enter` found `pending` set and returned without running guest code.
 pub const EXIT_PENDING: u32 = 0xffff_ff03;
 
+/// Reads the current thread's context pointer (the `gs` base); null before `install_context`.
+pub fn current_context() -> *mut ThreadContext {
+    let v: u64;
+    // SAFETY: rdgsbase only reads the gs base (FSGSBASE is required by the engine).
+    unsafe { std::arch::asm!("rdgsbase {}", out(reg) v, options(nostack, preserves_flags)) };
+    v as *mut ThreadContext
+}
+
 /// The xsave instructions need a 64-byte aligned area.
 #[repr(C, align(64))]
 pub struct XsaveArea(pub [u8; XSAVE_SIZE]);
@@ -80,6 +88,12 @@ pub struct ThreadContext {
     pub self_ptr: u64,
     /// Non-zero when an asynchronous event waits for the next block boundary.
     pub pending: u64,
+    /// Blocks left before the next preemption point (counted only in translations made with
+    /// preemption checks, see `CodeCache::set_preemption`).
+    pub quantum: u64,
+    /// Opaque to the engine: the runtime's per-thread data (found from a signal handler
+    /// through the `gs` base).
+    pub runtime_data: u64,
     /// Guest x87/SSE/AVX state while outside the cache (xsave format, 64-byte aligned).
     pub xsave: XsaveArea,
     /// Inline indirect-branch table: `ibl_keys[h] = -guest_target`, `ibl_vals[h] = host`.
@@ -103,6 +117,7 @@ pub const OFF_SAVE_RDX: usize = offset_of!(ThreadContext, save_rdx);
 pub const OFF_IBL_JMP: usize = offset_of!(ThreadContext, ibl_jmp);
 pub const OFF_SCRATCH: usize = offset_of!(ThreadContext, scratch);
 pub const OFF_PENDING: usize = offset_of!(ThreadContext, pending);
+pub const OFF_QUANTUM: usize = offset_of!(ThreadContext, quantum);
 pub const OFF_XSAVE: usize = offset_of!(ThreadContext, xsave);
 pub const OFF_IBL_KEYS: usize = offset_of!(ThreadContext, ibl_keys);
 pub const OFF_IBL_VALS: usize = offset_of!(ThreadContext, ibl_vals);

@@ -207,6 +207,10 @@ impl Asm {
         self.bind(l);
         self.buf.extend_from_slice(&v.to_le_bytes());
     }
+    /// `lea rcx, [rcx - 1]`
+    pub fn lea_rcx_minus_1(&mut self) {
+        self.bytes(&[0x48, 0x8d, 0x49, 0xff]);
+    }
     /// `lea rcx, [rcx + rdx]`
     pub fn lea_rcx_rcx_rdx(&mut self) {
         self.bytes(&[0x48, 0x8d, 0x0c, 0x11]);
@@ -272,6 +276,7 @@ mod tests {
         a.push_imm64(0x7fff_0000_1234);
         a.movzx_ecx_dx();
         a.lea_rcx_rcx_rdx();
+        a.lea_rcx_minus_1();
         assert_eq!(
             dis(&a),
             [
@@ -288,6 +293,7 @@ mod tests {
                 "lea rsp,[rsp-8]",
                 "movzx ecx,dx",
                 "lea rcx,[rcx+rdx]",
+                "lea rcx,[rcx-1]",
             ]
         );
     }

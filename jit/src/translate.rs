@@ -212,6 +212,23 @@ pub fn translate_limited(
     b.asm.load_gs(reg::RDX, OFF_SAVE_RDX);
     let body_off = b.asm.pos();
     let mut literals: Vec<(Label, u64)> = Vec::new();
+    if cache.preempt {
+        // Count this block against the quantum; at zero, leave before running it.
+        // Flag-free: `lea` decrements, `jrcxz` tests.
+        let out = b.asm.new_label();
+        let go = b.asm.new_label();
+        b.asm.store_gs(OFF_SAVE_RCX, reg::RCX);
+        b.asm.load_gs(reg::RCX, OFF_QUANTUM);
+        b.asm.lea_rcx_minus_1();
+        b.asm.store_gs(OFF_QUANTUM, reg::RCX);
+        b.asm.jrcxz_label(out);
+        b.asm.load_gs(reg::RCX, OFF_SAVE_RCX);
+        b.asm.jmp_label(go);
+        b.asm.bind(out);
+        b.asm.load_gs(reg::RCX, OFF_SAVE_RCX);
+        b.leave(ExitKind::Preempt, pc, pc, None);
+        b.asm.bind(go);
+    }
     loop {
         if !decoder.can_decode() || count >= max_insns {
             b.jmp_exit(end, end);

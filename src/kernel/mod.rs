@@ -3,5 +3,7 @@
 pub mod guest_mem;
 pub mod memory;
 pub mod raw;
+pub mod sched;
 pub mod signals;
 pub mod syscall;
+pub mod threads;

@@ -21,6 +21,7 @@ use rtgrind_jit::cache::Fixup;
 use rtgrind_jit::context::{reg, ThreadContext, EXIT_FAULT};
 use rtgrind_jit::{dispatch, CodeCache};
 use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 pub const NSIG: usize = 65;
 const SYNC_SIGNALS: [i32; 5] = [libc::SIGSEGV, libc::SIGBUS, libc::SIGILL, libc::SIGFPE, libc::SIGTRAP];
@@ -34,27 +35,35 @@ pub struct GuestAction {
     pub mask: u64,
 }
 
-/// What the host handler hands to the dispatcher.
-struct Shared {
-    ctx: AtomicPtr<ThreadContext>,
-    cache: AtomicPtr<CodeCache>,
+/// The code cache, for the handler (one per process).
+static CACHE: AtomicPtr<CodeCache> = AtomicPtr::new(std::ptr::null_mut());
+
+/// What the host handler of one thread hands to that thread's dispatcher. Found by the
+/// handler through the thread context's `runtime_data`.
+pub struct Inbox {
     pending: AtomicU64,
     queues: [SigQueue; NSIG],
     fault_sig: AtomicI32,
     fault_info: std::cell::UnsafeCell<[u8; 128]>,
 }
-// SAFETY: the UnsafeCells are written by the signal handler of the single thread that reads
-// them, with the `pending` bit / `fault_sig` published after the write (SeqCst).
-unsafe impl Sync for Shared {}
+// SAFETY: the UnsafeCell is written by the signal handler of the thread that owns the inbox
+// and read by that thread's dispatcher after `fault_sig` is published (SeqCst).
+unsafe impl Sync for Inbox {}
 
-static SHARED: Shared = Shared {
-    ctx: AtomicPtr::new(std::ptr::null_mut()),
-    cache: AtomicPtr::new(std::ptr::null_mut()),
-    pending: AtomicU64::new(0),
-    queues: [const { SigQueue::new() }; NSIG],
-    fault_sig: AtomicI32::new(0),
-    fault_info: std::cell::UnsafeCell::new([0; 128]),
-};
+impl Inbox {
+    fn new() -> Inbox {
+        Inbox {
+            pending: AtomicU64::new(0),
+            queues: [const { SigQueue::new() }; NSIG],
+            fault_sig: AtomicI32::new(0),
+            fault_info: std::cell::UnsafeCell::new([0; 128]),
+        }
+    }
+    /// Signals queued for this thread (bit n-1 for signal n).
+    pub fn pending_bits(&self) -> u64 {
+        self.pending.load(Ordering::SeqCst)
+    }
+}
 
 /// Queued siginfos of one signal: real-time signals queue (standard ones have at most one
 /// instance pending, which the kernel already guarantees). Single producer (the handler,
@@ -116,8 +125,10 @@ impl SigInfo {
     }
 }
 
+/// One guest thread's signal state. Actions are the process's, shared by all threads.
 pub struct Signals {
-    pub actions: [GuestAction; NSIG],
+    pub actions: Arc<Mutex<[GuestAction; NSIG]>>,
+    pub inbox: Arc<Inbox>,
     /// The guest's blocked set (bit n-1 for signal n).
     pub mask: u64,
     pub altstack: (u64, i32, u64),
@@ -136,18 +147,13 @@ fn default_stops(sig: i32) -> bool {
 }
 
 impl Signals {
-    /// Installs rtgrind's host handlers and the alternate stack they run on.
+    /// Installs rtgrind's host handlers (once per process) and sets up the first thread.
     pub fn install(ctx: &mut ThreadContext, cache: &mut CodeCache) -> Signals {
-        SHARED.ctx.store(ctx, Ordering::SeqCst);
-        SHARED.cache.store(cache, Ordering::SeqCst);
+        CACHE.store(cache, Ordering::SeqCst);
         dispatch::set_signal_handler(host_handler);
-        // Host handlers need their own stack: the guest's may be anything.
-        const ALT: usize = 256 * 1024;
-        let stack = Box::leak(vec![0u8; ALT].into_boxed_slice());
-        let ss = libc::stack_t { ss_sp: stack.as_mut_ptr() as *mut libc::c_void, ss_flags: 0, ss_size: ALT };
-        // SAFETY: the stack is leaked, so it outlives every handler invocation.
-        unsafe { libc::sigaltstack(&ss, std::ptr::null_mut()) };
-        let s = Signals { actions: [GuestAction::default(); NSIG], mask: 0, altstack: (0, libc::SS_DISABLE, 0) };
+        let actions = Arc::new(Mutex::new([GuestAction::default(); NSIG]));
+        let s = Signals::for_thread(actions, 0, (0, libc::SS_DISABLE, 0));
+        s.enter_host_thread(ctx);
         for sig in 1..NSIG as i32 {
             if sig == libc::SIGKILL || sig == libc::SIGSTOP {
                 continue;
@@ -157,15 +163,37 @@ impl Signals {
         s
     }
 
-    /// Re-points the handler's view after the runtime moved (it must not move again).
-    pub fn rebind(ctx: &mut ThreadContext, cache: &mut CodeCache) {
-        SHARED.ctx.store(ctx, Ordering::SeqCst);
-        SHARED.cache.store(cache, Ordering::SeqCst);
+    /// Signal state for a new thread: its own inbox, the process's actions, an inherited
+    /// mask. `enter_host_thread` must run on the host thread that will run it.
+    pub fn for_thread(actions: Arc<Mutex<[GuestAction; NSIG]>>, mask: u64, altstack: (u64, i32, u64)) -> Signals {
+        Signals { actions, inbox: Arc::new(Inbox::new()), mask, altstack }
+    }
+
+    /// Gives the calling host thread its alternate signal stack, points `ctx` at this inbox
+    /// and applies the guest mask for real.
+    pub fn enter_host_thread(&self, ctx: &mut ThreadContext) {
+        // Host handlers need their own stack: the guest's may be anything.
+        const ALT: usize = 256 * 1024;
+        let stack = Box::leak(vec![0u8; ALT].into_boxed_slice());
+        let ss = libc::stack_t { ss_sp: stack.as_mut_ptr() as *mut libc::c_void, ss_flags: 0, ss_size: ALT };
+        // SAFETY: the stack is leaked, so it outlives every handler invocation on this thread.
+        unsafe { libc::sigaltstack(&ss, std::ptr::null_mut()) };
+        ctx.runtime_data = Arc::as_ptr(&self.inbox) as u64;
+        self.apply_mask();
+    }
+
+    /// Re-points the handler's view of the cache after the runtime moved it.
+    pub fn rebind(cache: &mut CodeCache) {
+        CACHE.store(cache, Ordering::SeqCst);
+    }
+
+    fn action(&self, sig: i32) -> GuestAction {
+        self.actions.lock().unwrap()[sig as usize]
     }
 
     /// Makes the host's disposition of `sig` match what the guest asked for.
     fn apply_host_action(&self, sig: i32) {
-        let g = self.actions[sig as usize];
+        let g = self.action(sig);
         let sync = SYNC_SIGNALS.contains(&sig);
         // SAFETY: zeroed sigaction is a valid "no flags, empty mask" value.
         let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
@@ -189,7 +217,7 @@ impl Signals {
             return -libc::EINVAL as i64;
         }
         if old != 0 {
-            let a = self.actions[sig as usize];
+            let a = self.action(sig);
             let mut b = [0u8; 32];
             for (i, v) in [a.handler, a.flags, a.restorer, a.mask].iter().enumerate() {
                 b[i * 8..i * 8 + 8].copy_from_slice(&v.to_le_bytes());
@@ -207,7 +235,7 @@ impl Signals {
                 return -libc::EFAULT as i64;
             }
             let w = |i: usize| u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().unwrap());
-            self.actions[sig as usize] = GuestAction { handler: w(0), flags: w(1), restorer: w(2), mask: w(3) };
+            self.actions.lock().unwrap()[sig as usize] = GuestAction { handler: w(0), flags: w(1), restorer: w(2), mask: w(3) };
             self.apply_host_action(sig);
         }
         0
@@ -289,38 +317,39 @@ impl Signals {
 
     /// Takes one pending asynchronous signal the guest does not block.
     pub fn take_pending(&mut self) -> Option<SigInfo> {
-        let p = SHARED.pending.load(Ordering::SeqCst) & !self.mask;
+        let inbox = &self.inbox;
+        let p = inbox.pending.load(Ordering::SeqCst) & !self.mask;
         if p == 0 {
             return None;
         }
         let sig = p.trailing_zeros() as i32 + 1;
-        SHARED.pending.fetch_and(!bit(sig), Ordering::SeqCst);
-        let (raw, more) = SHARED.queues[sig as usize].pop()?;
+        inbox.pending.fetch_and(!bit(sig), Ordering::SeqCst);
+        let (raw, more) = inbox.queues[sig as usize].pop()?;
         if more {
-            SHARED.pending.fetch_or(bit(sig), Ordering::SeqCst);
+            inbox.pending.fetch_or(bit(sig), Ordering::SeqCst);
         }
         Some(SigInfo { sig, raw })
     }
 
     /// Whether a queued signal is deliverable under mask `m`.
     pub fn pending_under(&self, m: u64) -> bool {
-        SHARED.pending.load(Ordering::SeqCst) & !m != 0
+        self.inbox.pending.load(Ordering::SeqCst) & !m != 0
     }
 
     /// The fault the handler recorded for an `EXIT_FAULT`.
-    pub fn take_fault() -> SigInfo {
-        let sig = SHARED.fault_sig.swap(0, Ordering::SeqCst);
-        // SAFETY: written by the handler before it published fault_sig.
-        let raw = unsafe { *SHARED.fault_info.get() };
+    pub fn take_fault(&self) -> SigInfo {
+        let sig = self.inbox.fault_sig.swap(0, Ordering::SeqCst);
+        // SAFETY: written by this thread's handler before it published fault_sig.
+        let raw = unsafe { *self.inbox.fault_info.get() };
         SigInfo { sig, raw }
     }
 
     /// Whether the guest's disposition for `sig` is its default action.
     pub fn is_default(&self, sig: i32) -> bool {
-        self.actions[sig as usize].handler == libc::SIG_DFL as u64
+        self.action(sig).handler == libc::SIG_DFL as u64
     }
     pub fn is_ignored(&self, sig: i32) -> bool {
-        self.actions[sig as usize].handler == libc::SIG_IGN as u64
+        self.action(sig).handler == libc::SIG_IGN as u64
     }
     /// The default action of `sig` ignores it.
     pub fn default_is_ignore(sig: i32) -> bool {
@@ -331,7 +360,7 @@ impl Signals {
     /// Returns false if the frame could not be written (the guest must then die of SIGSEGV).
     pub fn deliver(&mut self, ctx: &mut ThreadContext, info: &SigInfo) -> bool {
         let sig = info.sig;
-        let act = self.actions[sig as usize];
+        let act = self.action(sig);
         let rsp = ctx.gpr[reg::RSP as usize];
         let use_alt = act.flags & libc::SA_ONSTACK as u64 != 0 && self.altstack.1 & libc::SS_DISABLE == 0 && !self.on_altstack(rsp);
         let mut sp = if use_alt { self.altstack.0 + self.altstack.2 } else { rsp - 128 };
@@ -401,7 +430,7 @@ impl Signals {
         }
         self.apply_mask();
         if act.flags & libc::SA_RESETHAND as u64 != 0 {
-            self.actions[sig as usize].handler = libc::SIG_DFL as u64;
+            self.actions.lock().unwrap()[sig as usize].handler = libc::SIG_DFL as u64;
             self.apply_host_action(sig);
         }
         true
@@ -448,11 +477,13 @@ impl Signals {
     }
 }
 
-/// Marks every signal as not yet seen (a forked child starts with none pending).
-pub fn clear_pending() {
-    SHARED.pending.store(0, Ordering::SeqCst);
-    for q in &SHARED.queues {
-        while q.pop().is_some() {}
+impl Signals {
+    /// Forgets queued signals (a forked child starts with none pending).
+    pub fn clear_pending(&self) {
+        self.inbox.pending.store(0, Ordering::SeqCst);
+        for q in &self.inbox.queues {
+            while q.pop().is_some() {}
+        }
     }
 }
 
@@ -479,15 +510,21 @@ extern "sysv64" fn host_handler(sig: i32, info: *mut libc::siginfo_t, ucv: *mut 
     let (info, uc) = unsafe { (&*info, &mut *(ucv as *mut libc::ucontext_t)) };
     let gregs = &mut uc.uc_mcontext.gregs;
     let pc = gregs[libc::REG_RIP as usize] as u64;
-    let ctx_p = SHARED.ctx.load(Ordering::SeqCst);
-    let cache_p = SHARED.cache.load(Ordering::SeqCst);
+    let ctx_p = rtgrind_jit::context::current_context();
+    let cache_p = CACHE.load(Ordering::SeqCst);
     if ctx_p.is_null() || cache_p.is_null() {
         return;
     }
-    // SAFETY: both point at the runtime's context and cache, which live for the whole run.
-    // When `pc` is inside translated code (or the enter/exit routines) no Rust code of this
-    // thread is running, so nothing else holds a reference into either while we use them.
+    // SAFETY: the gs base is this thread's context and CACHE the process's code cache, both
+    // alive for the whole run. The context is only used by its own thread. The cache is
+    // touched only when `pc` is inside translated code (or the enter/exit routines), i.e. when
+    // this thread holds the scheduler's baton and no Rust code of any thread is using it.
     let (ctx, cache) = unsafe { (&mut *ctx_p, &mut *cache_p) };
+    if ctx.runtime_data == 0 {
+        return;
+    }
+    // SAFETY: runtime_data points at the Inbox of the Signals that owns this context.
+    let inbox = unsafe { &*(ctx.runtime_data as *const Inbox) };
     let in_cache = cache.contains_host(pc);
     let sync = SYNC_SIGNALS.contains(&sig) && info.si_code > 0;
     let raw: [u8; 128] = {
@@ -525,13 +562,13 @@ extern "sysv64" fn host_handler(sig: i32, info: *mut libc::siginfo_t, ucv: *mut 
         }
         // SAFETY: only this handler writes fault_info, and only the dispatcher of this thread
         // reads it, after fault_sig is published below.
-        unsafe { *SHARED.fault_info.get() = raw };
-        SHARED.fault_sig.store(sig, Ordering::SeqCst);
+        unsafe { *inbox.fault_info.get() = raw };
+        inbox.fault_sig.store(sig, Ordering::SeqCst);
         gregs[libc::REG_RIP as usize] = dispatch::fault_resume_addr() as i64;
         return;
     }
-    SHARED.queues[sig as usize].push(raw);
-    SHARED.pending.fetch_or(bit(sig), Ordering::SeqCst);
+    inbox.queues[sig as usize].push(raw);
+    inbox.pending.fetch_or(bit(sig), Ordering::SeqCst);
     ctx.pending = 1;
     let running = if in_cache {
         cache.block_at_host(pc)

@@ -18,6 +18,19 @@ pub fn restartable(nr: u64) -> bool {
     .contains(&(nr as i64))
 }
 
+/// Syscalls that can wait in the kernel for something another thread does.
+fn may_block(nr: u64) -> bool {
+    use libc as l;
+    [
+        l::SYS_read, l::SYS_write, l::SYS_readv, l::SYS_writev, l::SYS_pread64, l::SYS_pwrite64, l::SYS_wait4,
+        l::SYS_waitid, l::SYS_nanosleep, l::SYS_clock_nanosleep, l::SYS_poll, l::SYS_ppoll, l::SYS_select,
+        l::SYS_pselect6, l::SYS_epoll_wait, l::SYS_epoll_pwait, l::SYS_accept, l::SYS_accept4, l::SYS_connect,
+        l::SYS_recvfrom, l::SYS_recvmsg, l::SYS_sendto, l::SYS_sendmsg, l::SYS_pause, l::SYS_flock, l::SYS_msgrcv,
+        l::SYS_semop, l::SYS_open, l::SYS_openat, l::SYS_rt_sigtimedwait, l::SYS_fcntl,
+    ]
+    .contains(&(nr as i64))
+}
+
 const ENOSYS: i64 = -(libc::ENOSYS as i64);
 
 impl Runtime {
@@ -41,10 +54,10 @@ impl Runtime {
                 }
                 return;
             }
-            libc::SYS_brk => self.mem.guest_brk(a[0]) as i64,
+            libc::SYS_brk => self.p().mem.guest_brk(a[0]) as i64,
             libc::SYS_mmap => {
                 let fixed = a[3] as i32 & libc::MAP_FIXED != 0;
-                let r = self.mem.guest_mmap(a[0], a[1], a[2] as i32, a[3] as i32, a[4] as i32, a[5]);
+                let r = self.p().mem.guest_mmap(a[0], a[1], a[2] as i32, a[3] as i32, a[4] as i32, a[5]);
                 if fixed && r >= 0 {
                     self.invalidate(a[0], a[0] + a[1]);
                 }
@@ -52,18 +65,18 @@ impl Runtime {
             }
             libc::SYS_munmap => {
                 self.invalidate(a[0], a[0].saturating_add(a[1]));
-                self.mem.guest_munmap(a[0], a[1])
+                self.p().mem.guest_munmap(a[0], a[1])
             }
             libc::SYS_mprotect => {
                 self.invalidate(a[0], a[0].saturating_add(a[1]));
-                self.mem.guest_mprotect(a[0], a[1], a[2] as i32)
+                self.p().mem.guest_mprotect(a[0], a[1], a[2] as i32)
             }
             libc::SYS_mremap => {
                 self.invalidate(a[0], a[0].saturating_add(a[1]));
-                self.mem.guest_mremap(a[0], a[1], a[2], a[3] as i32, a[4])
+                self.p().mem.guest_mremap(a[0], a[1], a[2], a[3] as i32, a[4])
             }
             libc::SYS_madvise => {
-                if !self.mem.gaps(a[0], a[0].saturating_add(a[1])).is_empty() && a[2] as i32 == libc::MADV_DONTNEED {
+                if !self.p().mem.gaps(a[0], a[0].saturating_add(a[1])).is_empty() && a[2] as i32 == libc::MADV_DONTNEED {
                     -(libc::ENOMEM as i64)
                 } else {
                     self.invalidate(a[0], a[0].saturating_add(a[1]));
@@ -77,7 +90,11 @@ impl Runtime {
                     self.sig.sigaction(a[0] as i32, a[1], a[2])
                 }
             }
-            libc::SYS_rt_sigprocmask => self.sig.sigprocmask(a[0] as i32, a[1], a[2], a[3]),
+            libc::SYS_rt_sigprocmask => {
+                let r = self.sig.sigprocmask(a[0] as i32, a[1], a[2], a[3]);
+                self.p().sched.set_mask(self.index, self.sig.mask);
+                r
+            }
             libc::SYS_sigaltstack => self.sig.sigaltstack(a[0], a[1], self.ctx.gpr[reg::RSP as usize]),
             libc::SYS_rt_sigsuspend => {
                 let Some(m) = guest_mem::read_u64(a[0]) else {
@@ -97,8 +114,13 @@ impl Runtime {
                 -(libc::EINTR as i64)
             }
             libc::SYS_arch_prctl => self.arch_prctl(a[0] as i32, a[1]),
-            libc::SYS_exit | libc::SYS_exit_group => {
-                self.finish_and_exit(a[0] as i32);
+            libc::SYS_exit_group => self.finish_and_exit(a[0] as i32),
+            libc::SYS_exit => self.thread_exit(a[0] as i32),
+            libc::SYS_futex => self.futex(a),
+            libc::SYS_set_tid_address => {
+                self.clear_child_tid = a[0];
+                // SAFETY: gettid has no arguments and no side effects.
+                unsafe { syscall6(libc::SYS_gettid as u64, [0; 6]) }
             }
             libc::SYS_clone => self.clone(a),
             libc::SYS_fork | libc::SYS_vfork => self.clone([libc::SIGCHLD as u64, 0, 0, 0, 0, 0]),
@@ -114,6 +136,15 @@ impl Runtime {
             libc::SYS_openat => {
                 let b = self.exe_alias(a[1]);
                 self.passthrough(nr, [a[0], b.unwrap_or(a[1]), a[2], a[3], a[4], a[5]])
+            }
+            _ if self.p().cache.preemption() && may_block(nr) => {
+                // Let other threads run while this one may wait in the kernel.
+                let pc = self.ctx.rip;
+                self.p().sched.syscall_begin(self.index, nr, pc);
+                // SAFETY: as in `passthrough`; the process state is not touched meanwhile.
+                let r = unsafe { syscall6(nr, a) };
+                self.ctx.quantum = self.p().sched.syscall_end(self.index);
+                r
             }
             _ => self.passthrough(nr, a),
         };
@@ -138,7 +169,7 @@ impl Runtime {
         let r = unsafe { syscall6(nr, a) };
         if r == -(libc::EFAULT as i64) {
             // Maybe it wrote into a page we write-protected for code: unprotect and retry.
-            let wp = self.mem.unprotect_all_code();
+            let wp = self.p().mem.unprotect_all_code();
             if !wp.is_empty() {
                 for (s, e) in wp {
                     self.invalidate(s, e);
@@ -183,27 +214,24 @@ impl Runtime {
         let vm = flags & libc::CLONE_VM as u64 != 0;
         let vfork = flags & libc::CLONE_VFORK as u64 != 0;
         if vm && !vfork {
-            let pc = self.ctx.rip - 2;
-            let place = self.report.describe_pc(pc, &self.mem);
-            self.report.error(&format!("threads are not yet supported (clone with CLONE_VM at {pc:#x}{place})"));
-            self.finish_and_exit(crate::EXIT_UNSUPPORTED);
+                return self.clone_thread(a);
         }
         let new_flags = flags & !((libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_SETTLS) as u64);
-        let snap = match self.cache.prepare_fork() {
+        let snap = match self.p().cache.prepare_fork() {
             Ok(s) => s,
             Err(_) => return -(libc::ENOMEM as i64),
         };
-        self.report.flush();
+        self.p().report.flush();
         // SAFETY: a clone without CLONE_VM and without a new stack is a fork: the child gets a
         // copy of rtgrind and continues from here on its own copy of the host stack.
         let r = unsafe { syscall6(libc::SYS_clone as u64, [new_flags, 0, a[2], a[3], 0, 0]) };
         if r != 0 {
-            self.cache.discard_fork(snap);
+            self.p().cache.discard_fork(snap);
             return r;
         }
-        crate::kernel::signals::clear_pending();
-        if let Err(e) = self.cache.after_fork_child(snap) {
-            self.report.error(&format!("cannot copy the code cache after fork: {e}"));
+        self.sig.clear_pending();
+        if let Err(e) = self.p().cache.after_fork_child(snap) {
+            self.p().report.error(&format!("cannot copy the code cache after fork: {e}"));
             self.finish_and_exit(crate::EXIT_INTERNAL);
         }
         if a[1] != 0 {
@@ -216,7 +244,7 @@ impl Runtime {
     }
 
     fn execve(&mut self, path_p: u64, argv_p: u64, envp_p: u64) -> i64 {
-        if !self.config.trace_children {
+        if !self.p().config.trace_children {
             return self.passthrough(libc::SYS_execve as u64, [path_p, argv_p, envp_p, 0, 0, 0]);
         }
         let (Some(path), Some(argv), Some(envp)) =
@@ -229,8 +257,8 @@ impl Runtime {
         if unsafe { libc::access(cpath.as_ptr(), libc::X_OK) } != 0 {
             return -(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::ENOENT) as i64);
         }
-        let mut args: Vec<Vec<u8>> = vec![self.config.self_exe.as_os_str().as_encoded_bytes().to_vec()];
-        args.extend(self.config.child_opts.iter().map(|s| s.as_bytes().to_vec()));
+        let mut args: Vec<Vec<u8>> = vec![self.p().config.self_exe.as_os_str().as_encoded_bytes().to_vec()];
+        args.extend(self.p().config.child_opts.iter().map(|s| s.as_bytes().to_vec()));
         args.push(b"--".to_vec());
         args.push(path);
         args.extend(argv.into_iter().skip(1));
@@ -241,8 +269,8 @@ impl Runtime {
         pa.push(std::ptr::null());
         let mut pe: Vec<*const libc::c_char> = cenv.iter().map(|s| s.as_ptr()).collect();
         pe.push(std::ptr::null());
-        self.report.flush();
-        let exe = c(&self.config.self_exe.as_os_str().as_encoded_bytes().to_vec());
+        self.p().report.flush();
+        let exe = c(&self.p().config.self_exe.as_os_str().as_encoded_bytes().to_vec());
         // SAFETY: NULL-terminated argument and environment arrays of live C strings.
         unsafe { libc::execve(exe.as_ptr(), pa.as_ptr(), pe.as_ptr()) };
         -(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::ENOEXEC) as i64)
@@ -259,7 +287,7 @@ impl Runtime {
         if !self.is_self_exe(path) {
             return None;
         }
-        let s = self.exe_path.as_os_str().as_encoded_bytes();
+        let s = self.p().exe_path.as_os_str().as_encoded_bytes();
         let n = s.len().min(size as usize);
         Some(if guest_mem::write(buf, &s[..n]) { n as i64 } else { -(libc::EFAULT as i64) })
     }
@@ -269,7 +297,7 @@ impl Runtime {
         if !self.is_self_exe(path) {
             return None;
         }
-        let mut s = self.exe_path.as_os_str().as_encoded_bytes().to_vec();
+        let mut s = self.p().exe_path.as_os_str().as_encoded_bytes().to_vec();
         s.push(0);
         // Put the string below the guest's red zone; it is only read by the kernel.
         let at = (self.ctx.gpr[reg::RSP as usize] - 128 - s.len() as u64 - 64) & !15;

@@ -1,0 +1,375 @@
+//! The deterministic scheduler. Guest threads are real host threads, but only the one
+//! holding the *baton* runs guest code or touches process-wide runtime state; every other
+//! thread waits on its own condition variable.
+//!
+//! Design. Switch points are counted, never timed: a thread gives up the baton when its
+//! quantum of translated blocks runs out (a flag-free countdown at block entry, see
+//! `rtgrind_jit::CodeCache::set_preemption`), when it waits on a futex, when it enters a
+//! syscall that may block in the kernel, and when it exits. At each switch point the policy
+//! picks the next thread and its quantum from the runnable ones, so the same program, input and
+//! policy give the same interleaving. Futexes are implemented here (wait queues per address),
+//! so mutexes, condition variables, barriers and semaphores block and wake deterministically.
+//! A thread blocked in the kernel (a read on a pipe, a sleep) has released the baton and takes
+//! it back when the baton holder next reaches a switch point, or at once if no thread holds it:
+//! such runs are not exactly repeatable, because when the kernel returns is not.
+//!
+//! When no thread can run, a futex waiter with a timeout times out (virtual time jumps), a
+//! waiter with a pending signal is interrupted; otherwise every live thread waits on a futex
+//! forever, which is reported as a deadlock.
+
+use super::signals::Inbox;
+use std::collections::VecDeque;
+use std::io::Write;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Policy {
+    RoundRobin,
+    Random(u64),
+    /// Probabilistic concurrency testing: random priorities, DEPTH-1 priority change points.
+    Pct { seed: u64, depth: u32 },
+    /// Decisions read from a recorded schedule.
+    Replay(Vec<Decision>),
+}
+
+/// One scheduling decision: which thread runs next and for how many blocks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Decision {
+    pub to: usize,
+    pub quantum: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TState {
+    Runnable,
+    Futex { addr: u64, bitset: u32, timed: bool, seq: u64 },
+    InSyscall(u64),
+    Exited,
+}
+
+struct Slot {
+    tid: i32,
+    state: TState,
+    cv: Arc<Condvar>,
+    /// Result handed to a futex waiter when it is woken.
+    wake_ret: i64,
+    /// Quantum granted by the decision that scheduled this thread.
+    quantum: u64,
+    /// Guest pc where the thread last stopped (for deadlock reports).
+    pc: u64,
+    inbox: Arc<Inbox>,
+    mask: u64,
+    priority: u64,
+}
+
+struct State {
+    current: Option<usize>,
+    slots: Vec<Slot>,
+    rng: u64,
+    seq: u64,
+    decisions: u64,
+    replay: VecDeque<Decision>,
+    change_points: Vec<u64>,
+    record: Option<std::fs::File>,
+}
+
+pub struct Scheduler {
+    state: Mutex<State>,
+    policy: Policy,
+    pub quantum: u64,
+}
+
+/// Every live thread waits forever: the report lines.
+pub struct Deadlock(pub Vec<String>);
+
+fn splitmix(x: &mut u64) -> u64 {
+    *x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *x;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+impl Scheduler {
+    /// A scheduler whose only thread (index 0, the main thread) holds the baton.
+    pub fn new(policy: Policy, quantum: u64, record: Option<std::fs::File>, main_tid: i32, inbox: Arc<Inbox>) -> Scheduler {
+        let (rng, replay, change_points) = match &policy {
+            Policy::RoundRobin => (0, VecDeque::new(), vec![]),
+            Policy::Random(s) => (*s, VecDeque::new(), vec![]),
+            Policy::Pct { seed, depth } => {
+                let mut r = *seed;
+                // Change points among the first few thousand decisions.
+                let mut cps: Vec<u64> = (1..*depth).map(|_| splitmix(&mut r) % 2000 + 1).collect();
+                cps.sort();
+                (r, VecDeque::new(), cps)
+            }
+            Policy::Replay(d) => (0, d.iter().copied().collect(), vec![]),
+        };
+        let mut st = State { current: Some(0), slots: Vec::new(), rng, seq: 0, decisions: 0, replay, change_points, record };
+        let priority = splitmix(&mut st.rng);
+        st.slots.push(Slot {
+            tid: main_tid,
+            state: TState::Runnable,
+            cv: Arc::new(Condvar::new()),
+            wake_ret: 0,
+            quantum,
+            pc: 0,
+            inbox,
+            mask: 0,
+            priority,
+        });
+        Scheduler { state: Mutex::new(st), policy, quantum }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Registers a new, runnable thread; returns its index.
+    pub fn add_thread(&self, tid: i32, inbox: Arc<Inbox>, mask: u64) -> usize {
+        let mut st = self.lock();
+        let priority = splitmix(&mut st.rng);
+        st.slots.push(Slot {
+            tid,
+            state: TState::Runnable,
+            cv: Arc::new(Condvar::new()),
+            wake_ret: 0,
+            quantum: self.quantum,
+            pc: 0,
+            inbox,
+            mask,
+            priority,
+        });
+        st.slots.len() - 1
+    }
+
+    pub fn set_tid(&self, me: usize, tid: i32) {
+        self.lock().slots[me].tid = tid;
+    }
+
+    pub fn set_mask(&self, me: usize, mask: u64) {
+        self.lock().slots[me].mask = mask;
+    }
+
+    /// Picks the next thread among the runnable ones (None if none is).
+    fn decide(&self, st: &mut State, me: usize) -> Option<Decision> {
+        let runnable: Vec<usize> = (0..st.slots.len()).filter(|&i| st.slots[i].state == TState::Runnable).collect();
+        if runnable.is_empty() {
+            return None;
+        }
+        st.decisions += 1;
+        let d = match &self.policy {
+            Policy::RoundRobin => {
+                let to = runnable.iter().copied().find(|&i| i > me).unwrap_or(runnable[0]);
+                Decision { to, quantum: self.quantum }
+            }
+            Policy::Random(_) => {
+                let to = runnable[(splitmix(&mut st.rng) % runnable.len() as u64) as usize];
+                let quantum = 1 + splitmix(&mut st.rng) % (2 * self.quantum);
+                Decision { to, quantum }
+            }
+            Policy::Pct { .. } => {
+                if st.change_points.first() == Some(&st.decisions) {
+                    st.change_points.remove(0);
+                    st.slots[me].priority = 0;
+                }
+                let to = *runnable.iter().max_by_key(|&&i| (st.slots[i].priority, i)).unwrap();
+                let quantum = 1 + splitmix(&mut st.rng) % (2 * self.quantum);
+                Decision { to, quantum }
+            }
+            Policy::Replay(_) => match st.replay.pop_front() {
+                Some(d) if d.to < st.slots.len() && st.slots[d.to].state == TState::Runnable => d,
+                _ => Decision { to: runnable.iter().copied().find(|&i| i > me).unwrap_or(runnable[0]), quantum: self.quantum },
+            },
+        };
+        if let Some(f) = &mut st.record {
+            let _ = writeln!(f, "{} {} {}", st.decisions, d.to, d.quantum);
+        }
+        Some(d)
+    }
+
+    /// Gives the baton to `d.to` (or to nobody) and, unless `me` is the one chosen or has
+    /// exited, waits until `me` is scheduled again. Returns `me`'s granted quantum.
+    fn switch<'a>(&'a self, mut st: MutexGuard<'a, State>, me: usize, d: Option<Decision>) -> (MutexGuard<'a, State>, u64) {
+        match d {
+            Some(d) => {
+                st.slots[d.to].quantum = d.quantum;
+                st.current = Some(d.to);
+                if d.to != me {
+                    st.slots[d.to].cv.notify_one();
+                }
+            }
+            None => st.current = None,
+        }
+        if st.slots[me].state == TState::Exited {
+            return (st, 0);
+        }
+        let cv = st.slots[me].cv.clone();
+        while st.current != Some(me) {
+            st = cv.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+        let q = st.slots[me].quantum;
+        (st, q)
+    }
+
+    /// A counted preemption point of `me`. Returns the quantum to run with.
+    pub fn preempt(&self, me: usize, pc: u64) -> u64 {
+        let mut st = self.lock();
+        st.slots[me].pc = pc;
+        let d = self.decide(&mut st, me);
+        self.switch(st, me, d).1
+    }
+
+    /// When no thread is runnable: time out or interrupt a waiter, or report a deadlock.
+    /// Returns Ok(None) if threads in syscalls may still come back.
+    fn unstick(&self, st: &mut State) -> Result<Option<Decision>, Deadlock> {
+        let waiters = |pred: &dyn Fn(&Slot) -> bool| {
+            st.slots.iter().enumerate().filter(|(_, s)| pred(s)).min_by_key(|(_, s)| match s.state {
+                TState::Futex { seq, .. } => seq,
+                _ => u64::MAX,
+            }).map(|(i, _)| i)
+        };
+        let interrupted = waiters(&|s| matches!(s.state, TState::Futex { .. }) && s.inbox.pending_bits() & !s.mask != 0);
+        let timed = waiters(&|s| matches!(s.state, TState::Futex { timed: true, .. }));
+        let (i, ret) = match (interrupted, timed) {
+            (Some(i), _) => (i, -(libc::EINTR as i64)),
+            (None, Some(i)) => (i, -(libc::ETIMEDOUT as i64)),
+            (None, None) => {
+                if st.slots.iter().any(|s| matches!(s.state, TState::InSyscall(_))) {
+                    return Ok(None);
+                }
+                let mut lines = vec![format!("deadlock: all {} live threads wait forever", st.slots.iter().filter(|s| s.state != TState::Exited).count())];
+                for (i, s) in st.slots.iter().enumerate() {
+                    if let TState::Futex { addr, .. } = s.state {
+                        lines.push(format!("deadlock:   thread {i} (tid {}) waits on futex {addr:#x} (a mutex, condition or join) at guest pc {:#x}", s.tid, s.pc));
+                    }
+                }
+                return Err(Deadlock(lines));
+            }
+        };
+        st.slots[i].state = TState::Runnable;
+        st.slots[i].wake_ret = ret;
+        Ok(Some(Decision { to: i, quantum: self.quantum }))
+    }
+
+    /// FUTEX_WAIT after the value check: blocks `me` until woken. Returns the syscall result.
+    /// Returns the syscall result and the quantum granted when `me` was scheduled again.
+    pub fn futex_wait(&self, me: usize, addr: u64, bitset: u32, timed: bool, pc: u64) -> Result<(i64, u64), Deadlock> {
+        let mut st = self.lock();
+        st.seq += 1;
+        let seq = st.seq;
+        st.slots[me].state = TState::Futex { addr, bitset, timed, seq };
+        st.slots[me].pc = pc;
+        st.slots[me].wake_ret = 0;
+        let d = match self.decide(&mut st, me) {
+            Some(d) => Some(d),
+            None => self.unstick(&mut st)?,
+        };
+        let (st, q) = self.switch(st, me, d);
+        Ok((st.slots[me].wake_ret, q))
+    }
+
+    /// FUTEX_WAKE: makes up to `n` waiters on `addr` (matching `bitset`) runnable, oldest first.
+    pub fn futex_wake(&self, addr: u64, n: u64, bitset: u32) -> i64 {
+        let mut st = self.lock();
+        let mut waiters: Vec<(u64, usize)> = st
+            .slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| match s.state {
+                TState::Futex { addr: a, bitset: b, seq, .. } if a == addr && b & bitset != 0 => Some((seq, i)),
+                _ => None,
+            })
+            .collect();
+        waiters.sort();
+        let woken = waiters.into_iter().take(n as usize).map(|(_, i)| i).collect::<Vec<_>>();
+        for &i in &woken {
+            st.slots[i].state = TState::Runnable;
+            st.slots[i].wake_ret = 0;
+        }
+        woken.len() as i64
+    }
+
+    /// FUTEX_REQUEUE: wakes `n` waiters on `addr` and moves up to `n2` others to `addr2`.
+    pub fn futex_requeue(&self, addr: u64, n: u64, addr2: u64, n2: u64) -> i64 {
+        let woken = self.futex_wake(addr, n, u32::MAX);
+        let mut st = self.lock();
+        let mut moved = 0;
+        let mut waiters: Vec<(u64, usize)> = st
+            .slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| match s.state {
+                TState::Futex { addr: a, seq, .. } if a == addr => Some((seq, i)),
+                _ => None,
+            })
+            .collect();
+        waiters.sort();
+        for (_, i) in waiters.into_iter().take(n2 as usize) {
+            if let TState::Futex { addr: a, .. } = &mut st.slots[i].state {
+                *a = addr2;
+                moved += 1;
+            }
+        }
+        woken + moved
+    }
+
+    /// `me` enters a syscall that may block in the kernel: the baton goes to another thread.
+    pub fn syscall_begin(&self, me: usize, nr: u64, pc: u64) {
+        let mut st = self.lock();
+        st.slots[me].state = TState::InSyscall(nr);
+        st.slots[me].pc = pc;
+        let d = self.decide(&mut st, me);
+        st.current = d.map(|d| d.to);
+        if let Some(d) = d {
+            st.slots[d.to].quantum = d.quantum;
+            st.slots[d.to].cv.notify_one();
+        }
+    }
+
+    /// `me` is back from the kernel: waits for the baton (taking it if nobody holds it).
+    pub fn syscall_end(&self, me: usize) -> u64 {
+        let mut st = self.lock();
+        st.slots[me].state = TState::Runnable;
+        if st.current.is_none() {
+            st.current = Some(me);
+            st.slots[me].quantum = self.quantum;
+        }
+        let cv = st.slots[me].cv.clone();
+        while st.current != Some(me) {
+            st = cv.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+        st.slots[me].quantum
+    }
+
+    /// `me` exits: hands the baton on. Returns the number of threads still alive.
+    pub fn exit(&self, me: usize) -> Result<usize, Deadlock> {
+        let mut st = self.lock();
+        st.slots[me].state = TState::Exited;
+        let alive = st.slots.iter().filter(|s| s.state != TState::Exited).count();
+        if alive == 0 {
+            return Ok(0);
+        }
+        let d = match self.decide(&mut st, me) {
+            Some(d) => Some(d),
+            None => self.unstick(&mut st)?,
+        };
+        let _ = self.switch(st, me, d);
+        Ok(alive)
+    }
+}
+
+/// Parses a schedule written by `--record-schedule` (lines: `N TO QUANTUM`).
+pub fn read_schedule(text: &str) -> Result<Vec<Decision>, String> {
+    text.lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .enumerate()
+        .map(|(n, l)| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            match (f.get(1).and_then(|v| v.parse().ok()), f.get(2).and_then(|v| v.parse().ok())) {
+                (Some(to), Some(quantum)) if f.len() == 3 => Ok(Decision { to, quantum }),
+                _ => Err(format!("line {}: expected `N THREAD QUANTUM`, found `{l}`", n + 1)),
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,203 @@
+//! Guest threads: `clone` with CLONE_VM|CLONE_THREAD, thread exit with CLONE_CHILD_CLEARTID,
+//! and `futex`, all under the deterministic scheduler (`sched.rs`). Each guest thread is a host
+//! thread of its own (so it has its own kernel tid, signal mask and `gs`-based context), but
+//! only the thread holding the scheduler's baton runs.
+
+use super::guest_mem;
+use super::raw::syscall6;
+use super::sched::Deadlock;
+use super::signals::Signals;
+use crate::run::{Runtime, SendRuntime};
+use rtgrind_jit::context::reg;
+use rtgrind_jit::ThreadContext;
+
+const FUTEX_WAIT: i32 = 0;
+const FUTEX_WAKE: i32 = 1;
+const FUTEX_REQUEUE: i32 = 3;
+const FUTEX_CMP_REQUEUE: i32 = 4;
+const FUTEX_WAKE_OP: i32 = 5;
+const FUTEX_WAIT_BITSET: i32 = 9;
+const FUTEX_WAKE_BITSET: i32 = 10;
+/// Exit status when every guest thread waits forever.
+pub const EXIT_DEADLOCK: i32 = 123;
+
+fn read_u32(addr: u64) -> Option<u32> {
+    let mut b = [0u8; 4];
+    guest_mem::read(addr, &mut b).then(|| u32::from_le_bytes(b))
+}
+
+impl Runtime {
+    /// A new guest thread. Returns its tid (or a negative errno).
+    pub(crate) fn clone_thread(&mut self, a: [u64; 6]) -> i64 {
+        let flags = a[0];
+        if flags & libc::CLONE_THREAD as u64 == 0 {
+            let pc = self.ctx.rip - 2;
+            let p = self.p();
+            let place = p.report.describe_pc(pc, &p.mem);
+            p.report.error(&format!("clone with CLONE_VM but without CLONE_THREAD is not supported (at {pc:#x}{place})"));
+            self.finish_and_exit(crate::EXIT_UNSUPPORTED);
+        }
+        let quantum = self.p().sched.quantum;
+        if !self.p().cache.preemption() {
+            // From now on translations count blocks; the existing ones do not, so they go.
+            self.p().cache.set_preemption(true);
+            self.flush_lookup_tables();
+            self.ctx.quantum = quantum;
+        }
+        let mut ctx = ThreadContext::new_boxed();
+        ctx.gpr = self.ctx.gpr;
+        ctx.gpr[reg::RAX as usize] = 0;
+        if a[1] != 0 {
+            ctx.gpr[reg::RSP as usize] = a[1];
+        }
+        ctx.rip = self.ctx.rip;
+        ctx.rflags = self.ctx.rflags;
+        ctx.fs_base = if flags & libc::CLONE_SETTLS as u64 != 0 { a[4] } else { self.ctx.fs_base };
+        ctx.gs_base = self.ctx.gs_base;
+        ctx.xsave.0.copy_from_slice(&self.ctx.xsave.0);
+        ctx.quantum = quantum;
+        // Threads start without an alternate signal stack (Linux clears it for CLONE_VM).
+        let sig = Signals::for_thread(self.sig.actions.clone(), self.sig.mask, (0, libc::SS_DISABLE, 0));
+        let index = self.p().sched.add_thread(0, sig.inbox.clone(), self.sig.mask);
+        let ctx_ptr = &mut *ctx as *mut ThreadContext;
+        let mut rt = Box::new(Runtime::new(ctx, sig, index, self.process_ptr()));
+        if flags & libc::CLONE_CHILD_CLEARTID as u64 != 0 {
+            rt.clear_child_tid = a[3];
+        }
+        let (tx, rx) = std::sync::mpsc::channel::<i32>();
+        let moved = SendRuntime(rt);
+        let spawned = std::thread::Builder::new().name(format!("guest-{index}")).stack_size(2 << 20).spawn(move || {
+            let mut rt = moved;
+            rt.0.sig.enter_host_thread(&mut rt.0.ctx);
+            // SAFETY: gettid has no arguments and no side effects.
+            let tid = unsafe { syscall6(libc::SYS_gettid as u64, [0; 6]) } as i32;
+            let _ = tx.send(tid);
+            let q = rt.0.p().sched.syscall_end(rt.0.index);
+            rt.0.ctx.quantum = q;
+            rt.0.run()
+        });
+        if spawned.is_err() {
+            return -(libc::EAGAIN as i64);
+        }
+        let Ok(tid) = rx.recv() else { return -(libc::EAGAIN as i64) };
+        let p = self.p();
+        p.sched.set_tid(index, tid);
+        p.contexts.push(ctx_ptr);
+        p.stats.threads += 1;
+        if flags & libc::CLONE_PARENT_SETTID as u64 != 0 {
+            guest_mem::write(a[2], &(tid as u32).to_le_bytes());
+        }
+        if flags & libc::CLONE_CHILD_SETTID as u64 != 0 {
+            guest_mem::write(a[3], &(tid as u32).to_le_bytes());
+        }
+        tid as i64
+    }
+
+    fn deadlock(&mut self, d: Deadlock) -> ! {
+        let p = self.p();
+        for l in d.0 {
+            p.report.line(&l);
+        }
+        self.finish_and_exit(EXIT_DEADLOCK)
+    }
+
+    /// `exit` of one thread (the process ends with its last thread).
+    pub(crate) fn thread_exit(&mut self, code: i32) -> ! {
+        if self.clear_child_tid != 0 && guest_mem::write(self.clear_child_tid, &0u32.to_le_bytes()) {
+            self.p().sched.futex_wake(self.clear_child_tid, 1, u32::MAX);
+        }
+        match self.p().sched.exit(self.index) {
+            Ok(0) => self.finish_and_exit(code),
+            Ok(_) => {
+                // The baton has been handed on: from here this thread touches nothing shared.
+                // SAFETY: ends only this host thread (its guest thread has exited).
+                unsafe { syscall6(libc::SYS_exit as u64, [code as u64, 0, 0, 0, 0, 0]) };
+                unreachable!("exit returned")
+            }
+            Err(d) => self.deadlock(d),
+        }
+    }
+
+    /// `futex`, implemented by the scheduler once the process has threads.
+    pub(crate) fn futex(&mut self, a: [u64; 6]) -> i64 {
+        if !self.p().cache.preemption() {
+            // One thread: nothing can wake a waiter but the kernel (timeouts, signals).
+            // SAFETY: futex on guest memory only.
+            return unsafe { syscall6(libc::SYS_futex as u64, a) };
+        }
+        let (addr, op, val) = (a[0], a[1] as i32 & 0x7f, a[2] as u32);
+        let pc = self.ctx.rip;
+        match op {
+            FUTEX_WAIT | FUTEX_WAIT_BITSET => {
+                let bitset = if op == FUTEX_WAIT_BITSET { a[5] as u32 } else { u32::MAX };
+                if bitset == 0 {
+                    return -(libc::EINVAL as i64);
+                }
+                match read_u32(addr) {
+                    None => -(libc::EFAULT as i64),
+                    Some(v) if v != val => -(libc::EAGAIN as i64),
+                    Some(_) => match self.p().sched.futex_wait(self.index, addr, bitset, a[3] != 0, pc) {
+                        Ok((r, q)) => {
+                            self.ctx.quantum = q;
+                            if r == -(libc::EINTR as i64) {
+                                self.interrupted_syscall = Some(libc::SYS_futex as u64);
+                            }
+                            r
+                        }
+                        Err(d) => self.deadlock(d),
+                    },
+                }
+            }
+            FUTEX_WAKE | FUTEX_WAKE_BITSET => {
+                let bitset = if op == FUTEX_WAKE_BITSET { a[5] as u32 } else { u32::MAX };
+                self.p().sched.futex_wake(addr, val as u64, bitset)
+            }
+            FUTEX_REQUEUE => self.p().sched.futex_requeue(addr, val as u64, a[4], a[3]),
+            FUTEX_CMP_REQUEUE => match read_u32(addr) {
+                None => -(libc::EFAULT as i64),
+                Some(v) if v != a[5] as u32 => -(libc::EAGAIN as i64),
+                Some(_) => self.p().sched.futex_requeue(addr, val as u64, a[4], a[3]),
+            },
+            FUTEX_WAKE_OP => self.futex_wake_op(addr, val as u64, a[3], a[4], a[5] as u32),
+            _ => -(libc::ENOSYS as i64),
+        }
+    }
+
+    /// FUTEX_WAKE_OP: `old = *uaddr2; *uaddr2 = old OP arg; wake(uaddr); if old CMP cmparg { wake(uaddr2) }`.
+    fn futex_wake_op(&mut self, addr: u64, n: u64, n2: u64, addr2: u64, enc: u32) -> i64 {
+        let (op, cmp) = ((enc >> 28) & 7, (enc >> 24) & 15);
+        let mut oparg = (enc >> 12) & 0xfff;
+        let cmparg = enc & 0xfff;
+        if (enc >> 31) & 1 != 0 {
+            oparg = 1u32.checked_shl(oparg).unwrap_or(0);
+        }
+        let Some(old) = read_u32(addr2) else { return -(libc::EFAULT as i64) };
+        let new = match op {
+            0 => oparg,
+            1 => old.wrapping_add(oparg),
+            2 => old | oparg,
+            3 => old & !oparg,
+            4 => old ^ oparg,
+            _ => return -(libc::ENOSYS as i64),
+        };
+        if !guest_mem::write(addr2, &new.to_le_bytes()) {
+            return -(libc::EFAULT as i64);
+        }
+        let sched = &self.p().sched;
+        let mut woken = sched.futex_wake(addr, n, u32::MAX);
+        let (o, c) = (old as i32, cmparg as i32);
+        let hit = match cmp {
+            0 => o == c,
+            1 => o != c,
+            2 => o < c,
+            3 => o <= c,
+            4 => o > c,
+            5 => o >= c,
+            _ => false,
+        };
+        if hit {
+            woken += sched.futex_wake(addr2, n2, u32::MAX);
+        }
+        woken
+    }
+}
