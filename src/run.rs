@@ -160,7 +160,7 @@ impl Runtime {
         let mut link_from: Option<ExitId> = None;
         loop {
             self.ctx.pending = 0;
-            if let Some(info) = self.sig.take_pending() {
+            if let Some(info) = self.take_signal() {
                 link_from = None;
                 self.handle_signal(info);
                 continue;
@@ -241,6 +241,19 @@ impl Runtime {
                 }
             }
         }
+    }
+
+    /// The next signal to deliver: one the kernel sent to this host thread, or one another
+    /// guest thread sent with tgkill.
+    fn take_signal(&mut self) -> Option<SigInfo> {
+        if let Some(i) = self.sig.take_pending() {
+            return Some(i);
+        }
+        if !self.p().cache.preemption() {
+            return None;
+        }
+        let raw = self.p().sched.take_directed(self.index, self.sig.mask)?;
+        Some(SigInfo { sig: i32::from_le_bytes(raw[0..4].try_into().unwrap()), raw })
     }
 
     fn translate_failed(&mut self, e: TranslateError) {

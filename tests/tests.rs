@@ -5,3 +5,4 @@ mod bad_input;
 mod differential;
 mod system_programs;
 mod insn;
+mod threads;

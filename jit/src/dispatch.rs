@@ -128,6 +128,12 @@ std::arch::global_asm!(
     "pop rax",
     "wrfsbase rax",
     "ret",
+    ".p2align 4",
+    ".globl rtg_sigreturn",
+    "rtg_sigreturn:",
+    "mov eax, 15",
+    "syscall",
+    "ud2",
     ".globl rtg_code_end",
     "rtg_code_end:",
     host_rsp = const OFF_HOST_RSP,
@@ -156,6 +162,12 @@ extern "sysv64" {
     fn rtg_ibl_null();
     fn rtg_signal_entry();
     fn rtg_code_end();
+    fn rtg_sigreturn();
+}
+
+/// The `sa_restorer` for handlers installed with the raw syscall (`rt_sigreturn`).
+pub fn sigreturn_restorer_addr() -> u64 {
+    rtg_sigreturn as *const () as u64
 }
 
 pub(crate) fn exit_routine_addr() -> u64 {

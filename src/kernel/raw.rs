@@ -19,3 +19,56 @@ pub unsafe fn syscall6(nr: u64, a: [u64; 6]) -> i64 {
     }
     ret
 }
+
+// A syscall that a signal can cancel before it starts. The host handler moves a thread whose
+// pc is in [rtg_guarded_begin, rtg_guarded_insn] (the syscall not yet executed) to
+// rtg_guarded_bail, which returns -EINTR. Without this, a signal that arrives between the
+// dispatcher's last look at its queue and the `syscall` instruction would be queued by the
+// handler and then wait while the thread sleeps in the kernel (Valgrind's "syscall window").
+std::arch::global_asm!(
+    ".text",
+    ".p2align 4",
+    ".globl rtg_guarded_syscall",
+    "rtg_guarded_syscall:",
+    // rdi = nr, rsi = pointer to 6 arguments
+    ".globl rtg_guarded_begin",
+    "rtg_guarded_begin:",
+    "mov rax, rdi",
+    "mov rdi, [rsi]",
+    "mov rdx, [rsi+16]",
+    "mov r10, [rsi+24]",
+    "mov r8, [rsi+32]",
+    "mov r9, [rsi+40]",
+    "mov rsi, [rsi+8]",
+    ".globl rtg_guarded_insn",
+    "rtg_guarded_insn:",
+    "syscall",
+    "ret",
+    ".globl rtg_guarded_bail",
+    "rtg_guarded_bail:",
+    "mov rax, -4",
+    "ret",
+);
+
+extern "sysv64" {
+    fn rtg_guarded_syscall(nr: u64, args: *const u64) -> i64;
+    fn rtg_guarded_begin();
+    fn rtg_guarded_insn();
+    fn rtg_guarded_bail();
+}
+
+/// Like [`syscall6`], but returns -EINTR without entering the kernel if a signal arrives
+/// before the syscall starts (see above).
+///
+/// # Safety
+/// As for [`syscall6`].
+pub unsafe fn guarded_syscall6(nr: u64, a: [u64; 6]) -> i64 {
+    // SAFETY: the routine only loads the six arguments and makes the syscall.
+    unsafe { rtg_guarded_syscall(nr, a.as_ptr()) }
+}
+
+/// If `pc` is inside a guarded syscall that has not started, where to resume instead.
+pub fn guarded_cancel_target(pc: u64) -> Option<u64> {
+    let (b, i) = (rtg_guarded_begin as *const () as u64, rtg_guarded_insn as *const () as u64);
+    (pc >= b && pc <= i).then(|| rtg_guarded_bail as *const () as u64)
+}

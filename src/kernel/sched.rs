@@ -60,6 +60,8 @@ struct Slot {
     inbox: Arc<Inbox>,
     mask: u64,
     priority: u64,
+    /// Signals sent to this thread by another guest thread (tgkill), raw siginfos in order.
+    directed: VecDeque<[u8; 128]>,
 }
 
 struct State {
@@ -81,6 +83,22 @@ pub struct Scheduler {
 
 /// Every live thread waits forever: the report lines.
 pub struct Deadlock(pub Vec<String>);
+
+thread_local! {
+    /// Whether this host thread is parked waiting for the baton (read by the signal handler:
+    /// a fatal signal arriving there cannot wait for the thread to run again).
+    pub static PARKED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Waits on `cv` until `me` holds the baton.
+fn park<'a>(mut st: MutexGuard<'a, State>, cv: &Condvar, me: usize) -> MutexGuard<'a, State> {
+    PARKED.with(|p| p.set(true));
+    while st.current != Some(me) {
+        st = cv.wait(st).unwrap_or_else(|e| e.into_inner());
+    }
+    PARKED.with(|p| p.set(false));
+    st
+}
 
 fn splitmix(x: &mut u64) -> u64 {
     *x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
@@ -117,6 +135,7 @@ impl Scheduler {
             inbox,
             mask: 0,
             priority,
+            directed: VecDeque::new(),
         });
         Scheduler { state: Mutex::new(st), policy, quantum }
     }
@@ -139,6 +158,7 @@ impl Scheduler {
             inbox,
             mask,
             priority,
+            directed: VecDeque::new(),
         });
         st.slots.len() - 1
     }
@@ -147,12 +167,55 @@ impl Scheduler {
         self.lock().slots[me].tid = tid;
     }
 
+    /// The thread with kernel tid `tid`, if it is a live guest thread.
+    pub fn thread_of_tid(&self, tid: i32) -> Option<usize> {
+        self.lock().slots.iter().position(|s| s.tid == tid && s.state != TState::Exited)
+    }
+
+    /// Queues a signal for thread `to` (a guest tgkill); a futex wait it does not block is
+    /// interrupted, as the kernel would. Returns false (nothing queued: send a real signal)
+    /// if the thread is in a kernel syscall or blocks the signal.
+    pub fn send_directed(&self, to: usize, raw: [u8; 128]) -> bool {
+        let mut st = self.lock();
+        let sig = i32::from_le_bytes(raw[0..4].try_into().unwrap());
+        // A thread in the kernel needs a real signal to be interrupted; a blocked signal must
+        // stay pending in the kernel, where sigpending and sigwait look for it.
+        if matches!(st.slots[to].state, TState::InSyscall(_)) || st.slots[to].mask & (1u64 << (sig - 1)) != 0 {
+            return false;
+        }
+        st.slots[to].directed.push_back(raw);
+        let s = &mut st.slots[to];
+        if matches!(s.state, TState::Futex { .. }) && s.mask & (1u64 << (sig - 1)) == 0 {
+            s.state = TState::Runnable;
+            s.wake_ret = -(libc::EINTR as i64);
+        }
+        true
+    }
+
+    /// Takes the oldest directed signal of `me` that `mask` does not block.
+    pub fn take_directed(&self, me: usize, mask: u64) -> Option<[u8; 128]> {
+        let mut st = self.lock();
+        let q = &mut st.slots[me].directed;
+        let i = q.iter().position(|raw| {
+            let sig = i32::from_le_bytes(raw[0..4].try_into().unwrap());
+            mask & (1u64 << (sig - 1)) == 0
+        })?;
+        q.remove(i)
+    }
+
     pub fn set_mask(&self, me: usize, mask: u64) {
         self.lock().slots[me].mask = mask;
     }
 
     /// Picks the next thread among the runnable ones (None if none is).
     fn decide(&self, st: &mut State, me: usize) -> Option<Decision> {
+        // A futex waiter that the kernel handed a signal it does not block is interrupted.
+        for s in st.slots.iter_mut() {
+            if matches!(s.state, TState::Futex { .. }) && s.inbox.pending_bits() & !s.mask != 0 {
+                s.state = TState::Runnable;
+                s.wake_ret = -(libc::EINTR as i64);
+            }
+        }
         let runnable: Vec<usize> = (0..st.slots.len()).filter(|&i| st.slots[i].state == TState::Runnable).collect();
         if runnable.is_empty() {
             return None;
@@ -205,9 +268,7 @@ impl Scheduler {
             return (st, 0);
         }
         let cv = st.slots[me].cv.clone();
-        while st.current != Some(me) {
-            st = cv.wait(st).unwrap_or_else(|e| e.into_inner());
-        }
+        let st = park(st, &cv, me);
         let q = st.slots[me].quantum;
         (st, q)
     }
@@ -336,9 +397,7 @@ impl Scheduler {
             st.slots[me].quantum = self.quantum;
         }
         let cv = st.slots[me].cv.clone();
-        while st.current != Some(me) {
-            st = cv.wait(st).unwrap_or_else(|e| e.into_inner());
-        }
+        let st = park(st, &cv, me);
         st.slots[me].quantum
     }
 

@@ -35,6 +35,10 @@ pub struct GuestAction {
     pub mask: u64,
 }
 
+/// Signals whose guest disposition is the default action and that action ends the process
+/// (bit n-1 for signal n), kept lock-free for the handler.
+static DEFAULT_FATAL: AtomicU64 = AtomicU64::new(0);
+
 /// The code cache, for the handler (one per process).
 static CACHE: AtomicPtr<CodeCache> = AtomicPtr::new(std::ptr::null_mut());
 
@@ -195,20 +199,26 @@ impl Signals {
     fn apply_host_action(&self, sig: i32) {
         let g = self.action(sig);
         let sync = SYNC_SIGNALS.contains(&sig);
-        // SAFETY: zeroed sigaction is a valid "no flags, empty mask" value.
-        let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
-        if !sync && g.handler == libc::SIG_IGN as u64 {
-            sa.sa_sigaction = libc::SIG_IGN;
-        } else if !sync && g.handler == libc::SIG_DFL as u64 && (default_ignores(sig) || default_stops(sig)) {
-            sa.sa_sigaction = libc::SIG_DFL;
+        const SA_RESTORER: u64 = 0x0400_0000;
+        // The kernel's struct sigaction: handler, flags, restorer, mask.
+        let fatal = g.handler == libc::SIG_DFL as u64 && !default_ignores(sig) && !default_stops(sig);
+        if fatal {
+            DEFAULT_FATAL.fetch_or(bit(sig), Ordering::SeqCst);
         } else {
-            sa.sa_sigaction = dispatch::signal_entry_addr();
-            sa.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
-            // SAFETY: filling our own sigset.
-            unsafe { libc::sigfillset(&mut sa.sa_mask) };
+            DEFAULT_FATAL.fetch_and(!bit(sig), Ordering::SeqCst);
         }
-        // SAFETY: installing a handler for a catchable signal.
-        unsafe { libc::sigaction(sig, &sa, std::ptr::null_mut()) };
+        let act: [u64; 4] = if !sync && g.handler == libc::SIG_IGN as u64 {
+            [libc::SIG_IGN as u64, 0, 0, 0]
+        } else if !sync && g.handler == libc::SIG_DFL as u64 && (default_ignores(sig) || default_stops(sig)) {
+            [libc::SIG_DFL as u64, 0, 0, 0]
+        } else {
+            let flags = (libc::SA_SIGINFO | libc::SA_ONSTACK) as u64 | SA_RESTORER;
+            [dispatch::signal_entry_addr() as u64, flags, dispatch::sigreturn_restorer_addr(), u64::MAX]
+        };
+        // The raw syscall, not libc's sigaction(): glibc refuses the signals it reserves for
+        // itself (32 and 33), which guest glibc uses for thread cancellation and setxid.
+        // SAFETY: installs a handler (rtgrind's entry stub) or a default disposition.
+        unsafe { super::raw::syscall6(libc::SYS_rt_sigaction as u64, [sig as u64, act.as_ptr() as u64, 0, 8, 0, 0]) };
     }
 
     /// The guest's rt_sigaction.
@@ -499,6 +509,54 @@ const REG_ORDER: [usize; 16] = [
     0, 1, 2, 3, 4, 5, 6, 7, // r8..r15
 ];
 
+/// Reports and dies of `sig` from inside a signal handler: no allocation, no locks.
+fn die_now(sig: i32, pc: u64) -> ! {
+    let mut buf = [0u8; 160];
+    let mut n = 0;
+    let mut put = |b: &[u8]| {
+        let k = b.len().min(buf.len() - n);
+        buf[n..n + k].copy_from_slice(&b[..k]);
+        n += k;
+    };
+    let mut num = [0u8; 20];
+    let dec = |mut v: u64, out: &mut [u8; 20]| -> usize {
+        let mut i = 20;
+        loop {
+            i -= 1;
+            out[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+            if v == 0 {
+                return i;
+            }
+        }
+    };
+    put(b"==");
+    // SAFETY: getpid is async-signal-safe.
+    let i = dec(unsafe { libc::getpid() } as u64, &mut num);
+    put(&num[i..]);
+    put(b"== Process terminating with default action of signal ");
+    let i = dec(sig as u64, &mut num);
+    put(&num[i..]);
+    put(b" at 0x");
+    let mut hex = [0u8; 16];
+    for (k, h) in hex.iter_mut().enumerate() {
+        *h = b"0123456789abcdef"[((pc >> (60 - 4 * k)) & 15) as usize];
+    }
+    let first = hex.iter().position(|&c| c != b'0').unwrap_or(15);
+    put(&hex[first..]);
+    put(b" (thread waiting to be scheduled)\n");
+    raw_write_stderr(&buf[..n]);
+    // SAFETY: restore the default action, unblock and re-raise: the process ends as natively.
+    unsafe {
+        let dfl: [u64; 4] = [libc::SIG_DFL as u64, 0, 0, 0];
+        super::raw::syscall6(libc::SYS_rt_sigaction as u64, [sig as u64, dfl.as_ptr() as u64, 0, 8, 0, 0]);
+        let unblock = bit(sig);
+        super::raw::syscall6(libc::SYS_rt_sigprocmask as u64, [libc::SIG_UNBLOCK as u64, &unblock as *const u64 as u64, 0, 8, 0, 0]);
+        super::raw::syscall6(libc::SYS_kill as u64, [libc::getpid() as u64, sig as u64, 0, 0, 0, 0]);
+        libc::_exit(128 + sig)
+    }
+}
+
 fn raw_write_stderr(msg: &[u8]) {
     // SAFETY: write(2) of a valid buffer.
     unsafe { libc::write(2, msg.as_ptr() as *const libc::c_void, msg.len()) };
@@ -567,8 +625,18 @@ extern "sysv64" fn host_handler(sig: i32, info: *mut libc::siginfo_t, ucv: *mut 
         gregs[libc::REG_RIP as usize] = dispatch::fault_resume_addr() as i64;
         return;
     }
+    if DEFAULT_FATAL.load(Ordering::SeqCst) & bit(sig) != 0 && super::sched::PARKED.with(|p| p.get()) {
+        // This thread is parked waiting for the baton and may never run again to act on it:
+        // end the process now, the way the signal would natively.
+        die_now(sig, ctx.rip);
+    }
     inbox.queues[sig as usize].push(raw);
     inbox.pending.fetch_or(bit(sig), Ordering::SeqCst);
+    if let Some(bail) = super::raw::guarded_cancel_target(pc) {
+        // About to block in the kernel: do not, so the signal is delivered now.
+        gregs[libc::REG_RIP as usize] = bail as i64;
+        return;
+    }
     ctx.pending = 1;
     let running = if in_cache {
         cache.block_at_host(pc)

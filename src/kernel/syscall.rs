@@ -3,7 +3,7 @@
 //! emulated here.
 
 use super::guest_mem;
-use super::raw::syscall6;
+use super::raw::{guarded_syscall6, syscall6};
 use crate::run::Runtime;
 use rtgrind_jit::context::reg;
 
@@ -106,8 +106,16 @@ impl Runtime {
                 // by rtgrind's handler that `m` unblocks ends the wait at once.
                 if !self.sig.pending_under(m) {
                     let real = self.real_mask(m);
+                    let threads = self.p().cache.preemption();
+                    if threads {
+                        let pc = self.ctx.rip;
+                        self.p().sched.syscall_begin(self.index, nr, pc);
+                    }
                     // SAFETY: rt_sigsuspend with a mask we own; fault signals stay unblocked.
-                    let _ = unsafe { syscall6(nr, [&real as *const u64 as u64, 8, 0, 0, 0, 0]) };
+                    let _ = unsafe { guarded_syscall6(nr, [&real as *const u64 as u64, 8, 0, 0, 0, 0]) };
+                    if threads {
+                        self.ctx.quantum = self.p().sched.syscall_end(self.index);
+                    }
                 }
                 self.sig.mask = m;
                 self.saved_mask = Some(old);
@@ -125,6 +133,10 @@ impl Runtime {
             libc::SYS_clone => self.clone(a),
             libc::SYS_fork | libc::SYS_vfork => self.clone([libc::SIGCHLD as u64, 0, 0, 0, 0, 0]),
             libc::SYS_clone3 | libc::SYS_rseq => ENOSYS,
+            libc::SYS_tgkill | libc::SYS_tkill => {
+                let (tgid, tid, sig) = if nr as i64 == libc::SYS_tgkill { (a[0] as i32, a[1] as i32, a[2] as i32) } else { (-1, a[0] as i32, a[1] as i32) };
+                self.tgkill(tgid, tid, sig).unwrap_or_else(|| self.passthrough(nr, a))
+            }
             libc::SYS_execve => self.execve(a[0], a[1], a[2]),
             libc::SYS_execveat => ENOSYS,
             libc::SYS_readlink => self.readlink(libc::AT_FDCWD as u64, a[0], a[1], a[2]).unwrap_or_else(|| self.passthrough(nr, a)),
@@ -142,9 +154,17 @@ impl Runtime {
                 let pc = self.ctx.rip;
                 self.p().sched.syscall_begin(self.index, nr, pc);
                 // SAFETY: as in `passthrough`; the process state is not touched meanwhile.
-                let r = unsafe { syscall6(nr, a) };
+                let r = if self.sig.pending_under(self.sig.mask) { -(libc::EINTR as i64) } else { unsafe { guarded_syscall6(nr, a) } };
                 self.ctx.quantum = self.p().sched.syscall_end(self.index);
                 r
+            }
+            _ if may_block(nr) => {
+                if self.sig.pending_under(self.sig.mask) {
+                    -(libc::EINTR as i64)
+                } else {
+                    // SAFETY: as in `passthrough`.
+                    unsafe { guarded_syscall6(nr, a) }
+                }
             }
             _ => self.passthrough(nr, a),
         };
@@ -152,6 +172,26 @@ impl Runtime {
             self.interrupted_syscall = Some(nr);
         }
         self.ctx.gpr[reg::RAX as usize] = ret as u64;
+    }
+
+    /// tgkill/tkill to another thread of this process: queued by the scheduler (so the
+    /// signal reaches the thread even while it waits for the baton, and deterministically).
+    /// None: not ours to emulate, pass it to the kernel.
+    fn tgkill(&mut self, tgid: i32, tid: i32, sig: i32) -> Option<i64> {
+        // SAFETY: getpid has no preconditions.
+        let pid = unsafe { libc::getpid() };
+        if !self.p().cache.preemption() || (tgid != -1 && tgid != pid) || !(1..65).contains(&sig) {
+            return None;
+        }
+        let to = self.p().sched.thread_of_tid(tid)?;
+        if to == self.index {
+            return None;
+        }
+        let mut info = crate::kernel::signals::SigInfo::new(sig, -6 /* SI_TKILL */, 0);
+        info.raw[16..20].copy_from_slice(&pid.to_le_bytes());
+        // SAFETY: getuid has no preconditions.
+        info.raw[20..24].copy_from_slice(&unsafe { libc::getuid() }.to_le_bytes());
+        self.p().sched.send_directed(to, info.raw).then_some(0)
     }
 
     fn real_mask(&self, m: u64) -> u64 {

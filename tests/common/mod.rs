@@ -1,8 +1,9 @@
 //! Shared helpers for the integration tests: where `rtgrind` is, building the guest programs,
 //! running a command natively and under rtgrind with a timeout, and comparing the two runs.
 //!
-//! Guest programs live in `guest-programs/correct/` (`NAME.c`, `NAME.cc`, `NAME.S`). The first 20
-//! lines of a source may hold directives, one per comment line:
+//! Guest programs live in `guest-programs/correct/` (`NAME.c`, `NAME.cc`, `NAME.S`), threaded ones
+//! in `guest-programs/threads/` (see `guest_in`). The first 20 lines of a source may hold
+//! directives, one per comment line:
 //!
 //! ```text
 //! // rtgrind-test: variants=pie,static      (.S files: # rtgrind-test: ...)
@@ -53,6 +54,18 @@ pub fn repo_root() -> &'static Path {
 /// `guest-programs/correct/`.
 pub fn correct_dir() -> PathBuf {
     repo_root().join("guest-programs").join("correct")
+}
+
+/// `guest-programs/threads/`: threaded guest programs, same directives as `correct/`; the
+/// differential tests in `tests/threads.rs` run them.
+pub fn threads_dir() -> PathBuf {
+    repo_root().join("guest-programs").join("threads")
+}
+
+/// `guest-programs/threads/special/`: threaded programs whose output is not comparable with a
+/// native run (racy, deadlocking, printing times); `tests/threads.rs` uses them one by one.
+pub fn threads_special_dir() -> PathBuf {
+    threads_dir().join("special")
 }
 
 /// This test process's private directory under cargo's target tmpdir. Directories left behind by
@@ -118,6 +131,8 @@ pub struct Output {
     /// The run hit the time limit and was killed; `status` is then the kill's.
     pub timed_out: bool,
     pub elapsed: Duration,
+    /// The time limit this run had.
+    pub limit: Duration,
 }
 
 impl Output {
@@ -131,10 +146,7 @@ impl Output {
     pub fn status_text(&self) -> String {
         let s = status_text(self.status);
         if self.timed_out {
-            format!(
-                "killed after the {}s timeout ({s})",
-                run_timeout().as_secs()
-            )
+            format!("killed after the {}s timeout ({s})", self.limit.as_secs())
         } else {
             s
         }
@@ -286,6 +298,17 @@ pub fn run_rtgrind<I: IntoIterator<Item = S>, S: AsRef<OsStr>>(opts: I, cmd: &Cm
     run_command(cmd.command(Some((&rtgrind_bin(), opts))), cmd.input())
 }
 
+/// `run_rtgrind` with its own time limit instead of `run_timeout()` (for runs that must finish
+/// quickly, e.g. a deadlock that must be reported and not hang).
+pub fn run_rtgrind_within<I: IntoIterator<Item = S>, S: AsRef<OsStr>>(
+    opts: I,
+    cmd: &Cmd,
+    limit: Duration,
+) -> Output {
+    let opts = opts.into_iter().map(|s| s.as_ref().to_owned()).collect();
+    spawn(cmd.command(Some((&rtgrind_bin(), opts))), cmd.input(), true).wait_within(limit)
+}
+
 /// Runs `rtgrind ARGS` exactly as given (for CLI tests), with stdin from /dev/null.
 pub fn rtgrind_raw<I: IntoIterator<Item = S>, S: AsRef<OsStr>>(args: I) -> Output {
     let mut c = Command::new(rtgrind_bin());
@@ -388,8 +411,11 @@ fn spawn(mut cmd: Command, input: Input, capture_stdout: bool) -> Running {
 }
 
 impl Running {
-    fn wait(mut self) -> Output {
-        let limit = run_timeout();
+    fn wait(self) -> Output {
+        self.wait_within(run_timeout())
+    }
+
+    fn wait_within(mut self, limit: Duration) -> Output {
         let deadline = self.start + limit;
         let pid = self.child.id();
         let kill_group = || {
@@ -440,6 +466,7 @@ impl Running {
             status,
             timed_out,
             elapsed: self.start.elapsed(),
+            limit,
         }
     }
 }
@@ -923,74 +950,123 @@ type Entry = (
 /// Every program in `guest-programs/correct/` by name (file stem). A name with two sources is an
 /// error entry.
 fn guest_table() -> &'static BTreeMap<String, Entry> {
-    static TABLE: OnceLock<BTreeMap<String, Entry>> = OnceLock::new();
-    TABLE.get_or_init(|| {
-        let mut found: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
-        if let Ok(entries) = std::fs::read_dir(correct_dir()) {
-            for e in entries.flatten() {
-                let p = e.path();
-                if p.is_file() && lang_of(&p).is_some() {
-                    let stem = p.file_stem().unwrap().to_string_lossy().into_owned();
-                    found.entry(stem).or_default().push(p);
-                }
+    guest_table_in(&correct_dir())
+}
+
+/// Every program directly in `dir` (not in its subdirectories) by name (file stem), scanned once
+/// per test process. A name with two sources is an error entry.
+fn guest_table_in(dir: &Path) -> &'static BTreeMap<String, Entry> {
+    type Table = &'static BTreeMap<String, Entry>;
+    static TABLES: Mutex<Vec<(PathBuf, Table)>> = Mutex::new(Vec::new());
+    let mut tables = TABLES.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, t)) = tables.iter().find(|(d, _)| d == dir) {
+        return t;
+    }
+    let table: Table = Box::leak(Box::new(scan_guest_dir(dir)));
+    tables.push((dir.to_owned(), table));
+    table
+}
+
+fn scan_guest_dir(dir: &Path) -> BTreeMap<String, Entry> {
+    let mut found: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_file() && lang_of(&p).is_some() {
+                let stem = p.file_stem().unwrap().to_string_lossy().into_owned();
+                found.entry(stem).or_default().push(p);
             }
         }
-        found
-            .into_iter()
-            .map(|(name, mut paths)| {
-                paths.sort();
-                let src = if paths.len() == 1 {
-                    Ok(paths.pop().unwrap())
-                } else {
-                    Err(format!(
-                        "guest program {name} has more than one source: {paths:?}"
-                    ))
-                };
-                (name, (src, OnceLock::new()))
-            })
-            .collect()
-    })
+    }
+    found
+        .into_iter()
+        .map(|(name, mut paths)| {
+            paths.sort();
+            let src = if paths.len() == 1 {
+                Ok(paths.pop().unwrap())
+            } else {
+                Err(format!(
+                    "guest program {name} has more than one source: {paths:?}"
+                ))
+            };
+            (name, (src, OnceLock::new()))
+        })
+        .collect()
 }
 
 /// Names of all guest programs in `guest-programs/correct/`.
 pub fn guest_names() -> Vec<String> {
-    guest_table().keys().cloned().collect()
+    guest_names_in(&correct_dir())
+}
+
+/// Names of all guest programs directly in `dir` (e.g. `threads_dir()`).
+pub fn guest_names_in(dir: &Path) -> Vec<String> {
+    guest_table_in(dir).keys().cloned().collect()
 }
 
 /// Parses the directives of a guest program's source.
 pub fn guest_spec(name: &str) -> Result<Spec, String> {
-    let src = guest_source(name)?;
+    guest_spec_in(&correct_dir(), name)
+}
+
+/// Parses the directives of the guest program `name` in `dir`.
+pub fn guest_spec_in(dir: &Path, name: &str) -> Result<Spec, String> {
+    let src = guest_source_in(dir, name)?;
     let text =
         std::fs::read_to_string(&src).map_err(|e| format!("cannot read {}: {e}", src.display()))?;
     parse_spec(&text, lang_of(&src).unwrap()).map_err(|e| format!("{}: {e}", src.display()))
 }
 
-fn guest_source(name: &str) -> Result<PathBuf, String> {
-    match guest_table().get(name) {
+fn guest_source_in(dir: &Path, name: &str) -> Result<PathBuf, String> {
+    match guest_table_in(dir).get(name) {
         Some((src, _)) => src.clone(),
         None => Err(format!(
             "guest program `{name}` not found: no {name}.c, {name}.cc or {name}.S in {}",
-            correct_dir().display()
+            dir.display()
         )),
     }
 }
 
 /// The guest program `name`, built (once per test process) in all its variants.
 pub fn guest(name: &str) -> Result<&'static GuestProgram, String> {
-    let source = guest_source(name)?;
-    let (_, cell) = guest_table().get(name).expect("checked by guest_source");
-    cell.get_or_init(|| build_guest(name, &source))
+    guest_in(&correct_dir(), name)
+}
+
+/// The guest program `name` in `dir` (e.g. `threads_dir()`), built once per test process in all
+/// its variants. Programs of `correct/` are built into `guests/` of the run directory, those of
+/// another directory into `guests-<its path under guest-programs, '/' as '-'>/`.
+pub fn guest_in(dir: &Path, name: &str) -> Result<&'static GuestProgram, String> {
+    let source = guest_source_in(dir, name)?;
+    let (_, cell) = guest_table_in(dir)
+        .get(name)
+        .expect("checked by guest_source_in");
+    cell.get_or_init(|| build_guest(dir, name, &source))
         .as_ref()
         .map_err(Clone::clone)
 }
 
-fn build_guest(name: &str, source: &Path) -> Result<GuestProgram, String> {
-    let spec = guest_spec(name)?;
+/// Where the programs of `dir` are built.
+fn build_dir_for(dir: &Path) -> PathBuf {
+    if dir == correct_dir() {
+        return run_dir().join("guests");
+    }
+    let base = repo_root().join("guest-programs");
+    let rel = dir.strip_prefix(&base).unwrap_or(dir);
+    let tag: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .filter(|c| c != "/")
+        .collect();
+    run_dir().join(format!("guests-{}", tag.join("-")))
+}
+
+fn build_guest(src_dir: &Path, name: &str, source: &Path) -> Result<GuestProgram, String> {
+    let spec = guest_spec_in(src_dir, name)?;
     let compiler = match lang_of(source) {
         Some(Lang::Cxx) => "g++",
         _ => "gcc",
     };
-    let dir = run_dir().join("guests");
+    let dir = build_dir_for(src_dir);
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let jobs: Vec<(&'static str, PathBuf, Vec<OsString>)> = spec
         .variants
