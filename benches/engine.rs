@@ -113,8 +113,9 @@ fn main() {
 
 /// Name, column title, program (empty: run natively; no `/`: looked up in PATH), arguments.
 #[rustfmt::skip]
-const TOOLS: [(&str, &str, &str, &[&str]); 4] = [
+const TOOLS: [(&str, &str, &str, &[&str]); 5] = [
     ("native", "native", "", &[]),
+    ("native1", "native on 1 core", "taskset", &["-c", "0"]), // for the threaded kernel
     ("rtgrind", "rtgrind --tool=none", env!("CARGO_BIN_EXE_rtgrind"), &["-q", "--tool=none"]),
     ("valgrind", "valgrind --tool=none", "valgrind", &["--tool=none", "-q"]),
     ("qemu", "qemu-x86_64", "qemu-x86_64", &[]), // Debian package qemu-user
@@ -122,7 +123,7 @@ const TOOLS: [(&str, &str, &str, &[&str]); 4] = [
 
 fn tool(name: &str) -> Tool {
     let Some(&(name, title, program, args)) = TOOLS.iter().find(|t| t.0 == name) else {
-        panic!("unknown tool {name} (known: native,rtgrind,valgrind,qemu)");
+        panic!("unknown tool {name} (known: native,native1,rtgrind,valgrind,qemu)");
     };
     let dirs = std::env::var_os("PATH").unwrap_or_default();
     let found = match program {

@@ -119,10 +119,11 @@ impl Runtime {
         Ok(id)
     }
 
-    /// Where to enter the translation of `pc` (its body), translating it if needed.
+    /// Where to enter the translation of `pc` (with its preemption count), translating it
+    /// if needed.
     fn translation(&mut self, pc: u64) -> Result<u64, TranslateError> {
         let b = self.block_for(pc)?;
-        Ok(self.p().cache.block(b).body)
+        Ok(self.p().cache.block(b).check_entry)
     }
 
     /// A one-instruction translation of `pc` whose page is not write-protected (see `smc_step`).
@@ -130,7 +131,7 @@ impl Runtime {
         self.invalidate(pc, pc + 1);
         let p = self.p();
         let id = rtgrind_jit::translate_limited(&mut p.cache, &mut Source(&p.mem), p.tool.as_mut(), pc, 1)?;
-        Ok(p.cache.block(id).body)
+        Ok(p.cache.block(id).check_entry)
     }
 
     /// Drops translations of `[start, end)` and everything that may jump into them.

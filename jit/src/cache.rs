@@ -51,8 +51,12 @@ pub struct PcEntry {
 
 pub struct Block {
     pub guest_start: u64,
-    /// Where direct links and the dispatcher enter the block (after the lookup prefix).
+    /// Where forward direct links enter the block (after the lookup prefix and the
+    /// preemption count, if any).
     pub body: u64,
+    /// Where the dispatcher and backward direct links enter: the preemption count, then the
+    /// body (the same as `body` in translations without counting).
+    pub check_entry: u64,
     /// One past the last guest byte the block was translated from.
     pub guest_end: u64,
     pub host_start: u64,
@@ -237,7 +241,9 @@ impl CodeCache {
         if ex.patch_site == 0 || ex.linked_to.is_some() || !self.blocks[to as usize].valid {
             return false;
         }
-        let (site, host) = (ex.patch_site, self.blocks[to as usize].body);
+        let b = &self.blocks[to as usize];
+        let host = if ex.target <= ex.pc { b.check_entry } else { b.body };
+        let site = ex.patch_site;
         if !self.write_rel32(site, host) {
             return false;
         }

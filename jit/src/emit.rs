@@ -207,6 +207,12 @@ impl Asm {
         self.bind(l);
         self.buf.extend_from_slice(&v.to_le_bytes());
     }
+    /// `sub qword gs:[disp], 1` (writes the status flags)
+    pub fn sub_gs_1(&mut self, disp: usize) {
+        self.bytes(&[0x65, 0x48, 0x83]);
+        self.gs_modrm_abs(5, disp as u32);
+        self.buf.push(1);
+    }
     /// `lea rcx, [rcx - 1]`
     pub fn lea_rcx_minus_1(&mut self) {
         self.bytes(&[0x48, 0x8d, 0x49, 0xff]);
@@ -277,6 +283,7 @@ mod tests {
         a.movzx_ecx_dx();
         a.lea_rcx_rcx_rdx();
         a.lea_rcx_minus_1();
+        a.sub_gs_1(0x100);
         assert_eq!(
             dis(&a),
             [
@@ -294,6 +301,7 @@ mod tests {
                 "movzx ecx,dx",
                 "lea rcx,[rcx+rdx]",
                 "lea rcx,[rcx-1]",
+                "sub qword [gs:100h],1",
             ]
         );
     }

@@ -124,6 +124,27 @@ impl BlockBuilder {
     }
 }
 
+/// Whether the six status flags are dead at `pc`: some instruction writes all of them before
+/// any instruction reads one, within the straight-line code that starts there.
+fn status_flags_dead(bytes: &[u8], pc: u64) -> bool {
+    use iced_x86::RflagsBits;
+    const STATUS: u32 = RflagsBits::OF | RflagsBits::SF | RflagsBits::ZF | RflagsBits::AF | RflagsBits::CF | RflagsBits::PF;
+    let mut d = Decoder::with_ip(64, bytes, pc, DecoderOptions::NONE);
+    for ins in d.iter().take(MAX_BLOCK_INSNS) {
+        if ins.is_invalid() || ins.rflags_read() & STATUS != 0 {
+            return false;
+        }
+        let written = ins.rflags_written() | ins.rflags_cleared() | ins.rflags_set() | ins.rflags_undefined();
+        if written & STATUS == STATUS {
+            return true;
+        }
+        if ins.flow_control() != FlowControl::Next || matches!(ins.mnemonic(), Mnemonic::Syscall | Mnemonic::Cpuid) {
+            return false;
+        }
+    }
+    false
+}
+
 /// Why an instruction cannot be run by the engine, if it cannot.
 fn unsupported(ins: &Instruction) -> bool {
     use Mnemonic::*;
@@ -210,25 +231,41 @@ pub fn translate_limited(
     // Indirect-branch lookups arrive here with rcx and rdx still in their save slots.
     b.asm.load_gs(reg::RCX, OFF_SAVE_RCX);
     b.asm.load_gs(reg::RDX, OFF_SAVE_RDX);
-    let body_off = b.asm.pos();
+    let check_off = b.asm.pos();
     let mut literals: Vec<(Label, u64)> = Vec::new();
     if cache.preempt {
         // Count this block against the quantum; at zero, leave before running it.
-        // Flag-free: `lea` decrements, `jrcxz` tests.
         let out = b.asm.new_label();
-        let go = b.asm.new_label();
-        b.asm.store_gs(OFF_SAVE_RCX, reg::RCX);
-        b.asm.load_gs(reg::RCX, OFF_QUANTUM);
-        b.asm.lea_rcx_minus_1();
-        b.asm.store_gs(OFF_QUANTUM, reg::RCX);
-        b.asm.jrcxz_label(out);
-        b.asm.load_gs(reg::RCX, OFF_SAVE_RCX);
-        b.asm.jmp_label(go);
-        b.asm.bind(out);
-        b.asm.load_gs(reg::RCX, OFF_SAVE_RCX);
-        b.leave(ExitKind::Preempt, pc, pc, None);
-        b.asm.bind(go);
+        if status_flags_dead(&buf[..n], pc) {
+            // The block overwrites all status flags before reading any: a plain `sub` is free
+            // to clobber them.
+            b.asm.sub_gs_1(OFF_QUANTUM);
+            b.asm.jcc_label(0x4, out); // jz
+            let go = b.asm.new_label();
+            b.asm.jmp_label(go);
+            b.asm.bind(out);
+            b.leave(ExitKind::Preempt, pc, pc, None);
+            b.asm.bind(go);
+        } else {
+            // Flag-free: `lea` decrements, `jrcxz` tests.
+            let go = b.asm.new_label();
+            b.asm.store_gs(OFF_SAVE_RCX, reg::RCX);
+            b.asm.load_gs(reg::RCX, OFF_QUANTUM);
+            b.asm.lea_rcx_minus_1();
+            b.asm.store_gs(OFF_QUANTUM, reg::RCX);
+            b.asm.jrcxz_label(out);
+            b.asm.load_gs(reg::RCX, OFF_SAVE_RCX);
+            b.asm.jmp_label(go);
+            b.asm.bind(out);
+            b.asm.load_gs(reg::RCX, OFF_SAVE_RCX);
+            b.leave(ExitKind::Preempt, pc, pc, None);
+            b.asm.bind(go);
+        }
     }
+    // Forward direct links skip the count: every cycle in the program passes through a
+    // backward (or self) direct branch, an indirect branch or the dispatcher, which all enter
+    // at `check_off`, so a thread still reaches a preemption point in every loop.
+    let body_off = label_body(&mut b);
     loop {
         if !decoder.can_decode() || count >= max_insns {
             b.jmp_exit(end, end);
@@ -339,6 +376,7 @@ pub fn translate_limited(
     let block = Block {
         guest_start: pc,
         body: host_start + body_off as u64,
+        check_entry: host_start + check_off as u64,
         guest_end: end.max(pc + 1),
         host_start,
         host_len: b.asm.buf.len() as u32,
@@ -349,6 +387,13 @@ pub fn translate_limited(
         guest_insns: count as u32,
     };
     Ok(cache.commit(arena, &b.asm.buf, block, exits))
+}
+
+/// Binds and returns the body offset: where forward direct links enter.
+fn label_body(b: &mut BlockBuilder) -> usize {
+    let l = b.asm.new_label();
+    b.asm.bind(l);
+    b.asm.label_pos(l)
 }
 
 fn label_pos(asm: &Asm, l: Label) -> usize {
