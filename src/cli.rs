@@ -51,6 +51,14 @@ pub struct Cli {
     #[arg(long, value_name = "FILE", help_heading = "Threads")]
     pub record_schedule: Option<PathBuf>,
 
+    /// Pin what the program reads from the machine (ASLR, clocks, rdtsc, random bytes).
+    #[arg(long, value_enum, default_value = "no", value_name = "yes|no", help_heading = "Repeatable runs")]
+    pub repeatable: YesNo,
+
+    /// Seed for the random bytes of a repeatable run.
+    #[arg(long, default_value_t = 0, help_heading = "Repeatable runs")]
+    pub seed: u64,
+
     /// The program to run, and its arguments.
     #[arg(required = true, num_args = 1.., value_name = "PROG [ARGS]...")]
     pub command: Vec<std::ffi::OsString>,

@@ -75,6 +75,11 @@ fn main() {
             fail(&format!("{first} (usage: rtgrind [options] --tool=NAME prog [args]; see 'rtgrind --help')"), EXIT_USAGE);
         }
     };
+    let repeatable = cli.repeatable == cli::YesNo::Yes;
+    if repeatable {
+        kernel::repeat::ensure_no_aslr();
+        kernel::repeat::enter_pid_namespace();
+    }
     if !rtgrind_jit::dispatch::host_supported() {
         fail("this machine's kernel does not allow FSGSBASE instructions in user space (Linux 5.9+ needed)", EXIT_INTERNAL);
     }
@@ -108,9 +113,15 @@ fn main() {
             e
         })
         .collect();
+    let mut repeat = repeatable.then(|| kernel::repeat::Repeatable::new(cli.seed));
     let mut random = [0u8; 16];
-    // SAFETY: getrandom into a local buffer.
-    unsafe { libc::getrandom(random.as_mut_ptr() as *mut libc::c_void, 16, 0) };
+    match &mut repeat {
+        Some(r) => random.copy_from_slice(&r.bytes(16)),
+        // SAFETY: getrandom into a local buffer.
+        None => unsafe {
+            libc::getrandom(random.as_mut_ptr() as *mut libc::c_void, 16, 0);
+        },
+    }
     let stack = loader::stack::build(&prog, &mut mem, path.as_os_str().as_bytes(), &argv, &envp, random)
         .unwrap_or_else(|e| fail(&format!("cannot set up the initial stack: {e}"), EXIT_INTERNAL));
 
@@ -121,6 +132,7 @@ fn main() {
     ctx.gpr[rtgrind_jit::context::reg::RSP as usize] = stack.rsp;
     ctx.rip = prog.start_pc();
     let mut cache = Box::new(rtgrind_jit::CodeCache::new());
+    cache.virtual_tsc = repeatable;
     let sig = Signals::install(&mut ctx, &mut cache);
 
     let mut child_opts = vec![format!("--tool={:?}", cli.tool).to_lowercase(), "--trace-children=yes".to_string()];
@@ -134,6 +146,10 @@ fn main() {
         child_opts.push("--stats".into());
     }
     child_opts.push(format!("--quantum={}", cli.quantum));
+    if repeatable {
+        child_opts.push("--repeatable=yes".into());
+        child_opts.push(format!("--seed={}", cli.seed));
+    }
     let self_exe = std::fs::read_link("/proc/self/exe").unwrap_or_else(|_| PathBuf::from("rtgrind"));
     let policy = sched_policy(&cli.sched);
     let record = cli.record_schedule.as_ref().map(|p| {
@@ -152,6 +168,7 @@ fn main() {
         stats: run::RunStats::default(),
         sched,
         contexts: Vec::new(),
+        repeat,
     }));
     let ctx_ptr = &mut *ctx as *mut rtgrind_jit::ThreadContext;
     process.contexts.push(ctx_ptr);

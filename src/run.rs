@@ -47,6 +47,8 @@ pub struct Process {
     pub sched: Scheduler,
     /// Every thread's context, to flush their lookup tables when translations go away.
     pub contexts: Vec<*mut ThreadContext>,
+    /// Pinned clocks and random bytes (`--repeatable=yes`).
+    pub repeat: Option<crate::kernel::repeat::Repeatable>,
 }
 
 /// One guest thread.
@@ -230,6 +232,14 @@ impl Runtime {
                             g[reg::RBX as usize] = r[1] as u64;
                             g[reg::RCX as usize] = r[2] as u64;
                             g[reg::RDX as usize] = r[3] as u64;
+                        }
+                        ExitKind::Rdtsc => {
+                            let t = self.p().repeat.as_mut().map_or(0, |r| r.rdtsc());
+                            self.ctx.gpr[reg::RAX as usize] = t & 0xffff_ffff;
+                            self.ctx.gpr[reg::RDX as usize] = t >> 32;
+                            if self.p().cache.exit(id).note.as_deref() == Some("rdtscp") {
+                                self.ctx.gpr[reg::RCX as usize] = 0;
+                            }
                         }
                         ExitKind::Unsupported => {
                             let p = self.p();

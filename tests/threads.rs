@@ -556,7 +556,6 @@ fn check_deadlock_report(out: &Output) -> Result<(), String> {
 /// `racy_env` prints times, random bytes, its pid and tid and several addresses: under
 /// `--repeatable=yes` every run prints the same line (dynamic PIE and static builds).
 #[test]
-#[ignore = "TODO(#3): --repeatable is not implemented yet"]
 fn racy_env_is_repeatable() {
     let g = special("racy_env");
     let mut problems = Vec::new();
@@ -629,7 +628,6 @@ fn field_differences(a: &str, b: &str) -> String {
 
 /// The random bytes of a repeatable run come from `--seed`: another seed, other bytes.
 #[test]
-#[ignore = "TODO(#3): --repeatable is not implemented yet"]
 fn repeatable_seed_changes_random_bytes() {
     let g = special("racy_env");
     let cmd = g.cmd(build(g, "pie"));

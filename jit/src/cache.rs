@@ -78,6 +78,8 @@ pub enum ExitKind {
     Cpuid,
     /// An instruction the engine cannot run, at `pc`.
     Unsupported,
+    /// `rdtsc` or `rdtscp` at `pc` with a virtual time-stamp counter; `target` is after it.
+    Rdtsc,
     /// The thread's quantum ran out at the start of the block at `target` (not yet run).
     Preempt,
     /// The block could not be continued: the next instruction at `target` could not be
@@ -124,6 +126,8 @@ pub struct CodeCache {
     pub stats: CacheStats,
     /// Whether new translations count blocks against the thread's quantum.
     pub(crate) preempt: bool,
+    /// Whether `rdtsc`/`rdtscp` exit to the runtime (repeatable runs) instead of running.
+    pub virtual_tsc: bool,
 }
 
 /// Longest guest byte range one block may cover (bounds invalidation look-ups).

@@ -309,6 +309,13 @@ pub fn translate_limited(
                 end = next;
                 break;
             }
+            Mnemonic::Rdtsc | Mnemonic::Rdtscp if cache.virtual_tsc => {
+                b.map(&ins, Fixup::None);
+                let note = (ins.mnemonic() == Mnemonic::Rdtscp).then(|| "rdtscp".to_string());
+                b.leave(ExitKind::Rdtsc, ins.ip(), next, note);
+                end = next;
+                break;
+            }
             _ => {}
         }
         end = next;

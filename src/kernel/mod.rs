@@ -3,6 +3,7 @@
 pub mod guest_mem;
 pub mod memory;
 pub mod raw;
+pub mod repeat;
 pub mod sched;
 pub mod signals;
 pub mod syscall;

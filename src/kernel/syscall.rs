@@ -46,6 +46,17 @@ impl Runtime {
         // The syscall instruction itself clobbers rcx and r11.
         self.ctx.gpr[reg::RCX as usize] = self.ctx.rip;
         self.ctx.gpr[reg::R11 as usize] = self.ctx.rflags;
+        if self.p().repeat.is_some() {
+            let dev = match nr as i64 {
+                libc::SYS_open => self.random_device(a[0]),
+                libc::SYS_openat => self.random_device(a[1]),
+                _ => None,
+            };
+            if let Some(r) = dev.or_else(|| self.p().repeat.as_mut().and_then(|r| r.syscall(nr, a))) {
+                self.ctx.gpr[reg::RAX as usize] = r as u64;
+                return;
+            }
+        }
         let ret = match nr as i64 {
             libc::SYS_rt_sigreturn => {
                 if !self.sig.sigreturn(&mut self.ctx) {
@@ -314,6 +325,15 @@ impl Runtime {
         // SAFETY: NULL-terminated argument and environment arrays of live C strings.
         unsafe { libc::execve(exe.as_ptr(), pa.as_ptr(), pe.as_ptr()) };
         -(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::ENOEXEC) as i64)
+    }
+
+    /// In repeatable mode, /dev/urandom and /dev/random are files of seeded bytes.
+    fn random_device(&mut self, path: u64) -> Option<i64> {
+        let is_dev = matches!(guest_mem::read_cstr(path, 32).as_deref(), Some(b"/dev/urandom") | Some(b"/dev/random"));
+        if !is_dev {
+            return None;
+        }
+        self.p().repeat.as_mut()?.random_device(path)
     }
 
     fn is_self_exe(&self, p: u64) -> bool {

@@ -1,0 +1,232 @@
+//! Repeatable mode (`--repeatable=yes`): the inputs a program gets from the machine rather
+//! than from its user are pinned, so every run of the same command sees the same values.
+//!
+//! Pinned: address-space layout (ASLR off for rtgrind and the guest), AT_RANDOM, `getrandom`,
+//! reads of /dev/urandom and /dev/random (all from `--seed`), the clocks (`clock_gettime`,
+//! `gettimeofday`, `time`) and `rdtsc`/`rdtscp`, which advance by a fixed step per call from
+//! a fixed epoch; pids and tids (a pid namespace, where the system allows one).
+
+use super::guest_mem;
+
+/// 2001-09-09 01:46:40 UTC: the virtual clock's start.
+const EPOCH_NS: u64 = 1_000_000_000 * 1_000_000_000;
+/// How far the virtual clocks move per call.
+const STEP_NS: u64 = 1_000;
+const TSC_STEP: u64 = 2_500;
+
+pub struct Repeatable {
+    rng: u64,
+    clock_ns: u64,
+    tsc: u64,
+}
+
+fn splitmix(x: &mut u64) -> u64 {
+    *x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *x;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Turns ASLR off for this process and re-executes it (the layout of rtgrind itself is chosen
+/// before main runs). Returns only if ASLR is already off.
+pub fn ensure_no_aslr() {
+    const ADDR_NO_RANDOMIZE: libc::c_ulong = 0x0040000;
+    // SAFETY: personality(0xffffffff) only queries.
+    let cur = unsafe { libc::personality(0xffff_ffff) };
+    if cur < 0 || cur as libc::c_ulong & ADDR_NO_RANDOMIZE != 0 {
+        return;
+    }
+    // SAFETY: sets a flag that takes effect at the next execve.
+    unsafe { libc::personality(cur as libc::c_ulong | ADDR_NO_RANDOMIZE) };
+    let args: Vec<std::ffi::CString> =
+        std::env::args_os().map(|a| std::ffi::CString::new(a.into_encoded_bytes()).unwrap_or_default()).collect();
+    let mut argv: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
+    argv.push(std::ptr::null());
+    // SAFETY: NULL-terminated argv of live C strings; the environment is inherited.
+    unsafe { libc::execv(c"/proc/self/exe".as_ptr(), argv.as_ptr()) };
+    // If exec failed, run with ASLR on: values other than addresses are still pinned.
+}
+
+impl Repeatable {
+    pub fn new(seed: u64) -> Repeatable {
+        Repeatable { rng: seed ^ 0x5eed_0f_c0ffee, clock_ns: EPOCH_NS, tsc: 1 << 32 }
+    }
+
+    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
+        let mut v = Vec::with_capacity(n + 8);
+        while v.len() < n {
+            v.extend_from_slice(&splitmix(&mut self.rng).to_le_bytes());
+        }
+        v.truncate(n);
+        v
+    }
+
+    pub fn rdtsc(&mut self) -> u64 {
+        self.tsc += TSC_STEP;
+        self.tsc
+    }
+
+    fn now(&mut self) -> u64 {
+        self.clock_ns += STEP_NS;
+        self.clock_ns
+    }
+
+    /// The syscalls repeatable mode answers itself; None: not one of them.
+    pub fn syscall(&mut self, nr: u64, a: [u64; 6]) -> Option<i64> {
+        let fault = -(libc::EFAULT as i64);
+        match nr as i64 {
+            libc::SYS_getrandom => {
+                let n = (a[1] as usize).min(1 << 25);
+                let b = self.bytes(n);
+                Some(if guest_mem::write(a[0], &b) { n as i64 } else { fault })
+            }
+            libc::SYS_clock_gettime => {
+                let t = self.now();
+                let mut ts = [0u8; 16];
+                ts[..8].copy_from_slice(&(t / 1_000_000_000).to_le_bytes());
+                ts[8..].copy_from_slice(&(t % 1_000_000_000).to_le_bytes());
+                Some(if a[1] == 0 || guest_mem::write(a[1], &ts) { 0 } else { fault })
+            }
+            libc::SYS_gettimeofday => {
+                let t = self.now();
+                let mut tv = [0u8; 16];
+                tv[..8].copy_from_slice(&(t / 1_000_000_000).to_le_bytes());
+                tv[8..].copy_from_slice(&(t % 1_000_000_000 / 1000).to_le_bytes());
+                Some(if a[0] == 0 || guest_mem::write(a[0], &tv) { 0 } else { fault })
+            }
+            libc::SYS_time => {
+                let s = self.now() / 1_000_000_000;
+                Some(if a[0] == 0 || guest_mem::write_u64(a[0], s) { s as i64 } else { fault })
+            }
+            _ => None,
+        }
+    }
+
+    /// For open("/dev/urandom" or "/dev/random"): a file of seeded bytes instead.
+    pub fn random_device(&mut self, path: u64) -> Option<i64> {
+        let p = guest_mem::read_cstr(path, 32)?;
+        if p != b"/dev/urandom" && p != b"/dev/random" {
+            return None;
+        }
+        // SAFETY: memfd_create with a static name; the fd is handed to the guest.
+        let fd = unsafe { libc::memfd_create(c"rtgrind-random".as_ptr(), libc::MFD_CLOEXEC) };
+        if fd < 0 {
+            return Some(-(libc::EMFILE as i64));
+        }
+        let data = self.bytes(1 << 20);
+        // SAFETY: writing our own buffer to our own memfd, then rewinding it.
+        unsafe {
+            libc::write(fd, data.as_ptr() as *const libc::c_void, data.len());
+            libc::lseek(fd, 0, libc::SEEK_SET);
+        }
+        Some(fd as i64)
+    }
+}
+
+/// Gives the guest fixed process and thread ids: the program runs as pid 2 of a new pid
+/// namespace (pid 1 is a small rtgrind reaper that passes the exit status out), so getpid,
+/// gettid and everything derived from them are the same in every run. Needs the right to
+/// create a pid namespace (root, or unprivileged user namespaces); without it, pids stay the
+/// kernel's. Returns in the process that is to run the guest.
+pub fn enter_pid_namespace() {
+    // SAFETY: unshare only affects the pid namespace of this process's future children.
+    if unsafe { libc::unshare(libc::CLONE_NEWPID) } != 0 {
+        return;
+    }
+    // The reaper reports a death by signal through this pipe (an init cannot die of a
+    // signal it sends itself, and an exit code could be the guest's own).
+    let mut pipe = [0i32; 2];
+    // SAFETY: creating a pipe into a local array.
+    if unsafe { libc::pipe2(pipe.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return;
+    }
+    // SAFETY: fork in a single-threaded process (rtgrind has started no threads yet).
+    let init = unsafe { libc::fork() };
+    if init < 0 {
+        return;
+    }
+    if init > 0 {
+        // SAFETY: closing our copy of the write end.
+        unsafe { libc::close(pipe[1]) };
+        forward_signals_to(init);
+        std::process::exit(wait_and_replicate(init, pipe[0]));
+    }
+    // SAFETY: the reaper and the guest do not read the pipe.
+    unsafe { libc::close(pipe[0]) };
+    // pid 1 of the new namespace: run the guest as pid 2 and reap everything.
+    // SAFETY: as above.
+    let guest = unsafe { libc::fork() };
+    if guest == 0 {
+        // SAFETY: the guest does not report through the pipe.
+        unsafe { libc::close(pipe[1]) };
+        return;
+    }
+    if guest < 0 {
+        std::process::exit(crate::EXIT_INTERNAL);
+    }
+    forward_signals_to(guest);
+    loop {
+        let mut status = 0;
+        // SAFETY: waiting for any child of the namespace's init.
+        let pid = unsafe { libc::waitpid(-1, &mut status, 0) };
+        if pid == guest {
+            if libc::WIFSIGNALED(status) {
+                let sig = libc::WTERMSIG(status) as u8;
+                // SAFETY: one byte to the outer rtgrind.
+                unsafe { libc::write(pipe[1], &sig as *const u8 as *const libc::c_void, 1) };
+            }
+            // SAFETY: ends the reaper (and with it the namespace's remaining processes).
+            unsafe { libc::_exit(if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { 0 }) };
+        }
+        if pid < 0 {
+            // SAFETY: as above.
+            unsafe { libc::_exit(crate::EXIT_INTERNAL) };
+        }
+    }
+}
+
+static FORWARD_TO: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+extern "C" fn forward(sig: libc::c_int) {
+    // SAFETY: kill is async-signal-safe.
+    unsafe { libc::kill(FORWARD_TO.load(std::sync::atomic::Ordering::SeqCst), sig) };
+}
+
+/// Passes the signals a user sends to a command on to `pid`.
+fn forward_signals_to(pid: i32) {
+    FORWARD_TO.store(pid, std::sync::atomic::Ordering::SeqCst);
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT, libc::SIGUSR1, libc::SIGUSR2] {
+        // SAFETY: installing an async-signal-safe handler.
+        unsafe { libc::signal(sig, forward as *const () as libc::sighandler_t) };
+    }
+}
+
+/// Waits for the namespace's init and ends this process the way the guest ended.
+fn wait_and_replicate(init: i32, pipe: i32) -> i32 {
+    let mut status = 0;
+    loop {
+        // SAFETY: waiting for our own child.
+        let r = unsafe { libc::waitpid(init, &mut status, 0) };
+        if r == init || (r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR)) {
+            break;
+        }
+    }
+    let code = if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { crate::EXIT_INTERNAL };
+    let mut sig_byte = 0u8;
+    // SAFETY: reading one byte from our pipe; the writer has exited, so this cannot block.
+    if unsafe { libc::read(pipe, &mut sig_byte as *mut u8 as *mut libc::c_void, 1) } == 1 {
+        let sig = sig_byte as i32;
+        // SAFETY: default action, unblocked, then raise: die of the guest's signal.
+        unsafe {
+            libc::signal(sig, libc::SIG_DFL);
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, sig);
+            libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+            libc::kill(libc::getpid(), sig);
+        }
+        return 128 + sig;
+    }
+    code
+}
