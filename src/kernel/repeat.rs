@@ -20,7 +20,8 @@ pub struct Repeatable {
     tsc: u64,
 }
 
-fn splitmix(x: &mut u64) -> u64 {
+/// SplitMix64: a small, fast, well-mixed generator for seeded (reproducible) choices.
+pub(crate) fn splitmix(x: &mut u64) -> u64 {
     *x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
     let mut z = *x;
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);

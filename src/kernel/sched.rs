@@ -17,6 +17,7 @@
 //! waiter with a pending signal is interrupted; otherwise every live thread waits on a futex
 //! forever, which is reported as a deadlock.
 
+use super::repeat::splitmix;
 use super::signals::Inbox;
 use std::collections::VecDeque;
 use std::io::Write;
@@ -100,13 +101,6 @@ fn park<'a>(mut st: MutexGuard<'a, State>, cv: &Condvar, me: usize) -> MutexGuar
     st
 }
 
-fn splitmix(x: &mut u64) -> u64 {
-    *x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *x;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
 
 impl Scheduler {
     /// A scheduler whose only thread (index 0, the main thread) holds the baton.
