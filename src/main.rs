@@ -1,6 +1,8 @@
 //! rtgrind: runs an x86-64 Linux program under a JIT and, with its tools, finds the root cause
 //! of a failure by altering executions and re-running them.
 
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 mod cli;
 mod kernel;
 mod loader;

@@ -65,7 +65,7 @@ impl Asm {
     /// Pads with nops so that after `prefix_len` more bytes the position is 4-aligned: rel32
     /// fields that are patched later must be naturally aligned so a patch is atomic.
     pub fn align_rel32(&mut self, prefix_len: usize) {
-        while (self.here() as usize + prefix_len) % 4 != 0 {
+        while !(self.here() as usize + prefix_len).is_multiple_of(4) {
             self.buf.push(0x90);
         }
     }

@@ -2,6 +2,8 @@
 //! their control transfers rewritten, links blocks together and switches between host and
 //! guest state. It knows nothing of Linux policy or of what tools do with the hooks it offers.
 
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 pub mod cache;
 pub mod context;
 pub mod cpuid;

@@ -185,7 +185,7 @@ impl GuestMemory {
         let len = page_up(len);
         let fixed = flags & libc::MAP_FIXED != 0 && flags & libc::MAP_FIXED_NOREPLACE == 0;
         if fixed {
-            if addr % PAGE != 0 {
+            if !addr.is_multiple_of(PAGE) {
                 return -libc::EINVAL as i64;
             }
             if let Err(e) = self.claim_gaps(addr, addr + len) {
@@ -209,7 +209,7 @@ impl GuestMemory {
     /// The guest's `munmap`: only guest-owned pieces are unmapped; other parts are left alone
     /// (they are free, or they are rtgrind's and the guest must not unmap them).
     pub fn guest_munmap(&mut self, addr: u64, len: u64) -> i64 {
-        if addr % PAGE != 0 || len == 0 {
+        if !addr.is_multiple_of(PAGE) || len == 0 {
             return -libc::EINVAL as i64;
         }
         let end = addr.saturating_add(page_up(len));
@@ -223,7 +223,7 @@ impl GuestMemory {
 
     /// The guest's `mprotect`. Write-protected code pages keep PROT_WRITE off for real.
     pub fn guest_mprotect(&mut self, addr: u64, len: u64, prot: i32) -> i64 {
-        if addr % PAGE != 0 {
+        if !addr.is_multiple_of(PAGE) {
             return -libc::EINVAL as i64;
         }
         let end = addr.saturating_add(page_up(len));
@@ -345,6 +345,13 @@ impl GuestMemory {
 
 }
 
+impl GuestMemory {
+    /// Start of the lowest region backed by the file `name` (a module's load address).
+    pub fn lowest_start_named(&self, name: &str) -> Option<u64> {
+        self.regions.iter().find(|(_, r)| r.name.as_deref() == Some(name)).map(|(&s, _)| s)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -358,12 +365,5 @@ mod tests {
         m.add(0x2000, 0x1000, libc::PROT_EXEC | libc::PROT_READ, None);
         assert_eq!(m.exec_len(0x2000, 0x10000), 0x1000);
         assert_eq!(m.pieces(0x0, 0x10000).len(), 3);
-    }
-}
-
-impl GuestMemory {
-    /// Start of the lowest region backed by the file `name` (a module's load address).
-    pub fn lowest_start_named(&self, name: &str) -> Option<u64> {
-        self.regions.iter().find(|(_, r)| r.name.as_deref() == Some(name)).map(|(&s, _)| s)
     }
 }

@@ -70,5 +70,5 @@ pub unsafe fn guarded_syscall6(nr: u64, a: [u64; 6]) -> i64 {
 /// If `pc` is inside a guarded syscall that has not started, where to resume instead.
 pub fn guarded_cancel_target(pc: u64) -> Option<u64> {
     let (b, i) = (rtg_guarded_begin as *const () as u64, rtg_guarded_insn as *const () as u64);
-    (pc >= b && pc <= i).then(|| rtg_guarded_bail as *const () as u64)
+    (pc >= b && pc <= i).then_some(rtg_guarded_bail as *const () as u64)
 }

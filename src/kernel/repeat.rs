@@ -51,7 +51,7 @@ pub fn ensure_no_aslr() {
 
 impl Repeatable {
     pub fn new(seed: u64) -> Repeatable {
-        Repeatable { rng: seed ^ 0x5eed_0f_c0ffee, clock_ns: EPOCH_NS, tsc: 1 << 32 }
+        Repeatable { rng: seed ^ 0x05ee_d0fc_0ffe, clock_ns: EPOCH_NS, tsc: 1 << 32 }
     }
 
     pub fn bytes(&mut self, n: usize) -> Vec<u8> {

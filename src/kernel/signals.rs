@@ -407,7 +407,7 @@ impl Signals {
         put(&mut uc, mc + 17 * 8, ctx.rflags);
         put(&mut uc, mc + 18 * 8, 0x002b_0000_0000_0033); // cs=0x33 gs=0 fs=0 ss=0x2b
         let (trapno, err) = match sig {
-            libc::SIGSEGV | libc::SIGBUS if info.code() > 0 => (14, 4 | 0),
+            libc::SIGSEGV | libc::SIGBUS if info.code() > 0 => (14, 4),
             libc::SIGFPE => (0, 0),
             libc::SIGILL => (6, 0),
             libc::SIGTRAP => (3, 0),
@@ -592,7 +592,9 @@ extern "sysv64" fn host_handler(sig: i32, info: *mut libc::siginfo_t, ucv: *mut 
     if sync {
         if !in_cache {
             let what = if dispatch::in_dispatch_code(pc) { "the dispatcher" } else { "rtgrind itself" };
-            let msg = format!("rtgrind: internal error: signal {sig} in {what} at host pc {pc:#x} (address {:#x})\n", unsafe { info.si_addr() } as u64);
+            // SAFETY: si_addr is valid to read for the fault signals this branch handles.
+            let addr = unsafe { info.si_addr() } as u64;
+            let msg = format!("rtgrind: internal error: signal {sig} in {what} at host pc {pc:#x} (address {addr:#x})\n");
             raw_write_stderr(msg.as_bytes());
             // SAFETY: terminating the process.
             unsafe { libc::_exit(125) };

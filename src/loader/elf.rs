@@ -178,7 +178,7 @@ fn map_object(path: &Path, bytes: &[u8], elf: &Elf, pie_base: Option<u64>, mem: 
         let mem_end = va + p.p_memsz;
         if p.p_filesz > 0 {
             let len = ((delta + p.p_filesz) + PAGE - 1) & !(PAGE - 1);
-            mem.map_file_fixed(page, len, prot | libc::PROT_WRITE * ((p.p_memsz > p.p_filesz) as i32), fd, p.p_offset - delta, &name)
+            mem.map_file_fixed(page, len, prot | (libc::PROT_WRITE * ((p.p_memsz > p.p_filesz) as i32)), fd, p.p_offset - delta, &name)
                 .map_err(|e| LoadError::Map(name.clone(), e))?;
             if p.p_memsz > p.p_filesz {
                 // Zero the rest of the last file page, like the kernel: the start of .bss, and
