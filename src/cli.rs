@@ -59,6 +59,11 @@ pub struct Cli {
     #[arg(long, default_value_t = 0, help_heading = "Repeatable runs")]
     pub seed: u64,
 
+    /// Stop before thread THREAD (0 = main, then in creation order) runs its INSTANCE-th
+    /// translated block, and dump its registers.
+    #[arg(long, value_name = "THREAD:INSTANCE", help_heading = "Repeatable runs")]
+    pub stop_at: Option<String>,
+
     /// The program to run, and its arguments.
     #[arg(required = true, num_args = 1.., value_name = "PROG [ARGS]...")]
     pub command: Vec<std::ffi::OsString>,

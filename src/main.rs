@@ -171,12 +171,28 @@ fn main() {
         sched,
         contexts: Vec::new(),
         repeat,
+        stop_at: cli.stop_at.as_deref().map(parse_stop_at),
     }));
+    if process.stop_at.is_some() {
+        // Instances are counts of block entries: count every one from the start.
+        process.cache.set_preemption(true);
+        process.cache.count_all = true;
+    }
     let ctx_ptr = &mut *ctx as *mut rtgrind_jit::ThreadContext;
     process.contexts.push(ctx_ptr);
+    ctx.quantum = 0;
     let mut rt = Box::new(run::Runtime::new(ctx, sig, 0, process));
-    rt.ctx.quantum = cli.quantum;
+    rt.set_quantum(cli.quantum);
     rt.run();
+}
+
+/// `--stop-at=THREAD:INSTANCE`, validated.
+fn parse_stop_at(spec: &str) -> (usize, u64) {
+    let parsed = spec.split_once(':').and_then(|(t, n)| Some((t.parse().ok()?, n.parse().ok()?)));
+    match parsed {
+        Some((t, n)) if n > 0 => (t, n),
+        _ => fail(&format!("invalid --stop-at value '{spec}' (expected THREAD:INSTANCE, e.g. 0:1000)"), EXIT_USAGE),
+    }
 }
 
 /// `--sched=rr|random:SEED|pct:SEED:DEPTH|replay:FILE`, validated.

@@ -49,6 +49,8 @@ pub struct Process {
     pub contexts: Vec<*mut ThreadContext>,
     /// Pinned clocks and random bytes (`--repeatable=yes`).
     pub repeat: Option<crate::kernel::repeat::Repeatable>,
+    /// `--stop-at=THREAD:INSTANCE`: stop before that thread's INSTANCE-th block runs.
+    pub stop_at: Option<(usize, u64)>,
 }
 
 /// One guest thread.
@@ -63,6 +65,13 @@ pub struct Runtime {
     pub interrupted_syscall: Option<u64>,
     /// Mask to save in the next signal frame instead of the current one (rt_sigsuspend).
     pub saved_mask: Option<u64>,
+    /// Blocks this thread entered under quanta it no longer runs on (its instance count is
+    /// `blocks_done + granted - ctx.quantum`).
+    pub blocks_done: u64,
+    /// The quantum last granted.
+    pub granted: u64,
+    /// Enter the next block past its count (it was counted when it preempted the thread).
+    pub skip_count: bool,
     /// Guest pc of an instruction that faulted writing to a code page: it is run next as a
     /// one-instruction translation that leaves the page writable, so an instruction that
     /// writes into its own page makes progress instead of faulting forever.
@@ -91,7 +100,20 @@ impl CodeSource for Source<'_> {
 
 impl Runtime {
     pub fn new(ctx: Box<ThreadContext>, sig: Signals, index: usize, process: *mut Process) -> Runtime {
-        Runtime { ctx, sig, index, clear_child_tid: 0, interrupted_syscall: None, saved_mask: None, smc_step: None, process }
+        let granted = ctx.quantum;
+        Runtime {
+            ctx,
+            sig,
+            index,
+            clear_child_tid: 0,
+            interrupted_syscall: None,
+            saved_mask: None,
+            blocks_done: 0,
+            granted,
+            skip_count: false,
+            smc_step: None,
+            process,
+        }
     }
 
     /// The process state. Only the thread holding the scheduler's baton may call this, and
@@ -121,11 +143,30 @@ impl Runtime {
         Ok(id)
     }
 
-    /// Where to enter the translation of `pc` (with its preemption count), translating it
-    /// if needed.
+    /// Where to enter the translation of `pc` (with its preemption count, unless it was
+    /// already counted), translating it if needed.
     fn translation(&mut self, pc: u64) -> Result<u64, TranslateError> {
         let b = self.block_for(pc)?;
-        Ok(self.p().cache.block(b).check_entry)
+        let skip = std::mem::take(&mut self.skip_count);
+        let block = self.p().cache.block(b);
+        Ok(if skip { block.body } else { block.check_entry })
+    }
+
+    /// This thread's instance count: blocks it has entered (counted translations only).
+    pub fn instance(&self) -> u64 {
+        self.blocks_done + self.granted - self.ctx.quantum
+    }
+
+    /// Runs on a new quantum `q` from the scheduler, capped so a `--stop-at` instance of
+    /// this thread ends a quantum exactly there.
+    pub fn set_quantum(&mut self, q: u64) {
+        self.blocks_done = self.instance();
+        let q = match self.p().stop_at {
+            Some((t, n)) if t == self.index && n > self.blocks_done => q.min(n - self.blocks_done),
+            _ => q,
+        };
+        self.granted = q;
+        self.ctx.quantum = q;
     }
 
     /// A one-instruction translation of `pc` whose page is not write-protected (see `smc_step`).
@@ -218,8 +259,12 @@ impl Runtime {
                     match kind {
                         ExitKind::Direct | ExitKind::Fetch => link_from = Some(id),
                         ExitKind::Preempt => {
+                            self.skip_count = true;
+                            if self.p().stop_at == Some((self.index, self.instance())) {
+                                self.stop_here();
+                            }
                             let q = self.p().sched.preempt(self.index, target);
-                            self.ctx.quantum = q;
+                            self.set_quantum(q);
                         }
                         ExitKind::Syscall => {
                             self.p().stats.syscalls += 1;
@@ -350,6 +395,21 @@ impl Runtime {
             libc::syscall(libc::SYS_kill, libc::getpid(), sig);
             libc::_exit(128 + sig);
         }
+    }
+
+    /// `--stop-at` reached: report where, dump the registers, end the run.
+    fn stop_here(&mut self) -> ! {
+        let (pc, n) = (self.ctx.rip, self.instance());
+        let p = self.p();
+        let place = p.report.describe_pc(pc, &p.mem);
+        p.report.line(&format!("stop-at: thread {} instance {n}: before the block at {pc:#x}{place}", self.index));
+        const NAMES: [&str; 16] = ["rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi", "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15"];
+        for row in NAMES.iter().zip(self.ctx.gpr).collect::<Vec<_>>().chunks(4) {
+            let line = row.iter().map(|(n, v)| format!("{n:>3}={v:#018x}")).collect::<Vec<_>>().join(" ");
+            p.report.line(&format!("stop-at: {line}"));
+        }
+        p.report.line(&format!("stop-at: rip={pc:#018x} rflags={:#x} fs_base={:#x}", self.ctx.rflags, self.ctx.fs_base));
+        self.finish_and_exit(0)
     }
 
     pub fn print_stats(&mut self) {

@@ -655,3 +655,56 @@ fn repeatable_seed_changes_random_bytes() {
         "getrandom returned the same bytes under --seed=1 and --seed=2"
     );
 }
+
+/// `--stop-at=THREAD:INSTANCE` lines of one run (the `stop-at:` report and register dump).
+fn stop_at_report(prog: &Path, opts: &[&str]) -> Vec<String> {
+    let mut all = vec!["-q", "--tool=none", "--repeatable=yes"];
+    all.extend_from_slice(opts);
+    let out = run_rtgrind(&all, &common::Cmd::new(prog));
+    assert_no_panic(&out);
+    common::assert_exit(&out, 0);
+    let lines: Vec<String> = out
+        .stderr_str()
+        .lines()
+        .filter_map(|l| l.split_once("== stop-at: ").map(|(_, r)| r.to_string()))
+        .collect();
+    assert!(lines.len() >= 5, "no stop-at report with registers:\n{}", out.describe());
+    lines
+}
+
+/// Instance 1 of the main thread is the very first block: the interpreter's entry point.
+#[test]
+fn stop_at_first_instance_is_the_entry_point() {
+    let g = special("racy_counter");
+    let exe = build(g, "pie");
+    let lines = stop_at_report(exe, &["--stop-at=0:1"]);
+    let interp = std::fs::read(exe).unwrap();
+    let elf = String::from_utf8_lossy(&interp);
+    assert!(elf.contains("ld-linux-x86-64.so.2"), "a dynamic PIE is expected");
+    // ld.so's entry, as rtgrind names it in the report: module+offset of e_entry.
+    let ld = std::fs::read("/lib64/ld-linux-x86-64.so.2").unwrap();
+    let entry = u64::from_le_bytes(ld[24..32].try_into().unwrap());
+    let want = format!("ld-linux-x86-64.so.2+{entry:#x})");
+    assert!(
+        lines[0].starts_with("thread 0 instance 1: before the block at ") && lines[0].ends_with(&want),
+        "first line {:?} does not name ld.so's entry {want}",
+        lines[0]
+    );
+}
+
+/// The same instance gives the same registers in every repeatable run, another instance
+/// other ones; a non-main thread's instances work the same way under a seeded schedule.
+#[test]
+fn stop_at_names_the_same_instance_in_every_run() {
+    let g = special("racy_counter");
+    let exe = build(g, "pie");
+    let a = stop_at_report(exe, &["--stop-at=0:20000"]);
+    let b = stop_at_report(exe, &["--stop-at=0:20000"]);
+    assert_eq!(a, b, "two runs stopped at 0:20000 differ");
+    let c = stop_at_report(exe, &["--stop-at=0:20001"]);
+    assert_ne!(a, c, "instances 20000 and 20001 look the same");
+    let sched = ["--sched=random:11", "--quantum=300", "--stop-at=1:5000"];
+    let t1 = stop_at_report(exe, &sched);
+    assert!(t1[0].starts_with("thread 1 instance 5000:"), "{:?}", t1[0]);
+    assert_eq!(t1, stop_at_report(exe, &sched), "thread 1's instance 5000 differs between runs");
+}

@@ -128,6 +128,9 @@ pub struct CodeCache {
     pub(crate) preempt: bool,
     /// Whether `rdtsc`/`rdtscp` exit to the runtime (repeatable runs) instead of running.
     pub virtual_tsc: bool,
+    /// Whether every block entry is counted (forward links too), so a thread's count names
+    /// each block it executes (instance names for `--stop-at`).
+    pub count_all: bool,
 }
 
 /// Longest guest byte range one block may cover (bounds invalidation look-ups).
@@ -246,7 +249,7 @@ impl CodeCache {
             return false;
         }
         let b = &self.blocks[to as usize];
-        let host = if ex.target <= ex.pc { b.check_entry } else { b.body };
+        let host = if ex.target <= ex.pc || self.count_all { b.check_entry } else { b.body };
         let site = ex.patch_site;
         if !self.write_rel32(site, host) {
             return false;

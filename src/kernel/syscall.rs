@@ -125,7 +125,8 @@ impl Runtime {
                     // SAFETY: rt_sigsuspend with a mask we own; fault signals stay unblocked.
                     let _ = unsafe { guarded_syscall6(nr, [&real as *const u64 as u64, 8, 0, 0, 0, 0]) };
                     if threads {
-                        self.ctx.quantum = self.p().sched.syscall_end(self.index);
+                        let q = self.p().sched.syscall_end(self.index);
+                        self.set_quantum(q);
                     }
                 }
                 self.sig.mask = m;
@@ -166,7 +167,8 @@ impl Runtime {
                 self.p().sched.syscall_begin(self.index, nr, pc);
                 // SAFETY: as in `passthrough`; the process state is not touched meanwhile.
                 let r = if self.sig.pending_under(self.sig.mask) { -(libc::EINTR as i64) } else { unsafe { guarded_syscall6(nr, a) } };
-                self.ctx.quantum = self.p().sched.syscall_end(self.index);
+                let q = self.p().sched.syscall_end(self.index);
+                        self.set_quantum(q);
                 r
             }
             _ if may_block(nr) => {

@@ -42,7 +42,7 @@ impl Runtime {
             // From now on translations count blocks; the existing ones do not, so they go.
             self.p().cache.set_preemption(true);
             self.flush_lookup_tables();
-            self.ctx.quantum = quantum;
+            self.set_quantum(quantum);
         }
         let mut ctx = ThreadContext::new_boxed();
         ctx.gpr = self.ctx.gpr;
@@ -55,11 +55,11 @@ impl Runtime {
         ctx.fs_base = if flags & libc::CLONE_SETTLS as u64 != 0 { a[4] } else { self.ctx.fs_base };
         ctx.gs_base = self.ctx.gs_base;
         ctx.xsave.0.copy_from_slice(&self.ctx.xsave.0);
-        ctx.quantum = quantum;
         // Threads start without an alternate signal stack (Linux clears it for CLONE_VM).
         let sig = Signals::for_thread(self.sig.actions.clone(), self.sig.mask, (0, libc::SS_DISABLE, 0));
         let index = self.p().sched.add_thread(0, sig.inbox.clone(), self.sig.mask);
         let ctx_ptr = &mut *ctx as *mut ThreadContext;
+        ctx.quantum = 0;
         let mut rt = Box::new(Runtime::new(ctx, sig, index, self.process_ptr()));
         if flags & libc::CLONE_CHILD_CLEARTID as u64 != 0 {
             rt.clear_child_tid = a[3];
@@ -73,7 +73,7 @@ impl Runtime {
             let tid = unsafe { syscall6(libc::SYS_gettid as u64, [0; 6]) } as i32;
             let _ = tx.send(tid);
             let q = rt.0.p().sched.syscall_end(rt.0.index);
-            rt.0.ctx.quantum = q;
+            rt.0.set_quantum(q);
             rt.0.run()
         });
         if spawned.is_err() {
@@ -138,7 +138,7 @@ impl Runtime {
                     Some(v) if v != val => -(libc::EAGAIN as i64),
                     Some(_) => match self.p().sched.futex_wait(self.index, addr, bitset, a[3] != 0, pc) {
                         Ok((r, q)) => {
-                            self.ctx.quantum = q;
+                            self.set_quantum(q);
                             if r == -(libc::EINTR as i64) {
                                 self.interrupted_syscall = Some(libc::SYS_futex as u64);
                             }
