@@ -82,6 +82,9 @@ fn main() {
         kernel::repeat::ensure_no_aslr();
         kernel::repeat::enter_pid_namespace();
     }
+    if !rtgrind_jit::dispatch::host_has_bmi2() {
+        fail("this CPU lacks BMI2, which rtgrind's translations use (x86-64-v3: Haswell or later)", EXIT_INTERNAL);
+    }
     if !rtgrind_jit::dispatch::host_supported() {
         fail("this machine's kernel does not allow FSGSBASE instructions in user space (Linux 5.9+ needed)", EXIT_INTERNAL);
     }

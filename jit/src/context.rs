@@ -153,7 +153,8 @@ impl ThreadContext {
     /// Hash slot of a guest indirect-branch target in the inline table.
     #[inline]
     pub fn ibl_slot(target: u64) -> usize {
-        (target & (IBL_ENTRIES as u64 - 1)) as usize
+        // Must match `Asm::ibl_hash_rdx_to_ecx`.
+        (target.rotate_right(16).wrapping_add(target) & (IBL_ENTRIES as u64 - 1)) as usize
     }
 
     /// Records `guest -> host` in the inline table (replacing whatever shared the slot).

@@ -234,6 +234,11 @@ pub fn host_supported() -> bool {
     (unsafe { libc::getauxval(libc::AT_HWCAP2) } & HWCAP2_FSGSBASE) != 0
 }
 
+/// Whether the CPU has BMI2 (`rorx` in the inline lookup; Haswell and later).
+pub fn host_has_bmi2() -> bool {
+    std::arch::x86_64::__cpuid_count(7, 0).ebx & (1 << 8) != 0
+}
+
 /// Runs translated code at host address `target` with the guest state in `ctx` until an exit.
 /// On return `ctx` holds the guest state, `ctx.exit_id` says why, `ctx.next_rip` where to go.
 ///

@@ -182,9 +182,13 @@ impl Asm {
         self.store_rsp_imm32(-4, (v >> 32) as u32);
         self.lea_rsp(-8);
     }
-    /// `movzx ecx, dx`
-    pub fn movzx_ecx_dx(&mut self) {
-        self.bytes(&[0x0f, 0xb7, 0xca]);
+    /// `ecx = ((rdx ror 16) + rdx) & 0xffff`: the inline lookup table's hash of the target in
+    /// rdx (`ThreadContext::ibl_slot`), flag-free (BMI2 `rorx`, `lea`, `movzx`). Mixing bits
+    /// 16-31 into the index matters: hot targets in a large library often share their low 16.
+    pub fn ibl_hash_rdx_to_ecx(&mut self) {
+        self.bytes(&[0xc4, 0xe3, 0xfb, 0xf0, 0xca, 0x10]); // rorx rcx, rdx, 16
+        self.lea_rcx_rcx_rdx();
+        self.bytes(&[0x0f, 0xb7, 0xc9]); // movzx ecx, cx
     }
     /// `mov rcx, gs:[disp + rcx*8]`
     pub fn load_gs_rcx_index(&mut self, disp: usize) {
@@ -280,7 +284,7 @@ mod tests {
         a.lea_rsp(-8);
         a.lea_rsp(0x200);
         a.push_imm64(0x7fff_0000_1234);
-        a.movzx_ecx_dx();
+        a.ibl_hash_rdx_to_ecx();
         a.lea_rcx_rcx_rdx();
         a.lea_rcx_minus_1();
         a.sub_gs_1(0x100);
@@ -298,7 +302,9 @@ mod tests {
                 "mov dword [rsp-8],1234h",
                 "mov dword [rsp-4],7FFFh",
                 "lea rsp,[rsp-8]",
-                "movzx ecx,dx",
+                "rorx rcx,rdx,10h",
+                "lea rcx,[rcx+rdx]",
+                "movzx ecx,cx",
                 "lea rcx,[rcx+rdx]",
                 "lea rcx,[rcx-1]",
                 "sub qword [gs:100h],1",

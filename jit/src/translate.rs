@@ -511,13 +511,13 @@ fn indirect(b: &mut BlockBuilder, encoder: &mut Encoder, ins: &Instruction, lite
         }
     }
     let hit = b.asm.new_label();
-    b.asm.movzx_ecx_dx();
+    b.asm.ibl_hash_rdx_to_ecx();
     b.asm.load_gs_rcx_index(OFF_IBL_KEYS);
     b.asm.lea_rcx_rcx_rdx();
     b.asm.jrcxz_label(hit);
     b.asm.jmp_gs(OFF_IBL_MISS);
     // A hit jumps to the target's lookup prefix, which restores rcx and rdx.
     b.asm.bind(hit);
-    b.asm.movzx_ecx_dx();
+    b.asm.ibl_hash_rdx_to_ecx();
     b.asm.jmp_gs_rcx_index(OFF_IBL_VALS);
 }
