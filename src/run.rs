@@ -200,7 +200,6 @@ impl Runtime {
     /// Runs the guest thread until the process exits or the thread does; never returns.
     pub fn run(&mut self) -> ! {
         dispatch::install_context(&mut self.ctx);
-        Signals::rebind(&mut self.p().cache);
         let mut link_from: Option<ExitId> = None;
         loop {
             self.ctx.pending = 0;
@@ -257,7 +256,7 @@ impl Runtime {
                     let (kind, pc, target) = (exit.kind, exit.pc, exit.target);
                     self.ctx.rip = target;
                     match kind {
-                        ExitKind::Direct | ExitKind::Fetch => link_from = Some(id),
+                        ExitKind::Direct => link_from = Some(id),
                         ExitKind::Preempt => {
                             self.skip_count = true;
                             if self.p().stop_at == Some((self.index, self.instance())) {
@@ -380,21 +379,7 @@ impl Runtime {
         p.report.line(&line);
         self.print_stats();
         self.p().report.flush();
-        let sig = info.sig;
-        // SAFETY: restoring the default action and raising the signal ends the process the
-        // same way the guest would have ended natively.
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = libc::SIG_DFL;
-            libc::sigaction(sig, &sa, std::ptr::null_mut());
-            let mut set: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut set);
-            libc::sigaddset(&mut set, sig);
-            libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
-            // Not raise(): after a raw fork, libc's cached thread id is the parent's.
-            libc::syscall(libc::SYS_kill, libc::getpid(), sig);
-            libc::_exit(128 + sig);
-        }
+        crate::kernel::raw::die_of_signal(info.sig)
     }
 
     /// `--stop-at` reached: report where, dump the registers, end the run.

@@ -82,9 +82,6 @@ pub enum ExitKind {
     Rdtsc,
     /// The thread's quantum ran out at the start of the block at `target` (not yet run).
     Preempt,
-    /// The block could not be continued: the next instruction at `target` could not be
-    /// fetched (unmapped, not executable) or is not valid code.
-    Fetch,
 }
 
 #[derive(Clone, Debug)]

@@ -82,7 +82,6 @@ pub struct ThreadContext {
     /// Spill slots for instrumentation and the inline lookup.
     pub save_rcx: u64,
     pub save_rdx: u64,
-    pub ibl_jmp: u64,
     pub scratch: [u64; 4],
     /// This context's own address (the `gs` base).
     pub self_ptr: u64,
@@ -114,7 +113,6 @@ pub const OFF_NEXT_RIP: usize = offset_of!(ThreadContext, next_rip);
 pub const OFF_EXIT_ID: usize = offset_of!(ThreadContext, exit_id);
 pub const OFF_SAVE_RCX: usize = offset_of!(ThreadContext, save_rcx);
 pub const OFF_SAVE_RDX: usize = offset_of!(ThreadContext, save_rdx);
-pub const OFF_IBL_JMP: usize = offset_of!(ThreadContext, ibl_jmp);
 pub const OFF_SCRATCH: usize = offset_of!(ThreadContext, scratch);
 pub const OFF_PENDING: usize = offset_of!(ThreadContext, pending);
 pub const OFF_QUANTUM: usize = offset_of!(ThreadContext, quantum);
@@ -170,18 +168,6 @@ impl ThreadContext {
         self.ibl_keys.iter_mut().for_each(|k| *k = 0);
         self.ibl_vals.iter_mut().for_each(|v| *v = null);
     }
-
-    /// Removes entries whose guest target lies in `[start, end)`.
-    pub fn ibl_remove_range(&mut self, start: u64, end: u64) {
-        let null = crate::dispatch::ibl_null_addr();
-        for s in 0..IBL_ENTRIES {
-            let g = self.ibl_keys[s].wrapping_neg();
-            if self.ibl_keys[s] != 0 && g >= start && g < end {
-                self.ibl_keys[s] = 0;
-                self.ibl_vals[s] = null;
-            }
-        }
-    }
 }
 
 #[cfg(test)]
@@ -205,7 +191,7 @@ mod tests {
         c.ibl_insert(0x401000, 0x1234);
         let s = ThreadContext::ibl_slot(0x401000);
         assert_eq!(c.ibl_keys[s].wrapping_add(0x401000), 0);
-        c.ibl_remove_range(0x401000, 0x401001);
+        c.ibl_clear();
         assert_eq!(c.ibl_keys[s], 0);
     }
 }

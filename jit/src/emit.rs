@@ -170,18 +170,6 @@ impl Asm {
             self.u32(disp as u32);
         }
     }
-    /// `mov dword [rsp + disp8], imm32`
-    pub fn store_rsp_imm32(&mut self, disp: i8, imm: u32) {
-        self.bytes(&[0xc7, 0x44, 0x24, disp as u8]);
-        self.u32(imm);
-    }
-    /// Writes a 64-bit value just below rsp and then moves rsp down: a `push imm64` whose
-    /// store happens before rsp changes, so a faulting store leaves the guest state intact.
-    pub fn push_imm64(&mut self, v: u64) {
-        self.store_rsp_imm32(-8, v as u32);
-        self.store_rsp_imm32(-4, (v >> 32) as u32);
-        self.lea_rsp(-8);
-    }
     /// `ecx = ((rdx ror 16) + rdx) & 0xffff`: the inline lookup table's hash of the target in
     /// rdx (`ThreadContext::ibl_slot`), flag-free (BMI2 `rorx`, `lea`, `movzx`). Mixing bits
     /// 16-31 into the index matters: hot targets in a large library often share their low 16.
@@ -283,7 +271,6 @@ mod tests {
         a.pop(9);
         a.lea_rsp(-8);
         a.lea_rsp(0x200);
-        a.push_imm64(0x7fff_0000_1234);
         a.ibl_hash_rdx_to_ecx();
         a.lea_rcx_rcx_rdx();
         a.lea_rcx_minus_1();
@@ -299,9 +286,6 @@ mod tests {
                 "pop r9",
                 "lea rsp,[rsp-8]",
                 "lea rsp,[rsp+200h]",
-                "mov dword [rsp-8],1234h",
-                "mov dword [rsp-4],7FFFh",
-                "lea rsp,[rsp-8]",
                 "rorx rcx,rdx,10h",
                 "lea rcx,[rcx+rdx]",
                 "movzx ecx,cx",

@@ -20,6 +20,24 @@ pub unsafe fn syscall6(nr: u64, a: [u64; 6]) -> i64 {
     ret
 }
 
+/// Ends the process by `sig` the way the native program would have died of it: default
+/// disposition, signal unblocked, sent to ourselves (exit status 128+sig if it does not kill).
+/// Raw syscalls only, so it is async-signal-safe and works for the signals glibc reserves,
+/// and `kill(getpid())` rather than raise(), whose cached thread id is stale after a raw fork.
+pub fn die_of_signal(sig: i32) -> ! {
+    let dfl: [u64; 4] = [libc::SIG_DFL as u64, 0, 0, 0];
+    let unblock: u64 = 1 << (sig - 1);
+    // SAFETY: these calls change only this process's disposition and mask for `sig`, then end it.
+    unsafe {
+        syscall6(libc::SYS_rt_sigaction as u64, [sig as u64, dfl.as_ptr() as u64, 0, 8, 0, 0]);
+        syscall6(libc::SYS_rt_sigprocmask as u64, [libc::SIG_UNBLOCK as u64, &unblock as *const u64 as u64, 0, 8, 0, 0]);
+        let pid = syscall6(libc::SYS_getpid as u64, [0; 6]);
+        syscall6(libc::SYS_kill as u64, [pid as u64, sig as u64, 0, 0, 0, 0]);
+        syscall6(libc::SYS_exit_group as u64, [128 + sig as u64, 0, 0, 0, 0, 0]);
+    }
+    unreachable!("exit_group returned")
+}
+
 // A syscall that a signal can cancel before it starts. The host handler moves a thread whose
 // pc is in [rtg_guarded_begin, rtg_guarded_insn] (the syscall not yet executed) to
 // rtg_guarded_bail, which returns -EINTR. Without this, a signal that arrives between the

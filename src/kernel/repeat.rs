@@ -217,17 +217,7 @@ fn wait_and_replicate(init: i32, pipe: i32) -> i32 {
     let mut sig_byte = 0u8;
     // SAFETY: reading one byte from our pipe; the writer has exited, so this cannot block.
     if unsafe { libc::read(pipe, &mut sig_byte as *mut u8 as *mut libc::c_void, 1) } == 1 {
-        let sig = sig_byte as i32;
-        // SAFETY: default action, unblocked, then raise: die of the guest's signal.
-        unsafe {
-            libc::signal(sig, libc::SIG_DFL);
-            let mut set: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut set);
-            libc::sigaddset(&mut set, sig);
-            libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
-            libc::kill(libc::getpid(), sig);
-        }
-        return 128 + sig;
+        super::raw::die_of_signal(sig_byte as i32);
     }
     code
 }

@@ -138,6 +138,11 @@ pub struct Signals {
     pub altstack: (u64, i32, u64),
 }
 
+/// The host mask for a guest mask: fault signals (and SIGKILL/SIGSTOP) are never blocked.
+pub fn real_mask(guest: u64) -> u64 {
+    SYNC_SIGNALS.iter().chain(&[libc::SIGKILL, libc::SIGSTOP]).fold(guest, |m, &s| m & !bit(s))
+}
+
 fn bit(sig: i32) -> u64 {
     1u64 << (sig - 1)
 }
@@ -152,6 +157,7 @@ fn default_stops(sig: i32) -> bool {
 
 impl Signals {
     /// Installs rtgrind's host handlers (once per process) and sets up the first thread.
+    /// The handler keeps a pointer to `cache`, which must stay where it is (it is boxed).
     pub fn install(ctx: &mut ThreadContext, cache: &mut CodeCache) -> Signals {
         CACHE.store(cache, Ordering::SeqCst);
         dispatch::set_signal_handler(host_handler);
@@ -184,11 +190,6 @@ impl Signals {
         unsafe { libc::sigaltstack(&ss, std::ptr::null_mut()) };
         ctx.runtime_data = Arc::as_ptr(&self.inbox) as u64;
         self.apply_mask();
-    }
-
-    /// Re-points the handler's view of the cache after the runtime moved it.
-    pub fn rebind(cache: &mut CodeCache) {
-        CACHE.store(cache, Ordering::SeqCst);
     }
 
     fn action(&self, sig: i32) -> GuestAction {
@@ -253,10 +254,7 @@ impl Signals {
 
     /// Sets the real mask to the guest's, never blocking the fault signals.
     pub fn apply_mask(&self) {
-        let mut real = self.mask & !(bit(libc::SIGKILL) | bit(libc::SIGSTOP));
-        for s in SYNC_SIGNALS {
-            real &= !bit(s);
-        }
+        let real = real_mask(self.mask);
         // SAFETY: setting this thread's mask from a fully initialised 8-byte set.
         unsafe {
             super::raw::syscall6(libc::SYS_rt_sigprocmask as u64, [libc::SIG_SETMASK as u64, &real as *const u64 as u64, 0, 8, 0, 0])
@@ -546,15 +544,7 @@ fn die_now(sig: i32, pc: u64) -> ! {
     put(&hex[first..]);
     put(b" (thread waiting to be scheduled)\n");
     raw_write_stderr(&buf[..n]);
-    // SAFETY: restore the default action, unblock and re-raise: the process ends as natively.
-    unsafe {
-        let dfl: [u64; 4] = [libc::SIG_DFL as u64, 0, 0, 0];
-        super::raw::syscall6(libc::SYS_rt_sigaction as u64, [sig as u64, dfl.as_ptr() as u64, 0, 8, 0, 0]);
-        let unblock = bit(sig);
-        super::raw::syscall6(libc::SYS_rt_sigprocmask as u64, [libc::SIG_UNBLOCK as u64, &unblock as *const u64 as u64, 0, 8, 0, 0]);
-        super::raw::syscall6(libc::SYS_kill as u64, [libc::getpid() as u64, sig as u64, 0, 0, 0, 0]);
-        libc::_exit(128 + sig)
-    }
+    super::raw::die_of_signal(sig)
 }
 
 fn raw_write_stderr(msg: &[u8]) {

@@ -116,7 +116,7 @@ impl Runtime {
                 // The kernel swaps the mask and sleeps atomically; a signal already queued
                 // by rtgrind's handler that `m` unblocks ends the wait at once.
                 if !self.sig.pending_under(m) {
-                    let real = self.real_mask(m);
+                    let real = crate::kernel::signals::real_mask(m);
                     let threads = self.p().cache.preemption();
                     if threads {
                         let pc = self.ctx.rip;
@@ -205,14 +205,6 @@ impl Runtime {
         // SAFETY: getuid has no preconditions.
         info.raw[20..24].copy_from_slice(&unsafe { libc::getuid() }.to_le_bytes());
         self.p().sched.send_directed(to, info.raw).then_some(0)
-    }
-
-    fn real_mask(&self, m: u64) -> u64 {
-        let mut real = m;
-        for s in [libc::SIGSEGV, libc::SIGBUS, libc::SIGILL, libc::SIGFPE, libc::SIGTRAP, libc::SIGKILL, libc::SIGSTOP] {
-            real &= !(1u64 << (s - 1));
-        }
-        real
     }
 
     fn passthrough(&mut self, nr: u64, a: [u64; 6]) -> i64 {
@@ -331,16 +323,12 @@ impl Runtime {
 
     /// In repeatable mode, /dev/urandom and /dev/random are files of seeded bytes.
     fn random_device(&mut self, path: u64) -> Option<i64> {
-        let is_dev = matches!(guest_mem::read_cstr(path, 32).as_deref(), Some(b"/dev/urandom") | Some(b"/dev/random"));
-        if !is_dev {
-            return None;
-        }
         self.p().repeat.as_mut()?.random_device(path)
     }
 
     fn is_self_exe(&self, p: u64) -> bool {
-        matches!(guest_mem::read_cstr(p, 64).as_deref(), Some(b"/proc/self/exe") | Some(b"/proc/thread-self/exe"))
-            || guest_mem::read_cstr(p, 64).is_some_and(|s| s == format!("/proc/{}/exe", std::process::id()).as_bytes())
+        let Some(path) = guest_mem::read_cstr(p, 64) else { return false };
+        path == b"/proc/self/exe" || path == b"/proc/thread-self/exe" || path == format!("/proc/{}/exe", std::process::id()).as_bytes()
     }
 
     /// readlink of /proc/self/exe names the guest program, not rtgrind.
