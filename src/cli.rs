@@ -7,6 +7,8 @@ use std::path::PathBuf;
 pub enum ToolName {
     /// Run the program under the JIT with no instrumentation.
     None,
+    /// Count instructions, blocks, loads, stores and conditional branches (inline counters).
+    Count,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -63,6 +65,10 @@ pub struct Cli {
     /// translated block, and dump its registers.
     #[arg(long, value_name = "THREAD:INSTANCE", help_heading = "Repeatable runs")]
     pub stop_at: Option<String>,
+
+    /// count: also break the counts down by function.
+    #[arg(long, help_heading = "Tool options")]
+    pub per_function: bool,
 
     /// The program to run, and its arguments.
     #[arg(required = true, num_args = 1.., value_name = "PROG [ARGS]...")]

@@ -8,6 +8,7 @@ mod kernel;
 mod loader;
 mod report;
 mod run;
+mod tools;
 
 use clap::Parser;
 use kernel::memory::GuestMemory;
@@ -166,7 +167,7 @@ fn main() {
     let process = Box::leak(Box::new(run::Process {
         cache,
         mem,
-        tool: Box::new(rtgrind_jit::instrument::NoInstrumentation),
+        tool: make_tool(&cli),
         exe_path,
         config: run::Config { trace_children: cli.trace_children == cli::YesNo::Yes, stats: cli.stats, self_exe, child_opts },
         report: reporter,
@@ -187,6 +188,14 @@ fn main() {
     let mut rt = Box::new(run::Runtime::new(ctx, sig, 0, process));
     rt.set_quantum(cli.quantum);
     rt.run();
+}
+
+/// The tool `--tool` names, with its options.
+fn make_tool(cli: &cli::Cli) -> Box<dyn tools::ToolRun> {
+    match cli.tool {
+        cli::ToolName::None => Box::new(rtgrind_jit::instrument::NoInstrumentation),
+        cli::ToolName::Count => Box::new(tools::count::Count::new(cli.per_function)),
+    }
 }
 
 /// `--stop-at=THREAD:INSTANCE`, validated.

@@ -12,7 +12,6 @@ use crate::kernel::sched::Scheduler;
 use crate::kernel::signals::{SigInfo, Signals};
 use crate::report::Reporter;
 use rtgrind_jit::context::{reg, EXIT_FAULT, EXIT_IBL_MISS, EXIT_PENDING, EXIT_SPECIAL_BASE};
-use rtgrind_jit::instrument::Tool;
 use rtgrind_jit::{dispatch, translate, BlockId, CodeCache, CodeSource, ExitId, ExitKind, ThreadContext, TranslateError};
 use std::path::PathBuf;
 
@@ -38,7 +37,7 @@ pub struct Config {
 pub struct Process {
     pub cache: Box<CodeCache>,
     pub mem: GuestMemory,
-    pub tool: Box<dyn Tool>,
+    pub tool: Box<dyn crate::tools::ToolRun>,
     /// Absolute path of the guest executable (what `/proc/self/exe` means to the guest).
     pub exe_path: PathBuf,
     pub config: Config,
@@ -127,6 +126,13 @@ impl Runtime {
         unsafe { &mut *self.process }
     }
 
+    /// The tool, this thread's context and the guest memory map, for a tool hook.
+    pub fn tool_view(&mut self) -> (&mut dyn crate::tools::ToolRun, &mut ThreadContext, &GuestMemory) {
+        // SAFETY: as for `p`; the context is this thread's own and not part of the Process.
+        let p = unsafe { &mut *self.process };
+        (p.tool.as_mut(), &mut self.ctx, &p.mem)
+    }
+
     pub fn process_ptr(&self) -> *mut Process {
         self.process
     }
@@ -137,7 +143,7 @@ impl Runtime {
         if let Some(b) = p.cache.lookup(pc) {
             return Ok(b);
         }
-        let id = translate(&mut p.cache, &mut Source(&p.mem), p.tool.as_mut(), pc)?;
+        let id = translate(&mut p.cache, &mut Source(&p.mem), p.tool.as_mut() as &mut dyn rtgrind_jit::instrument::Tool, pc)?;
         let b = p.cache.block(id);
         p.mem.protect_code(b.guest_start, b.guest_end);
         Ok(id)
@@ -173,7 +179,7 @@ impl Runtime {
     fn step_translation(&mut self, pc: u64) -> Result<u64, TranslateError> {
         self.invalidate(pc, pc + 1);
         let p = self.p();
-        let id = rtgrind_jit::translate_limited(&mut p.cache, &mut Source(&p.mem), p.tool.as_mut(), pc, 1)?;
+        let id = rtgrind_jit::translate_limited(&mut p.cache, &mut Source(&p.mem), p.tool.as_mut() as &mut dyn rtgrind_jit::instrument::Tool, pc, 1)?;
         Ok(p.cache.block(id).check_entry)
     }
 
@@ -267,7 +273,14 @@ impl Runtime {
                         }
                         ExitKind::Syscall => {
                             self.p().stats.syscalls += 1;
+                            let nr = self.ctx.gpr[reg::RAX as usize];
+                            let args = self.syscall_args();
+                            let (tool, ctx, _) = self.tool_view();
+                            tool.syscall_pre(ctx, nr, &args);
                             self.syscall();
+                            let (tool, ctx, mem) = self.tool_view();
+                            let ret = ctx.gpr[reg::RAX as usize] as i64;
+                            tool.syscall_post(ctx, nr, &args, ret, mem);
                         }
                         ExitKind::Cpuid => {
                             let g = &mut self.ctx.gpr;
@@ -397,8 +410,10 @@ impl Runtime {
         self.finish_and_exit(0)
     }
 
+    /// The tool's findings and, with `--stats`, the engine's figures.
     pub fn print_stats(&mut self) {
         let p = self.p();
+        p.tool.fini(&mut p.report, &p.mem);
         if !p.config.stats {
             return;
         }

@@ -6,3 +6,4 @@ mod differential;
 mod system_programs;
 mod insn;
 mod threads;
+mod tools;

@@ -14,6 +14,8 @@ pub const IBL_BITS: u32 = 16;
 pub const IBL_ENTRIES: usize = 1 << IBL_BITS;
 /// Size of the xsave area (legacy 512 + header 64 + AVX 256, rounded up).
 pub const XSAVE_SIZE: usize = 1024;
+/// Size of the per-thread area tools own, in 8-byte words.
+pub const TOOL_AREA_WORDS: usize = 256;
 /// Components saved across exits to the dispatcher: x87, SSE, AVX.
 pub const XSAVE_MASK: u32 = 0b111;
 
@@ -93,6 +95,14 @@ pub struct ThreadContext {
     /// Opaque to the engine: the runtime's per-thread data (found from a signal handler
     /// through the `gs` base).
     pub runtime_data: u64,
+    /// Spill slots of the registers a tool's inline code borrows (slot = register number),
+    /// and the guest's status flags and rax while tool code runs (see `instrument::Inline`).
+    pub tool_spill: [u64; NUM_GPRS],
+    pub flags_save: u64,
+    pub flags_rax: u64,
+    /// Opaque to the engine: per-thread state a tool's inline code addresses through `gs`
+    /// (shadow registers, for example).
+    pub tool_area: [u64; TOOL_AREA_WORDS],
     /// Guest x87/SSE/AVX state while outside the cache (xsave format, 64-byte aligned).
     pub xsave: XsaveArea,
     /// Inline indirect-branch table: `ibl_keys[h] = -guest_target`, `ibl_vals[h] = host`.
@@ -116,6 +126,10 @@ pub const OFF_SAVE_RDX: usize = offset_of!(ThreadContext, save_rdx);
 pub const OFF_SCRATCH: usize = offset_of!(ThreadContext, scratch);
 pub const OFF_PENDING: usize = offset_of!(ThreadContext, pending);
 pub const OFF_QUANTUM: usize = offset_of!(ThreadContext, quantum);
+pub const OFF_TOOL_SPILL: usize = offset_of!(ThreadContext, tool_spill);
+pub const OFF_FLAGS_SAVE: usize = offset_of!(ThreadContext, flags_save);
+pub const OFF_FLAGS_RAX: usize = offset_of!(ThreadContext, flags_rax);
+pub const OFF_TOOL_AREA: usize = offset_of!(ThreadContext, tool_area);
 pub const OFF_XSAVE: usize = offset_of!(ThreadContext, xsave);
 pub const OFF_IBL_KEYS: usize = offset_of!(ThreadContext, ibl_keys);
 pub const OFF_IBL_VALS: usize = offset_of!(ThreadContext, ibl_vals);

@@ -213,6 +213,19 @@ impl Asm {
     pub fn lea_rcx_rcx_rdx(&mut self) {
         self.bytes(&[0x48, 0x8d, 0x0c, 0x11]);
     }
+    /// `lahf; seto al; mov gs:[disp], ax`: the six status flags into a context slot
+    /// (clobbers ax).
+    pub fn save_flags_ax(&mut self, disp: usize) {
+        self.bytes(&[0x9f, 0x0f, 0x90, 0xc0, 0x66, 0x65, 0x89]);
+        self.gs_modrm_abs(0, disp as u32);
+    }
+    /// `mov ax, gs:[disp]; add al, 0x7f; sahf`: the inverse of `save_flags_ax` (OF comes
+    /// back from the overflow of `1 + 0x7f`).
+    pub fn restore_flags_ax(&mut self, disp: usize) {
+        self.bytes(&[0x66, 0x65, 0x8b]);
+        self.gs_modrm_abs(0, disp as u32);
+        self.bytes(&[0x04, 0x7f, 0x9e]);
+    }
     pub fn ud2(&mut self) {
         self.bytes(&[0x0f, 0x0b]);
     }
@@ -275,6 +288,8 @@ mod tests {
         a.lea_rcx_rcx_rdx();
         a.lea_rcx_minus_1();
         a.sub_gs_1(0x100);
+        a.save_flags_ax(0x40);
+        a.restore_flags_ax(0x40);
         assert_eq!(
             dis(&a),
             [
@@ -292,6 +307,12 @@ mod tests {
                 "lea rcx,[rcx+rdx]",
                 "lea rcx,[rcx-1]",
                 "sub qword [gs:100h],1",
+                "lahf",
+                "seto al",
+                "mov [gs:40h],ax",
+                "mov ax,[gs:40h]",
+                "add al,7Fh",
+                "sahf",
             ]
         );
     }

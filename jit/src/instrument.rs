@@ -1,20 +1,152 @@
 //! The interface between the engine and tools: the only way a tool sees and changes a
 //! translation.
 //!
-//! `Tool::instrument_insn` must be a true function: the same block always gets the same
+//! While a block is translated, the tool is shown each guest instruction ([`InsnSite`]: the
+//! decoded instruction, iced-x86's `InstructionInfo`, whether the guest's status flags are live
+//! there) and may add inline code before it (and after it, for instructions that fall
+//! through). Inline code is written with iced-x86's `CodeAssembler` into an [`Inline`], which
+//! lends the tool scratch registers the guest instruction does not use and saves the guest's
+//! flags around the code if the tool says it clobbers them and they are live. The engine
+//! wraps the tool's code in the spills and restores; the tool never sees a guest register
+//! change.
+//!
+//! Hooks must be true functions of the guest code: the same block always gets the same
 //! instrumentation, because blocks are retranslated (after invalidation, or to map a fault
 //! back to the guest) and the results must agree. Every hook has an empty default body, so a
 //! tool pays only for the hooks it uses.
 
-use iced_x86::Instruction;
+use crate::context::{OFF_TOOL_AREA, OFF_TOOL_SPILL};
+use iced_x86::code_asm::{get_gpr64, AsmRegister64, CodeAssembler};
+use iced_x86::{Instruction, InstructionInfo, OpKind, Register};
+
+pub use iced_x86::code_asm;
+
+/// One guest instruction, as a tool sees it while its block is translated.
+pub struct InsnSite<'a> {
+    pub ins: &'a Instruction,
+    /// Registers and memory read and written, with access kinds.
+    pub info: &'a InstructionInfo,
+    /// Position of the instruction in its block (0 = first).
+    pub index: usize,
+}
 
 pub trait Tool {
-    /// Called before the instructions of a block starting at `pc` are translated.
-    fn block_start(&mut self, _pc: u64) {}
-    /// Called for each guest instruction as it is translated.
-    fn instrument_insn(&mut self, _ins: &Instruction) {}
+    /// Called before the instructions of a block starting at `pc` are translated; code added
+    /// to `b` runs every time the block is entered.
+    fn block_start(&mut self, _pc: u64, _b: &mut Inline) {}
+    /// Called for each guest instruction: code added to `b` runs just before it.
+    fn before_insn(&mut self, _site: &InsnSite, _b: &mut Inline) {}
+    /// Called for each guest instruction that falls through to the next one (not for
+    /// branches, calls, returns, `syscall`): code added to `b` runs just after it.
+    fn after_insn(&mut self, _site: &InsnSite, _b: &mut Inline) {}
 }
 
 /// The tool that adds nothing (Valgrind's `none`).
 pub struct NoInstrumentation;
 impl Tool for NoInstrumentation {}
+
+/// Inline code a tool adds at one point of a translation.
+pub struct Inline {
+    asm: CodeAssembler,
+    /// Registers the guest instruction uses (bit = register number): never lent out.
+    guest_uses: u16,
+    /// Registers lent to the tool, spilled before its code and restored after.
+    lent: u16,
+    clobbers_flags: bool,
+    flags_live: bool,
+    empty: bool,
+}
+
+impl Inline {
+    /// A builder for code next to `ins` (None at a block start), where the guest's status
+    /// flags are live or not.
+    pub fn new(ins: Option<&Instruction>, flags_live: bool) -> Inline {
+        let mut guest_uses = 1 << 4; // rsp: the guest's stack is never scratch.
+        if let Some(ins) = ins {
+            for r in used_registers(ins) {
+                guest_uses |= 1 << r;
+            }
+        }
+        Inline {
+            asm: CodeAssembler::new(64).expect("64-bit assembler"),
+            guest_uses,
+            lent: 0,
+            clobbers_flags: false,
+            flags_live,
+            empty: true,
+        }
+    }
+
+    /// The assembler the tool writes its code with.
+    pub fn asm(&mut self) -> &mut CodeAssembler {
+        self.empty = false;
+        &mut self.asm
+    }
+
+    /// Borrows a 64-bit register the guest instruction does not use. Its guest value is
+    /// restored after the tool's code; reading it before writing it gives garbage.
+    pub fn scratch(&mut self) -> AsmRegister64 {
+        // rax is kept for the flag save (`lahf`), so a tool may always clobber flags.
+        let n = (1..16usize).find(|&r| (self.guest_uses | self.lent) & (1 << r) == 0).expect("an instruction leaves a scratch register");
+        self.lent |= 1 << n;
+        get_gpr64(Register::RAX + n as u32).expect("gpr")
+    }
+
+    /// The tool's code writes the status flags; the engine preserves the guest's if live.
+    pub fn clobber_flags(&mut self) {
+        self.clobbers_flags = true;
+    }
+
+    /// Whether the guest's status flags are live here (read before they are next written).
+    pub fn flags_live(&self) -> bool {
+        self.flags_live
+    }
+
+    /// Whether a register (by number, rax=0) is read or written by the guest instruction.
+    pub fn guest_uses(&self, reg: usize) -> bool {
+        self.guest_uses & (1 << reg) != 0
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.empty
+    }
+
+    /// The registers to spill, whether to save flags, and the tool's code.
+    pub(crate) fn finish(self) -> (u16, bool, CodeAssembler) {
+        let save_flags = self.clobbers_flags && self.flags_live;
+        (self.lent, save_flags, self.asm)
+    }
+}
+
+/// `gs`-relative offset of byte `off` of the tool's per-thread area (`ThreadContext::tool_area`).
+pub const fn tool_area(off: usize) -> u64 {
+    (OFF_TOOL_AREA + off) as u64
+}
+
+/// `gs`-relative offset of the spill slot of register `n` while it is lent to a tool.
+pub const fn spill_slot(n: usize) -> usize {
+    OFF_TOOL_SPILL + 8 * n
+}
+
+/// Numbers (rax=0) of the general registers an instruction reads or writes, explicitly or
+/// implicitly.
+pub fn used_registers(ins: &Instruction) -> impl Iterator<Item = usize> {
+    let mut used = 0u16;
+    let mut mark = |r: Register| {
+        if r.is_gpr() {
+            used |= 1 << (r.full_register().number() - Register::RAX.number());
+        }
+    };
+    for i in 0..ins.op_count() {
+        if ins.op_kind(i) == OpKind::Register {
+            mark(ins.op_register(i));
+        }
+    }
+    mark(ins.memory_base());
+    mark(ins.memory_index());
+    let mut factory = iced_x86::InstructionInfoFactory::new();
+    for u in factory.info(ins).used_registers() {
+        mark(u.register());
+    }
+    (0..16).filter(move |r| used & (1 << r) != 0)
+}

@@ -9,10 +9,10 @@
 use crate::cache::{Block, BlockId, CacheError, CodeCache, Exit, ExitKind, Fixup, PcEntry};
 use crate::context::{reg, *};
 use crate::emit::{Asm, Label};
-use crate::instrument::Tool;
+use crate::instrument::{spill_slot, InsnSite, Inline, Tool};
 use iced_x86::{
     Code, ConditionCode, Decoder, DecoderError, DecoderOptions, Encoder, FlowControl, Formatter, Instruction,
-    MemoryOperand, Mnemonic, NasmFormatter, OpKind, Register,
+    InstructionInfoFactory, MemoryOperand, Mnemonic, NasmFormatter, OpKind, Register,
 };
 
 /// Longest block, in guest instructions.
@@ -227,7 +227,6 @@ pub fn translate_limited(
     let mut count = 0usize;
     let mut end = pc;
     let max_insns = max_insns.clamp(1, MAX_BLOCK_INSNS);
-    tool.block_start(pc);
     // Indirect-branch lookups arrive here with rcx and rdx still in their save slots.
     b.asm.load_gs(reg::RCX, OFF_SAVE_RCX);
     b.asm.load_gs(reg::RDX, OFF_SAVE_RDX);
@@ -266,6 +265,10 @@ pub fn translate_limited(
     // backward (or self) direct branch, an indirect branch or the dispatcher, which all enter
     // at `check_off`, so a thread still reaches a preemption point in every loop.
     let body_off = label_body(&mut b);
+    let mut at_start = Inline::new(None, !status_flags_dead(&buf[..n], pc));
+    tool.block_start(pc, &mut at_start);
+    emit_inline(&mut b, at_start);
+    let mut info_factory = InstructionInfoFactory::new();
     loop {
         if !decoder.can_decode() || count >= max_insns {
             b.jmp_exit(end, end);
@@ -295,7 +298,12 @@ pub fn translate_limited(
             end = next;
             break;
         }
-        tool.instrument_insn(&ins);
+        let off = (ins.ip() - pc) as usize;
+        let info = info_factory.info(&ins).clone();
+        let site = InsnSite { ins: &ins, info: &info, index: count - 1 };
+        let mut before = Inline::new(Some(&ins), !status_flags_dead(&buf[off..n], ins.ip()));
+        tool.before_insn(&site, &mut before);
+        emit_inline(&mut b, before);
         match ins.mnemonic() {
             Mnemonic::Syscall => {
                 b.map(&ins, Fixup::None);
@@ -320,7 +328,13 @@ pub fn translate_limited(
         }
         end = next;
         match ins.flow_control() {
-            FlowControl::Next | FlowControl::XbeginXabortXend => copy_insn(&mut b, &mut encoder, &ins, raw),
+            FlowControl::Next | FlowControl::XbeginXabortXend => {
+                copy_insn(&mut b, &mut encoder, &ins, raw);
+                let next_off = off + ins.len();
+                let mut after = Inline::new(Some(&ins), !status_flags_dead(&buf[next_off..n], next));
+                tool.after_insn(&site, &mut after);
+                emit_inline(&mut b, after);
+            }
             FlowControl::Interrupt | FlowControl::Exception => {
                 // int3, ud2 and friends trap natively; the fault handler maps them back.
                 b.map(&ins, Fixup::None);
@@ -394,6 +408,32 @@ pub fn translate_limited(
         guest_insns: count as u32,
     };
     Ok(cache.commit(arena, &b.asm.buf, block, exits))
+}
+
+/// Emits a tool's inline code wrapped in the spills of the registers it borrowed and, if it
+/// clobbers live status flags, a save and restore of the flags (`lahf`/`seto`, `add`/`sahf`).
+fn emit_inline(b: &mut BlockBuilder, code: Inline) {
+    if code.is_empty() {
+        return;
+    }
+    let (lent, save_flags, mut asm) = code.finish();
+    if save_flags {
+        b.asm.store_gs(OFF_FLAGS_RAX, reg::RAX);
+        b.asm.save_flags_ax(OFF_FLAGS_SAVE);
+    }
+    let lent: Vec<u8> = (0..16u8).filter(|r| lent & (1 << r) != 0).collect();
+    for &r in &lent {
+        b.asm.store_gs(spill_slot(r as usize), r);
+    }
+    let bytes = asm.assemble(b.asm.here()).expect("tool code assembles");
+    b.asm.bytes(&bytes);
+    for &r in &lent {
+        b.asm.load_gs(r, spill_slot(r as usize));
+    }
+    if save_flags {
+        b.asm.restore_flags_ax(OFF_FLAGS_SAVE);
+        b.asm.load_gs(reg::RAX, OFF_FLAGS_RAX);
+    }
 }
 
 /// Binds and returns the body offset: where forward direct links enter.

@@ -40,9 +40,14 @@ impl Runtime {
     }
 
     /// Handles the `syscall` the guest just executed (`ctx.rip` is already past it).
+    /// The six syscall argument registers.
+    pub fn syscall_args(&self) -> [u64; 6] {
+        [self.arg(0), self.arg(1), self.arg(2), self.arg(3), self.arg(4), self.arg(5)]
+    }
+
     pub fn syscall(&mut self) {
         let nr = self.ctx.gpr[reg::RAX as usize];
-        let a = [self.arg(0), self.arg(1), self.arg(2), self.arg(3), self.arg(4), self.arg(5)];
+        let a = self.syscall_args();
         // The syscall instruction itself clobbers rcx and r11.
         self.ctx.gpr[reg::RCX as usize] = self.ctx.rip;
         self.ctx.gpr[reg::R11 as usize] = self.ctx.rflags;

@@ -1,0 +1,228 @@
+//! `--tool=count`: counts executed instructions, blocks, loads, stores and conditional
+//! branches (taken / not taken), in total and with `--per-function` per function. Like
+//! Valgrind's lackey, but the counting is inline: each block adds one to its own counter as
+//! it is entered and each conditional branch adds its outcome with a flag-free `cmov`; the
+//! per-instruction figures are the block's static counts times its executions, summed at the
+//! end.
+//!
+//! Counts are exact for blocks that run to their end. A block left early by a fault is still
+//! counted whole, and a `rep`-prefixed instruction counts once however often it repeats
+//! (lackey counts each repetition).
+
+use super::ToolRun;
+use crate::kernel::memory::GuestMemory;
+use crate::report::symbols::SymbolCache;
+use crate::report::Reporter;
+use rtgrind_jit::instrument::code_asm::*;
+use rtgrind_jit::instrument::{InsnSite, Inline, Tool};
+use rtgrind_jit::iced_x86::{ConditionCode, FlowControl, Mnemonic, OpAccess};
+use std::collections::{BTreeMap, HashMap};
+
+/// Counter pages are never freed or moved: translated code holds their addresses.
+const PAGE_SLOTS: usize = 4096;
+
+/// What one block contains, counted when it was translated.
+#[derive(Default, Clone, Copy)]
+struct Static {
+    insns: u64,
+    loads: u64,
+    stores: u64,
+    /// Whether the block ends in a conditional branch.
+    cond: bool,
+}
+
+#[derive(Default, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Totals {
+    pub blocks: u64,
+    pub insns: u64,
+    pub loads: u64,
+    pub stores: u64,
+    pub cond_taken: u64,
+    pub cond_not_taken: u64,
+}
+
+impl Totals {
+    fn add(&mut self, s: &Static, runs: u64, taken: u64) {
+        self.blocks += runs;
+        self.insns += s.insns * runs;
+        self.loads += s.loads * runs;
+        self.stores += s.stores * runs;
+        if s.cond {
+            self.cond_taken += taken;
+            self.cond_not_taken += runs - taken;
+        }
+    }
+}
+
+pub struct Count {
+    per_function: bool,
+    /// Each block's (executions, branch taken) counters.
+    pages: Vec<Box<[[u64; 2]; PAGE_SLOTS]>>,
+    slots: Vec<(u64, Static)>,
+    by_pc: HashMap<u64, usize>,
+    /// The block being translated.
+    current: usize,
+}
+
+impl Count {
+    pub fn new(per_function: bool) -> Count {
+        Count { per_function, pages: Vec::new(), slots: Vec::new(), by_pc: HashMap::new(), current: 0 }
+    }
+
+    fn counter(&mut self, slot: usize) -> *mut [u64; 2] {
+        while self.pages.len() <= slot / PAGE_SLOTS {
+            self.pages.push(Box::new([[0; 2]; PAGE_SLOTS]));
+        }
+        &mut self.pages[slot / PAGE_SLOTS][slot % PAGE_SLOTS]
+    }
+
+    fn runs(&self, slot: usize) -> [u64; 2] {
+        self.pages[slot / PAGE_SLOTS][slot % PAGE_SLOTS]
+    }
+
+    pub fn totals(&self) -> Totals {
+        let mut t = Totals::default();
+        for (i, (_, s)) in self.slots.iter().enumerate() {
+            let [runs, taken] = self.runs(i);
+            t.add(s, runs, taken);
+        }
+        t
+    }
+}
+
+/// `add qword [addr], 1` without touching the flags: load, `lea`, store.
+fn increment(b: &mut Inline, addr: u64) {
+    let (p, v) = (b.scratch(), b.scratch());
+    let a = b.asm();
+    a.mov(p, addr).unwrap();
+    a.mov(v, qword_ptr(p)).unwrap();
+    a.lea(v, qword_ptr(v + 1)).unwrap();
+    a.mov(qword_ptr(p), v).unwrap();
+}
+
+impl Tool for Count {
+    fn block_start(&mut self, pc: u64, b: &mut Inline) {
+        let slot = *self.by_pc.entry(pc).or_insert_with(|| {
+            self.slots.push((pc, Static::default()));
+            self.slots.len() - 1
+        });
+        // A retranslation counts its instructions afresh.
+        self.slots[slot].1 = Static::default();
+        self.current = slot;
+        let addr = self.counter(slot) as u64;
+        increment(b, addr);
+    }
+
+    fn before_insn(&mut self, site: &InsnSite, b: &mut Inline) {
+        let s = &mut self.slots[self.current].1;
+        s.insns += 1;
+        for m in site.info.used_memory() {
+            match m.access() {
+                OpAccess::Read | OpAccess::CondRead => s.loads += 1,
+                OpAccess::Write | OpAccess::CondWrite => s.stores += 1,
+                OpAccess::ReadWrite | OpAccess::ReadCondWrite => {
+                    s.loads += 1;
+                    s.stores += 1;
+                }
+                _ => {}
+            }
+        }
+        if site.ins.flow_control() != FlowControl::ConditionalBranch {
+            return;
+        }
+        s.cond = true;
+        let taken_addr = self.counter(self.current) as u64 + 8;
+        let (p, v, w) = (b.scratch(), b.scratch(), b.scratch());
+        let ins = site.ins;
+        let cc = ins.condition_code();
+        let rcx_counted = matches!(ins.mnemonic(), Mnemonic::Jrcxz | Mnemonic::Jecxz | Mnemonic::Loop | Mnemonic::Loope | Mnemonic::Loopne);
+        if rcx_counted {
+            // Taken when rcx is 0 (jrcxz) or, for loop, when rcx is not 1 before the decrement
+            // (loope/loopne are counted as loop).
+            b.clobber_flags();
+        }
+        let a = b.asm();
+        a.mov(p, taken_addr).unwrap();
+        a.mov(v, qword_ptr(p)).unwrap();
+        a.lea(w, qword_ptr(v + 1)).unwrap();
+        if rcx_counted {
+            if matches!(ins.mnemonic(), Mnemonic::Jrcxz | Mnemonic::Jecxz) {
+                a.test(rcx, rcx).unwrap();
+                a.cmove(v, w).unwrap();
+            } else {
+                a.cmp(rcx, 1).unwrap();
+                a.cmovne(v, w).unwrap();
+            }
+        } else {
+            cmov_cc(a, cc, v, w);
+        }
+        a.mov(qword_ptr(p), v).unwrap();
+    }
+}
+
+/// `cmovCC dst, src` for a branch's condition code.
+fn cmov_cc(asm: &mut CodeAssembler, cc: ConditionCode, dst: AsmRegister64, src: AsmRegister64) {
+    type C = ConditionCode;
+    match cc {
+        C::o => asm.cmovo(dst, src),
+        C::no => asm.cmovno(dst, src),
+        C::b => asm.cmovb(dst, src),
+        C::ae => asm.cmovae(dst, src),
+        C::e => asm.cmove(dst, src),
+        C::ne => asm.cmovne(dst, src),
+        C::be => asm.cmovbe(dst, src),
+        C::a => asm.cmova(dst, src),
+        C::s => asm.cmovs(dst, src),
+        C::ns => asm.cmovns(dst, src),
+        C::p => asm.cmovp(dst, src),
+        C::np => asm.cmovnp(dst, src),
+        C::l => asm.cmovl(dst, src),
+        C::ge => asm.cmovge(dst, src),
+        C::le => asm.cmovle(dst, src),
+        C::g => asm.cmovg(dst, src),
+        C::None => Ok(()),
+    }
+    .unwrap();
+}
+
+impl ToolRun for Count {
+    fn fini(&mut self, report: &mut Reporter, mem: &GuestMemory) {
+        let t = self.totals();
+        let pct = |n: u64, d: u64| if d == 0 { 0.0 } else { 100.0 * n as f64 / d as f64 };
+        let cond = t.cond_taken + t.cond_not_taken;
+        report.line(&format!("count: instructions:         {:>15}", t.insns));
+        report.line(&format!("count: blocks:               {:>15}", t.blocks));
+        report.line(&format!("count: loads:                {:>15}", t.loads));
+        report.line(&format!("count: stores:               {:>15}", t.stores));
+        report.line(&format!("count: conditional branches: {:>15}", cond));
+        report.line(&format!("count:   taken:              {:>15} ({:.1}%)", t.cond_taken, pct(t.cond_taken, cond)));
+        report.line(&format!("count:   not taken:          {:>15} ({:.1}%)", t.cond_not_taken, pct(t.cond_not_taken, cond)));
+        if !self.per_function {
+            return;
+        }
+        let mut syms = SymbolCache::default();
+        let mut by_fn: BTreeMap<String, Totals> = BTreeMap::new();
+        for (i, (pc, s)) in self.slots.iter().enumerate() {
+            let [runs, taken] = self.runs(i);
+            if runs == 0 {
+                continue;
+            }
+            let name = match syms.lookup(*pc, mem) {
+                Some((Some(f), _, module)) => format!("{f} ({})", short(&module)),
+                Some((None, _, module)) => format!("??? ({})", short(&module)),
+                None => format!("??? ({pc:#x})"),
+            };
+            by_fn.entry(name).or_default().add(s, runs, taken);
+        }
+        let mut rows: Vec<_> = by_fn.into_iter().collect();
+        rows.sort_by(|a, b| b.1.insns.cmp(&a.1.insns).then(a.0.cmp(&b.0)));
+        report.line(&format!("count: {:>14} {:>12} {:>12} {:>12} {:>12}  function", "instructions", "loads", "stores", "taken", "not taken"));
+        for (name, t) in rows {
+            report.line(&format!("count: {:>14} {:>12} {:>12} {:>12} {:>12}  {name}", t.insns, t.loads, t.stores, t.cond_taken, t.cond_not_taken));
+        }
+    }
+}
+
+fn short(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
