@@ -9,6 +9,8 @@ pub enum ToolName {
     None,
     /// Count instructions, blocks, loads, stores and conditional branches (inline counters).
     Count,
+    /// Track which branches, addresses and syscall arguments depend on input bytes.
+    Taint,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -69,6 +71,10 @@ pub struct Cli {
     /// count: also break the counts down by function.
     #[arg(long, help_heading = "Tool options")]
     pub per_function: bool,
+
+    /// taint: where input comes from: stdin, argv or a file's path.
+    #[arg(long, value_name = "stdin|argv|FILE", help_heading = "Tool options")]
+    pub taint_input: Option<String>,
 
     /// The program to run, and its arguments.
     #[arg(required = true, num_args = 1.., value_name = "PROG [ARGS]...")]

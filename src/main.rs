@@ -8,6 +8,7 @@ mod kernel;
 mod loader;
 mod report;
 mod run;
+mod shadow;
 mod tools;
 
 use clap::Parser;
@@ -185,6 +186,7 @@ fn main() {
     let ctx_ptr = &mut *ctx as *mut rtgrind_jit::ThreadContext;
     process.contexts.push(ctx_ptr);
     ctx.quantum = 0;
+    process.tool.start(&mut ctx, &process.mem);
     let mut rt = Box::new(run::Runtime::new(ctx, sig, 0, process));
     rt.set_quantum(cli.quantum);
     rt.run();
@@ -195,6 +197,18 @@ fn make_tool(cli: &cli::Cli) -> Box<dyn tools::ToolRun> {
     match cli.tool {
         cli::ToolName::None => Box::new(rtgrind_jit::instrument::NoInstrumentation),
         cli::ToolName::Count => Box::new(tools::count::Count::new(cli.per_function)),
+        cli::ToolName::Taint => {
+            let input = tools::taint::Input::parse(cli.taint_input.as_deref().unwrap_or("stdin"));
+            if let tools::taint::Input::File(p) = &input {
+                if !p.exists() {
+                    fail(&format!("--taint-input: no such file '{}'", p.display()), EXIT_USAGE);
+                }
+            }
+            match tools::taint::Taint::new(input) {
+                Ok(t) => Box::new(t),
+                Err(e) => fail(&format!("cannot reserve shadow memory: {e}"), EXIT_INTERNAL),
+            }
+        }
     }
 }
 

@@ -298,6 +298,17 @@ impl Runtime {
                                 self.ctx.gpr[reg::RCX as usize] = 0;
                             }
                         }
+                        ExitKind::ClientRequest => {
+                            let at = self.ctx.gpr[reg::RAX as usize];
+                            let mut raw = [0u8; 48];
+                            if crate::kernel::guest_mem::read(at, &mut raw) {
+                                let req: [u64; 6] = std::array::from_fn(|i| u64::from_le_bytes(raw[i * 8..][..8].try_into().unwrap()));
+                                let (tool, ctx, mem) = self.tool_view();
+                                if let Some(answer) = tool.client_request(ctx, &req, mem) {
+                                    self.ctx.gpr[reg::RDX as usize] = answer;
+                                }
+                            }
+                        }
                         ExitKind::Unsupported => {
                             let p = self.p();
                             let note = p.cache.exit(id).note.clone().unwrap_or_default();

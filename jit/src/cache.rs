@@ -80,6 +80,9 @@ pub enum ExitKind {
     Unsupported,
     /// `rdtsc` or `rdtscp` at `pc` with a virtual time-stamp counter; `target` is after it.
     Rdtsc,
+    /// A client request (`instrument::CLIENT_REQUEST`) at `pc`: the guest asks the tool
+    /// something; `target` is after the request sequence.
+    ClientRequest,
     /// The thread's quantum ran out at the start of the block at `target` (not yet run).
     Preempt,
 }

@@ -103,6 +103,16 @@ pub struct ThreadContext {
     /// Opaque to the engine: per-thread state a tool's inline code addresses through `gs`
     /// (shadow registers, for example).
     pub tool_area: [u64; TOOL_AREA_WORDS],
+    /// A call out of translated code into Rust (`instrument::Inline::callout`): the function,
+    /// its argument, where to resume, the registers and `fs` base at the call, and the
+    /// address of `rtg_callout`.
+    pub callout_fn: u64,
+    pub callout_arg: u64,
+    pub callout_ret: u64,
+    pub callout_regs: [u64; NUM_GPRS],
+    pub callout_fs: u64,
+    pub callout_flags: u64,
+    pub callout_routine: u64,
     /// Guest x87/SSE/AVX state while outside the cache (xsave format, 64-byte aligned).
     pub xsave: XsaveArea,
     /// Inline indirect-branch table: `ibl_keys[h] = -guest_target`, `ibl_vals[h] = host`.
@@ -124,12 +134,20 @@ pub const OFF_EXIT_ID: usize = offset_of!(ThreadContext, exit_id);
 pub const OFF_SAVE_RCX: usize = offset_of!(ThreadContext, save_rcx);
 pub const OFF_SAVE_RDX: usize = offset_of!(ThreadContext, save_rdx);
 pub const OFF_SCRATCH: usize = offset_of!(ThreadContext, scratch);
+pub const OFF_SELF_PTR: usize = offset_of!(ThreadContext, self_ptr);
 pub const OFF_PENDING: usize = offset_of!(ThreadContext, pending);
 pub const OFF_QUANTUM: usize = offset_of!(ThreadContext, quantum);
 pub const OFF_TOOL_SPILL: usize = offset_of!(ThreadContext, tool_spill);
 pub const OFF_FLAGS_SAVE: usize = offset_of!(ThreadContext, flags_save);
 pub const OFF_FLAGS_RAX: usize = offset_of!(ThreadContext, flags_rax);
 pub const OFF_TOOL_AREA: usize = offset_of!(ThreadContext, tool_area);
+pub const OFF_CALLOUT_FN: usize = offset_of!(ThreadContext, callout_fn);
+pub const OFF_CALLOUT_ARG: usize = offset_of!(ThreadContext, callout_arg);
+pub const OFF_CALLOUT_RET: usize = offset_of!(ThreadContext, callout_ret);
+pub const OFF_CALLOUT_REGS: usize = offset_of!(ThreadContext, callout_regs);
+pub const OFF_CALLOUT_FS: usize = offset_of!(ThreadContext, callout_fs);
+pub const OFF_CALLOUT_FLAGS: usize = offset_of!(ThreadContext, callout_flags);
+pub const OFF_CALLOUT_ROUTINE: usize = offset_of!(ThreadContext, callout_routine);
 pub const OFF_XSAVE: usize = offset_of!(ThreadContext, xsave);
 pub const OFF_IBL_KEYS: usize = offset_of!(ThreadContext, ibl_keys);
 pub const OFF_IBL_VALS: usize = offset_of!(ThreadContext, ibl_vals);
@@ -151,6 +169,7 @@ impl ThreadContext {
         ctx.self_ptr = &*ctx as *const _ as u64;
         ctx.exit_routine = crate::dispatch::exit_routine_addr();
         ctx.ibl_miss = crate::dispatch::ibl_miss_addr();
+        ctx.callout_routine = crate::dispatch::callout_addr();
         let null = crate::dispatch::ibl_null_addr();
         ctx.ibl_vals.iter_mut().for_each(|v| *v = null);
         // A valid initial x87/SSE state: default control words, all components in init state.

@@ -134,6 +134,71 @@ std::arch::global_asm!(
     "mov eax, 15",
     "syscall",
     "ud2",
+    ".p2align 4",
+    ".globl rtg_callout",
+    "rtg_callout:",
+    "mov gs:[{cregs}+0], rax",
+    "mov gs:[{cregs}+8], rcx",
+    "mov gs:[{cregs}+16], rdx",
+    "mov gs:[{cregs}+24], rbx",
+    "mov gs:[{cregs}+32], rsp",
+    "mov gs:[{cregs}+40], rbp",
+    "mov gs:[{cregs}+48], rsi",
+    "mov gs:[{cregs}+56], rdi",
+    "mov gs:[{cregs}+64], r8",
+    "mov gs:[{cregs}+72], r9",
+    "mov gs:[{cregs}+80], r10",
+    "mov gs:[{cregs}+88], r11",
+    "mov gs:[{cregs}+96], r12",
+    "mov gs:[{cregs}+104], r13",
+    "mov gs:[{cregs}+112], r14",
+    "mov gs:[{cregs}+120], r15",
+    // Run Rust on the host stack below rtg_enter's frame, with the host fs and default
+    // MXCSR; the guest's vector state goes to the context's xsave area, which holds nothing
+    // while the thread is inside the cache.
+    "mov rsp, gs:[{host_rsp}]",
+    "sub rsp, 256",
+    "and rsp, -16",
+    "pushfq",
+    "sub rsp, 8",
+    "mov rax, [rsp+8]",
+    "mov gs:[{cflags}], rax",
+    "rdfsbase rax",
+    "mov gs:[{cfs}], rax",
+    "mov rax, gs:[{host_fs}]",
+    "wrfsbase rax",
+    "mov eax, {mask}", "xor edx, edx",
+    "xsave64 gs:[{xsave}]",
+    "cld",
+    "push 0x1f80",
+    "ldmxcsr [rsp]",
+    "add rsp, 8",
+    "mov rdi, gs:[{self_ptr}]",
+    "mov rsi, gs:[{carg}]",
+    "call qword ptr gs:[{cfn}]",
+    "mov eax, {mask}", "xor edx, edx",
+    "xrstor64 gs:[{xsave}]",
+    "mov rax, gs:[{cfs}]",
+    "wrfsbase rax",
+    "add rsp, 8",
+    "popfq",
+    "mov rax, gs:[{cregs}+0]",
+    "mov rcx, gs:[{cregs}+8]",
+    "mov rdx, gs:[{cregs}+16]",
+    "mov rbx, gs:[{cregs}+24]",
+    "mov rbp, gs:[{cregs}+40]",
+    "mov rsi, gs:[{cregs}+48]",
+    "mov rdi, gs:[{cregs}+56]",
+    "mov r8, gs:[{cregs}+64]",
+    "mov r9, gs:[{cregs}+72]",
+    "mov r10, gs:[{cregs}+80]",
+    "mov r11, gs:[{cregs}+88]",
+    "mov r12, gs:[{cregs}+96]",
+    "mov r13, gs:[{cregs}+104]",
+    "mov r14, gs:[{cregs}+112]",
+    "mov r15, gs:[{cregs}+120]",
+    "mov rsp, gs:[{cregs}+32]",
+    "jmp qword ptr gs:[{cret}]",
     ".globl rtg_code_end",
     "rtg_code_end:",
     host_rsp = const OFF_HOST_RSP,
@@ -152,6 +217,13 @@ std::arch::global_asm!(
     handler = sym signal_trampoline,
     pending = const OFF_PENDING,
     pending_id = const EXIT_PENDING,
+    cregs = const OFF_CALLOUT_REGS,
+    cfs = const OFF_CALLOUT_FS,
+    cflags = const OFF_CALLOUT_FLAGS,
+    cfn = const OFF_CALLOUT_FN,
+    carg = const OFF_CALLOUT_ARG,
+    cret = const OFF_CALLOUT_RET,
+    self_ptr = const OFF_SELF_PTR,
 );
 
 extern "sysv64" {
@@ -163,6 +235,11 @@ extern "sysv64" {
     fn rtg_signal_entry();
     fn rtg_code_end();
     fn rtg_sigreturn();
+    fn rtg_callout();
+}
+
+pub(crate) fn callout_addr() -> u64 {
+    rtg_callout as *const () as u64
 }
 
 /// The `sa_restorer` for handlers installed with the raw syscall (`rt_sigreturn`).

@@ -15,11 +15,23 @@
 //! back to the guest) and the results must agree. Every hook has an empty default body, so a
 //! tool pays only for the hooks it uses.
 
-use crate::context::{OFF_TOOL_AREA, OFF_TOOL_SPILL};
-use iced_x86::code_asm::{get_gpr64, AsmRegister64, CodeAssembler};
+use crate::context::{ThreadContext, OFF_CALLOUT_ARG, OFF_CALLOUT_FN, OFF_CALLOUT_RET, OFF_CALLOUT_ROUTINE, OFF_TOOL_AREA, OFF_TOOL_SPILL};
+use iced_x86::code_asm::{get_gpr64, qword_ptr, AsmRegister64, CodeAssembler};
 use iced_x86::{Instruction, InstructionInfo, OpKind, Register};
 
 pub use iced_x86::code_asm;
+
+/// The client request sequence: four rotates of rdi that add up to 128 (a no-op natively),
+/// then `xchg rcx, rcx`. rax points at the request (`[u64; 6]`: code, arguments); the answer
+/// goes to rdx, which natively keeps the default the program put there.
+/// `guest-programs/include/rtgrind.h` is the C side.
+pub const CLIENT_REQUEST: [u8; 19] = [
+    0x48, 0xc1, 0xc7, 0x07, // rol rdi, 7
+    0x48, 0xc1, 0xc7, 0x1d, // rol rdi, 29
+    0x48, 0xc1, 0xc7, 0x39, // rol rdi, 57
+    0x48, 0xc1, 0xc7, 0x23, // rol rdi, 35
+    0x48, 0x87, 0xc9, // xchg rcx, rcx
+];
 
 /// One guest instruction, as a tool sees it while its block is translated.
 pub struct InsnSite<'a> {
@@ -40,6 +52,10 @@ pub trait Tool {
     /// branches, calls, returns, `syscall`): code added to `b` runs just after it.
     fn after_insn(&mut self, _site: &InsnSite, _b: &mut Inline) {}
 }
+
+/// A Rust function translated code calls out to (see [`Inline::callout`]). It runs on the
+/// host stack with the host `fs`; the registers at the call are in `ctx.callout_regs`.
+pub type Callout = extern "C" fn(ctx: *mut ThreadContext, arg: u64);
 
 /// The tool that adds nothing (Valgrind's `none`).
 pub struct NoInstrumentation;
@@ -105,6 +121,23 @@ impl Inline {
     /// Whether a register (by number, rax=0) is read or written by the guest instruction.
     pub fn guest_uses(&self, reg: usize) -> bool {
         self.guest_uses & (1 << reg) != 0
+    }
+
+    /// Calls `f(ctx, arg)` from this point of the tool's code. Every register and the flags
+    /// survive the call (it costs a full state save: keep it off hot paths); `scratch` is a
+    /// register this builder lent, which the call clobbers.
+    pub fn callout(&mut self, f: Callout, arg: u64, scratch: AsmRegister64) {
+        let a = self.asm();
+        let mut back = a.create_label();
+        a.mov(scratch, f as usize as u64).unwrap();
+        a.mov(qword_ptr(OFF_CALLOUT_FN as u64).gs(), scratch).unwrap();
+        a.mov(scratch, arg).unwrap();
+        a.mov(qword_ptr(OFF_CALLOUT_ARG as u64).gs(), scratch).unwrap();
+        a.lea(scratch, qword_ptr(back)).unwrap();
+        a.mov(qword_ptr(OFF_CALLOUT_RET as u64).gs(), scratch).unwrap();
+        a.jmp(qword_ptr(OFF_CALLOUT_ROUTINE as u64).gs()).unwrap();
+        a.set_label(&mut back).unwrap();
+        a.zero_bytes().unwrap();
     }
 
     pub(crate) fn is_empty(&self) -> bool {

@@ -9,7 +9,7 @@
 use crate::cache::{Block, BlockId, CacheError, CodeCache, Exit, ExitKind, Fixup, PcEntry};
 use crate::context::{reg, *};
 use crate::emit::{Asm, Label};
-use crate::instrument::{spill_slot, InsnSite, Inline, Tool};
+use crate::instrument::{spill_slot, CLIENT_REQUEST, InsnSite, Inline, Tool};
 use iced_x86::{
     Code, ConditionCode, Decoder, DecoderError, DecoderOptions, Encoder, FlowControl, Formatter, Instruction,
     InstructionInfoFactory, MemoryOperand, Mnemonic, NasmFormatter, OpKind, Register,
@@ -20,7 +20,10 @@ pub const MAX_BLOCK_INSNS: usize = 64;
 /// Guest bytes fetched for one block (longest x86 instruction is 15 bytes).
 const FETCH_BYTES: usize = MAX_BLOCK_INSNS * 15;
 /// Host bytes reserved in the arena before assembling a block (generous upper bound).
-const MAX_HOST_BYTES: usize = 16 * 1024;
+const MAX_HOST_BYTES: usize = 64 * 1024;
+/// A block ends before its next instruction once its code is this long (tools may add a
+/// lot of code per instruction; the rest of the reservation bounds one instruction's).
+const BLOCK_HOST_SOFT_LIMIT: usize = 16 * 1024;
 
 /// Block length limit; `RTGRIND_BLOCK_INSNS=N` lowers it (1 = one instruction per block, a
 /// debugging aid that isolates block-level translation bugs from instruction-level ones).
@@ -270,7 +273,7 @@ pub fn translate_limited(
     emit_inline(&mut b, at_start);
     let mut info_factory = InstructionInfoFactory::new();
     loop {
-        if !decoder.can_decode() || count >= max_insns {
+        if !decoder.can_decode() || count >= max_insns || b.asm.pos() > BLOCK_HOST_SOFT_LIMIT {
             b.jmp_exit(end, end);
             break;
         }
@@ -291,6 +294,12 @@ pub fn translate_limited(
         count += 1;
         let next = ins.next_ip();
         let raw = &buf[(ins.ip() - pc) as usize..][..ins.len()];
+        if buf[(ins.ip() - pc) as usize..n].starts_with(&CLIENT_REQUEST) {
+            b.map(&ins, Fixup::None);
+            end = ins.ip() + CLIENT_REQUEST.len() as u64;
+            b.leave(ExitKind::ClientRequest, ins.ip(), end, None);
+            break;
+        }
 
         if unsupported(&ins) {
             b.map(&ins, Fixup::None);
@@ -418,8 +427,10 @@ fn emit_inline(b: &mut BlockBuilder, code: Inline) {
     }
     let (lent, save_flags, mut asm) = code.finish();
     if save_flags {
+        // rax goes back to its guest value at once: tool code may read guest registers.
         b.asm.store_gs(OFF_FLAGS_RAX, reg::RAX);
         b.asm.save_flags_ax(OFF_FLAGS_SAVE);
+        b.asm.load_gs(reg::RAX, OFF_FLAGS_RAX);
     }
     let lent: Vec<u8> = (0..16u8).filter(|r| lent & (1 << r) != 0).collect();
     for &r in &lent {

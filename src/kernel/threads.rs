@@ -55,6 +55,8 @@ impl Runtime {
         ctx.fs_base = if flags & libc::CLONE_SETTLS as u64 != 0 { a[4] } else { self.ctx.fs_base };
         ctx.gs_base = self.ctx.gs_base;
         ctx.xsave.0.copy_from_slice(&self.ctx.xsave.0);
+        ctx.tool_area = self.ctx.tool_area;
+        self.p().tool.thread_start(&mut ctx);
         // Threads start without an alternate signal stack (Linux clears it for CLONE_VM).
         let sig = Signals::for_thread(self.sig.actions.clone(), self.sig.mask, (0, libc::SS_DISABLE, 0));
         let index = self.p().sched.add_thread(0, sig.inbox.clone(), self.sig.mask);

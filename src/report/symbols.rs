@@ -41,8 +41,8 @@ fn parse(path: &str) -> Option<FileSyms> {
 }
 
 impl SymbolCache {
-    /// (function name, offset from it or from the module start, module path).
-    pub fn lookup(&mut self, pc: u64, mem: &GuestMemory) -> Option<(Option<String>, u64, String)> {
+    /// The module mapped at `pc` and `pc`'s address in that file (what debug info uses).
+    pub fn file_address(&mut self, pc: u64, mem: &GuestMemory) -> Option<(String, u64)> {
         let (_, region) = mem.region_at(pc)?;
         let path = region.name.clone()?;
         if path.starts_with('[') {
@@ -52,7 +52,13 @@ impl SymbolCache {
         let base = mem.lowest_start_named(&path)?;
         let fs = self.files.entry(path.clone()).or_insert_with(|| parse(&path)).as_ref()?;
         let bias = if fs.is_dyn { base - fs.first_vaddr } else { 0 };
-        let va = pc - bias;
+        Some((path, pc - bias))
+    }
+
+    /// (function name, offset from it or from the module start, module path).
+    pub fn lookup(&mut self, pc: u64, mem: &GuestMemory) -> Option<(Option<String>, u64, String)> {
+        let (path, va) = self.file_address(pc, mem)?;
+        let fs = self.files.get(&path)?.as_ref()?;
         let i = fs.syms.partition_point(|s| s.0 <= va);
         if i > 0 {
             let (start, size, name) = &fs.syms[i - 1];

@@ -3,18 +3,35 @@
 //! sees (syscalls, client requests, the end of the run) through [`ToolRun`].
 
 pub mod count;
+pub mod taint;
 
 use crate::kernel::memory::GuestMemory;
 use crate::report::Reporter;
 use rtgrind_jit::instrument::{NoInstrumentation, Tool};
 use rtgrind_jit::ThreadContext;
 
+/// Client request codes (must match `guest-programs/include/rtgrind.h`).
+pub const REQ_RUNNING_ON_RTGRIND: u64 = 0x1000;
+pub const REQ_TAINT: u64 = 0x2001;
+pub const REQ_UNTAINT: u64 = 0x2002;
+pub const REQ_GET_TAINT: u64 = 0x2003;
+
 /// A tool as the runtime sees it. Hooks run on the thread holding the scheduler's baton.
 pub trait ToolRun: Tool {
+    /// Before the main thread runs its first instruction.
+    fn start(&mut self, _ctx: &mut ThreadContext, _mem: &GuestMemory) {}
+    /// A new thread's context, a copy of its creator's (tool area included), before it runs.
+    fn thread_start(&mut self, _child: &mut ThreadContext) {}
     /// Before a guest syscall `nr` with arguments `args` is emulated or passed through.
     fn syscall_pre(&mut self, _ctx: &mut ThreadContext, _nr: u64, _args: &[u64; 6]) {}
     /// After it returned `ret` (a negative errno on failure).
     fn syscall_post(&mut self, _ctx: &mut ThreadContext, _nr: u64, _args: &[u64; 6], _ret: i64, _mem: &GuestMemory) {}
+    /// A client request from the guest (`guest-programs/include/rtgrind.h`): `req[0]` is the
+    /// code, the rest its arguments. The answer goes to the guest's rdx; None leaves the
+    /// default the guest put there (what it gets natively).
+    fn client_request(&mut self, _ctx: &mut ThreadContext, req: &[u64; 6], _mem: &GuestMemory) -> Option<u64> {
+        (req[0] == REQ_RUNNING_ON_RTGRIND).then_some(1)
+    }
     /// The run ends (exit, fatal signal, stop): print what the tool found.
     fn fini(&mut self, _report: &mut Reporter, _mem: &GuestMemory) {}
 }

@@ -1,0 +1,60 @@
+//! Shadow state for the tracking tools: a shadow bit per guest byte in memory
+//! ([`memory::ShadowMemory`]) and in registers (the tool area of each thread's context), and
+//! the inline propagation that keeps them up to date as guest instructions run
+//! ([`propagate`]).
+//!
+//! Register shadows are byte masks: bit i of a general register's shadow says whether byte i
+//! of the register is tainted (8 bits), of a vector register's whether byte i of the ymm
+//! register is (32 bits). The flags have one shadow for all six status flags.
+
+pub mod memory;
+pub mod propagate;
+
+use rtgrind_jit::ThreadContext;
+
+/// Byte offsets of the shadow state in `ThreadContext::tool_area`.
+pub mod slot {
+    /// 16 general registers, one u64 mask each (rax = 0 … r15 = 15).
+    pub const GPR: usize = 0;
+    /// The status flags: 0 or 1.
+    pub const FLAGS: usize = 128;
+    /// 16 vector registers (ymm0-15), one u64 mask each (32 bits used).
+    pub const VEC: usize = 136;
+    /// Address of the shadow memory's top table.
+    pub const TABLE: usize = 264;
+    /// Address of the shared chunk of zeros.
+    pub const ZERO: usize = 272;
+    /// 0x0101010101010101: `pext`/`pdep` mask between shadow bytes and mask bits.
+    pub const K01: usize = 280;
+    /// Arguments and result of the out-of-line shadow accesses.
+    pub const TMP_EA: usize = 288;
+    pub const TMP_SIZE: usize = 296;
+    pub const TMP_MASK: usize = 304;
+    /// Guest pc of the instruction a report callout is about.
+    pub const SITE: usize = 312;
+    /// rcx, rsi, rdi before a string instruction.
+    pub const STR_RCX: usize = 320;
+    pub const STR_RSI: usize = 328;
+    pub const STR_RDI: usize = 336;
+    /// What a report callout found (tool-defined).
+    pub const WHAT: usize = 344;
+    pub const END: usize = 352;
+}
+
+/// The tool-area word at byte offset `off`.
+pub fn word(ctx: &mut ThreadContext, off: usize) -> &mut u64 {
+    &mut ctx.tool_area[off / 8]
+}
+
+/// Points a thread's shadow registers at the shadow memory and clears them.
+pub fn init_thread(ctx: &mut ThreadContext, mem: &memory::ShadowMemory) {
+    ctx.tool_area[..slot::END / 8].iter_mut().for_each(|w| *w = 0);
+    *word(ctx, slot::TABLE) = mem.table_addr();
+    *word(ctx, slot::ZERO) = mem.zero_chunk_addr();
+    *word(ctx, slot::K01) = 0x0101_0101_0101_0101;
+}
+
+/// The shadow mask of general register `n`.
+pub fn gpr(ctx: &mut ThreadContext, n: usize) -> &mut u64 {
+    word(ctx, slot::GPR + 8 * n)
+}

@@ -1,0 +1,718 @@
+//! Inline shadow propagation, driven by iced-x86's `InstructionInfo`: before each guest
+//! instruction runs, code computes the shadows of what it will write from the shadows of
+//! what it reads.
+//!
+//! Classes (the rule for each, then the special cases):
+//! - **compute** (the default): every written location (register, memory, flags) becomes
+//!   tainted in all its bytes if any read location has a tainted byte. A conditionally
+//!   written destination (`cmov`) counts as read too; an instruction that writes only some
+//!   status flags (`inc`) reads the others.
+//! - **copy** (`mov`, `movzx`, `push`, `pop`, vector moves, `movd`/`movq`): the destination
+//!   gets the source's mask byte for byte; a narrower source leaves the upper bytes clean.
+//! - **zeroing idioms** (`xor r,r`, `sub r,r`, `pxor x,x`, …): destination and flags clean.
+//! - **`xchg`** of two registers swaps their masks.
+//! - **string instructions** (`movs`, `stos`, `lods`, `cmps`, `scas`, with or without `rep`):
+//!   after the instruction, a call-out replays its element range on the shadow (how many
+//!   elements ran is known only then).
+//! - `syscall` is left to the syscall hooks; `vzeroupper` and control transfers without data
+//!   are skipped (`call` stores a clean return address).
+//!
+//! Register widths follow the hardware: 8- and 16-bit writes keep the other bytes' shadow,
+//! 32-bit writes clear the upper four, VEX-encoded xmm writes clear the upper 16 bytes of the
+//! ymm shadow, legacy SSE writes keep them. Address registers are not data: the shadow of a
+//! loaded value is the shadow of the memory, not of the pointer (tools that care about
+//! tainted addresses check them separately, see `address_taint`).
+
+use super::memory::ShadowMemory;
+use super::slot;
+use rtgrind_jit::iced_x86::{
+    Code, EncodingKind, Instruction, InstructionInfo, MemoryOperand, Mnemonic, OpAccess, OpKind, Register, UsedMemory,
+};
+use rtgrind_jit::instrument::code_asm::*;
+use rtgrind_jit::instrument::{tool_area, InsnSite, Inline};
+use rtgrind_jit::ThreadContext;
+
+/// A `gs`-relative qword of the tool area.
+fn ta(off: usize) -> AsmMemoryOperand {
+    qword_ptr(tool_area(off)).gs()
+}
+
+fn gpr_slot(n: usize) -> usize {
+    slot::GPR + 8 * n
+}
+fn vec_slot(n: usize) -> usize {
+    slot::VEC + 8 * n
+}
+
+fn num(r: AsmRegister64) -> u32 {
+    Register::from(r) as u32 - Register::RAX as u32
+}
+fn r32(r: AsmRegister64) -> AsmRegister32 {
+    get_gpr32(Register::EAX + num(r)).unwrap()
+}
+fn r16(r: AsmRegister64) -> AsmRegister16 {
+    get_gpr16(Register::AX + num(r)).unwrap()
+}
+fn r8(r: AsmRegister64) -> AsmRegister8 {
+    let n = num(r);
+    // Byte registers: al, cl, dl, bl, spl, bpl, sil, dil, r8b…
+    let reg = if n < 4 { Register::AL + n } else { Register::SPL + (n - 4) };
+    get_gpr8(reg).unwrap()
+}
+
+/// Which part of a register an operand names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Part {
+    Low8,
+    High8,
+    W16,
+    W32,
+    W64,
+    /// A vector register: 16 (xmm) or 32 (ymm) bytes; `vex`: a VEX write clears the upper half.
+    Vec { bytes: u32, vex: bool },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Reg {
+    n: usize,
+    part: Part,
+}
+
+impl Reg {
+    fn of(r: Register, vex: bool) -> Option<Reg> {
+        if r.is_gpr() {
+            let n = (r.full_register().number() - Register::RAX.number()) as usize;
+            let part = match r.size() {
+                1 if matches!(r, Register::AH | Register::CH | Register::DH | Register::BH) => Part::High8,
+                1 => Part::Low8,
+                2 => Part::W16,
+                4 => Part::W32,
+                _ => Part::W64,
+            };
+            return Some(Reg { n, part });
+        }
+        if r.is_xmm() {
+            return Some(Reg { n: r.number() - Register::XMM0.number(), part: Part::Vec { bytes: 16, vex } }).filter(|r| r.n < 16);
+        }
+        if r.is_ymm() {
+            return Some(Reg { n: r.number() - Register::YMM0.number(), part: Part::Vec { bytes: 32, vex } }).filter(|r| r.n < 16);
+        }
+        None
+    }
+
+    /// Mask bits this part covers, counted from bit 0 of the operand.
+    fn full(self) -> u64 {
+        match self.part {
+            Part::Low8 | Part::High8 => 1,
+            Part::W16 => 3,
+            Part::W32 => 0xf,
+            Part::W64 => 0xff,
+            Part::Vec { bytes, .. } => (1u64 << bytes) - 1,
+        }
+    }
+}
+
+/// What an instruction reads and writes, as far as data goes.
+#[derive(Default, Debug)]
+struct Operands {
+    src_regs: Vec<Reg>,
+    dst_regs: Vec<Reg>,
+    src_mem: Vec<UsedMemory>,
+    dst_mem: Vec<UsedMemory>,
+    reads_flags: bool,
+    writes_flags: bool,
+    /// Writes some status flags but not all (the rest keep their shadow).
+    partial_flags: bool,
+}
+
+const STATUS_FLAGS: u32 = 0x3f; // iced RflagsBits OF SF ZF AF CF PF
+
+fn reads(a: OpAccess) -> bool {
+    matches!(a, OpAccess::Read | OpAccess::ReadWrite | OpAccess::CondRead | OpAccess::ReadCondWrite | OpAccess::CondWrite)
+}
+fn writes(a: OpAccess) -> bool {
+    matches!(a, OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite)
+}
+
+/// Memory accesses with a real address (not `lea`, not VSIB gathers, known size).
+fn real_memory(info: &InstructionInfo) -> impl Iterator<Item = &UsedMemory> {
+    info.used_memory().iter().filter(|m| {
+        m.access() != OpAccess::NoMemAccess && !m.index().is_xmm() && !m.index().is_ymm() && !m.index().is_zmm() && m.memory_size().size() > 0
+    })
+}
+
+fn operands(ins: &Instruction, info: &InstructionInfo) -> Operands {
+    let vex = ins.encoding() == EncodingKind::VEX;
+    let mut address_regs = Vec::new();
+    for m in real_memory(info) {
+        address_regs.extend([m.base().full_register(), m.index().full_register()]);
+    }
+    let mut o = Operands::default();
+    for u in info.used_registers() {
+        let full = u.register().full_register();
+        // iced names the whole register a write reaches (rax for a write to eax, zmm for a
+        // VEX write to xmm); the operand says which part the instruction means.
+        let named = (0..ins.op_count()).filter(|&i| ins.op_kind(i) == OpKind::Register).map(|i| ins.op_register(i)).find(|e| e.full_register() == full);
+        let is_explicit = named.is_some();
+        let r = match named {
+            Some(e) => e,
+            None if u.register().is_zmm() => Register::YMM0 + (u.register().number() as u32),
+            None => u.register(),
+        };
+        // The stack pointer of push/pop/call/ret/leave moves by a constant: not data.
+        if full == Register::RSP && !is_explicit {
+            continue;
+        }
+        let Some(reg) = Reg::of(r, vex) else { continue };
+        if reads(u.access()) && (is_explicit || !address_regs.contains(&full)) {
+            o.src_regs.push(reg);
+        }
+        if writes(u.access()) {
+            o.dst_regs.push(reg);
+        }
+    }
+    for m in real_memory(info) {
+        if reads(m.access()) {
+            o.src_mem.push(*m);
+        }
+        if writes(m.access()) {
+            o.dst_mem.push(*m);
+        }
+    }
+    o.reads_flags = ins.rflags_read() & STATUS_FLAGS != 0;
+    let written = ins.rflags_modified() & STATUS_FLAGS;
+    o.writes_flags = written != 0;
+    o.partial_flags = o.writes_flags && written != STATUS_FLAGS;
+    o
+}
+
+fn is_copy(ins: &Instruction) -> bool {
+    use Mnemonic::*;
+    match ins.mnemonic() {
+        Mov | Movzx | Push | Pop | Movd | Movq | Movdqa | Movdqu | Movaps | Movups | Movapd | Movupd | Lddqu | Movnti | Movntdq
+        | Movntps | Movntpd | Vmovd | Vmovq | Vmovdqa | Vmovdqu | Vmovaps | Vmovups | Vmovapd | Vmovupd | Vlddqu | Vmovntdq
+        | Vmovntps | Vmovntpd | Movbe => true,
+        // Only the memory forms zero the rest of the register; reg-reg forms merge.
+        Movss | Movsd | Vmovss | Vmovsd => ins.op_kind(0) == OpKind::Memory || ins.op_kind(1) == OpKind::Memory,
+        _ => false,
+    }
+}
+
+fn is_zeroing(ins: &Instruction) -> bool {
+    use Mnemonic::*;
+    let zeroing = matches!(
+        ins.mnemonic(),
+        Xor | Sub | Sbb | Pxor | Xorps | Xorpd | Vpxor | Vxorps | Vxorpd | Psubb | Psubw | Psubd | Psubq | Vpsubb | Vpsubw
+            | Vpsubd | Vpsubq | Pcmpeqb | Pcmpeqw | Pcmpeqd | Vpcmpeqb | Vpcmpeqw | Vpcmpeqd
+    ) && ins.mnemonic() != Sbb;
+    if !zeroing || ins.op_count() < 2 {
+        return false;
+    }
+    let first_src = ins.op_count() as usize - 2;
+    (first_src..ins.op_count() as usize).all(|i| ins.op_kind(i as u32) == OpKind::Register)
+        && ins.op_register(first_src as u32) == ins.op_register(first_src as u32 + 1)
+}
+
+fn is_string(ins: &Instruction) -> bool {
+    ins.is_string_instruction() && !matches!(ins.mnemonic(), Mnemonic::Insb | Mnemonic::Insw | Mnemonic::Insd | Mnemonic::Outsb | Mnemonic::Outsw | Mnemonic::Outsd)
+}
+
+/// Skipped by propagation: no data moves, or a hook handles it.
+fn is_skipped(ins: &Instruction) -> bool {
+    use Mnemonic::*;
+    matches!(
+        ins.mnemonic(),
+        Syscall | Nop | Endbr64 | Pause | Lfence | Sfence | Mfence | Prefetchnta | Prefetcht0 | Prefetcht1 | Prefetcht2 | Prefetchw
+            | Vzeroupper | Jmp | Ret | Ud2 | Int3
+    ) || ins.is_jcc_short_or_near()
+        || ins.is_loop()
+        || ins.is_loopcc()
+        || ins.is_jcx_short()
+}
+
+/// Scratch registers of one propagation sequence.
+#[derive(Clone, Copy)]
+struct Regs {
+    /// The effective address of the access being shadowed.
+    a: AsmRegister64,
+    t: AsmRegister64,
+    u: AsmRegister64,
+    /// A shadow mask loaded from memory or a register.
+    m: AsmRegister64,
+    v: AsmRegister64,
+    /// The merged shadow of all sources.
+    acc: AsmRegister64,
+}
+
+impl Regs {
+    fn lend(b: &mut Inline) -> Regs {
+        Regs { a: b.scratch(), t: b.scratch(), u: b.scratch(), m: b.scratch(), v: b.scratch(), acc: b.scratch() }
+    }
+}
+
+/// Sizes the inline paths handle; others go out of line.
+fn inline_size(n: usize) -> bool {
+    matches!(n, 1 | 2 | 4 | 8 | 16 | 32)
+}
+
+/// `dst = effective address of m` (guest registers are intact in tool code).
+pub fn effective_address(b: &mut Inline, dst: AsmRegister64, m: &UsedMemory, scratch: AsmRegister64) {
+    let a = b.asm();
+    let (base, index) = (m.base(), m.index());
+    if base == Register::RIP || base == Register::EIP || (base == Register::None && index == Register::None) {
+        a.mov(dst, m.displacement()).unwrap();
+    } else {
+        let disp = m.displacement() as i64;
+        let disp = if base.size() == 4 || index.size() == 4 { disp as i32 as i64 } else { disp };
+        if i32::try_from(disp).is_ok() {
+            let displ_size = if base.size() == 4 || index.size() == 4 { 4 } else { 8 };
+            let op = MemoryOperand::new(base, index, m.scale(), disp, displ_size, false, Register::None);
+            a.add_instruction(Instruction::with2(Code::Lea_r64_m, Register::from(dst), op).unwrap()).unwrap();
+        } else {
+            let op = MemoryOperand::new(base, index, m.scale(), 0, 0, false, Register::None);
+            a.add_instruction(Instruction::with2(Code::Lea_r64_m, Register::from(dst), op).unwrap()).unwrap();
+            a.mov(scratch, disp as u64).unwrap();
+            a.add(dst, scratch).unwrap();
+        }
+    }
+    if m.segment() == Register::FS {
+        a.rdfsbase(scratch).unwrap();
+        a.add(dst, scratch).unwrap();
+    }
+}
+
+/// The propagation of one tool: `shadow` is the argument of its out-of-line call-outs.
+pub struct Propagation {
+    pub shadow: *mut ShadowMemory,
+}
+
+impl Propagation {
+    fn arg(&self) -> u64 {
+        self.shadow as u64
+    }
+
+    /// `r.m = mask of the size bytes at the access m` (bit i = byte i tainted).
+    fn load_mask(&self, b: &mut Inline, r: Regs, m: &UsedMemory) {
+        let size = m.memory_size().size();
+        effective_address(b, r.a, m, r.t);
+        let a = b.asm();
+        let mut slow = a.create_label();
+        let mut done = a.create_label();
+        if inline_size(size) {
+            a.mov(r.t, ta(slot::TABLE)).unwrap();
+            a.rorx(r.u, r.a, 16).unwrap();
+            a.mov(r32(r.u), r32(r.u)).unwrap();
+            a.mov(r.u, qword_ptr(r.t + r.u * 8)).unwrap();
+            a.test(r.u, r.u).unwrap();
+            a.cmovz(r.u, ta(slot::ZERO)).unwrap();
+            a.movzx(r32(r.t), r16(r.a)).unwrap();
+            a.cmp(r32(r.t), (0x10000 - size) as i32).unwrap();
+            a.ja(slow).unwrap();
+            match size {
+                1 => a.movzx(r32(r.m), byte_ptr(r.u + r.t)).unwrap(),
+                2 => {
+                    a.movzx(r32(r.m), word_ptr(r.u + r.t)).unwrap();
+                    a.pext(r32(r.m), r32(r.m), dword_ptr(tool_area(slot::K01)).gs()).unwrap();
+                }
+                4 => {
+                    a.mov(r32(r.m), dword_ptr(r.u + r.t)).unwrap();
+                    a.pext(r32(r.m), r32(r.m), dword_ptr(tool_area(slot::K01)).gs()).unwrap();
+                }
+                _ => {
+                    a.mov(r.m, qword_ptr(r.u + r.t)).unwrap();
+                    a.pext(r.m, r.m, ta(slot::K01)).unwrap();
+                    for k in 1..size / 8 {
+                        a.mov(r.v, qword_ptr(r.u + r.t + (8 * k) as i32)).unwrap();
+                        a.pext(r.v, r.v, ta(slot::K01)).unwrap();
+                        a.shl(r.v, (8 * k) as u32).unwrap();
+                        a.or(r.m, r.v).unwrap();
+                    }
+                }
+            }
+            a.jmp(done).unwrap();
+        }
+        a.set_label(&mut slow).unwrap();
+        a.mov(ta(slot::TMP_EA), r.a).unwrap();
+        a.mov(ta(slot::TMP_SIZE), size as i32).unwrap();
+        b.callout(load_slow, self.arg(), r.v);
+        let a = b.asm();
+        a.mov(r.m, ta(slot::TMP_MASK)).unwrap();
+        a.set_label(&mut done).unwrap();
+        a.zero_bytes().unwrap();
+    }
+
+    /// Stores mask `val` as the shadow of the access m.
+    fn store_mask(&self, b: &mut Inline, r: Regs, m: &UsedMemory, val: AsmRegister64) {
+        let size = m.memory_size().size();
+        effective_address(b, r.a, m, r.t);
+        let a = b.asm();
+        let mut slow = a.create_label();
+        let mut done = a.create_label();
+        if inline_size(size) {
+            let mut have = a.create_label();
+            a.mov(r.t, ta(slot::TABLE)).unwrap();
+            a.rorx(r.u, r.a, 16).unwrap();
+            a.mov(r32(r.u), r32(r.u)).unwrap();
+            a.lea(r.u, qword_ptr(r.t + r.u * 8)).unwrap();
+            a.mov(r.t, qword_ptr(r.u)).unwrap();
+            a.test(r.t, r.t).unwrap();
+            a.jnz(have).unwrap();
+            // No chunk yet: a clean store changes nothing, a tainted one allocates.
+            a.test(val, val).unwrap();
+            a.jz(done).unwrap();
+            a.jmp(slow).unwrap();
+            a.set_label(&mut have).unwrap();
+            a.movzx(r32(r.u), r16(r.a)).unwrap();
+            a.cmp(r32(r.u), (0x10000 - size) as i32).unwrap();
+            a.ja(slow).unwrap();
+            match size {
+                1 => {
+                    a.mov(r.v, val).unwrap();
+                    a.and(r.v, 1).unwrap();
+                    a.mov(byte_ptr(r.t + r.u), r8(r.v)).unwrap();
+                }
+                2 => {
+                    a.pdep(r.v, val, ta(slot::K01)).unwrap();
+                    a.mov(word_ptr(r.t + r.u), r16(r.v)).unwrap();
+                }
+                4 => {
+                    a.pdep(r.v, val, ta(slot::K01)).unwrap();
+                    a.mov(dword_ptr(r.t + r.u), r32(r.v)).unwrap();
+                }
+                _ => {
+                    for k in 0..size / 8 {
+                        a.mov(r.v, val).unwrap();
+                        if k > 0 {
+                            a.shr(r.v, (8 * k) as u32).unwrap();
+                        }
+                        a.pdep(r.v, r.v, ta(slot::K01)).unwrap();
+                        a.mov(qword_ptr(r.t + r.u + (8 * k) as i32), r.v).unwrap();
+                    }
+                }
+            }
+            a.jmp(done).unwrap();
+        }
+        a.set_label(&mut slow).unwrap();
+        a.mov(ta(slot::TMP_EA), r.a).unwrap();
+        a.mov(ta(slot::TMP_SIZE), size as i32).unwrap();
+        a.mov(ta(slot::TMP_MASK), val).unwrap();
+        b.callout(store_slow, self.arg(), r.v);
+        let a = b.asm();
+        a.set_label(&mut done).unwrap();
+        a.zero_bytes().unwrap();
+    }
+
+    /// `dst = mask of register reg`, from bit 0 of the operand.
+    fn load_reg(b: &mut Inline, reg: Reg, dst: AsmRegister64) {
+        let a = b.asm();
+        match reg.part {
+            Part::Vec { bytes, .. } => {
+                a.mov(dst, ta(vec_slot(reg.n))).unwrap();
+                if bytes == 16 {
+                    a.movzx(r32(dst), r16(dst)).unwrap();
+                } else {
+                    a.mov(r32(dst), r32(dst)).unwrap();
+                }
+            }
+            part => {
+                a.mov(dst, ta(gpr_slot(reg.n))).unwrap();
+                if part == Part::High8 {
+                    a.shr(dst, 1).unwrap();
+                }
+                if part != Part::W64 {
+                    a.and(dst, reg.full() as i32).unwrap();
+                }
+            }
+        }
+    }
+
+    /// Writes mask `val` (from bit 0, at most `reg.full()` bits set) as register reg's shadow,
+    /// with the hardware's partial-write rules. Clobbers t and u.
+    fn store_reg(b: &mut Inline, r: Regs, reg: Reg, val: AsmRegister64) {
+        let a = b.asm();
+        match reg.part {
+            Part::W64 | Part::W32 => a.mov(ta(gpr_slot(reg.n)), val).unwrap(),
+            Part::W16 | Part::Low8 | Part::High8 => {
+                let (keep, shift) = match reg.part {
+                    Part::W16 => (!3i32, 0),
+                    Part::Low8 => (!1, 0),
+                    _ => (!2, 1),
+                };
+                a.mov(r.t, ta(gpr_slot(reg.n))).unwrap();
+                a.and(r.t, keep).unwrap();
+                a.mov(r.u, val).unwrap();
+                if shift == 1 {
+                    a.shl(r.u, 1).unwrap();
+                }
+                a.or(r.t, r.u).unwrap();
+                a.mov(ta(gpr_slot(reg.n)), r.t).unwrap();
+            }
+            Part::Vec { bytes: 16, vex: false } => {
+                a.mov(r.t, ta(vec_slot(reg.n))).unwrap();
+                a.and(r.t, -65536).unwrap();
+                a.or(r.t, val).unwrap();
+                a.mov(ta(vec_slot(reg.n)), r.t).unwrap();
+            }
+            Part::Vec { .. } => a.mov(ta(vec_slot(reg.n)), val).unwrap(),
+        }
+    }
+
+    /// `dst = full if acc != 0 else 0` (clobbers t).
+    fn spread(b: &mut Inline, r: Regs, full: u64, dst: AsmRegister64) {
+        let a = b.asm();
+        a.xor(r32(dst), r32(dst)).unwrap();
+        a.mov(r.t, full).unwrap();
+        a.test(r.acc, r.acc).unwrap();
+        a.cmovnz(dst, r.t).unwrap();
+    }
+
+    /// Code before a guest instruction: the shadows of what it writes.
+    pub fn before(&self, site: &InsnSite, b: &mut Inline) {
+        let ins = site.ins;
+        if is_string(ins) {
+            // Remember where the string instruction starts; `after` replays it.
+            let a = b.asm();
+            a.mov(ta(slot::STR_RCX), rcx).unwrap();
+            a.mov(ta(slot::STR_RSI), rsi).unwrap();
+            a.mov(ta(slot::STR_RDI), rdi).unwrap();
+            return;
+        }
+        if is_skipped(ins) {
+            return;
+        }
+        let o = operands(ins, site.info);
+        if o.dst_regs.is_empty() && o.dst_mem.is_empty() && !o.writes_flags {
+            return;
+        }
+        b.clobber_flags();
+        let r = Regs::lend(b);
+        // A call's return address is a constant.
+        if is_zeroing(ins) || ins.mnemonic() == Mnemonic::Call {
+            let a = b.asm();
+            a.xor(r32(r.m), r32(r.m)).unwrap();
+            for &d in &o.dst_regs {
+                Self::store_reg(b, r, d, r.m);
+            }
+            for m in &o.dst_mem {
+                self.store_mask(b, r, m, r.m);
+            }
+            if o.writes_flags {
+                b.asm().mov(ta(slot::FLAGS), r.m).unwrap();
+            }
+            return;
+        }
+        if ins.mnemonic() == Mnemonic::Xchg && o.src_mem.is_empty() && ins.op_count() == 2 {
+            let (Some(x), Some(y)) = (Reg::of(ins.op0_register(), false), Reg::of(ins.op1_register(), false)) else { return };
+            Self::load_reg(b, x, r.m);
+            Self::load_reg(b, y, r.acc);
+            Self::store_reg(b, r, x, r.acc);
+            Self::store_reg(b, r, y, r.m);
+            return;
+        }
+        let srcs = o.src_regs.len() + o.src_mem.len();
+        if is_copy(ins) && srcs <= 1 {
+            // The one source's mask, byte for byte (0 for an immediate).
+            let a = b.asm();
+            a.xor(r32(r.acc), r32(r.acc)).unwrap();
+            if let Some(&s) = o.src_regs.first() {
+                Self::load_reg(b, s, r.acc);
+            } else if let Some(m) = o.src_mem.first() {
+                self.load_mask(b, r, m);
+                b.asm().mov(r.acc, r.m).unwrap();
+            }
+            for &d in &o.dst_regs {
+                let a = b.asm();
+                a.mov(r.m, r.acc).unwrap();
+                if d.full() != u64::MAX && d.full() < (1 << 32) {
+                    a.and(r.m, d.full() as i32).unwrap();
+                }
+                Self::store_reg(b, r, d, r.m);
+            }
+            for m in &o.dst_mem {
+                self.store_mask(b, r, m, r.acc);
+            }
+            return;
+        }
+        // Compute: everything written depends on everything read.
+        let a = b.asm();
+        a.xor(r32(r.acc), r32(r.acc)).unwrap();
+        let mut srcs = o.src_regs.clone();
+        let vex = ins.encoding() == EncodingKind::VEX;
+        for d in &o.dst_regs {
+            let cond = site.info.used_registers().iter().any(|u| Reg::of(u.register(), vex) == Some(*d) && u.access() == OpAccess::CondWrite);
+            if cond && !srcs.contains(d) {
+                srcs.push(*d);
+            }
+        }
+        for s in srcs {
+            Self::load_reg(b, s, r.m);
+            b.asm().or(r.acc, r.m).unwrap();
+        }
+        for m in &o.src_mem {
+            self.load_mask(b, r, m);
+            b.asm().or(r.acc, r.m).unwrap();
+        }
+        if o.reads_flags || o.partial_flags {
+            b.asm().or(r.acc, ta(slot::FLAGS)).unwrap();
+        }
+        for &d in &o.dst_regs {
+            Self::spread(b, r, d.full(), r.m);
+            Self::store_reg(b, r, d, r.m);
+        }
+        for m in &o.dst_mem {
+            let size = m.memory_size().size();
+            let full = if size >= 64 { u64::MAX } else { (1u64 << size) - 1 };
+            Self::spread(b, r, full, r.m);
+            self.store_mask(b, r, m, r.m);
+        }
+        if o.writes_flags {
+            Self::spread(b, r, 1, r.m);
+            b.asm().mov(ta(slot::FLAGS), r.m).unwrap();
+        }
+    }
+
+    /// Code after a guest instruction (string instructions only).
+    pub fn after(&self, site: &InsnSite, b: &mut Inline) {
+        if is_string(site.ins) {
+            let s = b.scratch();
+            let kind = string_kind(site.ins);
+            b.asm().mov(ta(slot::WHAT), kind as i32).unwrap();
+            b.callout(string_after, self.arg(), s);
+        }
+    }
+}
+
+/// Element size (low byte), operation (bits 8-15: movs, stos, lods, cmps, scas), rep prefix
+/// (bit 16) and whether it is repe/repne (bit 17) of a string instruction, for `string_after`.
+fn string_kind(ins: &Instruction) -> u32 {
+    use Mnemonic::*;
+    let size = match ins.mnemonic() {
+        Movsb | Stosb | Lodsb | Cmpsb | Scasb => 1,
+        Movsw | Stosw | Lodsw | Cmpsw | Scasw => 2,
+        Movsd | Stosd | Lodsd | Cmpsd | Scasd => 4,
+        _ => 8,
+    };
+    let op = match ins.mnemonic() {
+        Movsb | Movsw | Movsd | Movsq => 0,
+        Stosb | Stosw | Stosd | Stosq => 1,
+        Lodsb | Lodsw | Lodsd | Lodsq => 2,
+        Cmpsb | Cmpsw | Cmpsd | Cmpsq => 3,
+        _ => 4, // scas
+    };
+    let rep = ins.has_rep_prefix() || ins.has_repne_prefix();
+    let cond = rep && op >= 3;
+    size | op << 8 | (rep as u32) << 16 | (cond as u32) << 17
+}
+
+/// The shadow memory a call-out's argument names.
+///
+/// # Safety
+/// `arg` must be the `ShadowMemory` pointer the propagation was built with; only the thread
+/// holding the scheduler's baton runs call-outs, so no other reference is live.
+unsafe fn shadow_of<'a>(arg: u64) -> &'a mut ShadowMemory {
+    // SAFETY: per the contract.
+    unsafe { &mut *(arg as *mut ShadowMemory) }
+}
+
+/// A call-out's thread context.
+///
+/// # Safety
+/// `ctx` must be the pointer `rtg_callout` passes (the calling thread's context).
+unsafe fn ctx_of<'a>(ctx: *mut ThreadContext) -> &'a mut ThreadContext {
+    // SAFETY: per the contract.
+    unsafe { &mut *ctx }
+}
+
+/// Out of line: a load whose shadow crosses a chunk or has an odd size.
+extern "C" fn load_slow(ctx: *mut ThreadContext, arg: u64) {
+    // SAFETY: called by rtg_callout with this thread's context and the propagation's argument.
+    let (ctx, mem) = unsafe { (ctx_of(ctx), shadow_of(arg)) };
+    let (ea, size) = (*super::word(ctx, slot::TMP_EA), *super::word(ctx, slot::TMP_SIZE));
+    let mask = if size <= 64 { mem.mask(ea, size) } else { mem.any(ea, size) as u64 };
+    *super::word(ctx, slot::TMP_MASK) = mask;
+}
+
+/// Out of line: a store that crosses a chunk, has an odd size or needs a new chunk.
+extern "C" fn store_slow(ctx: *mut ThreadContext, arg: u64) {
+    // SAFETY: as in `load_slow`.
+    let (ctx, mem) = unsafe { (ctx_of(ctx), shadow_of(arg)) };
+    let (ea, size, mask) = (*super::word(ctx, slot::TMP_EA), *super::word(ctx, slot::TMP_SIZE), *super::word(ctx, slot::TMP_MASK));
+    if size <= 64 {
+        mem.set_mask(ea, size, mask);
+    } else {
+        mem.set_range(ea, size, (mask != 0) as u8);
+    }
+}
+
+/// Out of line, after a string instruction: replays its element range on the shadow.
+extern "C" fn string_after(ctx: *mut ThreadContext, arg: u64) {
+    // SAFETY: as in `load_slow`.
+    let (ctx, mem) = unsafe { (ctx_of(ctx), shadow_of(arg)) };
+    let kind = *super::word(ctx, slot::WHAT);
+    let (size, op, rep) = (kind & 0xff, (kind >> 8) & 0xff, kind & (1 << 16) != 0);
+    let (rcx0, rsi0, rdi0) = (*super::word(ctx, slot::STR_RCX), *super::word(ctx, slot::STR_RSI), *super::word(ctx, slot::STR_RDI));
+    let count = if rep { rcx0.wrapping_sub(ctx.callout_regs[1]) } else { 1 };
+    if count == 0 {
+        return;
+    }
+    let down = ctx.callout_flags & (1 << 10) != 0;
+    // The byte range `count` elements starting at `start` cover.
+    let range = |start: u64| -> (u64, u64) {
+        let len = count.saturating_mul(size).min(1 << 32);
+        if down {
+            (start.wrapping_sub(len - size), len)
+        } else {
+            (start, len)
+        }
+    };
+    let rax_mask = *super::gpr(ctx, 0) & ((1u64 << size) - 1);
+    match op {
+        0 => {
+            let ((s, len), (d, _)) = (range(rsi0), range(rdi0));
+            mem.copy(d, s, len);
+        }
+        1 => {
+            let (d, len) = range(rdi0);
+            mem.set_range(d, len, (rax_mask != 0) as u8);
+        }
+        2 => {
+            let (s, len) = range(rsi0);
+            let last = if down { s } else { s + len - size };
+            let m = mem.mask(last, size);
+            let r = super::gpr(ctx, 0);
+            *r = if size >= 4 { m } else { (*r & !((1u64 << size) - 1)) | m };
+        }
+        _ => {
+            // Flags only: cmps reads both ranges, scas rdi's and rax.
+            let (d, len) = range(rdi0);
+            let mut t = mem.any(d, len);
+            if op == 4 {
+                t |= rax_mask != 0;
+            } else {
+                let (s, len) = range(rsi0);
+                t |= mem.any(s, len);
+            }
+            *super::word(ctx, slot::FLAGS) = t as u64;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtgrind_jit::iced_x86::{Decoder, DecoderOptions, InstructionInfoFactory};
+
+    fn ops(bytes: &[u8]) -> Operands {
+        let ins = Decoder::with_ip(64, bytes, 0x1000, DecoderOptions::NONE).decode();
+        let mut f = InstructionInfoFactory::new();
+        operands(&ins, f.info(&ins))
+    }
+
+    #[test]
+    fn vex_load_operands() {
+        let o = ops(&[0xc5, 0xfe, 0x6f, 0x05, 0x20, 0x2e, 0x00, 0x00]);
+        eprintln!("{o:?}");
+        assert_eq!(o.dst_regs, [Reg { n: 0, part: Part::Vec { bytes: 32, vex: true } }]);
+        assert_eq!(o.src_mem.len(), 1);
+    }
+}

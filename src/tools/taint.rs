@@ -1,0 +1,316 @@
+//! `--tool=taint --taint-input=stdin|argv|FILE`: which conditional branches, memory
+//! addresses, indirect jump targets and syscall arguments depend on the program's input.
+//!
+//! Input bytes get a shadow bit when they enter the program (a `read` from stdin or from the
+//! named file, or the argument strings at start-up); every instruction propagates the bits
+//! inline (`shadow::propagate`). Before a conditional branch whose flags are tainted, an
+//! access whose address registers are, or an indirect jump whose target is, a call-out
+//! records the site; syscall arguments are checked in the syscall hook. The report lists each
+//! site once, with how often it was reached tainted, by source line where debug info exists.
+
+use super::{ToolRun, REQ_GET_TAINT, REQ_TAINT, REQ_UNTAINT};
+use crate::kernel::guest_mem;
+use crate::kernel::memory::GuestMemory;
+use crate::report::lines::SourceLines;
+use crate::report::Reporter;
+use crate::shadow::memory::ShadowMemory;
+use crate::shadow::propagate::Propagation;
+use crate::shadow::{self, slot};
+use rtgrind_jit::iced_x86::{FlowControl, OpAccess, OpKind, Register};
+use rtgrind_jit::instrument::code_asm::qword_ptr;
+use rtgrind_jit::instrument::{tool_area, InsnSite, Inline, Tool};
+use rtgrind_jit::ThreadContext;
+use std::collections::{BTreeMap, HashSet};
+use std::path::PathBuf;
+
+/// Where input comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Input {
+    Stdin,
+    Argv,
+    File(PathBuf),
+}
+
+impl Input {
+    pub fn parse(s: &str) -> Input {
+        match s {
+            "stdin" => Input::Stdin,
+            "argv" => Input::Argv,
+            f => Input::File(std::fs::canonicalize(f).unwrap_or_else(|_| PathBuf::from(f))),
+        }
+    }
+}
+
+/// What depends on input at a site.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Kind {
+    Branch = 1,
+    Address = 2,
+    Jump = 3,
+    Syscall = 4,
+}
+
+impl Kind {
+    fn from(v: u64) -> Kind {
+        match v {
+            1 => Kind::Branch,
+            2 => Kind::Address,
+            3 => Kind::Jump,
+            _ => Kind::Syscall,
+        }
+    }
+    fn describe(self) -> &'static str {
+        match self {
+            Kind::Branch => "conditional branch",
+            Kind::Address => "memory address",
+            Kind::Jump => "indirect jump target",
+            Kind::Syscall => "syscall argument",
+        }
+    }
+}
+
+/// Sites found tainted: (kind, guest pc, detail) -> times.
+#[derive(Default)]
+pub struct Findings(pub BTreeMap<(Kind, u64, String), u64>);
+
+pub struct Taint {
+    input: Input,
+    shadow: *mut ShadowMemory,
+    prop: Propagation,
+    findings: Box<Findings>,
+    /// Descriptors reading input (stdin, or the input file's open descriptors).
+    input_fds: HashSet<i32>,
+}
+
+impl Taint {
+    pub fn new(input: Input) -> std::io::Result<Taint> {
+        let shadow = Box::into_raw(Box::new(ShadowMemory::new()?));
+        let input_fds = if input == Input::Stdin { HashSet::from([0]) } else { HashSet::new() };
+        Ok(Taint { input, shadow, prop: Propagation { shadow }, findings: Box::default(), input_fds })
+    }
+
+    fn mem(&mut self) -> &mut ShadowMemory {
+        // SAFETY: the shadow memory lives as long as the tool; tool hooks run on the thread
+        // holding the baton while no translated code (hence no call-out) runs.
+        unsafe { &mut *self.shadow }
+    }
+
+    /// Code that records (kind, pc) through a call-out when `flag` (a tool-area slot, or a
+    /// register's shadow) is non-zero.
+    fn check(&self, b: &mut Inline, slots: &[usize], kind: Kind, pc: u64) {
+        b.clobber_flags();
+        let t = b.scratch();
+        let a = b.asm();
+        let mut skip = a.create_label();
+        a.xor(t, t).unwrap();
+        for &s in slots {
+            a.or(t, qword_ptr(tool_area(s)).gs()).unwrap();
+        }
+        a.test(t, t).unwrap();
+        a.jz(skip).unwrap();
+        a.mov(t, pc).unwrap();
+        a.mov(qword_ptr(tool_area(slot::SITE)).gs(), t).unwrap();
+        a.mov(qword_ptr(tool_area(slot::WHAT)).gs(), kind as i32).unwrap();
+        b.callout(record, &*self.findings as *const Findings as u64, t);
+        let a = b.asm();
+        a.set_label(&mut skip).unwrap();
+        a.zero_bytes().unwrap();
+    }
+
+    fn taint_argv(&mut self, ctx: &ThreadContext) {
+        let rsp = ctx.gpr[4];
+        let argc = guest_mem::read_u64(rsp).unwrap_or(0);
+        for i in 1..argc {
+            if let Some(p) = guest_mem::read_u64(rsp + 8 + 8 * i) {
+                if let Some(s) = guest_mem::read_cstr(p, 1 << 20) {
+                    self.mem().set_range(p, s.len() as u64, 1);
+                }
+            }
+        }
+    }
+}
+
+fn gpr_slot(r: Register) -> Option<usize> {
+    r.is_gpr().then(|| slot::GPR + 8 * (r.full_register().number() - Register::RAX.number()))
+}
+
+extern "C" fn record(ctx: *mut ThreadContext, arg: u64) {
+    // SAFETY: rtg_callout passes this thread's context; `arg` is the tool's boxed Findings,
+    // which nothing else references while translated code runs.
+    let (ctx, f) = unsafe { (&mut *ctx, &mut *(arg as *mut Findings)) };
+    let (pc, kind) = (*shadow::word(ctx, slot::SITE), Kind::from(*shadow::word(ctx, slot::WHAT)));
+    *f.0.entry((kind, pc, String::new())).or_default() += 1;
+}
+
+impl Tool for Taint {
+    fn before_insn(&mut self, site: &InsnSite, b: &mut Inline) {
+        let ins = site.ins;
+        let pc = ins.ip();
+        if ins.flow_control() == FlowControl::ConditionalBranch && ins.condition_code() != rtgrind_jit::iced_x86::ConditionCode::None {
+            self.check(b, &[slot::FLAGS], Kind::Branch, pc);
+        }
+        if matches!(ins.flow_control(), FlowControl::IndirectBranch | FlowControl::IndirectCall) && ins.op0_kind() == OpKind::Register {
+            if let Some(s) = gpr_slot(ins.op0_register()) {
+                self.check(b, &[s], Kind::Jump, pc);
+            }
+        }
+        let mut addr_slots = Vec::new();
+        for m in site.info.used_memory() {
+            if m.access() == OpAccess::NoMemAccess {
+                continue;
+            }
+            for r in [m.base(), m.index()] {
+                if let Some(s) = gpr_slot(r) {
+                    if !addr_slots.contains(&s) {
+                        addr_slots.push(s);
+                    }
+                }
+            }
+        }
+        if !addr_slots.is_empty() {
+            self.check(b, &addr_slots, Kind::Address, pc);
+        }
+        self.prop.before(site, b);
+    }
+
+    fn after_insn(&mut self, site: &InsnSite, b: &mut Inline) {
+        self.prop.after(site, b);
+    }
+}
+
+/// Arguments a syscall takes (the others are not checked); unknown ones are checked in full.
+fn arg_count(nr: i64) -> usize {
+    match nr {
+        libc::SYS_close | libc::SYS_brk | libc::SYS_exit | libc::SYS_exit_group | libc::SYS_dup | libc::SYS_set_tid_address
+        | libc::SYS_uname | libc::SYS_pipe => 1,
+        libc::SYS_munmap | libc::SYS_fstat | libc::SYS_stat | libc::SYS_lstat | libc::SYS_dup2 | libc::SYS_clock_gettime
+        | libc::SYS_gettimeofday | libc::SYS_arch_prctl | libc::SYS_pipe2 | libc::SYS_kill | libc::SYS_access
+        | libc::SYS_set_robust_list => 2,
+        libc::SYS_read | libc::SYS_write | libc::SYS_open | libc::SYS_lseek | libc::SYS_mprotect | libc::SYS_ioctl
+        | libc::SYS_readv | libc::SYS_writev | libc::SYS_getrandom | libc::SYS_fcntl | libc::SYS_getdents64 | libc::SYS_madvise
+        | libc::SYS_tgkill | libc::SYS_readlink => 3,
+        libc::SYS_openat | libc::SYS_newfstatat | libc::SYS_pread64 | libc::SYS_pwrite64 | libc::SYS_rt_sigaction
+        | libc::SYS_rt_sigprocmask | libc::SYS_wait4 | libc::SYS_prlimit64 | libc::SYS_readlinkat => 4,
+        libc::SYS_mremap => 5,
+        _ => 6,
+    }
+}
+
+/// The guest buffer (address, length) a successful syscall wrote, if it is one we know.
+fn written_buffer(nr: i64, a: &[u64; 6], ret: i64) -> Option<(u64, u64)> {
+    let ret_len = ret.max(0) as u64;
+    Some(match nr {
+        libc::SYS_read | libc::SYS_pread64 | libc::SYS_getdents64 | libc::SYS_getrandom | libc::SYS_recvfrom => (a[1], ret_len),
+        libc::SYS_readlink => (a[1], ret_len),
+        libc::SYS_readlinkat => (a[2], ret_len),
+        libc::SYS_fstat | libc::SYS_stat | libc::SYS_lstat => (a[1], 144),
+        libc::SYS_newfstatat => (a[2], 144),
+        libc::SYS_clock_gettime => (a[1], 16),
+        libc::SYS_gettimeofday => (a[0], 16),
+        libc::SYS_uname => (a[0], 390),
+        libc::SYS_pipe | libc::SYS_pipe2 => (a[0], 8),
+        _ => return None,
+    })
+}
+
+impl ToolRun for Taint {
+    fn start(&mut self, ctx: &mut ThreadContext, _mem: &GuestMemory) {
+        // SAFETY: as in `mem`.
+        shadow::init_thread(ctx, unsafe { &*self.shadow });
+        if self.input == Input::Argv {
+            self.taint_argv(ctx);
+        }
+    }
+
+    fn thread_start(&mut self, child: &mut ThreadContext) {
+        // The child returns 0 from clone in rax; rcx and r11 are clobbered by `syscall`.
+        for r in [0, 1, 11] {
+            *shadow::gpr(child, r) = 0;
+        }
+    }
+
+    fn syscall_pre(&mut self, ctx: &mut ThreadContext, nr: u64, _args: &[u64; 6]) {
+        const ARG_REGS: [usize; 6] = [7, 6, 2, 10, 8, 9]; // rdi rsi rdx r10 r8 r9
+        for (i, &r) in ARG_REGS.iter().enumerate().take(arg_count(nr as i64)) {
+            if *shadow::gpr(ctx, r) != 0 {
+                let pc = ctx.rip.wrapping_sub(2);
+                *self.findings.0.entry((Kind::Syscall, pc, format!("syscall {nr} argument {}", i + 1))).or_default() += 1;
+            }
+        }
+    }
+
+    fn syscall_post(&mut self, ctx: &mut ThreadContext, nr: u64, a: &[u64; 6], ret: i64, _mem: &GuestMemory) {
+        for r in [0, 1, 11] {
+            *shadow::gpr(ctx, r) = 0;
+        }
+        let nr = nr as i64;
+        if ret < 0 {
+            return;
+        }
+        if let Input::File(path) = &self.input {
+            let opened = match nr {
+                libc::SYS_open => Some(a[0]),
+                libc::SYS_openat => Some(a[1]),
+                _ => None,
+            };
+            if let Some(p) = opened.and_then(|p| guest_mem::read_cstr(p, 4096)) {
+                let p = PathBuf::from(String::from_utf8_lossy(&p).into_owned());
+                if std::fs::canonicalize(&p).ok().as_ref() == Some(path) {
+                    self.input_fds.insert(ret as i32);
+                }
+            }
+        }
+        if nr == libc::SYS_close {
+            if !(self.input == Input::Stdin && a[0] == 0) {
+                self.input_fds.remove(&(a[0] as i32));
+            }
+            return;
+        }
+        if nr == libc::SYS_readv {
+            let from_input = self.input_fds.contains(&(a[0] as i32));
+            let mut left = ret as u64;
+            for i in 0..a[2].min(1024) {
+                let (Some(base), Some(len)) = (guest_mem::read_u64(a[1] + 16 * i), guest_mem::read_u64(a[1] + 16 * i + 8)) else { break };
+                let n = len.min(left);
+                self.mem().set_range(base, n, from_input as u8);
+                left -= n;
+            }
+            return;
+        }
+        if let Some((buf, len)) = written_buffer(nr, a, ret) {
+            let from_input = matches!(nr, libc::SYS_read | libc::SYS_pread64 | libc::SYS_recvfrom) && self.input_fds.contains(&(a[0] as i32));
+            self.mem().set_range(buf, len, from_input as u8);
+        }
+    }
+
+    fn client_request(&mut self, _ctx: &mut ThreadContext, req: &[u64; 6], _mem: &GuestMemory) -> Option<u64> {
+        match req[0] {
+            REQ_TAINT | REQ_UNTAINT => {
+                self.mem().set_range(req[1], req[2].min(1 << 32), (req[0] == REQ_TAINT) as u8);
+                Some(1)
+            }
+            REQ_GET_TAINT => {
+                let bytes: Vec<u8> = (0..req[2].min(1 << 20)).map(|i| (self.mem().get(req[1] + i) != 0) as u8).collect();
+                Some(guest_mem::write(req[3], &bytes) as u64)
+            }
+            super::REQ_RUNNING_ON_RTGRIND => Some(1),
+            _ => None,
+        }
+    }
+
+    fn fini(&mut self, report: &mut Reporter, mem: &GuestMemory) {
+        let f = &self.findings.0;
+        let sites: Vec<u64> = f.keys().map(|k| k.1).collect();
+        let mut lines = SourceLines::default();
+        let places = lines.describe(&sites, mem);
+        report.line(&format!("taint: input from {}; {} input-dependent sites", match &self.input {
+            Input::Stdin => "stdin".to_string(),
+            Input::Argv => "the arguments".to_string(),
+            Input::File(p) => p.display().to_string(),
+        }, f.len()));
+        for (((kind, pc, detail), n), place) in f.iter().zip(places) {
+            let detail = if detail.is_empty() { String::new() } else { format!(" ({detail})") };
+            report.line(&format!("taint: {:<20} at {pc:#x} {place}{detail}: {n} times", kind.describe()));
+        }
+    }
+}
