@@ -94,6 +94,7 @@ fn main() {
         std::fs::OpenOptions::new().create(true).append(true).open(p).unwrap_or_else(|e| fail(&format!("cannot open log file '{}': {e}", p.display()), EXIT_USAGE))
     });
     let mut reporter = Reporter::new(cli.quiet, log);
+    let tool = make_tool(&cli);
 
     let mut argv: Vec<Vec<u8>> = cli.command.iter().map(|a| a.as_bytes().to_vec()).collect();
     let mut path = resolve(&cli.command[0]);
@@ -168,7 +169,7 @@ fn main() {
     let process = Box::leak(Box::new(run::Process {
         cache,
         mem,
-        tool: make_tool(&cli),
+        tool,
         exe_path,
         config: run::Config { trace_children: cli.trace_children == cli::YesNo::Yes, stats: cli.stats, self_exe, child_opts },
         report: reporter,

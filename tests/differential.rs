@@ -1,9 +1,9 @@
 //! Differential tests: every program in `guest-programs/correct/`, in each of its build variants,
-//! runs natively and under `rtgrind -q --tool=none`; exit status (or fatal signal), stdout and
-//! stderr must be identical. The native run must also match the program's `exit=`/`signal=`
+//! runs natively and under `rtgrind -q --tool=none` and `--tool=taint` (and `--tool=count` for
+//! the first variant); exit status (or fatal signal), stdout and stderr must be identical. The native run must also match the program's `exit=`/`signal=`
 //! directive, so a broken test program is reported as such and not as an rtgrind bug.
 
-use crate::common::{self, compare, run_native, run_rtgrind};
+use crate::common::{self, compare_tool, run_native, run_rtgrind};
 
 /// One `#[test]` per guest program (running all of its variants), plus `GUEST_TESTS`, the list
 /// that `every_guest_program_has_a_test` checks the directory against.
@@ -66,13 +66,22 @@ fn check_guest(name: &str) {
             ));
             continue;
         }
-        common::reset_dir(&dir);
-        let rt = run_rtgrind(["-q", "--tool=none"], &cmd);
-        if let Err(e) = compare(&native, &rt) {
-            failed.push(*variant);
-            reports.push(format!("[{variant}] {e}"));
+        // The tools must not change what the program does either: taint (inline shadow
+        // propagation on every instruction) in every variant, count in the first.
+        let tools: &[&str] = if variant == &guest.builds[0].0 { &["none", "taint", "count"] } else { &["none", "taint"] };
+        let mut timed_out = false;
+        for tool in tools {
+            common::reset_dir(&dir);
+            let rt = run_rtgrind(["-q", &format!("--tool={tool}")], &cmd);
+            if let Err(e) = compare_tool(&native, &rt, tool) {
+                if !failed.contains(variant) {
+                    failed.push(*variant);
+                }
+                reports.push(format!("[{variant}, --tool={tool}] {e}"));
+            }
+            timed_out |= rt.timed_out;
         }
-        if rt.timed_out {
+        if timed_out {
             // One hang is enough to see; more would only multiply the wait.
             reports.push("(after a timeout the remaining variants are not run)".to_owned());
             break;

@@ -97,3 +97,125 @@ fn count_per_function_names_the_hot_function() {
     let n: u64 = first.split("== count:").nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap();
     assert!(n * 10 > total * 9, "collatz has {n} of {total} instructions");
 }
+
+/// `guest-programs/taint/NAME.c` built with `-O0 -g` (so each source line keeps its branch).
+fn taint_guest(name: &str) -> std::path::PathBuf {
+    let path = crate::common::repo_root().join("guest-programs/taint").join(format!("{name}.c"));
+    let source = std::fs::read_to_string(&path).unwrap();
+    compile_snippet(name, "c", &source, &["-O0", "-g", "-I", crate::common::repo_root().join("guest-programs/include").to_str().unwrap()])
+}
+
+/// The line of `guest-programs/taint/NAME.c` carrying `/* marker */`.
+fn marked_line(name: &str, marker: &str) -> usize {
+    let path = crate::common::repo_root().join("guest-programs/taint").join(format!("{name}.c"));
+    let text = std::fs::read_to_string(path).unwrap();
+    text.lines().position(|l| l.contains(&format!("/* {marker} */"))).unwrap_or_else(|| panic!("no {marker} marker")) + 1
+}
+
+/// The taint report's conditional-branch lines.
+fn tainted_branches(stderr: &str) -> Vec<String> {
+    stderr.lines().filter(|l| l.contains("taint: conditional branch")).map(str::to_owned).collect()
+}
+
+fn check_input_branch(opts: &[&str], cmd: Cmd) {
+    let dep = format!("input_branch.c:{} (main)", marked_line("input_branch", "dependent"));
+    let indep = format!("input_branch.c:{} (main)", marked_line("input_branch", "independent"));
+    let mut all = vec!["--tool=taint"];
+    all.extend_from_slice(opts);
+    let out = run_rtgrind(&all, &cmd);
+    assert_no_panic(&out);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.stdout_str(), "got x\n18\n");
+    let err = String::from_utf8_lossy(&out.stderr);
+    let branches = tainted_branches(&err);
+    assert!(branches.iter().any(|l| l.contains(&dep)), "the input-dependent branch ({dep}) is not reported:\n{err}");
+    assert!(!branches.iter().any(|l| l.contains(&indep)), "the input-independent branch ({indep}) is reported:\n{err}");
+}
+
+#[test]
+fn taint_reports_the_branch_on_stdin() {
+    check_input_branch(&["--taint-input=stdin"], Cmd::new(taint_guest("input_branch")).stdin("xyz\n"));
+}
+
+#[test]
+fn taint_reports_the_branch_on_argv() {
+    check_input_branch(&["--taint-input=argv"], Cmd::new(taint_guest("input_branch")).arg("xyz"));
+}
+
+#[test]
+fn taint_reports_the_branch_on_a_file() {
+    let dir = crate::common::scratch_dir("taint_file");
+    let input = dir.join("input.txt");
+    std::fs::write(&input, "xyz\n").unwrap();
+    let opt = format!("--taint-input={}", input.display());
+    check_input_branch(&[&opt], Cmd::new(taint_guest("input_branch")).arg("-").arg(&input));
+}
+
+#[test]
+fn taint_without_input_reports_nothing() {
+    // The same program with its input from a file the tool was not told about.
+    let dir = crate::common::scratch_dir("taint_none");
+    let input = dir.join("input.txt");
+    std::fs::write(&input, "xyz\n").unwrap();
+    let out = run_rtgrind(["--tool=taint", "--taint-input=stdin"], &Cmd::new(taint_guest("input_branch")).arg("-").arg(&input));
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("taint: input from stdin; 0 input-dependent sites"), "{err}");
+}
+
+/// Expected shadow of each case of `guest-programs/taint/shadow_cases.c`, one digit per byte.
+const SHADOW_CASES: &[(&str, &str)] = &[
+    ("mov_load_store", "00100100"),
+    ("mov32_zero_extends", "00000000"),
+    ("mov8_keeps_rest", "01111111"),
+    ("mov16_keeps_rest", "00111111"),
+    ("mov_high_byte", "01000000"),
+    ("add_merges", "11111111"),
+    ("add32_zero_extends", "11110000"),
+    ("xor_zeroing", "000000000"),
+    ("cmp_taints_flags", "1"),
+    ("cmp_clean_flags", "0"),
+    ("lea_merges_base", "11111111"),
+    ("tainted_pointer_clean_data", "00000000"),
+    ("push_pop", "00100100"),
+    ("xchg_swaps", "0000000000100100"),
+    ("cmov_merges", "11111111"),
+    ("movzx_copies_low", "10000000"),
+    ("rep_movsb_copies", "0010010000000000"),
+    ("rep_stosb_fills", "11111111"),
+    ("movdqu_copies", "0010010000001000"),
+    ("vpaddb_spreads", "11111111111111111111111111111111"),
+    ("vex128_clears_upper", "00000000000000000000000000000000"),
+    ("sse_keeps_upper", "00000000000000001111111111111111"),
+    ("pxor_zeroing", "0000000000000000"),
+    ("call_pushes_clean", "00000000"),
+    ("memcpy_copies", "001001000000000000000000000000000000000011100000"),
+    ("across_chunks", "00010000"),
+];
+
+#[test]
+fn shadow_propagation_per_instruction_class() {
+    let out = run_rtgrind(["-q", "--tool=taint"], &Cmd::new(taint_guest("shadow_cases")));
+    assert_no_panic(&out);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = out.stdout_str();
+    let got: Vec<(&str, &str)> = stdout.lines().filter_map(|l| l.split_once(": ")).collect();
+    let mut wrong = Vec::new();
+    for (name, want) in SHADOW_CASES {
+        match got.iter().find(|(n, _)| n == name) {
+            Some((_, have)) if have == want => {}
+            Some((_, have)) => wrong.push(format!("{name}: expected {want}, got {have}")),
+            None => wrong.push(format!("{name}: missing from the output")),
+        }
+    }
+    assert_eq!(got.len(), SHADOW_CASES.len(), "cases printed:\n{stdout}");
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn taint_input_file_must_exist() {
+    let out = crate::common::rtgrind_raw(["--tool=taint", "--taint-input=/no/such/file", "/bin/true"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("rtgrind: error: --taint-input: no such file") && err.lines().count() == 1, "{err}");
+}

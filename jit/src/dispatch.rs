@@ -156,12 +156,13 @@ std::arch::global_asm!(
     // Run Rust on the host stack below rtg_enter's frame, with the host fs and default
     // MXCSR; the guest's vector state goes to the context's xsave area, which holds nothing
     // while the thread is inside the cache.
+    // Flags first: nothing before the pushfq may change them.
     "mov rsp, gs:[{host_rsp}]",
-    "sub rsp, 256",
-    "and rsp, -16",
+    "lea rsp, [rsp-256]",
     "pushfq",
-    "sub rsp, 8",
-    "mov rax, [rsp+8]",
+    "mov rbx, rsp",
+    "and rsp, -16",
+    "mov rax, [rbx]",
     "mov gs:[{cflags}], rax",
     "rdfsbase rax",
     "mov gs:[{cfs}], rax",
@@ -180,7 +181,7 @@ std::arch::global_asm!(
     "xrstor64 gs:[{xsave}]",
     "mov rax, gs:[{cfs}]",
     "wrfsbase rax",
-    "add rsp, 8",
+    "mov rsp, rbx",
     "popfq",
     "mov rax, gs:[{cregs}+0]",
     "mov rcx, gs:[{cregs}+8]",

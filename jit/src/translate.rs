@@ -137,7 +137,9 @@ fn status_flags_dead(bytes: &[u8], pc: u64) -> bool {
         if ins.is_invalid() || ins.rflags_read() & STATUS != 0 {
             return false;
         }
-        let written = ins.rflags_written() | ins.rflags_cleared() | ins.rflags_set() | ins.rflags_undefined();
+        // "Undefined" flags are not written: hardware leaves some unchanged (bt, bts keep ZF)
+        // and programs can observe that.
+        let written = ins.rflags_written() | ins.rflags_cleared() | ins.rflags_set();
         if written & STATUS == STATUS {
             return true;
         }

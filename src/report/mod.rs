@@ -11,6 +11,7 @@ use std::io::Write;
 pub struct Reporter {
     quiet: bool,
     log: Option<std::fs::File>,
+    stderr: std::mem::ManuallyDrop<std::fs::File>,
     symbols: symbols::SymbolCache,
 }
 
@@ -41,9 +42,21 @@ fn fault_cause(info: &SigInfo) -> Option<String> {
     Some(format!("{what} at address {:#x}", info.addr()))
 }
 
+/// A copy of stderr at a high descriptor, so the report still reaches it after the guest
+/// closed its own stderr (coreutils do at exit) or reused fd 2.
+fn private_stderr() -> std::mem::ManuallyDrop<std::fs::File> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: F_DUPFD_CLOEXEC creates a new descriptor that only this File owns; if it fails
+    // (fd 2 closed), fd 2 itself is used through a File that is never dropped (never closed).
+    unsafe {
+        let fd = libc::fcntl(2, libc::F_DUPFD_CLOEXEC, 1000);
+        std::mem::ManuallyDrop::new(std::fs::File::from_raw_fd(if fd >= 0 { fd } else { 2 }))
+    }
+}
+
 impl Reporter {
     pub fn new(quiet: bool, log: Option<std::fs::File>) -> Reporter {
-        Reporter { quiet, log, symbols: symbols::SymbolCache::default() }
+        Reporter { quiet, log, stderr: private_stderr(), symbols: symbols::SymbolCache::default() }
     }
 
     /// One `==PID==` line of rtgrind's own output.
@@ -54,7 +67,7 @@ impl Reporter {
                 let _ = f.write_all(l.as_bytes());
             }
             None => {
-                let _ = std::io::stderr().write_all(l.as_bytes());
+                let _ = self.stderr.write_all(l.as_bytes());
             }
         }
     }

@@ -261,6 +261,11 @@ pub fn effective_address(b: &mut Inline, dst: AsmRegister64, m: &UsedMemory, scr
     let (base, index) = (m.base(), m.index());
     if base == Register::RIP || base == Register::EIP || (base == Register::None && index == Register::None) {
         a.mov(dst, m.displacement()).unwrap();
+    } else if index.size() == 1 {
+        // xlat: [rbx + al]
+        a.movzx(r32(scratch), get_gpr8(index).unwrap()).unwrap();
+        let op = MemoryOperand::new(base, Register::from(scratch), 1, m.displacement() as i64, 8, false, Register::None);
+        a.add_instruction(Instruction::with2(Code::Lea_r64_m, Register::from(dst), op).unwrap()).unwrap();
     } else {
         let disp = m.displacement() as i64;
         let disp = if base.size() == 4 || index.size() == 4 { disp as i32 as i64 } else { disp };

@@ -120,7 +120,7 @@ pub fn run_timeout() -> Duration {
 }
 
 /// What a finished (or killed) process left behind.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Output {
     /// The command line, for messages.
     pub command: String,
@@ -519,6 +519,21 @@ pub fn split_report_lines(stderr: &[u8]) -> (Vec<String>, Vec<u8>) {
         }
     }
     (report, rest)
+}
+
+/// `compare` for a run under a tool: the tool's own summary lines (`==PID== TOOL: ...`) are
+/// removed first; everything else must be as native.
+pub fn compare_tool(native: &Output, rt: &Output, tool: &str) -> Result<(), String> {
+    let marker = format!("== {tool}: ");
+    let mut stderr = Vec::new();
+    for line in rt.stderr.split_inclusive(|&b| b == b'\n') {
+        let text = String::from_utf8_lossy(line);
+        if !(report_line_pid(text.trim_end_matches('\n')).is_some() && text.contains(&marker)) {
+            stderr.extend_from_slice(line);
+        }
+    }
+    let filtered = Output { stderr, ..rt.clone() };
+    compare(native, &filtered)
 }
 
 /// Checks a run under `rtgrind -q` against the same command run natively: same exit status or
