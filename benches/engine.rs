@@ -7,6 +7,10 @@
 //! cargo bench --bench engine [-- [--runs N] [--tools native,rtgrind,valgrind,qemu] [FILTER...]]
 //! ```
 //!
+//! More tools for the instrumentation figures: `count`, `taint` (rtgrind's tools), `lackey`,
+//! `memcheck`, `origins` (memcheck with `--track-origins=yes`), e.g.
+//! `--tools native,taint,memcheck,origins`.
+//!
 //! A FILTER keeps the workloads whose name contains it. Every run's stdout and exit status must
 //! match the native run's, else its cell says FAIL and a note says why. A tool that is not
 //! installed gets an "n/a" column. `qemu-x86_64` comes from Debian's `qemu-user`, which `.ci/run`
@@ -113,17 +117,23 @@ fn main() {
 
 /// Name, column title, program (empty: run natively; no `/`: looked up in PATH), arguments.
 #[rustfmt::skip]
-const TOOLS: [(&str, &str, &str, &[&str]); 5] = [
+const TOOLS: [(&str, &str, &str, &[&str]); 10] = [
     ("native", "native", "", &[]),
     ("native1", "native on 1 core", "taskset", &["-c", "0"]), // for the threaded kernel
     ("rtgrind", "rtgrind --tool=none", env!("CARGO_BIN_EXE_rtgrind"), &["-q", "--tool=none"]),
     ("valgrind", "valgrind --tool=none", "valgrind", &["--tool=none", "-q"]),
     ("qemu", "qemu-x86_64", "qemu-x86_64", &[]), // Debian package qemu-user
+    ("count", "rtgrind --tool=count", env!("CARGO_BIN_EXE_rtgrind"), &["-q", "--tool=count", "--log-file=/dev/null"]),
+    ("taint", "rtgrind --tool=taint", env!("CARGO_BIN_EXE_rtgrind"), &["-q", "--tool=taint", "--log-file=/dev/null"]),
+    ("lackey", "valgrind --tool=lackey", "valgrind", &["--tool=lackey", "-q", "--log-file=/dev/null"]),
+    ("memcheck", "valgrind --tool=memcheck", "valgrind", &["--tool=memcheck", "-q"]),
+    ("origins", "memcheck --track-origins=yes", "valgrind", &["--tool=memcheck", "-q", "--track-origins=yes"]),
 ];
 
 fn tool(name: &str) -> Tool {
     let Some(&(name, title, program, args)) = TOOLS.iter().find(|t| t.0 == name) else {
-        panic!("unknown tool {name} (known: native,native1,rtgrind,valgrind,qemu)");
+        let known: Vec<&str> = TOOLS.iter().map(|t| t.0).collect();
+        panic!("unknown tool {name} (known: {})", known.join(","));
     };
     let dirs = std::env::var_os("PATH").unwrap_or_default();
     let found = match program {

@@ -76,6 +76,11 @@ pub struct Cli {
     #[arg(long, value_name = "stdin|argv|FILE", help_heading = "Tool options")]
     pub taint_input: Option<String>,
 
+    /// taint: also track which instruction instance defined each value (origins), and say
+    /// where each tainted branch's flags were defined.
+    #[arg(long, value_enum, default_value = "no", value_name = "yes|no", help_heading = "Tool options")]
+    pub track_origins: YesNo,
+
     /// The program to run, and its arguments.
     #[arg(required = true, num_args = 1.., value_name = "PROG [ARGS]...")]
     pub command: Vec<std::ffi::OsString>,

@@ -205,7 +205,7 @@ fn make_tool(cli: &cli::Cli) -> Box<dyn tools::ToolRun> {
                     fail(&format!("--taint-input: no such file '{}'", p.display()), EXIT_USAGE);
                 }
             }
-            match tools::taint::Taint::new(input) {
+            match tools::taint::Taint::new(input, cli.track_origins == cli::YesNo::Yes) {
                 Ok(t) => Box::new(t),
                 Err(e) => fail(&format!("cannot reserve shadow memory: {e}"), EXIT_INTERNAL),
             }

@@ -66,13 +66,17 @@ fn check_guest(name: &str) {
             ));
             continue;
         }
-        // The tools must not change what the program does either: taint (inline shadow
-        // propagation on every instruction) in every variant, count in the first.
+        // The tools must not change what the program does either: taint with origins (inline
+        // shadow propagation on every instruction) in every variant, count in the first.
         let tools: &[&str] = if variant == &guest.builds[0].0 { &["none", "taint", "count"] } else { &["none", "taint"] };
         let mut timed_out = false;
         for tool in tools {
             common::reset_dir(&dir);
-            let rt = run_rtgrind(["-q", &format!("--tool={tool}")], &cmd);
+            let mut opts = vec!["-q".to_string(), format!("--tool={tool}")];
+            if *tool == "taint" {
+                opts.push("--track-origins=yes".into());
+            }
+            let rt = run_rtgrind(&opts, &cmd);
             if let Err(e) = compare_tool(&native, &rt, tool) {
                 if !failed.contains(variant) {
                     failed.push(*variant);

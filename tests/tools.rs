@@ -219,3 +219,27 @@ fn taint_input_file_must_exist() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.starts_with("rtgrind: error: --taint-input: no such file") && err.lines().count() == 1, "{err}");
 }
+
+#[test]
+fn origins_per_rule() {
+    let out = run_rtgrind(["-q", "--tool=taint", "--track-origins=yes"], &Cmd::new(taint_guest("origin_cases")));
+    assert_no_panic(&out);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = out.stdout_str();
+    let cases: Vec<&str> = stdout.lines().collect();
+    assert_eq!(cases.len(), 9, "cases printed:\n{stdout}");
+    let wrong: Vec<&&str> = cases.iter().filter(|l| !l.ends_with(": ok")).collect();
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
+#[test]
+fn taint_names_where_a_branch_flags_were_defined() {
+    let line = marked_line("input_branch", "dependent");
+    let out = run_rtgrind(["--tool=taint", "--track-origins=yes"], &Cmd::new(taint_guest("input_branch")).stdin("xyz\n"));
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = err.lines().collect();
+    let at = lines.iter().position(|l| l.contains("conditional branch") && l.contains(&format!("input_branch.c:{line} (main)"))).unwrap_or_else(|| panic!("{err}"));
+    // The `cmp` right before the `je` on the same line defined the flags.
+    assert!(lines[at + 1].contains(&format!("its flags were defined at")) && lines[at + 1].contains(&format!("input_branch.c:{line} (main)")), "{}", lines[at + 1]);
+}

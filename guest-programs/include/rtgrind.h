@@ -27,4 +27,8 @@ static inline unsigned long rtgrind_request(unsigned long dflt, unsigned long co
  * Returns 1 if the tool answered. */
 #define RTGRIND_GET_TAINT(addr, len, out) rtgrind_request(0, 0x2003, (unsigned long)(addr), (len), (unsigned long)(out), 0)
 
+/* taint --track-origins=yes: the guest pc of the instruction that defined the 8 bytes (the
+ * aligned granule) holding ADDR, 0 if none. */
+#define RTGRIND_GET_ORIGIN_PC(addr) rtgrind_request(0, 0x2004, (unsigned long)(addr), 0, 0, 0)
+
 #endif

@@ -22,6 +22,8 @@ const SLAB: usize = 64 << 20;
 
 pub struct ShadowMemory {
     table: *mut u64,
+    /// Where the next slab is asked to go.
+    next_slab: u64,
     zero: *const u8,
     slab: *mut u8,
     slab_left: usize,
@@ -29,10 +31,23 @@ pub struct ShadowMemory {
     pub chunks: u64,
 }
 
-fn map(len: usize, prot: i32) -> io::Result<*mut u8> {
-    // SAFETY: an anonymous private mapping at an address of the kernel's choosing touches no
-    // existing memory.
-    let p = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE, -1, 0) };
+/// Shadow memories live from 16 TiB up, 16 TiB apart: far below where the kernel puts the
+/// guest's libraries and mappings (top-down from 0x7f…) and above its program and heap, so
+/// they never take the address space near guest code that code-cache arenas need.
+const REGION_BASE: u64 = 0x1000_0000_0000;
+const REGION_STEP: u64 = 0x1000_0000_0000;
+static REGIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Maps `len` bytes at `hint` if that range is free, else wherever the kernel likes.
+fn map(hint: u64, len: usize, prot: i32) -> io::Result<*mut u8> {
+    let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE;
+    // SAFETY: MAP_FIXED_NOREPLACE never replaces an existing mapping; without a hint the
+    // kernel picks free space. Either way no existing memory is touched.
+    let mut p = unsafe { libc::mmap(hint as *mut libc::c_void, len, prot, flags | libc::MAP_FIXED_NOREPLACE, -1, 0) };
+    if p == libc::MAP_FAILED {
+        // SAFETY: as above.
+        p = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, flags, -1, 0) };
+    }
     if p == libc::MAP_FAILED {
         return Err(io::Error::last_os_error());
     }
@@ -47,9 +62,11 @@ pub fn index(addr: u64) -> usize {
 
 impl ShadowMemory {
     pub fn new() -> io::Result<ShadowMemory> {
-        let table = map(TABLE_ENTRIES * 8, libc::PROT_READ | libc::PROT_WRITE)? as *mut u64;
-        let zero = map(CHUNK, libc::PROT_READ)?;
-        Ok(ShadowMemory { table, zero, slab: std::ptr::null_mut(), slab_left: 0, chunks: 0 })
+        let region = REGION_BASE + REGION_STEP * REGIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let table = map(region, TABLE_ENTRIES * 8, libc::PROT_READ | libc::PROT_WRITE)? as *mut u64;
+        let zero = map(region + (TABLE_ENTRIES * 8) as u64, CHUNK, libc::PROT_READ)?;
+        let next_slab = region + (TABLE_ENTRIES * 8 + CHUNK) as u64;
+        Ok(ShadowMemory { table, next_slab, zero, slab: std::ptr::null_mut(), slab_left: 0, chunks: 0 })
     }
 
     /// Base address of the top table (for translated code).
@@ -78,12 +95,13 @@ impl ShadowMemory {
             return None;
         }
         if self.slab_left < CHUNK {
-            let slab = map(SLAB, libc::PROT_READ | libc::PROT_WRITE).unwrap_or_else(|e| {
+            let slab = map(self.next_slab, SLAB, libc::PROT_READ | libc::PROT_WRITE).unwrap_or_else(|e| {
                 eprintln!("rtgrind: error: cannot allocate shadow memory: {e}");
                 std::process::exit(crate::EXIT_INTERNAL)
             });
             self.slab = slab;
             self.slab_left = SLAB;
+            self.next_slab = slab as u64 + SLAB as u64;
         }
         let c = self.slab;
         // SAFETY: at least one chunk is left in the slab.
@@ -126,6 +144,35 @@ impl ShadowMemory {
         let bytes: Vec<u8> = (0..len).map(|i| self.get(src.wrapping_add(i))).collect();
         for (i, v) in bytes.into_iter().enumerate() {
             self.set(dst.wrapping_add(i as u64), v);
+        }
+    }
+
+    /// The 8-byte slot of the granule (8 aligned guest bytes) holding `addr`, for shadow kinds
+    /// with one u64 per granule (origins).
+    pub fn get64(&mut self, addr: u64) -> u64 {
+        match self.chunk(addr, false) {
+            // SAFETY: the offset is 8-aligned and below CHUNK.
+            Some(c) => unsafe { *(c.add(addr as usize & (CHUNK - 8)) as *const u64) },
+            None => 0,
+        }
+    }
+
+    pub fn set64(&mut self, addr: u64, v: u64) {
+        if let Some(c) = self.chunk(addr, v != 0) {
+            // SAFETY: the offset is 8-aligned and below CHUNK.
+            unsafe { *(c.add(addr as usize & (CHUNK - 8)) as *mut u64) = v };
+        }
+    }
+
+    /// Sets the granule slots covering `[addr, addr+len)`.
+    pub fn set64_range(&mut self, addr: u64, len: u64, v: u64) {
+        if len == 0 {
+            return;
+        }
+        let mut g = addr & !7;
+        while g < addr.saturating_add(len) {
+            self.set64(g, v);
+            g += 8;
         }
     }
 

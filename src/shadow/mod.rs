@@ -38,7 +38,17 @@ pub mod slot {
     pub const STR_RDI: usize = 336;
     /// What a report callout found (tool-defined).
     pub const WHAT: usize = 344;
-    pub const END: usize = 352;
+    /// Origins: one u64 per general register, for the flags, per vector register.
+    pub const ORIGIN_GPR: usize = 352;
+    pub const ORIGIN_FLAGS: usize = 480;
+    pub const ORIGIN_VEC: usize = 488;
+    /// Address of the origin memory's top table.
+    pub const ORIGIN_TABLE: usize = 616;
+    /// Blocks this thread has entered (the instance part of an origin).
+    pub const BLOCKS: usize = 624;
+    /// The thread's index, shifted into place for an origin.
+    pub const THREAD_BITS: usize = 632;
+    pub const END: usize = 640;
 }
 
 /// The tool-area word at byte offset `off`.
@@ -46,12 +56,57 @@ pub fn word(ctx: &mut ThreadContext, off: usize) -> &mut u64 {
     &mut ctx.tool_area[off / 8]
 }
 
-/// Points a thread's shadow registers at the shadow memory and clears them.
-pub fn init_thread(ctx: &mut ThreadContext, mem: &memory::ShadowMemory) {
+/// Points a thread's shadow registers at the shadow memories and clears them.
+pub fn init_thread(ctx: &mut ThreadContext, mem: &memory::ShadowMemory, origins: Option<&memory::ShadowMemory>) {
     ctx.tool_area[..slot::END / 8].iter_mut().for_each(|w| *w = 0);
     *word(ctx, slot::TABLE) = mem.table_addr();
     *word(ctx, slot::ZERO) = mem.zero_chunk_addr();
     *word(ctx, slot::K01) = 0x0101_0101_0101_0101;
+    if let Some(o) = origins {
+        *word(ctx, slot::ORIGIN_TABLE) = o.table_addr();
+    }
+}
+
+/// Origins: which instance defined a value. Bits 63-44: the static site (an index into the
+/// tool's `Sites`), 43-36: the thread, 35-0: the thread's block instance at the definition. 0 is
+/// "no definition" (constants, zeroing idioms, memory nobody wrote under rtgrind).
+pub mod origin {
+    pub const SITE_SHIFT: u32 = 44;
+    pub const THREAD_SHIFT: u32 = 36;
+    pub const INSTANCE_MASK: u64 = (1 << THREAD_SHIFT) - 1;
+
+    pub fn site(o: u64) -> usize {
+        (o >> SITE_SHIFT) as usize
+    }
+    pub fn thread(o: u64) -> usize {
+        ((o >> THREAD_SHIFT) & 0xff) as usize
+    }
+    pub fn instance(o: u64) -> u64 {
+        o & INSTANCE_MASK
+    }
+}
+
+/// Guest pcs of the instructions origins name, by site number (0 is reserved: no site).
+#[derive(Default)]
+pub struct Sites {
+    pcs: Vec<u64>,
+    ids: std::collections::HashMap<u64, u32>,
+}
+
+impl Sites {
+    /// The site number of `pc`, assigned on first use.
+    pub fn id(&mut self, pc: u64) -> u32 {
+        if self.pcs.is_empty() {
+            self.pcs.push(0);
+        }
+        *self.ids.entry(pc).or_insert_with(|| {
+            self.pcs.push(pc);
+            (self.pcs.len() - 1) as u32
+        })
+    }
+    pub fn pc(&self, id: usize) -> Option<u64> {
+        self.pcs.get(id).copied().filter(|&p| p != 0)
+    }
 }
 
 /// The shadow mask of general register `n`.

@@ -15,6 +15,7 @@ pub const REQ_RUNNING_ON_RTGRIND: u64 = 0x1000;
 pub const REQ_TAINT: u64 = 0x2001;
 pub const REQ_UNTAINT: u64 = 0x2002;
 pub const REQ_GET_TAINT: u64 = 0x2003;
+pub const REQ_GET_ORIGIN: u64 = 0x2004;
 
 /// A tool as the runtime sees it. Hooks run on the thread holding the scheduler's baton.
 pub trait ToolRun: Tool {

@@ -8,14 +8,14 @@
 //! records the site; syscall arguments are checked in the syscall hook. The report lists each
 //! site once, with how often it was reached tainted, by source line where debug info exists.
 
-use super::{ToolRun, REQ_GET_TAINT, REQ_TAINT, REQ_UNTAINT};
+use super::{ToolRun, REQ_GET_ORIGIN, REQ_GET_TAINT, REQ_TAINT, REQ_UNTAINT};
 use crate::kernel::guest_mem;
 use crate::kernel::memory::GuestMemory;
 use crate::report::lines::SourceLines;
 use crate::report::Reporter;
 use crate::shadow::memory::ShadowMemory;
 use crate::shadow::propagate::Propagation;
-use crate::shadow::{self, slot};
+use crate::shadow::{self, origin, slot};
 use rtgrind_jit::iced_x86::{FlowControl, OpAccess, OpKind, Register};
 use rtgrind_jit::instrument::code_asm::qword_ptr;
 use rtgrind_jit::instrument::{tool_area, InsnSite, Inline, Tool};
@@ -69,9 +69,10 @@ impl Kind {
     }
 }
 
-/// Sites found tainted: (kind, guest pc, detail) -> times.
+/// Sites found tainted: (kind, guest pc, detail) -> (times, origin of the tainted value the
+/// first time, 0 without origins).
 #[derive(Default)]
-pub struct Findings(pub BTreeMap<(Kind, u64, String), u64>);
+pub struct Findings(pub BTreeMap<(Kind, u64, String), (u64, u64)>);
 
 pub struct Taint {
     input: Input,
@@ -80,13 +81,36 @@ pub struct Taint {
     findings: Box<Findings>,
     /// Descriptors reading input (stdin, or the input file's open descriptors).
     input_fds: HashSet<i32>,
+    /// Origin memory (`--track-origins=yes`).
+    origins: Option<*mut ShadowMemory>,
+    threads: u64,
 }
 
 impl Taint {
-    pub fn new(input: Input) -> std::io::Result<Taint> {
+    pub fn new(input: Input, track_origins: bool) -> std::io::Result<Taint> {
         let shadow = Box::into_raw(Box::new(ShadowMemory::new()?));
+        let origins = if track_origins { Some(Box::into_raw(Box::new(ShadowMemory::new()?))) } else { None };
         let input_fds = if input == Input::Stdin { HashSet::from([0]) } else { HashSet::new() };
-        Ok(Taint { input, shadow, prop: Propagation { shadow }, findings: Box::default(), input_fds })
+        let prop = Propagation::new(shadow, origins);
+        Ok(Taint { input, shadow, prop, findings: Box::default(), input_fds, origins, threads: 0 })
+    }
+
+    fn origin_mem(&mut self) -> Option<&mut ShadowMemory> {
+        // SAFETY: as in `mem`.
+        self.origins.map(|o| unsafe { &mut *o })
+    }
+
+    /// The origin a syscall at `pc` gives what it writes.
+    fn syscall_origin(&mut self, ctx: &mut ThreadContext, pc: u64) -> u64 {
+        let site = u64::from(self.prop.sites.id(pc));
+        (site << origin::SITE_SHIFT) | *shadow::word(ctx, slot::THREAD_BITS) | *shadow::word(ctx, slot::BLOCKS)
+    }
+
+    /// "file:line (function), thread T, block instance N" for an origin.
+    fn describe_origin(&self, o: u64, lines: &mut SourceLines, mem: &GuestMemory) -> String {
+        let Some(pc) = self.prop.sites.pc(origin::site(o)) else { return "no definition seen".into() };
+        let place = lines.describe(&[pc], mem).pop().unwrap_or_default();
+        format!("{pc:#x} {place}, thread {} block instance {}", origin::thread(o), origin::instance(o))
     }
 
     fn mem(&mut self) -> &mut ShadowMemory {
@@ -139,10 +163,16 @@ extern "C" fn record(ctx: *mut ThreadContext, arg: u64) {
     // which nothing else references while translated code runs.
     let (ctx, f) = unsafe { (&mut *ctx, &mut *(arg as *mut Findings)) };
     let (pc, kind) = (*shadow::word(ctx, slot::SITE), Kind::from(*shadow::word(ctx, slot::WHAT)));
-    *f.0.entry((kind, pc, String::new())).or_default() += 1;
+    let origin = if kind == Kind::Branch { *shadow::word(ctx, slot::ORIGIN_FLAGS) } else { 0 };
+    let e = f.0.entry((kind, pc, String::new())).or_insert((0, origin));
+    e.0 += 1;
 }
 
 impl Tool for Taint {
+    fn block_start(&mut self, _pc: u64, b: &mut Inline) {
+        self.prop.block_start(b);
+    }
+
     fn before_insn(&mut self, site: &InsnSite, b: &mut Inline) {
         let ins = site.ins;
         let pc = ins.ip();
@@ -216,7 +246,7 @@ fn written_buffer(nr: i64, a: &[u64; 6], ret: i64) -> Option<(u64, u64)> {
 impl ToolRun for Taint {
     fn start(&mut self, ctx: &mut ThreadContext, _mem: &GuestMemory) {
         // SAFETY: as in `mem`.
-        shadow::init_thread(ctx, unsafe { &*self.shadow });
+        shadow::init_thread(ctx, unsafe { &*self.shadow }, self.origins.map(|o| unsafe { &*o }));
         if self.input == Input::Argv {
             self.taint_argv(ctx);
         }
@@ -227,6 +257,9 @@ impl ToolRun for Taint {
         for r in [0, 1, 11] {
             *shadow::gpr(child, r) = 0;
         }
+        self.threads += 1;
+        *shadow::word(child, slot::THREAD_BITS) = (self.threads & 0xff) << origin::THREAD_SHIFT;
+        *shadow::word(child, slot::BLOCKS) = 0;
     }
 
     fn syscall_pre(&mut self, ctx: &mut ThreadContext, nr: u64, _args: &[u64; 6]) {
@@ -234,7 +267,7 @@ impl ToolRun for Taint {
         for (i, &r) in ARG_REGS.iter().enumerate().take(arg_count(nr as i64)) {
             if *shadow::gpr(ctx, r) != 0 {
                 let pc = ctx.rip.wrapping_sub(2);
-                *self.findings.0.entry((Kind::Syscall, pc, format!("syscall {nr} argument {}", i + 1))).or_default() += 1;
+                self.findings.0.entry((Kind::Syscall, pc, format!("syscall {nr} argument {}", i + 1))).or_default().0 += 1;
             }
         }
     }
@@ -243,6 +276,8 @@ impl ToolRun for Taint {
         for r in [0, 1, 11] {
             *shadow::gpr(ctx, r) = 0;
         }
+        let defined = if self.origins.is_some() { self.syscall_origin(ctx, ctx.rip.wrapping_sub(2)) } else { 0 };
+        *shadow::word(ctx, slot::ORIGIN_GPR) = defined;
         let nr = nr as i64;
         if ret < 0 {
             return;
@@ -273,6 +308,9 @@ impl ToolRun for Taint {
                 let (Some(base), Some(len)) = (guest_mem::read_u64(a[1] + 16 * i), guest_mem::read_u64(a[1] + 16 * i + 8)) else { break };
                 let n = len.min(left);
                 self.mem().set_range(base, n, from_input as u8);
+                if let Some(o) = self.origin_mem() {
+                    o.set64_range(base, n, defined);
+                }
                 left -= n;
             }
             return;
@@ -280,6 +318,9 @@ impl ToolRun for Taint {
         if let Some((buf, len)) = written_buffer(nr, a, ret) {
             let from_input = matches!(nr, libc::SYS_read | libc::SYS_pread64 | libc::SYS_recvfrom) && self.input_fds.contains(&(a[0] as i32));
             self.mem().set_range(buf, len, from_input as u8);
+            if let Some(o) = self.origin_mem() {
+                o.set64_range(buf, len, defined);
+            }
         }
     }
 
@@ -292,6 +333,10 @@ impl ToolRun for Taint {
             REQ_GET_TAINT => {
                 let bytes: Vec<u8> = (0..req[2].min(1 << 20)).map(|i| (self.mem().get(req[1] + i) != 0) as u8).collect();
                 Some(guest_mem::write(req[3], &bytes) as u64)
+            }
+            REQ_GET_ORIGIN => {
+                let o = self.origin_mem()?.get64(req[1]);
+                Some(self.prop.sites.pc(origin::site(o)).unwrap_or(0))
             }
             super::REQ_RUNNING_ON_RTGRIND => Some(1),
             _ => None,
@@ -308,9 +353,12 @@ impl ToolRun for Taint {
             Input::Argv => "the arguments".to_string(),
             Input::File(p) => p.display().to_string(),
         }, f.len()));
-        for (((kind, pc, detail), n), place) in f.iter().zip(places) {
+        for (((kind, pc, detail), (n, o)), place) in f.iter().zip(places) {
             let detail = if detail.is_empty() { String::new() } else { format!(" ({detail})") };
             report.line(&format!("taint: {:<20} at {pc:#x} {place}{detail}: {n} times", kind.describe()));
+            if self.origins.is_some() && *kind == Kind::Branch {
+                report.line(&format!("taint:   its flags were defined at {}", self.describe_origin(*o, &mut lines, mem)));
+            }
         }
     }
 }

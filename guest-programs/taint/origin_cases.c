@@ -1,0 +1,71 @@
+/* Origins, one rule per case: run under `rtgrind --tool=taint --track-origins=yes`, each case
+ * asks for the guest pc that defined some bytes and compares it with the address of the
+ * instruction that should have (a local label in the inline assembly). Prints `NAME: ok` or
+ * `NAME: WRONG ...`; tests/tools.rs expects every case ok. */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include "../include/rtgrind.h"
+
+static unsigned long a[8], b[8], c[8];
+static unsigned char buf[64], copy[64];
+
+static void check(const char *name, const void *p, unsigned long want) {
+    unsigned long got = RTGRIND_GET_ORIGIN_PC(p);
+    if (got == want) printf("%s: ok\n", name);
+    else printf("%s: WRONG (defined at %#lx, expected %#lx)\n", name, got, want);
+}
+
+int main(void) {
+    unsigned long where = 0;
+    if (!RTGRIND_RUNNING_ON_RTGRIND()) {
+        puts("not under rtgrind");
+        return 1;
+    }
+
+    /* A computation defines its result. */
+    __asm__ volatile("mov %2, %%rax\n\tlea 1f(%%rip), %%rcx\n\tmov %%rcx, %1\n"
+                     "1:\tadd $5, %%rax\n\tmov %%rax, %0"
+                     : "=m"(a[0]), "=m"(where) : "m"(b[0]) : "rax", "rcx", "cc");
+    check("add_defines", &a[0], where);
+
+    /* Copies keep the original definition: register moves, push/pop, store, load. */
+    __asm__ volatile("mov %1, %%rax\n\tmov %%rax, %%rbx\n\tpush %%rbx\n\tpop %%rdx\n\tmov %%rdx, %0"
+                     : "=m"(c[0]) : "m"(a[0]) : "rax", "rbx", "rdx");
+    check("copies_keep", &c[0], where);
+
+    /* A vector computation defines, vector moves keep. */
+    __asm__ volatile("movdqu %2, %%xmm0\n\tlea 1f(%%rip), %%rcx\n\tmov %%rcx, %1\n"
+                     "1:\tpaddb %%xmm0, %%xmm0\n\tmovdqu %%xmm0, %%xmm3\n\tmovdqu %%xmm3, %0"
+                     : "=m"(*(char(*)[16])&a[2]), "=m"(where) : "m"(*(char(*)[16])&b[2]) : "rcx", "xmm0", "xmm3");
+    check("vector_compute_defines", &a[2], where);
+    check("vector_copy_keeps_upper_granule", &a[3], where);
+
+    /* A library copy keeps it too. */
+    __asm__ volatile("mov %2, %%rax\n\tlea 1f(%%rip), %%rcx\n\tmov %%rcx, %1\n"
+                     "1:\txor $0x55, %%rax\n\tmov %%rax, %0"
+                     : "=m"(*(unsigned long *)(buf + 40)), "=m"(where) : "m"(b[1]) : "rax", "rcx", "cc");
+    memcpy(copy, buf, sizeof buf);
+    check("memcpy_keeps", copy + 40, where);
+
+    /* Constants define nothing: a zeroing idiom, an immediate. */
+    __asm__ volatile("mov %1, %%rax\n\txor %%eax, %%eax\n\tmov %%rax, %0" : "=m"(c[1]) : "m"(a[0]) : "rax", "cc");
+    check("zeroing_defines_nothing", &c[1], 0);
+    __asm__ volatile("movq $7, %0" : "=m"(c[2]));
+    check("immediate_defines_nothing", &c[2], 0);
+
+    /* A call defines its return address. */
+    __asm__ volatile("lea 1f(%%rip), %%rcx\n\tmov %%rcx, %1\n"
+                     "1:\tcall 2f\n2:\tpop %%rax\n\tmov %%rax, %0"
+                     : "=m"(c[3]), "=m"(where) : : "rax", "rcx");
+    check("call_defines_return_address", &c[3], where);
+
+    /* read() defines its buffer (at the syscall instruction inside libc). */
+    int fds[2];
+    if (pipe(fds) != 0 || write(fds[1], "hello", 5) != 5 || read(fds[0], c + 4, 5) != 5) return 2;
+    unsigned long at = RTGRIND_GET_ORIGIN_PC(c + 4);
+    unsigned char insn[2] = {0, 0};
+    if (at) memcpy(insn, (void *)at, 2);
+    printf("read_defines_buffer: %s\n", insn[0] == 0x0f && insn[1] == 0x05 ? "ok" : "WRONG (not a syscall instruction)");
+    return 0;
+}
