@@ -7,7 +7,8 @@
 //! cargo bench --bench engine [-- [--runs N] [--tools native,rtgrind,valgrind,qemu] [FILTER...]]
 //! ```
 //!
-//! More tools for the instrumentation figures: `count`, `taint` (rtgrind's tools), `lackey`,
+//! More tools for the instrumentation figures: `count`, `taint`, `taint-origins` (rtgrind's
+//! tools), `lackey`,
 //! `memcheck`, `origins` (memcheck with `--track-origins=yes`), e.g.
 //! `--tools native,taint,memcheck,origins`.
 //!
@@ -117,7 +118,7 @@ fn main() {
 
 /// Name, column title, program (empty: run natively; no `/`: looked up in PATH), arguments.
 #[rustfmt::skip]
-const TOOLS: [(&str, &str, &str, &[&str]); 10] = [
+const TOOLS: [(&str, &str, &str, &[&str]); 11] = [
     ("native", "native", "", &[]),
     ("native1", "native on 1 core", "taskset", &["-c", "0"]), // for the threaded kernel
     ("rtgrind", "rtgrind --tool=none", env!("CARGO_BIN_EXE_rtgrind"), &["-q", "--tool=none"]),
@@ -125,6 +126,7 @@ const TOOLS: [(&str, &str, &str, &[&str]); 10] = [
     ("qemu", "qemu-x86_64", "qemu-x86_64", &[]), // Debian package qemu-user
     ("count", "rtgrind --tool=count", env!("CARGO_BIN_EXE_rtgrind"), &["-q", "--tool=count", "--log-file=/dev/null"]),
     ("taint", "rtgrind --tool=taint", env!("CARGO_BIN_EXE_rtgrind"), &["-q", "--tool=taint", "--log-file=/dev/null"]),
+    ("taint-origins", "rtgrind taint + origins", env!("CARGO_BIN_EXE_rtgrind"), &["-q", "--tool=taint", "--track-origins=yes", "--log-file=/dev/null"]),
     ("lackey", "valgrind --tool=lackey", "valgrind", &["--tool=lackey", "-q", "--log-file=/dev/null"]),
     ("memcheck", "valgrind --tool=memcheck", "valgrind", &["--tool=memcheck", "-q"]),
     ("origins", "memcheck --track-origins=yes", "valgrind", &["--tool=memcheck", "-q", "--track-origins=yes"]),

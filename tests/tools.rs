@@ -241,5 +241,5 @@ fn taint_names_where_a_branch_flags_were_defined() {
     let lines: Vec<&str> = err.lines().collect();
     let at = lines.iter().position(|l| l.contains("conditional branch") && l.contains(&format!("input_branch.c:{line} (main)"))).unwrap_or_else(|| panic!("{err}"));
     // The `cmp` right before the `je` on the same line defined the flags.
-    assert!(lines[at + 1].contains(&format!("its flags were defined at")) && lines[at + 1].contains(&format!("input_branch.c:{line} (main)")), "{}", lines[at + 1]);
+    assert!(lines[at + 1].contains("its flags were defined at") && lines[at + 1].contains(&format!("input_branch.c:{line} (main)")), "{}", lines[at + 1]);
 }

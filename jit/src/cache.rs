@@ -133,6 +133,18 @@ pub struct CodeCache {
     pub count_all: bool,
 }
 
+/// Debugging aid: with `RTGRIND_DUMP_CODE=PREFIX`, every translation is also written to the
+/// file `PREFIX.ARENA` at its offset in the arena, so a profiler's memfd offsets can be
+/// disassembled (`objdump -D -b binary -mi386:x86-64 --start-address=OFF PREFIX.0`).
+fn dump_code(arena: usize, offset: usize, code: &[u8]) {
+    static PREFIX: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    let Some(prefix) = PREFIX.get_or_init(|| std::env::var("RTGRIND_DUMP_CODE").ok()) else { return };
+    use std::os::unix::fs::FileExt;
+    if let Ok(f) = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(format!("{prefix}.{arena}")) {
+        let _ = f.write_all_at(code, offset as u64);
+    }
+}
+
 /// Longest guest byte range one block may cover (bounds invalidation look-ups).
 pub const MAX_BLOCK_GUEST_BYTES: u64 = 4096;
 
@@ -208,6 +220,7 @@ impl CodeCache {
         // SAFETY: [used, used+len) lies inside the rw view of this arena (checked above), and
         // no translation occupies it yet, so nothing executes these bytes while we write.
         unsafe { std::ptr::copy_nonoverlapping(code.as_ptr(), a.rw.add(a.used), code.len()) };
+        dump_code(arena, a.used, code);
         a.used += (code.len() + 15) & !15;
         let id = self.blocks.len() as BlockId;
         for mut e in exits {

@@ -48,6 +48,11 @@ fn raw_mmap(addr: u64, len: u64, prot: i32, flags: i32, fd: i32, off: u64) -> Re
 }
 
 impl GuestMemory {
+    /// Every guest mapping as `(start, end)`.
+    pub fn ranges(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.regions.iter().map(|(&s, r)| (s, r.end))
+    }
+
     /// Removes `[start, end)` from the map, splitting regions that straddle its ends.
     fn carve(&mut self, start: u64, end: u64) {
         if let Some((&s, r)) = self.regions.range(..start).next_back() {

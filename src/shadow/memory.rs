@@ -1,131 +1,131 @@
-//! Shadow memory: one shadow byte per guest byte, found in a few inline instructions.
+//! Shadow memory: a direct map from guest addresses to shadow bytes, one shadow byte per
+//! guest byte (taint), or one u64 per 8-byte granule (origins: the same size), reached from
+//! translated code in a handful of branch-free instructions.
 //!
-//! Two levels. A top table has one 8-byte entry per 64 KiB of guest address space, indexed by
-//! bits 16-47 of the address (2^32 entries: any 64-bit value indexes inside it, so translated
-//! code never checks bounds); an entry is 0 or the address of a 64 KiB chunk holding the
-//! shadow bytes of that piece of guest memory. The table is one `MAP_NORESERVE` reservation,
-//! so only the pages of it that name a chunk are ever backed. Reads through a 0 entry use a
-//! shared read-only chunk of zeros; the first non-zero write allocates the chunk (from 64 MiB
-//! slabs, also `MAP_NORESERVE`). Neither the table nor the chunks are guest memory, so the
-//! guest can neither map over nor unmap them (see `kernel::memory`).
+//! The 128 TiB user address space is cut into 128 slices of 1 TiB. A slice where the guest
+//! has memory gets a shadow slice of its own, reserved with `MAP_NORESERVE` (only touched
+//! pages are ever backed) in a slice nobody uses; every other slice shares one "sink" slice.
+//! The shadow of `x` is `(x & (2^47-1)) + delta[slice]`, where `delta[slice]` takes the slice's
+//! base to its shadow's (plus a small skew, see `SKEW`), so translated code needs only a mask,
+//! a shift and one table load (`shadow_address` in `propagate.rs`). No access can miss: a guest access outside its
+//! memory reads and writes the sink (and then faults natively, as it would without rtgrind);
+//! a non-canonical address is masked into range first. The shadow slices and the sink are
+//! rtgrind's memory, so the guest can neither map over nor unmap them (`kernel::memory`).
+//!
+//! Limits: an access that crosses a 1 TiB boundary between two guest mappings reads the
+//! first slice's shadow and the 64 KiB guard after it; a slice first used by a guest mapping
+//! rtgrind does not see (none is known) shares the sink.
 //!
 //! Only the thread holding the scheduler's baton runs translated code or tool hooks, so the
-//! table needs no locking.
+//! map needs no locking.
 
 use std::io;
 
-/// log2 of the guest bytes one chunk covers.
-pub const CHUNK_BITS: u32 = 16;
-pub const CHUNK: usize = 1 << CHUNK_BITS;
-const TABLE_ENTRIES: usize = 1 << 32;
-const SLAB: usize = 64 << 20;
+pub const SLICE_BITS: u32 = 40;
+pub const SLICES: usize = 128;
+/// Guest addresses are masked to 47 bits before the lookup.
+pub const ADDR_MASK: u64 = (1 << 47) - 1;
+/// Slack after each shadow slice for accesses that run over its end.
+const GUARD: u64 = 1 << 16;
 
 pub struct ShadowMemory {
-    table: *mut u64,
-    /// Where the next slab is asked to go.
-    next_slab: u64,
-    zero: *const u8,
-    slab: *mut u8,
-    slab_left: usize,
-    /// Chunks allocated so far.
-    pub chunks: u64,
+    /// Per slice: what to add to a guest address to reach its shadow. Boxed: translated code
+    /// holds its address.
+    deltas: Box<[u64; SLICES]>,
+    /// Slices with a shadow of their own.
+    covered: [bool; SLICES],
 }
 
-/// Shadow memories live from 16 TiB up, 16 TiB apart: far below where the kernel puts the
-/// guest's libraries and mappings (top-down from 0x7f…) and above its program and heap, so
-/// they never take the address space near guest code that code-cache arenas need.
-const REGION_BASE: u64 = 0x1000_0000_0000;
-const REGION_STEP: u64 = 0x1000_0000_0000;
-static REGIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-/// Maps `len` bytes at `hint` if that range is free, else wherever the kernel likes.
-fn map(hint: u64, len: usize, prot: i32) -> io::Result<*mut u8> {
-    let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE;
-    // SAFETY: MAP_FIXED_NOREPLACE never replaces an existing mapping; without a hint the
-    // kernel picks free space. Either way no existing memory is touched.
-    let mut p = unsafe { libc::mmap(hint as *mut libc::c_void, len, prot, flags | libc::MAP_FIXED_NOREPLACE, -1, 0) };
-    if p == libc::MAP_FAILED {
-        // SAFETY: as above.
-        p = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, flags, -1, 0) };
+/// Reserves a 1 TiB slice (plus guard) in some slice nobody uses.
+fn reserve_slice() -> io::Result<u64> {
+    // Candidates in the middle of the address space: below PIE programs and heaps (0x55…),
+    // above everything non-PIE (low TiB), far from libraries and stacks (0x7f…).
+    for s in (0x08..0x50u64).chain(0x58..0x70) {
+        let at = s << SLICE_BITS;
+        let len = ((1u64 << SLICE_BITS) + GUARD) as usize;
+        let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED_NOREPLACE;
+        // SAFETY: MAP_FIXED_NOREPLACE never replaces an existing mapping.
+        let p = unsafe { libc::mmap(at as *mut libc::c_void, len, libc::PROT_READ | libc::PROT_WRITE, flags, -1, 0) };
+        if p != libc::MAP_FAILED {
+            if p as u64 == at {
+                // Transparent huge pages where the system allows them: shadow accesses follow
+                // the guest's, and doubling its TLB footprint with 4 KiB pages costs more than
+                // the (lazily backed) memory.
+                // SAFETY: advice on a mapping this function owns.
+                unsafe { libc::madvise(p, len, libc::MADV_HUGEPAGE) };
+                return Ok(at);
+            }
+            // Old kernels treat the flag as a hint; give the mapping back and go on.
+            // SAFETY: the mapping was just created by this function and is not used.
+            unsafe { libc::munmap(p, len) };
+        }
     }
-    if p == libc::MAP_FAILED {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(p as *mut u8)
+    Err(io::Error::from_raw_os_error(libc::ENOMEM))
 }
 
-/// The table index of a guest address (what translated code computes with `rorx`+`mov r32`).
-#[inline]
-pub fn index(addr: u64) -> usize {
-    (addr.rotate_right(CHUNK_BITS) as u32) as usize
+/// Shadow bytes sit this far into their page relative to the guest bytes: with the same offset
+/// in the page, a shadow load right after a guest store (or the reverse) would look like a
+/// dependence to the CPU's memory disambiguation (4 KiB aliasing) and stall. A multiple of 8,
+/// so origin granules stay aligned.
+const SKEW: u64 = 0x840;
+
+/// What to add to an address in slice `s` to reach its shadow in the slice at `shadow`.
+fn delta(s: usize, shadow: u64) -> u64 {
+    (shadow + SKEW).wrapping_sub((s as u64) << SLICE_BITS)
 }
 
 impl ShadowMemory {
+    /// A map whose every slice is the sink, until `cover` gives it a shadow of its own.
     pub fn new() -> io::Result<ShadowMemory> {
-        let region = REGION_BASE + REGION_STEP * REGIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let table = map(region, TABLE_ENTRIES * 8, libc::PROT_READ | libc::PROT_WRITE)? as *mut u64;
-        let zero = map(region + (TABLE_ENTRIES * 8) as u64, CHUNK, libc::PROT_READ)?;
-        let next_slab = region + (TABLE_ENTRIES * 8 + CHUNK) as u64;
-        Ok(ShadowMemory { table, next_slab, zero, slab: std::ptr::null_mut(), slab_left: 0, chunks: 0 })
+        let sink = reserve_slice()?;
+        let deltas = Box::new(std::array::from_fn(|s| delta(s, sink)));
+        Ok(ShadowMemory { deltas, covered: [false; SLICES] })
     }
 
-    /// Base address of the top table (for translated code).
-    pub fn table_addr(&self) -> u64 {
-        self.table as u64
-    }
-    /// Address of the shared chunk of zeros (for translated code).
-    pub fn zero_chunk_addr(&self) -> u64 {
-        self.zero as u64
+    /// Address of the per-slice XOR table (for translated code).
+    pub fn delta_table_addr(&self) -> u64 {
+        self.deltas.as_ptr() as u64
     }
 
-    fn entry(&self, addr: u64) -> *mut u64 {
-        // SAFETY: `index` is below 2^32, the table's length.
-        unsafe { self.table.add(index(addr)) }
+    /// Gives every slice `[start, end)` touches a shadow of its own.
+    pub fn cover(&mut self, start: u64, end: u64) {
+        if end <= start {
+            return;
+        }
+        let (first, last) = ((start & ADDR_MASK) >> SLICE_BITS, ((end - 1) & ADDR_MASK) >> SLICE_BITS);
+        for s in first..=last {
+            let s = s as usize;
+            if self.covered[s] {
+                continue;
+            }
+            match reserve_slice() {
+                Ok(at) => {
+                    self.deltas[s] = delta(s, at);
+                    self.covered[s] = true;
+                }
+                Err(e) => {
+                    eprintln!("rtgrind: error: cannot reserve shadow memory: {e}");
+                    std::process::exit(crate::EXIT_INTERNAL)
+                }
+            }
+        }
     }
 
-    /// The chunk holding `addr`'s shadow, allocating it if `alloc`.
-    fn chunk(&mut self, addr: u64, alloc: bool) -> Option<*mut u8> {
-        let e = self.entry(addr);
-        // SAFETY: `e` points into the table (see `entry`).
-        let c = unsafe { *e };
-        if c != 0 {
-            return Some(c as *mut u8);
-        }
-        if !alloc {
-            return None;
-        }
-        if self.slab_left < CHUNK {
-            let slab = map(self.next_slab, SLAB, libc::PROT_READ | libc::PROT_WRITE).unwrap_or_else(|e| {
-                eprintln!("rtgrind: error: cannot allocate shadow memory: {e}");
-                std::process::exit(crate::EXIT_INTERNAL)
-            });
-            self.slab = slab;
-            self.slab_left = SLAB;
-            self.next_slab = slab as u64 + SLAB as u64;
-        }
-        let c = self.slab;
-        // SAFETY: at least one chunk is left in the slab.
-        self.slab = unsafe { self.slab.add(CHUNK) };
-        self.slab_left -= CHUNK;
-        self.chunks += 1;
-        // SAFETY: as above.
-        unsafe { *e = c as u64 };
-        Some(c)
+    /// The shadow address of guest address `addr`.
+    #[inline]
+    pub fn addr(&self, addr: u64) -> *mut u8 {
+        let x = addr & ADDR_MASK;
+        x.wrapping_add(self.deltas[(x >> SLICE_BITS) as usize]) as *mut u8
     }
 
     pub fn get(&mut self, addr: u64) -> u8 {
-        match self.chunk(addr, false) {
-            // SAFETY: the offset is below CHUNK.
-            Some(c) => unsafe { *c.add(addr as usize & (CHUNK - 1)) },
-            None => 0,
-        }
+        // SAFETY: every shadow address lies in a reserved read-write slice (its own or the sink).
+        unsafe { *self.addr(addr) }
     }
 
     pub fn set(&mut self, addr: u64, v: u8) {
-        if let Some(c) = self.chunk(addr, v != 0) {
-            // SAFETY: the offset is below CHUNK.
-            unsafe { *c.add(addr as usize & (CHUNK - 1)) = v };
-        }
+        // SAFETY: as in `get`.
+        unsafe { *self.addr(addr) = v };
     }
 
     pub fn set_range(&mut self, addr: u64, len: u64, v: u8) {
@@ -147,21 +147,16 @@ impl ShadowMemory {
         }
     }
 
-    /// The 8-byte slot of the granule (8 aligned guest bytes) holding `addr`, for shadow kinds
+    /// The u64 slot of the granule (8 aligned guest bytes) holding `addr`, for shadow kinds
     /// with one u64 per granule (origins).
     pub fn get64(&mut self, addr: u64) -> u64 {
-        match self.chunk(addr, false) {
-            // SAFETY: the offset is 8-aligned and below CHUNK.
-            Some(c) => unsafe { *(c.add(addr as usize & (CHUNK - 8)) as *const u64) },
-            None => 0,
-        }
+        // SAFETY: as in `get`; granule slots are 8-aligned because slice bases are.
+        unsafe { *(self.addr(addr & !7) as *const u64) }
     }
 
     pub fn set64(&mut self, addr: u64, v: u64) {
-        if let Some(c) = self.chunk(addr, v != 0) {
-            // SAFETY: the offset is 8-aligned and below CHUNK.
-            unsafe { *(c.add(addr as usize & (CHUNK - 8)) as *mut u64) = v };
-        }
+        // SAFETY: as in `get64`.
+        unsafe { *(self.addr(addr & !7) as *mut u64) = v };
     }
 
     /// Sets the granule slots covering `[addr, addr+len)`.
@@ -194,24 +189,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn reads_zero_until_written_and_crosses_chunks() {
+    fn covered_slices_are_private_and_the_rest_share_the_sink() {
         let mut m = ShadowMemory::new().unwrap();
-        assert_eq!(m.get(0x7fff_1234_5678), 0);
-        assert_eq!(m.chunks, 0);
-        m.set(0x7fff_1234_5678, 0); // a zero write allocates nothing
-        assert_eq!(m.chunks, 0);
-        m.set_mask(0x1_ffff - 3, 8, 0b1010_0101);
-        assert_eq!(m.chunks, 2);
-        assert_eq!(m.mask(0x1_ffff - 3, 8), 0b1010_0101);
-        m.copy(0x5000_0000, 0x1_ffff - 3, 8);
-        assert_eq!(m.mask(0x5000_0000, 8), 0b1010_0101);
-        assert!(m.any(0x1_fffc, 1) && !m.any(0x1_fffd, 1));
-    }
-
-    #[test]
-    fn index_is_bits_16_to_47() {
-        assert_eq!(index(0x0000_7fff_ffff_ffff), 0x7fff_ffff);
-        assert_eq!(index(0x1_2345), 1);
-        assert!(index(u64::MAX) < TABLE_ENTRIES);
+        let a = 0x7fff_1234_5678;
+        m.cover(a, a + 4096);
+        m.set_mask(a, 8, 0b1010_0101);
+        assert_eq!(m.mask(a, 8), 0b1010_0101);
+        // Another covered slice does not see it; two uncovered slices share the sink.
+        m.cover(0x40_0000, 0x50_0000);
+        assert_eq!(m.mask(0x40_0000 + (a & 0xff_ffff_ffff), 8), 0);
+        m.set(0x2000_0000_0010, 1);
+        assert_eq!(m.get(0x3000_0000_0010), 1);
+        // Non-canonical addresses are masked into range instead of faulting.
+        let _ = m.get(0x4141_4141_4141_4141);
+        m.copy(a + 100, a, 8);
+        assert_eq!(m.mask(a + 100, 8), 0b1010_0101);
+        m.set64_range(a, 16, 7);
+        assert_eq!((m.get64(a), m.get64(a + 8), m.get64(a + 16)), (7, 7, 0));
     }
 }

@@ -20,10 +20,10 @@ pub mod slot {
     pub const FLAGS: usize = 128;
     /// 16 vector registers (ymm0-15), one u64 mask each (32 bits used).
     pub const VEC: usize = 136;
-    /// Address of the shadow memory's top table.
-    pub const TABLE: usize = 264;
-    /// Address of the shared chunk of zeros.
-    pub const ZERO: usize = 272;
+    /// Address of the taint shadow's per-slice delta table.
+    pub const DELTA_TAINT: usize = 264;
+    /// Address of the origin shadow's per-slice delta table.
+    pub const DELTA_ORIGIN: usize = 272;
     /// 0x0101010101010101: `pext`/`pdep` mask between shadow bytes and mask bits.
     pub const K01: usize = 280;
     /// Arguments and result of the out-of-line shadow accesses.
@@ -42,8 +42,6 @@ pub mod slot {
     pub const ORIGIN_GPR: usize = 352;
     pub const ORIGIN_FLAGS: usize = 480;
     pub const ORIGIN_VEC: usize = 488;
-    /// Address of the origin memory's top table.
-    pub const ORIGIN_TABLE: usize = 616;
     /// Blocks this thread has entered (the instance part of an origin).
     pub const BLOCKS: usize = 624;
     /// The thread's index, shifted into place for an origin.
@@ -59,11 +57,10 @@ pub fn word(ctx: &mut ThreadContext, off: usize) -> &mut u64 {
 /// Points a thread's shadow registers at the shadow memories and clears them.
 pub fn init_thread(ctx: &mut ThreadContext, mem: &memory::ShadowMemory, origins: Option<&memory::ShadowMemory>) {
     ctx.tool_area[..slot::END / 8].iter_mut().for_each(|w| *w = 0);
-    *word(ctx, slot::TABLE) = mem.table_addr();
-    *word(ctx, slot::ZERO) = mem.zero_chunk_addr();
+    *word(ctx, slot::DELTA_TAINT) = mem.delta_table_addr();
     *word(ctx, slot::K01) = 0x0101_0101_0101_0101;
     if let Some(o) = origins {
-        *word(ctx, slot::ORIGIN_TABLE) = o.table_addr();
+        *word(ctx, slot::DELTA_ORIGIN) = o.delta_table_addr();
     }
 }
 

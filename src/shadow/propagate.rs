@@ -23,7 +23,7 @@
 //! loaded value is the shadow of the memory, not of the pointer (tools that care about
 //! tainted addresses check them separately, see `address_taint`).
 
-use super::memory::ShadowMemory;
+use super::memory::{ShadowMemory, ADDR_MASK, SLICE_BITS};
 use super::{origin, slot, Sites};
 use rtgrind_jit::iced_x86::{
     Code, EncodingKind, Instruction, InstructionInfo, MemoryOperand, Mnemonic, OpAccess, OpKind, Register, UsedMemory,
@@ -81,7 +81,7 @@ struct Reg {
 impl Reg {
     fn of(r: Register, vex: bool) -> Option<Reg> {
         if r.is_gpr() {
-            let n = (r.full_register().number() - Register::RAX.number()) as usize;
+            let n = r.full_register().number() - Register::RAX.number();
             let part = match r.size() {
                 1 if matches!(r, Register::AH | Register::CH | Register::DH | Register::BH) => Part::High8,
                 1 => Part::Low8,
@@ -259,6 +259,19 @@ fn inline_size(n: usize) -> bool {
     matches!(n, 1 | 2 | 4 | 8 | 16 | 32)
 }
 
+/// `r.t` = the shadow address of the guest address in `r.a`, through the per-slice delta table
+/// whose address is in tool-area slot `table` (see `memory.rs`; clobbers `r.u`).
+fn shadow_address(b: &mut Inline, r: Regs, table: usize) {
+    let a = b.asm();
+    a.mov(r.t, ADDR_MASK).unwrap();
+    a.and(r.t, r.a).unwrap();
+    a.mov(r.u, r.t).unwrap();
+    a.shr(r.u, SLICE_BITS - 3).unwrap();
+    a.and(r.u, -8).unwrap();
+    a.add(r.u, ta(table)).unwrap();
+    a.add(r.t, qword_ptr(r.u)).unwrap();
+}
+
 /// `dst = effective address of m` (guest registers are intact in tool code).
 pub fn effective_address(b: &mut Inline, dst: AsmRegister64, m: &UsedMemory, scratch: AsmRegister64) {
     let a = b.asm();
@@ -328,111 +341,78 @@ impl Propagation {
     fn load_mask(&self, b: &mut Inline, r: Regs, m: &UsedMemory) {
         let size = m.memory_size().size();
         effective_address(b, r.a, m, r.t);
+        if !inline_size(size) {
+            let a = b.asm();
+            a.mov(ta(slot::TMP_EA), r.a).unwrap();
+            a.mov(ta(slot::TMP_SIZE), size as i32).unwrap();
+            b.callout(load_slow, self.arg(), r.v);
+            b.asm().mov(r.m, ta(slot::TMP_MASK)).unwrap();
+            return;
+        }
+        shadow_address(b, r, slot::DELTA_TAINT);
         let a = b.asm();
-        let mut slow = a.create_label();
-        let mut done = a.create_label();
-        if inline_size(size) {
-            a.mov(r.t, ta(slot::TABLE)).unwrap();
-            a.rorx(r.u, r.a, 16).unwrap();
-            a.mov(r32(r.u), r32(r.u)).unwrap();
-            a.mov(r.u, qword_ptr(r.t + r.u * 8)).unwrap();
-            a.test(r.u, r.u).unwrap();
-            a.cmovz(r.u, ta(slot::ZERO)).unwrap();
-            a.movzx(r32(r.t), r16(r.a)).unwrap();
-            a.cmp(r32(r.t), (0x10000 - size) as i32).unwrap();
-            a.ja(slow).unwrap();
-            match size {
-                1 => a.movzx(r32(r.m), byte_ptr(r.u + r.t)).unwrap(),
-                2 => {
-                    a.movzx(r32(r.m), word_ptr(r.u + r.t)).unwrap();
-                    a.pext(r32(r.m), r32(r.m), dword_ptr(tool_area(slot::K01)).gs()).unwrap();
-                }
-                4 => {
-                    a.mov(r32(r.m), dword_ptr(r.u + r.t)).unwrap();
-                    a.pext(r32(r.m), r32(r.m), dword_ptr(tool_area(slot::K01)).gs()).unwrap();
-                }
-                _ => {
-                    a.mov(r.m, qword_ptr(r.u + r.t)).unwrap();
-                    a.pext(r.m, r.m, ta(slot::K01)).unwrap();
-                    for k in 1..size / 8 {
-                        a.mov(r.v, qword_ptr(r.u + r.t + (8 * k) as i32)).unwrap();
-                        a.pext(r.v, r.v, ta(slot::K01)).unwrap();
-                        a.shl(r.v, (8 * k) as u32).unwrap();
-                        a.or(r.m, r.v).unwrap();
-                    }
+        match size {
+            1 => a.movzx(r32(r.m), byte_ptr(r.t)).unwrap(),
+            2 => {
+                a.movzx(r32(r.m), word_ptr(r.t)).unwrap();
+                a.pext(r32(r.m), r32(r.m), dword_ptr(tool_area(slot::K01)).gs()).unwrap();
+            }
+            4 => {
+                a.mov(r32(r.m), dword_ptr(r.t)).unwrap();
+                a.pext(r32(r.m), r32(r.m), dword_ptr(tool_area(slot::K01)).gs()).unwrap();
+            }
+            _ => {
+                a.mov(r.m, qword_ptr(r.t)).unwrap();
+                a.pext(r.m, r.m, ta(slot::K01)).unwrap();
+                for k in 1..size / 8 {
+                    a.mov(r.v, qword_ptr(r.t + (8 * k) as i32)).unwrap();
+                    a.pext(r.v, r.v, ta(slot::K01)).unwrap();
+                    a.shl(r.v, (8 * k) as u32).unwrap();
+                    a.or(r.m, r.v).unwrap();
                 }
             }
-            a.jmp(done).unwrap();
         }
-        a.set_label(&mut slow).unwrap();
-        a.mov(ta(slot::TMP_EA), r.a).unwrap();
-        a.mov(ta(slot::TMP_SIZE), size as i32).unwrap();
-        b.callout(load_slow, self.arg(), r.v);
-        let a = b.asm();
-        a.mov(r.m, ta(slot::TMP_MASK)).unwrap();
-        a.set_label(&mut done).unwrap();
-        a.zero_bytes().unwrap();
     }
 
     /// Stores mask `val` as the shadow of the access m.
     fn store_mask(&self, b: &mut Inline, r: Regs, m: &UsedMemory, val: AsmRegister64) {
         let size = m.memory_size().size();
         effective_address(b, r.a, m, r.t);
+        if !inline_size(size) {
+            let a = b.asm();
+            a.mov(ta(slot::TMP_EA), r.a).unwrap();
+            a.mov(ta(slot::TMP_SIZE), size as i32).unwrap();
+            a.mov(ta(slot::TMP_MASK), val).unwrap();
+            b.callout(store_slow, self.arg(), r.v);
+            return;
+        }
+        shadow_address(b, r, slot::DELTA_TAINT);
         let a = b.asm();
-        let mut slow = a.create_label();
-        let mut done = a.create_label();
-        if inline_size(size) {
-            let mut have = a.create_label();
-            a.mov(r.t, ta(slot::TABLE)).unwrap();
-            a.rorx(r.u, r.a, 16).unwrap();
-            a.mov(r32(r.u), r32(r.u)).unwrap();
-            a.lea(r.u, qword_ptr(r.t + r.u * 8)).unwrap();
-            a.mov(r.t, qword_ptr(r.u)).unwrap();
-            a.test(r.t, r.t).unwrap();
-            a.jnz(have).unwrap();
-            // No chunk yet: a clean store changes nothing, a tainted one allocates.
-            a.test(val, val).unwrap();
-            a.jz(done).unwrap();
-            a.jmp(slow).unwrap();
-            a.set_label(&mut have).unwrap();
-            a.movzx(r32(r.u), r16(r.a)).unwrap();
-            a.cmp(r32(r.u), (0x10000 - size) as i32).unwrap();
-            a.ja(slow).unwrap();
-            match size {
-                1 => {
+        match size {
+            1 => {
+                a.mov(r.v, val).unwrap();
+                a.and(r.v, 1).unwrap();
+                a.mov(byte_ptr(r.t), r8(r.v)).unwrap();
+            }
+            2 => {
+                a.pdep(r.v, val, ta(slot::K01)).unwrap();
+                a.mov(word_ptr(r.t), r16(r.v)).unwrap();
+            }
+            4 => {
+                a.pdep(r.v, val, ta(slot::K01)).unwrap();
+                a.mov(dword_ptr(r.t), r32(r.v)).unwrap();
+            }
+            _ => {
+                for k in 0..size / 8 {
                     a.mov(r.v, val).unwrap();
-                    a.and(r.v, 1).unwrap();
-                    a.mov(byte_ptr(r.t + r.u), r8(r.v)).unwrap();
-                }
-                2 => {
-                    a.pdep(r.v, val, ta(slot::K01)).unwrap();
-                    a.mov(word_ptr(r.t + r.u), r16(r.v)).unwrap();
-                }
-                4 => {
-                    a.pdep(r.v, val, ta(slot::K01)).unwrap();
-                    a.mov(dword_ptr(r.t + r.u), r32(r.v)).unwrap();
-                }
-                _ => {
-                    for k in 0..size / 8 {
-                        a.mov(r.v, val).unwrap();
-                        if k > 0 {
-                            a.shr(r.v, (8 * k) as u32).unwrap();
-                        }
-                        a.pdep(r.v, r.v, ta(slot::K01)).unwrap();
-                        a.mov(qword_ptr(r.t + r.u + (8 * k) as i32), r.v).unwrap();
+                    if k > 0 {
+                        a.shr(r.v, (8 * k) as u32).unwrap();
                     }
+                    a.pdep(r.v, r.v, ta(slot::K01)).unwrap();
+                    a.mov(qword_ptr(r.t + (8 * k) as i32), r.v).unwrap();
                 }
             }
-            a.jmp(done).unwrap();
         }
-        a.set_label(&mut slow).unwrap();
-        a.mov(ta(slot::TMP_EA), r.a).unwrap();
-        a.mov(ta(slot::TMP_SIZE), size as i32).unwrap();
-        a.mov(ta(slot::TMP_MASK), val).unwrap();
-        b.callout(store_slow, self.arg(), r.v);
-        let a = b.asm();
-        a.set_label(&mut done).unwrap();
-        a.zero_bytes().unwrap();
     }
 
     /// `dst = mask of register reg`, from bit 0 of the operand.
@@ -663,66 +643,42 @@ impl Propagation {
         }
     }
 
-    /// `u` = the origin slot of the granule holding the address in `a` (the zero chunk's if
-    /// none was written; clobbers t).
-    fn origin_slot_addr(b: &mut Inline, r: Regs) {
-        let a = b.asm();
-        a.mov(r.t, ta(slot::ORIGIN_TABLE)).unwrap();
-        a.rorx(r.u, r.a, 16).unwrap();
-        a.mov(r32(r.u), r32(r.u)).unwrap();
-        a.mov(r.u, qword_ptr(r.t + r.u * 8)).unwrap();
-        a.test(r.u, r.u).unwrap();
-        a.cmovz(r.u, ta(slot::ZERO)).unwrap();
-        a.movzx(r32(r.t), r16(r.a)).unwrap();
-        a.and(r32(r.t), 0xfff8).unwrap();
-        a.add(r.u, r.t).unwrap();
-    }
-
     /// `r.m` = the origin of the access m (its first granule's).
     fn load_origin(&self, b: &mut Inline, r: Regs, m: &UsedMemory) {
         effective_address(b, r.a, m, r.t);
-        Self::origin_slot_addr(b, r);
-        b.asm().mov(r.m, qword_ptr(r.u)).unwrap();
+        shadow_address(b, r, slot::DELTA_ORIGIN);
+        let a = b.asm();
+        a.and(r.t, -8).unwrap();
+        a.mov(r.m, qword_ptr(r.t)).unwrap();
     }
 
     /// Stores origin `val` for every granule the access m covers.
     fn store_origin(&self, b: &mut Inline, r: Regs, m: &UsedMemory, val: AsmRegister64) {
         let size = m.memory_size().size();
         effective_address(b, r.a, m, r.t);
-        let a = b.asm();
-        let mut slow = a.create_label();
-        let mut done = a.create_label();
-        if size <= 32 {
-            // Inline when the access covers granules of one chunk that exists.
-            a.mov(r.t, ta(slot::ORIGIN_TABLE)).unwrap();
-            a.rorx(r.u, r.a, 16).unwrap();
-            a.mov(r32(r.u), r32(r.u)).unwrap();
-            a.mov(r.u, qword_ptr(r.t + r.u * 8)).unwrap();
-            a.test(r.u, r.u).unwrap();
-            a.jz(slow).unwrap();
-            a.movzx(r32(r.t), r16(r.a)).unwrap();
-            a.cmp(r32(r.t), (0x10000 - size) as i32).unwrap();
-            a.ja(slow).unwrap();
-            a.and(r32(r.t), 0xfff8).unwrap();
-            a.mov(qword_ptr(r.u + r.t), val).unwrap();
-            // Further granules: ea+size-1 rounded down, and those in between.
-            let last = size.saturating_sub(1);
-            for k in (8..=last + 7).step_by(8) {
-                a.lea(r.t, qword_ptr(r.a + k.min(last) as i32)).unwrap();
-                a.movzx(r32(r.t), r16(r.t)).unwrap();
-                a.and(r32(r.t), 0xfff8).unwrap();
-                a.mov(qword_ptr(r.u + r.t), val).unwrap();
-            }
-            a.jmp(done).unwrap();
+        if size > 32 {
+            let a = b.asm();
+            a.mov(ta(slot::TMP_EA), r.a).unwrap();
+            a.mov(ta(slot::TMP_SIZE), size as i32).unwrap();
+            a.mov(ta(slot::TMP_MASK), val).unwrap();
+            b.callout(origin_store_slow, self.origin_arg(), r.v);
+            return;
         }
-        a.set_label(&mut slow).unwrap();
-        a.mov(ta(slot::TMP_EA), r.a).unwrap();
-        a.mov(ta(slot::TMP_SIZE), size as i32).unwrap();
-        a.mov(ta(slot::TMP_MASK), val).unwrap();
-        b.callout(origin_store_slow, self.origin_arg(), r.v);
+        shadow_address(b, r, slot::DELTA_ORIGIN);
         let a = b.asm();
-        a.set_label(&mut done).unwrap();
-        a.zero_bytes().unwrap();
+        a.and(r.t, -8).unwrap();
+        a.mov(qword_ptr(r.t), val).unwrap();
+        for k in 1..size / 8 {
+            a.mov(qword_ptr(r.t + (8 * k) as i32), val).unwrap();
+        }
+        if size > 1 {
+            // The last granule: ((ea & 7) + size - 1) & ~7 past the first.
+            a.mov(r.u, r.a).unwrap();
+            a.and(r.u, 7).unwrap();
+            a.add(r.u, (size - 1) as i32).unwrap();
+            a.and(r.u, -8).unwrap();
+            a.mov(qword_ptr(r.t + r.u), val).unwrap();
+        }
     }
 
     /// Code at a block's start: count the block (the instance part of origins).
@@ -743,7 +699,7 @@ impl Propagation {
             let s = b.scratch();
             let kind = string_kind(site.ins);
             b.asm().mov(ta(slot::WHAT), kind as i32).unwrap();
-            b.callout(string_after, &*self.callout_args() as *const CalloutArg as u64, s);
+            b.callout(string_after, self.callout_args() as *const CalloutArg as u64, s);
         }
     }
 }

@@ -95,6 +95,14 @@ impl Taint {
         Ok(Taint { input, shadow, prop, findings: Box::default(), input_fds, origins, threads: 0 })
     }
 
+    /// Gives guest memory `[start, end)` shadow of its own (see `shadow::memory`).
+    fn cover(&mut self, start: u64, end: u64) {
+        self.mem().cover(start, end);
+        if let Some(o) = self.origin_mem() {
+            o.cover(start, end);
+        }
+    }
+
     fn origin_mem(&mut self) -> Option<&mut ShadowMemory> {
         // SAFETY: as in `mem`.
         self.origins.map(|o| unsafe { &mut *o })
@@ -244,7 +252,13 @@ fn written_buffer(nr: i64, a: &[u64; 6], ret: i64) -> Option<(u64, u64)> {
 }
 
 impl ToolRun for Taint {
-    fn start(&mut self, ctx: &mut ThreadContext, _mem: &GuestMemory) {
+    fn start(&mut self, ctx: &mut ThreadContext, mem: &GuestMemory) {
+        for (s, e) in mem.ranges() {
+            self.cover(s, e);
+        }
+        // The stack grows down from its initial mapping.
+        let sp = ctx.gpr[4];
+        self.cover(sp.saturating_sub(64 << 20), sp);
         // SAFETY: as in `mem`.
         shadow::init_thread(ctx, unsafe { &*self.shadow }, self.origins.map(|o| unsafe { &*o }));
         if self.input == Input::Argv {
@@ -272,7 +286,7 @@ impl ToolRun for Taint {
         }
     }
 
-    fn syscall_post(&mut self, ctx: &mut ThreadContext, nr: u64, a: &[u64; 6], ret: i64, _mem: &GuestMemory) {
+    fn syscall_post(&mut self, ctx: &mut ThreadContext, nr: u64, a: &[u64; 6], ret: i64, mem: &GuestMemory) {
         for r in [0, 1, 11] {
             *shadow::gpr(ctx, r) = 0;
         }
@@ -281,6 +295,12 @@ impl ToolRun for Taint {
         let nr = nr as i64;
         if ret < 0 {
             return;
+        }
+        match nr {
+            libc::SYS_mmap => self.cover(ret as u64, (ret as u64).saturating_add(a[1])),
+            libc::SYS_mremap => self.cover(ret as u64, (ret as u64).saturating_add(a[2])),
+            libc::SYS_brk => self.cover(mem.brk_start, ret as u64),
+            _ => {}
         }
         if let Input::File(path) = &self.input {
             let opened = match nr {
