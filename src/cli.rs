@@ -63,6 +63,11 @@ pub struct Cli {
     #[arg(long, default_value_t = 0, help_heading = "Repeatable runs")]
     pub seed: u64,
 
+    /// Standard input of the program: FILE, which is first created from rtgrind's own
+    /// standard input if it does not exist (capture once, replay in every later run).
+    #[arg(long, value_name = "FILE", help_heading = "Repeatable runs")]
+    pub stdin_file: Option<PathBuf>,
+
     /// Stop before thread THREAD (0 = main, then in creation order) runs its INSTANCE-th
     /// translated block, and dump its registers.
     #[arg(long, value_name = "THREAD:INSTANCE", help_heading = "Repeatable runs")]

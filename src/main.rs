@@ -80,6 +80,11 @@ fn main() {
         }
     };
     let repeatable = cli.repeatable == cli::YesNo::Yes;
+    if let Some(f) = &cli.stdin_file {
+        if let Err(e) = kernel::repeat::stdin_from_file(f) {
+            fail(&format!("--stdin-file: cannot use '{}': {e}", f.display()), EXIT_USAGE);
+        }
+    }
     if repeatable {
         kernel::repeat::ensure_no_aslr();
         kernel::repeat::enter_pid_namespace();

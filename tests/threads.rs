@@ -708,3 +708,26 @@ fn stop_at_names_the_same_instance_in_every_run() {
     assert!(t1[0].starts_with("thread 1 instance 5000:"), "{:?}", t1[0]);
     assert_eq!(t1, stop_at_report(exe, &sched), "thread 1's instance 5000 differs between runs");
 }
+
+/// `--stdin-file=FILE`: the first run captures stdin into a new FILE, later runs replay FILE
+/// whatever their own stdin is, and an existing FILE is never changed.
+#[test]
+fn stdin_file_captures_once_and_replays() {
+    let dir = common::scratch_dir("stdin_file");
+    common::reset_dir(&dir);
+    let file = dir.join("input");
+    let opt = format!("--stdin-file={}", file.display());
+    let cat = |stdin: &str| {
+        let out = run_rtgrind(["-q", "--tool=none", &opt], &Cmd::new("/bin/cat").stdin(stdin));
+        assert_no_panic(&out);
+        common::assert_exit(&out, 0);
+        out.stdout_str()
+    };
+    assert_eq!(cat("first input\n"), "first input\n");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "first input\n");
+    assert_eq!(cat("something else\n"), "first input\n", "the second run did not replay the captured input");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "first input\n", "an existing --stdin-file was changed");
+    let bad = run_rtgrind(["-q", "--tool=none", "--stdin-file=/no/such/dir/input"], &Cmd::new("/bin/cat"));
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(bad.stderr_str().starts_with("rtgrind: error: --stdin-file: cannot use"), "{}", bad.describe());
+}

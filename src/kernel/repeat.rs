@@ -4,7 +4,8 @@
 //! Pinned: address-space layout (ASLR off for rtgrind and the guest), AT_RANDOM, `getrandom`,
 //! reads of /dev/urandom and /dev/random (all from `--seed`), the clocks (`clock_gettime`,
 //! `gettimeofday`, `time`) and `rdtsc`/`rdtscp`, which advance by a fixed step per call from
-//! a fixed epoch; pids and tids (a pid namespace, where the system allows one).
+//! a fixed epoch; pids and tids (a pid namespace, where the system allows one). Standard input
+//! is pinned separately, with `--stdin-file` (`stdin_from_file`).
 
 use super::guest_mem;
 
@@ -31,6 +32,29 @@ pub(crate) fn splitmix(x: &mut u64) -> u64 {
 
 /// Turns ASLR off for this process and re-executes it (the layout of rtgrind itself is chosen
 /// before main runs). Returns only if ASLR is already off.
+/// `--stdin-file=FILE`: the guest reads FILE as its standard input. A FILE that does not exist
+/// yet is first created from rtgrind's own standard input (read to its end), so the first run
+/// captures the input and every later run with the same option replays it byte for byte. An
+/// existing FILE is only read, never changed. Returns whether the input was captured now.
+pub fn stdin_from_file(path: &std::path::Path) -> std::io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    let captured = match std::fs::OpenOptions::new().write(true).create_new(true).open(path) {
+        Ok(mut f) => {
+            std::io::copy(&mut std::io::stdin().lock(), &mut f)?;
+            true
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => false,
+        Err(e) => return Err(e),
+    };
+    let f = std::fs::File::open(path)?;
+    // SAFETY: dup2 onto fd 0 replaces only rtgrind's (and so the guest's) standard input; `f`
+    // keeps its own descriptor, closed when it drops.
+    if unsafe { libc::dup2(f.as_raw_fd(), 0) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(captured)
+}
+
 pub fn ensure_no_aslr() {
     const ADDR_NO_RANDOMIZE: libc::c_ulong = 0x0040000;
     // SAFETY: personality(0xffffffff) only queries.

@@ -259,6 +259,18 @@ fn inline_size(n: usize) -> bool {
     matches!(n, 1 | 2 | 4 | 8 | 16 | 32)
 }
 
+/// Calls `f` for the access at the address in `r.a` of `size` bytes, with `val` (a mask or an
+/// origin to store) in the tool area's TMP slots; a result comes back in TMP_MASK.
+fn out_of_line(b: &mut Inline, r: Regs, size: usize, val: Option<AsmRegister64>, f: rtgrind_jit::instrument::Callout, arg: u64) {
+    let a = b.asm();
+    a.mov(ta(slot::TMP_EA), r.a).unwrap();
+    a.mov(ta(slot::TMP_SIZE), size as i32).unwrap();
+    if let Some(v) = val {
+        a.mov(ta(slot::TMP_MASK), v).unwrap();
+    }
+    b.callout(f, arg, r.v);
+}
+
 /// `r.t` = the shadow address of the guest address in `r.a`, through the per-slice delta table
 /// whose address is in tool-area slot `table` (see `memory.rs`; clobbers `r.u`).
 fn shadow_address(b: &mut Inline, r: Regs, table: usize) {
@@ -342,10 +354,7 @@ impl Propagation {
         let size = m.memory_size().size();
         effective_address(b, r.a, m, r.t);
         if !inline_size(size) {
-            let a = b.asm();
-            a.mov(ta(slot::TMP_EA), r.a).unwrap();
-            a.mov(ta(slot::TMP_SIZE), size as i32).unwrap();
-            b.callout(load_slow, self.arg(), r.v);
+            out_of_line(b, r, size, None, load_slow, self.arg());
             b.asm().mov(r.m, ta(slot::TMP_MASK)).unwrap();
             return;
         }
@@ -379,11 +388,7 @@ impl Propagation {
         let size = m.memory_size().size();
         effective_address(b, r.a, m, r.t);
         if !inline_size(size) {
-            let a = b.asm();
-            a.mov(ta(slot::TMP_EA), r.a).unwrap();
-            a.mov(ta(slot::TMP_SIZE), size as i32).unwrap();
-            a.mov(ta(slot::TMP_MASK), val).unwrap();
-            b.callout(store_slow, self.arg(), r.v);
+            out_of_line(b, r, size, Some(val), store_slow, self.arg());
             return;
         }
         shadow_address(b, r, slot::DELTA_TAINT);
@@ -657,11 +662,7 @@ impl Propagation {
         let size = m.memory_size().size();
         effective_address(b, r.a, m, r.t);
         if size > 32 {
-            let a = b.asm();
-            a.mov(ta(slot::TMP_EA), r.a).unwrap();
-            a.mov(ta(slot::TMP_SIZE), size as i32).unwrap();
-            a.mov(ta(slot::TMP_MASK), val).unwrap();
-            b.callout(origin_store_slow, self.origin_arg(), r.v);
+            out_of_line(b, r, size, Some(val), origin_store_slow, self.origin_arg());
             return;
         }
         shadow_address(b, r, slot::DELTA_ORIGIN);
