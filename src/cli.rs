@@ -11,6 +11,8 @@ pub enum ToolName {
     Count,
     /// Track which branches, addresses and syscall arguments depend on input bytes.
     Taint,
+    /// Invert the outcome of one instance of one conditional branch.
+    Switch,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -85,6 +87,11 @@ pub struct Cli {
     /// where each tainted branch's flags were defined.
     #[arg(long, value_enum, default_value = "no", value_name = "yes|no", help_heading = "Tool options")]
     pub track_origins: YesNo,
+
+    /// switch: the branch instance to invert: ADDR (hex guest address of a conditional
+    /// branch) and N (its N-th execution, from 1).
+    #[arg(long, value_name = "ADDR:N", help_heading = "Tool options")]
+    pub switch_at: Option<String>,
 
     /// The program to run, and its arguments.
     #[arg(required = true, num_args = 1.., value_name = "PROG [ARGS]...")]

@@ -203,6 +203,12 @@ fn make_tool(cli: &cli::Cli) -> Box<dyn tools::ToolRun> {
     match cli.tool {
         cli::ToolName::None => Box::new(rtgrind_jit::instrument::NoInstrumentation),
         cli::ToolName::Count => Box::new(tools::count::Count::new(cli.per_function)),
+        cli::ToolName::Switch => {
+            let spec = cli.switch_at.as_deref().unwrap_or_else(|| fail("--tool=switch needs --switch-at=ADDR:N", EXIT_USAGE));
+            let (site, n) = tools::switch::Switch::parse(spec)
+                .unwrap_or_else(|| fail(&format!("invalid --switch-at value '{spec}' (expected ADDR:N, e.g. 0x401136:3)"), EXIT_USAGE));
+            Box::new(tools::switch::Switch::new(site, n))
+        }
         cli::ToolName::Taint => {
             let input = tools::taint::Input::parse(cli.taint_input.as_deref().unwrap_or("stdin"));
             if let tools::taint::Input::File(p) = &input {

@@ -243,3 +243,55 @@ fn taint_names_where_a_branch_flags_were_defined() {
     // The `cmp` right before the `je` on the same line defined the flags.
     assert!(lines[at + 1].contains("its flags were defined at") && lines[at + 1].contains(&format!("input_branch.c:{line} (main)")), "{}", lines[at + 1]);
 }
+
+/// Address of the first conditional jump on the line of `path` marked `/* marker */`, from
+/// `objdump -dl` of `exe` (built -O0 -g -no-pie, so it is the line's own branch).
+fn branch_on_marked_line(exe: &std::path::Path, path: &std::path::Path, marker: &str) -> (u64, usize) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let line = text.lines().position(|l| l.contains(&format!("/* {marker} */"))).unwrap() + 1;
+    let name = path.file_name().unwrap().to_str().unwrap();
+    let out = std::process::Command::new("objdump").args(["-dl", "--no-show-raw-insn"]).arg(exe).output().unwrap();
+    let dis = String::from_utf8_lossy(&out.stdout);
+    let mut in_line = false;
+    for l in dis.lines() {
+        if l.starts_with('/') {
+            in_line = l.ends_with(&format!("{name}:{line}"));
+            continue;
+        }
+        let Some((addr, insn)) = l.trim().split_once(":\t") else { continue };
+        if in_line && insn.starts_with('j') && !insn.starts_with("jmp") {
+            return (u64::from_str_radix(addr, 16).unwrap(), line);
+        }
+    }
+    panic!("no conditional jump on {name}:{line} in:\n{dis}");
+}
+
+#[test]
+fn switch_inverts_exactly_one_branch_instance() {
+    let src = crate::common::repo_root().join("guest-programs/switch/flip.c");
+    let exe = compile_snippet("flip", "c", &std::fs::read_to_string(&src).unwrap(), &["-O0", "-g", "-no-pie"]);
+    let (addr, line) = branch_on_marked_line(&exe, &src, "flipped");
+    let native = crate::common::run_native(&Cmd::new(&exe));
+    assert_eq!(native.stdout_str(), "done\n");
+    for n in 1..=5 {
+        let out = run_rtgrind(["--tool=switch", &format!("--switch-at={addr:#x}:{n}")], &Cmd::new(&exe));
+        assert_no_panic(&out);
+        assert_eq!(out.status.code(), Some(0));
+        assert_eq!(out.stdout_str(), format!("body ran at i={}\ndone\n", n - 1), "switching instance {n}");
+        let err = out.stderr_str();
+        assert!(err.contains(&format!("switch: instance {n} of the branch at {addr:#x} flip.c:{line} (main) switched to")), "{err}");
+    }
+    // An instance that never comes changes nothing and says so.
+    let out = run_rtgrind(["--tool=switch", &format!("--switch-at={addr:#x}:6")], &Cmd::new(&exe));
+    assert_eq!(out.stdout_str(), "done\n");
+    assert!(out.stderr_str().contains("ran 5 times; instance 6 never came"), "{}", out.stderr_str());
+}
+
+#[test]
+fn switch_needs_a_valid_instance() {
+    for bad in [vec!["--tool=switch", "/bin/true"], vec!["--tool=switch", "--switch-at=zz:1", "/bin/true"], vec!["--tool=switch", "--switch-at=0x401000:0", "/bin/true"]] {
+        let out = crate::common::rtgrind_raw(&bad);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
+        assert_eq!(out.stderr_str().lines().count(), 1, "{bad:?}: {}", out.stderr_str());
+    }
+}

@@ -71,6 +71,17 @@ pub struct Inline {
     clobbers_flags: bool,
     flags_live: bool,
     empty: bool,
+    outcome: Option<usize>,
+}
+
+/// What the engine does with a tool's inline code (see `Inline::finish`).
+pub(crate) struct Finished {
+    /// Registers to spill around the code (lent ones).
+    pub lent: u16,
+    pub save_flags: bool,
+    pub asm: CodeAssembler,
+    /// `gs` offset of the qword that decides a conditional branch (0 own, 1 taken, 2 not).
+    pub outcome: Option<usize>,
 }
 
 impl Inline {
@@ -90,6 +101,7 @@ impl Inline {
             clobbers_flags: false,
             flags_live,
             empty: true,
+            outcome: None,
         }
     }
 
@@ -140,14 +152,20 @@ impl Inline {
         a.zero_bytes().unwrap();
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
-        self.empty
+    /// For a conditional branch with a condition code (`jcc`; not `loop`/`jrcxz`): once the
+    /// tool's code has run, the qword at `gs:[off]` decides the outcome: 0 the branch's own, 1
+    /// taken, 2 not taken.
+    pub fn branch_outcome_from(&mut self, off: u64) {
+        self.outcome = Some(off as usize);
     }
 
-    /// The registers to spill, whether to save flags, and the tool's code.
-    pub(crate) fn finish(self) -> (u16, bool, CodeAssembler) {
-        let save_flags = self.clobbers_flags && self.flags_live;
-        (self.lent, save_flags, self.asm)
+    pub(crate) fn is_empty(&self) -> bool {
+        self.empty && self.outcome.is_none()
+    }
+
+    pub(crate) fn finish(self) -> Finished {
+        let save_flags = self.clobbers_flags && self.flags_live && !self.empty;
+        Finished { lent: self.lent, save_flags, asm: self.asm, outcome: self.outcome }
     }
 }
 

@@ -9,7 +9,7 @@
 use crate::cache::{Block, BlockId, CacheError, CodeCache, Exit, ExitKind, Fixup, PcEntry};
 use crate::context::{reg, *};
 use crate::emit::{Asm, Label};
-use crate::instrument::{spill_slot, CLIENT_REQUEST, InsnSite, Inline, Tool};
+use crate::instrument::{spill_slot, Finished, CLIENT_REQUEST, InsnSite, Inline, Tool};
 use iced_x86::{
     Code, ConditionCode, Decoder, DecoderError, DecoderOptions, Encoder, FlowControl, Formatter, Instruction,
     InstructionInfoFactory, MemoryOperand, Mnemonic, NasmFormatter, OpKind, Register,
@@ -314,7 +314,7 @@ pub fn translate_limited(
         let site = InsnSite { ins: &ins, info: &info, index: count - 1 };
         let mut before = Inline::new(Some(&ins), !status_flags_dead(&buf[off..n], ins.ip()));
         tool.before_insn(&site, &mut before);
-        emit_inline(&mut b, before);
+        let control = emit_inline(&mut b, before);
         match ins.mnemonic() {
             Mnemonic::Syscall => {
                 b.map(&ins, Fixup::None);
@@ -360,7 +360,7 @@ pub fn translate_limited(
             }
             FlowControl::ConditionalBranch => {
                 b.map(&ins, Fixup::None);
-                conditional(&mut b, &ins, raw);
+                conditional(&mut b, &ins, raw, control.outcome);
                 break;
             }
             FlowControl::Call => {
@@ -421,13 +421,20 @@ pub fn translate_limited(
     Ok(cache.commit(arena, &b.asm.buf, block, exits))
 }
 
+/// What a tool asked the engine to do to the guest instruction itself.
+#[derive(Default, Clone, Copy)]
+struct Control {
+    outcome: Option<usize>,
+}
+
 /// Emits a tool's inline code wrapped in the spills of the registers it borrowed and, if it
 /// clobbers live status flags, a save and restore of the flags (`lahf`/`seto`, `add`/`sahf`).
-fn emit_inline(b: &mut BlockBuilder, code: Inline) {
+fn emit_inline(b: &mut BlockBuilder, code: Inline) -> Control {
     if code.is_empty() {
-        return;
+        return Control::default();
     }
-    let (lent, save_flags, mut asm) = code.finish();
+    let Finished { lent, save_flags, mut asm, outcome } = code.finish();
+    let control = Control { outcome };
     if save_flags {
         // rax goes back to its guest value at once: tool code may read guest registers.
         b.asm.store_gs(OFF_FLAGS_RAX, reg::RAX);
@@ -447,6 +454,19 @@ fn emit_inline(b: &mut BlockBuilder, code: Inline) {
         b.asm.restore_flags_ax(OFF_FLAGS_SAVE);
         b.asm.load_gs(reg::RAX, OFF_FLAGS_RAX);
     }
+    control
+}
+
+/// `rcx = gs:[off]` with the guest's rcx saved, then a flag-free `jrcxz` to `zero`; both paths
+/// must reload rcx with `restore_rcx`.
+fn test_slot(b: &mut BlockBuilder, off: usize, zero: Label) {
+    b.asm.store_gs(OFF_SAVE_RCX, reg::RCX);
+    b.asm.load_gs(reg::RCX, off);
+    b.asm.jrcxz_label(zero);
+}
+
+fn restore_rcx(b: &mut BlockBuilder) {
+    b.asm.load_gs(reg::RCX, OFF_SAVE_RCX);
 }
 
 /// Binds and returns the body offset: where forward direct links enter.
@@ -502,10 +522,24 @@ fn copy_insn(b: &mut BlockBuilder, encoder: &mut Encoder, ins: &Instruction, raw
 }
 
 /// jcc, loop, loopcc, jrcxz/jecxz.
-fn conditional(b: &mut BlockBuilder, ins: &Instruction, raw: &[u8]) {
+fn conditional(b: &mut BlockBuilder, ins: &Instruction, raw: &[u8], outcome: Option<usize>) {
     let (taken, fall) = (ins.near_branch_target(), ins.next_ip());
     let cc = ins.condition_code();
     let counted = matches!(ins.mnemonic(), Mnemonic::Loop | Mnemonic::Loope | Mnemonic::Loopne | Mnemonic::Jrcxz | Mnemonic::Jecxz);
+    if let (Some(slot), false, false) = (outcome, counted, cc == ConditionCode::None) {
+        // A tool decides: 0 the branch's own outcome, 1 taken, 2 not taken (flag-free tests).
+        let (own, force_taken) = (b.asm.new_label(), b.asm.new_label());
+        test_slot(b, slot, own);
+        b.asm.lea_rcx_minus_1();
+        b.asm.jrcxz_label(force_taken);
+        restore_rcx(b);
+        b.jmp_exit(ins.ip(), fall);
+        b.asm.bind(force_taken);
+        restore_rcx(b);
+        b.jmp_exit(ins.ip(), taken);
+        b.asm.bind(own);
+        restore_rcx(b);
+    }
     if cc != ConditionCode::None && !counted {
         b.jcc_exit(cc as u8 - 1, ins.ip(), taken);
         b.jmp_exit(ins.ip(), fall);

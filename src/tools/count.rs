@@ -9,13 +9,13 @@
 //! counted whole, and a `rep`-prefixed instruction counts once however often it repeats
 //! (lackey counts each repetition).
 
-use super::ToolRun;
+use super::{cmov_cc, ToolRun};
 use crate::kernel::memory::GuestMemory;
 use crate::report::symbols::SymbolCache;
 use crate::report::Reporter;
 use rtgrind_jit::instrument::code_asm::*;
 use rtgrind_jit::instrument::{InsnSite, Inline, Tool};
-use rtgrind_jit::iced_x86::{ConditionCode, FlowControl, Mnemonic, OpAccess};
+use rtgrind_jit::iced_x86::{FlowControl, Mnemonic, OpAccess};
 use std::collections::{BTreeMap, HashMap};
 
 /// Counter pages are never freed or moved: translated code holds their addresses.
@@ -158,31 +158,6 @@ impl Tool for Count {
         }
         a.mov(qword_ptr(p), v).unwrap();
     }
-}
-
-/// `cmovCC dst, src` for a branch's condition code.
-fn cmov_cc(asm: &mut CodeAssembler, cc: ConditionCode, dst: AsmRegister64, src: AsmRegister64) {
-    type C = ConditionCode;
-    match cc {
-        C::o => asm.cmovo(dst, src),
-        C::no => asm.cmovno(dst, src),
-        C::b => asm.cmovb(dst, src),
-        C::ae => asm.cmovae(dst, src),
-        C::e => asm.cmove(dst, src),
-        C::ne => asm.cmovne(dst, src),
-        C::be => asm.cmovbe(dst, src),
-        C::a => asm.cmova(dst, src),
-        C::s => asm.cmovs(dst, src),
-        C::ns => asm.cmovns(dst, src),
-        C::p => asm.cmovp(dst, src),
-        C::np => asm.cmovnp(dst, src),
-        C::l => asm.cmovl(dst, src),
-        C::ge => asm.cmovge(dst, src),
-        C::le => asm.cmovle(dst, src),
-        C::g => asm.cmovg(dst, src),
-        C::None => Ok(()),
-    }
-    .unwrap();
 }
 
 impl ToolRun for Count {

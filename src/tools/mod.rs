@@ -3,10 +3,13 @@
 //! sees (syscalls, client requests, the end of the run) through [`ToolRun`].
 
 pub mod count;
+pub mod switch;
 pub mod taint;
 
 use crate::kernel::memory::GuestMemory;
 use crate::report::Reporter;
+use rtgrind_jit::iced_x86::ConditionCode;
+use rtgrind_jit::instrument::code_asm::{AsmRegister64, CodeAssembler};
 use rtgrind_jit::instrument::{NoInstrumentation, Tool};
 use rtgrind_jit::ThreadContext;
 
@@ -38,3 +41,29 @@ pub trait ToolRun: Tool {
 }
 
 impl ToolRun for NoInstrumentation {}
+
+/// `cmovCC dst, src` for a branch's condition code.
+pub fn cmov_cc(asm: &mut CodeAssembler, cc: ConditionCode, dst: AsmRegister64, src: AsmRegister64) {
+    type C = ConditionCode;
+    match cc {
+        C::o => asm.cmovo(dst, src),
+        C::no => asm.cmovno(dst, src),
+        C::b => asm.cmovb(dst, src),
+        C::ae => asm.cmovae(dst, src),
+        C::e => asm.cmove(dst, src),
+        C::ne => asm.cmovne(dst, src),
+        C::be => asm.cmovbe(dst, src),
+        C::a => asm.cmova(dst, src),
+        C::s => asm.cmovs(dst, src),
+        C::ns => asm.cmovns(dst, src),
+        C::p => asm.cmovp(dst, src),
+        C::np => asm.cmovnp(dst, src),
+        C::l => asm.cmovl(dst, src),
+        C::ge => asm.cmovge(dst, src),
+        C::le => asm.cmovle(dst, src),
+        C::g => asm.cmovg(dst, src),
+        C::None => Ok(()),
+    }
+    .unwrap();
+}
+
