@@ -28,6 +28,7 @@ guest_tests! {
     setjmp,
     signals_segv,
     signals_alarm,
+    signals_during_lookups,
     signals_misc,
     fork_wait,
     jit_smc,

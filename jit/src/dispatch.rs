@@ -105,13 +105,11 @@ std::arch::global_asm!(
     "jmp rtg_exit",
     "",
     ".p2align 4",
+    // An empty slot's value. A lookup lands here with the target still in rdx when its key
+    // matched just before a signal handler emptied the table (`ibl_clear`): a miss.
     ".globl rtg_ibl_null",
     "rtg_ibl_null:",
-    "mov rcx, gs:[{save_rcx}]",
-    "mov rdx, gs:[{save_rdx}]",
-    "mov qword ptr gs:[{next_rip}], 0",
-    "mov dword ptr gs:[{exit_id}], {ibl_miss_id}",
-    "jmp rtg_exit",
+    "jmp rtg_ibl_miss",
     "",
     ".p2align 4",
     ".globl rtg_signal_entry",
