@@ -98,11 +98,19 @@ fn count_per_function_names_the_hot_function() {
     assert!(n * 10 > total * 9, "collatz has {n} of {total} instructions");
 }
 
-/// `guest-programs/taint/NAME.c` built with `-O0 -g` (so each source line keeps its branch).
+/// `guest-programs/taint/NAME.c` built with `-O0 -g` (so each source line keeps its branch),
+/// once per test process: tests running in parallel share the binary.
 fn taint_guest(name: &str) -> std::path::PathBuf {
+    static BUILT: std::sync::Mutex<Vec<(String, std::path::PathBuf)>> = std::sync::Mutex::new(Vec::new());
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, exe)) = built.iter().find(|(n, _)| n == name) {
+        return exe.clone();
+    }
     let path = crate::common::repo_root().join("guest-programs/taint").join(format!("{name}.c"));
     let source = std::fs::read_to_string(&path).unwrap();
-    compile_snippet(name, "c", &source, &["-O0", "-g", "-I", crate::common::repo_root().join("guest-programs/include").to_str().unwrap()])
+    let exe = compile_snippet(name, "c", &source, &["-O0", "-g", "-I", crate::common::repo_root().join("guest-programs/include").to_str().unwrap()]);
+    built.push((name.to_string(), exe.clone()));
+    exe
 }
 
 /// The line of `guest-programs/taint/NAME.c` carrying `/* marker */`.
