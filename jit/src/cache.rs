@@ -47,6 +47,9 @@ pub struct PcEntry {
     pub guest_pc: u64,
     pub guest_len: u8,
     pub fixup: Fixup,
+    /// Registers lent to a tool whose guest values are in `tool_spill` here (applied after
+    /// `fixup`).
+    pub stolen: u16,
 }
 
 pub struct Block {

@@ -77,6 +77,12 @@ struct BlockBuilder {
     pc_map: Vec<PcEntry>,
     exits: Vec<PendingExit>,
     first_exit_id: u32,
+    /// Registers lent to tool code whose guest values wait in their spill slots. A lent
+    /// register stays spilled across instructions that do not use it (as DynamoRIO's drreg
+    /// does) and is reloaded only before one that does and before the block ends: spilling and
+    /// reloading it around every instruction would chain all of them through store-to-load
+    /// forwarding.
+    stolen: u16,
 }
 
 impl BlockBuilder {
@@ -86,7 +92,18 @@ impl BlockBuilder {
             guest_pc: ins.ip(),
             guest_len: ins.len() as u8,
             fixup,
+            stolen: self.stolen,
         });
+    }
+
+    /// Reloads the guest values of the stolen registers among `regs`.
+    fn restore(&mut self, regs: u16) {
+        for r in 0..16u8 {
+            if self.stolen & regs & (1 << r) != 0 {
+                self.asm.load_gs(r, spill_slot(r as usize));
+            }
+        }
+        self.stolen &= !regs;
     }
 
     /// `jmp rel32` to a new linkable exit towards `target`.
@@ -225,6 +242,7 @@ pub fn translate_limited(
         pc_map: Vec::new(),
         exits: Vec::new(),
         first_exit_id: cache.exits.len() as u32,
+        stolen: 0,
     };
     let mut decoder = Decoder::with_ip(64, &buf[..n], pc, DecoderOptions::NONE);
     let mut encoder = Encoder::new(64);
@@ -276,6 +294,7 @@ pub fn translate_limited(
     let mut info_factory = InstructionInfoFactory::new();
     loop {
         if !decoder.can_decode() || count >= max_insns || b.asm.pos() > BLOCK_HOST_SOFT_LIMIT {
+            b.restore(!0);
             b.jmp_exit(end, end);
             break;
         }
@@ -286,17 +305,23 @@ pub fn translate_limited(
                 return Err(if truncated && n < FETCH_BYTES { TranslateError::NotExecutable(pc) } else { TranslateError::Invalid(pc) });
             }
             // End before it: translating it on its own reports the fault precisely.
+            b.restore(!0);
             b.jmp_exit(end, end);
             break;
         }
         if ins.ip() != pc && ins.ip().wrapping_add(ins.len() as u64) > pc + n as u64 {
+            b.restore(!0);
             b.jmp_exit(end, end);
             break;
         }
         count += 1;
+        // The instruction (and the tool code around it, which computes its addresses) sees
+        // its registers' guest values.
+        b.restore(crate::instrument::used_registers(&ins).fold(0, |m, r| m | 1 << r));
         let next = ins.next_ip();
         let raw = &buf[(ins.ip() - pc) as usize..][..ins.len()];
         if buf[(ins.ip() - pc) as usize..n].starts_with(&CLIENT_REQUEST) {
+            b.restore(!0);
             b.map(&ins, Fixup::None);
             end = ins.ip() + CLIENT_REQUEST.len() as u64;
             b.leave(ExitKind::ClientRequest, ins.ip(), end, None);
@@ -304,6 +329,7 @@ pub fn translate_limited(
         }
 
         if unsupported(&ins) {
+            b.restore(!0);
             b.map(&ins, Fixup::None);
             b.leave(ExitKind::Unsupported, ins.ip(), ins.ip(), Some(format_insn(&ins)));
             end = next;
@@ -315,6 +341,11 @@ pub fn translate_limited(
         let mut before = Inline::new(Some(&ins), !status_flags_dead(&buf[off..n], ins.ip()));
         tool.before_insn(&site, &mut before);
         let control = emit_inline(&mut b, before);
+        let sequential = matches!(ins.flow_control(), FlowControl::Next | FlowControl::XbeginXabortXend);
+        if !sequential || matches!(ins.mnemonic(), Mnemonic::Syscall | Mnemonic::Cpuid | Mnemonic::Rdtsc | Mnemonic::Rdtscp) {
+            // The block ends with this instruction: every register gets its guest value back.
+            b.restore(!0);
+        }
         match ins.mnemonic() {
             Mnemonic::Syscall => {
                 b.map(&ins, Fixup::None);
@@ -441,15 +472,15 @@ fn emit_inline(b: &mut BlockBuilder, code: Inline) -> Control {
         b.asm.save_flags_ax(OFF_FLAGS_SAVE);
         b.asm.load_gs(reg::RAX, OFF_FLAGS_RAX);
     }
-    let lent: Vec<u8> = (0..16u8).filter(|r| lent & (1 << r) != 0).collect();
-    for &r in &lent {
-        b.asm.store_gs(spill_slot(r as usize), r);
+    // Spill only what is not spilled already; reloads wait (see `BlockBuilder::stolen`).
+    for r in 0..16u8 {
+        if lent & !b.stolen & (1 << r) != 0 {
+            b.asm.store_gs(spill_slot(r as usize), r);
+        }
     }
+    b.stolen |= lent;
     let bytes = asm.assemble(b.asm.here()).expect("tool code assembles");
     b.asm.bytes(&bytes);
-    for &r in &lent {
-        b.asm.load_gs(r, spill_slot(r as usize));
-    }
     if save_flags {
         b.asm.restore_flags_ax(OFF_FLAGS_SAVE);
         b.asm.load_gs(reg::RAX, OFF_FLAGS_RAX);

@@ -602,6 +602,11 @@ extern "sysv64" fn host_handler(sig: i32, info: *mut libc::siginfo_t, ucv: *mut 
             }
             Fixup::Scratch(r) => ctx.gpr[r as usize] = ctx.scratch[0],
         }
+        for r in 0..16 {
+            if e.stolen & (1 << r) != 0 {
+                ctx.gpr[r] = ctx.tool_spill[r];
+            }
+        }
         ctx.rflags = gregs[libc::REG_EFL as usize] as u64;
         ctx.rip = e.guest_pc + if trap { e.guest_len as u64 } else { 0 };
         ctx.exit_id = EXIT_FAULT as u64;
