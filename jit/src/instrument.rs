@@ -38,8 +38,6 @@ pub struct InsnSite<'a> {
     pub ins: &'a Instruction,
     /// Registers and memory read and written, with access kinds.
     pub info: &'a InstructionInfo,
-    /// Position of the instruction in its block (0 = first).
-    pub index: usize,
 }
 
 pub trait Tool {
@@ -85,18 +83,13 @@ pub(crate) struct Finished {
 }
 
 impl Inline {
-    /// A builder for code next to `ins` (None at a block start), where the guest's status
-    /// flags are live or not.
-    pub fn new(ins: Option<&Instruction>, flags_live: bool) -> Inline {
-        let mut guest_uses = 1 << 4; // rsp: the guest's stack is never scratch.
-        if let Some(ins) = ins {
-            for r in used_registers(ins) {
-                guest_uses |= 1 << r;
-            }
-        }
+    /// A builder for code next to a guest instruction that uses the registers `guest_uses`
+    /// (see `used_registers`; 0 at a block start), where the guest's status flags are live or
+    /// not.
+    pub(crate) fn new(guest_uses: u16, flags_live: bool) -> Inline {
         Inline {
             asm: CodeAssembler::new(64).expect("64-bit assembler"),
-            guest_uses,
+            guest_uses: guest_uses | 1 << 4, // rsp: the guest's stack is never scratch.
             lent: 0,
             clobbers_flags: false,
             flags_live,
@@ -123,16 +116,6 @@ impl Inline {
     /// The tool's code writes the status flags; the engine preserves the guest's if live.
     pub fn clobber_flags(&mut self) {
         self.clobbers_flags = true;
-    }
-
-    /// Whether the guest's status flags are live here (read before they are next written).
-    pub fn flags_live(&self) -> bool {
-        self.flags_live
-    }
-
-    /// Whether a register (by number, rax=0) is read or written by the guest instruction.
-    pub fn guest_uses(&self, reg: usize) -> bool {
-        self.guest_uses & (1 << reg) != 0
     }
 
     /// Calls `f(ctx, arg)` from this point of the tool's code. Every register and the flags
@@ -179,9 +162,9 @@ pub const fn spill_slot(n: usize) -> usize {
     OFF_TOOL_SPILL + 8 * n
 }
 
-/// Numbers (rax=0) of the general registers an instruction reads or writes, explicitly or
-/// implicitly.
-pub fn used_registers(ins: &Instruction) -> impl Iterator<Item = usize> {
+/// The general registers (bit = number, rax = 0) an instruction reads or writes, explicitly or
+/// implicitly, from its `InstructionInfo`.
+pub(crate) fn used_registers(ins: &Instruction, info: &InstructionInfo) -> u16 {
     let mut used = 0u16;
     let mut mark = |r: Register| {
         if r.is_gpr() {
@@ -195,9 +178,8 @@ pub fn used_registers(ins: &Instruction) -> impl Iterator<Item = usize> {
     }
     mark(ins.memory_base());
     mark(ins.memory_index());
-    let mut factory = iced_x86::InstructionInfoFactory::new();
-    for u in factory.info(ins).used_registers() {
+    for u in info.used_registers() {
         mark(u.register());
     }
-    (0..16).filter(move |r| used & (1 << r) != 0)
+    used
 }

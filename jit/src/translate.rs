@@ -9,7 +9,7 @@
 use crate::cache::{Block, BlockId, CacheError, CodeCache, Exit, ExitKind, Fixup, PcEntry};
 use crate::context::{reg, *};
 use crate::emit::{Asm, Label};
-use crate::instrument::{spill_slot, Finished, CLIENT_REQUEST, InsnSite, Inline, Tool};
+use crate::instrument::{spill_slot, used_registers, Finished, InsnSite, Inline, Tool, CLIENT_REQUEST};
 use iced_x86::{
     Code, ConditionCode, Decoder, DecoderError, DecoderOptions, Encoder, FlowControl, Formatter, Instruction,
     InstructionInfoFactory, MemoryOperand, Mnemonic, NasmFormatter, OpKind, Register,
@@ -191,26 +191,10 @@ fn has_mem(ins: &Instruction) -> bool {
     (0..ins.op_count()).any(|i| ins.op_kind(i) == OpKind::Memory)
 }
 
-/// A 64-bit GPR not read or written by `ins`, to use as a scratch register.
-fn free_gpr(ins: &Instruction) -> u8 {
-    let mut used = [false; 16];
-    for i in 0..ins.op_count() {
-        if ins.op_kind(i) == OpKind::Register {
-            mark(&mut used, ins.op_register(i));
-        }
-    }
-    mark(&mut used, ins.memory_base());
-    mark(&mut used, ins.memory_index());
-    // Implicit users (string ops, mul/div, cpuid, shifts by cl, cmpxchg) all use rax..rdi;
-    // r8..r15 are never implicit operands, so prefer them.
-    (8..16u8).find(|&r| !used[r as usize]).expect("an instruction uses at most 4 of r8-r15")
-}
-
-fn mark(used: &mut [bool; 16], r: Register) {
-    if r.is_gpr() {
-        let n = r.full_register().number() - Register::RAX.number();
-        used[n] = true;
-    }
+/// A 64-bit GPR outside `used` (an instruction's `used_registers`), to use as a scratch
+/// register; r8..r15 first (implicit operands are all among rax..rdi).
+fn free_gpr(used: u16) -> u8 {
+    (8..16u8).find(|&r| used & (1 << r) == 0).expect("an instruction uses at most 4 of r8-r15")
 }
 
 fn gpr_num(r: Register) -> u8 {
@@ -288,7 +272,7 @@ pub fn translate_limited(
     // backward (or self) direct branch, an indirect branch or the dispatcher, which all enter
     // at `check_off`, so a thread still reaches a preemption point in every loop.
     let body_off = label_body(&mut b);
-    let mut at_start = Inline::new(None, !status_flags_dead(&buf[..n], pc));
+    let mut at_start = Inline::new(0, !status_flags_dead(&buf[..n], pc));
     tool.block_start(pc, &mut at_start);
     emit_inline(&mut b, at_start);
     let mut info_factory = InstructionInfoFactory::new();
@@ -315,9 +299,11 @@ pub fn translate_limited(
             break;
         }
         count += 1;
+        let info = info_factory.info(&ins).clone();
+        let uses = used_registers(&ins, &info);
         // The instruction (and the tool code around it, which computes its addresses) sees
         // its registers' guest values.
-        b.restore(crate::instrument::used_registers(&ins).fold(0, |m, r| m | 1 << r));
+        b.restore(uses);
         let next = ins.next_ip();
         let raw = &buf[(ins.ip() - pc) as usize..][..ins.len()];
         if buf[(ins.ip() - pc) as usize..n].starts_with(&CLIENT_REQUEST) {
@@ -336,9 +322,8 @@ pub fn translate_limited(
             break;
         }
         let off = (ins.ip() - pc) as usize;
-        let info = info_factory.info(&ins).clone();
-        let site = InsnSite { ins: &ins, info: &info, index: count - 1 };
-        let mut before = Inline::new(Some(&ins), !status_flags_dead(&buf[off..n], ins.ip()));
+        let site = InsnSite { ins: &ins, info: &info };
+        let mut before = Inline::new(uses, !status_flags_dead(&buf[off..n], ins.ip()));
         tool.before_insn(&site, &mut before);
         let control = emit_inline(&mut b, before);
         let sequential = matches!(ins.flow_control(), FlowControl::Next | FlowControl::XbeginXabortXend);
@@ -371,9 +356,9 @@ pub fn translate_limited(
         end = next;
         match ins.flow_control() {
             FlowControl::Next | FlowControl::XbeginXabortXend => {
-                copy_insn(&mut b, &mut encoder, &ins, raw);
+                copy_insn(&mut b, &mut encoder, &ins, raw, uses);
                 let next_off = off + ins.len();
-                let mut after = Inline::new(Some(&ins), !status_flags_dead(&buf[next_off..n], next));
+                let mut after = Inline::new(uses, !status_flags_dead(&buf[next_off..n], next));
                 tool.after_insn(&site, &mut after);
                 emit_inline(&mut b, after);
             }
@@ -512,7 +497,7 @@ fn label_pos(asm: &Asm, l: Label) -> usize {
 }
 
 /// Copies an instruction whose control flow is sequential.
-fn copy_insn(b: &mut BlockBuilder, encoder: &mut Encoder, ins: &Instruction, raw: &[u8]) {
+fn copy_insn(b: &mut BlockBuilder, encoder: &mut Encoder, ins: &Instruction, raw: &[u8], uses: u16) {
     if !ins.is_ip_rel_memory_operand() {
         b.map(ins, Fixup::None);
         b.asm.bytes(raw);
@@ -534,7 +519,7 @@ fn copy_insn(b: &mut BlockBuilder, encoder: &mut Encoder, ins: &Instruction, raw
     }
     // Out of rel32 range from the cache: address through a scratch register instead.
     let _ = encoder.take_buffer();
-    let r = free_gpr(ins);
+    let r = free_gpr(uses);
     b.map(ins, Fixup::None);
     b.asm.store_gs(OFF_SCRATCH, r);
     b.asm.mov_imm64(r, target);
