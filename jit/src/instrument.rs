@@ -2,13 +2,12 @@
 //! translation.
 //!
 //! While a block is translated, the tool is shown each guest instruction ([`InsnSite`]: the
-//! decoded instruction, iced-x86's `InstructionInfo`, whether the guest's status flags are live
-//! there) and may add inline code before it (and after it, for instructions that fall
-//! through). Inline code is written with iced-x86's `CodeAssembler` into an [`Inline`], which
-//! lends the tool scratch registers the guest instruction does not use and saves the guest's
-//! flags around the code if the tool says it clobbers them and they are live. The engine
-//! wraps the tool's code in the spills and restores; the tool never sees a guest register
-//! change.
+//! decoded instruction and iced-x86's `InstructionInfo`) and may add inline code before it (and
+//! after it, for instructions that fall through). Inline code is written with iced-x86's
+//! `CodeAssembler` into an [`Inline`], which lends the tool scratch registers the guest
+//! instruction does not use and saves the guest's flags around the code if the tool says it
+//! clobbers them and they are live. The engine spills lent registers and reloads them before
+//! the guest next uses them; the guest never sees a register change.
 //!
 //! Hooks must be true functions of the guest code: the same block always gets the same
 //! instrumentation, because blocks are retranslated (after invalidation, or to map a fault

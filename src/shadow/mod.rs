@@ -106,7 +106,12 @@ impl Sites {
     }
 }
 
+/// Tool-area offset of general register `n`'s taint mask.
+pub fn gpr_slot(n: usize) -> usize {
+    slot::GPR + 8 * n
+}
+
 /// The shadow mask of general register `n`.
 pub fn gpr(ctx: &mut ThreadContext, n: usize) -> &mut u64 {
-    word(ctx, slot::GPR + 8 * n)
+    word(ctx, gpr_slot(n))
 }

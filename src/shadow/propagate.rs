@@ -24,7 +24,7 @@
 //! tainted addresses check them separately, see `address_taint`).
 
 use super::memory::{ShadowMemory, ADDR_MASK, SLICE_BITS};
-use super::{origin, slot, Sites};
+use super::{gpr_slot, origin, slot, Sites};
 use rtgrind_jit::iced_x86::{
     Code, EncodingKind, Instruction, InstructionInfo, MemoryOperand, Mnemonic, OpAccess, OpKind, Register, UsedMemory,
 };
@@ -37,9 +37,6 @@ fn ta(off: usize) -> AsmMemoryOperand {
     qword_ptr(tool_area(off)).gs()
 }
 
-fn gpr_slot(n: usize) -> usize {
-    slot::GPR + 8 * n
-}
 fn vec_slot(n: usize) -> usize {
     slot::VEC + 8 * n
 }

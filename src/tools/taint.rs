@@ -163,7 +163,7 @@ impl Taint {
 }
 
 fn gpr_slot(r: Register) -> Option<usize> {
-    r.is_gpr().then(|| slot::GPR + 8 * (r.full_register().number() - Register::RAX.number()))
+    r.is_gpr().then(|| shadow::gpr_slot(r.full_register().number() - Register::RAX.number()))
 }
 
 extern "C" fn record(ctx: *mut ThreadContext, arg: u64) {
