@@ -13,6 +13,8 @@ pub enum ToolName {
     Taint,
     /// Invert the outcome of one instance of one conditional branch.
     Switch,
+    /// Find the first point of memory corruption behind a crash (iterated suppression).
+    Suppress,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -92,6 +94,22 @@ pub struct Cli {
     /// branch) and N (its N-th execution, from 1).
     #[arg(long, value_name = "ADDR:N", help_heading = "Tool options")]
     pub switch_at: Option<String>,
+
+    /// suppress: most program runs the search may take.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(3..), help_heading = "Tool options")]
+    pub max_runs: u32,
+
+    /// suppress: exit status when a root cause was reported.
+    #[arg(long, default_value_t = 1, help_heading = "Tool options")]
+    pub error_exitcode: i32,
+
+    /// suppress (internal): run once with the suppression points in FILE.
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub suppress_plan: Option<PathBuf>,
+
+    /// suppress (internal): where that run writes its outcome.
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub suppress_out: Option<PathBuf>,
 
     /// The program to run, and its arguments.
     #[arg(required = true, num_args = 1.., value_name = "PROG [ARGS]...")]

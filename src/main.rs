@@ -79,6 +79,14 @@ fn main() {
             fail(&format!("{first} (usage: rtgrind [options] --tool=NAME prog [args]; see 'rtgrind --help')"), EXIT_USAGE);
         }
     };
+    if cli.tool == cli::ToolName::Suppress && cli.suppress_plan.is_none() {
+        // The search: runs of this program under rtgrind, each with a plan.
+        if !resolve(&cli.command[0]).is_file() {
+            fail(&format!("{}: no such file", cli.command[0].to_string_lossy()), 127);
+        }
+        let opts = tools::suppress::driver::Options { max_runs: cli.max_runs, error_exitcode: cli.error_exitcode, stdin_file: cli.stdin_file.clone(), seed: cli.seed };
+        std::process::exit(tools::suppress::driver::drive(cli.command.clone(), opts));
+    }
     let repeatable = cli.repeatable == cli::YesNo::Yes;
     if let Some(f) = &cli.stdin_file {
         if let Err(e) = kernel::repeat::stdin_from_file(f) {
@@ -208,6 +216,17 @@ fn make_tool(cli: &cli::Cli) -> Box<dyn tools::ToolRun> {
             let (site, n) = tools::switch::Switch::parse(spec)
                 .unwrap_or_else(|| fail(&format!("invalid --switch-at value '{spec}' (expected ADDR:N, e.g. 0x401136:3)"), EXIT_USAGE));
             Box::new(tools::switch::Switch::new(site, n))
+        }
+        cli::ToolName::Suppress => {
+            let path = cli.suppress_plan.as_ref().expect("a plan");
+            let text = std::fs::read_to_string(path).unwrap_or_else(|e| fail(&format!("cannot read plan '{}': {e}", path.display()), EXIT_USAGE));
+            let mut plan = tools::suppress::plan::Plan::parse(&text).unwrap_or_else(|e| fail(&format!("bad plan '{}': {e}", path.display()), EXIT_USAGE));
+            plan.out = cli.suppress_out.clone();
+            let program = std::fs::canonicalize(resolve(&cli.command[0])).map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
+            match tools::suppress::run::SuppressRun::new(plan, program) {
+                Ok(t) => Box::new(t),
+                Err(e) => fail(&format!("cannot reserve shadow memory: {e}"), EXIT_INTERNAL),
+            }
         }
         cli::ToolName::Taint => {
             let input = tools::taint::Input::parse(cli.taint_input.as_deref().unwrap_or("stdin"));

@@ -276,8 +276,12 @@ impl Runtime {
                             let nr = self.ctx.gpr[reg::RAX as usize];
                             let args = self.syscall_args();
                             let (tool, ctx, _) = self.tool_view();
-                            tool.syscall_pre(ctx, nr, &args);
-                            self.syscall();
+                            if let Some(ret) = tool.syscall_pre(ctx, nr, &args) {
+                                // The tool suppressed the call: it returns `ret` without running.
+                                ctx.gpr[reg::RAX as usize] = ret as u64;
+                            } else {
+                                self.syscall();
+                            }
                             let (tool, ctx, mem) = self.tool_view();
                             let ret = ctx.gpr[reg::RAX as usize] as i64;
                             tool.syscall_post(ctx, nr, &args, ret, mem);
@@ -398,6 +402,8 @@ impl Runtime {
 
     /// Reports the fatal signal in one line and ends rtgrind the way it ended the guest.
     pub fn die_by_signal(&mut self, info: &SigInfo) -> ! {
+        let (tool, ctx, mem) = self.tool_view();
+        tool.fatal_signal(ctx, info.sig, info.code(), info.addr(), mem);
         let p = self.p();
         let line = p.report.fatal_signal_line(info, self.ctx.rip, &p.mem);
         p.report.line(&line);

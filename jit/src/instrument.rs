@@ -14,8 +14,11 @@
 //! back to the guest) and the results must agree. Every hook has an empty default body, so a
 //! tool pays only for the hooks it uses.
 
-use crate::context::{ThreadContext, OFF_CALLOUT_ARG, OFF_CALLOUT_FN, OFF_CALLOUT_RET, OFF_CALLOUT_ROUTINE, OFF_TOOL_AREA, OFF_TOOL_SPILL};
-use iced_x86::code_asm::{get_gpr64, qword_ptr, AsmRegister64, CodeAssembler};
+use crate::context::{
+    ThreadContext, OFF_CALLOUT_ARG, OFF_CALLOUT_FN, OFF_CALLOUT_RET, OFF_CALLOUT_ROUTINE, OFF_FLAGS_RAX, OFF_FLAGS_SAVE, OFF_IBL_KEYS,
+    OFF_IBL_MISS, OFF_IBL_VALS, OFF_SAVE_RCX, OFF_SAVE_RDX, OFF_TOOL_AREA, OFF_TOOL_SPILL,
+};
+use iced_x86::code_asm::{ax, cx, ecx, get_gpr64, qword_ptr, rax, rcx, rdx, word_ptr, AsmRegister64, CodeAssembler};
 use iced_x86::{Instruction, InstructionInfo, OpKind, Register};
 
 pub use iced_x86::code_asm;
@@ -65,6 +68,11 @@ pub struct Inline {
     guest_uses: u16,
     /// Registers lent to the tool, spilled before its code and restored after.
     lent: u16,
+    /// Registers lent at earlier instructions whose guest values still wait in their spill
+    /// slots (the engine reloads them lazily).
+    stolen: u16,
+    /// `lent` when the tool last asked for an exit ([`Inline::exit_to`]).
+    lent_at_exit: Option<u16>,
     clobbers_flags: bool,
     flags_live: bool,
     empty: bool,
@@ -85,11 +93,13 @@ impl Inline {
     /// A builder for code next to a guest instruction that uses the registers `guest_uses`
     /// (see `used_registers`; 0 at a block start), where the guest's status flags are live or
     /// not.
-    pub(crate) fn new(guest_uses: u16, flags_live: bool) -> Inline {
+    pub(crate) fn new(guest_uses: u16, flags_live: bool, stolen: u16) -> Inline {
         Inline {
             asm: CodeAssembler::new(64).expect("64-bit assembler"),
             guest_uses: guest_uses | 1 << 4, // rsp: the guest's stack is never scratch.
             lent: 0,
+            stolen,
+            lent_at_exit: None,
             clobbers_flags: false,
             flags_live,
             empty: true,
@@ -141,12 +151,58 @@ impl Inline {
         self.outcome = Some(off as usize);
     }
 
+    /// Leaves the block from this point of the tool's code and goes on with the guest
+    /// instruction at the address in the tool-area qword `gs:[off]` (which is zeroed): the
+    /// current instruction and the rest of the block do not run. Every register and (if the
+    /// tool clobbers them, which it must have said before) the flags get their guest values
+    /// back first. Ask for all scratch registers before calling this.
+    pub fn exit_to(&mut self, off: u64) {
+        let spilled = self.lent | self.stolen;
+        self.lent_at_exit = Some(self.lent);
+        let restore_flags = self.clobbers_flags && self.flags_live;
+        let a = self.asm();
+        let gs = |off: usize| qword_ptr(off as u64).gs();
+        if restore_flags {
+            a.mov(gs(OFF_FLAGS_RAX), rax).unwrap();
+            a.mov(ax, word_ptr(OFF_FLAGS_SAVE as u64).gs()).unwrap();
+            a.add(iced_x86::code_asm::al, 0x7f).unwrap();
+            a.sahf().unwrap();
+            a.mov(rax, gs(OFF_FLAGS_RAX)).unwrap();
+        }
+        for n in 0..16usize {
+            if spilled & (1 << n) != 0 {
+                a.mov(get_gpr64(Register::RAX + n as u32).unwrap(), gs(spill_slot(n))).unwrap();
+            }
+        }
+        // The inline indirect-branch lookup (see translate::indirect): target in rdx, guest
+        // rcx and rdx in their save slots; every instruction here is flag-free.
+        a.mov(gs(OFF_SAVE_RCX), rcx).unwrap();
+        a.mov(gs(OFF_SAVE_RDX), rdx).unwrap();
+        a.mov(rdx, gs(off as usize)).unwrap();
+        a.mov(gs(off as usize), 0).unwrap();
+        let mut hit = a.create_label();
+        let hash = |a: &mut CodeAssembler| {
+            a.rorx(rcx, rdx, 16).unwrap();
+            a.lea(rcx, qword_ptr(rcx + rdx)).unwrap();
+            a.movzx(ecx, cx).unwrap();
+        };
+        hash(a);
+        a.mov(rcx, qword_ptr(rcx * 8 + OFF_IBL_KEYS as u64).gs()).unwrap();
+        a.lea(rcx, qword_ptr(rcx + rdx)).unwrap();
+        a.jrcxz(hit).unwrap();
+        a.jmp(gs(OFF_IBL_MISS)).unwrap();
+        a.set_label(&mut hit).unwrap();
+        hash(a);
+        a.jmp(qword_ptr(rcx * 8 + OFF_IBL_VALS as u64).gs()).unwrap();
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         self.empty && self.outcome.is_none()
     }
 
     pub(crate) fn finish(self) -> Finished {
         let save_flags = self.clobbers_flags && self.flags_live && !self.empty;
+        debug_assert!(self.lent_at_exit.is_none_or(|l| l == self.lent), "scratch registers lent after exit_to");
         Finished { lent: self.lent, save_flags, asm: self.asm, outcome: self.outcome }
     }
 }

@@ -19,11 +19,10 @@ use iced_x86::{
 pub const MAX_BLOCK_INSNS: usize = 64;
 /// Guest bytes fetched for one block (longest x86 instruction is 15 bytes).
 const FETCH_BYTES: usize = MAX_BLOCK_INSNS * 15;
-/// Host bytes reserved in the arena before assembling a block (generous upper bound).
-const MAX_HOST_BYTES: usize = 64 * 1024;
-/// A block ends before its next instruction once its code is this long (tools may add a
-/// lot of code per instruction; the rest of the reservation bounds one instruction's).
-const BLOCK_HOST_SOFT_LIMIT: usize = 16 * 1024;
+/// Host bytes reserved in the arena before assembling a block (generous upper bound: 4 KiB
+/// per guest instruction). Where a block ends depends on the guest code only, never on how
+/// much code a tool adds, so block instances count the same under every tool and plan.
+const MAX_HOST_BYTES: usize = 256 * 1024;
 
 /// Block length limit; `RTGRIND_BLOCK_INSNS=N` lowers it (1 = one instruction per block, a
 /// debugging aid that isolates block-level translation bugs from instruction-level ones).
@@ -272,12 +271,12 @@ pub fn translate_limited(
     // backward (or self) direct branch, an indirect branch or the dispatcher, which all enter
     // at `check_off`, so a thread still reaches a preemption point in every loop.
     let body_off = label_body(&mut b);
-    let mut at_start = Inline::new(0, !status_flags_dead(&buf[..n], pc));
+    let mut at_start = Inline::new(0, !status_flags_dead(&buf[..n], pc), b.stolen);
     tool.block_start(pc, &mut at_start);
     emit_inline(&mut b, at_start);
     let mut info_factory = InstructionInfoFactory::new();
     loop {
-        if !decoder.can_decode() || count >= max_insns || b.asm.pos() > BLOCK_HOST_SOFT_LIMIT {
+        if !decoder.can_decode() || count >= max_insns {
             b.restore(!0);
             b.jmp_exit(end, end);
             break;
@@ -323,7 +322,7 @@ pub fn translate_limited(
         }
         let off = (ins.ip() - pc) as usize;
         let site = InsnSite { ins: &ins, info: &info };
-        let mut before = Inline::new(uses, !status_flags_dead(&buf[off..n], ins.ip()));
+        let mut before = Inline::new(uses, !status_flags_dead(&buf[off..n], ins.ip()), b.stolen);
         tool.before_insn(&site, &mut before);
         let control = emit_inline(&mut b, before);
         let sequential = matches!(ins.flow_control(), FlowControl::Next | FlowControl::XbeginXabortXend);
@@ -358,7 +357,7 @@ pub fn translate_limited(
             FlowControl::Next | FlowControl::XbeginXabortXend => {
                 copy_insn(&mut b, &mut encoder, &ins, raw, uses);
                 let next_off = off + ins.len();
-                let mut after = Inline::new(uses, !status_flags_dead(&buf[next_off..n], next));
+                let mut after = Inline::new(uses, !status_flags_dead(&buf[next_off..n], next), b.stolen);
                 tool.after_insn(&site, &mut after);
                 emit_inline(&mut b, after);
             }

@@ -69,3 +69,10 @@ impl SymbolCache {
         Some((None, va, path))
     }
 }
+
+/// The function ranges (guest addresses) of the module `path` mapped in `mem`, from its symbols.
+pub fn function_ranges(path: &str, mem: &GuestMemory) -> Vec<(u64, u64)> {
+    let (Some(fs), Some(base)) = (parse(path), mem.lowest_start_named(path)) else { return Vec::new() };
+    let bias = if fs.is_dyn { base - fs.first_vaddr } else { 0 };
+    fs.syms.iter().filter(|s| s.1 > 0).map(|s| (s.0 + bias, s.0 + s.1 + bias)).collect()
+}

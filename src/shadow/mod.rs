@@ -42,7 +42,7 @@ pub mod slot {
     pub const ORIGIN_GPR: usize = 352;
     pub const ORIGIN_FLAGS: usize = 480;
     pub const ORIGIN_VEC: usize = 488;
-    /// Blocks this thread has entered (the instance part of an origin).
+    /// Blocks this thread has entered, shifted into place for an origin (`origin::BLOCK_STEP`).
     pub const BLOCKS: usize = 624;
     /// The thread's index, shifted into place for an origin.
     pub const THREAD_BITS: usize = 632;
@@ -64,22 +64,31 @@ pub fn init_thread(ctx: &mut ThreadContext, mem: &memory::ShadowMemory, origins:
     }
 }
 
-/// Origins: which instance defined a value. Bits 63-44: the static site (an index into the
-/// tool's `Sites`), 43-36: the thread, 35-0: the thread's block instance at the definition. 0 is
-/// "no definition" (constants, zeroing idioms, memory nobody wrote under rtgrind).
+/// Origins: which instance defined a value. Bits 63-29: the thread's block instance at the
+/// definition, 28-21: the thread, 20-1: the static site (an index into the tool's `Sites`),
+/// bit 0: the value crossed a call as an argument (see `Policy`). The instance is on top so the most recent of two origins of one thread is
+/// the larger. 0 is "no definition" (constants, zeroing idioms, memory nobody wrote under
+/// rtgrind). `slot::BLOCKS` holds the instance already shifted, `slot::THREAD_BITS` the thread.
 pub mod origin {
-    pub const SITE_SHIFT: u32 = 44;
-    pub const THREAD_SHIFT: u32 = 36;
-    pub const INSTANCE_MASK: u64 = (1 << THREAD_SHIFT) - 1;
+    pub const INCOMING: u64 = 1;
+    pub const SITE_SHIFT: u32 = 1;
+    pub const THREAD_SHIFT: u32 = 21;
+    pub const INSTANCE_SHIFT: u32 = 29;
+    /// What `slot::BLOCKS` grows by per block.
+    pub const BLOCK_STEP: u64 = 1 << INSTANCE_SHIFT;
 
     pub fn site(o: u64) -> usize {
-        (o >> SITE_SHIFT) as usize
+        ((o >> SITE_SHIFT) & 0xf_ffff) as usize
     }
     pub fn thread(o: u64) -> usize {
         ((o >> THREAD_SHIFT) & 0xff) as usize
     }
     pub fn instance(o: u64) -> u64 {
-        o & INSTANCE_MASK
+        o >> INSTANCE_SHIFT
+    }
+    /// The origin of site `site` now, from the thread's `BLOCKS` and `THREAD_BITS` words.
+    pub fn make(site: u32, thread_bits: u64, blocks: u64) -> u64 {
+        blocks | thread_bits | (u64::from(site) << SITE_SHIFT)
     }
 }
 

@@ -3,6 +3,7 @@
 //! sees (syscalls, client requests, the end of the run) through [`ToolRun`].
 
 pub mod count;
+pub mod suppress;
 pub mod switch;
 pub mod taint;
 
@@ -27,7 +28,10 @@ pub trait ToolRun: Tool {
     /// A new thread's context, a copy of its creator's (tool area included), before it runs.
     fn thread_start(&mut self, _child: &mut ThreadContext) {}
     /// Before a guest syscall `nr` with arguments `args` is emulated or passed through.
-    fn syscall_pre(&mut self, _ctx: &mut ThreadContext, _nr: u64, _args: &[u64; 6]) {}
+    /// `Some(ret)` suppresses it: it is not made and returns `ret`.
+    fn syscall_pre(&mut self, _ctx: &mut ThreadContext, _nr: u64, _args: &[u64; 6]) -> Option<i64> {
+        None
+    }
     /// After it returned `ret` (a negative errno on failure).
     fn syscall_post(&mut self, _ctx: &mut ThreadContext, _nr: u64, _args: &[u64; 6], _ret: i64, _mem: &GuestMemory) {}
     /// A client request from the guest (`guest-programs/include/rtgrind.h`): `req[0]` is the
@@ -36,6 +40,9 @@ pub trait ToolRun: Tool {
     fn client_request(&mut self, _ctx: &mut ThreadContext, req: &[u64; 6], _mem: &GuestMemory) -> Option<u64> {
         (req[0] == REQ_RUNNING_ON_RTGRIND).then_some(1)
     }
+    /// The guest dies of signal `sig` (`code` and fault address `addr` from its siginfo); the
+    /// context is the dying thread's, at the faulting instruction for a synchronous fault.
+    fn fatal_signal(&mut self, _ctx: &mut ThreadContext, _sig: i32, _code: i32, _addr: u64, _mem: &GuestMemory) {}
     /// The run ends (exit, fatal signal, stop): print what the tool found.
     fn fini(&mut self, _report: &mut Reporter, _mem: &GuestMemory) {}
 }

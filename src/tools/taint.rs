@@ -110,8 +110,8 @@ impl Taint {
 
     /// The origin a syscall at `pc` gives what it writes.
     fn syscall_origin(&mut self, ctx: &mut ThreadContext, pc: u64) -> u64 {
-        let site = u64::from(self.prop.sites.id(pc));
-        (site << origin::SITE_SHIFT) | *shadow::word(ctx, slot::THREAD_BITS) | *shadow::word(ctx, slot::BLOCKS)
+        let site = self.prop.sites.id(pc);
+        origin::make(site as u32, *shadow::word(ctx, slot::THREAD_BITS), *shadow::word(ctx, slot::BLOCKS))
     }
 
     /// "file:line (function), thread T, block instance N" for an origin.
@@ -217,7 +217,7 @@ impl Tool for Taint {
 }
 
 /// Arguments a syscall takes (the others are not checked); unknown ones are checked in full.
-fn arg_count(nr: i64) -> usize {
+pub(crate) fn arg_count(nr: i64) -> usize {
     match nr {
         libc::SYS_close | libc::SYS_brk | libc::SYS_exit | libc::SYS_exit_group | libc::SYS_dup | libc::SYS_set_tid_address
         | libc::SYS_uname | libc::SYS_pipe => 1,
@@ -235,7 +235,7 @@ fn arg_count(nr: i64) -> usize {
 }
 
 /// The guest buffer (address, length) a successful syscall wrote, if it is one we know.
-fn written_buffer(nr: i64, a: &[u64; 6], ret: i64) -> Option<(u64, u64)> {
+pub(crate) fn written_buffer(nr: i64, a: &[u64; 6], ret: i64) -> Option<(u64, u64)> {
     let ret_len = ret.max(0) as u64;
     Some(match nr {
         libc::SYS_read | libc::SYS_pread64 | libc::SYS_getdents64 | libc::SYS_getrandom | libc::SYS_recvfrom => (a[1], ret_len),
@@ -276,7 +276,7 @@ impl ToolRun for Taint {
         *shadow::word(child, slot::BLOCKS) = 0;
     }
 
-    fn syscall_pre(&mut self, ctx: &mut ThreadContext, nr: u64, _args: &[u64; 6]) {
+    fn syscall_pre(&mut self, ctx: &mut ThreadContext, nr: u64, _args: &[u64; 6]) -> Option<i64> {
         const ARG_REGS: [usize; 6] = [7, 6, 2, 10, 8, 9]; // rdi rsi rdx r10 r8 r9
         for (i, &r) in ARG_REGS.iter().enumerate().take(arg_count(nr as i64)) {
             if *shadow::gpr(ctx, r) != 0 {
@@ -284,6 +284,7 @@ impl ToolRun for Taint {
                 self.findings.0.entry((Kind::Syscall, pc, format!("syscall {nr} argument {}", i + 1))).or_default().0 += 1;
             }
         }
+        None
     }
 
     fn syscall_post(&mut self, ctx: &mut ThreadContext, nr: u64, a: &[u64; 6], ret: i64, mem: &GuestMemory) {

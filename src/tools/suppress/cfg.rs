@@ -1,0 +1,160 @@
+//! The binary control-flow graph around a conditional branch, and its immediate
+//! post-dominator: where a suppressed branch's two paths meet again.
+//!
+//! The graph is built forward from the branch by decoding guest code: conditional branches
+//! have two successors, direct jumps one, calls fall through (a call into a function that
+//! never returns is left by the fall-through leaving the function's symbol, when one is
+//! known), and `ret`, indirect jumps, traps and jumps out of the function end at a virtual
+//! exit. The post-dominators are computed on the reversed graph (Cooper, Harvey and Kennedy's
+//! iterative algorithm). If the branch's immediate post-dominator is the exit, there is no
+//! meeting point inside the function.
+
+use rtgrind_jit::iced_x86::{Decoder, DecoderOptions, FlowControl, Instruction};
+use std::collections::{BTreeMap, HashMap};
+
+/// Instructions explored from one branch at most (the rest counts as the exit).
+const LIMIT: usize = 20_000;
+
+/// The address where both paths of the conditional branch at `pc` meet again, if any.
+/// `read` copies guest code; `func` is the enclosing function's range, if known.
+pub fn immediate_post_dominator(pc: u64, read: &dyn Fn(u64, &mut [u8]) -> usize, func: Option<(u64, u64)>) -> Option<u64> {
+    let inside = |a: u64| func.is_none_or(|(s, e)| (s..e).contains(&a));
+    // Instruction-level graph: node = instruction address; successors; u64::MAX = exit.
+    const EXIT: u64 = u64::MAX;
+    let mut succ: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+    let mut work = vec![pc];
+    while let Some(a) = work.pop() {
+        if succ.contains_key(&a) {
+            continue;
+        }
+        if succ.len() >= LIMIT || !inside(a) {
+            succ.insert(a, vec![EXIT]);
+            continue;
+        }
+        let mut buf = [0u8; 16];
+        let n = read(a, &mut buf);
+        let mut d = Decoder::with_ip(64, &buf[..n], a, DecoderOptions::NONE);
+        let ins: Instruction = d.decode();
+        if ins.is_invalid() {
+            succ.insert(a, vec![EXIT]);
+            continue;
+        }
+        let next = ins.next_ip();
+        let s: Vec<u64> = match ins.flow_control() {
+            FlowControl::Next | FlowControl::Call | FlowControl::IndirectCall | FlowControl::XbeginXabortXend => {
+                if inside(next) {
+                    vec![next]
+                } else {
+                    vec![EXIT]
+                }
+            }
+            FlowControl::ConditionalBranch => vec![next, ins.near_branch_target()],
+            FlowControl::UnconditionalBranch if inside(ins.near_branch_target()) => vec![ins.near_branch_target()],
+            _ => vec![EXIT],
+        };
+        for &t in &s {
+            if t != EXIT {
+                work.push(t);
+            }
+        }
+        succ.insert(a, s);
+    }
+    // Reverse post-order of the reversed graph, from the exit.
+    let mut pred: HashMap<u64, Vec<u64>> = HashMap::new();
+    for (&a, ss) in &succ {
+        for &t in ss {
+            pred.entry(t).or_default().push(a);
+        }
+    }
+    let mut order = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut stack = vec![(EXIT, 0usize)];
+    seen.insert(EXIT);
+    while let Some((n, i)) = stack.pop() {
+        let ps = pred.get(&n).map(|v| v.as_slice()).unwrap_or(&[]);
+        if i < ps.len() {
+            stack.push((n, i + 1));
+            if seen.insert(ps[i]) {
+                stack.push((ps[i], 0));
+            }
+        } else {
+            order.push(n);
+        }
+    }
+    order.reverse(); // EXIT first
+    let index: HashMap<u64, usize> = order.iter().enumerate().map(|(i, &n)| (n, i)).collect();
+    let mut idom: Vec<Option<usize>> = vec![None; order.len()];
+    idom[0] = Some(0);
+    let intersect = |idom: &[Option<usize>], mut a: usize, mut b: usize| {
+        while a != b {
+            while a > b {
+                a = idom[a].unwrap();
+            }
+            while b > a {
+                b = idom[b].unwrap();
+            }
+        }
+        a
+    };
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for i in 1..order.len() {
+            // In the reversed graph, a node's predecessors are its successors.
+            let mut new: Option<usize> = None;
+            for s in &succ[&order[i]] {
+                let Some(&j) = index.get(s) else { continue };
+                if idom[j].is_none() {
+                    continue;
+                }
+                new = Some(match new {
+                    None => j,
+                    Some(k) => intersect(&idom, j, k),
+                });
+            }
+            if new.is_some() && idom[i] != new {
+                idom[i] = new;
+                changed = true;
+            }
+        }
+    }
+    let i = *index.get(&pc)?;
+    let d = order[idom[i]?];
+    (d != EXIT).then_some(d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ipdom_of(code: &[u8], base: u64) -> Option<u64> {
+        let read = |a: u64, buf: &mut [u8]| {
+            let off = (a - base) as usize;
+            let n = buf.len().min(code.len().saturating_sub(off));
+            buf[..n].copy_from_slice(&code[off..off + n]);
+            n
+        };
+        immediate_post_dominator(base, &read, Some((base, base + code.len() as u64)))
+    }
+
+    #[test]
+    fn if_then_meets_after_the_then_part() {
+        // 0: je 4; 2: inc eax (2 bytes: ff c0); 4: ret
+        let code = [0x74, 0x02, 0xff, 0xc0, 0xc3];
+        assert_eq!(ipdom_of(&code, 0x1000), Some(0x1004));
+    }
+
+    #[test]
+    fn if_else_meets_at_the_join() {
+        // 0: je 6; 2: inc eax; 4: jmp 8; 6: dec eax; 8: ret
+        let code = [0x74, 0x04, 0xff, 0xc0, 0xeb, 0x02, 0xff, 0xc8, 0xc3];
+        assert_eq!(ipdom_of(&code, 0x1000), Some(0x1008));
+    }
+
+    #[test]
+    fn two_returns_have_no_meeting_point() {
+        // 0: je 3; 2: ret; 3: ret
+        let code = [0x74, 0x01, 0xc3, 0xc3];
+        assert_eq!(ipdom_of(&code, 0x1000), None);
+    }
+}

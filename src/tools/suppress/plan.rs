@@ -1,0 +1,125 @@
+//! What the driver tells one run (the suppression points) and what the run tells the driver
+//! (the crash, the locations it used and their definitions, the points it reached), as
+//! tab-separated lines in files.
+
+use std::path::PathBuf;
+
+/// An instruction instance: guest pc, thread (creation order), the thread's block instance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Point {
+    pub pc: u64,
+    pub thread: u64,
+    pub instance: u64,
+}
+
+impl Point {
+    fn parse(f: &[&str]) -> Option<Point> {
+        let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok();
+        Some(Point { pc: hex(f.first()?)?, thread: f.get(1)?.parse().ok()?, instance: f.get(2)?.parse().ok()? })
+    }
+    fn text(&self) -> String {
+        format!("{:#x}\t{}\t{}", self.pc, self.thread, self.instance)
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Plan {
+    pub points: Vec<Point>,
+    /// Where the run writes its `Outcome`.
+    pub out: Option<PathBuf>,
+}
+
+impl Plan {
+    pub fn to_text(&self) -> String {
+        self.points.iter().map(|p| format!("point\t{}\n", p.text())).collect()
+    }
+    pub fn parse(text: &str) -> Result<Plan, String> {
+        let mut plan = Plan::default();
+        for (i, line) in text.lines().enumerate() {
+            let f: Vec<&str> = line.split('\t').collect();
+            match f[0] {
+                "point" => plan.points.push(Point::parse(&f[1..]).ok_or(format!("plan line {}: bad point", i + 1))?),
+                "" => {}
+                other => return Err(format!("plan line {}: unknown entry `{other}`", i + 1)),
+            }
+        }
+        Ok(plan)
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Outcome {
+    /// (signal, guest pc, the thread's block instance, source place) of the fatal signal.
+    pub crash: Option<(i32, u64, u64, String)>,
+    /// The crash's used locations' definitions: (point, location, source place, instruction).
+    pub defs: Vec<(Point, String, String, String)>,
+    /// Suppression points reached: (point, the innermost call site in the main program).
+    pub hits: Vec<(Point, String)>,
+    /// How often each kind of suppression acted.
+    pub suppressed: Vec<(String, u64)>,
+}
+
+impl Outcome {
+    pub fn to_text(&self) -> String {
+        let mut s = String::new();
+        if let Some((sig, pc, inst, place)) = &self.crash {
+            s += &format!("crash\t{sig}\t{pc:#x}\t{inst}\t{place}\n");
+        }
+        for (p, what, place, ins) in &self.defs {
+            s += &format!("def\t{}\t{what}\t{place}\t{ins}\n", p.text());
+        }
+        for (p, site) in &self.hits {
+            s += &format!("hit\t{}\t{site}\n", p.text());
+        }
+        for (what, n) in &self.suppressed {
+            s += &format!("suppressed\t{n}\t{what}\n");
+        }
+        s
+    }
+
+    pub fn parse(text: &str) -> Outcome {
+        let mut o = Outcome::default();
+        for line in text.lines() {
+            let f: Vec<&str> = line.split('\t').collect();
+            let field = |i: usize| f.get(i).copied().unwrap_or("").to_string();
+            match f[0] {
+                "crash" => {
+                    let pc = u64::from_str_radix(field(2).trim_start_matches("0x"), 16).unwrap_or(0);
+                    o.crash = Some((field(1).parse().unwrap_or(0), pc, field(3).parse().unwrap_or(0), field(4)));
+                }
+                "def" => {
+                    if let Some(p) = Point::parse(&f[1..]) {
+                        o.defs.push((p, field(4), field(5), field(6)));
+                    }
+                }
+                "hit" => {
+                    if let Some(p) = Point::parse(&f[1..]) {
+                        o.hits.push((p, field(4)));
+                    }
+                }
+                "suppressed" => o.suppressed.push((field(2), field(1).parse().unwrap_or(0))),
+                _ => {}
+            }
+        }
+        o
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plan_and_outcome_round_trip() {
+        let p = Point { pc: 0x401000, thread: 0, instance: 42 };
+        let plan = Plan { points: vec![p], out: None };
+        assert_eq!(Plan::parse(&plan.to_text()).unwrap().points, vec![p]);
+        let o = Outcome {
+            crash: Some((11, 0x401234, 7, "a.c:3 (main)".into())),
+            defs: vec![(p, "rax (address)".into(), "a.c:2 (main)".into(), "mov [rbp-8],rax".into())],
+            hits: vec![(p, "a.c:9 (main)".into())],
+            suppressed: vec![("stores of a corrupt value".into(), 3)],
+        };
+        assert_eq!(Outcome::parse(&o.to_text()), o);
+    }
+}

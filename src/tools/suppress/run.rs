@@ -1,0 +1,710 @@
+//! One run of the suppression tool: trace and suppress at once (dissertation Fig. 7.1).
+//!
+//! Every value carries an origin (its defining instance, `shadow::propagate::Policy`) and a
+//! corrupt bit (the taint shadow). From each suppression point of the plan on, what the point
+//! defines is corrupt, and corruption propagates like taint; guards in front of instructions
+//! that would use a corrupt value in a way that matters (a store, an address, a branch, a
+//! return address, an indirect target, a divisor, a syscall argument) suppress them: a
+//! call-out marks what they would have written corrupt and the block is left past them (or,
+//! for a branch, at the point where its paths meet). When the program dies, the crash
+//! analysis names the locations the crashing instruction used and their origins: the next
+//! suppression points.
+
+use super::cfg;
+use super::plan::{Outcome, Plan, Point};
+use crate::kernel::guest_mem;
+use crate::kernel::memory::GuestMemory;
+use crate::report::lines::SourceLines;
+use crate::report::Reporter;
+use crate::shadow::memory::ShadowMemory;
+use crate::shadow::propagate::{Policy, Propagation};
+use crate::shadow::{self, origin, slot};
+use crate::tools::ToolRun;
+use rtgrind_jit::iced_x86::{ConditionCode, Decoder, DecoderOptions, FlowControl, Instruction, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register};
+use rtgrind_jit::instrument::code_asm::{qword_ptr, AsmRegister64};
+use rtgrind_jit::instrument::{tool_area, InsnSite, Inline, Tool};
+use rtgrind_jit::ThreadContext;
+use std::collections::HashMap;
+
+/// Tool-area offsets of the suppression tool's own words (after the shadow registers).
+mod area {
+    use crate::shadow::slot;
+    /// Address of this thread's return-address table.
+    pub const RET_TABLE: usize = slot::END;
+    /// Guest pc of the last `ret` or indirect jump or call (for a crash at its target).
+    pub const LAST_IND: usize = slot::END + 8;
+    /// Where a guard's call-out wants the block left for (0: go on).
+    pub const REDIRECT: usize = slot::END + 16;
+}
+
+/// Return-address table: entry = (stack slot of the return address, return address, origin of
+/// rdi at the call, unused), indexed by the slot's low 16 bits. A call fills its entry; nothing
+/// pops it, so `longjmp` and exceptions need no care, and an entry is trusted only if it names
+/// the slot asked about.
+const TABLE_BYTES: usize = (1 << 16) / 8 * 32;
+
+/// What a guard protects.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum GuardKind {
+    Access,
+    Branch,
+    Ret,
+    IndirectCall,
+    IndirectJump,
+    Divide,
+}
+
+struct Guard {
+    kind: GuardKind,
+    ins: Instruction,
+    state: *mut State,
+}
+
+struct PointCheck {
+    point: Point,
+    ins: Instruction,
+    state: *mut State,
+}
+
+/// What call-outs share with the tool (boxed: its address is baked into translations).
+struct State {
+    shadow: *mut ShadowMemory,
+    /// Meeting points of suppressed branches, by branch pc.
+    ipdoms: HashMap<u64, Option<u64>>,
+    /// Function ranges from symbols, for the CFG (filled at start).
+    functions: Vec<(u64, u64)>,
+    /// Times each kind of suppression acted.
+    suppressed: HashMap<&'static str, u64>,
+    /// Points reached: (point, call sites in the main program, innermost first).
+    hits: Vec<(Point, Vec<u64>)>,
+    main: (u64, u64),
+}
+
+impl State {
+    fn mem(&mut self) -> &mut ShadowMemory {
+        // SAFETY: the shadow lives as long as the tool; call-outs and hooks run one at a time
+        // (on the thread holding the baton).
+        unsafe { &mut *self.shadow }
+    }
+    fn count(&mut self, what: &'static str) {
+        *self.suppressed.entry(what).or_default() += 1;
+    }
+}
+
+pub struct SuppressRun {
+    program: String,
+    plan: Plan,
+    prop: Propagation,
+    origins: *mut ShadowMemory,
+    state: Box<State>,
+    guards: Vec<Box<Guard>>,
+    checks: Vec<Box<PointCheck>>,
+    threads: u64,
+    crash: Option<(i32, u64, u64, Vec<(String, u64)>)>,
+}
+
+const ARG_REGS: [usize; 6] = [7, 6, 2, 1, 8, 9]; // rdi rsi rdx rcx r8 r9
+const SYSCALL_ARGS: [usize; 6] = [7, 6, 2, 10, 8, 9]; // rdi rsi rdx r10 r8 r9
+
+fn gpr_n(r: Register) -> Option<usize> {
+    r.is_gpr().then(|| r.full_register().number() - Register::RAX.number())
+}
+
+impl SuppressRun {
+    /// `program`: the main program's path (canonical), whose code counts as "the program".
+    pub fn new(plan: Plan, program: String) -> std::io::Result<SuppressRun> {
+        let shadow = Box::into_raw(Box::new(ShadowMemory::new()?));
+        let origins = Box::into_raw(Box::new(ShadowMemory::new()?));
+        let prop = Propagation::new(shadow, Some(origins));
+        let state = Box::new(State { shadow, ipdoms: HashMap::new(), functions: Vec::new(), suppressed: HashMap::new(), hits: Vec::new(), main: (0, 0) });
+        Ok(SuppressRun { program, plan, prop, origins, state, guards: Vec::new(), checks: Vec::new(), threads: 0, crash: None })
+    }
+
+    fn origin_mem(&mut self) -> &mut ShadowMemory {
+        // SAFETY: as in `State::mem`.
+        unsafe { &mut *self.origins }
+    }
+
+    fn state_ptr(&mut self) -> *mut State {
+        &mut *self.state as *mut State
+    }
+
+    /// `if any of the words at `slots` is non-zero (or `extra` code leaves t non-zero): call
+    /// the guard, and leave the block if it says so`.
+    fn guard(&mut self, b: &mut Inline, kind: GuardKind, ins: &Instruction, slots: &[usize], mem_value: Option<&rtgrind_jit::iced_x86::UsedMemory>) {
+        let g = Box::new(Guard { kind, ins: *ins, state: self.state_ptr() });
+        let arg = &*g as *const Guard as u64;
+        self.guards.push(g);
+        b.clobber_flags();
+        let (t, u, v) = (b.scratch(), b.scratch(), b.scratch());
+        let a = b.asm();
+        let mut done = a.create_label();
+        a.xor(t, t).unwrap();
+        for &s in slots {
+            a.or(t, qword_ptr(tool_area(s)).gs()).unwrap();
+        }
+        if let Some(m) = mem_value {
+            // The corrupt bytes of the value in memory (8 shadow bytes at its address).
+            crate::shadow::propagate::effective_address(b, u, m, v);
+            crate::shadow::propagate::shadow_qword(b, u, v, t);
+        }
+        let a = b.asm();
+        a.test(t, t).unwrap();
+        a.jz(done).unwrap();
+        b.callout(guard_callout, arg, t);
+        let a = b.asm();
+        a.cmp(qword_ptr(tool_area(area::REDIRECT)).gs(), 0).unwrap();
+        a.je(done).unwrap();
+        b.exit_to(tool_area(area::REDIRECT));
+        let a = b.asm();
+        a.set_label(&mut done).unwrap();
+        a.zero_bytes().unwrap();
+    }
+
+    /// Records the call in the return-address table and marks the arguments as crossing a
+    /// call (see `Policy`).
+    fn at_call(&mut self, ins: &Instruction, b: &mut Inline) {
+        b.clobber_flags();
+        let (s1, s2, s3) = (b.scratch(), b.scratch(), b.scratch());
+        let a = b.asm();
+        let rsp = rtgrind_jit::instrument::code_asm::rsp;
+        a.lea(s1, qword_ptr(rsp - 8)).unwrap();
+        a.movzx(r32(s2), r16(s1)).unwrap();
+        a.mov(s3, qword_ptr(tool_area(area::RET_TABLE)).gs()).unwrap();
+        a.lea(s3, qword_ptr(s3 + s2 * 4)).unwrap();
+        a.mov(qword_ptr(s3), s1).unwrap();
+        a.mov(s1, ins.next_ip()).unwrap();
+        a.mov(qword_ptr(s3 + 8), s1).unwrap();
+        a.mov(s1, qword_ptr(tool_area(slot::ORIGIN_GPR + 8 * 7)).gs()).unwrap();
+        a.mov(qword_ptr(s3 + 16), s1).unwrap();
+        for r in ARG_REGS {
+            a.or(qword_ptr(tool_area(slot::ORIGIN_GPR + 8 * r)).gs(), origin::INCOMING as i32).unwrap();
+        }
+    }
+
+    fn last_indirect(&mut self, pc: u64, b: &mut Inline) {
+        let t = b.scratch();
+        let a = b.asm();
+        a.mov(t, pc).unwrap();
+        a.mov(qword_ptr(tool_area(area::LAST_IND)).gs(), t).unwrap();
+    }
+
+    fn point_checks(&mut self, ins: &Instruction, b: &mut Inline) {
+        let points: Vec<Point> = self.plan.points.iter().filter(|p| p.pc == ins.ip()).copied().collect();
+        for p in points {
+            let c = Box::new(PointCheck { point: p, ins: *ins, state: self.state_ptr() });
+            let arg = &*c as *const PointCheck as u64;
+            self.checks.push(c);
+            b.clobber_flags();
+            let t = b.scratch();
+            let a = b.asm();
+            let mut no = a.create_label();
+            a.mov(t, p.instance << origin::INSTANCE_SHIFT).unwrap();
+            a.cmp(qword_ptr(tool_area(slot::BLOCKS)).gs(), t).unwrap();
+            a.jne(no).unwrap();
+            b.callout(point_callout, arg, t);
+            let a = b.asm();
+            a.cmp(qword_ptr(tool_area(area::REDIRECT)).gs(), 0).unwrap();
+            a.je(no).unwrap();
+            b.exit_to(tool_area(area::REDIRECT));
+            let a = b.asm();
+            a.set_label(&mut no).unwrap();
+            a.zero_bytes().unwrap();
+        }
+    }
+
+    /// The locations the instruction that failed used, with their origins.
+    fn crash_locations(&mut self, ctx: &mut ThreadContext, sig: i32, addr: u64, mem: &GuestMemory) -> Vec<(String, u64)> {
+        let pc = ctx.rip;
+        let mut locs = Vec::new();
+        let reg_loc = |ctx: &mut ThreadContext, r: Register, what: &str| -> Option<(String, u64)> {
+            let n = gpr_n(r)?;
+            (r != Register::RSP).then(|| (format!("{} ({what})", format!("{r:?}").to_lowercase()), *shadow::word(ctx, slot::ORIGIN_GPR + 8 * n)))
+        };
+        match sig {
+            libc::SIGSEGV | libc::SIGBUS | libc::SIGFPE | libc::SIGILL => {
+                let fetch = sig != libc::SIGFPE && (addr == pc || decode(pc).is_none());
+                if fetch {
+                    // Control arrived at an address with no code: the last indirect transfer's
+                    // target is to blame.
+                    let last = *shadow::word(ctx, slot::END + 8);
+                    if let Some(ins) = decode(last) {
+                        match ins.flow_control() {
+                            FlowControl::Return => {
+                                let a = ctx.gpr[4].wrapping_sub(8).wrapping_sub(if ins.op_count() == 1 { u64::from(ins.immediate16()) } else { 0 });
+                                locs.push((format!("return address at {a:#x} (used by `{}` at {last:#x})", fmt(&ins)), self.origin_mem().get64(a)));
+                            }
+                            _ if ins.op0_kind() == OpKind::Register => locs.extend(reg_loc(ctx, ins.op0_register(), "indirect target")),
+                            _ => {
+                                for r in [ins.memory_base(), ins.memory_index()] {
+                                    locs.extend(reg_loc(ctx, r, "address of the indirect target"));
+                                }
+                            }
+                        }
+                    }
+                } else if let Some(ins) = decode(pc) {
+                    if sig == libc::SIGFPE {
+                        if ins.op0_kind() == OpKind::Register {
+                            locs.extend(reg_loc(ctx, ins.op0_register(), "divisor"));
+                        }
+                    }
+                    let info = InstructionInfoFactory::new().info(&ins).clone();
+                    for m in info.used_memory() {
+                        if m.access() == OpAccess::NoMemAccess {
+                            continue;
+                        }
+                        for r in [m.base(), m.index()] {
+                            locs.extend(reg_loc(ctx, r, "address"));
+                        }
+                    }
+                }
+            }
+            _ => {
+                // An abort (glibc's heap checks, failed assertions): the pointer passed to
+                // the innermost library call made by the main program.
+                let main = self.state.main;
+                if let Some((_, ret, rdi_origin)) = frames(ctx).into_iter().find(|f| (main.0..main.1).contains(&f.1)) {
+                    locs.push((format!("first argument of the call returning to {ret:#x}"), rdi_origin));
+                }
+            }
+        }
+        let _ = mem;
+        locs.retain(|l| l.1 & !origin::INCOMING != 0);
+        locs
+    }
+
+    fn point_of(&self, o: u64) -> Option<Point> {
+        let pc = self.prop.sites.pc(origin::site(o))?;
+        Some(Point { pc, thread: origin::thread(o) as u64, instance: origin::instance(o) })
+    }
+}
+
+/// Active frames of the thread from its return-address table: (return-address slot, return
+/// address, rdi's origin at the call), innermost first.
+fn frames(ctx: &mut ThreadContext) -> Vec<(u64, u64, u64)> {
+    let table = *shadow::word(ctx, area::RET_TABLE);
+    if table == 0 {
+        return Vec::new();
+    }
+    let rsp = ctx.gpr[4];
+    // SAFETY: the table is this thread's, TABLE_BYTES long, allocated in `init_table`.
+    let words = unsafe { std::slice::from_raw_parts(table as *const u64, TABLE_BYTES / 8) };
+    let mut out: Vec<(u64, u64, u64)> = words
+        .chunks(4)
+        .filter(|e| e[0] >= rsp && e[0] < rsp + (64 << 20) && guest_mem::read_u64(e[0]) == Some(e[1]))
+        .map(|e| (e[0], e[1], e[2]))
+        .collect();
+    out.sort();
+    out
+}
+
+fn init_table(ctx: &mut ThreadContext) {
+    let table: &'static mut [u64] = Box::leak(vec![0u64; TABLE_BYTES / 8].into_boxed_slice());
+    *shadow::word(ctx, area::RET_TABLE) = table.as_mut_ptr() as u64;
+}
+
+fn decode(pc: u64) -> Option<Instruction> {
+    let mut buf = [0u8; 16];
+    if pc == 0 || !guest_mem::read(pc, &mut buf[..1]) {
+        return None;
+    }
+    let n = (1..=16).rev().find(|&n| guest_mem::read(pc, &mut buf[..n]))?;
+    let ins = Decoder::with_ip(64, &buf[..n], pc, DecoderOptions::NONE).decode();
+    (!ins.is_invalid()).then_some(ins)
+}
+
+fn fmt(ins: &Instruction) -> String {
+    rtgrind_jit::translate::format_insn(ins)
+}
+
+fn r32(r: AsmRegister64) -> rtgrind_jit::instrument::code_asm::AsmRegister32 {
+    let n = Register::from(r).number() - Register::RAX.number();
+    rtgrind_jit::instrument::code_asm::get_gpr32(Register::EAX + n as u32).unwrap()
+}
+fn r16(r: AsmRegister64) -> rtgrind_jit::instrument::code_asm::AsmRegister16 {
+    let n = Register::from(r).number() - Register::RAX.number();
+    rtgrind_jit::instrument::code_asm::get_gpr16(Register::AX + n as u32).unwrap()
+}
+
+/// Effective address of the instruction's memory operand `m` from the registers at a call-out.
+fn address(ctx: &ThreadContext, ins: &Instruction) -> Option<u64> {
+    let regs = &ctx.callout_regs;
+    let val = |r: Register| -> u64 {
+        if r == Register::None {
+            0
+        } else if r == Register::RIP {
+            ins.next_ip()
+        } else {
+            let v = regs[r.full_register().number() - Register::RAX.number()];
+            if r.size() == 4 { v & 0xffff_ffff } else { v }
+        }
+    };
+    (0..ins.op_count()).find(|&i| ins.op_kind(i) == OpKind::Memory)?;
+    let ea = val(ins.memory_base()).wrapping_add(val(ins.memory_index()).wrapping_mul(u64::from(ins.memory_index_scale()))).wrapping_add(ins.memory_displacement64());
+    Some(if ins.segment_prefix() == Register::FS { ea.wrapping_add(ctx.callout_fs) } else { ea })
+}
+
+/// Marks everything `ins` writes corrupt: registers, flags and (if `memory`) its memory
+/// destination.
+fn corrupt_destinations(ctx: &mut ThreadContext, st: &mut State, ins: &Instruction, memory: bool) {
+    let info = InstructionInfoFactory::new().info(ins).clone();
+    for u in info.used_registers() {
+        if !matches!(u.access(), OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite) {
+            continue;
+        }
+        let r = u.register();
+        if r.is_gpr() && r.full_register() != Register::RSP {
+            *shadow::gpr(ctx, r.full_register().number() - Register::RAX.number()) = 0xff;
+        } else if r.is_xmm() || r.is_ymm() || r.is_zmm() {
+            let n = r.number() - if r.is_xmm() { Register::XMM0.number() } else if r.is_ymm() { Register::YMM0.number() } else { Register::ZMM0.number() };
+            if n < 16 {
+                *shadow::word(ctx, slot::VEC + 8 * n) = 0xffff_ffff;
+            }
+        }
+    }
+    if ins.rflags_modified() != 0 {
+        *shadow::word(ctx, slot::FLAGS) = 1;
+    }
+    if memory {
+        for m in info.used_memory() {
+            if matches!(m.access(), OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite) {
+                if let Some(ea) = address(ctx, ins) {
+                    let size = m.memory_size().size().max(1) as u64;
+                    st.mem().set_range(ea, size, 1);
+                }
+            }
+        }
+    }
+}
+
+fn address_corrupt(ctx: &mut ThreadContext, ins: &Instruction) -> bool {
+    [ins.memory_base(), ins.memory_index()].into_iter().filter_map(gpr_n).filter(|&n| n != 4).any(|n| *shadow::gpr(ctx, n) != 0)
+}
+
+/// Leaves the current function as if it returned a corrupt value: to the innermost frame's
+/// return address, with rsp past it. False if no frame is known.
+fn return_corrupt(ctx: &mut ThreadContext) -> bool {
+    ctx.gpr[4] = ctx.callout_regs[4];
+    let Some(&(slot_addr, ret, _)) = frames(ctx).first() else { return false };
+    ctx.callout_regs[4] = slot_addr + 8;
+    *shadow::gpr(ctx, 0) = 0xff;
+    *shadow::word(ctx, slot::VEC) = 0xffff_ffff;
+    *shadow::word(ctx, area::REDIRECT) = ret;
+    true
+}
+
+extern "C" fn guard_callout(ctx: *mut ThreadContext, arg: u64) {
+    // SAFETY: rtg_callout passes this thread's context; `arg` is a boxed Guard the tool keeps
+    // for as long as translations exist, and its state outlives it.
+    let (ctx, g) = unsafe { (&mut *ctx, &*(arg as *const Guard)) };
+    // SAFETY: as above.
+    let st = unsafe { &mut *g.state };
+    let ins = &g.ins;
+    *shadow::word(ctx, area::REDIRECT) = 0;
+    match g.kind {
+        GuardKind::Access => {
+            let bad_address = address_corrupt(ctx, ins);
+            corrupt_destinations(ctx, st, ins, !bad_address);
+            st.count(if bad_address { "accesses through a corrupt address" } else { "stores of a corrupt value" });
+            *shadow::word(ctx, area::REDIRECT) = ins.next_ip();
+        }
+        GuardKind::Divide => {
+            corrupt_destinations(ctx, st, ins, false);
+            st.count("divisions by a corrupt value");
+            *shadow::word(ctx, area::REDIRECT) = ins.next_ip();
+        }
+        GuardKind::IndirectCall => {
+            *shadow::gpr(ctx, 0) = 0xff;
+            *shadow::word(ctx, slot::VEC) = 0xffff_ffff;
+            st.count("calls through a corrupt target");
+            *shadow::word(ctx, area::REDIRECT) = ins.next_ip();
+        }
+        GuardKind::Ret => {
+            let rsp = ctx.callout_regs[4];
+            let table = *shadow::word(ctx, area::RET_TABLE);
+            let e = table + (rsp & 0xffff) * 4;
+            // SAFETY: `e` is inside this thread's table (index < 2^16 / 8 entries of 32 bytes).
+            let (key, ret) = unsafe { (*(e as *const u64), *((e + 8) as *const u64)) };
+            if key == rsp && guest_mem::write_u64(rsp, ret) {
+                st.mem().set_range(rsp, 8, 0);
+                st.count("returns through a corrupt return address");
+            }
+        }
+        GuardKind::Branch | GuardKind::IndirectJump => {
+            let pc = ins.ip();
+            let target = if g.kind == GuardKind::Branch {
+                let functions = &st.functions;
+                let func = functions.iter().find(|f| (f.0..f.1).contains(&pc)).copied();
+                *st.ipdoms.entry(pc).or_insert_with(|| {
+                    let read = |a: u64, buf: &mut [u8]| -> usize { (1..=buf.len()).rev().find(|&n| guest_mem::read(a, &mut buf[..n])).unwrap_or(0) };
+                    cfg::immediate_post_dominator(pc, &read, func)
+                })
+            } else {
+                None
+            };
+            match target {
+                Some(t) => {
+                    *shadow::word(ctx, area::REDIRECT) = t;
+                    st.count("conditional regions skipped");
+                }
+                None => {
+                    if return_corrupt(ctx) {
+                        st.count("functions left with a corrupt result");
+                    }
+                }
+            }
+        }
+    }
+}
+
+extern "C" fn point_callout(ctx: *mut ThreadContext, arg: u64) {
+    // SAFETY: as in `guard_callout` (`arg` is a boxed PointCheck).
+    let (ctx, c) = unsafe { (&mut *ctx, &*(arg as *const PointCheck)) };
+    // SAFETY: as above.
+    let st = unsafe { &mut *c.state };
+    *shadow::word(ctx, area::REDIRECT) = 0;
+    let thread = (*shadow::word(ctx, slot::THREAD_BITS) >> origin::THREAD_SHIFT) & 0xff;
+    if thread != c.point.thread {
+        return;
+    }
+    let ins = &c.ins;
+    let bad_address = address_corrupt(ctx, ins);
+    corrupt_destinations(ctx, st, ins, !bad_address);
+    let main = st.main;
+    let sites: Vec<u64> = frames(ctx).iter().map(|f| f.1).filter(|r| (main.0..main.1).contains(r)).collect();
+    st.hits.push((c.point, sites));
+    // A plain store is not performed; other definitions run and their results are corrupt.
+    let info = InstructionInfoFactory::new().info(ins).clone();
+    let writes_regs = info.used_registers().iter().any(|u| u.register().full_register() != Register::RSP && matches!(u.access(), OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite));
+    let stores = info.used_memory().iter().any(|m| matches!(m.access(), OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite));
+    let sequential = ins.flow_control() == FlowControl::Next;
+    if stores && !writes_regs && sequential && !matches!(ins.mnemonic(), Mnemonic::Push) && !ins.is_string_instruction() {
+        *shadow::word(ctx, area::REDIRECT) = ins.next_ip();
+    }
+}
+
+impl Tool for SuppressRun {
+    fn block_start(&mut self, _pc: u64, b: &mut Inline) {
+        self.prop.block_start(b);
+    }
+
+    fn before_insn(&mut self, site: &InsnSite, b: &mut Inline) {
+        let ins = site.ins;
+        let pc = ins.ip();
+        match ins.flow_control() {
+            FlowControl::ConditionalBranch if ins.condition_code() != ConditionCode::None => {
+                self.guard(b, GuardKind::Branch, ins, &[slot::FLAGS], None);
+            }
+            FlowControl::Return => {
+                self.last_indirect(pc, b);
+                let m = rtgrind_jit::iced_x86::UsedMemory::new(Register::None, Register::RSP, Register::None, 1, 0, rtgrind_jit::iced_x86::MemorySize::UInt64, OpAccess::Read);
+                self.guard(b, GuardKind::Ret, ins, &[], Some(&m));
+            }
+            FlowControl::IndirectBranch | FlowControl::IndirectCall => {
+                self.last_indirect(pc, b);
+                let mut slots: Vec<usize> = Vec::new();
+                if ins.op0_kind() == OpKind::Register {
+                    slots.extend(gpr_n(ins.op0_register()).map(shadow::gpr_slot));
+                } else {
+                    slots.extend([ins.memory_base(), ins.memory_index()].into_iter().filter_map(gpr_n).filter(|&n| n != 4).map(shadow::gpr_slot));
+                }
+                let kind = if ins.flow_control() == FlowControl::IndirectCall { GuardKind::IndirectCall } else { GuardKind::IndirectJump };
+                let mem = site.info.used_memory().iter().find(|m| m.access() == OpAccess::Read && m.base() != Register::RIP).copied();
+                self.guard(b, kind, ins, &slots, mem.as_ref());
+            }
+            _ => {}
+        }
+        if matches!(ins.mnemonic(), Mnemonic::Div | Mnemonic::Idiv) {
+            let mut slots = vec![shadow::gpr_slot(0), shadow::gpr_slot(2)];
+            if ins.op0_kind() == OpKind::Register {
+                slots.extend(gpr_n(ins.op0_register()).map(shadow::gpr_slot));
+            }
+            self.guard(b, GuardKind::Divide, ins, &slots, None);
+        } else if ins.flow_control() == FlowControl::Next && !ins.is_string_instruction() && !matches!(ins.mnemonic(), Mnemonic::Push | Mnemonic::Pop | Mnemonic::Lea | Mnemonic::Nop) {
+            let mems: Vec<_> = site.info.used_memory().iter().filter(|m| m.access() != OpAccess::NoMemAccess).copied().collect();
+            if !mems.is_empty() {
+                let mut slots: Vec<usize> = Vec::new();
+                for m in &mems {
+                    slots.extend([m.base(), m.index()].into_iter().filter_map(gpr_n).filter(|&n| n != 4).map(shadow::gpr_slot));
+                }
+                let writes = mems.iter().any(|m| matches!(m.access(), OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite));
+                if writes {
+                    // The value stored: explicit register operands read.
+                    for i in 0..ins.op_count() {
+                        if ins.op_kind(i) == OpKind::Register {
+                            let r = ins.op_register(i);
+                            if let Some(n) = gpr_n(r) {
+                                slots.push(shadow::gpr_slot(n));
+                            } else if r.is_xmm() || r.is_ymm() {
+                                let n = r.number() - if r.is_xmm() { Register::XMM0.number() } else { Register::YMM0.number() };
+                                if n < 16 {
+                                    slots.push(slot::VEC + 8 * n);
+                                }
+                            }
+                        }
+                    }
+                }
+                slots.sort();
+                slots.dedup();
+                if !slots.is_empty() {
+                    self.guard(b, GuardKind::Access, ins, &slots, None);
+                }
+            }
+        }
+        if matches!(ins.flow_control(), FlowControl::Call | FlowControl::IndirectCall) {
+            self.at_call(ins, b);
+        }
+        self.prop.before(site, b);
+        self.point_checks(ins, b);
+    }
+
+    fn after_insn(&mut self, site: &InsnSite, b: &mut Inline) {
+        self.prop.after(site, b);
+    }
+}
+
+impl ToolRun for SuppressRun {
+    fn start(&mut self, ctx: &mut ThreadContext, mem: &GuestMemory) {
+        for (s, e) in mem.ranges() {
+            self.state.mem().cover(s, e);
+            self.origin_mem().cover(s, e);
+        }
+        let sp = ctx.gpr[4];
+        self.state.mem().cover(sp.saturating_sub(64 << 20), sp);
+        self.origin_mem().cover(sp.saturating_sub(64 << 20), sp);
+        // SAFETY: as in `State::mem`.
+        shadow::init_thread(ctx, unsafe { &*self.state.shadow }, Some(unsafe { &*self.origins }));
+        init_table(ctx);
+        let (path, main) = main_module(mem, &self.program);
+        self.state.main = main;
+        self.prop.policy = Some(Policy { main });
+        self.state.functions = crate::report::symbols::function_ranges(&path, mem);
+    }
+
+    fn thread_start(&mut self, child: &mut ThreadContext) {
+        for r in [0, 1, 11] {
+            *shadow::gpr(child, r) = 0;
+        }
+        self.threads += 1;
+        *shadow::word(child, slot::THREAD_BITS) = (self.threads & 0xff) << origin::THREAD_SHIFT;
+        *shadow::word(child, slot::BLOCKS) = 0;
+        init_table(child);
+    }
+
+    fn syscall_pre(&mut self, ctx: &mut ThreadContext, nr: u64, args: &[u64; 6]) -> Option<i64> {
+        let nr = nr as i64;
+        if matches!(nr, libc::SYS_exit | libc::SYS_exit_group | libc::SYS_rt_sigreturn) {
+            return None;
+        }
+        let n = super::super::taint::arg_count(nr);
+        let corrupt_arg = SYSCALL_ARGS.iter().take(n).any(|&r| *shadow::gpr(ctx, r) != 0);
+        let corrupt_buf = match nr {
+            libc::SYS_write | libc::SYS_pwrite64 | libc::SYS_sendto => self.state.mem().any(args[1], args[2].min(1 << 24)),
+            _ => false,
+        };
+        if corrupt_arg || corrupt_buf {
+            self.state.count("syscalls with a corrupt argument");
+            *shadow::gpr(ctx, 0) = 0xff;
+            // Pretend success of the size asked for writes; otherwise a failure.
+            return Some(if matches!(nr, libc::SYS_write | libc::SYS_pwrite64 | libc::SYS_sendto) { args[2] as i64 } else { -(libc::EIO as i64) });
+        }
+        None
+    }
+
+    fn syscall_post(&mut self, ctx: &mut ThreadContext, nr: u64, a: &[u64; 6], ret: i64, mem: &GuestMemory) {
+        let corrupt = *shadow::gpr(ctx, 0) != 0 && ret >= 0 && false;
+        let _ = corrupt;
+        for r in [1, 11] {
+            *shadow::gpr(ctx, r) = 0;
+        }
+        let pc = ctx.rip.wrapping_sub(2);
+        let site = self.prop.sites.id(pc);
+        let defined = origin::make(site, *shadow::word(ctx, slot::THREAD_BITS), *shadow::word(ctx, slot::BLOCKS));
+        // A suppressed syscall leaves rax corrupt (set in syscall_pre); a real one defines it.
+        let suppressed = *shadow::gpr(ctx, 0) != 0 && ret == ctx.gpr[0] as i64 && self.state.suppressed.contains_key("syscalls with a corrupt argument");
+        if !suppressed {
+            *shadow::gpr(ctx, 0) = 0;
+        }
+        *shadow::word(ctx, slot::ORIGIN_GPR) = defined;
+        let nr = nr as i64;
+        if ret < 0 {
+            return;
+        }
+        match nr {
+            libc::SYS_mmap => {
+                self.state.mem().cover(ret as u64, (ret as u64).saturating_add(a[1]));
+                self.origin_mem().cover(ret as u64, (ret as u64).saturating_add(a[1]));
+            }
+            libc::SYS_mremap => {
+                self.state.mem().cover(ret as u64, (ret as u64).saturating_add(a[2]));
+                self.origin_mem().cover(ret as u64, (ret as u64).saturating_add(a[2]));
+            }
+            libc::SYS_brk => {
+                self.state.mem().cover(mem.brk_start, ret as u64);
+                self.origin_mem().cover(mem.brk_start, ret as u64);
+            }
+            _ => {}
+        }
+        if let Some((buf, len)) = super::super::taint::written_buffer(nr, a, ret) {
+            if !suppressed {
+                self.state.mem().set_range(buf, len, 0);
+                self.origin_mem().set64_range(buf, len, defined);
+            }
+        }
+    }
+
+    fn fatal_signal(&mut self, ctx: &mut ThreadContext, sig: i32, _code: i32, addr: u64, mem: &GuestMemory) {
+        let locs = self.crash_locations(ctx, sig, addr, mem);
+        let instance = *shadow::word(ctx, slot::BLOCKS) >> origin::INSTANCE_SHIFT;
+        self.crash = Some((sig, ctx.rip, instance, locs));
+    }
+
+    fn fini(&mut self, _report: &mut Reporter, mem: &GuestMemory) {
+        let mut lines = SourceLines::default();
+        let mut out = Outcome::default();
+        if let Some((sig, pc, instance, locs)) = self.crash.take() {
+            out.crash = Some((sig, pc, instance, lines.describe(&[pc], mem).pop().unwrap_or_default()));
+            for (what, o) in locs {
+                let Some(p) = self.point_of(o) else { continue };
+                let place = lines.describe(&[p.pc], mem).pop().unwrap_or_default();
+                out.defs.push((p, what, place, decode(p.pc).map(|i| fmt(&i)).unwrap_or_default()));
+            }
+        }
+        let main = self.state.main;
+        for (p, sites) in std::mem::take(&mut self.state.hits) {
+            // For a point inside a library: the main program's call that led there.
+            let first = match sites.first() {
+                Some(&r) if !(main.0..main.1).contains(&p.pc) => lines.describe(&[r - 1], mem).pop().unwrap_or_default(),
+                _ => String::new(),
+            };
+            if !out.hits.iter().any(|h: &(Point, String)| h.0 == p) {
+                out.hits.push((p, first));
+            }
+        }
+        let mut s: Vec<(String, u64)> = self.state.suppressed.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+        s.sort();
+        out.suppressed = s;
+        if let Some(path) = &self.plan.out {
+            let _ = std::fs::write(path, out.to_text());
+        }
+    }
+}
+
+/// The main program's path and mapped range (from its first to its last mapping).
+fn main_module(mem: &GuestMemory, program: &str) -> (String, (u64, u64)) {
+    let mut range = (u64::MAX, 0);
+    let mut name = String::new();
+    let mut same: HashMap<String, bool> = HashMap::new();
+    for (s, e, r) in mem.pieces(0, u64::MAX >> 16) {
+        let Some(n) = r.name.as_deref() else { continue };
+        let is = *same.entry(n.to_string()).or_insert_with(|| std::fs::canonicalize(n).is_ok_and(|c| c.to_string_lossy() == program));
+        if is {
+            range = (range.0.min(s), range.1.max(e));
+            name = n.to_string();
+        }
+    }
+    if range.0 > range.1 {
+        range = (0, 0);
+    }
+    (name, range)
+}
