@@ -7,3 +7,4 @@ mod system_programs;
 mod insn;
 mod threads;
 mod tools;
+mod suppress;

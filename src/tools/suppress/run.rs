@@ -97,11 +97,20 @@ pub struct SuppressRun {
     prop: Propagation,
     origins: *mut ShadowMemory,
     state: Box<State>,
+    // Boxed: translations hold their addresses, which must not move as the vectors grow.
+    #[allow(clippy::vec_box)]
     guards: Vec<Box<Guard>>,
+    #[allow(clippy::vec_box)]
     checks: Vec<Box<PointCheck>>,
     threads: u64,
-    crash: Option<(i32, u64, u64, Vec<(String, u64)>)>,
+    crash: Option<Crash>,
+    /// The syscall being handled was suppressed (`syscall_pre` said so).
+    syscall_suppressed: bool,
 }
+
+/// The fatal signal: (signal, guest pc, the thread's block instance, used locations with
+/// their origins).
+type Crash = (i32, u64, u64, Vec<(String, u64)>);
 
 const ARG_REGS: [usize; 6] = [7, 6, 2, 1, 8, 9]; // rdi rsi rdx rcx r8 r9
 const SYSCALL_ARGS: [usize; 6] = [7, 6, 2, 10, 8, 9]; // rdi rsi rdx r10 r8 r9
@@ -117,7 +126,7 @@ impl SuppressRun {
         let origins = Box::into_raw(Box::new(ShadowMemory::new()?));
         let prop = Propagation::new(shadow, Some(origins));
         let state = Box::new(State { shadow, ipdoms: HashMap::new(), functions: Vec::new(), suppressed: HashMap::new(), hits: Vec::new(), main: (0, 0) });
-        Ok(SuppressRun { program, plan, prop, origins, state, guards: Vec::new(), checks: Vec::new(), threads: 0, crash: None })
+        Ok(SuppressRun { program, plan, prop, origins, state, guards: Vec::new(), checks: Vec::new(), threads: 0, crash: None, syscall_suppressed: false })
     }
 
     fn origin_mem(&mut self) -> &mut ShadowMemory {
@@ -182,6 +191,17 @@ impl SuppressRun {
         }
     }
 
+    /// Forgets the returning frame's table entry, so a stale one cannot pass for a live frame
+    /// whose slot still holds the same bytes.
+    fn at_return(&mut self, b: &mut Inline) {
+        let (s1, s2) = (b.scratch(), b.scratch());
+        let a = b.asm();
+        a.movzx(r32(s1), r16(rtgrind_jit::instrument::code_asm::rsp)).unwrap();
+        a.mov(s2, qword_ptr(tool_area(area::RET_TABLE)).gs()).unwrap();
+        a.lea(s2, qword_ptr(s2 + s1 * 4)).unwrap();
+        a.mov(qword_ptr(s2), 0).unwrap();
+    }
+
     fn last_indirect(&mut self, pc: u64, b: &mut Inline) {
         let t = b.scratch();
         let a = b.asm();
@@ -243,10 +263,8 @@ impl SuppressRun {
                         }
                     }
                 } else if let Some(ins) = decode(pc) {
-                    if sig == libc::SIGFPE {
-                        if ins.op0_kind() == OpKind::Register {
-                            locs.extend(reg_loc(ctx, ins.op0_register(), "divisor"));
-                        }
+                    if sig == libc::SIGFPE && ins.op0_kind() == OpKind::Register {
+                        locs.extend(reg_loc(ctx, ins.op0_register(), "divisor"));
                     }
                     let info = InstructionInfoFactory::new().info(&ins).clone();
                     for m in info.used_memory() {
@@ -497,6 +515,7 @@ impl Tool for SuppressRun {
             }
             FlowControl::Return => {
                 self.last_indirect(pc, b);
+                self.at_return(b);
                 let m = rtgrind_jit::iced_x86::UsedMemory::new(Register::None, Register::RSP, Register::None, 1, 0, rtgrind_jit::iced_x86::MemorySize::UInt64, OpAccess::Read);
                 self.guard(b, GuardKind::Ret, ins, &[], Some(&m));
             }
@@ -604,6 +623,7 @@ impl ToolRun for SuppressRun {
         };
         if corrupt_arg || corrupt_buf {
             self.state.count("syscalls with a corrupt argument");
+            self.syscall_suppressed = true;
             *shadow::gpr(ctx, 0) = 0xff;
             // Pretend success of the size asked for writes; otherwise a failure.
             return Some(if matches!(nr, libc::SYS_write | libc::SYS_pwrite64 | libc::SYS_sendto) { args[2] as i64 } else { -(libc::EIO as i64) });
@@ -612,8 +632,6 @@ impl ToolRun for SuppressRun {
     }
 
     fn syscall_post(&mut self, ctx: &mut ThreadContext, nr: u64, a: &[u64; 6], ret: i64, mem: &GuestMemory) {
-        let corrupt = *shadow::gpr(ctx, 0) != 0 && ret >= 0 && false;
-        let _ = corrupt;
         for r in [1, 11] {
             *shadow::gpr(ctx, r) = 0;
         }
@@ -621,7 +639,7 @@ impl ToolRun for SuppressRun {
         let site = self.prop.sites.id(pc);
         let defined = origin::make(site, *shadow::word(ctx, slot::THREAD_BITS), *shadow::word(ctx, slot::BLOCKS));
         // A suppressed syscall leaves rax corrupt (set in syscall_pre); a real one defines it.
-        let suppressed = *shadow::gpr(ctx, 0) != 0 && ret == ctx.gpr[0] as i64 && self.state.suppressed.contains_key("syscalls with a corrupt argument");
+        let suppressed = std::mem::take(&mut self.syscall_suppressed);
         if !suppressed {
             *shadow::gpr(ctx, 0) = 0;
         }

@@ -1,0 +1,71 @@
+//! `--tool=suppress` on programs with known memory bugs (`guest-programs/bugs/`): each test
+//! asserts the exact root-cause line, the crashes on the way and the number of runs, and runs
+//! the corrected program (or a harmless input) to see "did not fail".
+
+use crate::common::{compile_snippet, repo_root, run_rtgrind, Cmd};
+
+/// `guest-programs/bugs/NAME.c`, with `edit` applied to its text, built `-g -O0
+/// -fno-stack-protector` under the name `out`.
+fn bug(name: &str, out: &str, edit: &dyn Fn(String) -> String) -> std::path::PathBuf {
+    let source = std::fs::read_to_string(repo_root().join("guest-programs/bugs").join(format!("{name}.c"))).unwrap();
+    compile_snippet(out, "c", &edit(source), &["-g", "-O0", "-fno-stack-protector"])
+}
+
+/// `NAME.c:LINE (FUNC)` of the line carrying `/* marker */`.
+fn place(name: &str, marker: &str, func: &str) -> String {
+    let text = std::fs::read_to_string(repo_root().join("guest-programs/bugs").join(format!("{name}.c"))).unwrap();
+    let line = text.lines().position(|l| l.contains(&format!("/* {marker} */"))).unwrap_or_else(|| panic!("no {marker} in {name}.c")) + 1;
+    format!("{name}.c:{line} ({func})")
+}
+
+fn headline(stderr: &str) -> String {
+    stderr.lines().find(|l| l.contains("first point of memory corruption:")).unwrap_or_else(|| panic!("no root cause reported:\n{stderr}")).to_string()
+}
+
+fn runs(stderr: &str) -> u32 {
+    let l = stderr.lines().find(|l| l.contains(" runs (")).unwrap_or_else(|| panic!("no run count:\n{stderr}"));
+    l.split("suppress: ").nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn copy_paste_pointer_three_crashes_to_line_of_the_alias() {
+    let exe = bug("copy_paste", "copy_paste", &|s| s);
+    let out = run_rtgrind(["--tool=suppress"], &Cmd::new(&exe).stdin("1 2 3 100000000\n"));
+    let err = out.stderr_str();
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    assert!(headline(&err).ends_with(&place("copy_paste", "root", "main")), "{err}");
+    // The dissertation's Fig. 5.2: the three crashes in turn, then a run without one.
+    let chain: Vec<&str> = err.lines().filter(|l| l.contains(". original run") || l.contains(". suppressing from")).collect();
+    assert_eq!(chain.len(), 4, "{err}");
+    assert!(chain[0].contains("1. original run: SIGSEGV") && chain[0].ends_with(&place("copy_paste", "crash1", "main")), "{err}");
+    assert!(chain.iter().any(|l| l.contains("2. suppressing from") && l.contains("SIGSEGV") && l.ends_with(&place("copy_paste", "crash2", "main"))), "{err}");
+    assert!(chain.iter().any(|l| l.contains("3. suppressing from") && l.contains("SIGABRT")), "{err}");
+    assert!(chain.iter().any(|l| l.contains("4. suppressing from") && l.ends_with("no crash")), "{err}");
+    assert_eq!(runs(&err), 5, "four runs and one check that the crash repeats:\n{err}");
+
+    let fixed = bug("copy_paste", "suppress_copy_paste_fixed", &|s| s.replace("int *q2 = &x[0]; /* root */", "int *q2 = &y[0];"));
+    let out = run_rtgrind(["--tool=suppress"], &Cmd::new(&fixed).stdin("1 2 3 4\n"));
+    assert_eq!(out.status.code(), Some(0), "{}", out.describe());
+    assert!(out.stderr_str().contains("the program did not fail"), "{}", out.describe());
+}
+
+#[test]
+fn null_returned_on_error_path_found_where_it_was_assigned() {
+    let exe = bug("null_return", "null_return", &|s| s);
+    let out = run_rtgrind(["--tool=suppress"], &Cmd::new(&exe).arg("three"));
+    let err = out.stderr_str();
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    assert!(headline(&err).ends_with(&place("null_return", "root", "main")), "{err}");
+    assert!(err.contains("1. original run: SIGSEGV") && err.contains(&place("null_return", "crash", "value_of")), "{err}");
+    assert_eq!(runs(&err), 3, "{err}");
+    let out = run_rtgrind(["--tool=suppress"], &Cmd::new(&exe).arg("two"));
+    assert_eq!(out.status.code(), Some(0), "{}", out.describe());
+    assert!(out.stderr_str().contains("the program did not fail"), "{}", out.describe());
+}
+
+#[test]
+fn suppress_on_a_missing_program_says_so() {
+    let out = run_rtgrind(["--tool=suppress"], &Cmd::new("/nonexistent/prog"));
+    assert_eq!(out.status.code(), Some(127), "{}", out.describe());
+    assert!(out.stderr_str().contains("no such file"), "{}", out.describe());
+}
