@@ -69,3 +69,18 @@ fn suppress_on_a_missing_program_says_so() {
     assert_eq!(out.status.code(), Some(127), "{}", out.describe());
     assert!(out.stderr_str().contains("no such file"), "{}", out.describe());
 }
+
+#[test]
+fn strcpy_smashing_the_return_address_is_reported_at_the_strcpy_call() {
+    let exe = bug("stack_smash", "stack_smash", &|s| s);
+    let long = "A".repeat(54);
+    let out = run_rtgrind(["--tool=suppress"], &Cmd::new(&exe).arg(&long));
+    let err = out.stderr_str();
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    let head = headline(&err);
+    assert!(head.contains(&format!("{}, inside ", place("stack_smash", "root", "greet"))) && head.contains("strcpy"), "{err}");
+    assert!(err.contains("1. original run: SIGSEGV at 0x4141414141414141"), "{err}");
+    assert_eq!(runs(&err), 3, "{err}");
+    let out = run_rtgrind(["--tool=suppress"], &Cmd::new(&exe).arg("short"));
+    assert_eq!(out.status.code(), Some(0), "{}", out.describe());
+}

@@ -4,7 +4,7 @@
 #include <string.h>
 static void greet(const char *name) {
     char buf[16];
-    strcpy(buf, name);
+    strcpy(buf, name); /* root */
     printf("hello %s\n", buf);
 }
 int main(int argc, char **argv) {

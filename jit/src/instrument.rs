@@ -122,6 +122,13 @@ impl Inline {
         get_gpr64(Register::RAX + n as u32).expect("gpr")
     }
 
+    /// Registers (bit = number) whose guest values are in their spill slots (`spill_slot`)
+    /// rather than in the register at this point: the ones lent so far and the ones lent at
+    /// earlier instructions and not yet reloaded.
+    pub fn spilled(&self) -> u16 {
+        self.lent | self.stolen
+    }
+
     /// The tool's code writes the status flags; the engine preserves the guest's if live.
     pub fn clobber_flags(&mut self) {
         self.clobbers_flags = true;

@@ -348,7 +348,8 @@ pub struct Propagation {
 /// - A computation in registers takes its most recent source's origin (the address of
 ///   `a[c]` comes from `c`, assigned just before, rather than from `a`, set up long ago); it
 ///   defines here only what had no definition (constants).
-/// - A load from memory nobody defined takes its address's origin.
+/// - A pointer-sized load in the program from memory nobody defined takes its address's
+///   origin (a NULL read from a never-written slot is blamed on how the slot was chosen).
 #[derive(Clone, Copy, Debug)]
 pub struct Policy {
     /// The main program's code range.
@@ -717,7 +718,9 @@ impl Propagation {
                     b.asm().mov(r.acc, ta(origin_slot(s))).unwrap();
                 } else if let Some(m) = o.src_mem.first() {
                     self.load_origin(b, r, m);
-                    Self::undefined_takes_address(policy, b, r, m);
+                    if o.dst_regs.iter().any(|d| d.part == Part::W64) && policy.is_some_and(|p| p.is_main(ins.ip())) {
+                        Self::undefined_takes_address(policy, b, r, m);
+                    }
                     b.asm().mov(r.acc, r.m).unwrap();
                 }
                 if let Some(p) = policy {
@@ -763,7 +766,6 @@ impl Propagation {
                 }
                 for m in &o.src_mem {
                     self.load_origin(b, r, m);
-                    Self::undefined_takes_address(policy, b, r, m);
                     let a = b.asm();
                     a.cmp(r.m, r.acc).unwrap();
                     a.cmova(r.acc, r.m).unwrap();
@@ -794,7 +796,9 @@ impl Propagation {
     }
 
     /// With a policy: a load from memory nobody defined takes the origin of its address (the
-    /// index register's, else the base's; not the stack or frame pointer's).
+    /// index register's, else the base's; not the stack or frame pointer's). Only for
+    /// pointer-sized loads into general registers in the program: library copies (memcpy's
+    /// vector loads of input bytes) must keep "no definition".
     fn undefined_takes_address(policy: Option<Policy>, b: &mut Inline, r: Regs, m: &UsedMemory) {
         if policy.is_none() {
             return;

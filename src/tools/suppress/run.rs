@@ -37,11 +37,13 @@ mod area {
     pub const REDIRECT: usize = slot::END + 16;
 }
 
-/// Return-address table: entry = (stack slot of the return address, return address, origin of
-/// rdi at the call, unused), indexed by the slot's low 16 bits. A call fills its entry; nothing
+/// Return-address table: entry (128 bytes) = stack slot of the return address, return
+/// address, origin of rdi at the call, rbx, rbp, r12-r15 at the call; indexed by the slot's
+/// low 16 bits. A call fills its entry; nothing
 /// pops it, so `longjmp` and exceptions need no care, and an entry is trusted only if it names
 /// the slot asked about.
-const TABLE_BYTES: usize = (1 << 16) / 8 * 32;
+const TABLE_BYTES: usize = (1 << 16) / 8 * ENTRY_BYTES;
+const ENTRY_BYTES: usize = 128;
 
 /// What a guard protects.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -52,6 +54,8 @@ enum GuardKind {
     IndirectCall,
     IndirectJump,
     Divide,
+    /// `leave` with a corrupt frame pointer: the frame is lost.
+    FrameLost,
 }
 
 struct Guard {
@@ -113,6 +117,7 @@ pub struct SuppressRun {
 type Crash = (i32, u64, u64, Vec<(String, u64)>);
 
 const ARG_REGS: [usize; 6] = [7, 6, 2, 1, 8, 9]; // rdi rsi rdx rcx r8 r9
+const CALLEE_SAVED: [usize; 6] = [3, 5, 12, 13, 14, 15]; // rbx rbp r12-r15
 const SYSCALL_ARGS: [usize; 6] = [7, 6, 2, 10, 8, 9]; // rdi rsi rdx r10 r8 r9
 
 fn gpr_n(r: Register) -> Option<usize> {
@@ -175,17 +180,30 @@ impl SuppressRun {
     fn at_call(&mut self, ins: &Instruction, b: &mut Inline) {
         b.clobber_flags();
         let (s1, s2, s3) = (b.scratch(), b.scratch(), b.scratch());
+        let spilled = b.spilled();
         let a = b.asm();
         let rsp = rtgrind_jit::instrument::code_asm::rsp;
         a.lea(s1, qword_ptr(rsp - 8)).unwrap();
         a.movzx(r32(s2), r16(s1)).unwrap();
-        a.mov(s3, qword_ptr(tool_area(area::RET_TABLE)).gs()).unwrap();
-        a.lea(s3, qword_ptr(s3 + s2 * 4)).unwrap();
-        a.mov(qword_ptr(s3), s1).unwrap();
+        a.shl(s2, 4).unwrap();
+        a.add(s2, qword_ptr(tool_area(area::RET_TABLE)).gs()).unwrap();
+        a.mov(qword_ptr(s2), s1).unwrap();
         a.mov(s1, ins.next_ip()).unwrap();
-        a.mov(qword_ptr(s3 + 8), s1).unwrap();
+        a.mov(qword_ptr(s2 + 8), s1).unwrap();
         a.mov(s1, qword_ptr(tool_area(slot::ORIGIN_GPR + 8 * 7)).gs()).unwrap();
-        a.mov(qword_ptr(s3 + 16), s1).unwrap();
+        a.mov(qword_ptr(s2 + 16), s1).unwrap();
+        // The callee-saved registers, for leaving a function early (from their spill slots
+        // where a tool holds the register).
+        for (k, &r) in CALLEE_SAVED.iter().enumerate() {
+            let at = qword_ptr(s2 + (24 + 8 * k) as i32);
+            if spilled & (1 << r) != 0 {
+                a.mov(s1, qword_ptr(rtgrind_jit::instrument::spill_slot(r) as u64).gs()).unwrap();
+                a.mov(at, s1).unwrap();
+            } else {
+                a.mov(at, rtgrind_jit::instrument::code_asm::get_gpr64(Register::RAX + r as u32).unwrap()).unwrap();
+            }
+        }
+        let _ = s3;
         for r in ARG_REGS {
             a.or(qword_ptr(tool_area(slot::ORIGIN_GPR + 8 * r)).gs(), origin::INCOMING as i32).unwrap();
         }
@@ -198,8 +216,9 @@ impl SuppressRun {
         let a = b.asm();
         a.movzx(r32(s1), r16(rtgrind_jit::instrument::code_asm::rsp)).unwrap();
         a.mov(s2, qword_ptr(tool_area(area::RET_TABLE)).gs()).unwrap();
-        a.lea(s2, qword_ptr(s2 + s1 * 4)).unwrap();
-        a.mov(qword_ptr(s2), 0).unwrap();
+        // Entry = table + 16 * (rsp & 0xffff), in two scaled steps (no flag-changing shift).
+        a.lea(s2, qword_ptr(s2 + s1 * 8)).unwrap();
+        a.mov(qword_ptr(s2 + s1 * 8), 0).unwrap();
     }
 
     fn last_indirect(&mut self, pc: u64, b: &mut Inline) {
@@ -300,6 +319,11 @@ impl SuppressRun {
 /// Active frames of the thread from its return-address table: (return-address slot, return
 /// address, rdi's origin at the call), innermost first.
 fn frames(ctx: &mut ThreadContext) -> Vec<(u64, u64, u64)> {
+    frame_entries(ctx).into_iter().map(|e| (e[0], e[1], e[2])).collect()
+}
+
+/// The live entries of the thread's table (see `TABLE_BYTES`), innermost first.
+fn frame_entries(ctx: &mut ThreadContext) -> Vec<[u64; 9]> {
     let table = *shadow::word(ctx, area::RET_TABLE);
     if table == 0 {
         return Vec::new();
@@ -307,10 +331,10 @@ fn frames(ctx: &mut ThreadContext) -> Vec<(u64, u64, u64)> {
     let rsp = ctx.gpr[4];
     // SAFETY: the table is this thread's, TABLE_BYTES long, allocated in `init_table`.
     let words = unsafe { std::slice::from_raw_parts(table as *const u64, TABLE_BYTES / 8) };
-    let mut out: Vec<(u64, u64, u64)> = words
-        .chunks(4)
+    let mut out: Vec<[u64; 9]> = words
+        .chunks(ENTRY_BYTES / 8)
         .filter(|e| e[0] >= rsp && e[0] < rsp + (64 << 20) && guest_mem::read_u64(e[0]) == Some(e[1]))
-        .map(|e| (e[0], e[1], e[2]))
+        .map(|e| e[..9].try_into().unwrap())
         .collect();
     out.sort();
     out
@@ -403,10 +427,17 @@ fn address_corrupt(ctx: &mut ThreadContext, ins: &Instruction) -> bool {
 /// return address, with rsp past it. False if no frame is known.
 fn return_corrupt(ctx: &mut ThreadContext) -> bool {
     ctx.gpr[4] = ctx.callout_regs[4];
-    let Some(&(slot_addr, ret, _)) = frames(ctx).first() else { return false };
+    let Some(e) = frame_entries(ctx).first().copied() else { return false };
+    let (slot_addr, ret) = (e[0], e[1]);
     ctx.callout_regs[4] = slot_addr + 8;
+    // The callee-saved registers as the caller had them (a lent one is reloaded from its
+    // spill slot on the way out, so both are set).
+    for (k, &r) in CALLEE_SAVED.iter().enumerate() {
+        ctx.callout_regs[r] = e[3 + k];
+        ctx.tool_spill[r] = e[3 + k];
+        *shadow::gpr(ctx, r) = 0;
+    }
     *shadow::gpr(ctx, 0) = 0xff;
-    *shadow::word(ctx, slot::VEC) = 0xffff_ffff;
     *shadow::word(ctx, area::REDIRECT) = ret;
     true
 }
@@ -419,6 +450,9 @@ extern "C" fn guard_callout(ctx: *mut ThreadContext, arg: u64) {
     let st = unsafe { &mut *g.state };
     let ins = &g.ins;
     *shadow::word(ctx, area::REDIRECT) = 0;
+    if std::env::var_os("RTGRIND_SUPPRESS_TRACE").is_some() {
+        eprintln!("suppress-trace: {:?} at {:#x} `{}` rsp={:#x}", g.kind, ins.ip(), fmt(ins), ctx.callout_regs[4]);
+    }
     match g.kind {
         GuardKind::Access => {
             let bad_address = address_corrupt(ctx, ins);
@@ -433,19 +467,27 @@ extern "C" fn guard_callout(ctx: *mut ThreadContext, arg: u64) {
         }
         GuardKind::IndirectCall => {
             *shadow::gpr(ctx, 0) = 0xff;
-            *shadow::word(ctx, slot::VEC) = 0xffff_ffff;
             st.count("calls through a corrupt target");
             *shadow::word(ctx, area::REDIRECT) = ins.next_ip();
         }
         GuardKind::Ret => {
             let rsp = ctx.callout_regs[4];
             let table = *shadow::word(ctx, area::RET_TABLE);
-            let e = table + (rsp & 0xffff) * 4;
+            let e = table + (rsp & 0xffff) * (ENTRY_BYTES as u64 / 8);
             // SAFETY: `e` is inside this thread's table (index < 2^16 / 8 entries of 32 bytes).
             let (key, ret) = unsafe { (*(e as *const u64), *((e + 8) as *const u64)) };
             if key == rsp && guest_mem::write_u64(rsp, ret) {
                 st.mem().set_range(rsp, 8, 0);
                 st.count("returns through a corrupt return address");
+            } else if return_corrupt(ctx) {
+                // The stack pointer itself went wrong (a corrupt saved frame pointer): back to
+                // the innermost frame known.
+                st.count("functions left with a corrupt result");
+            }
+        }
+        GuardKind::FrameLost => {
+            if return_corrupt(ctx) {
+                st.count("functions left with a corrupt result");
             }
         }
         GuardKind::Branch | GuardKind::IndirectJump => {
@@ -515,9 +557,10 @@ impl Tool for SuppressRun {
             }
             FlowControl::Return => {
                 self.last_indirect(pc, b);
-                self.at_return(b);
                 let m = rtgrind_jit::iced_x86::UsedMemory::new(Register::None, Register::RSP, Register::None, 1, 0, rtgrind_jit::iced_x86::MemorySize::UInt64, OpAccess::Read);
                 self.guard(b, GuardKind::Ret, ins, &[], Some(&m));
+                // After the guard, which reads the entry.
+                self.at_return(b);
             }
             FlowControl::IndirectBranch | FlowControl::IndirectCall => {
                 self.last_indirect(pc, b);
@@ -533,13 +576,23 @@ impl Tool for SuppressRun {
             }
             _ => {}
         }
-        if matches!(ins.mnemonic(), Mnemonic::Div | Mnemonic::Idiv) {
+        if ins.is_string_instruction() {
+            // A count or pointer gone corrupt (a memcpy of a corrupt size) must not run.
+            let mut slots = vec![shadow::gpr_slot(6), shadow::gpr_slot(7)];
+            if ins.has_rep_prefix() || ins.has_repne_prefix() {
+                slots.push(shadow::gpr_slot(1));
+            }
+            self.guard(b, GuardKind::Access, ins, &slots, None);
+        }
+        if ins.mnemonic() == Mnemonic::Leave {
+            self.guard(b, GuardKind::FrameLost, ins, &[shadow::gpr_slot(5)], None);
+        } else if matches!(ins.mnemonic(), Mnemonic::Div | Mnemonic::Idiv) {
             let mut slots = vec![shadow::gpr_slot(0), shadow::gpr_slot(2)];
             if ins.op0_kind() == OpKind::Register {
                 slots.extend(gpr_n(ins.op0_register()).map(shadow::gpr_slot));
             }
             self.guard(b, GuardKind::Divide, ins, &slots, None);
-        } else if ins.flow_control() == FlowControl::Next && !ins.is_string_instruction() && !matches!(ins.mnemonic(), Mnemonic::Push | Mnemonic::Pop | Mnemonic::Lea | Mnemonic::Nop) {
+        } else if ins.flow_control() == FlowControl::Next && !ins.is_string_instruction() && !matches!(ins.mnemonic(), Mnemonic::Push | Mnemonic::Pop | Mnemonic::Lea | Mnemonic::Nop | Mnemonic::Leave) {
             let mems: Vec<_> = site.info.used_memory().iter().filter(|m| m.access() != OpAccess::NoMemAccess).copied().collect();
             if !mems.is_empty() {
                 let mut slots: Vec<usize> = Vec::new();
