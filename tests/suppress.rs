@@ -84,3 +84,42 @@ fn strcpy_smashing_the_return_address_is_reported_at_the_strcpy_call() {
     let out = run_rtgrind(["--tool=suppress"], &Cmd::new(&exe).arg("short"));
     assert_eq!(out.status.code(), Some(0), "{}", out.describe());
 }
+
+/// Runs the search on `name` with `args`, asserts the root cause at the `root` marker of
+/// `func` and the number of runs, then runs `harmless` arguments and asserts "did not fail".
+fn check_bug(name: &str, func: &str, args: &[&str], expect_runs: u32, harmless: &[&str]) -> String {
+    let exe = bug(name, name, &|s| s);
+    let out = run_rtgrind(["--tool=suppress"], &Cmd::new(&exe).args(args));
+    let err = out.stderr_str();
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    assert!(headline(&err).contains(&place(name, "root", func)), "{err}");
+    assert_eq!(runs(&err), expect_runs, "{err}");
+    let ok = run_rtgrind(["--tool=suppress"], &Cmd::new(&exe).args(harmless));
+    assert_eq!(ok.status.code(), Some(0), "{}", ok.describe());
+    assert!(ok.stderr_str().contains("the program did not fail"), "{}", ok.describe());
+    err
+}
+
+#[test]
+fn global_overflow_into_the_next_global_pointer() {
+    let err = check_bug("global_overflow", "set_name", &["AAAAAAAAAAAAAAAAAAAAAAAAAAAA"], 3, &["short"]);
+    assert!(err.contains("1. original run: SIGSEGV") && err.contains("strlen"), "the crash is in printf's strlen:\n{err}");
+}
+
+#[test]
+fn stack_overflow_into_a_local_pointer() {
+    let err = check_bug("local_pointer", "store_sum", &["12345678901234567890123"], 3, &["123"]);
+    assert!(err.contains(&place("local_pointer", "crash", "store_sum")), "{err}");
+}
+
+#[test]
+fn use_after_free_write_into_a_function_pointer() {
+    let err = check_bug("use_after_free", "main", &["x"], 3, &[]);
+    assert!(err.contains("target of `call"), "the crash is blamed on the indirect call:\n{err}");
+}
+
+#[test]
+fn double_free_through_two_pointers() {
+    let err = check_bug("double_free", "main", &["x"], 3, &[]);
+    assert!(err.contains("1. original run: SIGABRT"), "{err}");
+}

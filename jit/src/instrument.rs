@@ -71,8 +71,8 @@ pub struct Inline {
     /// Registers lent at earlier instructions whose guest values still wait in their spill
     /// slots (the engine reloads them lazily).
     stolen: u16,
-    /// `lent` when the tool last asked for an exit ([`Inline::exit_to`]).
-    lent_at_exit: Option<u16>,
+    /// Lent registers the tool's earlier code is done with (see `release_scratch`).
+    reusable: u16,
     clobbers_flags: bool,
     flags_live: bool,
     empty: bool,
@@ -99,7 +99,7 @@ impl Inline {
             guest_uses: guest_uses | 1 << 4, // rsp: the guest's stack is never scratch.
             lent: 0,
             stolen,
-            lent_at_exit: None,
+            reusable: 0,
             clobbers_flags: false,
             flags_live,
             empty: true,
@@ -117,9 +117,22 @@ impl Inline {
     /// restored after the tool's code; reading it before writing it gives garbage.
     pub fn scratch(&mut self) -> AsmRegister64 {
         // rax is kept for the flag save (`lahf`), so a tool may always clobber flags.
-        let n = (1..16usize).find(|&r| (self.guest_uses | self.lent) & (1 << r) == 0).expect("an instruction leaves a scratch register");
+        let n = match (1..16usize).find(|&r| self.reusable & (1 << r) != 0) {
+            Some(n) => {
+                self.reusable &= !(1 << n);
+                n
+            }
+            None => (1..16usize).find(|&r| (self.guest_uses | self.lent) & (1 << r) == 0).expect("an instruction leaves a scratch register"),
+        };
         self.lent |= 1 << n;
         get_gpr64(Register::RAX + n as u32).expect("gpr")
+    }
+
+    /// The tool's code so far is done with every register it borrowed: later `scratch` calls
+    /// may hand them out again (they stay spilled). Code after this point must not expect
+    /// them to keep their values.
+    pub fn release_scratch(&mut self) {
+        self.reusable = self.lent;
     }
 
     /// Registers (bit = number) whose guest values are in their spill slots (`spill_slot`)
@@ -162,10 +175,10 @@ impl Inline {
     /// instruction at the address in the tool-area qword `gs:[off]` (which is zeroed): the
     /// current instruction and the rest of the block do not run. Every register and (if the
     /// tool clobbers them, which it must have said before) the flags get their guest values
-    /// back first. Ask for all scratch registers before calling this.
+    /// back first.
     pub fn exit_to(&mut self, off: u64) {
+        // Registers lent after this point still hold their guest values here.
         let spilled = self.lent | self.stolen;
-        self.lent_at_exit = Some(self.lent);
         let restore_flags = self.clobbers_flags && self.flags_live;
         let a = self.asm();
         let gs = |off: usize| qword_ptr(off as u64).gs();
@@ -209,7 +222,6 @@ impl Inline {
 
     pub(crate) fn finish(self) -> Finished {
         let save_flags = self.clobbers_flags && self.flags_live && !self.empty;
-        debug_assert!(self.lent_at_exit.is_none_or(|l| l == self.lent), "scratch registers lent after exit_to");
         Finished { lent: self.lent, save_flags, asm: self.asm, outcome: self.outcome }
     }
 }

@@ -35,6 +35,12 @@ mod area {
     pub const LAST_IND: usize = slot::END + 8;
     /// Where a guard's call-out wants the block left for (0: go on).
     pub const REDIRECT: usize = slot::END + 16;
+    /// The table key the last `ret` found for its slot (the slot itself if the return was
+    /// to a recorded call).
+    pub const LAST_RET_KEY: usize = slot::END + 24;
+    /// The last indirect call or jump through a register: its pc and its target's origin.
+    pub const LAST_ICALL: usize = slot::END + 32;
+    pub const LAST_ICALL_ORIGIN: usize = slot::END + 40;
 }
 
 /// Return-address table: entry (128 bytes) = stack slot of the return address, return
@@ -173,6 +179,7 @@ impl SuppressRun {
         let a = b.asm();
         a.set_label(&mut done).unwrap();
         a.zero_bytes().unwrap();
+        b.release_scratch();
     }
 
     /// Records the call in the return-address table and marks the arguments as crossing a
@@ -207,6 +214,7 @@ impl SuppressRun {
         for r in ARG_REGS {
             a.or(qword_ptr(tool_area(slot::ORIGIN_GPR + 8 * r)).gs(), origin::INCOMING as i32).unwrap();
         }
+        b.release_scratch();
     }
 
     /// Forgets the returning frame's table entry, so a stale one cannot pass for a live frame
@@ -218,7 +226,11 @@ impl SuppressRun {
         a.mov(s2, qword_ptr(tool_area(area::RET_TABLE)).gs()).unwrap();
         // Entry = table + 16 * (rsp & 0xffff), in two scaled steps (no flag-changing shift).
         a.lea(s2, qword_ptr(s2 + s1 * 8)).unwrap();
+        a.mov(s1, qword_ptr(s2 + s1 * 8)).unwrap();
+        a.mov(qword_ptr(tool_area(area::LAST_RET_KEY)).gs(), s1).unwrap();
+        a.movzx(r32(s1), r16(rtgrind_jit::instrument::code_asm::rsp)).unwrap();
         a.mov(qword_ptr(s2 + s1 * 8), 0).unwrap();
+        b.release_scratch();
     }
 
     fn last_indirect(&mut self, pc: u64, b: &mut Inline) {
@@ -226,6 +238,7 @@ impl SuppressRun {
         let a = b.asm();
         a.mov(t, pc).unwrap();
         a.mov(qword_ptr(tool_area(area::LAST_IND)).gs(), t).unwrap();
+        b.release_scratch();
     }
 
     fn point_checks(&mut self, ins: &Instruction, b: &mut Inline) {
@@ -249,6 +262,7 @@ impl SuppressRun {
             let a = b.asm();
             a.set_label(&mut no).unwrap();
             a.zero_bytes().unwrap();
+            b.release_scratch();
         }
     }
 
@@ -271,7 +285,16 @@ impl SuppressRun {
                         match ins.flow_control() {
                             FlowControl::Return => {
                                 let a = ctx.gpr[4].wrapping_sub(8).wrapping_sub(if ins.op_count() == 1 { u64::from(ins.immediate16()) } else { 0 });
-                                locs.push((format!("return address at {a:#x} (used by `{}` at {last:#x})", fmt(&ins)), self.origin_mem().get64(a)));
+                                let icall = *shadow::word(ctx, area::LAST_ICALL);
+                                if *shadow::word(ctx, area::LAST_RET_KEY) != a && icall != 0 {
+                                    // A return no call made: control had gone astray before,
+                                    // at the last indirect call or jump.
+                                    let o = *shadow::word(ctx, area::LAST_ICALL_ORIGIN);
+                                    let what = decode(icall).map(|i| fmt(&i)).unwrap_or_default();
+                                    locs.push((format!("target of `{what}` at {icall:#x} (control then reached `ret` at {last:#x}, which no call matched)"), o));
+                                } else {
+                                    locs.push((format!("return address at {a:#x} (used by `{}` at {last:#x})", fmt(&ins)), self.origin_mem().get64(a)));
+                                }
                             }
                             _ if ins.op0_kind() == OpKind::Register => locs.extend(reg_loc(ctx, ins.op0_register(), "indirect target")),
                             _ => {
@@ -564,6 +587,15 @@ impl Tool for SuppressRun {
             }
             FlowControl::IndirectBranch | FlowControl::IndirectCall => {
                 self.last_indirect(pc, b);
+                if let Some(n) = (ins.op0_kind() == OpKind::Register).then(|| gpr_n(ins.op0_register())).flatten() {
+                    let t = b.scratch();
+                    let a = b.asm();
+                    a.mov(t, pc).unwrap();
+                    a.mov(qword_ptr(tool_area(area::LAST_ICALL)).gs(), t).unwrap();
+                    a.mov(t, qword_ptr(tool_area(slot::ORIGIN_GPR + 8 * n)).gs()).unwrap();
+                    a.mov(qword_ptr(tool_area(area::LAST_ICALL_ORIGIN)).gs(), t).unwrap();
+                    b.release_scratch();
+                }
                 let mut slots: Vec<usize> = Vec::new();
                 if ins.op0_kind() == OpKind::Register {
                     slots.extend(gpr_n(ins.op0_register()).map(shadow::gpr_slot));
@@ -627,6 +659,7 @@ impl Tool for SuppressRun {
             self.at_call(ins, b);
         }
         self.prop.before(site, b);
+        b.release_scratch();
         self.point_checks(ins, b);
     }
 
