@@ -123,3 +123,20 @@ fn double_free_through_two_pointers() {
     let err = check_bug("double_free", "main", &["x"], 3, &[]);
     assert!(err.contains("1. original run: SIGABRT"), "{err}");
 }
+
+#[test]
+fn heap_overflow_into_malloc_metadata_found_at_the_strcpy() {
+    let long = "A".repeat(42);
+    let err = check_bug("heap_overflow", "main", &[&long], 3, &["name"]);
+    assert!(err.contains("size field of the heap block"), "the crash is blamed on the overwritten header:\n{err}");
+    assert!(headline(&err).contains("strcpy"), "{err}");
+}
+
+#[test]
+fn too_small_allocation_found_at_the_write_past_its_end() {
+    // The size is computed wrongly two calls earlier; the first point of corruption is the
+    // loop's write past the end (after the instance alone did not avoid the crash, every
+    // instance of the statement is suppressed).
+    let err = check_bug("small_alloc", "main", &["20"], 4, &["4"]);
+    assert!(err.contains("(every instance)"), "{err}");
+}

@@ -346,8 +346,10 @@ pub struct Propagation {
 /// - A store in a library keeps the origin of the value it copies (memcpy moves corruption,
 ///   it does not make it) and defines only what had no definition (strcpy of input bytes).
 /// - A computation in registers takes its most recent source's origin (the address of
-///   `a[c]` comes from `c`, assigned just before, rather than from `a`, set up long ago); it
-///   defines here only what had no definition (constants).
+///   `a[c]` comes from `c`, assigned just before, rather than from `a`, set up long ago).
+///   Constants (an immediate moved to a register, a computation with no defined source) get
+///   this site with instance 0, "every instance": older than any real definition, so a mask
+///   or a base address never outranks the data it is combined with.
 /// - A pointer-sized load in the program from memory nobody defined takes its address's
 ///   origin (a NULL read from a never-written slot is blamed on how the slot was chosen).
 #[derive(Clone, Copy, Debug)]
@@ -697,6 +699,13 @@ impl Propagation {
             a.or(r.t, ta(slot::THREAD_BITS)).unwrap();
             a.or(r.t, here as i32).unwrap();
         };
+        // A constant in a register: this site, instance 0 (every instance), so that any
+        // source with a real definition is more recent.
+        let constant_here = |b: &mut Inline| {
+            let a = b.asm();
+            a.mov(r.t, ta(slot::THREAD_BITS)).unwrap();
+            a.or(r.t, here as i32).unwrap();
+        };
         let policy = self.policy;
         let is_store = !o.dst_mem.is_empty() && !matches!(ins.mnemonic(), Mnemonic::Push | Mnemonic::Call);
         match class {
@@ -725,8 +734,13 @@ impl Propagation {
                 }
                 if let Some(p) = policy {
                     if o.src_regs.is_empty() && o.src_mem.is_empty() {
-                        // An immediate is defined where it is written.
-                        define_here(b);
+                        // An immediate is defined where it is written: a store of one
+                        // defines the location now, a register gets a constant.
+                        if is_store {
+                            define_here(b);
+                        } else {
+                            constant_here(b);
+                        }
                         b.asm().mov(r.acc, r.t).unwrap();
                     } else if is_store {
                         define_here(b);
@@ -770,7 +784,7 @@ impl Propagation {
                     a.cmp(r.m, r.acc).unwrap();
                     a.cmova(r.acc, r.m).unwrap();
                 }
-                define_here(b);
+                constant_here(b);
                 let a = b.asm();
                 a.test(r.acc, r.acc).unwrap();
                 a.cmovz(r.acc, r.t).unwrap();

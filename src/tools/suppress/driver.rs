@@ -94,10 +94,15 @@ fn crash_text(o: &Outcome) -> String {
     }
 }
 
+/// Suppression point `p` includes instance `d` (instance 0: every instance of the site).
+fn covers(p: &Point, d: &Point) -> bool {
+    p.pc == d.pc && p.thread == d.thread && (p.instance == 0 || p.instance == d.instance)
+}
+
 /// The place a point is reported at: its own line, or for code in a library the main
 /// program's call that led there.
 fn headline(def: &(Point, String, String, String), hits: &[(Point, String)]) -> String {
-    match hits.iter().find(|h| h.0 == def.0).map(|h| h.1.as_str()).filter(|s| !s.is_empty()) {
+    match hits.iter().find(|h| covers(&h.0, &def.0)).map(|h| h.1.as_str()).filter(|s| !s.is_empty()) {
         Some(call) => format!("{call}, inside {}", def.2),
         None => def.2.clone(),
     }
@@ -175,7 +180,13 @@ fn search(command: Vec<std::ffi::OsString>, opts: &mut Options, dir: &Path, star
             say(&format!("suppress: cannot conclude: the crash ({}) used no location with a known definition", crash_text(current)));
             return INCONCLUSIVE;
         }
-        let new: Vec<Point> = defs.iter().copied().filter(|d| !points.contains(d)).collect();
+        let mut new: Vec<Point> = defs.iter().copied().filter(|d| !points.contains(d)).collect();
+        if new.is_empty() {
+            // Suppressing the instance did not avoid the crash (another instance of the same
+            // statement wrote part of the same word, which origins do not tell apart):
+            // suppress every instance of the statement.
+            new = defs.iter().map(|d| Point { instance: 0, ..*d }).filter(|d| !points.contains(d)).collect();
+        }
         if new.is_empty() {
             print_chain(say, &chain, runs.count, started);
             say("suppress: cannot conclude: suppressing the crash's definitions did not avoid it");
@@ -194,10 +205,11 @@ fn search(command: Vec<std::ffi::OsString>, opts: &mut Options, dir: &Path, star
         let done = o.crash.is_none();
         chain.push((new, o));
         if done {
-            let (prev, last) = (&chain[chain.len() - 2].1, &chain[chain.len() - 1].1);
-            for d in prev.defs.iter().filter(|d| defs.contains(&d.0)) {
+            let (prev, (added, last)) = (&chain[chain.len() - 2].1, &chain[chain.len() - 1]);
+            for d in prev.defs.iter().filter(|d| added.iter().any(|p| covers(p, &d.0))) {
                 say(&format!("suppress: first point of memory corruption: {}", headline(d, &last.hits)));
-                say(&format!("suppress:    instruction `{}` at {:#x}, thread {}, block instance {}", d.3, d.0.pc, d.0.thread, d.0.instance));
+                let which = if added.iter().any(|p| p.instance == 0 && covers(p, &d.0)) { " (suppressed in every instance)" } else { "" };
+                say(&format!("suppress:    instruction `{}` at {:#x}, thread {}, block instance {}{which}", d.3, d.0.pc, d.0.thread, d.0.instance));
             }
             print_chain(say, &chain, runs.count, started);
             return error_exitcode;
@@ -212,8 +224,9 @@ fn print_chain(say: &dyn Fn(&str), chain: &[(Vec<Point>, Outcome)], runs: u32, s
             "original run".to_string()
         } else {
             let prev = &chain[i - 1].1;
-            let places: Vec<String> = prev.defs.iter().filter(|d| added.contains(&d.0)).map(|d| headline(d, &o.hits)).collect();
-            format!("suppressing from {}", places.join(" and "))
+            let places: Vec<String> = prev.defs.iter().filter(|d| added.iter().any(|p| covers(p, &d.0))).map(|d| headline(d, &o.hits)).collect();
+            let every = if added.iter().all(|p| p.instance == 0) { " (every instance)" } else { "" };
+            format!("suppressing from {}{every}", places.join(" and "))
         };
         say(&format!("suppress:   {}. {from}: {}", i + 1, crash_text(o)));
         for d in &o.defs {

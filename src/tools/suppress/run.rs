@@ -44,8 +44,8 @@ mod area {
 }
 
 /// Return-address table: entry (128 bytes) = stack slot of the return address, return
-/// address, origin of rdi at the call, rbx, rbp, r12-r15 at the call; indexed by the slot's
-/// low 16 bits. A call fills its entry; nothing
+/// address, origin of rdi at the call, rbx, rbp, r12-r15 at the call, rdi at the call;
+/// indexed by the slot's low 16 bits. A call fills its entry; nothing
 /// pops it, so `longjmp` and exceptions need no care, and an entry is trusted only if it names
 /// the slot asked about.
 const TABLE_BYTES: usize = (1 << 16) / 8 * ENTRY_BYTES;
@@ -199,6 +199,12 @@ impl SuppressRun {
         a.mov(qword_ptr(s2 + 8), s1).unwrap();
         a.mov(s1, qword_ptr(tool_area(slot::ORIGIN_GPR + 8 * 7)).gs()).unwrap();
         a.mov(qword_ptr(s2 + 16), s1).unwrap();
+        if spilled & (1 << 7) != 0 {
+            a.mov(s1, qword_ptr(rtgrind_jit::instrument::spill_slot(7) as u64).gs()).unwrap();
+            a.mov(qword_ptr(s2 + 72), s1).unwrap();
+        } else {
+            a.mov(qword_ptr(s2 + 72), rtgrind_jit::instrument::code_asm::rdi).unwrap();
+        }
         // The callee-saved registers, for leaving a function early (from their spill slots
         // where a tool holds the register).
         for (k, &r) in CALLEE_SAVED.iter().enumerate() {
@@ -251,9 +257,12 @@ impl SuppressRun {
             let t = b.scratch();
             let a = b.asm();
             let mut no = a.create_label();
-            a.mov(t, p.instance << origin::INSTANCE_SHIFT).unwrap();
-            a.cmp(qword_ptr(tool_area(slot::BLOCKS)).gs(), t).unwrap();
-            a.jne(no).unwrap();
+            // Instance 0 names a constant: every instance of the site.
+            if p.instance != 0 {
+                a.mov(t, p.instance << origin::INSTANCE_SHIFT).unwrap();
+                a.cmp(qword_ptr(tool_area(slot::BLOCKS)).gs(), t).unwrap();
+                a.jne(no).unwrap();
+            }
             b.callout(point_callout, arg, t);
             let a = b.asm();
             a.cmp(qword_ptr(tool_area(area::REDIRECT)).gs(), 0).unwrap();
@@ -274,6 +283,20 @@ impl SuppressRun {
             let n = gpr_n(r)?;
             (r != Register::RSP).then(|| (format!("{} ({what})", format!("{r:?}").to_lowercase()), *shadow::word(ctx, slot::ORIGIN_GPR + 8 * n)))
         };
+        // Inside a library call from the program, on a heap block whose size field was
+        // rewritten after the pointer to it was defined: the allocator's metadata was
+        // overwritten, whatever glibc then did with it (an abort from its checks, a fault).
+        let main = self.state.main;
+        let innermost = frame_entries(ctx).into_iter().find(|e| (main.0..main.1).contains(&e[1]));
+        let in_library = !(main.0..main.1).contains(&pc);
+        if let (Some(e), true) = (innermost, in_library) {
+            let (ret, rdi_origin, p) = (e[1], e[2], e[9]);
+            let size_origin = if p >= 16 && p % 16 == 0 && guest_mem::read_u64(p - 8).is_some() { self.origin_mem().get64(p - 8) } else { 0 };
+            if size_origin & !origin::INCOMING != 0 && origin::instance(size_origin) > origin::instance(rdi_origin) {
+                locs.push((format!("size field of the heap block {p:#x} passed to the call returning to {ret:#x}"), size_origin));
+                return locs;
+            }
+        }
         match sig {
             libc::SIGSEGV | libc::SIGBUS | libc::SIGFPE | libc::SIGILL => {
                 let fetch = sig != libc::SIGFPE && (addr == pc || decode(pc).is_none());
@@ -322,9 +345,8 @@ impl SuppressRun {
             _ => {
                 // An abort (glibc's heap checks, failed assertions): the pointer passed to
                 // the innermost library call made by the main program.
-                let main = self.state.main;
-                if let Some((_, ret, rdi_origin)) = frames(ctx).into_iter().find(|f| (main.0..main.1).contains(&f.1)) {
-                    locs.push((format!("first argument of the call returning to {ret:#x}"), rdi_origin));
+                if let Some(e) = innermost {
+                    locs.push((format!("first argument of the call returning to {:#x}", e[1]), e[2]));
                 }
             }
         }
@@ -346,7 +368,7 @@ fn frames(ctx: &mut ThreadContext) -> Vec<(u64, u64, u64)> {
 }
 
 /// The live entries of the thread's table (see `TABLE_BYTES`), innermost first.
-fn frame_entries(ctx: &mut ThreadContext) -> Vec<[u64; 9]> {
+fn frame_entries(ctx: &mut ThreadContext) -> Vec<[u64; 10]> {
     let table = *shadow::word(ctx, area::RET_TABLE);
     if table == 0 {
         return Vec::new();
@@ -354,10 +376,10 @@ fn frame_entries(ctx: &mut ThreadContext) -> Vec<[u64; 9]> {
     let rsp = ctx.gpr[4];
     // SAFETY: the table is this thread's, TABLE_BYTES long, allocated in `init_table`.
     let words = unsafe { std::slice::from_raw_parts(table as *const u64, TABLE_BYTES / 8) };
-    let mut out: Vec<[u64; 9]> = words
+    let mut out: Vec<[u64; 10]> = words
         .chunks(ENTRY_BYTES / 8)
         .filter(|e| e[0] >= rsp && e[0] < rsp + (64 << 20) && guest_mem::read_u64(e[0]) == Some(e[1]))
-        .map(|e| e[..9].try_into().unwrap())
+        .map(|e| e[..10].try_into().unwrap())
         .collect();
     out.sort();
     out
