@@ -140,3 +140,15 @@ fn too_small_allocation_found_at_the_write_past_its_end() {
     let err = check_bug("small_alloc", "main", &["20"], 4, &["4"]);
     assert!(err.contains("(every instance)"), "{err}");
 }
+
+#[test]
+fn two_inputs_two_crash_points_one_root_cause() {
+    // 13 characters corrupt `val` (a crash in puts' strlen); 23 also corrupt `cmp` (a crash
+    // at the call through it). Both are the same overflow.
+    let short = check_bug("two_inputs", "set_key", &["AAAAAAAAAAAAA"], 3, &["key"]);
+    let long = check_bug("two_inputs", "set_key", &["AAAAAAAAAAAAAAAAAAAAAAA"], 3, &["key"]);
+    assert!(short.contains("strlen"), "{short}");
+    assert!(long.contains("indirect target") || long.contains("target of `call"), "the crash is the call through cmp:\n{long}");
+    let root = |r: &str| headline(r).split("first point").nth(1).unwrap().to_string();
+    assert_eq!(root(&short), root(&long));
+}

@@ -116,6 +116,9 @@ pub struct SuppressRun {
     crash: Option<Crash>,
     /// The syscall being handled was suppressed (`syscall_pre` said so).
     syscall_suppressed: bool,
+    /// Bytes in flight in pipes (by inode): their origin and corrupt bit, so both survive a
+    /// round trip through the kernel.
+    pipes: HashMap<u64, std::collections::VecDeque<(u64, u8)>>,
 }
 
 /// The fatal signal: (signal, guest pc, the thread's block instance, used locations with
@@ -137,7 +140,7 @@ impl SuppressRun {
         let origins = Box::into_raw(Box::new(ShadowMemory::new()?));
         let prop = Propagation::new(shadow, Some(origins));
         let state = Box::new(State { shadow, ipdoms: HashMap::new(), functions: Vec::new(), suppressed: HashMap::new(), hits: Vec::new(), main: (0, 0) });
-        Ok(SuppressRun { program, plan, prop, origins, state, guards: Vec::new(), checks: Vec::new(), threads: 0, crash: None, syscall_suppressed: false })
+        Ok(SuppressRun { program, plan, prop, origins, state, guards: Vec::new(), checks: Vec::new(), threads: 0, crash: None, syscall_suppressed: false, pipes: HashMap::new() })
     }
 
     fn origin_mem(&mut self) -> &mut ShadowMemory {
@@ -288,10 +291,12 @@ impl SuppressRun {
         // overwritten, whatever glibc then did with it (an abort from its checks, a fault).
         let main = self.state.main;
         let innermost = frame_entries(ctx).into_iter().find(|e| (main.0..main.1).contains(&e[1]));
-        let in_library = !(main.0..main.1).contains(&pc);
+        let in_library = !(main.0..main.1).contains(&pc) && decode(pc).is_some();
         if let (Some(e), true) = (innermost, in_library) {
             let (ret, rdi_origin, p) = (e[1], e[2], e[9]);
-            let size_origin = if p >= 16 && p % 16 == 0 && guest_mem::read_u64(p - 8).is_some() { self.origin_mem().get64(p - 8) } else { 0 };
+            let on_stack = p.abs_diff(ctx.gpr[4]) < 64 << 20;
+            let heap_block = p >= 16 && p % 16 == 0 && !on_stack && guest_mem::read_u64(p - 8).is_some();
+            let size_origin = if heap_block { self.origin_mem().get64(p - 8) } else { 0 };
             if size_origin & !origin::INCOMING != 0 && origin::instance(size_origin) > origin::instance(rdi_origin) {
                 locs.push((format!("size field of the heap block {p:#x} passed to the call returning to {ret:#x}"), size_origin));
                 return locs;
@@ -725,8 +730,9 @@ impl ToolRun for SuppressRun {
         }
         let n = super::super::taint::arg_count(nr);
         let corrupt_arg = SYSCALL_ARGS.iter().take(n).any(|&r| *shadow::gpr(ctx, r) != 0);
+        // Corrupt bytes written to a pipe travel with their marks (see `pipes`).
         let corrupt_buf = match nr {
-            libc::SYS_write | libc::SYS_pwrite64 | libc::SYS_sendto => self.state.mem().any(args[1], args[2].min(1 << 24)),
+            libc::SYS_write | libc::SYS_pwrite64 | libc::SYS_sendto => pipe_inode(args[0]).is_none() && self.state.mem().any(args[1], args[2].min(1 << 24)),
             _ => false,
         };
         if corrupt_arg || corrupt_buf {
@@ -777,6 +783,25 @@ impl ToolRun for SuppressRun {
                 self.origin_mem().set64_range(buf, len, defined);
             }
         }
+        if suppressed {
+            return;
+        }
+        let n = (ret as u64).min(1 << 24);
+        match (nr, pipe_inode(a[0])) {
+            (libc::SYS_write, Some(ino)) => {
+                let bytes: Vec<(u64, u8)> = (0..n).map(|i| (self.origin_mem().get64(a[1] + i), self.state.mem().get(a[1] + i))).collect();
+                self.pipes.entry(ino).or_default().extend(bytes);
+            }
+            (libc::SYS_read, Some(ino)) => {
+                let Some(q) = self.pipes.get_mut(&ino) else { return };
+                let taken: Vec<(u64, u8)> = (0..n).map_while(|_| q.pop_front()).collect();
+                for (i, (o, c)) in taken.into_iter().enumerate() {
+                    self.origin_mem().set64(a[1] + i as u64, o);
+                    self.state.mem().set(a[1] + i as u64, c);
+                }
+            }
+            _ => {}
+        }
     }
 
     fn fatal_signal(&mut self, ctx: &mut ThreadContext, sig: i32, _code: i32, addr: u64, mem: &GuestMemory) {
@@ -814,6 +839,14 @@ impl ToolRun for SuppressRun {
             let _ = std::fs::write(path, out.to_text());
         }
     }
+}
+
+/// The inode of the pipe open as guest descriptor `fd`, if it is one.
+fn pipe_inode(fd: u64) -> Option<u64> {
+    // SAFETY: fstat fills a local struct; the descriptor table is shared with the guest.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    let ok = unsafe { libc::fstat(fd as i32, &mut st) } == 0;
+    (ok && st.st_mode & libc::S_IFMT == libc::S_IFIFO).then_some(st.st_ino)
 }
 
 /// The main program's path and mapped range (from its first to its last mapping).
