@@ -152,3 +152,11 @@ fn two_inputs_two_crash_points_one_root_cause() {
     let root = |r: &str| headline(r).split("first point").nth(1).unwrap().to_string();
     assert_eq!(root(&short), root(&long));
 }
+
+#[test]
+fn corruption_through_memcpy_and_a_pipe_round_trip() {
+    // The corrupt pointer is copied by glibc's memcpy (vector moves), written to a pipe and
+    // read back before it is used: origins and corrupt bits travel with the bytes.
+    let err = check_bug("pipe_copy", "set_text", &["AAAAAAAAAAAAAAAAAAAAAAA"], 3, &["ping"]);
+    assert!(err.contains(&place("pipe_copy", "crash", "main")) || err.contains("strlen"), "{err}");
+}

@@ -47,6 +47,10 @@ pub mod slot {
     /// The thread's index, shifted into place for an origin.
     pub const THREAD_BITS: usize = 632;
     pub const END: usize = 640;
+    /// Origins of the four 8-byte lanes of each ymm register (16 x 4 u64), so that a vector
+    /// copy (memcpy's) keeps each granule's origin: lane k of register n at `+ 32n + 8k`.
+    pub const ORIGIN_LANES: usize = 1024;
+    pub const LANES_END: usize = 1024 + 16 * 32;
 }
 
 /// The tool-area word at byte offset `off`.
@@ -56,7 +60,7 @@ pub fn word(ctx: &mut ThreadContext, off: usize) -> &mut u64 {
 
 /// Points a thread's shadow registers at the shadow memories and clears them.
 pub fn init_thread(ctx: &mut ThreadContext, mem: &memory::ShadowMemory, origins: Option<&memory::ShadowMemory>) {
-    ctx.tool_area[..slot::END / 8].iter_mut().for_each(|w| *w = 0);
+    ctx.tool_area[..slot::LANES_END / 8].iter_mut().for_each(|w| *w = 0);
     *word(ctx, slot::DELTA_TAINT) = mem.delta_table_addr();
     *word(ctx, slot::K01) = 0x0101_0101_0101_0101;
     if let Some(o) = origins {

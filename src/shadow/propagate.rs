@@ -721,6 +721,7 @@ impl Propagation {
             Class::Zero => {
                 b.asm().xor(r32(r.acc), r32(r.acc)).unwrap();
             }
+            Class::Copy if self.lane_copy(ins.ip(), o, r, b) => return,
             Class::Copy => {
                 b.asm().xor(r32(r.acc), r32(r.acc)).unwrap();
                 if let Some(&s) = o.src_regs.first() {
@@ -796,6 +797,11 @@ impl Propagation {
         }
         for &d in &o.dst_regs {
             b.asm().mov(ta(origin_slot(d)), r.acc).unwrap();
+            if let Part::Vec { .. } = d.part {
+                for k in 0..4 {
+                    b.asm().mov(ta(lane_slot(d.n, k)), r.acc).unwrap();
+                }
+            }
         }
         if !o.dst_mem.is_empty() && policy.is_some() {
             // Memory keeps no call-boundary mark.
@@ -806,6 +812,85 @@ impl Propagation {
         }
         if o.writes_flags {
             b.asm().mov(ta(slot::ORIGIN_FLAGS), r.acc).unwrap();
+        }
+    }
+
+    /// A whole-vector copy (load, store or register move of 16 or 32 bytes) moves the origin
+    /// of each 8-byte lane: memcpy's vector copies keep every granule's origin. False if the
+    /// instruction is not one.
+    fn lane_copy(&mut self, pc: u64, o: &Operands, r: Regs, b: &mut Inline) -> bool {
+        let vec = |x: &Reg| match x.part {
+            Part::Vec { bytes, .. } => Some(bytes as usize),
+            _ => None,
+        };
+        let lanes = |n: usize| n / 8;
+        match (o.src_regs.as_slice(), o.src_mem.as_slice(), o.dst_regs.as_slice(), o.dst_mem.as_slice()) {
+            ([], [m], [d], []) if vec(d).is_some() && m.memory_size().size() >= 16 => {
+                let n = lanes(m.memory_size().size().min(32));
+                effective_address(b, r.a, m, r.t);
+                shadow_address(b, r, slot::DELTA_ORIGIN);
+                let a = b.asm();
+                // r.t: shadow of the first byte; lane k's granule is that of ea + 8k.
+                a.mov(r.u, r.a).unwrap();
+                a.and(r.u, 7).unwrap();
+                a.sub(r.t, r.u).unwrap();
+                for k in 0..4 {
+                    let from = if k < n { k } else { n - 1 };
+                    if k < n {
+                        a.mov(r.m, qword_ptr(r.t + (8 * from) as i32)).unwrap();
+                    }
+                    a.mov(ta(lane_slot(d.n, k)), r.m).unwrap();
+                    if k == 0 {
+                        a.mov(ta(origin_slot(*d)), r.m).unwrap();
+                    }
+                }
+                true
+            }
+            ([s], [], [], [m]) if vec(s).is_some() && m.memory_size().size() >= 16 => {
+                let n = lanes(m.memory_size().size().min(32));
+                effective_address(b, r.a, m, r.t);
+                shadow_address(b, r, slot::DELTA_ORIGIN);
+                let a = b.asm();
+                a.mov(r.u, r.a).unwrap();
+                a.and(r.u, 7).unwrap();
+                a.sub(r.t, r.u).unwrap();
+                if let Some(p) = self.policy {
+                    // As for other stores (see `Policy`): the program's define, a library's
+                    // keep what they copy and define what had no definition.
+                    a.mov(r.acc, ta(slot::BLOCKS)).unwrap();
+                    a.or(r.acc, ta(slot::THREAD_BITS)).unwrap();
+                    a.or(r.acc, (u64::from(self.sites.id(pc)) << origin::SITE_SHIFT) as i32).unwrap();
+                    let main = p.is_main(pc);
+                    let a = b.asm();
+                    for k in 0..n {
+                        if main {
+                            a.mov(qword_ptr(r.t + (8 * k) as i32), r.acc).unwrap();
+                        } else {
+                            a.mov(r.m, ta(lane_slot(s.n, k))).unwrap();
+                            a.and(r.m, -2).unwrap();
+                            a.cmovz(r.m, r.acc).unwrap();
+                            a.mov(qword_ptr(r.t + (8 * k) as i32), r.m).unwrap();
+                        }
+                    }
+                    return true;
+                }
+                for k in 0..n {
+                    a.mov(r.m, ta(lane_slot(s.n, k))).unwrap();
+                    a.mov(qword_ptr(r.t + (8 * k) as i32), r.m).unwrap();
+                }
+                true
+            }
+            ([s], [], [d], []) if vec(s).is_some() && vec(d).is_some() => {
+                let a = b.asm();
+                for k in 0..4 {
+                    a.mov(r.m, ta(lane_slot(s.n, k))).unwrap();
+                    a.mov(ta(lane_slot(d.n, k)), r.m).unwrap();
+                }
+                a.mov(r.m, ta(origin_slot(*s))).unwrap();
+                a.mov(ta(origin_slot(*d)), r.m).unwrap();
+                true
+            }
+            _ => false,
         }
     }
 
@@ -902,6 +987,11 @@ fn compute_sources(site: &InsnSite, o: &Operands) -> Vec<Reg> {
         }
     }
     srcs
+}
+
+/// Tool-area offset of the origin of lane `k` (8 bytes) of vector register `n`.
+fn lane_slot(n: usize, k: usize) -> usize {
+    slot::ORIGIN_LANES + 32 * n + 8 * k
 }
 
 fn origin_slot(r: Reg) -> usize {
