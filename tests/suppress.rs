@@ -160,3 +160,26 @@ fn corruption_through_memcpy_and_a_pipe_round_trip() {
     let err = check_bug("pipe_copy", "set_text", &["AAAAAAAAAAAAAAAAAAAAAAA"], 3, &["ping"]);
     assert!(err.contains(&place("pipe_copy", "crash", "main")) || err.contains("strlen"), "{err}");
 }
+
+#[test]
+fn the_same_bugs_at_o2() {
+    // Optimised code keeps values in registers and inlines the helpers: the root cause is
+    // still the overflowing store.
+    for (name, func, arg, harmless) in [
+        ("global_overflow", "set_name", "AAAAAAAAAAAAAAAAAAAAAAAAAAAA", "short"),
+        ("pipe_copy", "set_text", "AAAAAAAAAAAAAAAAAAAAAAA", "ping"),
+        ("heap_overflow", "main", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "name"),
+    ] {
+        let source = std::fs::read_to_string(repo_root().join("guest-programs/bugs").join(format!("{name}.c"))).unwrap();
+        let exe_o2 = compile_snippet(&format!("{name}_o2"), "c", &source, &["-g", "-O2", "-fno-stack-protector"]);
+        let out = run_rtgrind(["--tool=suppress"], &Cmd::new(&exe_o2).arg(arg));
+        let err = out.stderr_str();
+        assert_eq!(out.status.code(), Some(1), "{name}: {}", out.describe());
+        // At -O2 the helper may be inlined into main: the line is what matters.
+        let want = place(name, "root", func);
+        let line = want.split(" (").next().unwrap().replace(&format!("{name}.c"), &format!("{name}_o2.c"));
+        assert!(headline(&err).contains(&line), "{name}: expected {line}:\n{err}");
+        let ok = run_rtgrind(["--tool=suppress"], &Cmd::new(&exe_o2).arg(harmless));
+        assert_eq!(ok.status.code(), Some(0), "{name}: {}", ok.describe());
+    }
+}

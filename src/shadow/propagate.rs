@@ -718,6 +718,11 @@ impl Propagation {
                 a.mov(ta(origin_slot(y)), r.m).unwrap();
                 return;
             }
+            Class::Zero if policy.is_some() => {
+                // `xor eax, eax` is the constant 0 (a NULL returned), defined here.
+                constant_here(b);
+                b.asm().mov(r.acc, r.t).unwrap();
+            }
             Class::Zero => {
                 b.asm().xor(r32(r.acc), r32(r.acc)).unwrap();
             }
