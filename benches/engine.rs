@@ -118,7 +118,7 @@ fn main() {
 
 /// Name, column title, program (empty: run natively; no `/`: looked up in PATH), arguments.
 #[rustfmt::skip]
-const TOOLS: [(&str, &str, &str, &[&str]); 11] = [
+const TOOLS: [(&str, &str, &str, &[&str]); 13] = [
     ("native", "native", "", &[]),
     ("native1", "native on 1 core", "taskset", &["-c", "0"]), // for the threaded kernel
     ("rtgrind", "rtgrind --tool=none", env!("CARGO_BIN_EXE_rtgrind"), &["-q", "--tool=none"]),
@@ -128,6 +128,8 @@ const TOOLS: [(&str, &str, &str, &[&str]); 11] = [
     ("taint", "rtgrind --tool=taint", env!("CARGO_BIN_EXE_rtgrind"), &["-q", "--tool=taint", "--log-file=/dev/null"]),
     ("taint-origins", "rtgrind taint + origins", env!("CARGO_BIN_EXE_rtgrind"), &["-q", "--tool=taint", "--track-origins=yes", "--log-file=/dev/null"]),
     ("lackey", "valgrind --tool=lackey", "valgrind", &["--tool=lackey", "-q", "--log-file=/dev/null"]),
+    ("suppress-trace", "rtgrind suppress: trace run", env!("CARGO_BIN_EXE_rtgrind"), &["-q", "--tool=suppress", concat!("--suppress-plan=", env!("CARGO_MANIFEST_DIR"), "/guest-programs/bench/plan-none"), "--log-file=/dev/null"]),
+    ("suppress-run", "rtgrind suppress: run suppressing from main", env!("CARGO_BIN_EXE_rtgrind"), &["-q", "--tool=suppress", concat!("--suppress-plan=", env!("CARGO_MANIFEST_DIR"), "/guest-programs/bench/plan-main"), "--log-file=/dev/null"]),
     ("memcheck", "valgrind --tool=memcheck", "valgrind", &["--tool=memcheck", "-q"]),
     ("origins", "memcheck --track-origins=yes", "valgrind", &["--tool=memcheck", "-q", "--track-origins=yes"]),
 ];

@@ -76,3 +76,10 @@ pub fn function_ranges(path: &str, mem: &GuestMemory) -> Vec<(u64, u64)> {
     let bias = if fs.is_dyn { base - fs.first_vaddr } else { 0 };
     fs.syms.iter().filter(|s| s.1 > 0).map(|s| (s.0 + bias, s.0 + s.1 + bias)).collect()
 }
+
+/// The guest address of function `name` in module `path` mapped in `mem`.
+pub fn function_address(path: &str, mem: &GuestMemory, name: &str) -> Option<u64> {
+    let (fs, base) = (parse(path)?, mem.lowest_start_named(path)?);
+    let bias = if fs.is_dyn { base - fs.first_vaddr } else { 0 };
+    fs.syms.iter().find(|s| s.2 == name).map(|s| s.0 + bias)
+}

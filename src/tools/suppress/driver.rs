@@ -41,7 +41,7 @@ impl Runs {
         let n = self.count;
         let plan_path = self.dir.join(format!("plan-{n}"));
         let out_path = self.dir.join(format!("outcome-{n}"));
-        std::fs::write(&plan_path, Plan { points: points.to_vec(), out: None }.to_text())?;
+        std::fs::write(&plan_path, Plan { points: points.to_vec(), out: None, at_functions: Vec::new() }.to_text())?;
         let exe = std::env::current_exe()?;
         let mut cmd = Command::new(exe);
         cmd.arg("--tool=suppress")

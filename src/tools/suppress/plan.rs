@@ -25,6 +25,9 @@ impl Point {
 #[derive(Clone, Debug, Default)]
 pub struct Plan {
     pub points: Vec<Point>,
+    /// Functions of the main program whose first instruction is a suppression point (every
+    /// instance), by name: `at main` makes a whole run a suppression run (benchmarks).
+    pub at_functions: Vec<String>,
     /// Where the run writes its `Outcome`.
     pub out: Option<PathBuf>,
 }
@@ -39,6 +42,7 @@ impl Plan {
             let f: Vec<&str> = line.split('\t').collect();
             match f[0] {
                 "point" => plan.points.push(Point::parse(&f[1..]).ok_or(format!("plan line {}: bad point", i + 1))?),
+                "at" => plan.at_functions.push(f.get(1).ok_or(format!("plan line {}: `at` needs a function", i + 1))?.to_string()),
                 "" => {}
                 other => return Err(format!("plan line {}: unknown entry `{other}`", i + 1)),
             }
@@ -112,7 +116,7 @@ mod tests {
     #[test]
     fn plan_and_outcome_round_trip() {
         let p = Point { pc: 0x401000, thread: 0, instance: 42 };
-        let plan = Plan { points: vec![p], out: None };
+        let plan = Plan { points: vec![p], out: None, at_functions: vec![] };
         assert_eq!(Plan::parse(&plan.to_text()).unwrap().points, vec![p]);
         let o = Outcome {
             crash: Some((11, 0x401234, 7, "a.c:3 (main)".into())),

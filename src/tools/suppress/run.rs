@@ -711,6 +711,12 @@ impl ToolRun for SuppressRun {
         self.state.main = main;
         self.prop.policy = Some(Policy { main });
         self.state.functions = crate::report::symbols::function_ranges(&path, mem);
+        for f in self.plan.at_functions.clone() {
+            match crate::report::symbols::function_address(&path, mem, &f) {
+                Some(pc) => self.plan.points.push(Point { pc, thread: 0, instance: 0 }),
+                None => eprintln!("rtgrind: suppress: no function `{f}` in {path}"),
+            }
+        }
     }
 
     fn thread_start(&mut self, child: &mut ThreadContext) {
