@@ -103,6 +103,18 @@ pub struct Cli {
     #[arg(long, default_value_t = 1, help_heading = "Tool options")]
     pub error_exitcode: i32,
 
+    /// suppress: also print the result as JSON on stdout.
+    #[arg(long, help_heading = "Tool options")]
+    pub json: bool,
+
+    /// suppress: also print the result as SARIF 2.1.0 on stdout.
+    #[arg(long, help_heading = "Tool options")]
+    pub sarif: bool,
+
+    /// suppress: write the chain of runs as a Graphviz graph to FILE.
+    #[arg(long, value_name = "FILE", help_heading = "Tool options")]
+    pub dot: Option<PathBuf>,
+
     /// suppress (internal): run once with the suppression points in FILE.
     #[arg(long, value_name = "FILE", hide = true)]
     pub suppress_plan: Option<PathBuf>,

@@ -85,7 +85,14 @@ fn main() {
             fail(&format!("{}: no such file", cli.command[0].to_string_lossy()), 127);
         }
         let opts = tools::suppress::driver::Options { max_runs: cli.max_runs, error_exitcode: cli.error_exitcode, stdin_file: cli.stdin_file.clone(), seed: cli.seed };
-        std::process::exit(tools::suppress::driver::drive(cli.command.clone(), opts));
+        if let Some(d) = &cli.dot {
+            // Nothing the user has is overwritten without asking.
+            if d.exists() {
+                fail(&format!("--dot: '{}' exists; not overwriting it", d.display()), EXIT_USAGE);
+            }
+        }
+        let format = tools::suppress::report::Format { json: cli.json, sarif: cli.sarif, dot: cli.dot.clone() };
+        std::process::exit(tools::suppress::driver::drive(cli.command.clone(), opts, format));
     }
     let repeatable = cli.repeatable == cli::YesNo::Yes;
     if let Some(f) = &cli.stdin_file {

@@ -183,3 +183,28 @@ fn the_same_bugs_at_o2() {
         assert_eq!(ok.status.code(), Some(0), "{name}: {}", ok.describe());
     }
 }
+
+#[test]
+fn json_sarif_and_dot_reports() {
+    let exe = bug("copy_paste", "copy_paste", &|s| s);
+    let dir = crate::common::scratch_dir("suppress-reports");
+    let dot = dir.join("chain.dot");
+    let _ = std::fs::remove_file(&dot);
+    let opt = format!("--dot={}", dot.display());
+    let out = run_rtgrind(["--tool=suppress", "--json", "--sarif", &opt], &Cmd::new(&exe).stdin("1 2 3 100000000\n"));
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    let stdout = out.stdout_str();
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "one JSON line and one SARIF line:\n{stdout}");
+    let root = place("copy_paste", "root", "main");
+    assert!(lines[0].starts_with("{\"tool\":\"suppress\"") && lines[0].contains("\"result\":\"root-cause\"") && lines[0].contains(&format!("\"place\":\"{root}\"")) && lines[0].contains("\"runs\":5"), "{}", lines[0]);
+    let line = root.split(':').nth(1).unwrap().split(' ').next().unwrap();
+    assert!(lines[1].contains("\"version\":\"2.1.0\"") && lines[1].contains("\"uri\":\"copy_paste.c\"") && lines[1].contains(&format!("\"startLine\":{line}")), "{}", lines[1]);
+    let graph = std::fs::read_to_string(&dot).unwrap();
+    assert!(graph.starts_with("digraph suppression") && graph.contains(&root) && graph.matches("-> run").count() == 3, "{graph}");
+    // An existing file is not overwritten.
+    let again = run_rtgrind(["--tool=suppress", &opt], &Cmd::new(&exe).stdin("1 2 3 100000000\n"));
+    assert_eq!(again.status.code(), Some(2), "{}", again.describe());
+    assert!(again.stderr_str().contains("not overwriting"), "{}", again.describe());
+    assert_eq!(std::fs::read_to_string(&dot).unwrap(), graph);
+}

@@ -108,22 +108,65 @@ fn headline(def: &(Point, String, String, String), hits: &[(Point, String)]) -> 
     }
 }
 
-/// Runs the search and prints the report; returns the exit status.
-pub fn drive(command: Vec<std::ffi::OsString>, mut opts: Options) -> i32 {
-    let started = Instant::now();
-    let pid = std::process::id();
-    let say = |s: &str| eprintln!("=={pid}== {s}");
-    let dir = std::env::temp_dir().join(format!("rtgrind-suppress-{pid}"));
-    if let Err(e) = std::fs::create_dir_all(&dir) {
-        say(&format!("error: cannot create {}: {e}", dir.display()));
-        return INCONCLUSIVE;
-    }
-    let result = search(command, &mut opts, &dir, started, &say);
-    let _ = std::fs::remove_dir_all(&dir);
-    result
+/// How the search ended.
+pub enum Verdict {
+    /// The first run did not crash.
+    NoFailure,
+    /// The crash did not repeat: (first run, second run).
+    NotReproducible(String, String),
+    /// The first point(s) of memory corruption: (point as the crash analysis named it, the
+    /// place to report, suppressed in every instance).
+    RootCause(Vec<Root>),
+    /// The search stopped without an answer, and why.
+    Inconclusive(String),
 }
 
-fn search(command: Vec<std::ffi::OsString>, opts: &mut Options, dir: &Path, started: Instant, say: &dyn Fn(&str)) -> i32 {
+pub struct Root {
+    pub point: Point,
+    /// Where it is reported: its line, or the program's call into the library it is in.
+    pub place: String,
+    /// Its own line (inside a library, the library's).
+    pub own_place: String,
+    pub instruction: String,
+    pub every_instance: bool,
+}
+
+/// What the search found, for the report.
+pub struct Search {
+    pub verdict: Verdict,
+    /// Each run after the check: the points it added and its outcome.
+    pub chain: Vec<(Vec<Point>, Outcome)>,
+    pub runs: u32,
+    pub seconds: f64,
+}
+
+/// Runs the search and prints the report; returns the exit status.
+pub fn drive(command: Vec<std::ffi::OsString>, opts: Options, format: super::report::Format) -> i32 {
+    let started = Instant::now();
+    let pid = std::process::id();
+    let dir = std::env::temp_dir().join(format!("rtgrind-suppress-{pid}"));
+    let error_exitcode = opts.error_exitcode;
+    let search = match std::fs::create_dir_all(&dir) {
+        Ok(()) => run_search(command.clone(), opts, &dir, started),
+        Err(e) => Search { verdict: Verdict::Inconclusive(format!("cannot create {}: {e}", dir.display())), chain: Vec::new(), runs: 0, seconds: 0.0 },
+    };
+    let _ = std::fs::remove_dir_all(&dir);
+    super::report::emit(&search, &command, &format, pid);
+    match search.verdict {
+        Verdict::NoFailure => 0,
+        Verdict::RootCause(_) => error_exitcode,
+        _ => INCONCLUSIVE,
+    }
+}
+
+fn run_search(command: Vec<std::ffi::OsString>, mut opts: Options, dir: &Path, started: Instant) -> Search {
+    let mut chain: Vec<(Vec<Point>, Outcome)> = Vec::new();
+    let mut runs_done = 0;
+    let verdict = search(command, &mut opts, dir, &mut chain, &mut runs_done);
+    Search { verdict, chain, runs: runs_done, seconds: started.elapsed().as_secs_f64() }
+}
+
+fn search(command: Vec<std::ffi::OsString>, opts: &mut Options, dir: &Path, chain: &mut Vec<(Vec<Point>, Outcome)>, runs_done: &mut u32) -> Verdict {
     if opts.stdin_file.is_none() {
         // Every run reads the same input: capture it once (nothing from a terminal).
         let path = dir.join("stdin");
@@ -133,52 +176,40 @@ fn search(command: Vec<std::ffi::OsString>, opts: &mut Options, dir: &Path, star
             let _ = std::io::stdin().read_to_end(&mut data);
         }
         if let Err(e) = std::fs::write(&path, data) {
-            say(&format!("error: cannot write {}: {e}", path.display()));
-            return INCONCLUSIVE;
+            return Verdict::Inconclusive(format!("cannot write {}: {e}", path.display()));
         }
         opts.stdin_file = Some(path);
     }
     let max_runs = opts.max_runs;
-    let error_exitcode = opts.error_exitcode;
     let mut runs = Runs { dir: dir.to_path_buf(), command, opts: opts.clone(), count: 0, first: None };
-    let next = |runs: &mut Runs, points: &[Point]| -> Result<Outcome, i32> {
-        match runs.run(points) {
+    let mut next = |runs: &mut Runs, points: &[Point]| -> Result<Outcome, Verdict> {
+        let r = runs.run(points);
+        *runs_done = runs.count;
+        match r {
             Ok(Ended::Outcome(o)) => Ok(o),
-            Ok(Ended::TimedOut) => {
-                say(&format!("suppress: run {} did not end (more than 20 times the first run's time); cannot conclude", runs.count));
-                Err(INCONCLUSIVE)
-            }
-            Err(e) => {
-                say(&format!("error: cannot run rtgrind: {e}"));
-                Err(INCONCLUSIVE)
-            }
+            Ok(Ended::TimedOut) => Err(Verdict::Inconclusive(format!("run {} did not end (more than 20 times the first run's time)", runs.count))),
+            Err(e) => Err(Verdict::Inconclusive(format!("cannot run rtgrind: {e}"))),
         }
     };
     let first = match next(&mut runs, &[]) {
         Ok(o) => o,
-        Err(c) => return c,
+        Err(v) => return v,
     };
-    let Some(crash) = first.crash.clone() else {
-        say("suppress: the program did not fail (no crash); nothing to find. For failures that need a different schedule or memory layout, see --tool=reorder.");
-        return 0;
-    };
+    let Some(crash) = first.crash.clone() else { return Verdict::NoFailure };
     let again = match next(&mut runs, &[]) {
         Ok(o) => o,
-        Err(c) => return c,
+        Err(v) => return v,
     };
     if again.crash.as_ref().map(|c| (c.0, c.1, c.2)) != Some((crash.0, crash.1, crash.2)) {
-        say(&format!("suppress: the failure does not reproduce in repeatable mode: run 1: {}; run 2: {}", crash_text(&first), crash_text(&again)));
-        return INCONCLUSIVE;
+        return Verdict::NotReproducible(crash_text(&first), crash_text(&again));
     }
-    let mut chain: Vec<(Vec<Point>, Outcome)> = vec![(Vec::new(), first)];
+    chain.push((Vec::new(), first));
     let mut points: Vec<Point> = Vec::new();
     loop {
         let current = &chain.last().unwrap().1;
         let defs: Vec<Point> = current.defs.iter().map(|d| d.0).collect();
         if defs.is_empty() {
-            print_chain(say, &chain, runs.count, started);
-            say(&format!("suppress: cannot conclude: the crash ({}) used no location with a known definition", crash_text(current)));
-            return INCONCLUSIVE;
+            return Verdict::Inconclusive(format!("the crash ({}) used no location with a known definition", crash_text(current)));
         }
         let mut new: Vec<Point> = defs.iter().copied().filter(|d| !points.contains(d)).collect();
         if new.is_empty() {
@@ -188,53 +219,43 @@ fn search(command: Vec<std::ffi::OsString>, opts: &mut Options, dir: &Path, star
             new = defs.iter().map(|d| Point { instance: 0, ..*d }).filter(|d| !points.contains(d)).collect();
         }
         if new.is_empty() {
-            print_chain(say, &chain, runs.count, started);
-            say("suppress: cannot conclude: suppressing the crash's definitions did not avoid it");
-            return INCONCLUSIVE;
+            return Verdict::Inconclusive("suppressing the crash's definitions did not avoid it".into());
         }
         if runs.count >= max_runs {
-            print_chain(say, &chain, runs.count, started);
-            say(&format!("suppress: cannot conclude within --max-runs={max_runs}"));
-            return INCONCLUSIVE;
+            return Verdict::Inconclusive(format!("no run without a crash within --max-runs={max_runs}"));
         }
         points.extend(&new);
         let o = match next(&mut runs, &points) {
             Ok(o) => o,
-            Err(c) => return c,
+            Err(v) => return v,
         };
         let done = o.crash.is_none();
         chain.push((new, o));
         if done {
             let (prev, (added, last)) = (&chain[chain.len() - 2].1, &chain[chain.len() - 1]);
-            for d in prev.defs.iter().filter(|d| added.iter().any(|p| covers(p, &d.0))) {
-                say(&format!("suppress: first point of memory corruption: {}", headline(d, &last.hits)));
-                let which = if added.iter().any(|p| p.instance == 0 && covers(p, &d.0)) { " (suppressed in every instance)" } else { "" };
-                say(&format!("suppress:    instruction `{}` at {:#x}, thread {}, block instance {}{which}", d.3, d.0.pc, d.0.thread, d.0.instance));
-            }
-            print_chain(say, &chain, runs.count, started);
-            return error_exitcode;
+            let roots = prev
+                .defs
+                .iter()
+                .filter(|d| added.iter().any(|p| covers(p, &d.0)))
+                .map(|d| Root {
+                    point: d.0,
+                    place: headline(d, &last.hits),
+                    own_place: d.2.clone(),
+                    instruction: d.3.clone(),
+                    every_instance: added.iter().any(|p| p.instance == 0 && covers(p, &d.0)),
+                })
+                .collect();
+            return Verdict::RootCause(roots);
         }
     }
 }
 
-fn print_chain(say: &dyn Fn(&str), chain: &[(Vec<Point>, Outcome)], runs: u32, started: Instant) {
-    say(&format!("suppress: {} runs ({} of them to check that the crash repeats), {:.2} s:", runs, 1, started.elapsed().as_secs_f64()));
-    for (i, (added, o)) in chain.iter().enumerate() {
-        let from = if added.is_empty() {
-            "original run".to_string()
-        } else {
-            let prev = &chain[i - 1].1;
-            let places: Vec<String> = prev.defs.iter().filter(|d| added.iter().any(|p| covers(p, &d.0))).map(|d| headline(d, &o.hits)).collect();
-            let every = if added.iter().all(|p| p.instance == 0) { " (every instance)" } else { "" };
-            format!("suppressing from {}{every}", places.join(" and "))
-        };
-        say(&format!("suppress:   {}. {from}: {}", i + 1, crash_text(o)));
-        for d in &o.defs {
-            say(&format!("suppress:        it used {}, defined at {}", d.1, d.2));
-        }
-        if o.crash.is_none() && !o.suppressed.is_empty() {
-            let s: Vec<String> = o.suppressed.iter().map(|(w, n)| format!("{n} {w}")).collect();
-            say(&format!("suppress:        suppressed: {}", s.join(", ")));
-        }
-    }
+/// "SIGSEGV at 0x... place" or "no crash".
+pub fn describe_crash(o: &Outcome) -> String {
+    crash_text(o)
+}
+
+/// The place each point in `added` is reported at.
+pub fn added_places(prev: &Outcome, added: &[Point], hits: &[(Point, String)]) -> Vec<String> {
+    prev.defs.iter().filter(|d| added.iter().any(|p| covers(p, &d.0))).map(|d| headline(d, hits)).collect()
 }

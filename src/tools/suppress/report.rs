@@ -1,0 +1,210 @@
+//! The suppression search's report: text on stderr (`==PID== suppress:` lines), and on request
+//! JSON or SARIF 2.1.0 on stdout and the chain of runs as a Graphviz graph.
+
+use super::driver::{added_places, describe_crash, Search, Verdict};
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+#[derive(Clone, Debug, Default)]
+pub struct Format {
+    pub json: bool,
+    pub sarif: bool,
+    pub dot: Option<PathBuf>,
+}
+
+pub fn emit(s: &Search, command: &[std::ffi::OsString], format: &Format, pid: u32) {
+    for line in text(s) {
+        eprintln!("=={pid}== {line}");
+    }
+    if format.json {
+        println!("{}", json(s, command));
+    }
+    if format.sarif {
+        println!("{}", sarif(s));
+    }
+    if let Some(path) = &format.dot {
+        if let Err(e) = std::fs::write(path, dot(s)) {
+            eprintln!("=={pid}== suppress: cannot write {}: {e}", path.display());
+        }
+    }
+}
+
+fn text(s: &Search) -> Vec<String> {
+    let mut out = Vec::new();
+    match &s.verdict {
+        Verdict::NoFailure => {
+            out.push("suppress: the program did not fail (no crash); nothing to find. For failures that need a different schedule or memory layout, see --tool=reorder.".into());
+            return out;
+        }
+        Verdict::NotReproducible(a, b) => {
+            out.push(format!("suppress: the failure does not reproduce in repeatable mode: run 1: {a}; run 2: {b}"));
+            return out;
+        }
+        Verdict::RootCause(roots) => {
+            for r in roots {
+                out.push(format!("suppress: first point of memory corruption: {}", r.place));
+                let every = if r.every_instance { " (suppressed in every instance)" } else { "" };
+                out.push(format!("suppress:    instruction `{}` at {:#x}, thread {}, block instance {}{every}", r.instruction, r.point.pc, r.point.thread, r.point.instance));
+            }
+        }
+        Verdict::Inconclusive(_) => {}
+    }
+    out.push(format!("suppress: {} runs (1 of them to check that the crash repeats), {:.2} s:", s.runs, s.seconds));
+    for (i, (added, o)) in s.chain.iter().enumerate() {
+        let from = if added.is_empty() {
+            "original run".to_string()
+        } else {
+            let every = if added.iter().all(|p| p.instance == 0) { " (every instance)" } else { "" };
+            format!("suppressing from {}{every}", added_places(&s.chain[i - 1].1, added, &o.hits).join(" and "))
+        };
+        out.push(format!("suppress:   {}. {from}: {}", i + 1, describe_crash(o)));
+        for d in &o.defs {
+            out.push(format!("suppress:        it used {}, defined at {}", d.1, d.2));
+        }
+        if o.crash.is_none() && !o.suppressed.is_empty() {
+            let list: Vec<String> = o.suppressed.iter().map(|(w, n)| format!("{n} {w}")).collect();
+            out.push(format!("suppress:        suppressed: {}", list.join(", ")));
+        }
+    }
+    if let Verdict::Inconclusive(why) = &s.verdict {
+        out.push(format!("suppress: cannot conclude: {why}"));
+    }
+    out
+}
+
+/// A JSON string literal.
+fn js(v: &str) -> String {
+    let mut o = String::from("\"");
+    for c in v.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            '\n' => o.push_str("\\n"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(o, "\\u{:04x}", c as u32);
+            }
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+    o
+}
+
+fn json(s: &Search, command: &[std::ffi::OsString]) -> String {
+    let (result, reason) = match &s.verdict {
+        Verdict::NoFailure => ("no-failure", String::new()),
+        Verdict::NotReproducible(a, b) => ("not-reproducible", format!("run 1: {a}; run 2: {b}")),
+        Verdict::RootCause(_) => ("root-cause", String::new()),
+        Verdict::Inconclusive(why) => ("inconclusive", why.clone()),
+    };
+    let cmd: Vec<String> = command.iter().map(|a| js(&a.to_string_lossy())).collect();
+    let roots: Vec<String> = match &s.verdict {
+        Verdict::RootCause(roots) => roots
+            .iter()
+            .map(|r| {
+                format!(
+                    "{{\"place\":{},\"own_place\":{},\"instruction\":{},\"pc\":\"{:#x}\",\"thread\":{},\"instance\":{},\"every_instance\":{}}}",
+                    js(&r.place),
+                    js(&r.own_place),
+                    js(&r.instruction),
+                    r.point.pc,
+                    r.point.thread,
+                    r.point.instance,
+                    r.every_instance
+                )
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    let chain: Vec<String> = s
+        .chain
+        .iter()
+        .enumerate()
+        .map(|(i, (added, o))| {
+            let from: Vec<String> = if i == 0 { Vec::new() } else { added_places(&s.chain[i - 1].1, added, &o.hits).iter().map(|p| js(p)).collect() };
+            let used: Vec<String> = o.defs.iter().map(|d| format!("{{\"location\":{},\"defined_at\":{}}}", js(&d.1), js(&d.2))).collect();
+            let suppressed: Vec<String> = o.suppressed.iter().map(|(w, n)| format!("{}:{n}", js(w))).collect();
+            let crash = match &o.crash {
+                Some(_) => js(&describe_crash(o)),
+                None => "null".into(),
+            };
+            format!("{{\"run\":{},\"suppressing_from\":[{}],\"crash\":{crash},\"used\":[{}],\"suppressed\":{{{}}}}}", i + 1, from.join(","), used.join(","), suppressed.join(","))
+        })
+        .collect();
+    format!(
+        "{{\"tool\":\"suppress\",\"command\":[{}],\"result\":\"{result}\",\"reason\":{},\"roots\":[{}],\"runs\":{},\"seconds\":{:.3},\"chain\":[{}]}}",
+        cmd.join(","),
+        js(&reason),
+        roots.join(","),
+        s.runs,
+        s.seconds,
+        chain.join(",")
+    )
+}
+
+/// `("file", line)` of a "file:line (function)" place.
+fn file_line(place: &str) -> Option<(String, u64)> {
+    let loc = place.split(" (").next()?;
+    let (file, line) = loc.rsplit_once(':')?;
+    Some((file.to_string(), line.parse().ok()?))
+}
+
+fn sarif(s: &Search) -> String {
+    let results: Vec<String> = match &s.verdict {
+        Verdict::RootCause(roots) => roots
+            .iter()
+            .map(|r| {
+                let loc = match file_line(&r.place) {
+                    Some((f, l)) => format!("[{{\"physicalLocation\":{{\"artifactLocation\":{{\"uri\":{}}},\"region\":{{\"startLine\":{l}}}}}}}]", js(&f)),
+                    None => "[]".into(),
+                };
+                let msg = format!("first point of memory corruption: `{}` at {} ({} runs)", r.instruction, r.place, s.runs);
+                format!("{{\"ruleId\":\"first-point-of-memory-corruption\",\"level\":\"error\",\"message\":{{\"text\":{}}},\"locations\":{loc}}}", js(&msg))
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    format!(
+        "{{\"version\":\"2.1.0\",\"$schema\":\"https://json.schemastore.org/sarif-2.1.0.json\",\"runs\":[{{\"tool\":{{\"driver\":{{\"name\":\"rtgrind\",\"version\":\"{}\",\"rules\":[{{\"id\":\"first-point-of-memory-corruption\",\"shortDescription\":{{\"text\":\"The first point of memory corruption behind a crash, found by execution suppression\"}}}}]}}}},\"results\":[{}]}}]}}",
+        env!("CARGO_PKG_VERSION"),
+        results.join(",")
+    )
+}
+
+fn dot(s: &Search) -> String {
+    let esc = |v: &str| v.replace('\\', "\\\\").replace('"', "\\\"");
+    let mut g = String::from("digraph suppression {\n  rankdir=TB;\n  node [shape=box, fontname=\"monospace\"];\n");
+    for (i, (_, o)) in s.chain.iter().enumerate() {
+        let _ = writeln!(g, "  run{i} [label=\"run {}: {}\", style=rounded];", i + 1, esc(&describe_crash(o)));
+        for (k, d) in o.defs.iter().enumerate() {
+            let _ = writeln!(g, "  def{i}_{k} [label=\"{}\"];", esc(&d.2));
+            let _ = writeln!(g, "  run{i} -> def{i}_{k} [label=\"used {}\"];", esc(&d.1));
+            if i + 1 < s.chain.len() {
+                let _ = writeln!(g, "  def{i}_{k} -> run{} [label=\"suppressed\", style=dashed];", i + 1);
+            }
+        }
+    }
+    if let Verdict::RootCause(roots) = &s.verdict {
+        for (k, r) in roots.iter().enumerate() {
+            let _ = writeln!(g, "  root{k} [label=\"first point of memory corruption:\\n{}\", penwidth=2];", esc(&r.place));
+        }
+    }
+    g.push_str("}\n");
+    g
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_strings_are_escaped() {
+        assert_eq!(js("a\"b\\c\nd\u{1}"), "\"a\\\"b\\\\c\\nd\\u0001\"");
+    }
+
+    #[test]
+    fn places_split_into_file_and_line() {
+        assert_eq!(file_line("copy_paste.c:15 (main)"), Some(("copy_paste.c".into(), 15)));
+        assert_eq!(file_line("strlen+0x10 in libc.so.6"), None);
+    }
+}
