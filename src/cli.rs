@@ -103,6 +103,12 @@ pub struct Cli {
     #[arg(long, default_value_t = 1, help_heading = "Tool options")]
     pub error_exitcode: i32,
 
+    /// suppress: the failure to explain when it is not a crash: exit-code (a non-zero exit
+    /// status), stderr:REGEX (standard error matches), output:FILE (standard output differs
+    /// from FILE).
+    #[arg(long, value_name = "KIND", help_heading = "Tool options")]
+    pub failure: Option<String>,
+
     /// suppress: also print the result as JSON on stdout.
     #[arg(long, help_heading = "Tool options")]
     pub json: bool,

@@ -84,13 +84,25 @@ fn main() {
         if !resolve(&cli.command[0]).is_file() {
             fail(&format!("{}: no such file", cli.command[0].to_string_lossy()), 127);
         }
-        let opts = tools::suppress::driver::Options { max_runs: cli.max_runs, error_exitcode: cli.error_exitcode, stdin_file: cli.stdin_file.clone(), seed: cli.seed };
+        let opts = tools::suppress::driver::Options { max_runs: cli.max_runs, error_exitcode: cli.error_exitcode, stdin_file: cli.stdin_file.clone(), seed: cli.seed, failure: cli.failure.clone() };
         if let Some(d) = &cli.dot {
             // Nothing the user has is overwritten without asking.
             if d.exists() {
                 fail(&format!("--dot: '{}' exists; not overwriting it", d.display()), EXIT_USAGE);
             }
         }
+        if let Some(f) = &cli.failure {
+            let known = f == "exit-code" || f.strip_prefix("stderr:").is_some_and(|r| regex::Regex::new(r).is_ok()) || f.strip_prefix("output:").is_some_and(|p| std::path::Path::new(p).is_file());
+            if !known {
+                fail(&format!("invalid --failure '{f}' (expected exit-code, stderr:REGEX with a valid expression, or output:FILE naming a file)"), EXIT_USAGE);
+            }
+        }
+        // The runs may not share the driver's idea of a relative path.
+        let failure = cli.failure.clone().map(|f| match f.strip_prefix("output:") {
+            Some(p) => format!("output:{}", std::fs::canonicalize(p).map(|c| c.display().to_string()).unwrap_or(p.to_string())),
+            None => f,
+        });
+        let opts = tools::suppress::driver::Options { failure, ..opts };
         let format = tools::suppress::report::Format { json: cli.json, sarif: cli.sarif, dot: cli.dot.clone() };
         std::process::exit(tools::suppress::driver::drive(cli.command.clone(), opts, format));
     }
@@ -232,7 +244,7 @@ fn make_tool(cli: &cli::Cli) -> Box<dyn tools::ToolRun> {
             let program = std::fs::canonicalize(resolve(&cli.command[0])).map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
             match tools::suppress::run::SuppressRun::new(plan, program) {
                 Ok(t) => Box::new(t),
-                Err(e) => fail(&format!("cannot reserve shadow memory: {e}"), EXIT_INTERNAL),
+                Err(e) => fail(&e, EXIT_USAGE),
             }
         }
         cli::ToolName::Taint => {

@@ -40,7 +40,7 @@ fn copy_paste_pointer_three_crashes_to_line_of_the_alias() {
     assert!(chain[0].contains("1. original run: SIGSEGV") && chain[0].ends_with(&place("copy_paste", "crash1", "main")), "{err}");
     assert!(chain.iter().any(|l| l.contains("2. suppressing from") && l.contains("SIGSEGV") && l.ends_with(&place("copy_paste", "crash2", "main"))), "{err}");
     assert!(chain.iter().any(|l| l.contains("3. suppressing from") && l.contains("SIGABRT")), "{err}");
-    assert!(chain.iter().any(|l| l.contains("4. suppressing from") && l.ends_with("no crash")), "{err}");
+    assert!(chain.iter().any(|l| l.contains("4. suppressing from") && l.ends_with("no failure")), "{err}");
     assert_eq!(runs(&err), 5, "four runs and one check that the crash repeats:\n{err}");
 
     let fixed = bug("copy_paste", "suppress_copy_paste_fixed", &|s| s.replace("int *q2 = &x[0]; /* root */", "int *q2 = &y[0];"));
@@ -207,4 +207,38 @@ fn json_sarif_and_dot_reports() {
     assert_eq!(again.status.code(), Some(2), "{}", again.describe());
     assert!(again.stderr_str().contains("not overwriting"), "{}", again.describe());
     assert_eq!(std::fs::read_to_string(&dot).unwrap(), graph);
+}
+
+#[test]
+fn failed_assertion_is_traced_to_the_store_that_broke_it() {
+    let err = check_bug("assert_fail", "record", &["4"], 3, &["3"]);
+    assert!(err.contains("1. original run: SIGABRT") && err.contains("the condition of the branch"), "{err}");
+}
+
+#[test]
+fn named_failures_exit_code_stderr_and_output() {
+    let exe = bug("status_flag", "status_flag", &|s| s);
+    let dir = crate::common::scratch_dir("suppress-failures");
+    let expected = dir.join("expected.txt");
+    std::fs::write(&expected, "hello ABCDEFGHIJKLMNOP\n").unwrap();
+    let root = place("status_flag", "root", "main");
+    for failure in ["exit-code".to_string(), "stderr:bad status [0-9]+".to_string(), format!("output:{}", expected.display())] {
+        let opt = format!("--failure={failure}");
+        let out = run_rtgrind(["--tool=suppress", opt.as_str()], &Cmd::new(&exe).arg("ABCDEFGHIJKLMNOP"));
+        let err = out.stderr_str();
+        assert_eq!(out.status.code(), Some(1), "{failure}: {}", out.describe());
+        let head = headline(&err);
+        assert!(head.contains(&format!("{root}, inside ")) && head.contains("strcpy"), "{failure}:\n{err}");
+        assert_eq!(runs(&err), 3, "{failure}:\n{err}");
+        // A short name does not fail that way (its expected output is its own).
+        let short = "ABCDEF";
+        let expected_short = dir.join("expected-short.txt");
+        std::fs::write(&expected_short, format!("hello {short}\n")).unwrap();
+        let opt = opt.replace(&expected.display().to_string(), &expected_short.display().to_string());
+        let ok = run_rtgrind(["--tool=suppress", opt.as_str()], &Cmd::new(&exe).arg(short));
+        assert_eq!(ok.status.code(), Some(0), "{failure}: {}", ok.describe());
+    }
+    let out = run_rtgrind(["--tool=suppress", "--failure=stderr:(unclosed"], &Cmd::new(&exe));
+    assert_eq!(out.status.code(), Some(2), "{}", out.describe());
+    assert!(out.stderr_str().contains("invalid --failure"), "{}", out.describe());
 }

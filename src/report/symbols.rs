@@ -70,11 +70,19 @@ impl SymbolCache {
     }
 }
 
-/// The function ranges (guest addresses) of the module `path` mapped in `mem`, from its symbols.
-pub fn function_ranges(path: &str, mem: &GuestMemory) -> Vec<(u64, u64)> {
+/// The functions (guest range and name) of the module `path` mapped in `mem`, from its symbols.
+pub fn functions(path: &str, mem: &GuestMemory) -> Vec<(u64, u64, String)> {
     let (Some(fs), Some(base)) = (parse(path), mem.lowest_start_named(path)) else { return Vec::new() };
     let bias = if fs.is_dyn { base - fs.first_vaddr } else { 0 };
-    fs.syms.iter().filter(|s| s.1 > 0).map(|s| (s.0 + bias, s.0 + s.1 + bias)).collect()
+    // A symbol without a size (the C runtime's, hand-written assembly) runs to the next one.
+    fs.syms
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let end = if s.1 > 0 { s.0 + s.1 } else { fs.syms.get(i + 1).map_or(s.0 + 1, |n| n.0) };
+            (s.0 + bias, end + bias, s.2.clone())
+        })
+        .collect()
 }
 
 /// The guest address of function `name` in module `path` mapped in `mem`.

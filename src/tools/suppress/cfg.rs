@@ -15,13 +15,16 @@ use std::collections::{BTreeMap, HashMap};
 /// Instructions explored from one branch at most (the rest counts as the exit).
 const LIMIT: usize = 20_000;
 
-/// The address where both paths of the conditional branch at `pc` meet again, if any.
-/// `read` copies guest code; `func` is the enclosing function's range, if known.
-pub fn immediate_post_dominator(pc: u64, read: &dyn Fn(u64, &mut [u8]) -> usize, func: Option<(u64, u64)>) -> Option<u64> {
+/// The immediate post-dominator of the conditional branch at `pc` (where both its paths meet
+/// again), if any, and the instructions of its conditional region: those reachable from the
+/// branch without passing the post-dominator (what skipping the branch skips). `read` copies
+/// guest code; `func` is the enclosing function's range, if known.
+pub fn region(pc: u64, read: &dyn Fn(u64, &mut [u8]) -> usize, func: Option<(u64, u64)>) -> (Option<u64>, Vec<Instruction>) {
     let inside = |a: u64| func.is_none_or(|(s, e)| (s..e).contains(&a));
     // Instruction-level graph: node = instruction address; successors; u64::MAX = exit.
     const EXIT: u64 = u64::MAX;
     let mut succ: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+    let mut decoded: HashMap<u64, Instruction> = HashMap::new();
     let mut work = vec![pc];
     while let Some(a) = work.pop() {
         if succ.contains_key(&a) {
@@ -39,6 +42,7 @@ pub fn immediate_post_dominator(pc: u64, read: &dyn Fn(u64, &mut [u8]) -> usize,
             succ.insert(a, vec![EXIT]);
             continue;
         }
+        decoded.insert(a, ins);
         let next = ins.next_ip();
         let s: Vec<u64> = match ins.flow_control() {
             FlowControl::Next | FlowControl::Call | FlowControl::IndirectCall | FlowControl::XbeginXabortXend => {
@@ -118,9 +122,19 @@ pub fn immediate_post_dominator(pc: u64, read: &dyn Fn(u64, &mut [u8]) -> usize,
             }
         }
     }
-    let i = *index.get(&pc)?;
-    let d = order[idom[i]?];
-    (d != EXIT).then_some(d)
+    let ipdom = index.get(&pc).and_then(|&i| idom[i]).map(|d| order[d]).filter(|&d| d != EXIT);
+    // The region: forward from the branch's successors, stopping at the post-dominator.
+    let stop = ipdom.unwrap_or(EXIT);
+    let mut inside = std::collections::BTreeSet::new();
+    let mut work: Vec<u64> = succ.get(&pc).cloned().unwrap_or_default();
+    while let Some(a) = work.pop() {
+        if a == stop || a == EXIT || a == pc || !inside.insert(a) {
+            continue;
+        }
+        work.extend(succ.get(&a).into_iter().flatten().copied());
+    }
+    let insns = inside.iter().filter_map(|a| decoded.get(a).copied()).collect();
+    (ipdom, insns)
 }
 
 #[cfg(test)]
@@ -134,7 +148,7 @@ mod tests {
             buf[..n].copy_from_slice(&code[off..off + n]);
             n
         };
-        immediate_post_dominator(base, &read, Some((base, base + code.len() as u64)))
+        region(base, &read, Some((base, base + code.len() as u64))).0
     }
 
     #[test]
@@ -149,6 +163,21 @@ mod tests {
         // 0: je 6; 2: inc eax; 4: jmp 8; 6: dec eax; 8: ret
         let code = [0x74, 0x04, 0xff, 0xc0, 0xeb, 0x02, 0xff, 0xc8, 0xc3];
         assert_eq!(ipdom_of(&code, 0x1000), Some(0x1008));
+    }
+
+    #[test]
+    fn the_region_is_what_lies_between() {
+        // 0: je 6; 2: inc eax; 4: jmp 8; 6: dec eax; 8: ret
+        let code = [0x74, 0x04, 0xff, 0xc0, 0xeb, 0x02, 0xff, 0xc8, 0xc3];
+        let read = |a: u64, buf: &mut [u8]| {
+            let off = (a - 0x1000) as usize;
+            let n = buf.len().min(code.len().saturating_sub(off));
+            buf[..n].copy_from_slice(&code[off..off + n]);
+            n
+        };
+        let (ipdom, insns) = region(0x1000, &read, Some((0x1000, 0x1009)));
+        assert_eq!(ipdom, Some(0x1008));
+        assert_eq!(insns.iter().map(|i| i.ip()).collect::<Vec<_>>(), vec![0x1002, 0x1004, 0x1006]);
     }
 
     #[test]

@@ -16,6 +16,8 @@ pub struct Options {
     pub error_exitcode: i32,
     pub stdin_file: Option<PathBuf>,
     pub seed: u64,
+    /// A failure other than a crash, as `--failure` gave it.
+    pub failure: Option<String>,
 }
 
 /// Exit status when the search could not conclude.
@@ -41,7 +43,7 @@ impl Runs {
         let n = self.count;
         let plan_path = self.dir.join(format!("plan-{n}"));
         let out_path = self.dir.join(format!("outcome-{n}"));
-        std::fs::write(&plan_path, Plan { points: points.to_vec(), out: None, at_functions: Vec::new() }.to_text())?;
+        std::fs::write(&plan_path, Plan { points: points.to_vec(), out: None, at_functions: Vec::new(), failure: self.opts.failure.clone() }.to_text())?;
         let exe = std::env::current_exe()?;
         let mut cmd = Command::new(exe);
         cmd.arg("--tool=suppress")
@@ -89,8 +91,10 @@ fn signame(sig: i32) -> String {
 
 fn crash_text(o: &Outcome) -> String {
     match &o.crash {
+        // A named failure: the run says what it was.
+        Some((sig, pc, _, what)) if *sig < 0 => format!("{what} (at {pc:#x})"),
         Some((sig, pc, _, place)) => format!("{} at {pc:#x} {place}", signame(*sig)),
-        None => "no crash".into(),
+        None => "no failure".into(),
     }
 }
 

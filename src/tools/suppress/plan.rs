@@ -28,13 +28,19 @@ pub struct Plan {
     /// Functions of the main program whose first instruction is a suppression point (every
     /// instance), by name: `at main` makes a whole run a suppression run (benchmarks).
     pub at_functions: Vec<String>,
+    /// A failure other than a crash (`--failure=exit-code|stderr:REGEX|output:FILE`).
+    pub failure: Option<String>,
     /// Where the run writes its `Outcome`.
     pub out: Option<PathBuf>,
 }
 
 impl Plan {
     pub fn to_text(&self) -> String {
-        self.points.iter().map(|p| format!("point\t{}\n", p.text())).collect()
+        let mut s: String = self.points.iter().map(|p| format!("point\t{}\n", p.text())).collect();
+        if let Some(f) = &self.failure {
+            s += &format!("failure\t{f}\n");
+        }
+        s
     }
     pub fn parse(text: &str) -> Result<Plan, String> {
         let mut plan = Plan::default();
@@ -42,6 +48,7 @@ impl Plan {
             let f: Vec<&str> = line.split('\t').collect();
             match f[0] {
                 "point" => plan.points.push(Point::parse(&f[1..]).ok_or(format!("plan line {}: bad point", i + 1))?),
+                "failure" => plan.failure = Some(f[1..].join("\t")),
                 "at" => plan.at_functions.push(f.get(1).ok_or(format!("plan line {}: `at` needs a function", i + 1))?.to_string()),
                 "" => {}
                 other => return Err(format!("plan line {}: unknown entry `{other}`", i + 1)),
@@ -116,7 +123,8 @@ mod tests {
     #[test]
     fn plan_and_outcome_round_trip() {
         let p = Point { pc: 0x401000, thread: 0, instance: 42 };
-        let plan = Plan { points: vec![p], out: None, at_functions: vec![] };
+        let plan = Plan { points: vec![p], out: None, at_functions: vec![], failure: Some("stderr:a\tb".into()) };
+        assert_eq!(Plan::parse(&plan.to_text()).unwrap().failure, plan.failure);
         assert_eq!(Plan::parse(&plan.to_text()).unwrap().points, vec![p]);
         let o = Outcome {
             crash: Some((11, 0x401234, 7, "a.c:3 (main)".into())),

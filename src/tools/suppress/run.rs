@@ -41,6 +41,10 @@ mod area {
     /// The last indirect call or jump through a register: its pc and its target's origin.
     pub const LAST_ICALL: usize = slot::END + 32;
     pub const LAST_ICALL_ORIGIN: usize = slot::END + 40;
+    /// The last conditional branch in the program: its pc and its flags' origin (what a
+    /// failed `assert` or an error exit was decided on).
+    pub const LAST_BRANCH: usize = slot::END + 48;
+    pub const LAST_BRANCH_ORIGIN: usize = slot::END + 56;
 }
 
 /// Return-address table: entry (128 bytes) = stack slot of the return address, return
@@ -79,8 +83,8 @@ struct PointCheck {
 /// What call-outs share with the tool (boxed: its address is baked into translations).
 struct State {
     shadow: *mut ShadowMemory,
-    /// Meeting points of suppressed branches, by branch pc.
-    ipdoms: HashMap<u64, Option<u64>>,
+    /// Meeting points and conditional regions of suppressed branches, by branch pc.
+    ipdoms: HashMap<u64, (Option<u64>, Vec<Instruction>)>,
     /// Function ranges from symbols, for the CFG (filled at start).
     functions: Vec<(u64, u64)>,
     /// Times each kind of suppression acted.
@@ -116,14 +120,41 @@ pub struct SuppressRun {
     crash: Option<Crash>,
     /// The syscall being handled was suppressed (`syscall_pre` said so).
     syscall_suppressed: bool,
+    failure: Option<Failure>,
+    /// Ranges of the C runtime's functions in the program.
+    crt: Vec<(u64, u64)>,
     /// Bytes in flight in pipes (by inode): their origin and corrupt bit, so both survive a
     /// round trip through the kernel.
     pipes: HashMap<u64, std::collections::VecDeque<(u64, u8)>>,
 }
 
-/// The fatal signal: (signal, guest pc, the thread's block instance, used locations with
-/// their origins).
-type Crash = (i32, u64, u64, Vec<(String, u64)>);
+/// The failure: (signal, or a negative `Failure` code; guest pc; the thread's block instance;
+/// used locations with their origins; for a named failure, what happened).
+type Crash = (i32, u64, u64, Vec<(String, u64)>, String);
+
+/// A failure other than a crash (`--failure`).
+enum Failure {
+    /// The program exits with a non-zero status (that is not corrupt).
+    ExitCode,
+    /// Its standard error matches the expression (text so far).
+    Stderr(regex::Regex, String),
+    /// Its standard output differs from the file's contents (bytes compared so far).
+    Output(Vec<u8>, usize),
+}
+
+impl Failure {
+    fn parse(spec: &str) -> Result<Failure, String> {
+        if spec == "exit-code" {
+            Ok(Failure::ExitCode)
+        } else if let Some(re) = spec.strip_prefix("stderr:") {
+            regex::Regex::new(re).map(|r| Failure::Stderr(r, String::new())).map_err(|e| format!("--failure=stderr: bad expression: {e}"))
+        } else if let Some(f) = spec.strip_prefix("output:") {
+            std::fs::read(f).map(|b| Failure::Output(b, 0)).map_err(|e| format!("--failure=output: cannot read '{f}': {e}"))
+        } else {
+            Err(format!("unknown --failure '{spec}' (expected exit-code, stderr:REGEX or output:FILE)"))
+        }
+    }
+}
 
 const ARG_REGS: [usize; 6] = [7, 6, 2, 1, 8, 9]; // rdi rsi rdx rcx r8 r9
 const CALLEE_SAVED: [usize; 6] = [3, 5, 12, 13, 14, 15]; // rbx rbp r12-r15
@@ -135,12 +166,17 @@ fn gpr_n(r: Register) -> Option<usize> {
 
 impl SuppressRun {
     /// `program`: the main program's path (canonical), whose code counts as "the program".
-    pub fn new(plan: Plan, program: String) -> std::io::Result<SuppressRun> {
+    pub fn new(plan: Plan, program: String) -> Result<SuppressRun, String> {
+        let failure = plan.failure.as_deref().map(Failure::parse).transpose()?;
+        Self::with_failure(plan, program, failure).map_err(|e| format!("cannot reserve shadow memory: {e}"))
+    }
+
+    fn with_failure(plan: Plan, program: String, failure: Option<Failure>) -> std::io::Result<SuppressRun> {
         let shadow = Box::into_raw(Box::new(ShadowMemory::new()?));
         let origins = Box::into_raw(Box::new(ShadowMemory::new()?));
         let prop = Propagation::new(shadow, Some(origins));
         let state = Box::new(State { shadow, ipdoms: HashMap::new(), functions: Vec::new(), suppressed: HashMap::new(), hits: Vec::new(), main: (0, 0) });
-        Ok(SuppressRun { program, plan, prop, origins, state, guards: Vec::new(), checks: Vec::new(), threads: 0, crash: None, syscall_suppressed: false, pipes: HashMap::new() })
+        Ok(SuppressRun { program, plan, prop, origins, state, guards: Vec::new(), checks: Vec::new(), threads: 0, crash: None, syscall_suppressed: false, pipes: HashMap::new(), failure, crt: Vec::new() })
     }
 
     fn origin_mem(&mut self) -> &mut ShadowMemory {
@@ -350,8 +386,11 @@ impl SuppressRun {
             _ => {
                 // An abort (glibc's heap checks, failed assertions): the pointer passed to
                 // the innermost library call made by the main program.
-                if let Some(e) = innermost {
-                    locs.push((format!("first argument of the call returning to {:#x}", e[1]), e[2]));
+                match innermost {
+                    // A pointer handed to the library (to `free`): its definition.
+                    Some(e) if origin::instance(e[2]) != 0 => locs.push((format!("first argument of the call returning to {:#x}", e[1]), e[2])),
+                    // A constant (an assertion's text) or none: what the program last decided on.
+                    _ => locs.extend(last_branch(ctx)),
                 }
             }
         }
@@ -360,10 +399,75 @@ impl SuppressRun {
         locs
     }
 
+    /// Checks a syscall against `--failure`; the first match is the run's failure, with the
+    /// used locations: what the output or the status came from, and what the program last
+    /// branched on.
+    fn named_failure(&mut self, ctx: &mut ThreadContext, nr: i64, args: &[u64; 6]) {
+        let Some(failure) = self.failure.as_mut() else { return };
+        let pc = ctx.rip.wrapping_sub(2);
+        let instance = *shadow::word(ctx, slot::BLOCKS) >> origin::INSTANCE_SHIFT;
+        let write = nr == libc::SYS_write && args[2] > 0;
+        let read_buf = |a: u64, n: u64| -> Vec<u8> {
+            let mut v = vec![0u8; n.min(1 << 20) as usize];
+            let ok = guest_mem::read(a, &mut v);
+            if ok { v } else { Vec::new() }
+        };
+        let mut locs = Vec::new();
+        let what = match failure {
+            Failure::ExitCode if matches!(nr, libc::SYS_exit_group | libc::SYS_exit) => {
+                let status = args[0] & 0xff;
+                if status == 0 || *shadow::gpr(ctx, 7) != 0 {
+                    return;
+                }
+                locs.push(("the exit status".to_string(), *shadow::word(ctx, slot::ORIGIN_GPR + 8 * 7)));
+                format!("exit status {status}")
+            }
+            Failure::Stderr(re, text) if write && args[0] == 2 => {
+                if self.state.mem().any(args[1], args[2]) {
+                    return;
+                }
+                text.push_str(&String::from_utf8_lossy(&read_buf(args[1], args[2])));
+                if !re.is_match(text) {
+                    return;
+                }
+                format!("standard error matched /{}/", re.as_str())
+            }
+            // Output missing at the end is a failure only if nothing was suppressed (suppressed
+            // code produces no output).
+            Failure::Output(expected, pos) if matches!(nr, libc::SYS_exit_group | libc::SYS_exit) && *pos < expected.len() && self.state.suppressed.is_empty() => {
+                format!("output ended at byte {pos} of the expected {}", expected.len())
+            }
+            Failure::Output(expected, pos) if write && args[0] == 1 => {
+                let got = read_buf(args[1], args[2]);
+                let start = *pos;
+                *pos += got.len();
+                let Some(k) = got.iter().enumerate().position(|(i, b)| expected.get(start + i) != Some(b)) else { return };
+                let o = self.origin_mem().get64(args[1] + k as u64);
+                locs.push((format!("output byte {} ({:?})", start + k, got[k] as char), o));
+                format!("output differs from the expected at byte {}", start + k)
+            }
+            _ => return,
+        };
+        locs.extend(last_branch(ctx));
+        locs.retain(|l| l.1 & !origin::INCOMING != 0);
+        // A location with a real instance first; constants only if nothing else.
+        if locs.iter().any(|l| origin::instance(l.1) != 0) {
+            locs.retain(|l| origin::instance(l.1) != 0);
+        }
+        locs.truncate(1);
+        self.crash = Some((-1, pc, instance, locs, what));
+    }
+
     fn point_of(&self, o: u64) -> Option<Point> {
         let pc = self.prop.sites.pc(origin::site(o))?;
         Some(Point { pc, thread: origin::thread(o) as u64, instance: origin::instance(o) })
     }
+}
+
+/// The condition of the last conditional branch in the program, as a used location.
+fn last_branch(ctx: &mut ThreadContext) -> Option<(String, u64)> {
+    let pc = *shadow::word(ctx, area::LAST_BRANCH);
+    (pc != 0).then(|| (format!("the condition of the branch at {pc:#x}"), *shadow::word(ctx, area::LAST_BRANCH_ORIGIN)))
 }
 
 /// Active frames of the thread from its return-address table: (return-address slot, return
@@ -469,6 +573,18 @@ fn corrupt_destinations(ctx: &mut ThreadContext, st: &mut State, ins: &Instructi
     }
 }
 
+/// Marks what an instruction of a skipped conditional region would define: the registers it
+/// writes (not rsp) and, for a store to a stack slot (rsp or rbp plus a displacement), the slot.
+fn corrupt_region_insn(ctx: &mut ThreadContext, st: &mut State, ins: &Instruction) {
+    if matches!(ins.flow_control(), FlowControl::Call | FlowControl::IndirectCall) {
+        // The call's result; what the callee writes is not known here.
+        *shadow::gpr(ctx, 0) = 0xff;
+        return;
+    }
+    let stack_store = matches!(ins.memory_base(), Register::RSP | Register::RBP) && ins.memory_index() == Register::None;
+    corrupt_destinations(ctx, st, ins, stack_store && !matches!(ins.mnemonic(), Mnemonic::Push | Mnemonic::Pop | Mnemonic::Leave));
+}
+
 fn address_corrupt(ctx: &mut ThreadContext, ins: &Instruction) -> bool {
     [ins.memory_base(), ins.memory_index()].into_iter().filter_map(gpr_n).filter(|&n| n != 4).any(|n| *shadow::gpr(ctx, n) != 0)
 }
@@ -545,10 +661,18 @@ extern "C" fn guard_callout(ctx: *mut ThreadContext, arg: u64) {
             let target = if g.kind == GuardKind::Branch {
                 let functions = &st.functions;
                 let func = functions.iter().find(|f| (f.0..f.1).contains(&pc)).copied();
-                *st.ipdoms.entry(pc).or_insert_with(|| {
+                let (target, region) = st.ipdoms.entry(pc).or_insert_with(|| {
                     let read = |a: u64, buf: &mut [u8]| -> usize { (1..=buf.len()).rev().find(|&n| guest_mem::read(a, &mut buf[..n])).unwrap_or(0) };
-                    cfg::immediate_post_dominator(pc, &read, func)
-                })
+                    cfg::region(pc, &read, func)
+                }).clone();
+                if target.is_some() {
+                    // What either path would have defined is corrupt: registers, and stack
+                    // slots (addressed from rsp or rbp, whose values are known here).
+                    for r in &region {
+                        corrupt_region_insn(ctx, st, r);
+                    }
+                }
+                target
             } else {
                 None
             };
@@ -604,6 +728,15 @@ impl Tool for SuppressRun {
         match ins.flow_control() {
             FlowControl::ConditionalBranch if ins.condition_code() != ConditionCode::None => {
                 self.guard(b, GuardKind::Branch, ins, &[slot::FLAGS], None);
+                if self.prop.policy.is_some_and(|p| p.is_main(pc)) && !self.crt.iter().any(|f| (f.0..f.1).contains(&pc)) {
+                    let t = b.scratch();
+                    let a = b.asm();
+                    a.mov(t, pc).unwrap();
+                    a.mov(qword_ptr(tool_area(area::LAST_BRANCH)).gs(), t).unwrap();
+                    a.mov(t, qword_ptr(tool_area(slot::ORIGIN_FLAGS)).gs()).unwrap();
+                    a.mov(qword_ptr(tool_area(area::LAST_BRANCH_ORIGIN)).gs(), t).unwrap();
+                    b.release_scratch();
+                }
             }
             FlowControl::Return => {
                 self.last_indirect(pc, b);
@@ -710,7 +843,12 @@ impl ToolRun for SuppressRun {
         let (path, main) = main_module(mem, &self.program);
         self.state.main = main;
         self.prop.policy = Some(Policy { main });
-        self.state.functions = crate::report::symbols::function_ranges(&path, mem);
+        let functions = crate::report::symbols::functions(&path, mem);
+        self.state.functions = functions.iter().map(|f| (f.0, f.1)).collect();
+        // The C runtime's code in the program (start-up, destructors) decides nothing the
+        // program's author wrote.
+        const CRT: [&str; 8] = ["_start", "_init", "_fini", "__do_global_dtors_aux", "frame_dummy", "register_tm_clones", "deregister_tm_clones", "__libc_csu_init"];
+        self.crt = functions.iter().filter(|f| CRT.contains(&f.2.as_str())).map(|f| (f.0, f.1)).collect();
         for f in self.plan.at_functions.clone() {
             match crate::report::symbols::function_address(&path, mem, &f) {
                 Some(pc) => self.plan.points.push(Point { pc, thread: 0, instance: 0 }),
@@ -731,6 +869,9 @@ impl ToolRun for SuppressRun {
 
     fn syscall_pre(&mut self, ctx: &mut ThreadContext, nr: u64, args: &[u64; 6]) -> Option<i64> {
         let nr = nr as i64;
+        if self.crash.is_none() {
+            self.named_failure(ctx, nr, args);
+        }
         if matches!(nr, libc::SYS_exit | libc::SYS_exit_group | libc::SYS_rt_sigreturn) {
             return None;
         }
@@ -813,14 +954,17 @@ impl ToolRun for SuppressRun {
     fn fatal_signal(&mut self, ctx: &mut ThreadContext, sig: i32, _code: i32, addr: u64, mem: &GuestMemory) {
         let locs = self.crash_locations(ctx, sig, addr, mem);
         let instance = *shadow::word(ctx, slot::BLOCKS) >> origin::INSTANCE_SHIFT;
-        self.crash = Some((sig, ctx.rip, instance, locs));
+        if self.crash.is_none() {
+            self.crash = Some((sig, ctx.rip, instance, locs, String::new()));
+        }
     }
 
     fn fini(&mut self, _report: &mut Reporter, mem: &GuestMemory) {
         let mut lines = SourceLines::default();
         let mut out = Outcome::default();
-        if let Some((sig, pc, instance, locs)) = self.crash.take() {
-            out.crash = Some((sig, pc, instance, lines.describe(&[pc], mem).pop().unwrap_or_default()));
+        if let Some((sig, pc, instance, locs, what)) = self.crash.take() {
+            let place = lines.describe(&[pc], mem).pop().unwrap_or_default();
+            out.crash = Some((sig, pc, instance, if sig < 0 { format!("{what} {place}") } else { place }));
             for (what, o) in locs {
                 let Some(p) = self.point_of(o) else { continue };
                 let place = lines.describe(&[p.pc], mem).pop().unwrap_or_default();
