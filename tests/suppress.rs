@@ -242,3 +242,30 @@ fn named_failures_exit_code_stderr_and_output() {
     assert_eq!(out.status.code(), Some(2), "{}", out.describe());
     assert!(out.stderr_str().contains("invalid --failure"), "{}", out.describe());
 }
+
+#[test]
+fn a_failure_that_does_not_repeat_is_reported_with_both_outcomes() {
+    let exe = bug("flaky", "flaky", &|s| s);
+    let marker = crate::common::scratch_dir("suppress-flaky").join("marker");
+    let _ = std::fs::remove_file(&marker);
+    let out = run_rtgrind(["--tool=suppress"], &Cmd::new(&exe).arg(&marker));
+    let err = out.stderr_str();
+    assert_eq!(out.status.code(), Some(2), "{}", out.describe());
+    assert!(err.contains("does not reproduce") && err.contains("run 1: SIGSEGV") && err.contains(&place("flaky", "crash", "main")) && err.contains("run 2: no failure"), "{err}");
+}
+
+#[test]
+fn a_binary_without_symbols_gets_addresses() {
+    let exe = bug("copy_paste", "copy_paste", &|s| s);
+    let stripped = exe.with_file_name("copy_paste_stripped");
+    std::fs::copy(&exe, &stripped).unwrap();
+    let st = std::process::Command::new("strip").arg(&stripped).status().unwrap();
+    assert!(st.success());
+    let out = run_rtgrind(["--tool=suppress"], &Cmd::new(&stripped).stdin("1 2 3 100000000\n"));
+    let err = out.stderr_str();
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    let head = headline(&err);
+    let at = head.split("corruption: ").nth(1).unwrap();
+    assert!(at.starts_with("0x") && at.ends_with(" in copy_paste_stripped"), "{err}");
+    assert_eq!(runs(&err), 5, "{err}");
+}
