@@ -269,3 +269,18 @@ fn a_binary_without_symbols_gets_addresses() {
     assert!(at.starts_with("0x") && at.ends_with(" in copy_paste_stripped"), "{err}");
     assert_eq!(runs(&err), 5, "{err}");
 }
+
+#[test]
+fn stack_protector_abort_is_traced_to_the_strcpy() {
+    let source = std::fs::read_to_string(repo_root().join("guest-programs/bugs/stack_smash.c")).unwrap();
+    let exe = compile_snippet("stack_canary", "c", &source, &["-g", "-O0", "-fstack-protector-strong"]);
+    let out = run_rtgrind(["--tool=suppress"], &Cmd::new(&exe).arg("A".repeat(54)));
+    let err = out.stderr_str();
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    assert!(err.contains("1. original run: SIGABRT") && err.contains("the condition of the branch"), "the canary check failed:\n{err}");
+    let line = place("stack_smash", "root", "greet").replace("stack_smash.c", "stack_canary.c");
+    assert!(headline(&err).contains(&format!("{line}, inside ")), "{err}");
+    // strcpy writes the 55 bytes with two overlapping stores: the one over the canary is
+    // suppressed first, then the one over the return address.
+    assert_eq!(runs(&err), 4, "{err}");
+}

@@ -97,11 +97,19 @@ pub mod origin {
 }
 
 /// Guest pcs of the instructions origins name, by site number (0 is reserved: no site).
+/// Sites in the main program can be numbered apart (`MAIN_SITE` set), so an origin tells at
+/// run time whether the program or a library defined a value.
 #[derive(Default)]
 pub struct Sites {
     pcs: Vec<u64>,
+    main_pcs: Vec<u64>,
     ids: std::collections::HashMap<u64, u32>,
+    /// The main program's code range, if its sites are numbered apart.
+    pub main: Option<(u64, u64)>,
 }
+
+/// The site-number bit of the main program's sites.
+pub const MAIN_SITE: u32 = 1 << 19;
 
 impl Sites {
     /// The site number of `pc`, assigned on first use.
@@ -109,12 +117,22 @@ impl Sites {
         if self.pcs.is_empty() {
             self.pcs.push(0);
         }
+        let in_main = self.main.is_some_and(|(s, e)| (s..e).contains(&pc));
+        let (pcs, main_pcs) = (&mut self.pcs, &mut self.main_pcs);
         *self.ids.entry(pc).or_insert_with(|| {
-            self.pcs.push(pc);
-            (self.pcs.len() - 1) as u32
+            if in_main {
+                main_pcs.push(pc);
+                (main_pcs.len() - 1) as u32 | MAIN_SITE
+            } else {
+                pcs.push(pc);
+                (pcs.len() - 1) as u32
+            }
         })
     }
     pub fn pc(&self, id: usize) -> Option<u64> {
+        if id as u32 & MAIN_SITE != 0 {
+            return self.main_pcs.get(id & (MAIN_SITE as usize - 1)).copied();
+        }
         self.pcs.get(id).copied().filter(|&p| p != 0)
     }
 }

@@ -343,8 +343,9 @@ pub struct Propagation {
 ///   unless the value crossed a call as an argument (bit `origin::INCOMING`, set by the tool
 ///   on the argument registers at a call): spilling a parameter keeps the caller's
 ///   definition. Storing a call's result (`v = f()`) is an assignment and defines.
-/// - A store in a library keeps the origin of the value it copies (memcpy moves corruption,
-///   it does not make it) and defines only what had no definition (strcpy of input bytes).
+/// - A store in a library keeps the origin of a value the program defined (memcpy moves the
+///   program's corruption, it does not make it) and defines the rest: strcpy of input bytes,
+///   or of data a library wrote (an overflowing strcpy of a strncpy'd copy is the corruption).
 /// - A computation in registers takes its most recent source's origin (the address of
 ///   `a[c]` comes from `c`, assigned just before, rather than from `a`, set up long ago).
 ///   Constants (an immediate moved to a register, a computation with no defined source) get
@@ -363,6 +364,9 @@ impl Policy {
         (self.main.0..self.main.1).contains(&pc)
     }
 }
+
+/// Bit of an origin saying its site is in the main program (`Sites` numbers those apart).
+const MAIN_SITE_BIT: u32 = origin::SITE_SHIFT + 19;
 
 /// What the out-of-line call-outs of a propagation need.
 #[repr(C)]
@@ -759,11 +763,11 @@ impl Propagation {
                             a.cmovnc(r.u, r.t).unwrap();
                             a.mov(r.acc, r.u).unwrap();
                         } else {
-                            // Library copies (memcpy, strcpy) keep what they copy, and define
-                            // what had no definition.
+                            // Library copies (memcpy) keep what the program defined and
+                            // define the rest (strcpy of input, or of a library's data).
                             a.and(r.acc, -2).unwrap();
-                            a.test(r.acc, r.acc).unwrap();
-                            a.cmovz(r.acc, r.t).unwrap();
+                            a.bt(r.acc, MAIN_SITE_BIT).unwrap();
+                            a.cmovnc(r.acc, r.t).unwrap();
                         }
                     }
                 }
@@ -873,7 +877,8 @@ impl Propagation {
                         } else {
                             a.mov(r.m, ta(lane_slot(s.n, k))).unwrap();
                             a.and(r.m, -2).unwrap();
-                            a.cmovz(r.m, r.acc).unwrap();
+                            a.bt(r.m, MAIN_SITE_BIT).unwrap();
+                            a.cmovnc(r.m, r.acc).unwrap();
                             a.mov(qword_ptr(r.t + (8 * k) as i32), r.m).unwrap();
                         }
                     }

@@ -386,9 +386,16 @@ impl SuppressRun {
             _ => {
                 // An abort (glibc's heap checks, failed assertions): the pointer passed to
                 // the innermost library call made by the main program.
+                // A call the program's last branch jumps over is that branch's failure path
+                // (`assert`, the stack protector's `__stack_chk_fail`): what was decided on.
+                let branch = *shadow::word(ctx, area::LAST_BRANCH);
+                let decided = innermost.is_some_and(|e| {
+                    let call = e[1].saturating_sub(5);
+                    branch < call && call - branch <= 64 && decode(branch).is_some_and(|b| b.near_branch_target() >= e[1])
+                });
                 match innermost {
                     // A pointer handed to the library (to `free`): its definition.
-                    Some(e) if origin::instance(e[2]) != 0 => locs.push((format!("first argument of the call returning to {:#x}", e[1]), e[2])),
+                    Some(e) if !decided && origin::instance(e[2]) != 0 => locs.push((format!("first argument of the call returning to {:#x}", e[1]), e[2])),
                     // A constant (an assertion's text) or none: what the program last decided on.
                     _ => locs.extend(last_branch(ctx)),
                 }
@@ -843,6 +850,7 @@ impl ToolRun for SuppressRun {
         let (path, main) = main_module(mem, &self.program);
         self.state.main = main;
         self.prop.policy = Some(Policy { main });
+        self.prop.sites.main = Some(main);
         let functions = crate::report::symbols::functions(&path, mem);
         self.state.functions = functions.iter().map(|f| (f.0, f.1)).collect();
         // The C runtime's code in the program (start-up, destructors) decides nothing the
