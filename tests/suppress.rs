@@ -64,6 +64,19 @@ fn null_returned_on_error_path_found_where_it_was_assigned() {
 }
 
 #[test]
+fn suppress_on_a_file_that_is_not_a_program_says_so() {
+    let dir = crate::common::scratch_dir("suppress-notelf");
+    let f = dir.join("notelf");
+    std::fs::write(&f, "not a program\n").unwrap();
+    std::fs::set_permissions(&f, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let out = run_rtgrind(["--tool=suppress"], &Cmd::new(&f));
+    assert_eq!(out.status.code(), Some(126), "{}", out.describe());
+    let err = out.stderr_str();
+    assert_eq!(err.lines().count(), 1, "one line:\n{err}");
+    assert!(err.starts_with("rtgrind: error:") && err.contains("not an ELF file"), "{err}");
+}
+
+#[test]
 fn suppress_on_a_missing_program_says_so() {
     let out = run_rtgrind(["--tool=suppress"], &Cmd::new("/nonexistent/prog"));
     assert_eq!(out.status.code(), Some(127), "{}", out.describe());

@@ -34,6 +34,8 @@ struct Runs {
 
 enum Ended {
     Outcome(Outcome),
+    /// rtgrind could not run the program: its exit status and error line.
+    Error(i32, String),
     TimedOut,
 }
 
@@ -72,8 +74,12 @@ impl Runs {
             std::thread::sleep(Duration::from_millis(5));
         };
         self.first.get_or_insert(start.elapsed());
-        let text = std::fs::read_to_string(&out_path).unwrap_or_default();
-        let _ = status;
+        let Ok(text) = std::fs::read_to_string(&out_path) else {
+            // rtgrind itself stopped (the program cannot run under it): its one-line error.
+            let err = std::fs::read_to_string(self.dir.join(format!("stderr-{n}"))).unwrap_or_default();
+            let line = err.lines().rev().find(|l| l.starts_with("rtgrind: error:")).unwrap_or("rtgrind: error: the run ended without an outcome").to_string();
+            return Ok(Ended::Error(status.code().unwrap_or(125), line));
+        };
         Ok(Ended::Outcome(Outcome::parse(&text)))
     }
 }
@@ -123,6 +129,8 @@ pub enum Verdict {
     RootCause(Vec<Root>),
     /// The search stopped without an answer, and why.
     Inconclusive(String),
+    /// rtgrind cannot run the program (its exit status and error line).
+    CannotRun(i32, String),
 }
 
 pub struct Root {
@@ -159,6 +167,7 @@ pub fn drive(command: Vec<std::ffi::OsString>, opts: Options, format: super::rep
     match search.verdict {
         Verdict::NoFailure => 0,
         Verdict::RootCause(_) => error_exitcode,
+        Verdict::CannotRun(code, _) => code,
         _ => INCONCLUSIVE,
     }
 }
@@ -192,6 +201,7 @@ fn search(command: Vec<std::ffi::OsString>, opts: &mut Options, dir: &Path, chai
         match r {
             Ok(Ended::Outcome(o)) => Ok(o),
             Ok(Ended::TimedOut) => Err(Verdict::Inconclusive(format!("run {} did not end (more than 20 times the first run's time)", runs.count))),
+            Ok(Ended::Error(code, line)) => Err(Verdict::CannotRun(code, line)),
             Err(e) => Err(Verdict::Inconclusive(format!("cannot run rtgrind: {e}"))),
         }
     };

@@ -13,6 +13,11 @@ pub struct Format {
 }
 
 pub fn emit(s: &Search, command: &[std::ffi::OsString], format: &Format, pid: u32) {
+    if let Verdict::CannotRun(_, line) = &s.verdict {
+        // rtgrind's own one-line error, as for any other tool.
+        eprintln!("{line}");
+        return;
+    }
     for line in text(s) {
         eprintln!("=={pid}== {line}");
     }
@@ -38,6 +43,10 @@ fn text(s: &Search) -> Vec<String> {
         }
         Verdict::NotReproducible(a, b) => {
             out.push(format!("suppress: the failure does not reproduce in repeatable mode: run 1: {a}; run 2: {b}"));
+            return out;
+        }
+        Verdict::CannotRun(_, line) => {
+            out.push(line.clone());
             return out;
         }
         Verdict::RootCause(roots) => {
@@ -96,6 +105,7 @@ fn json(s: &Search, command: &[std::ffi::OsString]) -> String {
         Verdict::NotReproducible(a, b) => ("not-reproducible", format!("run 1: {a}; run 2: {b}")),
         Verdict::RootCause(_) => ("root-cause", String::new()),
         Verdict::Inconclusive(why) => ("inconclusive", why.clone()),
+        Verdict::CannotRun(_, line) => ("cannot-run", line.clone()),
     };
     let cmd: Vec<String> = command.iter().map(|a| js(&a.to_string_lossy())).collect();
     let roots: Vec<String> = match &s.verdict {
