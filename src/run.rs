@@ -209,6 +209,10 @@ impl Runtime {
         let mut link_from: Option<ExitId> = None;
         loop {
             self.ctx.pending = 0;
+            if self.p().tool.retranslate_requested() {
+                self.invalidate(0, u64::MAX);
+                link_from = None;
+            }
             if let Some(info) = self.take_signal() {
                 link_from = None;
                 self.handle_signal(info);

@@ -334,6 +334,8 @@ pub struct Propagation {
     pub sites: Sites,
     /// How origins define (None: every computation defines, as for `--tool=taint`).
     pub policy: Option<Policy>,
+    /// Propagate the taint bits (a tool may leave them off while nothing can be tainted).
+    pub taint_on: bool,
     callout: Box<CalloutArg>,
 }
 
@@ -378,7 +380,7 @@ pub struct CalloutArg {
 impl Propagation {
     pub fn new(shadow: *mut ShadowMemory, origins: Option<*mut ShadowMemory>) -> Propagation {
         let callout = Box::new(CalloutArg { shadow, origins: origins.unwrap_or(std::ptr::null_mut()) });
-        Propagation { shadow, origins, sites: Sites::default(), policy: None, callout }
+        Propagation { shadow, origins, sites: Sites::default(), policy: None, taint_on: true, callout }
     }
 
     fn callout_args(&self) -> &CalloutArg {
@@ -559,7 +561,7 @@ impl Propagation {
         } else {
             Class::Compute
         };
-        if !self.shadow.is_null() {
+        if !self.shadow.is_null() && self.taint_on {
             self.taint(site, &o, class, r, b);
         }
         if self.origins.is_some() {

@@ -43,6 +43,11 @@ pub trait ToolRun: Tool {
     /// The guest dies of signal `sig` (`code` and fault address `addr` from its siginfo); the
     /// context is the dying thread's, at the faulting instruction for a synchronous fault.
     fn fatal_signal(&mut self, _ctx: &mut ThreadContext, _sig: i32, _code: i32, _addr: u64, _mem: &GuestMemory) {}
+    /// Polled by the dispatcher: true to have every translation dropped (the tool changed what
+    /// it instruments).
+    fn retranslate_requested(&mut self) -> bool {
+        false
+    }
     /// The run ends (exit, fatal signal, stop): print what the tool found.
     fn fini(&mut self, _report: &mut Reporter, _mem: &GuestMemory) {}
 }

@@ -92,6 +92,11 @@ struct State {
     /// Points reached: (point, call sites in the main program, innermost first).
     hits: Vec<(Point, Vec<u64>)>,
     main: (u64, u64),
+    /// Guards and corrupt bits are in the translations: set once the first suppression point
+    /// fires (until then nothing can be corrupt, and a trace run never pays for them).
+    armed: bool,
+    /// A point fired before `armed`: the runtime is to drop every translation.
+    arm_requested: bool,
 }
 
 impl State {
@@ -174,8 +179,9 @@ impl SuppressRun {
     fn with_failure(plan: Plan, program: String, failure: Option<Failure>) -> std::io::Result<SuppressRun> {
         let shadow = Box::into_raw(Box::new(ShadowMemory::new()?));
         let origins = Box::into_raw(Box::new(ShadowMemory::new()?));
-        let prop = Propagation::new(shadow, Some(origins));
-        let state = Box::new(State { shadow, ipdoms: HashMap::new(), functions: Vec::new(), suppressed: HashMap::new(), hits: Vec::new(), main: (0, 0) });
+        let mut prop = Propagation::new(shadow, Some(origins));
+        prop.taint_on = false;
+        let state = Box::new(State { shadow, ipdoms: HashMap::new(), functions: Vec::new(), suppressed: HashMap::new(), hits: Vec::new(), main: (0, 0), armed: false, arm_requested: false });
         Ok(SuppressRun { program, plan, prop, origins, state, guards: Vec::new(), checks: Vec::new(), threads: 0, crash: None, syscall_suppressed: false, pipes: HashMap::new(), failure, crt: Vec::new() })
     }
 
@@ -191,6 +197,9 @@ impl SuppressRun {
     /// `if any of the words at `slots` is non-zero (or `extra` code leaves t non-zero): call
     /// the guard, and leave the block if it says so`.
     fn guard(&mut self, b: &mut Inline, kind: GuardKind, ins: &Instruction, slots: &[usize], mem_value: Option<&rtgrind_jit::iced_x86::UsedMemory>) {
+        if !self.state.armed {
+            return;
+        }
         let g = Box::new(Guard { kind, ins: *ins, state: self.state_ptr() });
         let arg = &*g as *const Guard as u64;
         self.guards.push(g);
@@ -708,6 +717,16 @@ extern "C" fn point_callout(ctx: *mut ThreadContext, arg: u64) {
     if thread != c.point.thread {
         return;
     }
+    if !st.armed {
+        // The first point: have every block retranslated with guards and corrupt bits, and
+        // come back to this instruction in the new translation. Its block entry is counted
+        // again, so the count goes back one: instances stay those of the unarmed run.
+        st.arm_requested = true;
+        *shadow::word(ctx, slot::BLOCKS) -= origin::BLOCK_STEP;
+        ctx.ibl_clear();
+        *shadow::word(ctx, area::REDIRECT) = c.ins.ip();
+        return;
+    }
     let ins = &c.ins;
     let bad_address = address_corrupt(ctx, ins);
     corrupt_destinations(ctx, st, ins, !bad_address);
@@ -836,6 +855,15 @@ impl Tool for SuppressRun {
 }
 
 impl ToolRun for SuppressRun {
+    fn retranslate_requested(&mut self) -> bool {
+        if !std::mem::take(&mut self.state.arm_requested) {
+            return false;
+        }
+        self.state.armed = true;
+        self.prop.taint_on = true;
+        true
+    }
+
     fn start(&mut self, ctx: &mut ThreadContext, mem: &GuestMemory) {
         for (s, e) in mem.ranges() {
             self.state.mem().cover(s, e);
