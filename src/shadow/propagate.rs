@@ -826,6 +826,17 @@ impl Propagation {
         }
     }
 
+    /// `r.t` = the origin shadow of the granule holding the first byte of access `m`; lane k
+    /// of the access is the granule at `r.t + 8k` (clobbers `r.a`, `r.u`).
+    fn first_granule(b: &mut Inline, r: Regs, m: &UsedMemory) {
+        effective_address(b, r.a, m, r.t);
+        shadow_address(b, r, slot::DELTA_ORIGIN);
+        let a = b.asm();
+        a.mov(r.u, r.a).unwrap();
+        a.and(r.u, 7).unwrap();
+        a.sub(r.t, r.u).unwrap();
+    }
+
     /// A whole-vector copy (load, store or register move of 16 or 32 bytes) moves the origin
     /// of each 8-byte lane: memcpy's vector copies keep every granule's origin. False if the
     /// instruction is not one.
@@ -838,13 +849,8 @@ impl Propagation {
         match (o.src_regs.as_slice(), o.src_mem.as_slice(), o.dst_regs.as_slice(), o.dst_mem.as_slice()) {
             ([], [m], [d], []) if vec(d).is_some() && m.memory_size().size() >= 16 => {
                 let n = lanes(m.memory_size().size().min(32));
-                effective_address(b, r.a, m, r.t);
-                shadow_address(b, r, slot::DELTA_ORIGIN);
+                Self::first_granule(b, r, m);
                 let a = b.asm();
-                // r.t: shadow of the first byte; lane k's granule is that of ea + 8k.
-                a.mov(r.u, r.a).unwrap();
-                a.and(r.u, 7).unwrap();
-                a.sub(r.t, r.u).unwrap();
                 for k in 0..4 {
                     let from = if k < n { k } else { n - 1 };
                     if k < n {
@@ -859,12 +865,8 @@ impl Propagation {
             }
             ([s], [], [], [m]) if vec(s).is_some() && m.memory_size().size() >= 16 => {
                 let n = lanes(m.memory_size().size().min(32));
-                effective_address(b, r.a, m, r.t);
-                shadow_address(b, r, slot::DELTA_ORIGIN);
+                Self::first_granule(b, r, m);
                 let a = b.asm();
-                a.mov(r.u, r.a).unwrap();
-                a.and(r.u, 7).unwrap();
-                a.sub(r.t, r.u).unwrap();
                 if let Some(p) = self.policy {
                     // As for other stores (see `Policy`): the program's define, a library's
                     // keep what they copy and define what had no definition.
