@@ -95,6 +95,51 @@ pub struct Cli {
     #[arg(long, value_name = "ADDR:N", help_heading = "Tool options")]
     pub switch_at: Option<String>,
 
+    /// switch: the expected standard output of a correct run (byte for byte).
+    #[arg(long, value_name = "FILE", help_heading = "Tool options")]
+    pub expected_output: Option<PathBuf>,
+
+    /// switch: the expected standard error of a correct run.
+    #[arg(long, value_name = "FILE", help_heading = "Tool options")]
+    pub expected_stderr: Option<PathBuf>,
+
+    /// switch: the expected exit status of a correct run.
+    #[arg(long, value_name = "N", help_heading = "Tool options")]
+    pub expected_exit: Option<i32>,
+
+    /// switch: a shell command that judges a run: it gets the run's standard output on its
+    /// standard input and its files' paths in $RTGRIND_STDOUT and $RTGRIND_STDERR; exit 0 = pass.
+    #[arg(long, value_name = "CMD", help_heading = "Tool options")]
+    pub oracle: Option<String>,
+
+    /// switch: candidate order: lefs (last executed first), last-instance-first.
+    #[arg(long, default_value = "lefs", value_name = "ORDER", help_heading = "Tool options")]
+    pub order: String,
+
+    /// switch: also switch branches in libraries.
+    #[arg(long, value_enum, default_value = "no", value_name = "yes|no", help_heading = "Tool options")]
+    pub switch_libs: YesNo,
+
+    /// switch: keep searching after the first success and list every successful switch.
+    #[arg(long, help_heading = "Tool options")]
+    pub all: bool,
+
+    /// switch: a switched run may enter this many times more blocks than the original run.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Tool options")]
+    pub budget_factor: u64,
+
+    /// switch (internal): record every conditional branch instance into FILE.
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub switch_trace: Option<PathBuf>,
+
+    /// Stop the run once a thread has entered N counted blocks (exit status 124).
+    #[arg(long, value_name = "N", hide = true)]
+    pub budget_blocks: Option<u64>,
+
+    /// Write the main thread's count of entered blocks to FILE at the end of the run.
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub blocks_out: Option<PathBuf>,
+
     /// suppress: most program runs the search may take.
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(3..), help_heading = "Tool options")]
     pub max_runs: u32,

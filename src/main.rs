@@ -24,6 +24,8 @@ pub const EXIT_USAGE: i32 = 2;
 pub const EXIT_UNSUPPORTED: i32 = 125;
 /// Exit status for internal failures (out of memory for the code cache and the like).
 pub const EXIT_INTERNAL: i32 = 125;
+/// The run used up its `--budget-blocks` (as timeout(1)).
+pub const EXIT_BUDGET: i32 = 124;
 
 fn fail(msg: &str, code: i32) -> ! {
     eprintln!("rtgrind: error: {msg}");
@@ -79,6 +81,9 @@ fn main() {
             fail(&format!("{first} (usage: rtgrind [options] --tool=NAME prog [args]; see 'rtgrind --help')"), EXIT_USAGE);
         }
     };
+    if cli.tool == cli::ToolName::Switch && cli.switch_at.is_none() && cli.switch_trace.is_none() {
+        std::process::exit(switch_search(&cli));
+    }
     if cli.tool == cli::ToolName::Suppress && cli.suppress_plan.is_none() {
         // The search: runs of this program under rtgrind, each with a plan.
         if !resolve(&cli.command[0]).is_file() {
@@ -210,7 +215,14 @@ fn main() {
         contexts: Vec::new(),
         repeat,
         stop_at: cli.stop_at.as_deref().map(parse_stop_at),
+        budget: cli.budget_blocks,
+        blocks_out: cli.blocks_out.clone(),
     }));
+    if process.budget.is_some() || process.blocks_out.is_some() {
+        // Budgets count block entries (backward, indirect and dispatched ones suffice: every
+        // loop passes one).
+        process.cache.set_preemption(true);
+    }
     if process.stop_at.is_some() {
         // Instances are counts of block entries: count every one from the start.
         process.cache.set_preemption(true);
@@ -225,11 +237,45 @@ fn main() {
     rt.run();
 }
 
+/// `--tool=switch` with an oracle: the predicate-switching search.
+fn switch_search(cli: &cli::Cli) -> i32 {
+    if !resolve(&cli.command[0]).is_file() {
+        fail(&format!("{}: no such file", cli.command[0].to_string_lossy()), 127);
+    }
+    let read = |p: &PathBuf, what: &str| std::fs::read(p).unwrap_or_else(|e| fail(&format!("{what}: cannot read '{}': {e}", p.display()), EXIT_USAGE));
+    let oracle = tools::switch::oracle::Oracle {
+        output: cli.expected_output.as_ref().map(|p| read(p, "--expected-output")),
+        stderr: cli.expected_stderr.as_ref().map(|p| read(p, "--expected-stderr")),
+        exit: cli.expected_exit,
+        command: cli.oracle.clone(),
+    };
+    let order = tools::switch::driver::Order::parse(&cli.order)
+        .unwrap_or_else(|| fail(&format!("invalid --order '{}' (expected lefs or last-instance-first)", cli.order), EXIT_USAGE));
+    let opts = tools::switch::driver::Options {
+        oracle,
+        order,
+        libs: cli.switch_libs == cli::YesNo::Yes,
+        all: cli.all,
+        budget_factor: cli.budget_factor,
+        error_exitcode: cli.error_exitcode,
+        seed: cli.seed,
+        stdin_file: cli.stdin_file.clone(),
+        expected_output_path: cli.expected_output.as_ref().map(|p| std::fs::canonicalize(p).unwrap_or(p.clone())),
+        json: cli.json,
+    };
+    tools::switch::driver::drive(cli.command.clone(), opts)
+}
+
 /// The tool `--tool` names, with its options.
 fn make_tool(cli: &cli::Cli) -> Box<dyn tools::ToolRun> {
     match cli.tool {
         cli::ToolName::None => Box::new(rtgrind_jit::instrument::NoInstrumentation),
         cli::ToolName::Count => Box::new(tools::count::Count::new(cli.per_function)),
+        cli::ToolName::Switch if cli.switch_trace.is_some() => {
+            let expected = cli.expected_output.as_ref().map(|p| std::fs::read(p).unwrap_or_else(|e| fail(&format!("--expected-output: cannot read '{}': {e}", p.display()), EXIT_USAGE)));
+            let program = std::fs::canonicalize(resolve(&cli.command[0])).map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
+            Box::new(tools::switch::trace::SwitchTrace::new(cli.switch_trace.clone().unwrap_or_default(), cli.switch_libs == cli::YesNo::No, program, expected))
+        }
         cli::ToolName::Switch => {
             let spec = cli.switch_at.as_deref().unwrap_or_else(|| fail("--tool=switch needs --switch-at=ADDR:N", EXIT_USAGE));
             let (site, n) = tools::switch::Switch::parse(spec)

@@ -50,6 +50,10 @@ pub struct Process {
     pub repeat: Option<crate::kernel::repeat::Repeatable>,
     /// `--stop-at=THREAD:INSTANCE`: stop before that thread's INSTANCE-th block runs.
     pub stop_at: Option<(usize, u64)>,
+    /// `--budget-blocks`: the run ends (status 124) once a thread entered this many counted blocks.
+    pub budget: Option<u64>,
+    /// `--blocks-out`: where to write the main thread's block count at the end.
+    pub blocks_out: Option<PathBuf>,
 }
 
 /// One guest thread.
@@ -171,6 +175,10 @@ impl Runtime {
             Some((t, n)) if t == self.index && n > self.blocks_done => q.min(n - self.blocks_done),
             _ => q,
         };
+        let q = match self.p().budget {
+            Some(b) => q.min(b.saturating_sub(self.blocks_done).max(1)),
+            None => q,
+        };
         self.granted = q;
         self.ctx.quantum = q;
     }
@@ -271,6 +279,11 @@ impl Runtime {
                             self.skip_count = true;
                             if self.p().stop_at == Some((self.index, self.instance())) {
                                 self.stop_here();
+                            }
+                            if self.p().budget.is_some_and(|b| self.instance() >= b) {
+                                let b = self.p().budget.unwrap_or(0);
+                                self.p().report.line(&format!("budget of {b} blocks exhausted: the run is stopped"));
+                                self.finish_and_exit(crate::EXIT_BUDGET);
                             }
                             let q = self.p().sched.preempt(self.index, target);
                             self.set_quantum(q);
@@ -433,6 +446,11 @@ impl Runtime {
 
     /// The tool's findings and, with `--stats`, the engine's figures.
     pub fn print_stats(&mut self) {
+        if self.index == 0 {
+            if let Some(f) = self.p().blocks_out.clone() {
+                let _ = std::fs::write(f, self.instance().to_string());
+            }
+        }
         let p = self.p();
         p.tool.fini(&mut p.report, &p.mem);
         if !p.config.stats {

@@ -8,3 +8,4 @@ mod insn;
 mod threads;
 mod tools;
 mod suppress;
+mod switch;

@@ -2,6 +2,7 @@
 //! instruments translations (the engine's `instrument::Tool`) and reacts to what the runtime
 //! sees (syscalls, client requests, the end of the run) through [`ToolRun`].
 
+pub mod child;
 pub mod count;
 pub mod suppress;
 pub mod switch;
@@ -79,3 +80,27 @@ pub fn cmov_cc(asm: &mut CodeAssembler, cc: ConditionCode, dst: AsmRegister64, s
     .unwrap();
 }
 
+
+/// The main program's path and mapped range (from its first to its last mapping).
+pub fn main_module(mem: &GuestMemory, program: &str) -> (String, (u64, u64)) {
+    let mut range = (u64::MAX, 0);
+    let mut name = String::new();
+    let mut same: std::collections::HashMap<String, bool> = std::collections::HashMap::new();
+    for (s, e, r) in mem.pieces(0, u64::MAX >> 16) {
+        let Some(n) = r.name.as_deref() else { continue };
+        let is = *same.entry(n.to_string()).or_insert_with(|| std::fs::canonicalize(n).is_ok_and(|c| c.to_string_lossy() == program));
+        if is {
+            range = (range.0.min(s), range.1.max(e));
+            name = n.to_string();
+        }
+    }
+    if range.0 > range.1 {
+        range = (0, 0);
+    }
+    (name, range)
+}
+
+/// The main program's mapped range (see `main_module`).
+pub fn main_module_range(mem: &GuestMemory, program: &str) -> (u64, u64) {
+    main_module(mem, program).1
+}

@@ -875,7 +875,7 @@ impl ToolRun for SuppressRun {
         // SAFETY: as in `State::mem`.
         shadow::init_thread(ctx, unsafe { &*self.state.shadow }, Some(unsafe { &*self.origins }));
         init_table(ctx);
-        let (path, main) = main_module(mem, &self.program);
+        let (path, main) = super::super::main_module(mem, &self.program);
         self.state.main = main;
         self.prop.policy = Some(Policy { main });
         self.prop.sites.main = Some(main);
@@ -1036,21 +1036,3 @@ fn pipe_inode(fd: u64) -> Option<u64> {
     (ok && st.st_mode & libc::S_IFMT == libc::S_IFIFO).then_some(st.st_ino)
 }
 
-/// The main program's path and mapped range (from its first to its last mapping).
-fn main_module(mem: &GuestMemory, program: &str) -> (String, (u64, u64)) {
-    let mut range = (u64::MAX, 0);
-    let mut name = String::new();
-    let mut same: HashMap<String, bool> = HashMap::new();
-    for (s, e, r) in mem.pieces(0, u64::MAX >> 16) {
-        let Some(n) = r.name.as_deref() else { continue };
-        let is = *same.entry(n.to_string()).or_insert_with(|| std::fs::canonicalize(n).is_ok_and(|c| c.to_string_lossy() == program));
-        if is {
-            range = (range.0.min(s), range.1.max(e));
-            name = n.to_string();
-        }
-    }
-    if range.0 > range.1 {
-        range = (0, 0);
-    }
-    (name, range)
-}

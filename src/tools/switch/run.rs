@@ -1,14 +1,14 @@
 //! `--tool=switch --switch-at=ADDR:N`: runs the program with the outcome of exactly one
 //! branch instance inverted — the N-th execution (counted from 1, over all threads, which run
 //! one at a time) of the conditional branch at guest address ADDR — and says which outcome it
-//! forced. This is the switched run of predicate switching (`../shared/papers/002`); the search
-//! over candidate instances that builds on it is not here yet.
+//! forced. This is the switched run of predicate switching (`../shared/papers/002`); the
+//! search over candidate instances is `driver`.
 //!
 //! The branch site counts its executions in a flag-free sequence, computes the inverse of the
 //! outcome the guest's flags give (`cmov`, before anything touches the flags) and hands it to
 //! the engine through `Inline::branch_outcome_from` on the N-th execution only.
 
-use super::{cmov_cc, ToolRun};
+use crate::tools::{cmov_cc, ToolRun};
 use crate::kernel::memory::GuestMemory;
 use crate::report::lines::SourceLines;
 use crate::report::Reporter;

@@ -1,0 +1,56 @@
+//! Runs of the program under a child rtgrind, for the searches (suppress, switch): output to
+//! files, a wall-time limit, and the run's standard input from a file captured once.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// Captures rtgrind's own standard input into `dir/stdin` (nothing from a terminal), so every
+/// run reads the same bytes.
+pub fn capture_stdin(dir: &Path) -> std::io::Result<PathBuf> {
+    let path = dir.join("stdin");
+    let mut data = Vec::new();
+    // SAFETY: isatty on a descriptor number.
+    if unsafe { libc::isatty(0) } == 0 {
+        let _ = std::io::stdin().read_to_end(&mut data);
+    }
+    std::fs::write(&path, data)?;
+    Ok(path)
+}
+
+/// Runs `rtgrind ARGS` with stdout and stderr to the given files; None if it ran longer than
+/// `limit` (it is killed), else its status and wall time.
+pub fn run(args: &[std::ffi::OsString], stdout: &Path, stderr: &Path, limit: Option<Duration>) -> std::io::Result<Option<(ExitStatus, Duration)>> {
+    let exe = std::env::current_exe()?;
+    let start = Instant::now();
+    let mut child = Command::new(exe).args(args).stdin(Stdio::null()).stdout(std::fs::File::create(stdout)?).stderr(std::fs::File::create(stderr)?).spawn()?;
+    loop {
+        if let Some(s) = child.try_wait()? {
+            return Ok(Some((s, start.elapsed())));
+        }
+        if limit.is_some_and(|l| start.elapsed() > l) {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Ok(None);
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// A temporary directory for one search, removed when dropped.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tool: &str) -> std::io::Result<TempDir> {
+        let d = std::env::temp_dir().join(format!("rtgrind-{tool}-{}", std::process::id()));
+        std::fs::create_dir_all(&d)?;
+        Ok(TempDir(d))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}

@@ -1,0 +1,292 @@
+//! `rtgrind --tool=switch ORACLE prog args`: the predicate-switching search. A trace run lists
+//! every conditional branch instance up to the failure; then, in the chosen order, each
+//! candidate instance is inverted in a run of its own (plain re-execution, repeatable mode)
+//! until the oracle accepts a run. Every switched run has a block budget of `--budget-factor`
+//! times the original run's, so a switch that makes the program loop ends.
+
+use super::oracle::{Ending, Oracle, RunResult};
+use crate::tools::child::{self, TempDir};
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Order {
+    /// Last executed first.
+    Lefs,
+    /// The last instance of each site (most recent site first), then the ones before.
+    LastInstanceFirst,
+}
+
+impl Order {
+    pub fn parse(s: &str) -> Option<Order> {
+        match s {
+            "lefs" => Some(Order::Lefs),
+            "last-instance-first" => Some(Order::LastInstanceFirst),
+            _ => None,
+        }
+    }
+}
+
+pub struct Options {
+    pub oracle: Oracle,
+    pub order: Order,
+    pub libs: bool,
+    pub all: bool,
+    pub budget_factor: u64,
+    pub error_exitcode: i32,
+    pub seed: u64,
+    pub stdin_file: Option<PathBuf>,
+    pub expected_output_path: Option<PathBuf>,
+    pub json: bool,
+}
+
+/// One candidate: a branch instance of the trace.
+#[derive(Clone, Debug)]
+struct Candidate {
+    /// Position in the trace (0 = first branch executed).
+    index: usize,
+    site: usize,
+    /// Its instance counted from the start (1 = first) and back from the failure (1 = last).
+    forward: u64,
+    backward: u64,
+}
+
+struct Trace {
+    /// (pc, source place) by site number.
+    sites: Vec<(u64, String)>,
+    ids: Vec<usize>,
+    failure: String,
+}
+
+fn parse_trace(text: &str) -> Trace {
+    let mut t = Trace { sites: Vec::new(), ids: Vec::new(), failure: String::new() };
+    for line in text.lines() {
+        let f: Vec<&str> = line.splitn(5, '\t').collect();
+        match f[0] {
+            "site" if f.len() >= 4 => {
+                let pc = u64::from_str_radix(f[2].trim_start_matches("0x"), 16).unwrap_or(0);
+                t.sites.push((pc, f.get(3).unwrap_or(&"").to_string()));
+            }
+            "failure" => t.failure = f.get(1).unwrap_or(&"").to_string(),
+            "trace" => t.ids = f.get(1).unwrap_or(&"").split_whitespace().filter_map(|x| x.parse().ok()).collect(),
+            _ => {}
+        }
+    }
+    t
+}
+
+fn candidates(trace: &Trace, order: Order) -> Vec<Candidate> {
+    let mut total = vec![0u64; trace.sites.len()];
+    for &s in &trace.ids {
+        total[s] += 1;
+    }
+    let mut seen = vec![0u64; trace.sites.len()];
+    let mut c: Vec<Candidate> = trace
+        .ids
+        .iter()
+        .enumerate()
+        .map(|(index, &site)| {
+            seen[site] += 1;
+            Candidate { index, site, forward: seen[site], backward: total[site] - seen[site] + 1 }
+        })
+        .collect();
+    match order {
+        Order::Lefs => c.reverse(),
+        Order::LastInstanceFirst => c.sort_by(|a, b| a.backward.cmp(&b.backward).then(b.index.cmp(&a.index))),
+    }
+    c
+}
+
+struct Search {
+    dir: TempDir,
+    command: Vec<OsString>,
+    opts: Options,
+    runs: u32,
+}
+
+impl Search {
+    fn common(&self) -> Vec<OsString> {
+        let mut a: Vec<OsString> = vec!["--repeatable=yes".into(), format!("--seed={}", self.opts.seed).into()];
+        a.push(format!("--stdin-file={}", self.opts.stdin_file.as_ref().expect("stdin captured").display()).into());
+        a
+    }
+
+    /// Runs rtgrind with `tool_args`, the program after; its result, or an error message.
+    fn run(&mut self, tool_args: Vec<OsString>, limit: Option<Duration>) -> Result<(RunResult, Duration, String), String> {
+        self.runs += 1;
+        let n = self.runs;
+        let (out, err, log) = (self.dir.0.join(format!("out-{n}")), self.dir.0.join(format!("err-{n}")), self.dir.0.join(format!("log-{n}")));
+        let mut args: Vec<OsString> = vec!["-q".into(), format!("--log-file={}", log.display()).into()];
+        args.extend(tool_args);
+        args.extend(self.common());
+        args.push("--".into());
+        args.extend(self.command.iter().cloned());
+        let r = child::run(&args, &out, &err, limit).map_err(|e| format!("cannot run rtgrind: {e}"))?;
+        let log_text = std::fs::read_to_string(&log).unwrap_or_default();
+        let (ending, took) = match r {
+            None => (Ending::TimedOut, limit.unwrap_or_default()),
+            Some((s, took)) => {
+                use std::os::unix::process::ExitStatusExt;
+                let e = match (s.code(), s.signal()) {
+                    (Some(crate::EXIT_BUDGET), _) if log_text.contains("budget of") => Ending::Budget,
+                    (Some(c), _) => Ending::Exit(c),
+                    (None, Some(sig)) => Ending::Signal(sig),
+                    _ => Ending::Exit(-1),
+                };
+                (e, took)
+            }
+        };
+        if let Some(line) = log_text.lines().find(|l| l.starts_with("rtgrind: error:")) {
+            return Err(line.to_string());
+        }
+        Ok((RunResult { stdout: out, stderr: err, ending }, took, log_text))
+    }
+}
+
+/// What a successful switch did.
+struct Found {
+    candidate: Candidate,
+    outcome: String,
+}
+
+pub fn drive(command: Vec<OsString>, mut opts: Options) -> i32 {
+    let pid = std::process::id();
+    let say = |s: &str| eprintln!("=={pid}== switch: {s}");
+    let started = Instant::now();
+    let dir = match TempDir::new("switch") {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("rtgrind: error: cannot create a temporary directory: {e}");
+            return 2;
+        }
+    };
+    if opts.stdin_file.is_none() {
+        match child::capture_stdin(&dir.0) {
+            Ok(p) => opts.stdin_file = Some(p),
+            Err(e) => {
+                eprintln!("rtgrind: error: cannot capture standard input: {e}");
+                return 2;
+            }
+        }
+    }
+    let mut s = Search { dir, command, opts, runs: 0 };
+    // The trace run: the original execution, every branch instance up to the failure.
+    let trace_file = s.dir.0.join("trace");
+    let blocks_file = s.dir.0.join("blocks");
+    let mut targs: Vec<OsString> = vec!["--tool=switch".into(), format!("--switch-trace={}", trace_file.display()).into(), format!("--blocks-out={}", blocks_file.display()).into()];
+    if s.opts.libs {
+        targs.push("--switch-libs=yes".into());
+    }
+    if let Some(p) = &s.opts.expected_output_path {
+        targs.push(format!("--expected-output={}", p.display()).into());
+    }
+    let (original, took, _) = match s.run(targs, None) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("{e}");
+            return 2;
+        }
+    };
+    if s.opts.oracle.passes(&original) {
+        if !s.opts.oracle.given() {
+            say(&format!("no oracle given (--expected-output, --expected-stderr, --expected-exit, --oracle) and the program did not crash ({}): nothing to search for", original.ending.describe()));
+            return 2;
+        }
+        say(&format!("the run already passes the oracle ({}); nothing to find", original.ending.describe()));
+        return 0;
+    }
+    // The failure must repeat.
+    let again = match s.run(vec!["--tool=none".into()], Some(took * 20 + Duration::from_secs(10))) {
+        Ok(r) => r.0,
+        Err(e) => {
+            eprintln!("{e}");
+            return 2;
+        }
+    };
+    let same_output = std::fs::read(&again.stdout).ok() == std::fs::read(&original.stdout).ok();
+    if again.ending != original.ending || !same_output {
+        say(&format!("the failure does not reproduce: the first run ended with {}, the second with {}{}", original.ending.describe(), again.ending.describe(), if same_output { "" } else { " and a different output" }));
+        return 2;
+    }
+    let trace = parse_trace(&std::fs::read_to_string(&trace_file).unwrap_or_default());
+    let blocks: u64 = std::fs::read_to_string(&blocks_file).ok().and_then(|t| t.trim().parse().ok()).unwrap_or(0);
+    let budget = (blocks.max(1000)).saturating_mul(s.opts.budget_factor);
+    let cands = candidates(&trace, s.opts.order);
+    let failure = if trace.failure.is_empty() { original.ending.describe() } else { trace.failure.clone() };
+    say(&format!("the original run fails ({failure}); {} branch instances before the failure, {} sites", cands.len(), trace.sites.len()));
+    let limit = took * 20 + Duration::from_secs(10);
+    let mut found: Vec<Found> = Vec::new();
+    let (mut tried, mut stopped) = (0u64, 0u64);
+    for c in &cands {
+        let (pc, _) = trace.sites[c.site];
+        tried += 1;
+        let args: Vec<OsString> = vec!["--tool=switch".into(), format!("--switch-at={pc:#x}:{}", c.forward).into(), format!("--budget-blocks={budget}").into()];
+        let (r, _, log) = match s.run(args, Some(limit)) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("{e}");
+                return 2;
+            }
+        };
+        if matches!(r.ending, Ending::Budget | Ending::TimedOut) {
+            stopped += 1;
+        }
+        if s.opts.oracle.passes(&r) {
+            let outcome = if log.contains("switched to taken") { "not taken" } else { "taken" };
+            found.push(Found { candidate: c.clone(), outcome: outcome.into() });
+            if !s.opts.all {
+                break;
+            }
+        }
+    }
+    let secs = started.elapsed().as_secs_f64();
+    if found.is_empty() {
+        say(&format!("no single switch makes the run pass: search exhausted after {tried} switched runs ({stopped} stopped by their budget; {:.2} s)", secs));
+        if s.opts.json {
+            println!("{{\"tool\":\"switch\",\"result\":\"exhausted\",\"tried\":{tried},\"seconds\":{secs:.3}}}");
+        }
+        return 2;
+    }
+    let mut json = Vec::new();
+    for (k, f) in found.iter().enumerate() {
+        let (pc, place) = &trace.sites[f.candidate.site];
+        let head = if k == 0 { "critical predicate" } else { "also" };
+        say(&format!("{head}: {place}, the branch at {pc:#x}"));
+        say(&format!("   instance {} of its site ({} from the failure), which was {}; inverting it makes the run pass", f.candidate.forward, f.candidate.backward, f.outcome));
+        json.push(format!(
+            "{{\"place\":\"{}\",\"pc\":\"{pc:#x}\",\"instance\":{},\"from_failure\":{},\"outcome\":\"{}\"}}",
+            place.replace('\\', "\\\\").replace('"', "\\\""),
+            f.candidate.forward,
+            f.candidate.backward,
+            f.outcome
+        ));
+    }
+    let order = if s.opts.order == Order::Lefs { "lefs" } else { "last-instance-first" };
+    say(&format!("{tried} switched runs of {} candidates ({order} order; {stopped} stopped by their budget), {} runs in all, {:.2} s", cands.len(), s.runs, secs));
+    if s.opts.json {
+        println!("{{\"tool\":\"switch\",\"result\":\"found\",\"predicates\":[{}],\"tried\":{tried},\"candidates\":{},\"seconds\":{secs:.3}}}", json.join(","), cands.len());
+    }
+    s.opts.error_exitcode
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn trace(ids: &[usize]) -> Trace {
+        Trace { sites: vec![(0x10, String::new()), (0x20, String::new())], ids: ids.to_vec(), failure: String::new() }
+    }
+
+    #[test]
+    fn lefs_goes_back_from_the_failure() {
+        let c = candidates(&trace(&[0, 1, 0, 1, 0]), Order::Lefs);
+        assert_eq!(c.iter().map(|c| (c.site, c.forward, c.backward)).collect::<Vec<_>>(), vec![(0, 3, 1), (1, 2, 1), (0, 2, 2), (1, 1, 2), (0, 1, 3)]);
+    }
+
+    #[test]
+    fn last_instance_first_takes_each_site_s_last_instance_first() {
+        let c = candidates(&trace(&[0, 0, 0, 1, 0]), Order::LastInstanceFirst);
+        assert_eq!(c.iter().map(|c| (c.site, c.forward)).collect::<Vec<_>>(), vec![(0, 4), (1, 1), (0, 3), (0, 2), (0, 1)]);
+    }
+}

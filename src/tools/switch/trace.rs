@@ -1,0 +1,168 @@
+//! The trace run of the switch search: every conditional branch instance of the program (or
+//! of every module, `--switch-libs=yes`) up to the failure point, in execution order.
+//!
+//! Each branch site appends its number to the thread's trace buffer inline (four flag-free
+//! instructions); the failure point is where the trace stands when the program first writes
+//! a byte of standard output that differs from the expected output, or when it crashes, or at
+//! its end for the other oracles. The trace file lists the sites (number, pc, source line)
+//! and then the main thread's instances as site numbers.
+
+use crate::kernel::guest_mem;
+use crate::kernel::memory::GuestMemory;
+use crate::report::lines::SourceLines;
+use crate::report::Reporter;
+use crate::tools::ToolRun;
+use rtgrind_jit::iced_x86::{ConditionCode, FlowControl};
+use rtgrind_jit::instrument::code_asm::{dword_ptr, qword_ptr};
+use rtgrind_jit::instrument::{tool_area, InsnSite, Inline, Tool};
+use rtgrind_jit::ThreadContext;
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+/// Tool-area word: where this thread's next trace entry goes.
+const CURSOR: usize = 0;
+/// Trace entries a thread can hold (4 bytes each, reserved, touched as written).
+const CAPACITY: usize = 1 << 28;
+/// Where buffers are asked for: far from the guest's code, near which code-cache arenas must go.
+const PLACE: u64 = 0x2000_0000_0000;
+
+pub struct SwitchTrace {
+    out: PathBuf,
+    /// Only branches of the main program (`--switch-libs=no`).
+    main_only: bool,
+    main: (u64, u64),
+    program: String,
+    /// Site numbers by pc, and pcs by number.
+    ids: HashMap<u64, u32>,
+    pcs: Vec<u64>,
+    /// The main thread's buffer, and its cursor word (in its context, which lives until the
+    /// process ends).
+    buffer: u64,
+    cursor: *const u64,
+    /// Expected standard output, and how much of it the program wrote so far.
+    expected: Option<(Vec<u8>, usize)>,
+    /// The trace length at the failure point.
+    cut: Option<u64>,
+    /// What the failure was.
+    what: String,
+}
+
+fn reserve() -> u64 {
+    // SAFETY: a fresh anonymous mapping the guest does not know of; MAP_NORESERVE because
+    // only the written part is ever touched.
+    let p = unsafe { libc::mmap(PLACE as *mut libc::c_void, CAPACITY * 4, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE, -1, 0) };
+    if p == libc::MAP_FAILED {
+        0
+    } else {
+        p as u64
+    }
+}
+
+impl SwitchTrace {
+    pub fn new(out: PathBuf, main_only: bool, program: String, expected: Option<Vec<u8>>) -> SwitchTrace {
+        SwitchTrace { out, main_only, main: (0, 0), program, ids: HashMap::new(), pcs: Vec::new(), buffer: 0, cursor: std::ptr::null(), expected: expected.map(|e| (e, 0)), cut: None, what: String::new() }
+    }
+
+    /// Entries in the main thread's buffer now.
+    fn length(&self) -> u64 {
+        if self.cursor.is_null() {
+            return 0;
+        }
+        // SAFETY: `cursor` is the main thread's tool-area word (see the field).
+        (unsafe { *self.cursor } - self.buffer) / 4
+    }
+}
+
+impl Tool for SwitchTrace {
+    fn before_insn(&mut self, site: &InsnSite, b: &mut Inline) {
+        let ins = site.ins;
+        let pc = ins.ip();
+        if ins.flow_control() != FlowControl::ConditionalBranch || ins.condition_code() == ConditionCode::None {
+            return;
+        }
+        if self.main_only && !(self.main.0..self.main.1).contains(&pc) {
+            return;
+        }
+        let next = self.pcs.len() as u32;
+        let id = *self.ids.entry(pc).or_insert(next);
+        if id == next {
+            self.pcs.push(pc);
+        }
+        let t = b.scratch();
+        let a = b.asm();
+        a.mov(t, qword_ptr(tool_area(CURSOR)).gs()).unwrap();
+        a.mov(dword_ptr(t), id).unwrap();
+        a.lea(t, qword_ptr(t + 4)).unwrap();
+        a.mov(qword_ptr(tool_area(CURSOR)).gs(), t).unwrap();
+    }
+}
+
+impl ToolRun for SwitchTrace {
+    fn start(&mut self, ctx: &mut ThreadContext, mem: &GuestMemory) {
+        self.buffer = reserve();
+        ctx.tool_area[CURSOR / 8] = self.buffer;
+        self.cursor = &ctx.tool_area[CURSOR / 8] as *const u64;
+        self.main = crate::tools::main_module_range(mem, &self.program);
+    }
+
+    fn thread_start(&mut self, child: &mut ThreadContext) {
+        // Other threads trace into buffers of their own (not part of the candidates yet).
+        child.tool_area[CURSOR / 8] = reserve();
+    }
+
+    fn syscall_pre(&mut self, _ctx: &mut ThreadContext, nr: u64, args: &[u64; 6]) -> Option<i64> {
+        if self.cut.is_some() {
+            return None;
+        }
+        let (expected, pos) = self.expected.as_mut()?;
+        let end = matches!(nr as i64, libc::SYS_exit_group | libc::SYS_exit);
+        if nr as i64 == libc::SYS_write && args[0] == 1 && args[2] > 0 {
+            let mut got = vec![0u8; args[2].min(1 << 24) as usize];
+            if !guest_mem::read(args[1], &mut got) {
+                return None;
+            }
+            let start = *pos;
+            *pos += got.len();
+            if let Some(k) = got.iter().enumerate().position(|(i, b)| expected.get(start + i) != Some(b)) {
+                self.what = format!("standard output differs from the expected at byte {}", start + k);
+                self.cut = Some(self.length());
+            }
+        } else if end && *pos < expected.len() {
+            self.what = format!("standard output ends at byte {pos} of the expected {}", expected.len());
+            self.cut = Some(self.length());
+        }
+        None
+    }
+
+    fn fatal_signal(&mut self, ctx: &mut ThreadContext, sig: i32, _code: i32, _addr: u64, _mem: &GuestMemory) {
+        if self.cut.is_none() {
+            self.what = format!("signal {sig} at {:#x}", ctx.rip);
+            self.cut = Some(self.length());
+        }
+    }
+
+    fn fini(&mut self, _report: &mut Reporter, mem: &GuestMemory) {
+        let places = SourceLines::default().describe(&self.pcs, mem);
+        let mut text = String::new();
+        for (i, (pc, place)) in self.pcs.iter().zip(places).enumerate() {
+            text += &format!("site\t{i}\t{pc:#x}\t{place}\n");
+        }
+        let len = self.cut.unwrap_or_else(|| self.length());
+        if !self.what.is_empty() {
+            text += &format!("failure\t{}\n", self.what);
+        }
+        text += &format!("length\t{len}\n");
+        if self.buffer != 0 {
+            // SAFETY: the buffer holds `len` entries the translated code wrote.
+            let ids = unsafe { std::slice::from_raw_parts(self.buffer as *const u32, len as usize) };
+            let mut line = String::with_capacity(ids.len() * 4);
+            for id in ids {
+                line += &id.to_string();
+                line.push(' ');
+            }
+            text += &format!("trace\t{line}\n");
+        }
+        let _ = std::fs::write(&self.out, text);
+    }
+}
+

@@ -1,0 +1,100 @@
+//! `--tool=switch` searches on programs with known faulty predicates (`guest-programs/switch/`):
+//! each asserts the reported line and instance of the critical predicate.
+
+use crate::common::{compile_snippet, repo_root, run_rtgrind, Cmd};
+
+fn program(name: &str) -> std::path::PathBuf {
+    let source = std::fs::read_to_string(repo_root().join("guest-programs/switch").join(format!("{name}.c"))).unwrap();
+    compile_snippet(name, "c", &source, &["-g", "-O0"])
+}
+
+/// `NAME.c:LINE (FUNC)` of the line marked `faulty`.
+fn faulty(name: &str, func: &str) -> String {
+    let text = std::fs::read_to_string(repo_root().join("guest-programs/switch").join(format!("{name}.c"))).unwrap();
+    let line = text.lines().position(|l| l.contains("/* faulty")).unwrap_or_else(|| panic!("no faulty marker in {name}.c")) + 1;
+    format!("{name}.c:{line} ({func})")
+}
+
+/// Runs the search with the expected output `expected` and extra options; returns stderr.
+fn search(name: &str, args: &[&str], expected: &str, opts: &[&str]) -> (Option<i32>, String) {
+    let exe = program(name);
+    let dir = crate::common::scratch_dir(&format!("switch-{name}"));
+    let file = dir.join("expected");
+    std::fs::write(&file, expected).unwrap();
+    let mut o = vec!["--tool=switch".to_string(), format!("--expected-output={}", file.display())];
+    o.extend(opts.iter().map(|s| s.to_string()));
+    let out = run_rtgrind(&o, &Cmd::new(&exe).args(args));
+    (out.status.code(), out.stderr_str())
+}
+
+fn check(name: &str, func: &str, args: &[&str], expected: &str, instance: u64, from_failure: u64) -> String {
+    let mut last = String::new();
+    for order in ["--order=lefs", "--order=last-instance-first"] {
+        let (code, err) = search(name, args, expected, &[order]);
+        assert_eq!(code, Some(1), "{order}:\n{err}");
+        assert!(err.contains(&format!("switch: critical predicate: {}, the branch at", faulty(name, func))), "{order}:\n{err}");
+        assert!(err.contains(&format!("instance {instance} of its site ({from_failure} from the failure)")), "{order}:\n{err}");
+        last = err;
+    }
+    last
+}
+
+#[test]
+fn decision_table_with_ge_for_gt() {
+    check("decision", "advise", &["5", "7"], "no advisory\nclimb\n", 1, 2);
+}
+
+#[test]
+fn tokenizer_loop_test_off_by_one() {
+    check("tokenizer", "main", &["to be a"], "3\n", 7, 1);
+}
+
+#[test]
+fn word_match_gives_up_early() {
+    check("word_match", "whole_word", &["cat", "concatenate the cat"], "match\n", 1, 1);
+}
+
+#[test]
+fn critical_instance_is_not_the_last_of_its_site() {
+    check("middle_instance", "main", &[], "0\n", 2, 4);
+}
+
+#[test]
+fn crash_avoided_by_switching_a_bounds_check() {
+    let exe = program("bounds_crash");
+    // No oracle: success is a run that does not crash.
+    let out = run_rtgrind(["--tool=switch"], &Cmd::new(&exe).arg("4"));
+    let err = out.stderr_str();
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    assert!(err.contains("fails (signal 11"), "{err}");
+    assert!(err.contains(&format!("switch: critical predicate: {}, the branch at", faulty("bounds_crash", "main"))) && err.contains("instance 5 of its site (1 from the failure)"), "{err}");
+    // The same program with an index in range does not fail: nothing to search for.
+    let out = run_rtgrind(["--tool=switch"], &Cmd::new(&exe).arg("3"));
+    assert_eq!(out.status.code(), Some(2), "{}", out.describe());
+    assert!(out.stderr_str().contains("did not crash"), "{}", out.describe());
+}
+
+#[test]
+fn no_single_switch_fixes_two_faults() {
+    let (code, err) = search("no_single_fix", &[], "3 4\n", &[]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("no single switch makes the run pass: search exhausted after 16 switched runs"), "{err}");
+}
+
+#[test]
+fn a_switch_that_loops_forever_ends_by_its_budget() {
+    let (code, err) = search("loops", &[], "large 3\n", &[]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains(&format!("critical predicate: {}", faulty("loops", "main"))), "{err}");
+    assert!(err.contains("1 stopped by their budget"), "{err}");
+}
+
+#[test]
+fn output_already_correct_and_bad_order() {
+    let (code, err) = search("decision", &["3", "7"], "no advisory\nclimb\n", &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("already passes the oracle"), "{err}");
+    let (code, err) = search("decision", &["5"], "climb\n", &["--order=random"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("invalid --order"), "{err}");
+}
