@@ -128,6 +128,24 @@ pub struct Cli {
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Tool options")]
     pub budget_factor: u64,
 
+    /// switch: search by forking at each candidate in one forward run (yes), or by re-running
+    /// the program once per candidate (no).
+    #[arg(long, value_enum, default_value = "yes", value_name = "yes|no", help_heading = "Tool options")]
+    pub fork: YesNo,
+
+    /// switch: switched runs (forked children) at once.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Tool options")]
+    pub jobs: u64,
+
+    /// switch (internal): the forward pass of the fork search, with its files in DIR.
+    #[arg(long, value_name = "DIR", hide = true)]
+    pub switch_fork: Option<PathBuf>,
+
+    /// switch (internal): how many branch instances the forward pass forks at, and the block
+    /// budget of each child.
+    #[arg(long, value_name = "CUT:BUDGET", hide = true)]
+    pub switch_fork_cut: Option<String>,
+
     /// switch (internal): record every conditional branch instance into FILE.
     #[arg(long, value_name = "FILE", hide = true)]
     pub switch_trace: Option<PathBuf>,

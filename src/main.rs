@@ -81,7 +81,7 @@ fn main() {
             fail(&format!("{first} (usage: rtgrind [options] --tool=NAME prog [args]; see 'rtgrind --help')"), EXIT_USAGE);
         }
     };
-    if cli.tool == cli::ToolName::Switch && cli.switch_at.is_none() && cli.switch_trace.is_none() {
+    if cli.tool == cli::ToolName::Switch && cli.switch_at.is_none() && cli.switch_trace.is_none() && cli.switch_fork.is_none() {
         std::process::exit(switch_search(&cli));
     }
     if cli.tool == cli::ToolName::Suppress && cli.suppress_plan.is_none() {
@@ -218,7 +218,7 @@ fn main() {
         budget: cli.budget_blocks,
         blocks_out: cli.blocks_out.clone(),
     }));
-    if process.budget.is_some() || process.blocks_out.is_some() {
+    if process.budget.is_some() || process.blocks_out.is_some() || cli.switch_fork.is_some() {
         // Budgets count block entries (backward, indirect and dispatched ones suffice: every
         // loop passes one).
         process.cache.set_preemption(true);
@@ -262,6 +262,8 @@ fn switch_search(cli: &cli::Cli) -> i32 {
         stdin_file: cli.stdin_file.clone(),
         expected_output_path: cli.expected_output.as_ref().map(|p| std::fs::canonicalize(p).unwrap_or(p.clone())),
         json: cli.json,
+        fork: cli.fork == cli::YesNo::Yes,
+        jobs: cli.jobs,
     };
     tools::switch::driver::drive(cli.command.clone(), opts)
 }
@@ -271,6 +273,12 @@ fn make_tool(cli: &cli::Cli) -> Box<dyn tools::ToolRun> {
     match cli.tool {
         cli::ToolName::None => Box::new(rtgrind_jit::instrument::NoInstrumentation),
         cli::ToolName::Count => Box::new(tools::count::Count::new(cli.per_function)),
+        cli::ToolName::Switch if cli.switch_fork.is_some() => {
+            let expected = cli.expected_output.as_ref().map(|p| std::fs::read(p).unwrap_or_else(|e| fail(&format!("--expected-output: cannot read '{}': {e}", p.display()), EXIT_USAGE)));
+            let program = std::fs::canonicalize(resolve(&cli.command[0])).map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
+            let (cut, budget) = cli.switch_fork_cut.as_deref().and_then(|s| s.split_once(':')).and_then(|(c, b)| Some((c.parse().ok()?, b.parse().ok()?))).unwrap_or((0, 1 << 40));
+            Box::new(tools::switch::fork::SwitchFork::new(cli.switch_fork.clone().unwrap_or_default(), cut, cli.jobs as usize, budget, expected, program))
+        }
         cli::ToolName::Switch if cli.switch_trace.is_some() => {
             let expected = cli.expected_output.as_ref().map(|p| std::fs::read(p).unwrap_or_else(|e| fail(&format!("--expected-output: cannot read '{}': {e}", p.display()), EXIT_USAGE)));
             let program = std::fs::canonicalize(resolve(&cli.command[0])).map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();

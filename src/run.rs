@@ -217,6 +217,16 @@ impl Runtime {
         let mut link_from: Option<ExitId> = None;
         loop {
             self.ctx.pending = 0;
+            if self.p().tool.fork_requested() {
+                let r = self.fork_process(libc::SIGCHLD as u64, 0, 0);
+                let (tool, ctx, _) = self.tool_view();
+                if let Some(budget) = tool.forked(ctx, r) {
+                    let limit = self.instance() + budget;
+                    self.p().budget = Some(limit);
+                    self.set_quantum(self.ctx.quantum.max(1));
+                }
+                link_from = None;
+            }
             if self.p().tool.retranslate_requested() {
                 self.invalidate(0, u64::MAX);
                 link_from = None;

@@ -27,14 +27,19 @@ fn search(name: &str, args: &[&str], expected: &str, opts: &[&str]) -> (Option<i
     (out.status.code(), out.stderr_str())
 }
 
+/// Both orders, each by the fork search and by plain re-execution: the same answer.
 fn check(name: &str, func: &str, args: &[&str], expected: &str, instance: u64, from_failure: u64) -> String {
     let mut last = String::new();
     for order in ["--order=lefs", "--order=last-instance-first"] {
-        let (code, err) = search(name, args, expected, &[order]);
-        assert_eq!(code, Some(1), "{order}:\n{err}");
-        assert!(err.contains(&format!("switch: critical predicate: {}, the branch at", faulty(name, func))), "{order}:\n{err}");
-        assert!(err.contains(&format!("instance {instance} of its site ({from_failure} from the failure)")), "{order}:\n{err}");
-        last = err;
+        for fork in ["--fork=yes", "--fork=no"] {
+            let (code, err) = search(name, args, expected, &[order, fork]);
+            assert_eq!(code, Some(1), "{order} {fork}:\n{err}");
+            assert!(err.contains(&format!("switch: critical predicate: {}, the branch at", faulty(name, func))), "{order} {fork}:\n{err}");
+            assert!(err.contains(&format!("instance {instance} of its site ({from_failure} from the failure)")), "{order} {fork}:\n{err}");
+            let how = if fork == "--fork=yes" { "forked from one forward run" } else { "re-executed" };
+            assert!(err.contains(how), "{order} {fork}:\n{err}");
+            last = err;
+        }
     }
     last
 }
@@ -76,17 +81,21 @@ fn crash_avoided_by_switching_a_bounds_check() {
 
 #[test]
 fn no_single_switch_fixes_two_faults() {
-    let (code, err) = search("no_single_fix", &[], "3 4\n", &[]);
-    assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("no single switch makes the run pass: search exhausted after 16 switched runs"), "{err}");
+    for fork in ["--fork=yes", "--fork=no"] {
+        let (code, err) = search("no_single_fix", &[], "3 4\n", &[fork]);
+        assert_eq!(code, Some(2), "{fork}: {err}");
+        assert!(err.contains("no single switch makes the run pass: search exhausted after 16 switched runs"), "{fork}: {err}");
+    }
 }
 
 #[test]
 fn a_switch_that_loops_forever_ends_by_its_budget() {
-    let (code, err) = search("loops", &[], "large 3\n", &[]);
-    assert_eq!(code, Some(1), "{err}");
-    assert!(err.contains(&format!("critical predicate: {}", faulty("loops", "main"))), "{err}");
-    assert!(err.contains("1 stopped by their budget"), "{err}");
+    for fork in ["--fork=yes", "--fork=no"] {
+        let (code, err) = search("loops", &[], "large 3\n", &[fork]);
+        assert_eq!(code, Some(1), "{fork}: {err}");
+        assert!(err.contains(&format!("critical predicate: {}", faulty("loops", "main"))), "{fork}: {err}");
+        assert!(err.contains("1 stopped by their budget"), "{fork}: {err}");
+    }
 }
 
 #[test]

@@ -257,6 +257,30 @@ impl Runtime {
         }
     }
 
+    /// Forks the whole process (rtgrind and the guest) with clone `flags` (no CLONE_VM): the
+    /// child gets a private copy of the code cache. Returns the child's pid in the parent, 0
+    /// in the child, or a negative errno.
+    pub fn fork_process(&mut self, flags: u64, parent_tid: u64, child_tid: u64) -> i64 {
+        let snap = match self.p().cache.prepare_fork() {
+            Ok(s) => s,
+            Err(_) => return -(libc::ENOMEM as i64),
+        };
+        self.p().report.flush();
+        // SAFETY: a clone without CLONE_VM and without a new stack is a fork: the child gets a
+        // copy of rtgrind and continues from here on its own copy of the host stack.
+        let r = unsafe { syscall6(libc::SYS_clone as u64, [flags, 0, parent_tid, child_tid, 0, 0]) };
+        if r != 0 {
+            self.p().cache.discard_fork(snap);
+            return r;
+        }
+        self.sig.clear_pending();
+        if let Err(e) = self.p().cache.after_fork_child(snap) {
+            self.p().report.error(&format!("cannot copy the code cache after fork: {e}"));
+            self.finish_and_exit(crate::EXIT_INTERNAL);
+        }
+        0
+    }
+
     /// clone/fork/vfork. Processes (no CLONE_VM) work: the child continues under rtgrind.
     /// vfork and CLONE_VM|CLONE_VFORK become a plain fork, as in Valgrind.
     fn clone(&mut self, a: [u64; 6]) -> i64 {
@@ -267,22 +291,9 @@ impl Runtime {
                 return self.clone_thread(a);
         }
         let new_flags = flags & !((libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_SETTLS) as u64);
-        let snap = match self.p().cache.prepare_fork() {
-            Ok(s) => s,
-            Err(_) => return -(libc::ENOMEM as i64),
-        };
-        self.p().report.flush();
-        // SAFETY: a clone without CLONE_VM and without a new stack is a fork: the child gets a
-        // copy of rtgrind and continues from here on its own copy of the host stack.
-        let r = unsafe { syscall6(libc::SYS_clone as u64, [new_flags, 0, a[2], a[3], 0, 0]) };
+        let r = self.fork_process(new_flags, a[2], a[3]);
         if r != 0 {
-            self.p().cache.discard_fork(snap);
             return r;
-        }
-        self.sig.clear_pending();
-        if let Err(e) = self.p().cache.after_fork_child(snap) {
-            self.p().report.error(&format!("cannot copy the code cache after fork: {e}"));
-            self.finish_and_exit(crate::EXIT_INTERNAL);
         }
         if a[1] != 0 {
             self.ctx.gpr[reg::RSP as usize] = a[1];

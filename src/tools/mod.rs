@@ -44,6 +44,17 @@ pub trait ToolRun: Tool {
     /// The guest dies of signal `sig` (`code` and fault address `addr` from its siginfo); the
     /// context is the dying thread's, at the faulting instruction for a synchronous fault.
     fn fatal_signal(&mut self, _ctx: &mut ThreadContext, _sig: i32, _code: i32, _addr: u64, _mem: &GuestMemory) {}
+    /// Polled by the dispatcher: true to have the process forked here (then `forked` tells
+    /// each side which it is).
+    fn fork_requested(&mut self) -> bool {
+        false
+    }
+    /// After a fork the tool asked for: `child` is the child's pid in the parent, 0 in the
+    /// child. The child may answer a block budget (blocks from now; the run ends with status
+    /// 124 when used up).
+    fn forked(&mut self, _ctx: &mut ThreadContext, _child: i64) -> Option<u64> {
+        None
+    }
     /// Polled by the dispatcher: true to have every translation dropped (the tool changed what
     /// it instruments).
     fn retranslate_requested(&mut self) -> bool {

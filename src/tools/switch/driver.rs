@@ -39,6 +39,9 @@ pub struct Options {
     pub stdin_file: Option<PathBuf>,
     pub expected_output_path: Option<PathBuf>,
     pub json: bool,
+    /// Fork search (one forward run) rather than a run per candidate.
+    pub fork: bool,
+    pub jobs: u64,
 }
 
 /// One candidate: a branch instance of the trace.
@@ -147,7 +150,8 @@ impl Search {
 /// What a successful switch did.
 struct Found {
     candidate: Candidate,
-    outcome: String,
+    /// The branch's own outcome at that instance (known from a switched run's log).
+    outcome: Option<String>,
 }
 
 pub fn drive(command: Vec<OsString>, mut opts: Options) -> i32 {
@@ -218,25 +222,91 @@ pub fn drive(command: Vec<OsString>, mut opts: Options) -> i32 {
     let limit = took * 20 + Duration::from_secs(10);
     let mut found: Vec<Found> = Vec::new();
     let (mut tried, mut stopped) = (0u64, 0u64);
-    for c in &cands {
-        let (pc, _) = trace.sites[c.site];
-        tried += 1;
-        let args: Vec<OsString> = vec!["--tool=switch".into(), format!("--switch-at={pc:#x}:{}", c.forward).into(), format!("--budget-blocks={budget}").into()];
-        let (r, _, log) = match s.run(args, Some(limit)) {
+    if s.opts.fork && !s.opts.libs {
+        // One forward run forks at every candidate; then judge the children in order.
+        let fork_dir = s.dir.0.join("fork");
+        if let Err(e) = std::fs::create_dir_all(&fork_dir) {
+            eprintln!("rtgrind: error: cannot create {}: {e}", fork_dir.display());
+            return 2;
+        }
+        let mut args: Vec<OsString> = vec![
+            "--tool=switch".into(),
+            format!("--switch-fork={}", fork_dir.display()).into(),
+            format!("--switch-fork-cut={}:{budget}", cands.len()).into(),
+            format!("--jobs={}", s.opts.jobs).into(),
+        ];
+        if let Some(p) = &s.opts.expected_output_path {
+            args.push(format!("--expected-output={}", p.display()).into());
+        }
+        let (parent, _, _) = match s.run(args, Some(limit * (cands.len() as u32).max(1))) {
             Ok(r) => r,
             Err(e) => {
                 eprintln!("{e}");
                 return 2;
             }
         };
-        if matches!(r.ending, Ending::Budget | Ending::TimedOut) {
-            stopped += 1;
+        let results = std::fs::read_to_string(fork_dir.join("results")).unwrap_or_default();
+        let mut by_index: std::collections::HashMap<usize, (i32, u64, u64)> = std::collections::HashMap::new();
+        for line in results.lines() {
+            let f: Vec<&str> = line.split('\t').collect();
+            if f.len() == 5 {
+                if let (Ok(i), Ok(c), Ok(o), Ok(e)) = (f[1].parse(), f[2].parse(), f[3].parse(), f[4].parse()) {
+                    by_index.insert(i, (c, o, e));
+                }
+            }
         }
-        if s.opts.oracle.passes(&r) {
-            let outcome = if log.contains("switched to taken") { "not taken" } else { "taken" };
-            found.push(Found { candidate: c.clone(), outcome: outcome.into() });
-            if !s.opts.all {
-                break;
+        for c in &cands {
+            let Some(&(code, o, e)) = by_index.get(&c.index) else { continue };
+            tried += 1;
+            let ending = match code {
+                super::fork::DIVERGED => None,
+                crate::EXIT_BUDGET => Some(Ending::Budget),
+                c if c < 0 => Some(Ending::Signal(-c)),
+                c => Some(Ending::Exit(c)),
+            };
+            if matches!(ending, Some(Ending::Budget)) {
+                stopped += 1;
+            }
+            let Some(ending) = ending else { continue };
+            // The child's output: what the program had written before the fork, then its own.
+            let join = |prefix: &std::path::Path, n: u64, own: PathBuf, to: PathBuf| -> PathBuf {
+                let mut bytes = std::fs::read(prefix).unwrap_or_default();
+                bytes.truncate(n as usize);
+                bytes.extend(std::fs::read(own).unwrap_or_default());
+                let _ = std::fs::write(&to, bytes);
+                to
+            };
+            let stdout = join(&parent.stdout, o, fork_dir.join(format!("out-{}", c.index)), fork_dir.join(format!("full-out-{}", c.index)));
+            let stderr = join(&parent.stderr, e, fork_dir.join(format!("err-{}", c.index)), fork_dir.join(format!("full-err-{}", c.index)));
+            if s.opts.oracle.passes(&RunResult { stdout, stderr, ending }) {
+                // The trace knows the outcome it had: inverted here, the branch took the other way.
+                found.push(Found { candidate: c.clone(), outcome: None });
+                if !s.opts.all {
+                    break;
+                }
+            }
+        }
+    } else {
+        for c in &cands {
+            let (pc, _) = trace.sites[c.site];
+            tried += 1;
+            let args: Vec<OsString> = vec!["--tool=switch".into(), format!("--switch-at={pc:#x}:{}", c.forward).into(), format!("--budget-blocks={budget}").into()];
+            let (r, _, log) = match s.run(args, Some(limit)) {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!("{e}");
+                    return 2;
+                }
+            };
+            if matches!(r.ending, Ending::Budget | Ending::TimedOut) {
+                stopped += 1;
+            }
+            if s.opts.oracle.passes(&r) {
+                let outcome = if log.contains("switched to taken") { "not taken" } else { "taken" };
+                found.push(Found { candidate: c.clone(), outcome: Some(outcome.into()) });
+                if !s.opts.all {
+                    break;
+                }
             }
         }
     }
@@ -253,17 +323,19 @@ pub fn drive(command: Vec<OsString>, mut opts: Options) -> i32 {
         let (pc, place) = &trace.sites[f.candidate.site];
         let head = if k == 0 { "critical predicate" } else { "also" };
         say(&format!("{head}: {place}, the branch at {pc:#x}"));
-        say(&format!("   instance {} of its site ({} from the failure), which was {}; inverting it makes the run pass", f.candidate.forward, f.candidate.backward, f.outcome));
+        let was = f.outcome.as_ref().map_or(String::new(), |o| format!(", which was {o}"));
+        say(&format!("   instance {} of its site ({} from the failure){was}; inverting it makes the run pass", f.candidate.forward, f.candidate.backward));
         json.push(format!(
-            "{{\"place\":\"{}\",\"pc\":\"{pc:#x}\",\"instance\":{},\"from_failure\":{},\"outcome\":\"{}\"}}",
+            "{{\"place\":\"{}\",\"pc\":\"{pc:#x}\",\"instance\":{},\"from_failure\":{},\"outcome\":{}}}",
             place.replace('\\', "\\\\").replace('"', "\\\""),
             f.candidate.forward,
             f.candidate.backward,
-            f.outcome
+            f.outcome.as_ref().map_or("null".to_string(), |o| format!("\"{o}\""))
         ));
     }
     let order = if s.opts.order == Order::Lefs { "lefs" } else { "last-instance-first" };
-    say(&format!("{tried} switched runs of {} candidates ({order} order; {stopped} stopped by their budget), {} runs in all, {:.2} s", cands.len(), s.runs, secs));
+    let how = if s.opts.fork && !s.opts.libs { "forked from one forward run" } else { "re-executed" };
+    say(&format!("{tried} switched runs of {} candidates ({order} order, {how}; {stopped} stopped by their budget), {} runs in all, {:.2} s", cands.len(), s.runs, secs));
     if s.opts.json {
         println!("{{\"tool\":\"switch\",\"result\":\"found\",\"predicates\":[{}],\"tried\":{tried},\"candidates\":{},\"seconds\":{secs:.3}}}", json.join(","), cands.len());
     }

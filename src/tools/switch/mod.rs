@@ -4,6 +4,7 @@
 //! run: that instance is the critical predicate.
 
 pub mod driver;
+pub mod fork;
 pub mod oracle;
 pub mod run;
 pub mod trace;

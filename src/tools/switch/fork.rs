@@ -1,0 +1,237 @@
+//! The forward pass of the fork search (the paper's fork trick, dissertation 004 §4.3): one run
+//! of the program that forks at every candidate branch instance. The parent goes on
+//! unswitched; the child inverts that instance, writes its output to files of its own, stops
+//! at its first output byte that differs from the expected output (or when its block budget is
+//! used up), and the parent collects how every child ended. Up to `jobs` children run at once.
+//!
+//! At a candidate, inline code (a counter of the program's branch instances) calls out; the
+//! call-out leaves the block just before the branch and asks the runtime for a fork. In the
+//! child every translation is dropped and only the one site is instrumented again, as the
+//! switched run does (`Switch`), with "the next execution" as its instance.
+
+use super::run::Switch;
+use crate::kernel::guest_mem;
+use crate::kernel::memory::GuestMemory;
+use crate::report::Reporter;
+use crate::tools::ToolRun;
+use rtgrind_jit::iced_x86::{ConditionCode, FlowControl};
+use rtgrind_jit::instrument::code_asm::qword_ptr;
+use rtgrind_jit::instrument::{tool_area, InsnSite, Inline, Tool};
+use rtgrind_jit::ThreadContext;
+use std::path::PathBuf;
+
+/// Tool-area words: the program's branch instances so far, the next one to fork at, where to
+/// leave the block for.
+const INDEX: usize = 8;
+const NEXT: usize = 16;
+const REDIRECT: usize = 24;
+
+/// Exit status of a child that wrote output differing from the expected.
+pub const DIVERGED: i32 = 97;
+
+/// What the call-out tells the tool (boxed: translations hold its address).
+#[derive(Default)]
+struct Request {
+    /// A fork is wanted at this pc (the branch).
+    at: Option<u64>,
+}
+
+pub struct SwitchFork {
+    dir: PathBuf,
+    /// Candidate instances: the first `cut` branch instances of the program (0-based).
+    cut: u64,
+    jobs: usize,
+    budget: u64,
+    expected: Option<Vec<u8>>,
+    main: (u64, u64),
+    program: String,
+    request: Box<Request>,
+    /// Children running: (pid, instance index).
+    running: Vec<(i32, u64)>,
+    /// Children done: (instance index, exit status or -signal, stdout prefix length).
+    done: Vec<(u64, i32)>,
+    /// Bytes the program had written to stdout and stderr when each child was forked.
+    prefixes: Vec<(u64, u64, u64)>,
+    /// In a child: the switched run, and output checking.
+    child: Option<Switch>,
+    written: usize,
+    prefix_len: u64,
+    /// The child asks for its translations to be dropped (once).
+    retranslate: bool,
+}
+
+impl SwitchFork {
+    pub fn new(dir: PathBuf, cut: u64, jobs: usize, budget: u64, expected: Option<Vec<u8>>, program: String) -> SwitchFork {
+        SwitchFork {
+            dir,
+            cut,
+            jobs: jobs.max(1),
+            budget,
+            expected,
+            main: (0, 0),
+            program,
+            request: Box::default(),
+            running: Vec::new(),
+            done: Vec::new(),
+            prefixes: Vec::new(),
+            child: None,
+            written: 0,
+            prefix_len: 0,
+            retranslate: false,
+        }
+    }
+
+    fn reap(&mut self, block: bool) {
+        let mut status = 0;
+        // SAFETY: waitpid on any child of this process.
+        let pid = unsafe { libc::waitpid(-1, &mut status, if block { 0 } else { libc::WNOHANG }) };
+        if pid <= 0 {
+            return;
+        }
+        if let Some(i) = self.running.iter().position(|r| r.0 == pid) {
+            let (_, index) = self.running.swap_remove(i);
+            let code = if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { -libc::WTERMSIG(status) };
+            self.done.push((index, code));
+        }
+    }
+}
+
+extern "C" fn fork_point(ctx: *mut ThreadContext, arg: u64) {
+    // SAFETY: rtg_callout passes this thread's context; `arg` is the tool's boxed Request.
+    let (ctx, req) = unsafe { (&mut *ctx, &mut *(arg as *mut Request)) };
+    let pc = ctx.tool_area[REDIRECT / 8];
+    // Back to just before the branch, counted again there.
+    ctx.tool_area[INDEX / 8] -= 1;
+    req.at = Some(pc);
+    ctx.ibl_clear();
+}
+
+impl Tool for SwitchFork {
+    fn block_start(&mut self, pc: u64, b: &mut Inline) {
+        if let Some(c) = self.child.as_mut() {
+            c.block_start(pc, b);
+        }
+    }
+
+    fn before_insn(&mut self, site: &InsnSite, b: &mut Inline) {
+        if let Some(c) = self.child.as_mut() {
+            return c.before_insn(site, b);
+        }
+        let ins = site.ins;
+        let pc = ins.ip();
+        if ins.flow_control() != FlowControl::ConditionalBranch || ins.condition_code() == ConditionCode::None || !(self.main.0..self.main.1).contains(&pc) {
+            return;
+        }
+        b.clobber_flags();
+        let t = b.scratch();
+        let arg = &mut *self.request as *mut Request as u64;
+        let a = b.asm();
+        let mut go = a.create_label();
+        a.mov(t, qword_ptr(tool_area(INDEX)).gs()).unwrap();
+        a.lea(t, qword_ptr(t + 1)).unwrap();
+        a.mov(qword_ptr(tool_area(INDEX)).gs(), t).unwrap();
+        a.cmp(t, qword_ptr(tool_area(NEXT)).gs()).unwrap();
+        a.jne(go).unwrap();
+        a.mov(t, pc).unwrap();
+        a.mov(qword_ptr(tool_area(REDIRECT)).gs(), t).unwrap();
+        b.callout(fork_point, arg, t);
+        b.exit_to(tool_area(REDIRECT));
+        let a = b.asm();
+        a.set_label(&mut go).unwrap();
+        a.zero_bytes().unwrap();
+    }
+}
+
+impl ToolRun for SwitchFork {
+    fn start(&mut self, ctx: &mut ThreadContext, mem: &GuestMemory) {
+        self.main = crate::tools::main_module_range(mem, &self.program);
+        // Instances are counted from 1 (INDEX is incremented before the compare).
+        ctx.tool_area[NEXT / 8] = if self.cut > 0 { 1 } else { u64::MAX };
+    }
+
+    fn fork_requested(&mut self) -> bool {
+        self.request.at.is_some() && self.child.is_none()
+    }
+
+    fn forked(&mut self, ctx: &mut ThreadContext, child: i64) -> Option<u64> {
+        let pc = self.request.at.take().unwrap_or(0);
+        let index = ctx.tool_area[INDEX / 8]; // 0-based index of this instance
+        let size = |fd: i32| {
+            // SAFETY: fstat fills a local struct.
+            let mut st: libc::stat = unsafe { std::mem::zeroed() };
+            // SAFETY: as above.
+            if unsafe { libc::fstat(fd, &mut st) } == 0 { st.st_size as u64 } else { 0 }
+        };
+        if child > 0 {
+            self.running.push((child as i32, index));
+            self.prefixes.push((index, size(1), size(2)));
+            let next = index + 2;
+            ctx.tool_area[NEXT / 8] = if next <= self.cut { next } else { u64::MAX };
+            while self.running.len() >= self.jobs {
+                self.reap(true);
+            }
+            self.reap(false);
+            return None;
+        }
+        if child < 0 {
+            ctx.tool_area[NEXT / 8] = u64::MAX;
+            return None;
+        }
+        // The child: its own output files, the one switch, the budget.
+        self.running.clear();
+        self.done.clear();
+        self.prefixes.clear();
+        self.prefix_len = size(1);
+        for (fd, what) in [(1, "out"), (2, "err")] {
+            let path = self.dir.join(format!("{what}-{index}"));
+            if let Ok(f) = std::fs::File::create(&path) {
+                use std::os::fd::AsRawFd;
+                // SAFETY: dup2 of an open file onto the guest's descriptor, which it shares.
+                unsafe { libc::dup2(f.as_raw_fd(), fd) };
+            }
+        }
+        self.child = Some(Switch::new(pc, 1));
+        ctx.tool_area[NEXT / 8] = u64::MAX;
+        // Retranslate: from now on only the switched site is instrumented.
+        self.retranslate = true;
+        Some(self.budget)
+    }
+
+    fn retranslate_requested(&mut self) -> bool {
+        std::mem::take(&mut self.retranslate)
+    }
+
+    fn syscall_pre(&mut self, _ctx: &mut ThreadContext, nr: u64, args: &[u64; 6]) -> Option<i64> {
+        let (Some(_), Some(expected)) = (self.child.as_ref(), self.expected.as_ref()) else { return None };
+        if nr as i64 != libc::SYS_write || args[0] != 1 || args[2] == 0 {
+            return None;
+        }
+        let mut got = vec![0u8; args[2].min(1 << 24) as usize];
+        if !guest_mem::read(args[1], &mut got) {
+            return None;
+        }
+        let start = self.prefix_len as usize + self.written;
+        self.written += got.len();
+        if got.iter().enumerate().any(|(i, b)| expected.get(start + i) != Some(b)) {
+            // This switch cannot pass: stop now.
+            // SAFETY: ending this child process; the parent only reads its status.
+            unsafe { libc::_exit(DIVERGED) };
+        }
+        None
+    }
+
+    fn fini(&mut self, report: &mut Reporter, mem: &GuestMemory) {
+        if let Some(c) = self.child.as_mut() {
+            return c.fini(report, mem);
+        }
+        while !self.running.is_empty() {
+            self.reap(true);
+        }
+        let mut text = String::new();
+        for (index, code) in &self.done {
+            let (o, e) = self.prefixes.iter().find(|p| p.0 == *index).map_or((0, 0), |p| (p.1, p.2));
+            text += &format!("child\t{index}\t{code}\t{o}\t{e}\n");
+        }
+        let _ = std::fs::write(self.dir.join("results"), text);
+    }
+}
