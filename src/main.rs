@@ -262,6 +262,7 @@ fn switch_search(cli: &cli::Cli) -> i32 {
         stdin_file: cli.stdin_file.clone(),
         expected_output_path: cli.expected_output.as_ref().map(|p| std::fs::canonicalize(p).unwrap_or(p.clone())),
         json: cli.json,
+        sarif: cli.sarif,
         fork: cli.fork == cli::YesNo::Yes,
         jobs: cli.jobs,
     };

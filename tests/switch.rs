@@ -107,3 +107,21 @@ fn output_already_correct_and_bad_order() {
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("invalid --order"), "{err}");
 }
+
+#[test]
+fn json_and_sarif_reports() {
+    let (code, _) = search("decision", &["5", "7"], "no advisory\nclimb\n", &[]);
+    assert_eq!(code, Some(1));
+    let exe = program("decision");
+    let file = crate::common::scratch_dir("switch-decision-json").join("expected");
+    std::fs::write(&file, "no advisory\nclimb\n").unwrap();
+    let out = run_rtgrind(["--tool=switch", "--json", "--sarif", &format!("--expected-output={}", file.display())], &Cmd::new(&exe).args(["5", "7"]));
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    let stdout = out.stdout_str();
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{stdout}");
+    let place = faulty("decision", "advise");
+    let line = place.split(':').nth(1).unwrap().split(' ').next().unwrap();
+    assert!(lines[0].contains("\"uri\":\"decision.c\"") && lines[0].contains(&format!("\"startLine\":{line}")) && lines[0].contains("\"ruleId\":\"critical-predicate\""), "{}", lines[0]);
+    assert!(lines[1].starts_with("{\"tool\":\"switch\",\"result\":\"found\"") && lines[1].contains(&format!("\"place\":\"{place}\"")) && lines[1].contains("\"instance\":1"), "{}", lines[1]);
+}

@@ -2,6 +2,7 @@
 //! JSON or SARIF 2.1.0 on stdout and the chain of runs as a Graphviz graph.
 
 use super::driver::{added_places, describe_crash, Search, Verdict};
+use crate::tools::sarif::{self, js};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
@@ -81,24 +82,6 @@ fn text(s: &Search) -> Vec<String> {
     out
 }
 
-/// A JSON string literal.
-fn js(v: &str) -> String {
-    let mut o = String::from("\"");
-    for c in v.chars() {
-        match c {
-            '"' => o.push_str("\\\""),
-            '\\' => o.push_str("\\\\"),
-            '\n' => o.push_str("\\n"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(o, "\\u{:04x}", c as u32);
-            }
-            c => o.push(c),
-        }
-    }
-    o.push('"');
-    o
-}
-
 fn json(s: &Search, command: &[std::ffi::OsString]) -> String {
     let (result, reason) = match &s.verdict {
         Verdict::NoFailure => ("no-failure", String::new()),
@@ -152,33 +135,12 @@ fn json(s: &Search, command: &[std::ffi::OsString]) -> String {
     )
 }
 
-/// `("file", line)` of a "file:line (function)" place.
-fn file_line(place: &str) -> Option<(String, u64)> {
-    let loc = place.split(" (").next()?;
-    let (file, line) = loc.rsplit_once(':')?;
-    Some((file.to_string(), line.parse().ok()?))
-}
-
 fn sarif(s: &Search) -> String {
-    let results: Vec<String> = match &s.verdict {
-        Verdict::RootCause(roots) => roots
-            .iter()
-            .map(|r| {
-                let loc = match file_line(&r.place) {
-                    Some((f, l)) => format!("[{{\"physicalLocation\":{{\"artifactLocation\":{{\"uri\":{}}},\"region\":{{\"startLine\":{l}}}}}}}]", js(&f)),
-                    None => "[]".into(),
-                };
-                let msg = format!("first point of memory corruption: `{}` at {} ({} runs)", r.instruction, r.place, s.runs);
-                format!("{{\"ruleId\":\"first-point-of-memory-corruption\",\"level\":\"error\",\"message\":{{\"text\":{}}},\"locations\":{loc}}}", js(&msg))
-            })
-            .collect(),
+    let results: Vec<(String, String)> = match &s.verdict {
+        Verdict::RootCause(roots) => roots.iter().map(|r| (format!("first point of memory corruption: `{}` at {} ({} runs)", r.instruction, r.place, s.runs), r.place.clone())).collect(),
         _ => Vec::new(),
     };
-    format!(
-        "{{\"version\":\"2.1.0\",\"$schema\":\"https://json.schemastore.org/sarif-2.1.0.json\",\"runs\":[{{\"tool\":{{\"driver\":{{\"name\":\"rtgrind\",\"version\":\"{}\",\"rules\":[{{\"id\":\"first-point-of-memory-corruption\",\"shortDescription\":{{\"text\":\"The first point of memory corruption behind a crash, found by execution suppression\"}}}}]}}}},\"results\":[{}]}}]}}",
-        env!("CARGO_PKG_VERSION"),
-        results.join(",")
-    )
+    sarif::document("first-point-of-memory-corruption", "The first point of memory corruption behind a crash, found by execution suppression", &results)
 }
 
 fn dot(s: &Search) -> String {
@@ -201,20 +163,4 @@ fn dot(s: &Search) -> String {
     }
     g.push_str("}\n");
     g
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn json_strings_are_escaped() {
-        assert_eq!(js("a\"b\\c\nd\u{1}"), "\"a\\\"b\\\\c\\nd\\u0001\"");
-    }
-
-    #[test]
-    fn places_split_into_file_and_line() {
-        assert_eq!(file_line("copy_paste.c:15 (main)"), Some(("copy_paste.c".into(), 15)));
-        assert_eq!(file_line("strlen+0x10 in libc.so.6"), None);
-    }
 }

@@ -39,6 +39,7 @@ pub struct Options {
     pub stdin_file: Option<PathBuf>,
     pub expected_output_path: Option<PathBuf>,
     pub json: bool,
+    pub sarif: bool,
     /// Fork search (one forward run) rather than a run per candidate.
     pub fork: bool,
     pub jobs: u64,
@@ -326,8 +327,8 @@ pub fn drive(command: Vec<OsString>, mut opts: Options) -> i32 {
         let was = f.outcome.as_ref().map_or(String::new(), |o| format!(", which was {o}"));
         say(&format!("   instance {} of its site ({} from the failure){was}; inverting it makes the run pass", f.candidate.forward, f.candidate.backward));
         json.push(format!(
-            "{{\"place\":\"{}\",\"pc\":\"{pc:#x}\",\"instance\":{},\"from_failure\":{},\"outcome\":{}}}",
-            place.replace('\\', "\\\\").replace('"', "\\\""),
+            "{{\"place\":{},\"pc\":\"{pc:#x}\",\"instance\":{},\"from_failure\":{},\"outcome\":{}}}",
+            crate::tools::sarif::js(place),
             f.candidate.forward,
             f.candidate.backward,
             f.outcome.as_ref().map_or("null".to_string(), |o| format!("\"{o}\""))
@@ -336,6 +337,16 @@ pub fn drive(command: Vec<OsString>, mut opts: Options) -> i32 {
     let order = if s.opts.order == Order::Lefs { "lefs" } else { "last-instance-first" };
     let how = if s.opts.fork && !s.opts.libs { "forked from one forward run" } else { "re-executed" };
     say(&format!("{tried} switched runs of {} candidates ({order} order, {how}; {stopped} stopped by their budget), {} runs in all, {:.2} s", cands.len(), s.runs, secs));
+    if s.opts.sarif {
+        let results: Vec<(String, String)> = found
+            .iter()
+            .map(|f| {
+                let (pc, place) = &trace.sites[f.candidate.site];
+                (format!("critical predicate: the branch at {pc:#x}, instance {} ({} from the failure): inverting it makes the run pass", f.candidate.forward, f.candidate.backward), place.clone())
+            })
+            .collect();
+        println!("{}", crate::tools::sarif::document("critical-predicate", "A branch instance whose inverted outcome makes a failing run pass (predicate switching)", &results));
+    }
     if s.opts.json {
         println!("{{\"tool\":\"switch\",\"result\":\"found\",\"predicates\":[{}],\"tried\":{tried},\"candidates\":{},\"seconds\":{secs:.3}}}", json.join(","), cands.len());
     }
