@@ -227,8 +227,8 @@ impl Runtime {
                 }
                 link_from = None;
             }
-            if self.p().tool.retranslate_requested() {
-                self.invalidate(0, u64::MAX);
+            if let Some((start, end)) = self.p().tool.retranslate_requested() {
+                self.invalidate(start, end);
                 link_from = None;
             }
             if let Some(info) = self.take_signal() {

@@ -56,10 +56,10 @@ pub trait ToolRun: Tool {
     fn forked(&mut self, _ctx: &mut ThreadContext, _child: i64) -> Option<u64> {
         None
     }
-    /// Polled by the dispatcher: true to have every translation dropped (the tool changed what
-    /// it instruments).
-    fn retranslate_requested(&mut self) -> bool {
-        false
+    /// Polled by the dispatcher: a guest range whose translations are to be dropped (the tool
+    /// changed what it instruments there); `(0, u64::MAX)` for all.
+    fn retranslate_requested(&mut self) -> Option<(u64, u64)> {
+        None
     }
     /// The run ends (exit, fatal signal, stop): print what the tool found.
     fn fini(&mut self, _report: &mut Reporter, _mem: &GuestMemory) {}

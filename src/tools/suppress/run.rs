@@ -855,13 +855,13 @@ impl Tool for SuppressRun {
 }
 
 impl ToolRun for SuppressRun {
-    fn retranslate_requested(&mut self) -> bool {
+    fn retranslate_requested(&mut self) -> Option<(u64, u64)> {
         if !std::mem::take(&mut self.state.arm_requested) {
-            return false;
+            return None;
         }
         self.state.armed = true;
         self.prop.taint_on = true;
-        true
+        Some((0, u64::MAX))
     }
 
     fn start(&mut self, ctx: &mut ThreadContext, mem: &GuestMemory) {

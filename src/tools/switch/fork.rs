@@ -6,7 +6,7 @@
 //!
 //! At a candidate, inline code (a counter of the program's branch instances) calls out; the
 //! call-out leaves the block just before the branch and asks the runtime for a fork. In the
-//! child every translation is dropped and only the one site is instrumented again, as the
+//! child the translations holding the site are dropped and it is instrumented again as the
 //! switched run does (`Switch`), with "the next execution" as its instance.
 
 use super::run::Switch;
@@ -56,8 +56,9 @@ pub struct SwitchFork {
     child: Option<Switch>,
     written: usize,
     prefix_len: u64,
-    /// The child asks for its translations to be dropped (once).
+    /// The child asks for the switched site's translations to be dropped (once).
     retranslate: bool,
+    site: u64,
 }
 
 impl SwitchFork {
@@ -78,6 +79,7 @@ impl SwitchFork {
             written: 0,
             prefix_len: 0,
             retranslate: false,
+            site: 0,
         }
     }
 
@@ -191,14 +193,17 @@ impl ToolRun for SwitchFork {
             }
         }
         self.child = Some(Switch::new(pc, 1));
+        self.site = pc;
         ctx.tool_area[NEXT / 8] = u64::MAX;
         // Retranslate: from now on only the switched site is instrumented.
         self.retranslate = true;
         Some(self.budget)
     }
 
-    fn retranslate_requested(&mut self) -> bool {
-        std::mem::take(&mut self.retranslate)
+    fn retranslate_requested(&mut self) -> Option<(u64, u64)> {
+        // Only the blocks holding the switched site: elsewhere the forward pass's counting
+        // code stays, harmless with no fork to come, and costs no retranslation.
+        std::mem::take(&mut self.retranslate).then(|| (self.site, self.site + 1))
     }
 
     fn syscall_pre(&mut self, _ctx: &mut ThreadContext, nr: u64, args: &[u64; 6]) -> Option<i64> {
