@@ -137,14 +137,10 @@ pub struct Cli {
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Tool options")]
     pub jobs: u64,
 
-    /// switch (internal): the forward pass of the fork search, with its files in DIR.
+    /// switch (internal): the forward pass of the fork search, with its files in DIR (DIR/at:
+    /// the branch instances to fork at; `--budget-blocks` is each child's budget).
     #[arg(long, value_name = "DIR", hide = true)]
     pub switch_fork: Option<PathBuf>,
-
-    /// switch (internal): how many branch instances the forward pass forks at, and the block
-    /// budget of each child.
-    #[arg(long, value_name = "CUT:BUDGET", hide = true)]
-    pub switch_fork_cut: Option<String>,
 
     /// switch (internal): record every conditional branch instance into FILE.
     #[arg(long, value_name = "FILE", hide = true)]

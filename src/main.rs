@@ -215,7 +215,8 @@ fn main() {
         contexts: Vec::new(),
         repeat,
         stop_at: cli.stop_at.as_deref().map(parse_stop_at),
-        budget: cli.budget_blocks,
+        // In the fork search's forward pass the budget is each child's, not the run's.
+        budget: if cli.switch_fork.is_some() { None } else { cli.budget_blocks },
         blocks_out: cli.blocks_out.clone(),
     }));
     if process.budget.is_some() || process.blocks_out.is_some() || cli.switch_fork.is_some() {
@@ -277,8 +278,10 @@ fn make_tool(cli: &cli::Cli) -> Box<dyn tools::ToolRun> {
         cli::ToolName::Switch if cli.switch_fork.is_some() => {
             let expected = cli.expected_output.as_ref().map(|p| std::fs::read(p).unwrap_or_else(|e| fail(&format!("--expected-output: cannot read '{}': {e}", p.display()), EXIT_USAGE)));
             let program = std::fs::canonicalize(resolve(&cli.command[0])).map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
-            let (cut, budget) = cli.switch_fork_cut.as_deref().and_then(|s| s.split_once(':')).and_then(|(c, b)| Some((c.parse().ok()?, b.parse().ok()?))).unwrap_or((0, 1 << 40));
-            Box::new(tools::switch::fork::SwitchFork::new(cli.switch_fork.clone().unwrap_or_default(), cut, cli.jobs as usize, budget, expected, program))
+            let dir = cli.switch_fork.clone().unwrap_or_default();
+            let at: Vec<u64> = std::fs::read_to_string(dir.join("at")).unwrap_or_default().split_whitespace().filter_map(|x| x.parse().ok()).collect();
+            let budget = cli.budget_blocks.unwrap_or(1 << 40);
+            Box::new(tools::switch::fork::SwitchFork::new(dir, at, cli.jobs as usize, budget, expected, program))
         }
         cli::ToolName::Switch if cli.switch_trace.is_some() => {
             let expected = cli.expected_output.as_ref().map(|p| std::fs::read(p).unwrap_or_else(|e| fail(&format!("--expected-output: cannot read '{}': {e}", p.display()), EXIT_USAGE)));

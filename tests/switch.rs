@@ -36,7 +36,7 @@ fn check(name: &str, func: &str, args: &[&str], expected: &str, instance: u64, f
             assert_eq!(code, Some(1), "{order} {fork}:\n{err}");
             assert!(err.contains(&format!("switch: critical predicate: {}, the branch at", faulty(name, func))), "{order} {fork}:\n{err}");
             assert!(err.contains(&format!("instance {instance} of its site ({from_failure} from the failure)")), "{order} {fork}:\n{err}");
-            let how = if fork == "--fork=yes" { "forked from one forward run" } else { "re-executed" };
+            let how = if fork == "--fork=yes" { "forked from forward runs" } else { "re-executed" };
             assert!(err.contains(how), "{order} {fork}:\n{err}");
             last = err;
         }

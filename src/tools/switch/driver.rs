@@ -224,66 +224,76 @@ pub fn drive(command: Vec<OsString>, mut opts: Options) -> i32 {
     let mut found: Vec<Found> = Vec::new();
     let (mut tried, mut stopped) = (0u64, 0u64);
     if s.opts.fork && !s.opts.libs {
-        // One forward run forks at every candidate; then judge the children in order.
-        let fork_dir = s.dir.0.join("fork");
-        if let Err(e) = std::fs::create_dir_all(&fork_dir) {
-            eprintln!("rtgrind: error: cannot create {}: {e}", fork_dir.display());
-            return 2;
-        }
-        let mut args: Vec<OsString> = vec![
-            "--tool=switch".into(),
-            format!("--switch-fork={}", fork_dir.display()).into(),
-            format!("--switch-fork-cut={}:{budget}", cands.len()).into(),
-            format!("--jobs={}", s.opts.jobs).into(),
-        ];
-        if let Some(p) = &s.opts.expected_output_path {
-            args.push(format!("--expected-output={}", p.display()).into());
-        }
-        let (parent, _, _) = match s.run(args, Some(limit * (cands.len() as u32).max(1))) {
-            Ok(r) => r,
-            Err(e) => {
-                eprintln!("{e}");
+        // Forward runs fork at the candidates in order, in batches growing fourfold: an answer
+        // near the front of the order costs one short batch, a long search few forward runs.
+        let mut from = 0usize;
+        let mut batch = 32usize;
+        let mut pass = 0;
+        'search: while from < cands.len() {
+            pass += 1;
+            let part = &cands[from..(from + batch).min(cands.len())];
+            from += part.len();
+            batch *= 4;
+            let fork_dir = s.dir.0.join(format!("fork-{pass}"));
+            let at: Vec<String> = part.iter().map(|c| c.index.to_string()).collect();
+            if let Err(e) = std::fs::create_dir_all(&fork_dir).and_then(|()| std::fs::write(fork_dir.join("at"), at.join(" "))) {
+                eprintln!("rtgrind: error: cannot write {}: {e}", fork_dir.display());
                 return 2;
             }
-        };
-        let results = std::fs::read_to_string(fork_dir.join("results")).unwrap_or_default();
-        let mut by_index: std::collections::HashMap<usize, (i32, u64, u64)> = std::collections::HashMap::new();
-        for line in results.lines() {
-            let f: Vec<&str> = line.split('\t').collect();
-            if f.len() == 5 {
-                if let (Ok(i), Ok(c), Ok(o), Ok(e)) = (f[1].parse(), f[2].parse(), f[3].parse(), f[4].parse()) {
-                    by_index.insert(i, (c, o, e));
+            let mut args: Vec<OsString> = vec![
+                "--tool=switch".into(),
+                format!("--switch-fork={}", fork_dir.display()).into(),
+                format!("--budget-blocks={budget}").into(),
+                format!("--jobs={}", s.opts.jobs).into(),
+            ];
+            if let Some(p) = &s.opts.expected_output_path {
+                args.push(format!("--expected-output={}", p.display()).into());
+            }
+            let (parent, _, _) = match s.run(args, Some(limit * (part.len() as u32).max(1))) {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!("{e}");
+                    return 2;
+                }
+            };
+            let results = std::fs::read_to_string(fork_dir.join("results")).unwrap_or_default();
+            let mut by_index: std::collections::HashMap<usize, (i32, u64, u64)> = std::collections::HashMap::new();
+            for line in results.lines() {
+                let f: Vec<&str> = line.split('\t').collect();
+                if f.len() == 5 {
+                    if let (Ok(i), Ok(c), Ok(o), Ok(e)) = (f[1].parse(), f[2].parse(), f[3].parse(), f[4].parse()) {
+                        by_index.insert(i, (c, o, e));
+                    }
                 }
             }
-        }
-        for c in &cands {
-            let Some(&(code, o, e)) = by_index.get(&c.index) else { continue };
-            tried += 1;
-            let ending = match code {
-                super::fork::DIVERGED => None,
-                crate::EXIT_BUDGET => Some(Ending::Budget),
-                c if c < 0 => Some(Ending::Signal(-c)),
-                c => Some(Ending::Exit(c)),
-            };
-            if matches!(ending, Some(Ending::Budget)) {
-                stopped += 1;
-            }
-            let Some(ending) = ending else { continue };
-            // The child's output: what the program had written before the fork, then its own.
-            let join = |prefix: &std::path::Path, n: u64, own: PathBuf, to: PathBuf| -> PathBuf {
-                let mut bytes = std::fs::read(prefix).unwrap_or_default();
-                bytes.truncate(n as usize);
-                bytes.extend(std::fs::read(own).unwrap_or_default());
-                let _ = std::fs::write(&to, bytes);
-                to
-            };
-            let stdout = join(&parent.stdout, o, fork_dir.join(format!("out-{}", c.index)), fork_dir.join(format!("full-out-{}", c.index)));
-            let stderr = join(&parent.stderr, e, fork_dir.join(format!("err-{}", c.index)), fork_dir.join(format!("full-err-{}", c.index)));
-            if s.opts.oracle.passes(&RunResult { stdout, stderr, ending }) {
-                // The trace knows the outcome it had: inverted here, the branch took the other way.
-                found.push(Found { candidate: c.clone(), outcome: None });
-                if !s.opts.all {
-                    break;
+            for c in part {
+                let Some(&(code, o, e)) = by_index.get(&c.index) else { continue };
+                tried += 1;
+                let ending = match code {
+                    super::fork::DIVERGED => None,
+                    crate::EXIT_BUDGET => Some(Ending::Budget),
+                    c if c < 0 => Some(Ending::Signal(-c)),
+                    c => Some(Ending::Exit(c)),
+                };
+                if matches!(ending, Some(Ending::Budget)) {
+                    stopped += 1;
+                }
+                let Some(ending) = ending else { continue };
+                // The child's output: what the program had written before the fork, then its own.
+                let join = |prefix: &std::path::Path, n: u64, own: PathBuf, to: PathBuf| -> PathBuf {
+                    let mut bytes = std::fs::read(prefix).unwrap_or_default();
+                    bytes.truncate(n as usize);
+                    bytes.extend(std::fs::read(own).unwrap_or_default());
+                    let _ = std::fs::write(&to, bytes);
+                    to
+                };
+                let stdout = join(&parent.stdout, o, fork_dir.join(format!("out-{}", c.index)), fork_dir.join(format!("full-out-{}", c.index)));
+                let stderr = join(&parent.stderr, e, fork_dir.join(format!("err-{}", c.index)), fork_dir.join(format!("full-err-{}", c.index)));
+                if s.opts.oracle.passes(&RunResult { stdout, stderr, ending }) {
+                    found.push(Found { candidate: c.clone(), outcome: None });
+                    if !s.opts.all {
+                        break 'search;
+                    }
                 }
             }
         }
@@ -335,7 +345,7 @@ pub fn drive(command: Vec<OsString>, mut opts: Options) -> i32 {
         ));
     }
     let order = if s.opts.order == Order::Lefs { "lefs" } else { "last-instance-first" };
-    let how = if s.opts.fork && !s.opts.libs { "forked from one forward run" } else { "re-executed" };
+    let how = if s.opts.fork && !s.opts.libs { "forked from forward runs" } else { "re-executed" };
     say(&format!("{tried} switched runs of {} candidates ({order} order, {how}; {stopped} stopped by their budget), {} runs in all, {:.2} s", cands.len(), s.runs, secs));
     if s.opts.sarif {
         let results: Vec<(String, String)> = found

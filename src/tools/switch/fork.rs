@@ -1,5 +1,5 @@
 //! The forward pass of the fork search (the paper's fork trick, dissertation 004 §4.3): one run
-//! of the program that forks at every candidate branch instance. The parent goes on
+//! of the program that forks at each of the given branch instances. The parent goes on
 //! unswitched; the child inverts that instance, writes its output to files of its own, stops
 //! at its first output byte that differs from the expected output (or when its block budget is
 //! used up), and the parent collects how every child ended. Up to `jobs` children run at once.
@@ -38,8 +38,8 @@ struct Request {
 
 pub struct SwitchFork {
     dir: PathBuf,
-    /// Candidate instances: the first `cut` branch instances of the program (0-based).
-    cut: u64,
+    /// The branch instances to fork at (0-based, ascending), the next one first.
+    at: std::collections::VecDeque<u64>,
     jobs: usize,
     budget: u64,
     expected: Option<Vec<u8>>,
@@ -62,10 +62,12 @@ pub struct SwitchFork {
 }
 
 impl SwitchFork {
-    pub fn new(dir: PathBuf, cut: u64, jobs: usize, budget: u64, expected: Option<Vec<u8>>, program: String) -> SwitchFork {
+    pub fn new(dir: PathBuf, mut at: Vec<u64>, jobs: usize, budget: u64, expected: Option<Vec<u8>>, program: String) -> SwitchFork {
+        at.sort_unstable();
+        at.dedup();
         SwitchFork {
             dir,
-            cut,
+            at: at.into(),
             jobs: jobs.max(1),
             budget,
             expected,
@@ -147,8 +149,8 @@ impl Tool for SwitchFork {
 impl ToolRun for SwitchFork {
     fn start(&mut self, ctx: &mut ThreadContext, mem: &GuestMemory) {
         self.main = crate::tools::main_module_range(mem, &self.program);
-        // Instances are counted from 1 (INDEX is incremented before the compare).
-        ctx.tool_area[NEXT / 8] = if self.cut > 0 { 1 } else { u64::MAX };
+        // INDEX is incremented before the compare: instance i (0-based) is reached at i + 1.
+        ctx.tool_area[NEXT / 8] = self.at.front().map_or(u64::MAX, |i| i + 1);
     }
 
     fn fork_requested(&mut self) -> bool {
@@ -167,8 +169,10 @@ impl ToolRun for SwitchFork {
         if child > 0 {
             self.running.push((child as i32, index));
             self.prefixes.push((index, size(1), size(2)));
-            let next = index + 2;
-            ctx.tool_area[NEXT / 8] = if next <= self.cut { next } else { u64::MAX };
+            while self.at.front().is_some_and(|&i| i <= index) {
+                self.at.pop_front();
+            }
+            ctx.tool_area[NEXT / 8] = self.at.front().map_or(u64::MAX, |i| i + 1);
             while self.running.len() >= self.jobs {
                 self.reap(true);
             }
