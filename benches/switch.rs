@@ -18,7 +18,7 @@ const PROGRAMS: [(&str, &[&str], Option<&str>); 7] = [
     ("middle_instance", &[], Some("0\n")),
     ("bounds_crash", &["4"], None),
     ("loops", &[], Some("large 3\n")),
-    ("many_branches", &[], Some("large 4165833\n")),
+    ("many_branches", &[], Some("on 4165833\n")),
 ];
 
 fn main() {

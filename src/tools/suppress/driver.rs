@@ -5,9 +5,7 @@
 //! points added last are the first point of memory corruption.
 
 use super::plan::{Outcome, Plan, Point};
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 #[derive(Clone)]
@@ -46,34 +44,23 @@ impl Runs {
         let plan_path = self.dir.join(format!("plan-{n}"));
         let out_path = self.dir.join(format!("outcome-{n}"));
         std::fs::write(&plan_path, Plan { points: points.to_vec(), out: None, at_functions: Vec::new(), failure: self.opts.failure.clone() }.to_text())?;
-        let exe = std::env::current_exe()?;
-        let mut cmd = Command::new(exe);
-        cmd.arg("--tool=suppress")
-            .arg(format!("--suppress-plan={}", plan_path.display()))
-            .arg(format!("--suppress-out={}", out_path.display()))
-            .arg("--repeatable=yes")
-            .arg(format!("--seed={}", self.opts.seed))
-            .arg(format!("--stdin-file={}", self.opts.stdin_file.as_ref().expect("stdin captured").display()))
-            .arg("--")
-            .args(&self.command)
-            .stdin(Stdio::null())
-            .stdout(std::fs::File::create(self.dir.join(format!("stdout-{n}")))?)
-            .stderr(std::fs::File::create(self.dir.join(format!("stderr-{n}")))?);
-        let start = Instant::now();
-        let mut child = cmd.spawn()?;
+        let args: Vec<std::ffi::OsString> = [
+            "--tool=suppress".to_string(),
+            format!("--suppress-plan={}", plan_path.display()),
+            format!("--suppress-out={}", out_path.display()),
+            "--repeatable=yes".to_string(),
+            format!("--seed={}", self.opts.seed),
+            format!("--stdin-file={}", self.opts.stdin_file.as_ref().expect("stdin captured").display()),
+            "--".to_string(),
+        ]
+        .into_iter()
+        .map(Into::into)
+        .chain(self.command.iter().cloned())
+        .collect();
         let limit = self.first.map(|d| d * 20 + Duration::from_secs(20));
-        let status = loop {
-            if let Some(s) = child.try_wait()? {
-                break s;
-            }
-            if limit.is_some_and(|l| start.elapsed() > l) {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Ok(Ended::TimedOut);
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        };
-        self.first.get_or_insert(start.elapsed());
+        let (stdout, stderr) = (self.dir.join(format!("stdout-{n}")), self.dir.join(format!("stderr-{n}")));
+        let Some((status, took)) = crate::tools::child::run(&args, &stdout, &stderr, limit)? else { return Ok(Ended::TimedOut) };
+        self.first.get_or_insert(took);
         let Ok(text) = std::fs::read_to_string(&out_path) else {
             // rtgrind itself stopped (the program cannot run under it): its one-line error.
             let err = std::fs::read_to_string(self.dir.join(format!("stderr-{n}"))).unwrap_or_default();
@@ -156,13 +143,11 @@ pub struct Search {
 pub fn drive(command: Vec<std::ffi::OsString>, opts: Options, format: super::report::Format) -> i32 {
     let started = Instant::now();
     let pid = std::process::id();
-    let dir = std::env::temp_dir().join(format!("rtgrind-suppress-{pid}"));
     let error_exitcode = opts.error_exitcode;
-    let search = match std::fs::create_dir_all(&dir) {
-        Ok(()) => run_search(command.clone(), opts, &dir, started),
-        Err(e) => Search { verdict: Verdict::Inconclusive(format!("cannot create {}: {e}", dir.display())), chain: Vec::new(), runs: 0, seconds: 0.0 },
+    let search = match crate::tools::child::TempDir::new("suppress") {
+        Ok(dir) => run_search(command.clone(), opts, &dir.0, started),
+        Err(e) => Search { verdict: Verdict::Inconclusive(format!("cannot create a temporary directory: {e}")), chain: Vec::new(), runs: 0, seconds: 0.0 },
     };
-    let _ = std::fs::remove_dir_all(&dir);
     super::report::emit(&search, &command, &format, pid);
     match search.verdict {
         Verdict::NoFailure => 0,
@@ -181,17 +166,11 @@ fn run_search(command: Vec<std::ffi::OsString>, mut opts: Options, dir: &Path, s
 
 fn search(command: Vec<std::ffi::OsString>, opts: &mut Options, dir: &Path, chain: &mut Vec<(Vec<Point>, Outcome)>, runs_done: &mut u32) -> Verdict {
     if opts.stdin_file.is_none() {
-        // Every run reads the same input: capture it once (nothing from a terminal).
-        let path = dir.join("stdin");
-        let mut data = Vec::new();
-        // SAFETY: isatty on a descriptor number.
-        if unsafe { libc::isatty(0) } == 0 {
-            let _ = std::io::stdin().read_to_end(&mut data);
+        // Every run reads the same input: captured once.
+        match crate::tools::child::capture_stdin(dir) {
+            Ok(p) => opts.stdin_file = Some(p),
+            Err(e) => return Verdict::Inconclusive(format!("cannot capture standard input: {e}")),
         }
-        if let Err(e) = std::fs::write(&path, data) {
-            return Verdict::Inconclusive(format!("cannot write {}: {e}", path.display()));
-        }
-        opts.stdin_file = Some(path);
     }
     let max_runs = opts.max_runs;
     let mut runs = Runs { dir: dir.to_path_buf(), command, opts: opts.clone(), count: 0, first: None };
