@@ -8,7 +8,7 @@ use crate::common::{compile_snippet, repo_root, run_rtgrind, Cmd};
 /// -fno-stack-protector` under the name `out`.
 fn bug(name: &str, out: &str, edit: &dyn Fn(String) -> String) -> std::path::PathBuf {
     let source = std::fs::read_to_string(repo_root().join("guest-programs/bugs").join(format!("{name}.c"))).unwrap();
-    compile_snippet(out, "c", &edit(source), &["-g", "-O0", "-fno-stack-protector"])
+    compile_snippet(out, "c", &edit(source), &["-g", "-O0", "-fno-stack-protector", "-pthread"])
 }
 
 /// `NAME.c:LINE (FUNC)` of the line carrying `/* marker */`.
@@ -296,4 +296,10 @@ fn stack_protector_abort_is_traced_to_the_strcpy() {
     // strcpy writes the 55 bytes with two overlapping stores: the one over the canary is
     // suppressed first, then the one over the return address.
     assert_eq!(runs(&err), 4, "{err}");
+}
+
+#[test]
+fn overflow_in_a_worker_thread_is_found_in_that_thread() {
+    let err = check_bug("thread_overflow", "worker", &["AAAAAAAAAAAAAAAAAAAAAAAA"], 3, &["bob"]);
+    assert!(err.contains(", thread 1, block instance"), "the store is the worker's:\n{err}");
 }
