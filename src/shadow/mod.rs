@@ -66,15 +66,19 @@ pub fn init_thread(ctx: &mut ThreadContext, mem: &memory::ShadowMemory, origins:
     if let Some(o) = origins {
         *word(ctx, slot::DELTA_ORIGIN) = o.delta_table_addr();
     }
+    *word(ctx, slot::THREAD_BITS) = origin::thread_bits(0);
 }
 
-/// Origins: which instance defined a value. Bits 63-29: the thread's block instance at the
-/// definition, 28-21: the thread, 20-1: the static site (an index into the tool's `Sites`),
-/// bit 0: the value crossed a call as an argument (see `Policy`). The instance is on top so the most recent of two origins of one thread is
-/// the larger. 0 is "no definition" (constants, zeroing idioms, memory nobody wrote under
-/// rtgrind). `slot::BLOCKS` holds the instance already shifted, `slot::THREAD_BITS` the thread.
+/// Origins: which instance defined a value. Bit 63: a real definition (clear for a constant,
+/// see `propagate::Policy`); bits 62-29: the thread's block instance at the definition; 28-21:
+/// the thread; 20-1: the static site (an index into the tool's `Sites`); bit 0: the value
+/// crossed a call as an argument. Real definitions outrank constants, and among them the most
+/// recent of one thread is the larger. 0 is "no definition" (memory nobody wrote under
+/// rtgrind). `slot::BLOCKS` holds the instance already shifted, `slot::THREAD_BITS` the thread
+/// and the real-definition bit.
 pub mod origin {
     pub const INCOMING: u64 = 1;
+    pub const REAL: u64 = 1 << 63;
     pub const SITE_SHIFT: u32 = 1;
     pub const THREAD_SHIFT: u32 = 21;
     pub const INSTANCE_SHIFT: u32 = 29;
@@ -88,7 +92,15 @@ pub mod origin {
         ((o >> THREAD_SHIFT) & 0xff) as usize
     }
     pub fn instance(o: u64) -> u64 {
-        o >> INSTANCE_SHIFT
+        (o & !REAL) >> INSTANCE_SHIFT
+    }
+    /// A constant's origin (an immediate, a zeroing idiom), not a real definition.
+    pub fn is_constant(o: u64) -> bool {
+        o & !INCOMING != 0 && o & REAL == 0
+    }
+    /// `THREAD_BITS` of thread `n`.
+    pub fn thread_bits(n: u64) -> u64 {
+        REAL | (n & 0xff) << THREAD_SHIFT
     }
     /// The origin of site `site` now, from the thread's `BLOCKS` and `THREAD_BITS` words.
     pub fn make(site: u32, thread_bits: u64, blocks: u64) -> u64 {

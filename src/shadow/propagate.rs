@@ -351,8 +351,8 @@ pub struct Propagation {
 /// - A computation in registers takes its most recent source's origin (the address of
 ///   `a[c]` comes from `c`, assigned just before, rather than from `a`, set up long ago).
 ///   Constants (an immediate moved to a register, a computation with no defined source) get
-///   this site with instance 0, "every instance": older than any real definition, so a mask
-///   or a base address never outranks the data it is combined with.
+///   an origin without the real-definition bit (`origin::REAL`): below any real definition,
+///   so a mask or a base address never outranks the data it is combined with.
 /// - A pointer-sized load in the program from memory nobody defined takes its address's
 ///   origin (a NULL read from a never-written slot is blamed on how the slot was chosen).
 #[derive(Clone, Copy, Debug)]
@@ -705,11 +705,13 @@ impl Propagation {
             a.or(r.t, ta(slot::THREAD_BITS)).unwrap();
             a.or(r.t, here as i32).unwrap();
         };
-        // A constant in a register: this site, instance 0 (every instance), so that any
-        // source with a real definition is more recent.
+        // A constant in a register: this site and instance without the real-definition bit,
+        // so that any source with a real definition outranks it.
         let constant_here = |b: &mut Inline| {
             let a = b.asm();
-            a.mov(r.t, ta(slot::THREAD_BITS)).unwrap();
+            a.mov(r.t, ta(slot::BLOCKS)).unwrap();
+            a.or(r.t, ta(slot::THREAD_BITS)).unwrap();
+            a.btr(r.t, 63).unwrap();
             a.or(r.t, here as i32).unwrap();
         };
         let policy = self.policy;

@@ -22,15 +22,19 @@ pub fn capture_stdin(dir: &Path) -> std::io::Result<PathBuf> {
 /// Runs `rtgrind ARGS` with stdout and stderr to the given files; None if it ran longer than
 /// `limit` (it is killed), else its status and wall time.
 pub fn run(args: &[std::ffi::OsString], stdout: &Path, stderr: &Path, limit: Option<Duration>) -> std::io::Result<Option<(ExitStatus, Duration)>> {
+    use std::os::unix::process::CommandExt;
     let exe = std::env::current_exe()?;
     let start = Instant::now();
-    let mut child = Command::new(exe).args(args).stdin(Stdio::null()).stdout(std::fs::File::create(stdout)?).stderr(std::fs::File::create(stderr)?).spawn()?;
+    // A process group of its own: a run killed for its time limit takes every process it made
+    // with it (a repeatable run is three: rtgrind, the pid namespace's reaper, the program).
+    let mut child = Command::new(exe).args(args).process_group(0).stdin(Stdio::null()).stdout(std::fs::File::create(stdout)?).stderr(std::fs::File::create(stderr)?).spawn()?;
     loop {
         if let Some(s) = child.try_wait()? {
             return Ok(Some((s, start.elapsed())));
         }
         if limit.is_some_and(|l| start.elapsed() > l) {
-            let _ = child.kill();
+            // SAFETY: kill(2) of the child's process group.
+            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
             let _ = child.wait();
             return Ok(None);
         }

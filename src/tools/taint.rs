@@ -272,7 +272,7 @@ impl ToolRun for Taint {
             *shadow::gpr(child, r) = 0;
         }
         self.threads += 1;
-        *shadow::word(child, slot::THREAD_BITS) = (self.threads & 0xff) << origin::THREAD_SHIFT;
+        *shadow::word(child, slot::THREAD_BITS) = origin::thread_bits(self.threads);
         *shadow::word(child, slot::BLOCKS) = 0;
     }
 

@@ -28,6 +28,8 @@ struct Runs {
     count: u32,
     /// Wall time of the first run, to bound later ones.
     first: Option<Duration>,
+    /// Block budget of the runs after the first (20 times its block count).
+    budget: Option<u64>,
 }
 
 enum Ended {
@@ -35,6 +37,8 @@ enum Ended {
     /// rtgrind could not run the program: its exit status and error line.
     Error(i32, String),
     TimedOut,
+    /// The run used up its block budget (suppression made the program run on and on).
+    Budget,
 }
 
 impl Runs {
@@ -51,6 +55,10 @@ impl Runs {
             "--repeatable=yes".to_string(),
             format!("--seed={}", self.opts.seed),
             format!("--stdin-file={}", self.opts.stdin_file.as_ref().expect("stdin captured").display()),
+            match self.budget {
+                Some(b) => format!("--budget-blocks={b}"),
+                None => format!("--blocks-out={}", self.dir.join("blocks").display()),
+            },
             "--".to_string(),
         ]
         .into_iter()
@@ -60,7 +68,14 @@ impl Runs {
         let limit = self.first.map(|d| d * 20 + Duration::from_secs(20));
         let (stdout, stderr) = (self.dir.join(format!("stdout-{n}")), self.dir.join(format!("stderr-{n}")));
         let Some((status, took)) = crate::tools::child::run(&args, &stdout, &stderr, limit)? else { return Ok(Ended::TimedOut) };
-        self.first.get_or_insert(took);
+        if self.first.is_none() {
+            self.first = Some(took);
+            let blocks: u64 = std::fs::read_to_string(self.dir.join("blocks")).ok().and_then(|t| t.trim().parse().ok()).unwrap_or(0);
+            self.budget = Some(blocks.max(100_000).saturating_mul(20));
+        }
+        if status.code() == Some(crate::EXIT_BUDGET) && std::fs::read_to_string(&stderr).is_ok_and(|e| e.contains("budget of")) {
+            return Ok(Ended::Budget);
+        }
         let Ok(text) = std::fs::read_to_string(&out_path) else {
             // rtgrind itself stopped (the program cannot run under it): its one-line error.
             let err = std::fs::read_to_string(self.dir.join(format!("stderr-{n}"))).unwrap_or_default();
@@ -173,13 +188,14 @@ fn search(command: Vec<std::ffi::OsString>, opts: &mut Options, dir: &Path, chai
         }
     }
     let max_runs = opts.max_runs;
-    let mut runs = Runs { dir: dir.to_path_buf(), command, opts: opts.clone(), count: 0, first: None };
+    let mut runs = Runs { dir: dir.to_path_buf(), command, opts: opts.clone(), count: 0, first: None, budget: None };
     let mut next = |runs: &mut Runs, points: &[Point]| -> Result<Outcome, Verdict> {
         let r = runs.run(points);
         *runs_done = runs.count;
         match r {
             Ok(Ended::Outcome(o)) => Ok(o),
             Ok(Ended::TimedOut) => Err(Verdict::Inconclusive(format!("run {} did not end (more than 20 times the first run's time)", runs.count))),
+            Ok(Ended::Budget) => Err(Verdict::Inconclusive(format!("run {} did not end within 20 times the first run's blocks", runs.count))),
             Ok(Ended::Error(code, line)) => Err(Verdict::CannotRun(code, line)),
             Err(e) => Err(Verdict::Inconclusive(format!("cannot run rtgrind: {e}"))),
         }

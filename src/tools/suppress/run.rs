@@ -305,7 +305,7 @@ impl SuppressRun {
             let t = b.scratch();
             let a = b.asm();
             let mut no = a.create_label();
-            // Instance 0 names a constant: every instance of the site.
+            // Instance 0: every instance of the site (the driver escalates to it).
             if p.instance != 0 {
                 a.mov(t, p.instance << origin::INSTANCE_SHIFT).unwrap();
                 a.cmp(qword_ptr(tool_area(slot::BLOCKS)).gs(), t).unwrap();
@@ -335,7 +335,7 @@ impl SuppressRun {
         // rewritten after the pointer to it was defined: the allocator's metadata was
         // overwritten, whatever glibc then did with it (an abort from its checks, a fault).
         let main = self.state.main;
-        let innermost = frame_entries(ctx).into_iter().find(|e| (main.0..main.1).contains(&e[1]));
+        let innermost = frame_entries(ctx, ctx.gpr[4]).into_iter().find(|e| (main.0..main.1).contains(&e[1]));
         let in_library = !(main.0..main.1).contains(&pc) && decode(pc).is_some();
         if let (Some(e), true) = (innermost, in_library) {
             let (ret, rdi_origin, p) = (e[1], e[2], e[9]);
@@ -404,7 +404,7 @@ impl SuppressRun {
                 });
                 match innermost {
                     // A pointer handed to the library (to `free`): its definition.
-                    Some(e) if !decided && origin::instance(e[2]) != 0 => locs.push((format!("first argument of the call returning to {:#x}", e[1]), e[2])),
+                    Some(e) if !decided && !origin::is_constant(e[2]) && e[2] & !origin::INCOMING != 0 => locs.push((format!("first argument of the call returning to {:#x}", e[1]), e[2])),
                     // A constant (an assertion's text) or none: what the program last decided on.
                     _ => locs.extend(last_branch(ctx)),
                 }
@@ -467,8 +467,8 @@ impl SuppressRun {
         locs.extend(last_branch(ctx));
         locs.retain(|l| l.1 & !origin::INCOMING != 0);
         // A location with a real instance first; constants only if nothing else.
-        if locs.iter().any(|l| origin::instance(l.1) != 0) {
-            locs.retain(|l| origin::instance(l.1) != 0);
+        if locs.iter().any(|l| !origin::is_constant(l.1)) {
+            locs.retain(|l| !origin::is_constant(l.1));
         }
         locs.truncate(1);
         self.crash = Some((-1, pc, instance, locs, what));
@@ -488,25 +488,31 @@ fn last_branch(ctx: &mut ThreadContext) -> Option<(String, u64)> {
 
 /// Active frames of the thread from its return-address table: (return-address slot, return
 /// address, rdi's origin at the call), innermost first.
-fn frames(ctx: &mut ThreadContext) -> Vec<(u64, u64, u64)> {
-    frame_entries(ctx).into_iter().map(|e| (e[0], e[1], e[2])).collect()
+fn frames(ctx: &mut ThreadContext, rsp: u64) -> Vec<(u64, u64, u64)> {
+    frame_entries(ctx, rsp).into_iter().map(|e| (e[0], e[1], e[2])).collect()
 }
 
 /// The live entries of the thread's table (see `TABLE_BYTES`), innermost first.
-fn frame_entries(ctx: &mut ThreadContext) -> Vec<[u64; 10]> {
+fn frame_entries(ctx: &mut ThreadContext, rsp: u64) -> Vec<[u64; 10]> {
     let table = *shadow::word(ctx, area::RET_TABLE);
     if table == 0 {
         return Vec::new();
     }
-    let rsp = ctx.gpr[4];
     // SAFETY: the table is this thread's, TABLE_BYTES long, allocated in `init_table`.
     let words = unsafe { std::slice::from_raw_parts(table as *const u64, TABLE_BYTES / 8) };
-    let mut out: Vec<[u64; 10]> = words
-        .chunks(ENTRY_BYTES / 8)
-        .filter(|e| e[0] >= rsp && e[0] < rsp + (64 << 20) && guest_mem::read_u64(e[0]) == Some(e[1]))
-        .map(|e| e[..10].try_into().unwrap())
-        .collect();
+    let mut out: Vec<[u64; 10]> = words.chunks(ENTRY_BYTES / 8).filter(|e| e[0] >= rsp && e[0] < rsp + (64 << 20)).map(|e| e[..10].try_into().unwrap()).collect();
     out.sort();
+    // Live if the slot still holds the return address: the stack read once, not per entry.
+    let top = out.last().map_or(rsp, |e| e[0] + 8);
+    let mut stack = vec![0u8; (top - rsp) as usize];
+    if !guest_mem::read(rsp, &mut stack) {
+        out.retain(|e| guest_mem::read_u64(e[0]) == Some(e[1]));
+        return out;
+    }
+    out.retain(|e| {
+        let off = (e[0] - rsp) as usize;
+        u64::from_le_bytes(stack[off..off + 8].try_into().unwrap()) == e[1]
+    });
     out
 }
 
@@ -608,8 +614,7 @@ fn address_corrupt(ctx: &mut ThreadContext, ins: &Instruction) -> bool {
 /// Leaves the current function as if it returned a corrupt value: to the innermost frame's
 /// return address, with rsp past it. False if no frame is known.
 fn return_corrupt(ctx: &mut ThreadContext) -> bool {
-    ctx.gpr[4] = ctx.callout_regs[4];
-    let Some(e) = frame_entries(ctx).first().copied() else { return false };
+    let Some(e) = frame_entries(ctx, ctx.callout_regs[4]).first().copied() else { return false };
     let (slot_addr, ret) = (e[0], e[1]);
     ctx.callout_regs[4] = slot_addr + 8;
     // The callee-saved registers as the caller had them (a lent one is reloaded from its
@@ -731,7 +736,7 @@ extern "C" fn point_callout(ctx: *mut ThreadContext, arg: u64) {
     let bad_address = address_corrupt(ctx, ins);
     corrupt_destinations(ctx, st, ins, !bad_address);
     let main = st.main;
-    let sites: Vec<u64> = frames(ctx).iter().map(|f| f.1).filter(|r| (main.0..main.1).contains(r)).collect();
+    let sites: Vec<u64> = frames(ctx, ctx.callout_regs[4]).iter().map(|f| f.1).filter(|r| (main.0..main.1).contains(r)).collect();
     st.hits.push((c.point, sites));
     // A plain store is not performed; other definitions run and their results are corrupt.
     let info = InstructionInfoFactory::new().info(ins).clone();
@@ -898,7 +903,7 @@ impl ToolRun for SuppressRun {
             *shadow::gpr(child, r) = 0;
         }
         self.threads += 1;
-        *shadow::word(child, slot::THREAD_BITS) = (self.threads & 0xff) << origin::THREAD_SHIFT;
+        *shadow::word(child, slot::THREAD_BITS) = origin::thread_bits(self.threads);
         *shadow::word(child, slot::BLOCKS) = 0;
         init_table(child);
     }
