@@ -4,6 +4,30 @@
 
 pub mod cfg;
 pub mod driver;
+mod frames;
+mod guards;
 pub mod plan;
 pub mod report;
 pub mod run;
+
+/// Tool-area offsets of the suppression tool's own words (after the shadow registers).
+pub(crate) mod area {
+    use crate::shadow::slot;
+    /// Address of this thread's return-address table.
+    pub const RET_TABLE: usize = slot::END;
+    /// Guest pc of the last `ret` or indirect jump or call (for a crash at its target).
+    pub const LAST_IND: usize = slot::END + 8;
+    /// Where a guard's call-out wants the block left for (0: go on).
+    pub const REDIRECT: usize = slot::END + 16;
+    /// The table key the last `ret` found for its slot (the slot itself if the return was
+    /// to a recorded call).
+    pub const LAST_RET_KEY: usize = slot::END + 24;
+    /// The last indirect call or jump through a register: its pc and its target's origin.
+    pub const LAST_ICALL: usize = slot::END + 32;
+    pub const LAST_ICALL_ORIGIN: usize = slot::END + 40;
+    /// The last conditional branch in the program: its pc and its flags' origin (what a
+    /// failed `assert` or an error exit was decided on).
+    pub const LAST_BRANCH: usize = slot::END + 48;
+    pub const LAST_BRANCH_ORIGIN: usize = slot::END + 56;
+}
+

@@ -10,7 +10,9 @@
 //! analysis names the locations the crashing instruction used and their origins: the next
 //! suppression points.
 
-use super::cfg;
+use super::area;
+use super::frames::{frame_entries, init_table, CALLEE_SAVED};
+use super::guards::{guard_callout, point_callout, Guard, GuardKind, PointCheck, State};
 use super::plan::{Outcome, Plan, Point};
 use crate::kernel::guest_mem;
 use crate::kernel::memory::GuestMemory;
@@ -25,90 +27,6 @@ use rtgrind_jit::instrument::code_asm::{qword_ptr, AsmRegister64};
 use rtgrind_jit::instrument::{tool_area, InsnSite, Inline, Tool};
 use rtgrind_jit::ThreadContext;
 use std::collections::HashMap;
-
-/// Tool-area offsets of the suppression tool's own words (after the shadow registers).
-mod area {
-    use crate::shadow::slot;
-    /// Address of this thread's return-address table.
-    pub const RET_TABLE: usize = slot::END;
-    /// Guest pc of the last `ret` or indirect jump or call (for a crash at its target).
-    pub const LAST_IND: usize = slot::END + 8;
-    /// Where a guard's call-out wants the block left for (0: go on).
-    pub const REDIRECT: usize = slot::END + 16;
-    /// The table key the last `ret` found for its slot (the slot itself if the return was
-    /// to a recorded call).
-    pub const LAST_RET_KEY: usize = slot::END + 24;
-    /// The last indirect call or jump through a register: its pc and its target's origin.
-    pub const LAST_ICALL: usize = slot::END + 32;
-    pub const LAST_ICALL_ORIGIN: usize = slot::END + 40;
-    /// The last conditional branch in the program: its pc and its flags' origin (what a
-    /// failed `assert` or an error exit was decided on).
-    pub const LAST_BRANCH: usize = slot::END + 48;
-    pub const LAST_BRANCH_ORIGIN: usize = slot::END + 56;
-}
-
-/// Return-address table: entry (128 bytes) = stack slot of the return address, return
-/// address, origin of rdi at the call, rbx, rbp, r12-r15 at the call, rdi at the call;
-/// indexed by the slot's low 16 bits. A call fills its entry; nothing
-/// pops it, so `longjmp` and exceptions need no care, and an entry is trusted only if it names
-/// the slot asked about.
-const TABLE_BYTES: usize = (1 << 16) / 8 * ENTRY_BYTES;
-const ENTRY_BYTES: usize = 128;
-
-/// What a guard protects.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum GuardKind {
-    Access,
-    Branch,
-    Ret,
-    IndirectCall,
-    IndirectJump,
-    Divide,
-    /// `leave` with a corrupt frame pointer: the frame is lost.
-    FrameLost,
-}
-
-struct Guard {
-    kind: GuardKind,
-    ins: Instruction,
-    state: *mut State,
-}
-
-struct PointCheck {
-    point: Point,
-    ins: Instruction,
-    state: *mut State,
-}
-
-/// What call-outs share with the tool (boxed: its address is baked into translations).
-struct State {
-    shadow: *mut ShadowMemory,
-    /// Meeting points and conditional regions of suppressed branches, by branch pc.
-    ipdoms: HashMap<u64, (Option<u64>, Vec<Instruction>)>,
-    /// Function ranges from symbols, for the CFG (filled at start).
-    functions: Vec<(u64, u64)>,
-    /// Times each kind of suppression acted.
-    suppressed: HashMap<&'static str, u64>,
-    /// Points reached: (point, call sites in the main program, innermost first).
-    hits: Vec<(Point, Vec<u64>)>,
-    main: (u64, u64),
-    /// Guards and corrupt bits are in the translations: set once the first suppression point
-    /// fires (until then nothing can be corrupt, and a trace run never pays for them).
-    armed: bool,
-    /// A point fired before `armed`: the runtime is to drop every translation.
-    arm_requested: bool,
-}
-
-impl State {
-    fn mem(&mut self) -> &mut ShadowMemory {
-        // SAFETY: the shadow lives as long as the tool; call-outs and hooks run one at a time
-        // (on the thread holding the baton).
-        unsafe { &mut *self.shadow }
-    }
-    fn count(&mut self, what: &'static str) {
-        *self.suppressed.entry(what).or_default() += 1;
-    }
-}
 
 pub struct SuppressRun {
     program: String,
@@ -162,10 +80,9 @@ impl Failure {
 }
 
 const ARG_REGS: [usize; 6] = [7, 6, 2, 1, 8, 9]; // rdi rsi rdx rcx r8 r9
-const CALLEE_SAVED: [usize; 6] = [3, 5, 12, 13, 14, 15]; // rbx rbp r12-r15
 const SYSCALL_ARGS: [usize; 6] = [7, 6, 2, 10, 8, 9]; // rdi rsi rdx r10 r8 r9
 
-fn gpr_n(r: Register) -> Option<usize> {
+pub(super) fn gpr_n(r: Register) -> Option<usize> {
     r.is_gpr().then(|| r.full_register().number() - Register::RAX.number())
 }
 
@@ -234,7 +151,7 @@ impl SuppressRun {
     /// call (see `Policy`).
     fn at_call(&mut self, ins: &Instruction, b: &mut Inline) {
         b.clobber_flags();
-        let (s1, s2, s3) = (b.scratch(), b.scratch(), b.scratch());
+        let (s1, s2) = (b.scratch(), b.scratch());
         let spilled = b.spilled();
         let a = b.asm();
         let rsp = rtgrind_jit::instrument::code_asm::rsp;
@@ -264,7 +181,6 @@ impl SuppressRun {
                 a.mov(at, rtgrind_jit::instrument::code_asm::get_gpr64(Register::RAX + r as u32).unwrap()).unwrap();
             }
         }
-        let _ = s3;
         for r in ARG_REGS {
             a.or(qword_ptr(tool_area(slot::ORIGIN_GPR + 8 * r)).gs(), origin::INCOMING as i32).unwrap();
         }
@@ -486,42 +402,7 @@ fn last_branch(ctx: &mut ThreadContext) -> Option<(String, u64)> {
     (pc != 0).then(|| (format!("the condition of the branch at {pc:#x}"), *shadow::word(ctx, area::LAST_BRANCH_ORIGIN)))
 }
 
-/// Active frames of the thread from its return-address table: (return-address slot, return
-/// address, rdi's origin at the call), innermost first.
-fn frames(ctx: &mut ThreadContext, rsp: u64) -> Vec<(u64, u64, u64)> {
-    frame_entries(ctx, rsp).into_iter().map(|e| (e[0], e[1], e[2])).collect()
-}
-
-/// The live entries of the thread's table (see `TABLE_BYTES`), innermost first.
-fn frame_entries(ctx: &mut ThreadContext, rsp: u64) -> Vec<[u64; 10]> {
-    let table = *shadow::word(ctx, area::RET_TABLE);
-    if table == 0 {
-        return Vec::new();
-    }
-    // SAFETY: the table is this thread's, TABLE_BYTES long, allocated in `init_table`.
-    let words = unsafe { std::slice::from_raw_parts(table as *const u64, TABLE_BYTES / 8) };
-    let mut out: Vec<[u64; 10]> = words.chunks(ENTRY_BYTES / 8).filter(|e| e[0] >= rsp && e[0] < rsp + (64 << 20)).map(|e| e[..10].try_into().unwrap()).collect();
-    out.sort();
-    // Live if the slot still holds the return address: the stack read once, not per entry.
-    let top = out.last().map_or(rsp, |e| e[0] + 8);
-    let mut stack = vec![0u8; (top - rsp) as usize];
-    if !guest_mem::read(rsp, &mut stack) {
-        out.retain(|e| guest_mem::read_u64(e[0]) == Some(e[1]));
-        return out;
-    }
-    out.retain(|e| {
-        let off = (e[0] - rsp) as usize;
-        u64::from_le_bytes(stack[off..off + 8].try_into().unwrap()) == e[1]
-    });
-    out
-}
-
-fn init_table(ctx: &mut ThreadContext) {
-    let table: &'static mut [u64] = Box::leak(vec![0u64; TABLE_BYTES / 8].into_boxed_slice());
-    *shadow::word(ctx, area::RET_TABLE) = table.as_mut_ptr() as u64;
-}
-
-fn decode(pc: u64) -> Option<Instruction> {
+pub(super) fn decode(pc: u64) -> Option<Instruction> {
     let mut buf = [0u8; 16];
     if pc == 0 || !guest_mem::read(pc, &mut buf[..1]) {
         return None;
@@ -531,7 +412,7 @@ fn decode(pc: u64) -> Option<Instruction> {
     (!ins.is_invalid()).then_some(ins)
 }
 
-fn fmt(ins: &Instruction) -> String {
+pub(super) fn fmt(ins: &Instruction) -> String {
     rtgrind_jit::translate::format_insn(ins)
 }
 
@@ -542,210 +423,6 @@ fn r32(r: AsmRegister64) -> rtgrind_jit::instrument::code_asm::AsmRegister32 {
 fn r16(r: AsmRegister64) -> rtgrind_jit::instrument::code_asm::AsmRegister16 {
     let n = Register::from(r).number() - Register::RAX.number();
     rtgrind_jit::instrument::code_asm::get_gpr16(Register::AX + n as u32).unwrap()
-}
-
-/// Effective address of the instruction's memory operand `m` from the registers at a call-out.
-fn address(ctx: &ThreadContext, ins: &Instruction) -> Option<u64> {
-    let regs = &ctx.callout_regs;
-    let val = |r: Register| -> u64 {
-        if r == Register::None {
-            0
-        } else if r == Register::RIP {
-            ins.next_ip()
-        } else {
-            let v = regs[r.full_register().number() - Register::RAX.number()];
-            if r.size() == 4 { v & 0xffff_ffff } else { v }
-        }
-    };
-    (0..ins.op_count()).find(|&i| ins.op_kind(i) == OpKind::Memory)?;
-    let ea = val(ins.memory_base()).wrapping_add(val(ins.memory_index()).wrapping_mul(u64::from(ins.memory_index_scale()))).wrapping_add(ins.memory_displacement64());
-    Some(if ins.segment_prefix() == Register::FS { ea.wrapping_add(ctx.callout_fs) } else { ea })
-}
-
-/// Marks everything `ins` writes corrupt: registers, flags and (if `memory`) its memory
-/// destination.
-fn corrupt_destinations(ctx: &mut ThreadContext, st: &mut State, ins: &Instruction, memory: bool) {
-    let info = InstructionInfoFactory::new().info(ins).clone();
-    for u in info.used_registers() {
-        if !matches!(u.access(), OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite) {
-            continue;
-        }
-        let r = u.register();
-        if r.is_gpr() && r.full_register() != Register::RSP {
-            *shadow::gpr(ctx, r.full_register().number() - Register::RAX.number()) = 0xff;
-        } else if r.is_xmm() || r.is_ymm() || r.is_zmm() {
-            let n = r.number() - if r.is_xmm() { Register::XMM0.number() } else if r.is_ymm() { Register::YMM0.number() } else { Register::ZMM0.number() };
-            if n < 16 {
-                *shadow::word(ctx, slot::VEC + 8 * n) = 0xffff_ffff;
-            }
-        }
-    }
-    if ins.rflags_modified() != 0 {
-        *shadow::word(ctx, slot::FLAGS) = 1;
-    }
-    if memory {
-        for m in info.used_memory() {
-            if matches!(m.access(), OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite) {
-                if let Some(ea) = address(ctx, ins) {
-                    let size = m.memory_size().size().max(1) as u64;
-                    st.mem().set_range(ea, size, 1);
-                }
-            }
-        }
-    }
-}
-
-/// Marks what an instruction of a skipped conditional region would define: the registers it
-/// writes (not rsp) and, for a store to a stack slot (rsp or rbp plus a displacement), the slot.
-fn corrupt_region_insn(ctx: &mut ThreadContext, st: &mut State, ins: &Instruction) {
-    if matches!(ins.flow_control(), FlowControl::Call | FlowControl::IndirectCall) {
-        // The call's result; what the callee writes is not known here.
-        *shadow::gpr(ctx, 0) = 0xff;
-        return;
-    }
-    let stack_store = matches!(ins.memory_base(), Register::RSP | Register::RBP) && ins.memory_index() == Register::None;
-    corrupt_destinations(ctx, st, ins, stack_store && !matches!(ins.mnemonic(), Mnemonic::Push | Mnemonic::Pop | Mnemonic::Leave));
-}
-
-fn address_corrupt(ctx: &mut ThreadContext, ins: &Instruction) -> bool {
-    [ins.memory_base(), ins.memory_index()].into_iter().filter_map(gpr_n).filter(|&n| n != 4).any(|n| *shadow::gpr(ctx, n) != 0)
-}
-
-/// Leaves the current function as if it returned a corrupt value: to the innermost frame's
-/// return address, with rsp past it. False if no frame is known.
-fn return_corrupt(ctx: &mut ThreadContext) -> bool {
-    let Some(e) = frame_entries(ctx, ctx.callout_regs[4]).first().copied() else { return false };
-    let (slot_addr, ret) = (e[0], e[1]);
-    ctx.callout_regs[4] = slot_addr + 8;
-    // The callee-saved registers as the caller had them (a lent one is reloaded from its
-    // spill slot on the way out, so both are set).
-    for (k, &r) in CALLEE_SAVED.iter().enumerate() {
-        ctx.callout_regs[r] = e[3 + k];
-        ctx.tool_spill[r] = e[3 + k];
-        *shadow::gpr(ctx, r) = 0;
-    }
-    *shadow::gpr(ctx, 0) = 0xff;
-    *shadow::word(ctx, area::REDIRECT) = ret;
-    true
-}
-
-extern "C" fn guard_callout(ctx: *mut ThreadContext, arg: u64) {
-    // SAFETY: rtg_callout passes this thread's context; `arg` is a boxed Guard the tool keeps
-    // for as long as translations exist, and its state outlives it.
-    let (ctx, g) = unsafe { (&mut *ctx, &*(arg as *const Guard)) };
-    // SAFETY: as above.
-    let st = unsafe { &mut *g.state };
-    let ins = &g.ins;
-    *shadow::word(ctx, area::REDIRECT) = 0;
-    if std::env::var_os("RTGRIND_SUPPRESS_TRACE").is_some() {
-        eprintln!("suppress-trace: {:?} at {:#x} `{}` rsp={:#x}", g.kind, ins.ip(), fmt(ins), ctx.callout_regs[4]);
-    }
-    match g.kind {
-        GuardKind::Access => {
-            let bad_address = address_corrupt(ctx, ins);
-            corrupt_destinations(ctx, st, ins, !bad_address);
-            st.count(if bad_address { "accesses through a corrupt address" } else { "stores of a corrupt value" });
-            *shadow::word(ctx, area::REDIRECT) = ins.next_ip();
-        }
-        GuardKind::Divide => {
-            corrupt_destinations(ctx, st, ins, false);
-            st.count("divisions by a corrupt value");
-            *shadow::word(ctx, area::REDIRECT) = ins.next_ip();
-        }
-        GuardKind::IndirectCall => {
-            *shadow::gpr(ctx, 0) = 0xff;
-            st.count("calls through a corrupt target");
-            *shadow::word(ctx, area::REDIRECT) = ins.next_ip();
-        }
-        GuardKind::Ret => {
-            let rsp = ctx.callout_regs[4];
-            let table = *shadow::word(ctx, area::RET_TABLE);
-            let e = table + (rsp & 0xffff) * (ENTRY_BYTES as u64 / 8);
-            // SAFETY: `e` is inside this thread's table (index < 2^16 / 8 entries of 32 bytes).
-            let (key, ret) = unsafe { (*(e as *const u64), *((e + 8) as *const u64)) };
-            if key == rsp && guest_mem::write_u64(rsp, ret) {
-                st.mem().set_range(rsp, 8, 0);
-                st.count("returns through a corrupt return address");
-            } else if return_corrupt(ctx) {
-                // The stack pointer itself went wrong (a corrupt saved frame pointer): back to
-                // the innermost frame known.
-                st.count("functions left with a corrupt result");
-            }
-        }
-        GuardKind::FrameLost => {
-            if return_corrupt(ctx) {
-                st.count("functions left with a corrupt result");
-            }
-        }
-        GuardKind::Branch | GuardKind::IndirectJump => {
-            let pc = ins.ip();
-            let target = if g.kind == GuardKind::Branch {
-                let functions = &st.functions;
-                let func = functions.iter().find(|f| (f.0..f.1).contains(&pc)).copied();
-                let (target, region) = st.ipdoms.entry(pc).or_insert_with(|| {
-                    let read = |a: u64, buf: &mut [u8]| -> usize { (1..=buf.len()).rev().find(|&n| guest_mem::read(a, &mut buf[..n])).unwrap_or(0) };
-                    cfg::region(pc, &read, func)
-                }).clone();
-                if target.is_some() {
-                    // What either path would have defined is corrupt: registers, and stack
-                    // slots (addressed from rsp or rbp, whose values are known here).
-                    for r in &region {
-                        corrupt_region_insn(ctx, st, r);
-                    }
-                }
-                target
-            } else {
-                None
-            };
-            match target {
-                Some(t) => {
-                    *shadow::word(ctx, area::REDIRECT) = t;
-                    st.count("conditional regions skipped");
-                }
-                None => {
-                    if return_corrupt(ctx) {
-                        st.count("functions left with a corrupt result");
-                    }
-                }
-            }
-        }
-    }
-}
-
-extern "C" fn point_callout(ctx: *mut ThreadContext, arg: u64) {
-    // SAFETY: as in `guard_callout` (`arg` is a boxed PointCheck).
-    let (ctx, c) = unsafe { (&mut *ctx, &*(arg as *const PointCheck)) };
-    // SAFETY: as above.
-    let st = unsafe { &mut *c.state };
-    *shadow::word(ctx, area::REDIRECT) = 0;
-    let thread = (*shadow::word(ctx, slot::THREAD_BITS) >> origin::THREAD_SHIFT) & 0xff;
-    if thread != c.point.thread {
-        return;
-    }
-    if !st.armed {
-        // The first point: have every block retranslated with guards and corrupt bits, and
-        // come back to this instruction in the new translation. Its block entry is counted
-        // again, so the count goes back one: instances stay those of the unarmed run.
-        st.arm_requested = true;
-        *shadow::word(ctx, slot::BLOCKS) -= origin::BLOCK_STEP;
-        ctx.ibl_clear();
-        *shadow::word(ctx, area::REDIRECT) = c.ins.ip();
-        return;
-    }
-    let ins = &c.ins;
-    let bad_address = address_corrupt(ctx, ins);
-    corrupt_destinations(ctx, st, ins, !bad_address);
-    let main = st.main;
-    let sites: Vec<u64> = frames(ctx, ctx.callout_regs[4]).iter().map(|f| f.1).filter(|r| (main.0..main.1).contains(r)).collect();
-    st.hits.push((c.point, sites));
-    // A plain store is not performed; other definitions run and their results are corrupt.
-    let info = InstructionInfoFactory::new().info(ins).clone();
-    let writes_regs = info.used_registers().iter().any(|u| u.register().full_register() != Register::RSP && matches!(u.access(), OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite));
-    let stores = info.used_memory().iter().any(|m| matches!(m.access(), OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite));
-    let sequential = ins.flow_control() == FlowControl::Next;
-    if stores && !writes_regs && sequential && !matches!(ins.mnemonic(), Mnemonic::Push) && !ins.is_string_instruction() {
-        *shadow::word(ctx, area::REDIRECT) = ins.next_ip();
-    }
 }
 
 impl Tool for SuppressRun {

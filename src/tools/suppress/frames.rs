@@ -1,0 +1,73 @@
+//! The return-address table of a suppression run: each call records where its return address
+//! lives, the address, rdi (value and origin) and the callee-saved registers, so that a corrupt
+//! return address can be restored, a function left early with its caller's registers, and a
+//! crash inside a library traced to the program's call.
+
+use super::area;
+use crate::kernel::guest_mem;
+use crate::shadow;
+use rtgrind_jit::ThreadContext;
+
+/// Return-address table: entry (128 bytes) = stack slot of the return address, return
+/// address, origin of rdi at the call, rbx, rbp, r12-r15 at the call, rdi at the call;
+/// indexed by the slot's low 16 bits. A call fills its entry; nothing
+/// pops it, so `longjmp` and exceptions need no care, and an entry is trusted only if it names
+/// the slot asked about.
+pub(super) const TABLE_BYTES: usize = (1 << 16) / 8 * ENTRY_BYTES;
+pub(super) const ENTRY_BYTES: usize = 128;
+
+pub(super) const CALLEE_SAVED: [usize; 6] = [3, 5, 12, 13, 14, 15]; // rbx rbp r12-r15
+
+/// Active frames of the thread from its return-address table: (return-address slot, return
+/// address, rdi's origin at the call), innermost first.
+pub(super) fn frames(ctx: &mut ThreadContext, rsp: u64) -> Vec<(u64, u64, u64)> {
+    frame_entries(ctx, rsp).into_iter().map(|e| (e[0], e[1], e[2])).collect()
+}
+
+/// The live entries of the thread's table (see `TABLE_BYTES`), innermost first.
+pub(super) fn frame_entries(ctx: &mut ThreadContext, rsp: u64) -> Vec<[u64; 10]> {
+    let table = *shadow::word(ctx, area::RET_TABLE);
+    if table == 0 {
+        return Vec::new();
+    }
+    // SAFETY: the table is this thread's, TABLE_BYTES long, allocated in `init_table`.
+    let words = unsafe { std::slice::from_raw_parts(table as *const u64, TABLE_BYTES / 8) };
+    let mut out: Vec<[u64; 10]> = words.chunks(ENTRY_BYTES / 8).filter(|e| e[0] >= rsp && e[0] < rsp + (64 << 20)).map(|e| e[..10].try_into().unwrap()).collect();
+    out.sort();
+    // Live if the slot still holds the return address: the stack read once, not per entry.
+    let top = out.last().map_or(rsp, |e| e[0] + 8);
+    let mut stack = vec![0u8; (top - rsp) as usize];
+    if !guest_mem::read(rsp, &mut stack) {
+        out.retain(|e| guest_mem::read_u64(e[0]) == Some(e[1]));
+        return out;
+    }
+    out.retain(|e| {
+        let off = (e[0] - rsp) as usize;
+        u64::from_le_bytes(stack[off..off + 8].try_into().unwrap()) == e[1]
+    });
+    out
+}
+
+pub(super) fn init_table(ctx: &mut ThreadContext) {
+    let table: &'static mut [u64] = Box::leak(vec![0u64; TABLE_BYTES / 8].into_boxed_slice());
+    *shadow::word(ctx, area::RET_TABLE) = table.as_mut_ptr() as u64;
+}
+
+/// Leaves the current function as if it returned a corrupt value: to the innermost frame's
+/// return address, with rsp past it. False if no frame is known.
+pub(super) fn return_corrupt(ctx: &mut ThreadContext) -> bool {
+    let Some(e) = frame_entries(ctx, ctx.callout_regs[4]).first().copied() else { return false };
+    let (slot_addr, ret) = (e[0], e[1]);
+    ctx.callout_regs[4] = slot_addr + 8;
+    // The callee-saved registers as the caller had them (a lent one is reloaded from its
+    // spill slot on the way out, so both are set).
+    for (k, &r) in CALLEE_SAVED.iter().enumerate() {
+        ctx.callout_regs[r] = e[3 + k];
+        ctx.tool_spill[r] = e[3 + k];
+        *shadow::gpr(ctx, r) = 0;
+    }
+    *shadow::gpr(ctx, 0) = 0xff;
+    *shadow::word(ctx, area::REDIRECT) = ret;
+    true
+}
+

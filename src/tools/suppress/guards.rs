@@ -1,0 +1,257 @@
+//! The guards of a suppression run: what a call-out does when an instruction is about to use a
+//! corrupt value (suppress it, skip a conditional region, return early, restore a return
+//! address), and what a suppression point does when it fires.
+
+use super::area;
+use super::cfg;
+use super::frames::{frames, return_corrupt, ENTRY_BYTES};
+use super::plan::Point;
+use super::run::{fmt, gpr_n};
+use crate::kernel::guest_mem;
+use crate::shadow::memory::ShadowMemory;
+use crate::shadow::{self, origin, slot};
+use rtgrind_jit::iced_x86::{FlowControl, Instruction, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register};
+use rtgrind_jit::ThreadContext;
+use std::collections::HashMap;
+
+/// What a guard protects.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum GuardKind {
+    Access,
+    Branch,
+    Ret,
+    IndirectCall,
+    IndirectJump,
+    Divide,
+    /// `leave` with a corrupt frame pointer: the frame is lost.
+    FrameLost,
+}
+
+pub(super) struct Guard {
+    pub(super) kind: GuardKind,
+    pub(super) ins: Instruction,
+    pub(super) state: *mut State,
+}
+
+pub(super) struct PointCheck {
+    pub(super) point: Point,
+    pub(super) ins: Instruction,
+    pub(super) state: *mut State,
+}
+
+/// What call-outs share with the tool (boxed: its address is baked into translations).
+pub(super) struct State {
+    pub(super) shadow: *mut ShadowMemory,
+    /// Meeting points and conditional regions of suppressed branches, by branch pc.
+    pub(super) ipdoms: HashMap<u64, (Option<u64>, Vec<Instruction>)>,
+    /// Function ranges from symbols, for the CFG (filled at start).
+    pub(super) functions: Vec<(u64, u64)>,
+    /// Times each kind of suppression acted.
+    pub(super) suppressed: HashMap<&'static str, u64>,
+    /// Points reached: (point, call sites in the main program, innermost first).
+    pub(super) hits: Vec<(Point, Vec<u64>)>,
+    pub(super) main: (u64, u64),
+    /// Guards and corrupt bits are in the translations: set once the first suppression point
+    /// fires (until then nothing can be corrupt, and a trace run never pays for them).
+    pub(super) armed: bool,
+    /// A point fired before `armed`: the runtime is to drop every translation.
+    pub(super) arm_requested: bool,
+}
+
+impl State {
+    pub(super) fn mem(&mut self) -> &mut ShadowMemory {
+        // SAFETY: the shadow lives as long as the tool; call-outs and hooks run one at a time
+        // (on the thread holding the baton).
+        unsafe { &mut *self.shadow }
+    }
+    pub(super) fn count(&mut self, what: &'static str) {
+        *self.suppressed.entry(what).or_default() += 1;
+    }
+}
+
+/// Effective address of the instruction's memory operand `m` from the registers at a call-out.
+pub(super) fn address(ctx: &ThreadContext, ins: &Instruction) -> Option<u64> {
+    let regs = &ctx.callout_regs;
+    let val = |r: Register| -> u64 {
+        if r == Register::None {
+            0
+        } else if r == Register::RIP {
+            ins.next_ip()
+        } else {
+            let v = regs[r.full_register().number() - Register::RAX.number()];
+            if r.size() == 4 { v & 0xffff_ffff } else { v }
+        }
+    };
+    (0..ins.op_count()).find(|&i| ins.op_kind(i) == OpKind::Memory)?;
+    let ea = val(ins.memory_base()).wrapping_add(val(ins.memory_index()).wrapping_mul(u64::from(ins.memory_index_scale()))).wrapping_add(ins.memory_displacement64());
+    Some(if ins.segment_prefix() == Register::FS { ea.wrapping_add(ctx.callout_fs) } else { ea })
+}
+
+/// Marks everything `ins` writes corrupt: registers, flags and (if `memory`) its memory
+/// destination.
+pub(super) fn corrupt_destinations(ctx: &mut ThreadContext, st: &mut State, ins: &Instruction, memory: bool) {
+    let info = InstructionInfoFactory::new().info(ins).clone();
+    for u in info.used_registers() {
+        if !matches!(u.access(), OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite) {
+            continue;
+        }
+        let r = u.register();
+        if r.is_gpr() && r.full_register() != Register::RSP {
+            *shadow::gpr(ctx, r.full_register().number() - Register::RAX.number()) = 0xff;
+        } else if r.is_xmm() || r.is_ymm() || r.is_zmm() {
+            let n = r.number() - if r.is_xmm() { Register::XMM0.number() } else if r.is_ymm() { Register::YMM0.number() } else { Register::ZMM0.number() };
+            if n < 16 {
+                *shadow::word(ctx, slot::VEC + 8 * n) = 0xffff_ffff;
+            }
+        }
+    }
+    if ins.rflags_modified() != 0 {
+        *shadow::word(ctx, slot::FLAGS) = 1;
+    }
+    if memory {
+        for m in info.used_memory() {
+            if matches!(m.access(), OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite) {
+                if let Some(ea) = address(ctx, ins) {
+                    let size = m.memory_size().size().max(1) as u64;
+                    st.mem().set_range(ea, size, 1);
+                }
+            }
+        }
+    }
+}
+
+/// Marks what an instruction of a skipped conditional region would define: the registers it
+/// writes (not rsp) and, for a store to a stack slot (rsp or rbp plus a displacement), the slot.
+pub(super) fn corrupt_region_insn(ctx: &mut ThreadContext, st: &mut State, ins: &Instruction) {
+    if matches!(ins.flow_control(), FlowControl::Call | FlowControl::IndirectCall) {
+        // The call's result; what the callee writes is not known here.
+        *shadow::gpr(ctx, 0) = 0xff;
+        return;
+    }
+    let stack_store = matches!(ins.memory_base(), Register::RSP | Register::RBP) && ins.memory_index() == Register::None;
+    corrupt_destinations(ctx, st, ins, stack_store && !matches!(ins.mnemonic(), Mnemonic::Push | Mnemonic::Pop | Mnemonic::Leave));
+}
+
+pub(super) fn address_corrupt(ctx: &mut ThreadContext, ins: &Instruction) -> bool {
+    [ins.memory_base(), ins.memory_index()].into_iter().filter_map(gpr_n).filter(|&n| n != 4).any(|n| *shadow::gpr(ctx, n) != 0)
+}
+
+pub(super) extern "C" fn guard_callout(ctx: *mut ThreadContext, arg: u64) {
+    // SAFETY: rtg_callout passes this thread's context; `arg` is a boxed Guard the tool keeps
+    // for as long as translations exist, and its state outlives it.
+    let (ctx, g) = unsafe { (&mut *ctx, &*(arg as *const Guard)) };
+    // SAFETY: as above.
+    let st = unsafe { &mut *g.state };
+    let ins = &g.ins;
+    *shadow::word(ctx, area::REDIRECT) = 0;
+    if std::env::var_os("RTGRIND_SUPPRESS_TRACE").is_some() {
+        eprintln!("suppress-trace: {:?} at {:#x} `{}` rsp={:#x}", g.kind, ins.ip(), fmt(ins), ctx.callout_regs[4]);
+    }
+    match g.kind {
+        GuardKind::Access => {
+            let bad_address = address_corrupt(ctx, ins);
+            corrupt_destinations(ctx, st, ins, !bad_address);
+            st.count(if bad_address { "accesses through a corrupt address" } else { "stores of a corrupt value" });
+            *shadow::word(ctx, area::REDIRECT) = ins.next_ip();
+        }
+        GuardKind::Divide => {
+            corrupt_destinations(ctx, st, ins, false);
+            st.count("divisions by a corrupt value");
+            *shadow::word(ctx, area::REDIRECT) = ins.next_ip();
+        }
+        GuardKind::IndirectCall => {
+            *shadow::gpr(ctx, 0) = 0xff;
+            st.count("calls through a corrupt target");
+            *shadow::word(ctx, area::REDIRECT) = ins.next_ip();
+        }
+        GuardKind::Ret => {
+            let rsp = ctx.callout_regs[4];
+            let table = *shadow::word(ctx, area::RET_TABLE);
+            let e = table + (rsp & 0xffff) * (ENTRY_BYTES as u64 / 8);
+            // SAFETY: `e` is inside this thread's table (index < 2^16 / 8 entries of 32 bytes).
+            let (key, ret) = unsafe { (*(e as *const u64), *((e + 8) as *const u64)) };
+            if key == rsp && guest_mem::write_u64(rsp, ret) {
+                st.mem().set_range(rsp, 8, 0);
+                st.count("returns through a corrupt return address");
+            } else if return_corrupt(ctx) {
+                // The stack pointer itself went wrong (a corrupt saved frame pointer): back to
+                // the innermost frame known.
+                st.count("functions left with a corrupt result");
+            }
+        }
+        GuardKind::FrameLost => {
+            if return_corrupt(ctx) {
+                st.count("functions left with a corrupt result");
+            }
+        }
+        GuardKind::Branch | GuardKind::IndirectJump => {
+            let pc = ins.ip();
+            let target = if g.kind == GuardKind::Branch {
+                let functions = &st.functions;
+                let func = functions.iter().find(|f| (f.0..f.1).contains(&pc)).copied();
+                let (target, region) = st.ipdoms.entry(pc).or_insert_with(|| {
+                    let read = |a: u64, buf: &mut [u8]| -> usize { (1..=buf.len()).rev().find(|&n| guest_mem::read(a, &mut buf[..n])).unwrap_or(0) };
+                    cfg::region(pc, &read, func)
+                }).clone();
+                if target.is_some() {
+                    // What either path would have defined is corrupt: registers, and stack
+                    // slots (addressed from rsp or rbp, whose values are known here).
+                    for r in &region {
+                        corrupt_region_insn(ctx, st, r);
+                    }
+                }
+                target
+            } else {
+                None
+            };
+            match target {
+                Some(t) => {
+                    *shadow::word(ctx, area::REDIRECT) = t;
+                    st.count("conditional regions skipped");
+                }
+                None => {
+                    if return_corrupt(ctx) {
+                        st.count("functions left with a corrupt result");
+                    }
+                }
+            }
+        }
+    }
+}
+
+pub(super) extern "C" fn point_callout(ctx: *mut ThreadContext, arg: u64) {
+    // SAFETY: as in `guard_callout` (`arg` is a boxed PointCheck).
+    let (ctx, c) = unsafe { (&mut *ctx, &*(arg as *const PointCheck)) };
+    // SAFETY: as above.
+    let st = unsafe { &mut *c.state };
+    *shadow::word(ctx, area::REDIRECT) = 0;
+    let thread = (*shadow::word(ctx, slot::THREAD_BITS) >> origin::THREAD_SHIFT) & 0xff;
+    if thread != c.point.thread {
+        return;
+    }
+    if !st.armed {
+        // The first point: have every block retranslated with guards and corrupt bits, and
+        // come back to this instruction in the new translation. Its block entry is counted
+        // again, so the count goes back one: instances stay those of the unarmed run.
+        st.arm_requested = true;
+        *shadow::word(ctx, slot::BLOCKS) -= origin::BLOCK_STEP;
+        ctx.ibl_clear();
+        *shadow::word(ctx, area::REDIRECT) = c.ins.ip();
+        return;
+    }
+    let ins = &c.ins;
+    let bad_address = address_corrupt(ctx, ins);
+    corrupt_destinations(ctx, st, ins, !bad_address);
+    let main = st.main;
+    let sites: Vec<u64> = frames(ctx, ctx.callout_regs[4]).iter().map(|f| f.1).filter(|r| (main.0..main.1).contains(r)).collect();
+    st.hits.push((c.point, sites));
+    // A plain store is not performed; other definitions run and their results are corrupt.
+    let info = InstructionInfoFactory::new().info(ins).clone();
+    let writes_regs = info.used_registers().iter().any(|u| u.register().full_register() != Register::RSP && matches!(u.access(), OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite));
+    let stores = info.used_memory().iter().any(|m| matches!(m.access(), OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite));
+    let sequential = ins.flow_control() == FlowControl::Next;
+    if stores && !writes_regs && sequential && !matches!(ins.mnemonic(), Mnemonic::Push) && !ins.is_string_instruction() {
+        *shadow::word(ctx, area::REDIRECT) = ins.next_ip();
+    }
+}
+
