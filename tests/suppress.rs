@@ -303,3 +303,18 @@ fn overflow_in_a_worker_thread_is_found_in_that_thread() {
     let err = check_bug("thread_overflow", "worker", &["AAAAAAAAAAAAAAAAAAAAAAAA"], 3, &["bob"]);
     assert!(err.contains(", thread 1, block instance"), "the store is the worker's:\n{err}");
 }
+
+#[test]
+fn cplusplus_with_an_exception_before_the_bug() {
+    let source = std::fs::read_to_string(repo_root().join("guest-programs/bugs/exception.cpp")).unwrap();
+    let exe = compile_snippet("exception", "cpp", &source, &["-g", "-O0", "-fno-stack-protector"]);
+    let out = run_rtgrind(["--tool=suppress"], &Cmd::new(&exe).arg("AAAAAAAAAAAAAAAAAAAA"));
+    let err = out.stderr_str();
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    let text = std::fs::read_to_string(repo_root().join("guest-programs/bugs/exception.cpp")).unwrap();
+    let line = text.lines().position(|l| l.contains("/* root")).unwrap() + 1;
+    assert!(headline(&err).contains(&format!("exception.cpp:{line} (parse(Record&, char const*))")), "{err}");
+    assert_eq!(runs(&err), 3, "{err}");
+    let ok = run_rtgrind(["--tool=suppress"], &Cmd::new(&exe).arg("abc"));
+    assert_eq!(ok.status.code(), Some(0), "{}", ok.describe());
+}
