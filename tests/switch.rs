@@ -125,3 +125,16 @@ fn json_and_sarif_reports() {
     assert!(lines[0].contains("\"uri\":\"decision.c\"") && lines[0].contains(&format!("\"startLine\":{line}")) && lines[0].contains("\"ruleId\":\"critical-predicate\""), "{}", lines[0]);
     assert!(lines[1].starts_with("{\"tool\":\"switch\",\"result\":\"found\"") && lines[1].contains(&format!("\"place\":\"{place}\"")) && lines[1].contains("\"instance\":1"), "{}", lines[1]);
 }
+
+#[test]
+fn a_predicate_in_a_worker_thread_found_by_re_execution() {
+    let source = std::fs::read_to_string(repo_root().join("guest-programs/switch/threaded.c")).unwrap();
+    let exe = compile_snippet("threaded", "c", &source, &["-g", "-O0", "-pthread"]);
+    let file = crate::common::scratch_dir("switch-threaded").join("expected");
+    std::fs::write(&file, "normal\n").unwrap();
+    let out = run_rtgrind(["--tool=switch", &format!("--expected-output={}", file.display())], &Cmd::new(&exe).arg("50"));
+    let err = out.stderr_str();
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    assert!(err.contains(&format!("switch: critical predicate: {}, the branch at", faulty("threaded", "classify"))), "{err}");
+    assert!(err.contains("re-executed: the program has threads"), "{err}");
+}

@@ -61,10 +61,12 @@ struct Trace {
     sites: Vec<(u64, String)>,
     ids: Vec<usize>,
     failure: String,
+    /// Threads the program created.
+    threads: u64,
 }
 
 fn parse_trace(text: &str) -> Trace {
-    let mut t = Trace { sites: Vec::new(), ids: Vec::new(), failure: String::new() };
+    let mut t = Trace { sites: Vec::new(), ids: Vec::new(), failure: String::new(), threads: 0 };
     for line in text.lines() {
         let f: Vec<&str> = line.splitn(5, '\t').collect();
         match f[0] {
@@ -73,6 +75,7 @@ fn parse_trace(text: &str) -> Trace {
                 t.sites.push((pc, f.get(3).unwrap_or(&"").to_string()));
             }
             "failure" => t.failure = f.get(1).unwrap_or(&"").to_string(),
+            "threads" => t.threads = f.get(1).and_then(|n| n.parse().ok()).unwrap_or(0),
             "trace" => t.ids = f.get(1).unwrap_or(&"").split_whitespace().filter_map(|x| x.parse().ok()).collect(),
             _ => {}
         }
@@ -223,7 +226,9 @@ pub fn drive(command: Vec<OsString>, mut opts: Options) -> i32 {
     let limit = took * 20 + Duration::from_secs(10);
     let mut found: Vec<Found> = Vec::new();
     let (mut tried, mut stopped) = (0u64, 0u64);
-    if s.opts.fork && !s.opts.libs {
+    // A fork copies only the forking thread: programs with threads are searched by re-running.
+    let fork = s.opts.fork && !s.opts.libs && trace.threads == 0;
+    if fork {
         // Forward runs fork at the candidates in order, in batches growing fourfold: an answer
         // near the front of the order costs one short batch, a long search few forward runs.
         let mut from = 0usize;
@@ -345,7 +350,13 @@ pub fn drive(command: Vec<OsString>, mut opts: Options) -> i32 {
         ));
     }
     let order = if s.opts.order == Order::Lefs { "lefs" } else { "last-instance-first" };
-    let how = if s.opts.fork && !s.opts.libs { "forked from forward runs" } else { "re-executed" };
+    let how = if fork {
+        "forked from forward runs"
+    } else if trace.threads > 0 {
+        "re-executed: the program has threads"
+    } else {
+        "re-executed"
+    };
     say(&format!("{tried} switched runs of {} candidates ({order} order, {how}; {stopped} stopped by their budget), {} runs in all, {:.2} s", cands.len(), s.runs, secs));
     if s.opts.sarif {
         let results: Vec<(String, String)> = found
@@ -368,7 +379,7 @@ mod tests {
     use super::*;
 
     fn trace(ids: &[usize]) -> Trace {
-        Trace { sites: vec![(0x10, String::new()), (0x20, String::new())], ids: ids.to_vec(), failure: String::new() }
+        Trace { sites: vec![(0x10, String::new()), (0x20, String::new())], ids: ids.to_vec(), failure: String::new(), threads: 0 }
     }
 
     #[test]

@@ -1,11 +1,11 @@
 //! The trace run of the switch search: every conditional branch instance of the program (or
 //! of every module, `--switch-libs=yes`) up to the failure point, in execution order.
 //!
-//! Each branch site appends its number to the thread's trace buffer inline (four flag-free
-//! instructions); the failure point is where the trace stands when the program first writes
+//! Each branch site appends its number to the trace buffer inline (five flag-free
+//! instructions; one buffer for all threads, in the order they ran); the failure point is where the trace stands when the program first writes
 //! a byte of standard output that differs from the expected output, or when it crashes, or at
-//! its end for the other oracles. The trace file lists the sites (number, pc, source line)
-//! and then the main thread's instances as site numbers.
+//! its end for the other oracles. The trace file lists the sites (number, pc, source line),
+//! the number of threads the program created, and then the instances as site numbers.
 
 use crate::kernel::guest_mem;
 use crate::kernel::memory::GuestMemory;
@@ -14,13 +14,11 @@ use crate::report::Reporter;
 use crate::tools::ToolRun;
 use rtgrind_jit::iced_x86::{ConditionCode, FlowControl};
 use rtgrind_jit::instrument::code_asm::{dword_ptr, qword_ptr};
-use rtgrind_jit::instrument::{tool_area, InsnSite, Inline, Tool};
+use rtgrind_jit::instrument::{InsnSite, Inline, Tool};
 use rtgrind_jit::ThreadContext;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-/// Tool-area word: where this thread's next trace entry goes.
-const CURSOR: usize = 0;
 /// Trace entries a thread can hold (4 bytes each, reserved, touched as written).
 const CAPACITY: usize = 1 << 28;
 /// Where buffers are asked for: far from the guest's code, near which code-cache arenas must go.
@@ -35,10 +33,12 @@ pub struct SwitchTrace {
     /// Site numbers by pc, and pcs by number.
     ids: HashMap<u64, u32>,
     pcs: Vec<u64>,
-    /// The main thread's buffer, and its cursor word (in its context, which lives until the
-    /// process ends).
+    /// The trace buffer and where its next entry goes: one for all threads, which run one at a
+    /// time, so the trace is in global order (as the switched run counts a site's executions).
     buffer: u64,
-    cursor: *const u64,
+    cursor: Box<u64>,
+    /// Threads the program created (the fork search cannot fork those).
+    threads: u64,
     /// Expected standard output, and how much of it the program wrote so far.
     expected: Option<(Vec<u8>, usize)>,
     /// The trace length at the failure point.
@@ -60,16 +60,12 @@ fn reserve() -> u64 {
 
 impl SwitchTrace {
     pub fn new(out: PathBuf, main_only: bool, program: String, expected: Option<Vec<u8>>) -> SwitchTrace {
-        SwitchTrace { out, main_only, main: (0, 0), program, ids: HashMap::new(), pcs: Vec::new(), buffer: 0, cursor: std::ptr::null(), expected: expected.map(|e| (e, 0)), cut: None, what: String::new() }
+        SwitchTrace { out, main_only, main: (0, 0), program, ids: HashMap::new(), pcs: Vec::new(), buffer: 0, cursor: Box::new(0), threads: 0, expected: expected.map(|e| (e, 0)), cut: None, what: String::new() }
     }
 
     /// Entries in the main thread's buffer now.
     fn length(&self) -> u64 {
-        if self.cursor.is_null() {
-            return 0;
-        }
-        // SAFETY: `cursor` is the main thread's tool-area word (see the field).
-        (unsafe { *self.cursor } - self.buffer) / 4
+        (*self.cursor).saturating_sub(self.buffer) / 4
     }
 }
 
@@ -88,26 +84,26 @@ impl Tool for SwitchTrace {
         if id == next {
             self.pcs.push(pc);
         }
-        let t = b.scratch();
+        let (t, u) = (b.scratch(), b.scratch());
+        let cursor = &mut *self.cursor as *mut u64 as u64;
         let a = b.asm();
-        a.mov(t, qword_ptr(tool_area(CURSOR)).gs()).unwrap();
-        a.mov(dword_ptr(t), id).unwrap();
-        a.lea(t, qword_ptr(t + 4)).unwrap();
-        a.mov(qword_ptr(tool_area(CURSOR)).gs(), t).unwrap();
+        a.mov(t, cursor).unwrap();
+        a.mov(u, qword_ptr(t)).unwrap();
+        a.mov(dword_ptr(u), id).unwrap();
+        a.lea(u, qword_ptr(u + 4)).unwrap();
+        a.mov(qword_ptr(t), u).unwrap();
     }
 }
 
 impl ToolRun for SwitchTrace {
-    fn start(&mut self, ctx: &mut ThreadContext, mem: &GuestMemory) {
+    fn start(&mut self, _ctx: &mut ThreadContext, mem: &GuestMemory) {
         self.buffer = reserve();
-        ctx.tool_area[CURSOR / 8] = self.buffer;
-        self.cursor = &ctx.tool_area[CURSOR / 8] as *const u64;
+        *self.cursor = self.buffer;
         self.main = crate::tools::main_module_range(mem, &self.program);
     }
 
-    fn thread_start(&mut self, child: &mut ThreadContext) {
-        // Other threads trace into buffers of their own (not part of the candidates yet).
-        child.tool_area[CURSOR / 8] = reserve();
+    fn thread_start(&mut self, _child: &mut ThreadContext) {
+        self.threads += 1;
     }
 
     fn syscall_pre(&mut self, _ctx: &mut ThreadContext, nr: u64, args: &[u64; 6]) -> Option<i64> {
@@ -151,7 +147,7 @@ impl ToolRun for SwitchTrace {
         if !self.what.is_empty() {
             text += &format!("failure\t{}\n", self.what);
         }
-        text += &format!("length\t{len}\n");
+        text += &format!("length\t{len}\nthreads\t{}\n", self.threads);
         if self.buffer != 0 {
             // SAFETY: the buffer holds `len` entries the translated code wrote.
             let ids = unsafe { std::slice::from_raw_parts(self.buffer as *const u32, len as usize) };
