@@ -128,8 +128,8 @@ pub struct Cli {
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Tool options")]
     pub budget_factor: u64,
 
-    /// switch: search by forking at each candidate in one forward run (yes), or by re-running
-    /// the program once per candidate (no).
+    /// switch: search by forking at each candidate from forward runs of the program (yes), or
+    /// by re-running the program once per candidate (no).
     #[arg(long, value_enum, default_value = "yes", value_name = "yes|no", help_heading = "Tool options")]
     pub fork: YesNo,
 
@@ -158,7 +158,7 @@ pub struct Cli {
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(3..), help_heading = "Tool options")]
     pub max_runs: u32,
 
-    /// suppress: exit status when a root cause was reported.
+    /// suppress, switch: exit status when a root cause or critical predicate was reported.
     #[arg(long, default_value_t = 1, help_heading = "Tool options")]
     pub error_exitcode: i32,
 
@@ -168,11 +168,11 @@ pub struct Cli {
     #[arg(long, value_name = "KIND", help_heading = "Tool options")]
     pub failure: Option<String>,
 
-    /// suppress: also print the result as JSON on stdout.
+    /// suppress, switch: also print the result as JSON on stdout.
     #[arg(long, help_heading = "Tool options")]
     pub json: bool,
 
-    /// suppress: also print the result as SARIF 2.1.0 on stdout.
+    /// suppress, switch: also print the result as SARIF 2.1.0 on stdout.
     #[arg(long, help_heading = "Tool options")]
     pub sarif: bool,
 
