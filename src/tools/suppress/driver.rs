@@ -163,6 +163,7 @@ pub fn drive(command: Vec<std::ffi::OsString>, opts: Options, format: super::rep
         Ok(dir) => run_search(command.clone(), opts, &dir.0, started),
         Err(e) => Search { verdict: Verdict::Inconclusive(format!("cannot create a temporary directory: {e}")), chain: Vec::new(), runs: 0, seconds: 0.0 },
     };
+    crate::tools::child::progress_done();
     super::report::emit(&search, &command, &format, pid);
     match search.verdict {
         Verdict::NoFailure => 0,
@@ -190,6 +191,7 @@ fn search(command: Vec<std::ffi::OsString>, opts: &mut Options, dir: &Path, chai
     let max_runs = opts.max_runs;
     let mut runs = Runs { dir: dir.to_path_buf(), command, opts: opts.clone(), count: 0, first: None, budget: None };
     let mut next = |runs: &mut Runs, points: &[Point]| -> Result<Outcome, Verdict> {
+        crate::tools::child::progress(&format!("suppress: run {} ({} suppression points)", runs.count + 1, points.len()));
         let r = runs.run(points);
         *runs_done = runs.count;
         match r {

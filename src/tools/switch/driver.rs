@@ -237,6 +237,7 @@ pub fn drive(command: Vec<OsString>, mut opts: Options) -> i32 {
         'search: while from < cands.len() {
             pass += 1;
             let part = &cands[from..(from + batch).min(cands.len())];
+            crate::tools::child::progress(&format!("switch: forking at candidates {}-{} of {}", from + 1, from + part.len(), cands.len()));
             from += part.len();
             batch *= 4;
             let fork_dir = s.dir.0.join(format!("fork-{pass}"));
@@ -306,6 +307,9 @@ pub fn drive(command: Vec<OsString>, mut opts: Options) -> i32 {
         for c in &cands {
             let (pc, _) = trace.sites[c.site];
             tried += 1;
+            if tried % 16 == 1 {
+                crate::tools::child::progress(&format!("switch: switched run {tried} of {}", cands.len()));
+            }
             let args: Vec<OsString> = vec!["--tool=switch".into(), format!("--switch-at={pc:#x}:{}", c.forward).into(), format!("--budget-blocks={budget}").into()];
             let (r, _, log) = match s.run(args, Some(limit)) {
                 Ok(r) => r,
@@ -326,6 +330,7 @@ pub fn drive(command: Vec<OsString>, mut opts: Options) -> i32 {
             }
         }
     }
+    crate::tools::child::progress_done();
     let secs = started.elapsed().as_secs_f64();
     if found.is_empty() {
         say(&format!("no single switch makes the run pass: search exhausted after {tried} switched runs ({stopped} stopped by their budget; {:.2} s)", secs));
