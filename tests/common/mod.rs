@@ -375,9 +375,19 @@ fn spawn(mut cmd: Command, input: Input, capture_stdout: bool) -> Running {
         });
     }
     let start = Instant::now();
-    let mut child = cmd
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start `{command}`: {e}"));
+    // A program written just now can be "busy" for a moment: another test thread forking at
+    // that instant holds the writing descriptor open in its child until that child execs.
+    let mut tries = 0;
+    let mut child = loop {
+        match cmd.spawn() {
+            Ok(c) => break c,
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && tries < 100 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(e) => panic!("cannot start `{command}`: {e}"),
+        }
+    };
     if let Some(bytes) = bytes {
         let mut stdin = child.stdin.take().expect("piped stdin");
         // Errors (EPIPE from a guest that does not read its input) are the guest's business.
