@@ -71,7 +71,7 @@ fn text(s: &Search) -> Vec<String> {
         for d in &o.defs {
             out.push(format!("suppress:        it used {}, defined at {}", d.1, d.2));
         }
-        if o.crash.is_none() && !o.suppressed.is_empty() {
+        if !o.suppressed.is_empty() {
             let list: Vec<String> = o.suppressed.iter().map(|(w, n)| format!("{n} {w}")).collect();
             out.push(format!("suppress:        suppressed: {}", list.join(", ")));
         }
