@@ -19,6 +19,26 @@ pub fn read(addr: u64, buf: &mut [u8]) -> bool {
     n == buf.len() as isize
 }
 
+/// Copies as many of `buf.len()` bytes from `addr` as are readable (readability goes by page:
+/// all of them, those up to the end of the first page, or none); how many.
+pub fn read_some(addr: u64, buf: &mut [u8]) -> usize {
+    if read(addr, buf) {
+        return buf.len();
+    }
+    let to_page_end = (0x1000 - (addr & 0xfff)) as usize;
+    if to_page_end < buf.len() && read(addr, &mut buf[..to_page_end]) {
+        to_page_end
+    } else {
+        0
+    }
+}
+
+/// The `len` bytes at `addr`, if all are readable.
+pub fn read_vec(addr: u64, len: usize) -> Option<Vec<u8>> {
+    let mut v = vec![0u8; len];
+    read(addr, &mut v).then_some(v)
+}
+
 /// Copies `data` to guest address `addr`; false if any byte is not writable.
 pub fn write(addr: u64, data: &[u8]) -> bool {
     if data.is_empty() {

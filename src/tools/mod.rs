@@ -4,6 +4,7 @@
 
 pub mod child;
 pub mod count;
+pub mod expected;
 pub mod sarif;
 pub mod suppress;
 pub mod switch;

@@ -190,8 +190,7 @@ pub(super) extern "C" fn guard_callout(ctx: *mut ThreadContext, arg: u64) {
                 let functions = &st.functions;
                 let func = functions.iter().find(|f| (f.0..f.1).contains(&pc)).copied();
                 let (target, region) = st.ipdoms.entry(pc).or_insert_with(|| {
-                    let read = |a: u64, buf: &mut [u8]| -> usize { (1..=buf.len()).rev().find(|&n| guest_mem::read(a, &mut buf[..n])).unwrap_or(0) };
-                    cfg::region(pc, &read, func)
+                    cfg::region(pc, &guest_mem::read_some, func)
                 }).clone();
                 if target.is_some() {
                     // What either path would have defined is corrupt: registers, and stack

@@ -15,6 +15,7 @@ use super::frames::{frame_entries, init_table, CALLEE_SAVED};
 use super::guards::{guard_callout, point_callout, Guard, GuardKind, PointCheck, State};
 use super::plan::{Outcome, Plan, Point};
 use crate::kernel::guest_mem;
+use crate::tools::expected::ExpectedOutput;
 use crate::kernel::memory::GuestMemory;
 use crate::report::lines::SourceLines;
 use crate::report::Reporter;
@@ -61,8 +62,8 @@ enum Failure {
     ExitCode,
     /// Its standard error matches the expression (text so far).
     Stderr(regex::Regex, String),
-    /// Its standard output differs from the file's contents (bytes compared so far).
-    Output(Vec<u8>, usize),
+    /// Its standard output differs from the file's contents.
+    Output(ExpectedOutput),
 }
 
 impl Failure {
@@ -72,7 +73,7 @@ impl Failure {
         } else if let Some(re) = spec.strip_prefix("stderr:") {
             regex::Regex::new(re).map(|r| Failure::Stderr(r, String::new())).map_err(|e| format!("--failure=stderr: bad expression: {e}"))
         } else if let Some(f) = spec.strip_prefix("output:") {
-            std::fs::read(f).map(|b| Failure::Output(b, 0)).map_err(|e| format!("--failure=output: cannot read '{f}': {e}"))
+            std::fs::read(f).map(|b| Failure::Output(ExpectedOutput::new(b, 0))).map_err(|e| format!("--failure=output: cannot read '{f}': {e}"))
         } else {
             Err(format!("unknown --failure '{spec}' (expected exit-code, stderr:REGEX or output:FILE)"))
         }
@@ -339,11 +340,6 @@ impl SuppressRun {
         let pc = ctx.rip.wrapping_sub(2);
         let instance = *shadow::word(ctx, slot::BLOCKS) >> origin::INSTANCE_SHIFT;
         let write = nr == libc::SYS_write && args[2] > 0;
-        let read_buf = |a: u64, n: u64| -> Vec<u8> {
-            let mut v = vec![0u8; n.min(1 << 20) as usize];
-            let ok = guest_mem::read(a, &mut v);
-            if ok { v } else { Vec::new() }
-        };
         let mut locs = Vec::new();
         let what = match failure {
             Failure::ExitCode if matches!(nr, libc::SYS_exit_group | libc::SYS_exit) => {
@@ -358,7 +354,7 @@ impl SuppressRun {
                 if self.state.mem().any(args[1], args[2]) {
                     return;
                 }
-                text.push_str(&String::from_utf8_lossy(&read_buf(args[1], args[2])));
+                text.push_str(&String::from_utf8_lossy(&guest_mem::read_vec(args[1], args[2].min(1 << 20) as usize).unwrap_or_default()));
                 if !re.is_match(text) {
                     return;
                 }
@@ -366,17 +362,14 @@ impl SuppressRun {
             }
             // Output missing at the end is a failure only if nothing was suppressed (suppressed
             // code produces no output).
-            Failure::Output(expected, pos) if matches!(nr, libc::SYS_exit_group | libc::SYS_exit) && *pos < expected.len() && self.state.suppressed.is_empty() => {
-                format!("output ended at byte {pos} of the expected {}", expected.len())
+            Failure::Output(out) if matches!(nr, libc::SYS_exit_group | libc::SYS_exit) && out.short() && self.state.suppressed.is_empty() => {
+                format!("output ended at byte {} of the expected {}", out.pos(), out.expected_len())
             }
-            Failure::Output(expected, pos) if write && args[0] == 1 => {
-                let got = read_buf(args[1], args[2]);
-                let start = *pos;
-                *pos += got.len();
-                let Some(k) = got.iter().enumerate().position(|(i, b)| expected.get(start + i) != Some(b)) else { return };
-                let o = self.origin_mem().get64(args[1] + k as u64);
-                locs.push((format!("output byte {} ({:?})", start + k, got[k] as char), o));
-                format!("output differs from the expected at byte {}", start + k)
+            Failure::Output(out) => {
+                let Some(m) = out.check(nr as u64, args) else { return };
+                let o = self.origin_mem().get64(args[1] + m.index as u64);
+                locs.push((format!("output byte {} ({:?})", m.offset, m.byte as char), o));
+                format!("output differs from the expected at byte {}", m.offset)
             }
             _ => return,
         };
@@ -404,10 +397,10 @@ fn last_branch(ctx: &mut ThreadContext) -> Option<(String, u64)> {
 
 pub(super) fn decode(pc: u64) -> Option<Instruction> {
     let mut buf = [0u8; 16];
-    if pc == 0 || !guest_mem::read(pc, &mut buf[..1]) {
+    let n = if pc == 0 { 0 } else { guest_mem::read_some(pc, &mut buf) };
+    if n == 0 {
         return None;
     }
-    let n = (1..=16).rev().find(|&n| guest_mem::read(pc, &mut buf[..n]))?;
     let ins = Decoder::with_ip(64, &buf[..n], pc, DecoderOptions::NONE).decode();
     (!ins.is_invalid()).then_some(ins)
 }

@@ -10,7 +10,7 @@
 //! switched run does (`Switch`), with "the next execution" as its instance.
 
 use super::run::Switch;
-use crate::kernel::guest_mem;
+use crate::tools::expected::ExpectedOutput;
 use crate::kernel::memory::GuestMemory;
 use crate::report::Reporter;
 use crate::tools::ToolRun;
@@ -52,10 +52,9 @@ pub struct SwitchFork {
     done: Vec<(u64, i32)>,
     /// Bytes the program had written to stdout and stderr when each child was forked.
     prefixes: Vec<(u64, u64, u64)>,
-    /// In a child: the switched run, and output checking.
+    /// In a child: the switched run, and its output checked as it writes.
     child: Option<Switch>,
-    written: usize,
-    prefix_len: u64,
+    output: Option<ExpectedOutput>,
     /// The child asks for the switched site's translations to be dropped (once).
     retranslate: bool,
     site: u64,
@@ -78,8 +77,7 @@ impl SwitchFork {
             done: Vec::new(),
             prefixes: Vec::new(),
             child: None,
-            written: 0,
-            prefix_len: 0,
+            output: None,
             retranslate: false,
             site: 0,
         }
@@ -187,7 +185,7 @@ impl ToolRun for SwitchFork {
         self.running.clear();
         self.done.clear();
         self.prefixes.clear();
-        self.prefix_len = size(1);
+        self.output = self.expected.take().map(|e| ExpectedOutput::new(e, size(1) as usize));
         for (fd, what) in [(1, "out"), (2, "err")] {
             let path = self.dir.join(format!("{what}-{index}"));
             if let Ok(f) = std::fs::File::create(&path) {
@@ -211,17 +209,7 @@ impl ToolRun for SwitchFork {
     }
 
     fn syscall_pre(&mut self, _ctx: &mut ThreadContext, nr: u64, args: &[u64; 6]) -> Option<i64> {
-        let (Some(_), Some(expected)) = (self.child.as_ref(), self.expected.as_ref()) else { return None };
-        if nr as i64 != libc::SYS_write || args[0] != 1 || args[2] == 0 {
-            return None;
-        }
-        let mut got = vec![0u8; args[2].min(1 << 24) as usize];
-        if !guest_mem::read(args[1], &mut got) {
-            return None;
-        }
-        let start = self.prefix_len as usize + self.written;
-        self.written += got.len();
-        if got.iter().enumerate().any(|(i, b)| expected.get(start + i) != Some(b)) {
+        if self.output.as_mut()?.check(nr, args).is_some() {
             // This switch cannot pass: stop now.
             // SAFETY: ending this child process; the parent only reads its status.
             unsafe { libc::_exit(DIVERGED) };

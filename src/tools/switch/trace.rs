@@ -7,7 +7,7 @@
 //! its end for the other oracles. The trace file lists the sites (number, pc, source line),
 //! the number of threads the program created, and then the instances as site numbers.
 
-use crate::kernel::guest_mem;
+use crate::tools::expected::ExpectedOutput;
 use crate::kernel::memory::GuestMemory;
 use crate::report::lines::SourceLines;
 use crate::report::Reporter;
@@ -39,8 +39,8 @@ pub struct SwitchTrace {
     cursor: Box<u64>,
     /// Threads the program created (the fork search cannot fork those).
     threads: u64,
-    /// Expected standard output, and how much of it the program wrote so far.
-    expected: Option<(Vec<u8>, usize)>,
+    /// Expected standard output, compared as the program writes.
+    expected: Option<ExpectedOutput>,
     /// The trace length at the failure point.
     cut: Option<u64>,
     /// What the failure was.
@@ -60,7 +60,7 @@ fn reserve() -> u64 {
 
 impl SwitchTrace {
     pub fn new(out: PathBuf, main_only: bool, program: String, expected: Option<Vec<u8>>) -> SwitchTrace {
-        SwitchTrace { out, main_only, main: (0, 0), program, ids: HashMap::new(), pcs: Vec::new(), buffer: 0, cursor: Box::new(0), threads: 0, expected: expected.map(|e| (e, 0)), cut: None, what: String::new() }
+        SwitchTrace { out, main_only, main: (0, 0), program, ids: HashMap::new(), pcs: Vec::new(), buffer: 0, cursor: Box::new(0), threads: 0, expected: expected.map(|e| ExpectedOutput::new(e, 0)), cut: None, what: String::new() }
     }
 
     /// Entries in the main thread's buffer now.
@@ -110,21 +110,12 @@ impl ToolRun for SwitchTrace {
         if self.cut.is_some() {
             return None;
         }
-        let (expected, pos) = self.expected.as_mut()?;
-        let end = matches!(nr as i64, libc::SYS_exit_group | libc::SYS_exit);
-        if nr as i64 == libc::SYS_write && args[0] == 1 && args[2] > 0 {
-            let mut got = vec![0u8; args[2].min(1 << 24) as usize];
-            if !guest_mem::read(args[1], &mut got) {
-                return None;
-            }
-            let start = *pos;
-            *pos += got.len();
-            if let Some(k) = got.iter().enumerate().position(|(i, b)| expected.get(start + i) != Some(b)) {
-                self.what = format!("standard output differs from the expected at byte {}", start + k);
-                self.cut = Some(self.length());
-            }
-        } else if end && *pos < expected.len() {
-            self.what = format!("standard output ends at byte {pos} of the expected {}", expected.len());
+        let out = self.expected.as_mut()?;
+        if let Some(m) = out.check(nr, args) {
+            self.what = format!("standard output differs from the expected at byte {}", m.offset);
+            self.cut = Some(self.length());
+        } else if matches!(nr as i64, libc::SYS_exit_group | libc::SYS_exit) && out.short() {
+            self.what = format!("standard output ends at byte {} of the expected {}", out.pos(), out.expected_len());
             self.cut = Some(self.length());
         }
         None
