@@ -149,6 +149,33 @@ impl Sites {
     }
 }
 
+/// The guest memory a tool's shadows must cover when the program starts: every mapping, and
+/// room for the stack to grow down from `sp`.
+pub fn initial_ranges(sp: u64, mem: &crate::kernel::memory::GuestMemory) -> Vec<(u64, u64)> {
+    let mut r: Vec<(u64, u64)> = mem.ranges().collect();
+    r.push((sp.saturating_sub(64 << 20), sp));
+    r
+}
+
+/// The guest range a successful syscall `nr` (arguments `a`, result `ret`) mapped, which
+/// shadows must cover from then on: mmap, mremap and brk.
+pub fn mapped_by(nr: i64, a: &[u64; 6], ret: i64, mem: &crate::kernel::memory::GuestMemory) -> Option<(u64, u64)> {
+    let r = ret as u64;
+    match nr {
+        _ if ret < 0 => None,
+        libc::SYS_mmap => Some((r, r.saturating_add(a[1]))),
+        libc::SYS_mremap => Some((r, r.saturating_add(a[2]))),
+        libc::SYS_brk => Some((mem.brk_start, r)),
+        _ => None,
+    }
+}
+
+/// The number of general register `r` (rax = 0), if it is one.
+pub fn gpr_number(r: rtgrind_jit::iced_x86::Register) -> Option<usize> {
+    use rtgrind_jit::iced_x86::Register;
+    r.is_gpr().then(|| r.full_register().number() - Register::RAX.number())
+}
+
 /// Tool-area offset of general register `n`'s taint mask.
 pub fn gpr_slot(n: usize) -> usize {
     slot::GPR + 8 * n

@@ -163,7 +163,7 @@ impl Taint {
 }
 
 fn gpr_slot(r: Register) -> Option<usize> {
-    r.is_gpr().then(|| shadow::gpr_slot(r.full_register().number() - Register::RAX.number()))
+    shadow::gpr_number(r).map(shadow::gpr_slot)
 }
 
 extern "C" fn record(ctx: *mut ThreadContext, arg: u64) {
@@ -253,12 +253,9 @@ pub(crate) fn written_buffer(nr: i64, a: &[u64; 6], ret: i64) -> Option<(u64, u6
 
 impl ToolRun for Taint {
     fn start(&mut self, ctx: &mut ThreadContext, mem: &GuestMemory) {
-        for (s, e) in mem.ranges() {
+        for (s, e) in shadow::initial_ranges(ctx.gpr[4], mem) {
             self.cover(s, e);
         }
-        // The stack grows down from its initial mapping.
-        let sp = ctx.gpr[4];
-        self.cover(sp.saturating_sub(64 << 20), sp);
         // SAFETY: as in `mem`.
         shadow::init_thread(ctx, unsafe { &*self.shadow }, self.origins.map(|o| unsafe { &*o }));
         if self.input == Input::Argv {
@@ -297,11 +294,8 @@ impl ToolRun for Taint {
         if ret < 0 {
             return;
         }
-        match nr {
-            libc::SYS_mmap => self.cover(ret as u64, (ret as u64).saturating_add(a[1])),
-            libc::SYS_mremap => self.cover(ret as u64, (ret as u64).saturating_add(a[2])),
-            libc::SYS_brk => self.cover(mem.brk_start, ret as u64),
-            _ => {}
+        if let Some((start, end)) = shadow::mapped_by(nr, a, ret, mem) {
+            self.cover(start, end);
         }
         if let Input::File(path) = &self.input {
             let opened = match nr {

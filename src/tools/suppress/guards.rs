@@ -6,7 +6,7 @@ use super::area;
 use super::cfg;
 use super::frames::{frames, return_corrupt, ENTRY_BYTES};
 use super::plan::Point;
-use super::run::{fmt, gpr_n};
+use super::run::fmt;
 use crate::kernel::guest_mem;
 use crate::shadow::memory::ShadowMemory;
 use crate::shadow::{self, origin, slot};
@@ -133,7 +133,7 @@ pub(super) fn corrupt_region_insn(ctx: &mut ThreadContext, st: &mut State, ins: 
 }
 
 pub(super) fn address_corrupt(ctx: &mut ThreadContext, ins: &Instruction) -> bool {
-    [ins.memory_base(), ins.memory_index()].into_iter().filter_map(gpr_n).filter(|&n| n != 4).any(|n| *shadow::gpr(ctx, n) != 0)
+    [ins.memory_base(), ins.memory_index()].into_iter().filter_map(shadow::gpr_number).filter(|&n| n != 4).any(|n| *shadow::gpr(ctx, n) != 0)
 }
 
 pub(super) extern "C" fn guard_callout(ctx: *mut ThreadContext, arg: u64) {

@@ -83,9 +83,6 @@ impl Failure {
 const ARG_REGS: [usize; 6] = [7, 6, 2, 1, 8, 9]; // rdi rsi rdx rcx r8 r9
 const SYSCALL_ARGS: [usize; 6] = [7, 6, 2, 10, 8, 9]; // rdi rsi rdx r10 r8 r9
 
-pub(super) fn gpr_n(r: Register) -> Option<usize> {
-    r.is_gpr().then(|| r.full_register().number() - Register::RAX.number())
-}
 
 impl SuppressRun {
     /// `program`: the main program's path (canonical), whose code counts as "the program".
@@ -103,6 +100,12 @@ impl SuppressRun {
         Ok(SuppressRun { program, plan, prop, origins, state, guards: Vec::new(), checks: Vec::new(), threads: 0, crash: None, syscall_suppressed: false, pipes: HashMap::new(), failure, crt: Vec::new() })
     }
 
+    /// Gives guest memory `[start, end)` shadow of its own, corrupt bits and origins.
+    fn cover(&mut self, start: u64, end: u64) {
+        self.state.mem().cover(start, end);
+        self.origin_mem().cover(start, end);
+    }
+
     fn origin_mem(&mut self) -> &mut ShadowMemory {
         // SAFETY: as in `State::mem`.
         unsafe { &mut *self.origins }
@@ -112,8 +115,8 @@ impl SuppressRun {
         &mut *self.state as *mut State
     }
 
-    /// `if any of the words at `slots` is non-zero (or `extra` code leaves t non-zero): call
-    /// the guard, and leave the block if it says so`.
+    /// `if any of the words at `slots`, or the shadow of the 8 bytes at `mem_value`, is
+    /// non-zero: call the guard, and leave the block if it says so`.
     fn guard(&mut self, b: &mut Inline, kind: GuardKind, ins: &Instruction, slots: &[usize], mem_value: Option<&rtgrind_jit::iced_x86::UsedMemory>) {
         if !self.state.armed {
             return;
@@ -124,7 +127,7 @@ impl SuppressRun {
         b.clobber_flags();
         let (t, u, v) = (b.scratch(), b.scratch(), b.scratch());
         let a = b.asm();
-        let mut done = a.create_label();
+        let done = a.create_label();
         a.xor(t, t).unwrap();
         for &s in slots {
             a.or(t, qword_ptr(tool_area(s)).gs()).unwrap();
@@ -137,15 +140,7 @@ impl SuppressRun {
         let a = b.asm();
         a.test(t, t).unwrap();
         a.jz(done).unwrap();
-        b.callout(guard_callout, arg, t);
-        let a = b.asm();
-        a.cmp(qword_ptr(tool_area(area::REDIRECT)).gs(), 0).unwrap();
-        a.je(done).unwrap();
-        b.exit_to(tool_area(area::REDIRECT));
-        let a = b.asm();
-        a.set_label(&mut done).unwrap();
-        a.zero_bytes().unwrap();
-        b.release_scratch();
+        callout_then_leave_if_asked(b, guard_callout, arg, t, done);
     }
 
     /// Records the call in the return-address table and marks the arguments as crossing a
@@ -165,22 +160,20 @@ impl SuppressRun {
         a.mov(qword_ptr(s2 + 8), s1).unwrap();
         a.mov(s1, qword_ptr(tool_area(slot::ORIGIN_GPR + 8 * 7)).gs()).unwrap();
         a.mov(qword_ptr(s2 + 16), s1).unwrap();
-        if spilled & (1 << 7) != 0 {
-            a.mov(s1, qword_ptr(rtgrind_jit::instrument::spill_slot(7) as u64).gs()).unwrap();
-            a.mov(qword_ptr(s2 + 72), s1).unwrap();
-        } else {
-            a.mov(qword_ptr(s2 + 72), rtgrind_jit::instrument::code_asm::rdi).unwrap();
-        }
-        // The callee-saved registers, for leaving a function early (from their spill slots
-        // where a tool holds the register).
-        for (k, &r) in CALLEE_SAVED.iter().enumerate() {
-            let at = qword_ptr(s2 + (24 + 8 * k) as i32);
+        // rdi, and the callee-saved registers for leaving a function early: guest values, from
+        // their spill slots where a tool holds the register.
+        let store_guest = |a: &mut rtgrind_jit::instrument::code_asm::CodeAssembler, r: usize, off: i32| {
+            let at = qword_ptr(s2 + off);
             if spilled & (1 << r) != 0 {
                 a.mov(s1, qword_ptr(rtgrind_jit::instrument::spill_slot(r) as u64).gs()).unwrap();
                 a.mov(at, s1).unwrap();
             } else {
                 a.mov(at, rtgrind_jit::instrument::code_asm::get_gpr64(Register::RAX + r as u32).unwrap()).unwrap();
             }
+        };
+        store_guest(a, 7, 72);
+        for (k, &r) in CALLEE_SAVED.iter().enumerate() {
+            store_guest(a, r, (24 + 8 * k) as i32);
         }
         for r in ARG_REGS {
             a.or(qword_ptr(tool_area(slot::ORIGIN_GPR + 8 * r)).gs(), origin::INCOMING as i32).unwrap();
@@ -221,22 +214,14 @@ impl SuppressRun {
             b.clobber_flags();
             let t = b.scratch();
             let a = b.asm();
-            let mut no = a.create_label();
+            let no = a.create_label();
             // Instance 0: every instance of the site (the driver escalates to it).
             if p.instance != 0 {
                 a.mov(t, p.instance << origin::INSTANCE_SHIFT).unwrap();
                 a.cmp(qword_ptr(tool_area(slot::BLOCKS)).gs(), t).unwrap();
                 a.jne(no).unwrap();
             }
-            b.callout(point_callout, arg, t);
-            let a = b.asm();
-            a.cmp(qword_ptr(tool_area(area::REDIRECT)).gs(), 0).unwrap();
-            a.je(no).unwrap();
-            b.exit_to(tool_area(area::REDIRECT));
-            let a = b.asm();
-            a.set_label(&mut no).unwrap();
-            a.zero_bytes().unwrap();
-            b.release_scratch();
+            callout_then_leave_if_asked(b, point_callout, arg, t, no);
         }
     }
 
@@ -245,7 +230,7 @@ impl SuppressRun {
         let pc = ctx.rip;
         let mut locs = Vec::new();
         let reg_loc = |ctx: &mut ThreadContext, r: Register, what: &str| -> Option<(String, u64)> {
-            let n = gpr_n(r)?;
+            let n = shadow::gpr_number(r)?;
             (r != Register::RSP).then(|| (format!("{} ({what})", format!("{r:?}").to_lowercase()), *shadow::word(ctx, slot::ORIGIN_GPR + 8 * n)))
         };
         // Inside a library call from the program, on a heap block whose size field was
@@ -405,6 +390,20 @@ pub(super) fn decode(pc: u64) -> Option<Instruction> {
     (!ins.is_invalid()).then_some(ins)
 }
 
+/// Calls `f(arg)` out (clobbering `t`), then leaves the block for the tool-area `REDIRECT`
+/// pc if the call-out set one; `done` is bound after, where the code goes on.
+fn callout_then_leave_if_asked(b: &mut Inline, f: rtgrind_jit::instrument::Callout, arg: u64, t: AsmRegister64, mut done: rtgrind_jit::instrument::code_asm::CodeLabel) {
+    b.callout(f, arg, t);
+    let a = b.asm();
+    a.cmp(qword_ptr(tool_area(area::REDIRECT)).gs(), 0).unwrap();
+    a.je(done).unwrap();
+    b.exit_to(tool_area(area::REDIRECT));
+    let a = b.asm();
+    a.set_label(&mut done).unwrap();
+    a.zero_bytes().unwrap();
+    b.release_scratch();
+}
+
 pub(super) fn fmt(ins: &Instruction) -> String {
     rtgrind_jit::translate::format_insn(ins)
 }
@@ -448,7 +447,7 @@ impl Tool for SuppressRun {
             }
             FlowControl::IndirectBranch | FlowControl::IndirectCall => {
                 self.last_indirect(pc, b);
-                if let Some(n) = (ins.op0_kind() == OpKind::Register).then(|| gpr_n(ins.op0_register())).flatten() {
+                if let Some(n) = (ins.op0_kind() == OpKind::Register).then(|| shadow::gpr_number(ins.op0_register())).flatten() {
                     let t = b.scratch();
                     let a = b.asm();
                     a.mov(t, pc).unwrap();
@@ -459,9 +458,9 @@ impl Tool for SuppressRun {
                 }
                 let mut slots: Vec<usize> = Vec::new();
                 if ins.op0_kind() == OpKind::Register {
-                    slots.extend(gpr_n(ins.op0_register()).map(shadow::gpr_slot));
+                    slots.extend(shadow::gpr_number(ins.op0_register()).map(shadow::gpr_slot));
                 } else {
-                    slots.extend([ins.memory_base(), ins.memory_index()].into_iter().filter_map(gpr_n).filter(|&n| n != 4).map(shadow::gpr_slot));
+                    slots.extend([ins.memory_base(), ins.memory_index()].into_iter().filter_map(shadow::gpr_number).filter(|&n| n != 4).map(shadow::gpr_slot));
                 }
                 let kind = if ins.flow_control() == FlowControl::IndirectCall { GuardKind::IndirectCall } else { GuardKind::IndirectJump };
                 let mem = site.info.used_memory().iter().find(|m| m.access() == OpAccess::Read && m.base() != Register::RIP).copied();
@@ -482,7 +481,7 @@ impl Tool for SuppressRun {
         } else if matches!(ins.mnemonic(), Mnemonic::Div | Mnemonic::Idiv) {
             let mut slots = vec![shadow::gpr_slot(0), shadow::gpr_slot(2)];
             if ins.op0_kind() == OpKind::Register {
-                slots.extend(gpr_n(ins.op0_register()).map(shadow::gpr_slot));
+                slots.extend(shadow::gpr_number(ins.op0_register()).map(shadow::gpr_slot));
             }
             self.guard(b, GuardKind::Divide, ins, &slots, None);
         } else if ins.flow_control() == FlowControl::Next && !ins.is_string_instruction() && !matches!(ins.mnemonic(), Mnemonic::Push | Mnemonic::Pop | Mnemonic::Lea | Mnemonic::Nop | Mnemonic::Leave) {
@@ -490,7 +489,7 @@ impl Tool for SuppressRun {
             if !mems.is_empty() {
                 let mut slots: Vec<usize> = Vec::new();
                 for m in &mems {
-                    slots.extend([m.base(), m.index()].into_iter().filter_map(gpr_n).filter(|&n| n != 4).map(shadow::gpr_slot));
+                    slots.extend([m.base(), m.index()].into_iter().filter_map(shadow::gpr_number).filter(|&n| n != 4).map(shadow::gpr_slot));
                 }
                 let writes = mems.iter().any(|m| matches!(m.access(), OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite));
                 if writes {
@@ -498,7 +497,7 @@ impl Tool for SuppressRun {
                     for i in 0..ins.op_count() {
                         if ins.op_kind(i) == OpKind::Register {
                             let r = ins.op_register(i);
-                            if let Some(n) = gpr_n(r) {
+                            if let Some(n) = shadow::gpr_number(r) {
                                 slots.push(shadow::gpr_slot(n));
                             } else if r.is_xmm() || r.is_ymm() {
                                 let n = r.number() - if r.is_xmm() { Register::XMM0.number() } else { Register::YMM0.number() };
@@ -540,13 +539,9 @@ impl ToolRun for SuppressRun {
     }
 
     fn start(&mut self, ctx: &mut ThreadContext, mem: &GuestMemory) {
-        for (s, e) in mem.ranges() {
-            self.state.mem().cover(s, e);
-            self.origin_mem().cover(s, e);
+        for (s, e) in shadow::initial_ranges(ctx.gpr[4], mem) {
+            self.cover(s, e);
         }
-        let sp = ctx.gpr[4];
-        self.state.mem().cover(sp.saturating_sub(64 << 20), sp);
-        self.origin_mem().cover(sp.saturating_sub(64 << 20), sp);
         // SAFETY: as in `State::mem`.
         shadow::init_thread(ctx, unsafe { &*self.state.shadow }, Some(unsafe { &*self.origins }));
         init_table(ctx);
@@ -620,20 +615,8 @@ impl ToolRun for SuppressRun {
         if ret < 0 {
             return;
         }
-        match nr {
-            libc::SYS_mmap => {
-                self.state.mem().cover(ret as u64, (ret as u64).saturating_add(a[1]));
-                self.origin_mem().cover(ret as u64, (ret as u64).saturating_add(a[1]));
-            }
-            libc::SYS_mremap => {
-                self.state.mem().cover(ret as u64, (ret as u64).saturating_add(a[2]));
-                self.origin_mem().cover(ret as u64, (ret as u64).saturating_add(a[2]));
-            }
-            libc::SYS_brk => {
-                self.state.mem().cover(mem.brk_start, ret as u64);
-                self.origin_mem().cover(mem.brk_start, ret as u64);
-            }
-            _ => {}
+        if let Some((start, end)) = shadow::mapped_by(nr, a, ret, mem) {
+            self.cover(start, end);
         }
         if let Some((buf, len)) = super::super::taint::written_buffer(nr, a, ret) {
             if !suppressed {
