@@ -19,6 +19,10 @@ pub struct Asm {
     fixups: Vec<(usize, Label, u8)>,
 }
 
+/// `rorx rcx, rdx, 16; lea rcx, [rcx+rdx]; movzx ecx, cx`: the inline lookup table's hash
+/// (see `Asm::ibl_hash_rdx_to_ecx`), also emitted into tool code by `Inline::exit_to`.
+pub const IBL_HASH_RDX_TO_ECX: [u8; 13] = [0xc4, 0xe3, 0xfb, 0xf0, 0xca, 0x10, 0x48, 0x8d, 0x0c, 0x11, 0x0f, 0xb7, 0xc9];
+
 impl Asm {
     pub fn new(base: u64) -> Asm {
         Asm { buf: Vec::with_capacity(1024), base, labels: Vec::new(), fixups: Vec::new() }
@@ -174,9 +178,7 @@ impl Asm {
     /// rdx (`ThreadContext::ibl_slot`), flag-free (BMI2 `rorx`, `lea`, `movzx`). Mixing bits
     /// 16-31 into the index matters: hot targets in a large library often share their low 16.
     pub fn ibl_hash_rdx_to_ecx(&mut self) {
-        self.bytes(&[0xc4, 0xe3, 0xfb, 0xf0, 0xca, 0x10]); // rorx rcx, rdx, 16
-        self.lea_rcx_rcx_rdx();
-        self.bytes(&[0x0f, 0xb7, 0xc9]); // movzx ecx, cx
+        self.bytes(&IBL_HASH_RDX_TO_ECX);
     }
     /// `mov rcx, gs:[disp + rcx*8]`
     pub fn load_gs_rcx_index(&mut self, disp: usize) {

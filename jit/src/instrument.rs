@@ -18,7 +18,7 @@ use crate::context::{
     ThreadContext, OFF_CALLOUT_ARG, OFF_CALLOUT_FN, OFF_CALLOUT_RET, OFF_CALLOUT_ROUTINE, OFF_FLAGS_RAX, OFF_FLAGS_SAVE, OFF_IBL_KEYS,
     OFF_IBL_MISS, OFF_IBL_VALS, OFF_SAVE_RCX, OFF_SAVE_RDX, OFF_TOOL_AREA, OFF_TOOL_SPILL,
 };
-use iced_x86::code_asm::{ax, cx, ecx, get_gpr64, qword_ptr, rax, rcx, rdx, word_ptr, AsmRegister64, CodeAssembler};
+use iced_x86::code_asm::{ax, get_gpr64, qword_ptr, rax, rcx, rdx, word_ptr, AsmRegister64, CodeAssembler};
 use iced_x86::{Instruction, InstructionInfo, OpKind, Register};
 
 pub use iced_x86::code_asm;
@@ -201,11 +201,8 @@ impl Inline {
         a.mov(rdx, gs(off as usize)).unwrap();
         a.mov(gs(off as usize), 0).unwrap();
         let mut hit = a.create_label();
-        let hash = |a: &mut CodeAssembler| {
-            a.rorx(rcx, rdx, 16).unwrap();
-            a.lea(rcx, qword_ptr(rcx + rdx)).unwrap();
-            a.movzx(ecx, cx).unwrap();
-        };
+        // The engine's own hash, byte for byte: both sides must agree on the table's slots.
+        let hash = |a: &mut CodeAssembler| a.db(&crate::emit::IBL_HASH_RDX_TO_ECX).unwrap();
         hash(a);
         a.mov(rcx, qword_ptr(rcx * 8 + OFF_IBL_KEYS as u64).gs()).unwrap();
         a.lea(rcx, qword_ptr(rcx + rdx)).unwrap();
