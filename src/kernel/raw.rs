@@ -90,3 +90,11 @@ pub fn guarded_cancel_target(pc: u64) -> Option<u64> {
     let (b, i) = (rtg_guarded_begin as *const () as u64, rtg_guarded_insn as *const () as u64);
     (pc >= b && pc <= i).then_some(rtg_guarded_bail as *const () as u64)
 }
+
+/// `fstat` of a descriptor (rtgrind shares the guest's descriptor table).
+pub fn fstat(fd: i32) -> Option<libc::stat> {
+    // SAFETY: an all-zero `stat` is a valid value of the plain C struct.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstat fills the local struct.
+    (unsafe { libc::fstat(fd, &mut st) } == 0).then_some(st)
+}

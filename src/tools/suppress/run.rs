@@ -687,10 +687,6 @@ impl ToolRun for SuppressRun {
 
 /// The inode of the pipe open as guest descriptor `fd`, if it is one.
 fn pipe_inode(fd: u64) -> Option<u64> {
-    // SAFETY: an all-zero `stat` is a valid value of the plain C struct.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: fstat fills the local struct; the descriptor table is shared with the guest.
-    let ok = unsafe { libc::fstat(fd as i32, &mut st) } == 0;
-    (ok && st.st_mode & libc::S_IFMT == libc::S_IFIFO).then_some(st.st_ino)
+    crate::kernel::raw::fstat(fd as i32).filter(|st| st.st_mode & libc::S_IFMT == libc::S_IFIFO).map(|st| st.st_ino)
 }
 

@@ -158,12 +158,7 @@ impl ToolRun for SwitchFork {
     fn forked(&mut self, ctx: &mut ThreadContext, child: i64) -> Option<u64> {
         let pc = self.request.at.take().unwrap_or(0);
         let index = ctx.tool_area[INDEX / 8]; // 0-based index of this instance
-        let size = |fd: i32| {
-            // SAFETY: fstat fills a local struct.
-            let mut st: libc::stat = unsafe { std::mem::zeroed() };
-            // SAFETY: as above.
-            if unsafe { libc::fstat(fd, &mut st) } == 0 { st.st_size as u64 } else { 0 }
-        };
+        let size = |fd: i32| crate::kernel::raw::fstat(fd).map_or(0, |st| st.st_size as u64);
         if child > 0 {
             self.running.push((child as i32, index));
             self.prefixes.push((index, size(1), size(2)));
