@@ -17,8 +17,12 @@ fn faulty(name: &str, func: &str) -> String {
 
 /// Runs the search with the expected output `expected` and extra options; returns stderr.
 fn search(name: &str, args: &[&str], expected: &str, opts: &[&str]) -> (Option<i32>, String) {
+    // Each search has its expected output in a file of its own: tests running in parallel
+    // search the same program with different expectations.
+    static SEARCHES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = SEARCHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let exe = program(name);
-    let dir = crate::common::scratch_dir(&format!("switch-{name}"));
+    let dir = crate::common::scratch_dir(&format!("switch-{name}-{n}"));
     let file = dir.join("expected");
     std::fs::write(&file, expected).unwrap();
     let mut o = vec!["--tool=switch".to_string(), format!("--expected-output={}", file.display())];
