@@ -112,7 +112,8 @@ pub struct Cli {
     #[arg(long, value_name = "CMD", help_heading = "Tool options")]
     pub oracle: Option<String>,
 
-    /// switch: candidate order: lefs (last executed first), last-instance-first.
+    /// switch: candidate order: lefs (last executed first), last-instance-first, prior (by
+    /// dynamic dependence distance from the failure).
     #[arg(long, default_value = "lefs", value_name = "ORDER", help_heading = "Tool options")]
     pub order: String,
 
@@ -145,6 +146,10 @@ pub struct Cli {
     /// switch (internal): record every conditional branch instance into FILE.
     #[arg(long, value_name = "FILE", hide = true)]
     pub switch_trace: Option<PathBuf>,
+
+    /// switch (internal): the trace run also logs dynamic dependences (for --order=prior).
+    #[arg(long, value_enum, default_value = "no", value_name = "yes|no", hide = true)]
+    pub switch_deps: YesNo,
 
     /// Stop the run once a thread has entered N counted blocks (exit status 124).
     #[arg(long, value_name = "N", hide = true)]

@@ -251,7 +251,7 @@ fn switch_search(cli: &cli::Cli) -> i32 {
         command: cli.oracle.clone(),
     };
     let order = tools::switch::driver::Order::parse(&cli.order)
-        .unwrap_or_else(|| fail(&format!("invalid --order '{}' (expected lefs or last-instance-first)", cli.order), EXIT_USAGE));
+        .unwrap_or_else(|| fail(&format!("invalid --order '{}' (expected lefs, last-instance-first or prior)", cli.order), EXIT_USAGE));
     let opts = tools::switch::driver::Options {
         oracle,
         order,
@@ -286,7 +286,12 @@ fn make_tool(cli: &cli::Cli) -> Box<dyn tools::ToolRun> {
         cli::ToolName::Switch if cli.switch_trace.is_some() => {
             let expected = cli.expected_output.as_ref().map(|p| std::fs::read(p).unwrap_or_else(|e| fail(&format!("--expected-output: cannot read '{}': {e}", p.display()), EXIT_USAGE)));
             let program = std::fs::canonicalize(resolve(&cli.command[0])).map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
-            Box::new(tools::switch::trace::SwitchTrace::new(cli.switch_trace.clone().unwrap_or_default(), cli.switch_libs == cli::YesNo::No, program, expected))
+            let mut trace = tools::switch::trace::SwitchTrace::new(cli.switch_trace.clone().unwrap_or_default(), cli.switch_libs == cli::YesNo::No, program, expected);
+            if cli.switch_deps == cli::YesNo::Yes {
+                let deps = tools::switch::deps::Deps::new(cli.switch_libs == cli::YesNo::No).unwrap_or_else(|e| fail(&format!("cannot reserve the dependence log: {e}"), 2));
+                trace.deps = Some(deps);
+            }
+            Box::new(trace)
         }
         cli::ToolName::Switch => {
             let spec = cli.switch_at.as_deref().unwrap_or_else(|| fail("--tool=switch needs --switch-at=ADDR:N", EXIT_USAGE));

@@ -31,10 +31,10 @@ fn search(name: &str, args: &[&str], expected: &str, opts: &[&str]) -> (Option<i
     (out.status.code(), out.stderr_str())
 }
 
-/// Both orders, each by the fork search and by plain re-execution: the same answer.
+/// Every order, each by the fork search and by plain re-execution: the same answer.
 fn check(name: &str, func: &str, args: &[&str], expected: &str, instance: u64, from_failure: u64) -> String {
     let mut last = String::new();
-    for order in ["--order=lefs", "--order=last-instance-first"] {
+    for order in ["--order=lefs", "--order=last-instance-first", "--order=prior"] {
         for fork in ["--fork=yes", "--fork=no"] {
             let (code, err) = search(name, args, expected, &[order, fork]);
             assert_eq!(code, Some(1), "{order} {fork}:\n{err}");
@@ -141,4 +141,30 @@ fn a_predicate_in_a_worker_thread_found_by_re_execution() {
     assert_eq!(out.status.code(), Some(1), "{}", out.describe());
     assert!(err.contains(&format!("switch: critical predicate: {}, the branch at", faulty("threaded", "classify"))), "{err}");
     assert!(err.contains("re-executed: the program has threads"), "{err}");
+}
+
+/// The number of switched runs a search reports.
+fn switched_runs(err: &str) -> u64 {
+    let line = err.lines().find(|l| l.contains("switched runs of")).unwrap_or_else(|| panic!("no summary:\n{err}"));
+    line.split("switch: ").nth(1).and_then(|t| t.split_whitespace().next()).and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("{line}"))
+}
+
+#[test]
+fn prior_order_starts_with_the_dependences_of_the_wrong_output() {
+    let (name, args, expected) = ("dependent", &["100"][..], "price 1000\ncheck 6506\n");
+    let mut runs = Vec::new();
+    for order in ["--order=prior", "--order=lefs"] {
+        let (code, err) = search(name, args, expected, &[order]);
+        assert_eq!(code, Some(1), "{order}:\n{err}");
+        assert!(err.contains(&format!("switch: critical predicate: {}, the branch at", faulty(name, "discounted"))), "{order}:\n{err}");
+        if order == "--order=prior" {
+            // Only the faulty instance is among the wrong price's dependences (the checksum
+            // loop's 400 instances are not), and the report says through how many.
+            assert!(err.contains("switch: 1 of them are in the failure's dynamic dependences"), "{err}");
+            assert!(err.contains("the failure depends on it through") && err.contains("dynamic dependences"), "{err}");
+        }
+        runs.push(switched_runs(&err));
+    }
+    assert_eq!(runs[0], 1, "prior");
+    assert!(runs[1] > 400, "lefs switches the checksum loop's 400 instances first: {}", runs[1]);
 }

@@ -336,7 +336,32 @@ pub struct Propagation {
     pub policy: Option<Policy>,
     /// Propagate the taint bits (a tool may leave them off while nothing can be tainted).
     pub taint_on: bool,
+    /// Log the dynamic dependence graph (origins without a policy only; see [`DepLog`]).
+    pub log: Option<DepLog>,
     callout: Box<CalloutArg>,
+}
+
+/// Where a propagation logs dependences: every computation (and every copy in the main
+/// program, and every constant written) is a node, named by the origin it defines, and
+/// appends a record `[header, node, source origins…]` (header: [`dep::COMPUTE`] | count << 8)
+/// to a buffer. Nodes are instruction instances, so a dependence distance counts instructions.
+#[derive(Clone, Copy, Debug)]
+pub struct DepLog {
+    /// Address of the u64 holding the next record's address.
+    pub cursor: u64,
+    /// Records are not written at or past this address (the log is full).
+    pub limit: u64,
+    /// The main program's code range.
+    pub main: (u64, u64),
+}
+
+/// Record kinds of a dependence log (the low byte of a record's header).
+pub mod dep {
+    pub const COMPUTE: u64 = 1;
+    /// Source count in the header.
+    pub const COUNT_SHIFT: u32 = 8;
+    /// Sources a compute record holds at most (the rest are dropped).
+    pub const MAX_SOURCES: usize = 6;
 }
 
 /// Origins as the suppression tool needs them: the definition of a value is where a
@@ -380,7 +405,7 @@ pub struct CalloutArg {
 impl Propagation {
     pub fn new(shadow: *mut ShadowMemory, origins: Option<*mut ShadowMemory>) -> Propagation {
         let callout = Box::new(CalloutArg { shadow, origins: origins.unwrap_or(std::ptr::null_mut()) });
-        Propagation { shadow, origins, sites: Sites::default(), policy: None, taint_on: true, callout }
+        Propagation { shadow, origins, sites: Sites::default(), policy: None, taint_on: true, log: None, callout }
     }
 
     fn callout_args(&self) -> &CalloutArg {
@@ -716,6 +741,12 @@ impl Propagation {
         };
         let policy = self.policy;
         let is_store = !o.dst_mem.is_empty() && !matches!(ins.mnemonic(), Mnemonic::Push | Mnemonic::Call);
+        if let Some(log) = self.log.filter(|_| policy.is_none()) {
+            if self.log_node(site, o, class, r, b, log, here) {
+                self.write_origin(o, r, b);
+                return;
+            }
+        }
         match class {
             Class::Swap => {
                 let (Some(x), Some(y)) = (Reg::of(ins.op0_register(), false), Reg::of(ins.op1_register(), false)) else { return };
@@ -808,6 +839,24 @@ impl Propagation {
                 b.asm().mov(r.acc, r.t).unwrap();
             }
         }
+        if !o.dst_mem.is_empty() && policy.is_some() {
+            // Memory keeps no call-boundary mark (registers do: it is stored in `r.acc`
+            // after them).
+            self.write_origin_regs(o, r, b);
+            b.asm().and(r.acc, -2).unwrap();
+            self.write_origin_rest(o, r, b);
+            return;
+        }
+        self.write_origin(o, r, b);
+    }
+
+    /// Every location the instruction writes gets the origin in `r.acc`.
+    fn write_origin(&self, o: &Operands, r: Regs, b: &mut Inline) {
+        self.write_origin_regs(o, r, b);
+        self.write_origin_rest(o, r, b);
+    }
+
+    fn write_origin_regs(&self, o: &Operands, r: Regs, b: &mut Inline) {
         for &d in &o.dst_regs {
             b.asm().mov(ta(origin_slot(d)), r.acc).unwrap();
             if let Part::Vec { .. } = d.part {
@@ -816,16 +865,102 @@ impl Propagation {
                 }
             }
         }
-        if !o.dst_mem.is_empty() && policy.is_some() {
-            // Memory keeps no call-boundary mark.
-            b.asm().and(r.acc, -2).unwrap();
-        }
+    }
+
+    fn write_origin_rest(&self, o: &Operands, r: Regs, b: &mut Inline) {
         for m in &o.dst_mem {
             self.store_origin(b, r, m, r.acc);
         }
         if o.writes_flags {
             b.asm().mov(ta(slot::ORIGIN_FLAGS), r.acc).unwrap();
         }
+    }
+
+    /// With a [`DepLog`]: if the instruction is a node of the dependence graph (a computation
+    /// with sources, a constant written, a copy in the main program), `r.acc` = its origin
+    /// (`here`: its site, shifted) and code appends its record; false for the others (library
+    /// copies keep their source's origin, as without a log).
+    #[allow(clippy::too_many_arguments)]
+    fn log_node(&mut self, site: &InsnSite, o: &Operands, class: Class, r: Regs, b: &mut Inline, log: DepLog, here: u64) -> bool {
+        let pc = site.ins.ip();
+        let main = (log.main.0..log.main.1).contains(&pc);
+        // Registers an address is computed from (not the stack and frame pointers).
+        let address = |m: &UsedMemory, index_only: bool| -> Vec<usize> {
+            let usable = |x: Register| x.is_gpr64() && !matches!(x, Register::RSP | Register::RBP);
+            let from = if index_only { vec![m.index()] } else { vec![m.base(), m.index()] };
+            from.into_iter().filter(|&x| usable(x)).filter_map(|x| Reg::of(x, false)).map(origin_slot).collect()
+        };
+        let mut regs: Vec<usize> = Vec::new();
+        let mut mems: Vec<&UsedMemory> = Vec::new();
+        match class {
+            Class::Swap | Class::Call => return false,
+            Class::Zero => {}
+            Class::Copy => {
+                // A library's table lookup (`digits[n % 10]`) depends on its index; its
+                // other copies move values as they are.
+                let indexed = o.src_mem.first().is_some_and(|m| !address(m, true).is_empty());
+                if (!o.src_regs.is_empty() || !o.src_mem.is_empty()) && (self.is_vector_copy(o) || !(main || indexed)) {
+                    return false;
+                }
+                regs.extend(o.src_regs.first().map(|&s| origin_slot(s)));
+                if o.src_regs.is_empty() {
+                    mems.extend(o.src_mem.first());
+                }
+            }
+            Class::Compute => {
+                regs.extend(compute_sources(site, o).into_iter().map(origin_slot));
+                if o.reads_flags || o.partial_flags {
+                    regs.push(slot::ORIGIN_FLAGS);
+                }
+                mems.extend(o.src_mem.iter());
+            }
+        }
+        // In the program every address is a use; in a library, a load's index.
+        for m in o.src_mem.iter().chain(if main { &o.dst_mem[..] } else { &[] }) {
+            regs.extend(address(m, !main));
+        }
+        regs.dedup();
+        regs.truncate(dep::MAX_SOURCES);
+        mems.truncate(dep::MAX_SOURCES - regs.len());
+        let count = regs.len() + mems.len();
+        let p = b.scratch();
+        let mut full = b.asm().create_label();
+        let a = b.asm();
+        // The node: this site at this block instance.
+        a.mov(r.acc, ta(slot::BLOCKS)).unwrap();
+        a.or(r.acc, ta(slot::THREAD_BITS)).unwrap();
+        a.or(r.acc, here as i32).unwrap();
+        a.mov(p, log.cursor).unwrap();
+        a.mov(p, qword_ptr(p)).unwrap();
+        a.mov(r.u, log.limit).unwrap();
+        a.cmp(p, r.u).unwrap();
+        a.jae(full).unwrap();
+        let mut k = 2;
+        for s in regs {
+            let a = b.asm();
+            a.mov(r.m, ta(s)).unwrap();
+            a.mov(qword_ptr(p + 8 * k), r.m).unwrap();
+            k += 1;
+        }
+        for m in mems {
+            self.load_origin(b, r, m);
+            b.asm().mov(qword_ptr(p + 8 * k), r.m).unwrap();
+            k += 1;
+        }
+        let a = b.asm();
+        a.mov(qword_ptr(p + 8), r.acc).unwrap();
+        a.mov(qword_ptr(p), (dep::COMPUTE | (count as u64) << dep::COUNT_SHIFT) as i32).unwrap();
+        a.lea(r.u, qword_ptr(p + 8 * k)).unwrap();
+        a.mov(p, log.cursor).unwrap();
+        a.mov(qword_ptr(p), r.u).unwrap();
+        a.set_label(&mut full).unwrap();
+        a.zero_bytes().unwrap();
+        true
+    }
+
+    /// A copy into or out of a vector register (its lanes' origins move as they are).
+    fn is_vector_copy(&self, o: &Operands) -> bool {
+        o.src_regs.iter().chain(&o.dst_regs).any(|r| matches!(r.part, Part::Vec { .. }))
     }
 
     /// `r.t` = the origin shadow of the granule holding the first byte of access `m`; lane k

@@ -6,6 +6,7 @@
 
 use super::oracle::{Ending, Oracle, RunResult};
 use crate::tools::child::{self, TempDir};
+use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -16,6 +17,9 @@ pub enum Order {
     Lefs,
     /// The last instance of each site (most recent site first), then the ones before.
     LastInstanceFirst,
+    /// The instances the failure depends on, nearest in the dynamic dependence graph first
+    /// (the paper's PRIOR), then the others last executed first.
+    Prior,
 }
 
 impl Order {
@@ -23,6 +27,7 @@ impl Order {
         match s {
             "lefs" => Some(Order::Lefs),
             "last-instance-first" => Some(Order::LastInstanceFirst),
+            "prior" => Some(Order::Prior),
             _ => None,
         }
     }
@@ -63,10 +68,13 @@ struct Trace {
     failure: String,
     /// Threads the program created.
     threads: u64,
+    /// Dependence distance from the failure by trace position (`--order=prior`); None if the
+    /// dependence log overflowed.
+    distance: Option<HashMap<usize, u32>>,
 }
 
 fn parse_trace(text: &str) -> Trace {
-    let mut t = Trace { sites: Vec::new(), ids: Vec::new(), failure: String::new(), threads: 0 };
+    let mut t = Trace { sites: Vec::new(), ids: Vec::new(), failure: String::new(), threads: 0, distance: None };
     for line in text.lines() {
         let f: Vec<&str> = line.splitn(5, '\t').collect();
         match f[0] {
@@ -76,6 +84,13 @@ fn parse_trace(text: &str) -> Trace {
             }
             "failure" => t.failure = f.get(1).unwrap_or(&"").to_string(),
             "threads" => t.threads = f.get(1).and_then(|n| n.parse().ok()).unwrap_or(0),
+            "distance" => {
+                let pairs = f.get(1).unwrap_or(&"").split_whitespace().filter_map(|p| {
+                    let (i, d) = p.split_once(':')?;
+                    Some((i.parse().ok()?, d.parse().ok()?))
+                });
+                t.distance = Some(pairs.collect());
+            }
             "trace" => t.ids = f.get(1).unwrap_or(&"").split_whitespace().filter_map(|x| x.parse().ok()).collect(),
             _ => {}
         }
@@ -101,6 +116,11 @@ fn candidates(trace: &Trace, order: Order) -> Vec<Candidate> {
     match order {
         Order::Lefs => c.reverse(),
         Order::LastInstanceFirst => c.sort_by(|a, b| a.backward.cmp(&b.backward).then(b.index.cmp(&a.index))),
+        Order::Prior => {
+            let none = HashMap::new();
+            let d = trace.distance.as_ref().unwrap_or(&none);
+            c.sort_by_key(|x| (d.get(&x.index).copied().unwrap_or(u32::MAX), std::cmp::Reverse(x.index)));
+        }
     }
     c
 }
@@ -186,6 +206,9 @@ pub fn drive(command: Vec<OsString>, mut opts: Options) -> i32 {
     if s.opts.libs {
         targs.push("--switch-libs=yes".into());
     }
+    if s.opts.order == Order::Prior {
+        targs.push("--switch-deps=yes".into());
+    }
     if let Some(p) = &s.opts.expected_output_path {
         targs.push(format!("--expected-output={}", p.display()).into());
     }
@@ -223,6 +246,12 @@ pub fn drive(command: Vec<OsString>, mut opts: Options) -> i32 {
     let cands = candidates(&trace, s.opts.order);
     let failure = if trace.failure.is_empty() { original.ending.describe() } else { trace.failure.clone() };
     say(&format!("the original run fails ({failure}); {} branch instances before the failure, {} sites", cands.len(), trace.sites.len()));
+    if s.opts.order == Order::Prior {
+        match &trace.distance {
+            Some(d) => say(&format!("{} of them are in the failure's dynamic dependences (searched first, nearest first)", d.len())),
+            None => say("the dependence log overflowed: searching last executed first"),
+        }
+    }
     let limit = took * 20 + Duration::from_secs(10);
     let mut found: Vec<Found> = Vec::new();
     let (mut tried, mut stopped) = (0u64, 0u64);
@@ -346,6 +375,12 @@ pub fn drive(command: Vec<OsString>, mut opts: Options) -> i32 {
         say(&format!("{head}: {place}, the branch at {pc:#x}"));
         let was = f.outcome.as_ref().map_or(String::new(), |o| format!(", which was {o}"));
         say(&format!("   instance {} of its site ({} from the failure){was}; inverting it makes the run pass", f.candidate.forward, f.candidate.backward));
+        let distance = trace.distance.as_ref().and_then(|d| d.get(&f.candidate.index));
+        match (s.opts.order, distance) {
+            (Order::Prior, Some(d)) => say(&format!("   the failure depends on it through {d} dynamic dependences")),
+            (Order::Prior, None) => say("   the failure does not depend on it (through the dependences traced)"),
+            _ => {}
+        }
         json.push(format!(
             "{{\"place\":{},\"pc\":\"{pc:#x}\",\"instance\":{},\"from_failure\":{},\"outcome\":{}}}",
             crate::tools::sarif::js(place),
@@ -354,7 +389,11 @@ pub fn drive(command: Vec<OsString>, mut opts: Options) -> i32 {
             f.outcome.as_ref().map_or("null".to_string(), |o| format!("\"{o}\""))
         ));
     }
-    let order = if s.opts.order == Order::Lefs { "lefs" } else { "last-instance-first" };
+    let order = match s.opts.order {
+        Order::Lefs => "lefs",
+        Order::LastInstanceFirst => "last-instance-first",
+        Order::Prior => "prior",
+    };
     let how = if fork {
         "forked from forward runs"
     } else if trace.threads > 0 {
@@ -384,7 +423,7 @@ mod tests {
     use super::*;
 
     fn trace(ids: &[usize]) -> Trace {
-        Trace { sites: vec![(0x10, String::new()), (0x20, String::new())], ids: ids.to_vec(), failure: String::new(), threads: 0 }
+        Trace { sites: vec![(0x10, String::new()), (0x20, String::new())], ids: ids.to_vec(), failure: String::new(), threads: 0, distance: None }
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! with one instance's outcome inverted at a time (`run`) until the oracle (`oracle`) accepts a
 //! run: that instance is the critical predicate.
 
+pub mod deps;
 pub mod driver;
 pub mod fork;
 pub mod oracle;

@@ -45,6 +45,8 @@ pub struct SwitchTrace {
     cut: Option<u64>,
     /// What the failure was.
     what: String,
+    /// The dynamic dependence graph, for `--order=prior`.
+    pub deps: Option<super::deps::Deps>,
 }
 
 fn reserve() -> u64 {
@@ -60,7 +62,7 @@ fn reserve() -> u64 {
 
 impl SwitchTrace {
     pub fn new(out: PathBuf, main_only: bool, program: String, expected: Option<Vec<u8>>) -> SwitchTrace {
-        SwitchTrace { out, main_only, main: (0, 0), program, ids: HashMap::new(), pcs: Vec::new(), buffer: 0, cursor: Box::new(0), threads: 0, expected: expected.map(|e| ExpectedOutput::new(e, 0)), cut: None, what: String::new() }
+        SwitchTrace { out, main_only, main: (0, 0), program, ids: HashMap::new(), pcs: Vec::new(), buffer: 0, cursor: Box::new(0), threads: 0, expected: expected.map(|e| ExpectedOutput::new(e, 0)), cut: None, what: String::new(), deps: None }
     }
 
     /// Entries in the main thread's buffer now.
@@ -70,7 +72,28 @@ impl SwitchTrace {
 }
 
 impl Tool for SwitchTrace {
+    fn block_start(&mut self, pc: u64, b: &mut Inline) {
+        if let Some(d) = &mut self.deps {
+            d.block_start(pc, b);
+        }
+    }
+
+    fn after_insn(&mut self, site: &InsnSite, b: &mut Inline) {
+        if let Some(d) = &mut self.deps {
+            d.after_insn(site, b);
+        }
+    }
+
     fn before_insn(&mut self, site: &InsnSite, b: &mut Inline) {
+        self.trace_branch(site, b);
+        if let Some(d) = &mut self.deps {
+            d.before_insn(site, b);
+        }
+    }
+}
+
+impl SwitchTrace {
+    fn trace_branch(&mut self, site: &InsnSite, b: &mut Inline) {
         let ins = site.ins;
         let pc = ins.ip();
         if ins.flow_control() != FlowControl::ConditionalBranch || ins.condition_code() == ConditionCode::None {
@@ -78,6 +101,10 @@ impl Tool for SwitchTrace {
         }
         if self.main_only && !(self.main.0..self.main.1).contains(&pc) {
             return;
+        }
+        if let Some(d) = &mut self.deps {
+            d.branch(site, b);
+            b.release_scratch();
         }
         let next = self.pcs.len() as u32;
         let id = *self.ids.entry(pc).or_insert(next);
@@ -96,24 +123,43 @@ impl Tool for SwitchTrace {
 }
 
 impl ToolRun for SwitchTrace {
-    fn start(&mut self, _ctx: &mut ThreadContext, mem: &GuestMemory) {
+    fn start(&mut self, ctx: &mut ThreadContext, mem: &GuestMemory) {
         self.buffer = reserve();
         *self.cursor = self.buffer;
-        self.main = crate::tools::main_module_range(mem, &self.program);
+        let (path, main) = crate::tools::main_module(mem, &self.program);
+        self.main = main;
+        if let Some(d) = &mut self.deps {
+            d.start(ctx, mem, &path, main);
+        }
     }
 
-    fn thread_start(&mut self, _child: &mut ThreadContext) {
+    fn thread_start(&mut self, child: &mut ThreadContext) {
         self.threads += 1;
+        if let Some(d) = &mut self.deps {
+            d.thread_start(child);
+        }
     }
 
-    fn syscall_pre(&mut self, _ctx: &mut ThreadContext, nr: u64, args: &[u64; 6]) -> Option<i64> {
+    fn syscall_post(&mut self, ctx: &mut ThreadContext, nr: u64, args: &[u64; 6], ret: i64, mem: &GuestMemory) {
+        if let Some(d) = &mut self.deps {
+            d.syscall_post(ctx, nr, args, ret, mem);
+        }
+    }
+
+    fn syscall_pre(&mut self, ctx: &mut ThreadContext, nr: u64, args: &[u64; 6]) -> Option<i64> {
         if self.cut.is_some() {
             return None;
+        }
+        if let Some(d) = &mut self.deps {
+            d.syscall_pre(ctx, nr, args);
         }
         let out = self.expected.as_mut()?;
         if let Some(m) = out.check(nr, args) {
             self.what = format!("standard output differs from the expected at byte {}", m.offset);
             self.cut = Some(self.length());
+            if let Some(d) = &mut self.deps {
+                d.wrong_byte(args[1] + m.index as u64);
+            }
         } else if matches!(nr as i64, libc::SYS_exit_group | libc::SYS_exit) && out.short() {
             self.what = format!("standard output ends at byte {} of the expected {}", out.pos(), out.expected_len());
             self.cut = Some(self.length());
@@ -125,6 +171,9 @@ impl ToolRun for SwitchTrace {
         if self.cut.is_none() {
             self.what = format!("signal {sig} at {:#x}", ctx.rip);
             self.cut = Some(self.length());
+            if let Some(d) = &mut self.deps {
+                d.crash(ctx);
+            }
         }
     }
 
@@ -139,6 +188,11 @@ impl ToolRun for SwitchTrace {
             text += &format!("failure\t{}\n", self.what);
         }
         text += &format!("length\t{len}\nthreads\t{}\n", self.threads);
+        match self.deps.as_ref().map(|d| d.distances()) {
+            Some(Some(d)) => text += &format!("distance\t{}\n", d.iter().map(|(i, d)| format!("{i}:{d}")).collect::<Vec<_>>().join(" ")),
+            Some(None) => text += "distance-overflow\n",
+            None => {}
+        }
         if self.buffer != 0 {
             // SAFETY: the buffer holds `len` entries the translated code wrote.
             let ids = unsafe { std::slice::from_raw_parts(self.buffer as *const u32, len as usize) };
