@@ -11,7 +11,7 @@ use std::process::Command;
 use std::time::Instant;
 
 /// (program, arguments, expected output; None: a crash is the failure).
-const PROGRAMS: [(&str, &[&str], Option<&str>); 7] = [
+const PROGRAMS: [(&str, &[&str], Option<&str>); 8] = [
     ("decision", &["5", "7"], Some("no advisory\nclimb\n")),
     ("tokenizer", &["to be a"], Some("3\n")),
     ("word_match", &["cat", "concatenate the cat"], Some("match\n")),
@@ -19,6 +19,7 @@ const PROGRAMS: [(&str, &[&str], Option<&str>); 7] = [
     ("bounds_crash", &["4"], None),
     ("loops", &[], Some("large 3\n")),
     ("many_branches", &[], Some("on 4165833\n")),
+    ("dependent", &["100"], Some("price 1000\ncheck 6506\n")),
 ];
 
 fn main() {
@@ -40,7 +41,7 @@ fn main() {
             std::fs::write(&p, e).unwrap();
             p
         });
-        for order in ["lefs", "last-instance-first"] {
+        for order in ["lefs", "last-instance-first", "prior"] {
             let mut cells = Vec::new();
             let mut candidates = String::new();
             for fork in ["yes", "no"] {

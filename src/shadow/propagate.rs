@@ -743,7 +743,7 @@ impl Propagation {
         let is_store = !o.dst_mem.is_empty() && !matches!(ins.mnemonic(), Mnemonic::Push | Mnemonic::Call);
         if let Some(log) = self.log.filter(|_| policy.is_none()) {
             if self.log_node(site, o, class, r, b, log, here) {
-                self.write_origin(o, r, b);
+                self.write_origin(o, r, b, here);
                 return;
             }
         }
@@ -844,16 +844,57 @@ impl Propagation {
             // after them).
             self.write_origin_regs(o, r, b);
             b.asm().and(r.acc, -2).unwrap();
-            self.write_origin_rest(o, r, b);
+            self.write_origin_rest(o, r, b, here);
             return;
         }
-        self.write_origin(o, r, b);
+        self.write_origin(o, r, b, here);
     }
 
     /// Every location the instruction writes gets the origin in `r.acc`.
-    fn write_origin(&self, o: &Operands, r: Regs, b: &mut Inline) {
+    fn write_origin(&self, o: &Operands, r: Regs, b: &mut Inline, here: u64) {
         self.write_origin_regs(o, r, b);
-        self.write_origin_rest(o, r, b);
+        self.write_origin_rest(o, r, b, here);
+    }
+
+    /// With a [`DepLog`], a store narrower than a granule: the granules it touches get a new
+    /// node (this site's origin with bit 0 set, apart from the instruction's own node) that
+    /// depends on the value stored (`r.acc`) and on what the granules held, so the other
+    /// bytes of a granule (a digit beside a newline) keep their dependences.
+    fn store_origin_merging(&self, b: &mut Inline, r: Regs, m: &UsedMemory, log: DepLog, here: u64) {
+        let size = m.memory_size().size();
+        effective_address(b, r.a, m, r.t);
+        shadow_address(b, r, slot::DELTA_ORIGIN);
+        let p = b.scratch();
+        let a = b.asm();
+        let mut full = a.create_label();
+        a.and(r.t, -8).unwrap();
+        // r.u = the last granule's offset from the first (0 or 8).
+        a.mov(r.u, r.a).unwrap();
+        a.and(r.u, 7).unwrap();
+        a.add(r.u, (size - 1) as i32).unwrap();
+        a.and(r.u, -8).unwrap();
+        a.add(r.u, r.t).unwrap();
+        a.mov(r.m, ta(slot::BLOCKS)).unwrap();
+        a.or(r.m, ta(slot::THREAD_BITS)).unwrap();
+        a.or(r.m, (here | 1) as i32).unwrap();
+        a.mov(p, log.cursor).unwrap();
+        a.mov(p, qword_ptr(p)).unwrap();
+        a.mov(r.a, log.limit).unwrap();
+        a.cmp(p, r.a).unwrap();
+        a.jae(full).unwrap();
+        a.mov(qword_ptr(p), (dep::COMPUTE | 3 << dep::COUNT_SHIFT) as i32).unwrap();
+        a.mov(qword_ptr(p + 8), r.m).unwrap();
+        a.mov(qword_ptr(p + 16), r.acc).unwrap();
+        a.mov(r.a, qword_ptr(r.t)).unwrap();
+        a.mov(qword_ptr(p + 24), r.a).unwrap();
+        a.mov(r.a, qword_ptr(r.u)).unwrap();
+        a.mov(qword_ptr(p + 32), r.a).unwrap();
+        a.lea(r.a, qword_ptr(p + 40)).unwrap();
+        a.mov(p, log.cursor).unwrap();
+        a.mov(qword_ptr(p), r.a).unwrap();
+        a.set_label(&mut full).unwrap();
+        a.mov(qword_ptr(r.t), r.m).unwrap();
+        a.mov(qword_ptr(r.u), r.m).unwrap();
     }
 
     fn write_origin_regs(&self, o: &Operands, r: Regs, b: &mut Inline) {
@@ -867,9 +908,12 @@ impl Propagation {
         }
     }
 
-    fn write_origin_rest(&self, o: &Operands, r: Regs, b: &mut Inline) {
+    fn write_origin_rest(&self, o: &Operands, r: Regs, b: &mut Inline, here: u64) {
         for m in &o.dst_mem {
-            self.store_origin(b, r, m, r.acc);
+            match self.log {
+                Some(log) if self.policy.is_none() && m.memory_size().size() < 8 => self.store_origin_merging(b, r, m, log, here),
+                _ => self.store_origin(b, r, m, r.acc),
+            }
         }
         if o.writes_flags {
             b.asm().mov(ta(slot::ORIGIN_FLAGS), r.acc).unwrap();

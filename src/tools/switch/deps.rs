@@ -304,13 +304,15 @@ impl Deps {
         // SAFETY: the first `len` qwords of the buffer are records the run wrote.
         let log = unsafe { std::slice::from_raw_parts(self.buffer as *const u64, len) };
         let mut graph = Graph::default();
-        let mut regions = Regions { stack: Vec::new(), ipdoms: HashMap::new(), ends: HashMap::new(), functions: &self.functions };
+        let mut regions = Regions { stack: Vec::new(), ipdoms: HashMap::new(), ends: HashMap::new(), functions: &self.functions, pending: None };
+        let pc_of = |node: u64| self.prop.sites.pc(origin::site(node)).unwrap_or(0);
         let mut i = 0;
         while i < log.len() {
             let kind = log[i] & 0xff;
             let count = (log[i] >> dep::COUNT_SHIFT) as usize;
             match kind {
                 dep::COMPUTE if i + 2 + count <= log.len() => {
+                    regions.at(pc_of(log[i + 1]));
                     let control = regions.innermost();
                     graph.node(log[i + 1], log[i + 2..i + 2 + count].iter().copied().chain(control));
                     i += 2 + count;
@@ -325,6 +327,7 @@ impl Deps {
                 }
                 BRANCH if i + 5 <= log.len() => {
                     let (node, flags, pc, stack_ptr) = (log[i + 1], log[i + 2], log[i + 3], log[i + 4]);
+                    regions.at(pc);
                     let control = regions.innermost();
                     graph.node(node, std::iter::once(flags).chain(control));
                     graph.branches.push(node);
@@ -391,6 +394,9 @@ struct Regions<'a> {
     /// The last instruction of the straight-line code from a block's start.
     ends: HashMap<u64, u64>,
     functions: &'a [(u64, u64)],
+    /// A meeting point inside the running block (join, block start, block end): the innermost
+    /// regions meeting there end at the first record of an instruction at or past it.
+    pending: Option<(u64, u64, u64)>,
 }
 
 impl Regions<'_> {
@@ -409,22 +415,57 @@ impl Regions<'_> {
 
     /// A `ret` with `stack_ptr`: the regions of its frame (and of deeper ones) end.
     fn leave(&mut self, stack_ptr: u64) {
+        self.settle();
         while self.stack.last().is_some_and(|r| r.2 <= stack_ptr) {
             self.stack.pop();
         }
     }
 
-    /// A block of the program starts at `pc` with `stack_ptr`: regions of frames that returned end,
-    /// and so do regions of this frame whose paths meet in this block.
+    /// The running block went past its meeting point (it ended).
+    fn settle(&mut self) {
+        if let Some((join, ..)) = self.pending.take() {
+            self.close(join);
+        }
+    }
+
+    fn close(&mut self, join: u64) {
+        while self.stack.last().is_some_and(|r| r.1 == Some(join)) {
+            self.stack.pop();
+        }
+    }
+
+    /// A record of the instruction at `pc`: if it is in the running block at or past the
+    /// block's meeting point, the regions meeting there end first.
+    fn at(&mut self, pc: u64) {
+        if let Some((join, start, end)) = self.pending {
+            if (start..=end).contains(&pc) && pc >= join {
+                self.pending = None;
+                self.close(join);
+            }
+        }
+    }
+
+    /// A block of the program starts at `pc` with `stack_ptr`: regions of frames that
+    /// returned end, and so do regions of this frame whose paths meet at `pc`; a meeting
+    /// point further into the block is noted (`pending`).
     fn enter(&mut self, pc: u64, stack_ptr: u64) {
+        self.settle();
         while self.stack.last().is_some_and(|r| r.2 < stack_ptr) {
             self.stack.pop();
         }
         while let Some(&(_, Some(join), at)) = self.stack.last() {
-            if at != stack_ptr || join < pc || join > self.end(pc) {
+            if at != stack_ptr || join < pc {
                 break;
             }
-            self.stack.pop();
+            if join == pc {
+                self.close(join);
+                continue;
+            }
+            let end = self.end(pc);
+            if join <= end {
+                self.pending = Some((join, pc, end));
+            }
+            break;
         }
     }
 
