@@ -218,6 +218,7 @@ fn main() {
         // In the fork search's forward pass the budget is each child's, not the run's.
         budget: if cli.switch_fork.is_some() { None } else { cli.budget_blocks },
         blocks_out: cli.blocks_out.clone(),
+        cpus: None,
     }));
     if process.budget.is_some() || process.blocks_out.is_some() || cli.switch_fork.is_some() {
         // Budgets count block entries (backward, indirect and dispatched ones suffice: every

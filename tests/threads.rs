@@ -54,6 +54,7 @@ thread_tests! {
     tgkill,
     exit_group_from_thread,
     pipe_block,
+    affinity,
 }
 
 /// The programs of `guest-programs/threads/special/`, each used by a test below.

@@ -124,6 +124,13 @@ impl BlockBuilder {
     }
 
     /// An unconditional, unlinkable exit of the given kind (the stub follows inline).
+    /// `jcc` (cc: the low nibble of the short opcode) straight to a new exit's stub.
+    fn leave_if(&mut self, cc: u8, kind: ExitKind, pc: u64, target: u64) {
+        let stub = self.asm.new_label();
+        self.asm.jcc_label(cc, stub);
+        self.exits.push(PendingExit { kind, pc, target, site: None, stub, note: None });
+    }
+
     fn leave(&mut self, kind: ExitKind, pc: u64, target: u64, note: Option<String>) {
         let stub = self.asm.new_label();
         self.asm.jmp_label(stub);
@@ -244,13 +251,10 @@ pub fn translate_limited(
         if status_flags_dead(&buf[..n], pc) {
             // The block overwrites all status flags before reading any: a plain `sub` is free
             // to clobber them.
+            // The way out is the exit's stub, out of line: a block entered with quantum left
+            // falls through into its body with no taken jump.
             b.asm.sub_gs_1(OFF_QUANTUM);
-            b.asm.jcc_label(0x4, out); // jz
-            let go = b.asm.new_label();
-            b.asm.jmp_label(go);
-            b.asm.bind(out);
-            b.leave(ExitKind::Preempt, pc, pc, None);
-            b.asm.bind(go);
+            b.leave_if(0x4, ExitKind::Preempt, pc, pc); // jz
         } else {
             // Flag-free: `lea` decrements, `jrcxz` tests.
             let go = b.asm.new_label();

@@ -98,3 +98,25 @@ pub fn fstat(fd: i32) -> Option<libc::stat> {
     // SAFETY: fstat fills the local struct.
     (unsafe { libc::fstat(fd, &mut st) } == 0).then_some(st)
 }
+
+/// The calling thread's CPU affinity mask (1024 CPUs), if the kernel gives it.
+pub fn affinity() -> Option<[u64; 16]> {
+    let mut mask = [0u64; 16];
+    // SAFETY: sched_getaffinity writes at most 128 bytes into `mask`.
+    let r = unsafe { syscall6(libc::SYS_sched_getaffinity as u64, [0, 128, mask.as_mut_ptr() as u64, 0, 0, 0]) };
+    (r > 0).then_some(mask)
+}
+
+/// Sets the calling thread's CPU affinity (threads it creates later inherit it).
+pub fn set_affinity(mask: &[u64; 16]) -> bool {
+    // SAFETY: sched_setaffinity reads 128 bytes from `mask`; it changes only where this thread runs.
+    unsafe { syscall6(libc::SYS_sched_setaffinity as u64, [0, 128, mask.as_ptr() as u64, 0, 0, 0]) == 0 }
+}
+
+/// The CPU the calling thread runs on now.
+pub fn current_cpu() -> Option<u32> {
+    let mut cpu = 0u32;
+    // SAFETY: getcpu writes one u32; the other arguments are unused (null).
+    let r = unsafe { syscall6(libc::SYS_getcpu as u64, [&mut cpu as *mut u32 as u64, 0, 0, 0, 0, 0]) };
+    (r == 0).then_some(cpu)
+}

@@ -3,7 +3,7 @@
 //! emulated here.
 
 use super::guest_mem;
-use super::raw::{guarded_syscall6, syscall6};
+use super::raw::{self, guarded_syscall6, syscall6};
 use crate::run::Runtime;
 use rtgrind_jit::context::reg;
 
@@ -155,6 +155,18 @@ impl Runtime {
                 self.tgkill(tgid, tid, sig).unwrap_or_else(|| self.passthrough(nr, a))
             }
             libc::SYS_execve => self.execve(a[0], a[1], a[2]),
+            // The guest sees the CPUs it was allowed, not the one rtgrind pinned it to; its own
+            // pinning is a no-op (every thread runs on that one CPU).
+            libc::SYS_sched_getaffinity if self.p().cpus.is_some() => {
+                let cpus = self.p().cpus.unwrap_or_default();
+                let r = self.passthrough(nr, a);
+                if r > 0 {
+                    let bytes: Vec<u8> = cpus.iter().flat_map(|w| w.to_le_bytes()).collect();
+                    guest_mem::write(a[2], &bytes[..(r as usize).min(128)]);
+                }
+                r
+            }
+            libc::SYS_sched_setaffinity if self.p().cpus.is_some() => 0,
             libc::SYS_execveat => ENOSYS,
             libc::SYS_readlink => self.readlink(libc::AT_FDCWD as u64, a[0], a[1], a[2]).unwrap_or_else(|| self.passthrough(nr, a)),
             libc::SYS_readlinkat => self.readlink(a[0], a[1], a[2], a[3]).unwrap_or_else(|| self.passthrough(nr, a)),
@@ -274,6 +286,11 @@ impl Runtime {
             return r;
         }
         self.sig.clear_pending();
+        // The child has one thread: it runs where the program was allowed to (and pins itself
+        // again if it creates threads).
+        if let Some(cpus) = self.p().cpus.take() {
+            raw::set_affinity(&cpus);
+        }
         if let Err(e) = self.p().cache.after_fork_child(snap) {
             self.p().report.error(&format!("cannot copy the code cache after fork: {e}"));
             self.finish_and_exit(crate::EXIT_INTERNAL);

@@ -4,7 +4,7 @@
 //! only the thread holding the scheduler's baton runs.
 
 use super::guest_mem;
-use super::raw::syscall6;
+use super::raw::{self, syscall6};
 use super::sched::Deadlock;
 use super::signals::Signals;
 use crate::run::{Runtime, SendRuntime};
@@ -43,6 +43,15 @@ impl Runtime {
             self.p().cache.set_preemption(true);
             self.flush_lookup_tables();
             self.set_quantum(quantum);
+        }
+        if self.p().cpus.is_none() {
+            if let (Some(cpus), Some(cpu)) = (raw::affinity(), raw::current_cpu()) {
+                let mut one = [0u64; 16];
+                one[(cpu / 64) as usize % 16] = 1 << (cpu % 64);
+                if raw::set_affinity(&one) {
+                    self.p().cpus = Some(cpus);
+                }
+            }
         }
         let mut ctx = ThreadContext::new_boxed();
         ctx.gpr = self.ctx.gpr;

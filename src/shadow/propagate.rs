@@ -929,10 +929,9 @@ impl Propagation {
         let pc = site.ins.ip();
         let main = (log.main.0..log.main.1).contains(&pc);
         // Registers an address is computed from (not the stack and frame pointers).
-        let address = |m: &UsedMemory, index_only: bool| -> Vec<usize> {
+        let address = |m: &UsedMemory| -> Vec<usize> {
             let usable = |x: Register| x.is_gpr64() && !matches!(x, Register::RSP | Register::RBP);
-            let from = if index_only { vec![m.index()] } else { vec![m.base(), m.index()] };
-            from.into_iter().filter(|&x| usable(x)).filter_map(|x| Reg::of(x, false)).map(origin_slot).collect()
+            [m.base(), m.index()].into_iter().filter(|&x| usable(x)).filter_map(|x| Reg::of(x, false)).map(origin_slot).collect()
         };
         let mut regs: Vec<usize> = Vec::new();
         let mut mems: Vec<&UsedMemory> = Vec::new();
@@ -940,10 +939,10 @@ impl Propagation {
             Class::Swap | Class::Call => return false,
             Class::Zero => {}
             Class::Copy => {
-                // A library's table lookup (`digits[n % 10]`) depends on its index; its
-                // other copies move values as they are.
-                let indexed = o.src_mem.first().is_some_and(|m| !address(m, true).is_empty());
-                if (!o.src_regs.is_empty() || !o.src_mem.is_empty()) && (self.is_vector_copy(o) || !(main || indexed)) {
+                // A library's load depends on its address (`digits[n % 10]`, the bytes of a
+                // string chosen by a pointer); its other copies move values as they are.
+                let addressed = o.src_mem.first().is_some_and(|m| !address(m).is_empty());
+                if (!o.src_regs.is_empty() || !o.src_mem.is_empty()) && (self.is_vector_copy(o) || !(main || addressed)) {
                     return false;
                 }
                 regs.extend(o.src_regs.first().map(|&s| origin_slot(s)));
@@ -959,9 +958,9 @@ impl Propagation {
                 mems.extend(o.src_mem.iter());
             }
         }
-        // In the program every address is a use; in a library, a load's index.
+        // Every load's address is a use, and in the program every store's.
         for m in o.src_mem.iter().chain(if main { &o.dst_mem[..] } else { &[] }) {
-            regs.extend(address(m, !main));
+            regs.extend(address(m));
         }
         regs.dedup();
         regs.truncate(dep::MAX_SOURCES);
