@@ -318,3 +318,28 @@ fn cplusplus_with_an_exception_before_the_bug() {
     let ok = run_rtgrind(["--tool=suppress"], &Cmd::new(&exe).arg("abc"));
     assert_eq!(ok.status.code(), Some(0), "{}", ok.describe());
 }
+
+#[test]
+fn a_wrapper_script_that_execs_the_program_is_explained() {
+    // A shell wrapper (a pyenv shim, a libtool script) runs the real program with execve,
+    // which rtgrind does not follow: both searching tools say so instead of finding nothing.
+    let exe = bug("null_return", "wrapped_null_return", &|s| s);
+    let dir = crate::common::scratch_dir("suppress-wrapper");
+    let script = dir.join("wrapper");
+    std::fs::write(&script, format!("#!/bin/sh\nexec {} \"$@\"\n", exe.display())).unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    for tool in ["--tool=suppress", "--tool=switch"] {
+        let out = run_rtgrind([tool], &Cmd::new(&script).arg("three"));
+        let err = out.stderr_str();
+        assert_eq!(out.status.code(), Some(2), "{tool}: {}", out.describe());
+        let line = format!("rtgrind: error: the program replaces itself with '{}' (execve), which this tool does not follow", exe.display());
+        assert!(err.lines().any(|l| l.starts_with(&line)), "{tool}: {err}");
+    }
+}
+
+#[test]
+fn a_suppression_run_that_never_ends_counts_as_one_without_the_crash() {
+    let err = check_bug("stalled_poll", "main", &["tape"], 3, &["disk"]);
+    assert!(err.contains("2. suppressing from stalled_poll.c:15 (main): no failure (stopped after 20 times the first run's"), "{err}");
+    assert!(err.contains("it did not end)"), "{err}");
+}

@@ -117,3 +117,14 @@ pub fn main_module(mem: &GuestMemory, program: &str) -> (String, (u64, u64)) {
 pub fn main_module_range(mem: &GuestMemory, program: &str) -> (u64, u64) {
     main_module(mem, program).1
 }
+
+/// Before a guest `execve` that rtgrind does not follow (`--trace-children=no`): the run of a
+/// tool that reports at the end never ends under rtgrind, so it says why (a shell wrapper such
+/// as a pyenv shim starting the real program is the usual case). If the execve fails, the run
+/// goes on and reports as usual; the driver reads this line only when no outcome came.
+pub fn note_exec(nr: u64, args: &[u64; 6]) {
+    if nr as i64 == libc::SYS_execve {
+        let path = crate::kernel::guest_mem::read_cstr(args[0], 4096).map(|p| String::from_utf8_lossy(&p).into_owned()).unwrap_or_default();
+        eprintln!("rtgrind: error: the program replaces itself with '{path}' (execve), which this tool does not follow: run '{path}' under it directly");
+    }
+}

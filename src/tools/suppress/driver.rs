@@ -80,7 +80,7 @@ impl Runs {
             // rtgrind itself stopped (the program cannot run under it): its one-line error.
             let err = std::fs::read_to_string(self.dir.join(format!("stderr-{n}"))).unwrap_or_default();
             let line = err.lines().rev().find(|l| l.starts_with("rtgrind: error:")).unwrap_or("rtgrind: error: the run ended without an outcome").to_string();
-            return Ok(Ended::Error(status.code().unwrap_or(125), line));
+            return Ok(Ended::Error(status.code().unwrap_or(2), line));
         };
         Ok(Ended::Outcome(Outcome::parse(&text)))
     }
@@ -102,7 +102,10 @@ fn crash_text(o: &Outcome) -> String {
         // A named failure: the run says what it was.
         Some((sig, pc, _, what)) if *sig < 0 => format!("{what} (at {pc:#x})"),
         Some((sig, pc, _, place)) => format!("{} at {pc:#x} {place}", signame(*sig)),
-        None => "no failure".into(),
+        None => match &o.stopped {
+            Some(why) => format!("no failure ({why}: it did not end)"),
+            None => "no failure".into(),
+        },
     }
 }
 
@@ -190,15 +193,24 @@ fn search(command: Vec<std::ffi::OsString>, opts: &mut Options, dir: &Path, chai
     }
     let max_runs = opts.max_runs;
     let mut runs = Runs { dir: dir.to_path_buf(), command, opts: opts.clone(), count: 0, first: None, budget: None };
+    // A suppression run that does not end (suppression sent the program round a loop) did
+    // not fail where the program failed: it stands for a run without the failure, marked as
+    // stopped. The original run and its repeat must end.
+    let stopped = |why: String| Outcome { stopped: Some(why), ..Outcome::default() };
     let mut next = |runs: &mut Runs, points: &[Point]| -> Result<Outcome, Verdict> {
         crate::tools::child::progress(&format!("suppress: run {} ({} suppression points)", runs.count + 1, points.len()));
         let r = runs.run(points);
         *runs_done = runs.count;
         match r {
             Ok(Ended::Outcome(o)) => Ok(o),
+            Ok(Ended::TimedOut) if !points.is_empty() => Ok(stopped("stopped after 20 times the first run's time".into())),
+            Ok(Ended::Budget) if !points.is_empty() => Ok(stopped("stopped after 20 times the first run's blocks".into())),
             Ok(Ended::TimedOut) => Err(Verdict::Inconclusive(format!("run {} did not end (more than 20 times the first run's time)", runs.count))),
             Ok(Ended::Budget) => Err(Verdict::Inconclusive(format!("run {} did not end within 20 times the first run's blocks", runs.count))),
-            Ok(Ended::Error(code, line)) => Err(Verdict::CannotRun(code, line)),
+            // rtgrind's own "cannot run" statuses (125 unsupported, 126 not a program, 127
+            // missing) pass through; a run that ended some other way without an outcome (the
+            // program replaced itself) is an error of the search (2).
+            Ok(Ended::Error(code, line)) => Err(Verdict::CannotRun(if (125..=127).contains(&code) { code } else { 2 }, line)),
             Err(e) => Err(Verdict::Inconclusive(format!("cannot run rtgrind: {e}"))),
         }
     };

@@ -68,6 +68,8 @@ pub struct Outcome {
     pub hits: Vec<(Point, String)>,
     /// How often each kind of suppression acted.
     pub suppressed: Vec<(String, u64)>,
+    /// The run did not end and was stopped (why): the driver's note, never in the text form.
+    pub stopped: Option<String>,
 }
 
 impl Outcome {

@@ -574,6 +574,7 @@ impl ToolRun for SuppressRun {
     }
 
     fn syscall_pre(&mut self, ctx: &mut ThreadContext, nr: u64, args: &[u64; 6]) -> Option<i64> {
+        crate::tools::note_exec(nr, args);
         let nr = nr as i64;
         if self.crash.is_none() {
             self.named_failure(ctx, nr, args);

@@ -240,7 +240,15 @@ pub fn drive(command: Vec<OsString>, mut opts: Options) -> i32 {
         say(&format!("the failure does not reproduce: the first run ended with {}, the second with {}{}", original.ending.describe(), again.ending.describe(), if same_output { "" } else { " and a different output" }));
         return 2;
     }
-    let trace = parse_trace(&std::fs::read_to_string(&trace_file).unwrap_or_default());
+    let Ok(trace_text) = std::fs::read_to_string(&trace_file) else {
+        // The trace run ended without writing its trace: rtgrind stopped, or the program
+        // replaced itself with one rtgrind does not follow. Its one-line error says which.
+        let err = std::fs::read_to_string(&original.stderr).unwrap_or_default();
+        let line = err.lines().rev().find(|l| l.starts_with("rtgrind: error:")).unwrap_or("rtgrind: error: the trace run ended without a trace");
+        eprintln!("{line}");
+        return 2;
+    };
+    let trace = parse_trace(&trace_text);
     let blocks: u64 = std::fs::read_to_string(&blocks_file).ok().and_then(|t| t.trim().parse().ok()).unwrap_or(0);
     let budget = (blocks.max(1000)).saturating_mul(s.opts.budget_factor);
     let cands = candidates(&trace, s.opts.order);

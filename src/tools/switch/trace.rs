@@ -147,6 +147,7 @@ impl ToolRun for SwitchTrace {
     }
 
     fn syscall_pre(&mut self, ctx: &mut ThreadContext, nr: u64, args: &[u64; 6]) -> Option<i64> {
+        crate::tools::note_exec(nr, args);
         if self.cut.is_some() {
             return None;
         }

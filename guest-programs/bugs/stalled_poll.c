@@ -1,0 +1,24 @@
+/* find() returns NULL for an unknown device; the polling loop dereferences it. Suppressing
+ * the NULL's definition skips the `ready` test, so the loop never counts three readings and
+ * the suppression run does not end: it is stopped by its budget and counts as a run without
+ * the crash. */
+#include <stdio.h>
+#include <string.h>
+struct device { const char *name; int ready; };
+static struct device devices[] = { { "disk", 1 }, { "net", 1 } };
+static struct device *find(const char *name) {
+    for (unsigned i = 0; i < sizeof devices / sizeof devices[0]; i++)
+        if (strcmp(devices[i].name, name) == 0) return &devices[i];
+    return NULL;
+}
+int main(int argc, char **argv) {
+    struct device *d = find(argc > 1 ? argv[1] : "disk"); /* root */
+    int polls = 0, seen = 0;
+    while (seen < 3) {
+        polls++;
+        if (d->ready) /* crash */
+            seen++;
+    }
+    printf("%d polls\n", polls);
+    return 0;
+}
