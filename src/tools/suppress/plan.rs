@@ -133,6 +133,7 @@ mod tests {
             defs: vec![(p, "rax (address)".into(), "a.c:2 (main)".into(), "mov [rbp-8],rax".into())],
             hits: vec![(p, "a.c:9 (main)".into())],
             suppressed: vec![("stores of a corrupt value".into(), 3)],
+            stopped: None,
         };
         assert_eq!(Outcome::parse(&o.to_text()), o);
     }
