@@ -151,6 +151,10 @@ pub struct Cli {
     #[arg(long, value_enum, default_value = "no", value_name = "yes|no", hide = true)]
     pub switch_deps: YesNo,
 
+    /// Keep block counts in memory even where AVX-512's xmm16 could hold them (to compare).
+    #[arg(long, hide = true)]
+    pub count_in_memory: bool,
+
     /// Stop the run once a thread has entered N counted blocks (exit status 124).
     #[arg(long, value_name = "N", hide = true)]
     pub budget_blocks: Option<u64>,

@@ -173,6 +173,9 @@ fn main() {
     reporter.info(&format!("rtgrind-{}, a dynamic binary translator; tool: {:?}", env!("CARGO_PKG_VERSION"), cli.tool).to_lowercase());
     reporter.info(&format!("Command: {}", argv.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect::<Vec<_>>().join(" ")));
 
+    if cli.count_in_memory {
+        rtgrind_jit::context::count_in_memory();
+    }
     let mut ctx = rtgrind_jit::ThreadContext::new_boxed();
     ctx.gpr[rtgrind_jit::context::reg::RSP as usize] = stack.rsp;
     ctx.rip = prog.start_pc();

@@ -90,8 +90,16 @@ pub struct ThreadContext {
     /// Non-zero when an asynchronous event waits for the next block boundary.
     pub pending: u64,
     /// Blocks left before the next preemption point (counted only in translations made with
-    /// preemption checks, see `CodeCache::set_preemption`).
+    /// preemption checks, see `CodeCache::set_preemption`). While the thread is in the cache
+    /// the count lives in xmm16 instead when `quantum_in_xmm16` is set (see below).
     pub quantum: u64,
+    /// Non-zero if the host has AVX-512 (F and VL) enabled: the count is kept in the low lane
+    /// of xmm16 (the high lane 0), with -1 in the low lane of xmm17 (the high lane 0), while
+    /// translated code runs. The guest never sees AVX-512
+    /// (CPUID hides it), so xmm16-31 and the mask registers are the engine's, and a count in
+    /// a register is not the loop-carried store-to-load dependency a count in memory is.
+    /// `rtg_enter` loads it, every exit and call-out stores it back.
+    pub quantum_in_xmm16: u64,
     /// Opaque to the engine: the runtime's per-thread data (found from a signal handler
     /// through the `gs` base).
     pub runtime_data: u64,
@@ -121,6 +129,7 @@ pub struct ThreadContext {
 }
 
 pub const OFF_GPR: usize = offset_of!(ThreadContext, gpr);
+pub const OFF_QUANTUM_IN_XMM16: usize = offset_of!(ThreadContext, quantum_in_xmm16);
 pub const OFF_RIP: usize = offset_of!(ThreadContext, rip);
 pub const OFF_RFLAGS: usize = offset_of!(ThreadContext, rflags);
 pub const OFF_FS_BASE: usize = offset_of!(ThreadContext, fs_base);
@@ -178,6 +187,7 @@ impl ThreadContext {
         ctx.xsave.0[28..32].copy_from_slice(&0xffffu32.to_le_bytes()); // MXCSR_MASK
         ctx.rflags = 0x202;
         ctx.host_fs = crate::dispatch::read_fs_base();
+        ctx.quantum_in_xmm16 = quantum_in_xmm16() as u64;
         ctx
     }
 
@@ -201,6 +211,30 @@ impl ThreadContext {
         self.ibl_keys.iter_mut().for_each(|k| *k = 0);
         self.ibl_vals.iter_mut().for_each(|v| *v = null);
     }
+}
+
+/// Whether block counts live in xmm16 (see `ThreadContext::quantum_in_xmm16`): the CPU has
+/// AVX-512F and AVX-512VL and the kernel saves the opmask and upper-16 vector registers
+/// (XCR0 bits 5-7), and `count_in_memory` was not called first.
+pub fn quantum_in_xmm16() -> bool {
+    *QUANTUM_IN_XMM16.get_or_init(|| {
+        use std::arch::x86_64::{__cpuid_count, _xgetbv};
+        let leaf1 = __cpuid_count(1, 0);
+        let leaf7 = __cpuid_count(7, 0);
+        let osxsave = leaf1.ecx & (1 << 27) != 0;
+        let (f, vl) = (leaf7.ebx & (1 << 16) != 0, leaf7.ebx & (1 << 31) != 0);
+        // SAFETY: xgetbv(0) is available when CPUID says OSXSAVE.
+        let xcr0 = if osxsave { unsafe { _xgetbv(0) } } else { 0 };
+        osxsave && f && vl && xcr0 & 0xe0 == 0xe0
+    })
+}
+
+static QUANTUM_IN_XMM16: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+
+/// Keeps block counts in memory even where xmm16 could hold them (to compare the two; must be
+/// called before the first context is made).
+pub fn count_in_memory() {
+    let _ = QUANTUM_IN_XMM16.set(false);
 }
 
 #[cfg(test)]

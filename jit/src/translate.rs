@@ -248,20 +248,28 @@ pub fn translate_limited(
     if cache.preempt {
         // Count this block against the quantum; at zero, leave before running it.
         let out = b.asm.new_label();
+        let in_xmm16 = quantum_in_xmm16();
         if status_flags_dead(&buf[..n], pc) {
-            // The block overwrites all status flags before reading any: a plain `sub` is free
-            // to clobber them.
-            // The way out is the exit's stub, out of line: a block entered with quantum left
-            // falls through into its body with no taken jump.
-            b.asm.sub_gs_1(OFF_QUANTUM);
+            // The block overwrites all status flags before reading any: the count may clobber
+            // them. The way out is the exit's stub, out of line: a block entered with quantum
+            // left falls through into its body with no taken jump.
+            if in_xmm16 {
+                b.asm.bytes(&count_xmm16().dec_test);
+            } else {
+                b.asm.sub_gs_1(OFF_QUANTUM);
+            }
             b.leave_if(0x4, ExitKind::Preempt, pc, pc); // jz
         } else {
-            // Flag-free: `lea` decrements, `jrcxz` tests.
+            // Flag-free: decrement, then `jrcxz` tests a copy in rcx.
             let go = b.asm.new_label();
             b.asm.store_gs(OFF_SAVE_RCX, reg::RCX);
-            b.asm.load_gs(reg::RCX, OFF_QUANTUM);
-            b.asm.lea_rcx_minus_1();
-            b.asm.store_gs(OFF_QUANTUM, reg::RCX);
+            if in_xmm16 {
+                b.asm.bytes(&count_xmm16().dec_to_rcx);
+            } else {
+                b.asm.load_gs(reg::RCX, OFF_QUANTUM);
+                b.asm.lea_rcx_minus_1();
+                b.asm.store_gs(OFF_QUANTUM, reg::RCX);
+            }
             b.asm.jrcxz_label(out);
             b.asm.load_gs(reg::RCX, OFF_SAVE_RCX);
             b.asm.jmp_label(go);
@@ -359,7 +367,17 @@ pub fn translate_limited(
         end = next;
         match ins.flow_control() {
             FlowControl::Next | FlowControl::XbeginXabortXend => {
+                // The guest's `xrstor` (ld.so's lazy-binding trampoline saves and restores
+                // every component XCR0 enables, AVX-512's too) would put back an old block
+                // count in xmm16: the count steps around it.
+                let restores = cache.preempt && quantum_in_xmm16() && matches!(ins.mnemonic(), Mnemonic::Xrstor | Mnemonic::Xrstor64);
+                if restores {
+                    b.asm.bytes(&count_xmm16().store);
+                }
                 copy_insn(&mut b, &mut encoder, &ins, raw, uses);
+                if restores {
+                    b.asm.bytes(&count_xmm16().load);
+                }
                 let next_off = off + ins.len();
                 let mut after = Inline::new(uses, !status_flags_dead(&buf[next_off..n], next), b.stolen);
                 tool.after_insn(&site, &mut after);
@@ -626,4 +644,39 @@ fn indirect(b: &mut BlockBuilder, encoder: &mut Encoder, ins: &Instruction, lite
     b.asm.bind(hit);
     b.asm.ibl_hash_rdx_to_ecx();
     b.asm.jmp_gs_rcx_index(OFF_IBL_VALS);
+}
+
+/// The block count in xmm16 (see `ThreadContext::quantum_in_xmm16`), encoded once.
+struct CountXmm16 {
+    /// `vpaddq xmm16, xmm16, xmm17; vptestmq k1, xmm16, xmm16; kortestw k1, k1`: ZF set at zero.
+    dec_test: Vec<u8>,
+    /// `vpaddq xmm16, xmm16, xmm17; vmovq rcx, xmm16`: flags untouched.
+    dec_to_rcx: Vec<u8>,
+    /// `vmovq gs:[quantum], xmm16`.
+    store: Vec<u8>,
+    /// `vmovq xmm16, gs:[quantum]` and xmm17 = (-1, 0), as `rtg_enter` does.
+    load: Vec<u8>,
+}
+
+fn count_xmm16() -> &'static CountXmm16 {
+    static SEQ: std::sync::OnceLock<CountXmm16> = std::sync::OnceLock::new();
+    SEQ.get_or_init(|| {
+        let encode = |list: &[Instruction]| -> Vec<u8> {
+            let mut e = Encoder::new(64);
+            for i in list {
+                e.encode(i, 0).expect("AVX-512 count instruction encodes");
+            }
+            e.take_buffer()
+        };
+        let dec = Instruction::with3(Code::EVEX_Vpaddq_xmm_k1z_xmm_xmmm128b64, Register::XMM16, Register::XMM16, Register::XMM17).expect("vpaddq");
+        let test = Instruction::with3(Code::EVEX_Vptestmq_kr_k1_xmm_xmmm128b64, Register::K1, Register::XMM16, Register::XMM16).expect("vptestmq");
+        let kor = Instruction::with2(Code::VEX_Kortestw_kr_kr, Register::K1, Register::K1).expect("kortestw");
+        let to_rcx = Instruction::with2(Code::EVEX_Vmovq_rm64_xmm, Register::RCX, Register::XMM16).expect("vmovq");
+        let quantum = || MemoryOperand::new(Register::None, Register::None, 1, OFF_QUANTUM as i64, 4, false, Register::GS);
+        let store = Instruction::with2(Code::EVEX_Vmovq_xmmm64_xmm, quantum(), Register::XMM16).expect("vmovq store");
+        let load = Instruction::with2(Code::EVEX_Vmovq_xmm_xmmm64, Register::XMM16, quantum()).expect("vmovq load");
+        let ones = Instruction::with4(Code::EVEX_Vpternlogq_xmm_k1z_xmm_xmmm128b64_imm8, Register::XMM17, Register::XMM17, Register::XMM17, 0xff).expect("vpternlogq");
+        let low = Instruction::with3(Code::EVEX_Vpsrldq_xmm_xmmm128_imm8, Register::XMM17, Register::XMM17, 8).expect("vpsrldq");
+        CountXmm16 { dec_test: encode(&[dec, test, kor]), dec_to_rcx: encode(&[dec, to_rcx]), store: encode(&[store]), load: encode(&[load, ones, low]) }
+    })
 }
