@@ -68,6 +68,9 @@ pub struct Runtime {
     pub index: usize,
     /// Where to write 0 and wake a futex when the thread exits (CLONE_CHILD_CLEARTID).
     pub clear_child_tid: u64,
+    /// The head of the thread's robust futex list (`set_robust_list`), processed by the
+    /// runtime when the thread exits, since its futex waiters wait in the scheduler.
+    pub robust_list: u64,
     /// A syscall returned EINTR because a signal arrived: (syscall number).
     pub interrupted_syscall: Option<u64>,
     /// Mask to save in the next signal frame instead of the current one (rt_sigsuspend).
@@ -113,6 +116,7 @@ impl Runtime {
             sig,
             index,
             clear_child_tid: 0,
+            robust_list: 0,
             interrupted_syscall: None,
             saved_mask: None,
             blocks_done: 0,

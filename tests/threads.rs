@@ -55,6 +55,7 @@ thread_tests! {
     exit_group_from_thread,
     pipe_block,
     affinity,
+    robust,
 }
 
 /// The programs of `guest-programs/threads/special/`, each used by a test below.

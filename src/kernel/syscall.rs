@@ -167,6 +167,12 @@ impl Runtime {
                 r
             }
             libc::SYS_sched_setaffinity if self.p().cpus.is_some() => 0,
+            // Kept by the runtime (see `release_robust_futexes`), not the kernel, whose own
+            // processing at thread exit cannot wake waiters queued in the scheduler.
+            libc::SYS_set_robust_list if a[1] == 24 => {
+                self.robust_list = a[0];
+                0
+            }
             libc::SYS_execveat => ENOSYS,
             libc::SYS_readlink => self.readlink(libc::AT_FDCWD as u64, a[0], a[1], a[2]).unwrap_or_else(|| self.passthrough(nr, a)),
             libc::SYS_readlinkat => self.readlink(a[0], a[1], a[2], a[3]).unwrap_or_else(|| self.passthrough(nr, a)),

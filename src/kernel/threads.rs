@@ -114,6 +114,7 @@ impl Runtime {
 
     /// `exit` of one thread (the process ends with its last thread).
     pub(crate) fn thread_exit(&mut self, code: i32) -> ! {
+        self.release_robust_futexes();
         if self.clear_child_tid != 0 && guest_mem::write(self.clear_child_tid, &0u32.to_le_bytes()) {
             self.p().sched.futex_wake(self.clear_child_tid, 1, u32::MAX);
         }
@@ -126,6 +127,54 @@ impl Runtime {
                 unreachable!("exit returned")
             }
             Err(d) => self.deadlock(d),
+        }
+    }
+
+    /// What the kernel does for a dying thread's robust futexes (`handle_futex_death`), for
+    /// waiters that wait in the scheduler: every futex on the thread's robust list (and the one
+    /// it was taking or releasing) that it still owns gets FUTEX_OWNER_DIED, and one waiter is
+    /// woken, whose lock then returns EOWNERDEAD.
+    fn release_robust_futexes(&mut self) {
+        const OWNER_DIED: u32 = 0x4000_0000;
+        const WAITERS: u32 = 0x8000_0000;
+        const TID_MASK: u32 = 0x3fff_ffff;
+        let head = self.robust_list;
+        if head == 0 || !self.p().cache.preemption() {
+            return;
+        }
+        // SAFETY: gettid has no arguments and no side effects.
+        let tid = unsafe { syscall6(libc::SYS_gettid as u64, [0; 6]) } as u32;
+        let (Some(first), Some(offset), Some(pending)) = (guest_mem::read_u64(head), guest_mem::read_u64(head + 8), guest_mem::read_u64(head + 16)) else {
+            return;
+        };
+        let die = |rt: &mut Runtime, entry: u64| {
+            // Bit 0 of an entry marks a PI futex, which rtgrind does not emulate.
+            if entry & 1 != 0 {
+                return;
+            }
+            let addr = entry.wrapping_add(offset);
+            let Some(v) = read_u32(addr) else { return };
+            if v & TID_MASK != tid {
+                return;
+            }
+            if guest_mem::write(addr, &((v & WAITERS) | OWNER_DIED).to_le_bytes()) && v & WAITERS != 0 {
+                rt.p().sched.futex_wake(addr, 1, u32::MAX);
+            }
+        };
+        let mut entry = first;
+        // The list is circular through the head; a corrupt one is cut off.
+        for _ in 0..2048 {
+            if entry == head || entry == 0 {
+                break;
+            }
+            let next = guest_mem::read_u64(entry & !1).unwrap_or(head);
+            if entry != pending {
+                die(self, entry);
+            }
+            entry = next;
+        }
+        if pending != 0 {
+            die(self, pending);
         }
     }
 
