@@ -303,7 +303,7 @@ impl Runtime {
                                 self.p().report.line(&format!("budget of {b} blocks exhausted: the run is stopped"));
                                 self.finish_and_exit(crate::EXIT_BUDGET);
                             }
-                            let q = self.p().sched.preempt(self.index, target);
+                            let q = self.p().sched.preempt(self.index, target, self.instance());
                             self.set_quantum(q);
                         }
                         ExitKind::Syscall => {

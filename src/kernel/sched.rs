@@ -58,6 +58,8 @@ struct Slot {
     quantum: u64,
     /// Guest pc where the thread last stopped (for deadlock reports).
     pc: u64,
+    /// The thread's block count there (for the schedule record).
+    blocks: u64,
     inbox: Arc<Inbox>,
     mask: u64,
     priority: u64,
@@ -126,6 +128,7 @@ impl Scheduler {
             wake_ret: 0,
             quantum,
             pc: 0,
+            blocks: 0,
             inbox,
             mask: 0,
             priority,
@@ -149,6 +152,7 @@ impl Scheduler {
             wake_ret: 0,
             quantum: self.quantum,
             pc: 0,
+            blocks: 0,
             inbox,
             mask,
             priority,
@@ -239,8 +243,9 @@ impl Scheduler {
                 _ => Decision { to: runnable.iter().copied().find(|&i| i > me).unwrap_or(runnable[0]), quantum: self.quantum },
             },
         };
+        let (n, from) = (st.decisions, st.slots[me].blocks);
         if let Some(f) = &mut st.record {
-            let _ = writeln!(f, "{} {} {}", st.decisions, d.to, d.quantum);
+            let _ = writeln!(f, "{n} {} {} {me} {from}", d.to, d.quantum);
         }
         Some(d)
     }
@@ -268,9 +273,10 @@ impl Scheduler {
     }
 
     /// A counted preemption point of `me`. Returns the quantum to run with.
-    pub fn preempt(&self, me: usize, pc: u64) -> u64 {
+    pub fn preempt(&self, me: usize, pc: u64, blocks: u64) -> u64 {
         let mut st = self.lock();
         st.slots[me].pc = pc;
+        st.slots[me].blocks = blocks;
         let d = self.decide(&mut st, me);
         self.switch(st, me, d).1
     }
@@ -309,8 +315,9 @@ impl Scheduler {
 
     /// FUTEX_WAIT after the value check: blocks `me` until woken. Returns the syscall result.
     /// Returns the syscall result and the quantum granted when `me` was scheduled again.
-    pub fn futex_wait(&self, me: usize, addr: u64, bitset: u32, timed: bool, pc: u64) -> Result<(i64, u64), Deadlock> {
+    pub fn futex_wait(&self, me: usize, addr: u64, bitset: u32, timed: bool, pc: u64, blocks: u64) -> Result<(i64, u64), Deadlock> {
         let mut st = self.lock();
+        st.slots[me].blocks = blocks;
         st.seq += 1;
         let seq = st.seq;
         st.slots[me].state = TState::Futex { addr, bitset, timed, seq };
@@ -370,8 +377,9 @@ impl Scheduler {
     }
 
     /// `me` enters a syscall that may block in the kernel: the baton goes to another thread.
-    pub fn syscall_begin(&self, me: usize, nr: u64, pc: u64) {
+    pub fn syscall_begin(&self, me: usize, nr: u64, pc: u64, blocks: u64) {
         let mut st = self.lock();
+        st.slots[me].blocks = blocks;
         st.slots[me].state = TState::InSyscall(nr);
         st.slots[me].pc = pc;
         let d = self.decide(&mut st, me);
@@ -396,8 +404,9 @@ impl Scheduler {
     }
 
     /// `me` exits: hands the baton on. Returns the number of threads still alive.
-    pub fn exit(&self, me: usize) -> Result<usize, Deadlock> {
+    pub fn exit(&self, me: usize, blocks: u64) -> Result<usize, Deadlock> {
         let mut st = self.lock();
+        st.slots[me].blocks = blocks;
         st.slots[me].state = TState::Exited;
         let alive = st.slots.iter().filter(|s| s.state != TState::Exited).count();
         if alive == 0 {
@@ -412,7 +421,9 @@ impl Scheduler {
     }
 }
 
-/// Parses a schedule written by `--record-schedule` (lines: `N TO QUANTUM`).
+/// Parses a schedule written by `--record-schedule`: lines `N TO QUANTUM FROM BLOCKS` (the
+/// N-th decision runs thread TO for QUANTUM blocks, taken when thread FROM had entered BLOCKS
+/// blocks); the last two fields are informative and may be left out.
 pub fn read_schedule(text: &str) -> Result<Vec<Decision>, String> {
     text.lines()
         .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
@@ -420,8 +431,8 @@ pub fn read_schedule(text: &str) -> Result<Vec<Decision>, String> {
         .map(|(n, l)| {
             let f: Vec<&str> = l.split_whitespace().collect();
             match (f.get(1).and_then(|v| v.parse().ok()), f.get(2).and_then(|v| v.parse().ok())) {
-                (Some(to), Some(quantum)) if f.len() == 3 => Ok(Decision { to, quantum }),
-                _ => Err(format!("line {}: expected `N THREAD QUANTUM`, found `{l}`", n + 1)),
+                (Some(to), Some(quantum)) if f.len() == 3 || f.len() == 5 => Ok(Decision { to, quantum }),
+                _ => Err(format!("line {}: expected `N THREAD QUANTUM [FROM BLOCKS]`, found `{l}`", n + 1)),
             }
         })
         .collect()

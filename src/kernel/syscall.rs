@@ -125,7 +125,7 @@ impl Runtime {
                     let threads = self.p().cache.preemption();
                     if threads {
                         let pc = self.ctx.rip;
-                        self.p().sched.syscall_begin(self.index, nr, pc);
+                        self.p().sched.syscall_begin(self.index, nr, pc, self.instance());
                     }
                     // SAFETY: rt_sigsuspend with a mask we own; fault signals stay unblocked.
                     let _ = unsafe { guarded_syscall6(nr, [&real as *const u64 as u64, 8, 0, 0, 0, 0]) };
@@ -187,7 +187,7 @@ impl Runtime {
             _ if self.p().cache.preemption() && may_block(nr) => {
                 // Let other threads run while this one may wait in the kernel.
                 let pc = self.ctx.rip;
-                self.p().sched.syscall_begin(self.index, nr, pc);
+                self.p().sched.syscall_begin(self.index, nr, pc, self.instance());
                 // SAFETY: as in `passthrough`; the process state is not touched meanwhile.
                 let r = if self.sig.pending_under(self.sig.mask) { -(libc::EINTR as i64) } else { unsafe { guarded_syscall6(nr, a) } };
                 let q = self.p().sched.syscall_end(self.index);

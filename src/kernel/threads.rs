@@ -118,7 +118,7 @@ impl Runtime {
         if self.clear_child_tid != 0 && guest_mem::write(self.clear_child_tid, &0u32.to_le_bytes()) {
             self.p().sched.futex_wake(self.clear_child_tid, 1, u32::MAX);
         }
-        match self.p().sched.exit(self.index) {
+        match self.p().sched.exit(self.index, self.instance()) {
             Ok(0) => self.finish_and_exit(code),
             Ok(_) => {
                 // The baton has been handed on: from here this thread touches nothing shared.
@@ -196,7 +196,7 @@ impl Runtime {
                 match read_u32(addr) {
                     None => -(libc::EFAULT as i64),
                     Some(v) if v != val => -(libc::EAGAIN as i64),
-                    Some(_) => match self.p().sched.futex_wait(self.index, addr, bitset, a[3] != 0, pc) {
+                    Some(_) => match self.p().sched.futex_wait(self.index, addr, bitset, a[3] != 0, pc, self.instance()) {
                         Ok((r, q)) => {
                             self.set_quantum(q);
                             if r == -(libc::EINTR as i64) {
