@@ -49,6 +49,20 @@ fn resolve(prog: &std::ffi::OsStr) -> PathBuf {
     p.to_path_buf()
 }
 
+/// rtgrind's own heap lives in its `brk` area, just above its binary, rather than in
+/// `mmap`ed chunks and per-thread arenas among the guest's mappings: a guest that writes past
+/// the end of its buffer (a runaway loop) then runs into a gap or a guard page and faults,
+/// a result like any other, instead of overwriting the runtime's data. (The guest's own `brk`
+/// is emulated with mappings after the guest program.)
+fn keep_heap_apart() {
+    // SAFETY: mallopt only sets allocator parameters; nothing has been allocated from an
+    // mmapped chunk or another arena yet.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_MAX, 0);
+        libc::mallopt(libc::M_ARENA_MAX, 1);
+    }
+}
+
 /// `#!interp [arg]` scripts run their interpreter, as the kernel does.
 fn shebang(path: &Path) -> Option<(PathBuf, Option<Vec<u8>>)> {
     use std::io::Read;
@@ -67,6 +81,7 @@ fn shebang(path: &Path) -> Option<(PathBuf, Option<Vec<u8>>)> {
 }
 
 fn main() {
+    keep_heap_apart();
     let cli = match cli::Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

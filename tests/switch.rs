@@ -183,3 +183,28 @@ fn prior_order_starts_with_the_dependences_of_the_wrong_output() {
     assert_eq!(runs[0], 1, "prior");
     assert!(runs[1] > 400, "lefs switches the checksum loop's 400 instances first: {}", runs[1]);
 }
+
+#[test]
+fn forked_children_read_their_input_from_their_own_offset() {
+    let dir = crate::common::scratch_dir("switch-file-input");
+    let input = dir.join("digits");
+    std::fs::write(&input, "1234").unwrap();
+    check("file_input", "main", &[input.to_str().unwrap()], "small\n", 1, 1);
+}
+
+#[test]
+fn a_search_over_a_real_program_switches_every_candidate() {
+    // sort cannot be made to print its lines backwards by one switch: the search must try
+    // every candidate instance (forked children reading the input file from their own
+    // offsets; children that crash or loop are results) and say it is exhausted.
+    let dir = crate::common::scratch_dir("switch-sort");
+    let (input, expected) = (dir.join("lines"), dir.join("expected"));
+    std::fs::write(&input, "b\na\nc\n").unwrap();
+    std::fs::write(&expected, "c\nb\na\n").unwrap();
+    let out = run_rtgrind(["--tool=switch", &format!("--expected-output={}", expected.display())], &Cmd::new("/usr/bin/sort").arg(&input));
+    let err = out.stderr_str();
+    assert_eq!(out.status.code(), Some(2), "{}", out.describe());
+    let candidates: u64 = err.split(" branch instances before the failure").next().and_then(|h| h.rsplit(' ').next()).and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("{err}"));
+    assert!(candidates > 100, "{err}");
+    assert!(err.contains(&format!("no single switch makes the run pass: search exhausted after {candidates} switched runs")), "{err}");
+}

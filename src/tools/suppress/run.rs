@@ -241,7 +241,9 @@ impl SuppressRun {
         let in_library = !(main.0..main.1).contains(&pc) && decode(pc).is_some();
         if let (Some(e), true) = (innermost, in_library) {
             let (ret, rdi_origin, p) = (e[1], e[2], e[9]);
-            let on_stack = p.abs_diff(ctx.gpr[4]) < 64 << 20;
+            // On the stack: in the mapping the thread's stack pointer is in (a heap mapped
+            // just below the stack is not the stack).
+            let on_stack = mem.region_at(ctx.gpr[4]).is_some_and(|(start, r)| (start..r.end).contains(&p));
             let heap_block = p >= 16 && p % 16 == 0 && !on_stack && guest_mem::read_u64(p - 8).is_some();
             let size_origin = if heap_block { self.origin_mem().get64(p - 8) } else { 0 };
             if size_origin & !origin::INCOMING != 0 && origin::instance(size_origin) > origin::instance(rdi_origin) {
