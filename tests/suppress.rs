@@ -141,6 +141,9 @@ fn double_free_through_two_pointers() {
 fn heap_overflow_into_malloc_metadata_found_at_the_strcpy() {
     let long = "A".repeat(42);
     let err = check_bug("heap_overflow", "main", &[&long], 3, &["name"]);
+    // glibc notices the header when the block is freed and aborts, as in a native run (the
+    // program's brk heap must grow right after it, as natively, for glibc to take that path).
+    assert!(err.contains("1. original run: SIGABRT"), "{err}");
     assert!(err.contains("size field of the heap block"), "the crash is blamed on the overwritten header:\n{err}");
     assert!(headline(&err).contains("strcpy"), "{err}");
 }
@@ -148,9 +151,10 @@ fn heap_overflow_into_malloc_metadata_found_at_the_strcpy() {
 #[test]
 fn too_small_allocation_found_at_the_write_past_its_end() {
     // The size is computed wrongly two calls earlier; the first point of corruption is the
-    // loop's write past the end, over the next block's size field, which free() then used.
-    let err = check_bug("small_alloc", "main", &["20"], 3, &["4"]);
-    assert!(err.contains("it used size field of the heap block"), "{err}");
+    // loop's write past the end (after the instance alone did not avoid the crash, every
+    // instance of the statement is suppressed).
+    let err = check_bug("small_alloc", "main", &["20"], 4, &["4"]);
+    assert!(err.contains("(every instance)"), "{err}");
 }
 
 #[test]

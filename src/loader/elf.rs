@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 /// Where the kernel (without ASLR) puts a PIE main program; rtgrind does the same.
 const PIE_BASE: u64 = 0x5555_5555_4000;
+/// The next base tried for a PIE when `PIE_BASE` is taken (1 TiB higher).
+const PIE_BASE_STEP: u64 = 0x100_0000_0000;
 const PAGE: u64 = 4096;
 
 #[derive(Debug, thiserror::Error)]
@@ -164,9 +166,20 @@ fn map_object(path: &Path, bytes: &[u8], elf: &Elf, pie_base: Option<u64>, mem: 
     let bias = if elf.header.e_type == header::ET_EXEC {
         mem.reserve(lo, span, true).map_err(|e| LoadError::Map(name.clone(), e))?;
         0
+    } else if let Some(base) = pie_base {
+        // Where the kernel puts a PIE without ASLR, else (rtgrind itself is there when
+        // repeatable runs turned ASLR off) a fixed base with the same free space above it, so
+        // the program's brk heap grows right after it as natively (a program loaded just
+        // below other mappings has no room for brk, and glibc's malloc then falls back to
+        // mapped, non-contiguous memory, whose heap checks fail differently).
+        let at = [base, base + PIE_BASE_STEP]
+            .into_iter()
+            .find_map(|b| mem.reserve(b, span, true).ok())
+            .map_or_else(|| mem.reserve(0, span, false), Ok)
+            .map_err(|e| LoadError::Map(name.clone(), e))?;
+        at - lo
     } else {
-        let hint = pie_base.unwrap_or(0);
-        let at = mem.reserve(hint, span, false).map_err(|e| LoadError::Map(name.clone(), e))?;
+        let at = mem.reserve(0, span, false).map_err(|e| LoadError::Map(name.clone(), e))?;
         at - lo
     };
     for p in &loads {
