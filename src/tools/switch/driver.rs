@@ -98,6 +98,25 @@ fn parse_trace(text: &str) -> Trace {
     t
 }
 
+/// Distances `d` of the branch instances of trace `from` (by position), carried over to the
+/// positions in `to` of the same site (by pc) and forward instance.
+fn by_site_instance(from: &Trace, d: &HashMap<usize, u32>, to: &Trace) -> HashMap<usize, u32> {
+    let keyed = |t: &Trace| -> Vec<(u64, u64)> {
+        let mut seen: HashMap<usize, u64> = HashMap::new();
+        t.ids
+            .iter()
+            .map(|&site| {
+                let n = seen.entry(site).or_insert(0);
+                *n += 1;
+                (t.sites.get(site).map_or(0, |s| s.0), *n)
+            })
+            .collect()
+    };
+    let from_keys = keyed(from);
+    let by_key: HashMap<(u64, u64), u32> = d.iter().filter_map(|(&i, &dist)| Some((*from_keys.get(i)?, dist))).collect();
+    keyed(to).into_iter().enumerate().filter_map(|(i, k)| Some((i, *by_key.get(&k)?))).collect()
+}
+
 fn candidates(trace: &Trace, order: Order) -> Vec<Candidate> {
     let mut total = vec![0u64; trace.sites.len()];
     for &s in &trace.ids {
@@ -206,13 +225,10 @@ pub fn drive(command: Vec<OsString>, mut opts: Options) -> i32 {
     if s.opts.libs {
         targs.push("--switch-libs=yes".into());
     }
-    if s.opts.order == Order::Prior {
-        targs.push("--switch-deps=yes".into());
-    }
     if let Some(p) = &s.opts.expected_output_path {
         targs.push(format!("--expected-output={}", p.display()).into());
     }
-    let (original, took, _) = match s.run(targs, None) {
+    let (original, took, _) = match s.run(targs.clone(), None) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("{e}");
@@ -248,7 +264,26 @@ pub fn drive(command: Vec<OsString>, mut opts: Options) -> i32 {
         eprintln!("{line}");
         return 2;
     };
-    let trace = parse_trace(&trace_text);
+    let mut trace = parse_trace(&trace_text);
+    if s.opts.order == Order::Prior {
+        // The dependence graph comes from a run of its own: its shadow memory changes where the
+        // kernel puts the program's mappings, and with them what some programs do (a hash of
+        // addresses), so its branch instances are matched to the trace's by site and instance
+        // rather than by position. A mismatch can only change the order, never the answer.
+        let deps_file = s.dir.0.join("deps-trace");
+        let mut dargs = targs;
+        dargs[1] = format!("--switch-trace={}", deps_file.display()).into();
+        dargs[2] = format!("--blocks-out={}", s.dir.0.join("deps-blocks").display()).into();
+        dargs.push("--switch-deps=yes".into());
+        let deps = match s.run(dargs, Some(took * 40 + Duration::from_secs(20))) {
+            Ok(_) => parse_trace(&std::fs::read_to_string(&deps_file).unwrap_or_default()),
+            Err(e) => {
+                eprintln!("{e}");
+                return 2;
+            }
+        };
+        trace.distance = deps.distance.as_ref().map(|d| by_site_instance(&deps, d, &trace));
+    }
     let blocks: u64 = std::fs::read_to_string(&blocks_file).ok().and_then(|t| t.trim().parse().ok()).unwrap_or(0);
     let budget = (blocks.max(1000)).saturating_mul(s.opts.budget_factor);
     let cands = candidates(&trace, s.opts.order);
