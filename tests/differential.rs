@@ -45,6 +45,7 @@ guest_tests! {
     asm_ripdata,
     crash_segv,
     crash_abort,
+    proc_maps,
 }
 
 /// Runs every variant of guest program `name` natively and under rtgrind and reports all

@@ -51,6 +51,15 @@ impl Runtime {
         // The syscall instruction itself clobbers rcx and r11.
         self.ctx.gpr[reg::RCX as usize] = self.ctx.rip;
         self.ctx.gpr[reg::R11 as usize] = self.ctx.rflags;
+        let maps = match nr as i64 {
+            libc::SYS_open => self.proc_maps(a[0], a[1]),
+            libc::SYS_openat => self.proc_maps(a[1], a[2]),
+            _ => None,
+        };
+        if let Some(fd) = maps {
+            self.ctx.gpr[reg::RAX as usize] = fd as u64;
+            return;
+        }
         if self.p().repeat.is_some() {
             let dev = match nr as i64 {
                 libc::SYS_open => self.random_device(a[0]),
@@ -368,6 +377,48 @@ impl Runtime {
     fn is_self_exe(&self, p: u64) -> bool {
         let Some(path) = guest_mem::read_cstr(p, 64) else { return false };
         path == b"/proc/self/exe" || path == b"/proc/thread-self/exe" || path == format!("/proc/{}/exe", std::process::id()).as_bytes()
+    }
+
+    /// open of the process's own `/proc/.../maps`: the guest's mappings only, as a file of
+    /// their lines (rtgrind's own heap, stacks, code cache and shadow memory left out, the
+    /// guest's stack and heap named as the kernel names a process's). Programs read it to find
+    /// their stack (glibc's pthread_getattr_np, gnulib's c-stack); what they find must not
+    /// depend on rtgrind, nor on which tool runs (a tool's shadow memory changed what grep
+    /// parsed there, and so its branches).
+    fn proc_maps(&mut self, path: u64, flags: u64) -> Option<i64> {
+        let p = guest_mem::read_cstr(path, 64)?;
+        let own = format!("/proc/{}/maps", std::process::id());
+        if p != b"/proc/self/maps" && p != b"/proc/thread-self/maps" && p != own.as_bytes() {
+            return None;
+        }
+        let host = std::fs::read_to_string("/proc/self/maps").ok()?;
+        let mem = &self.p().mem;
+        let mut text = String::new();
+        for line in host.lines() {
+            let Some((range, rest)) = line.split_once(' ') else { continue };
+            let Some((lo, hi)) = range.split_once('-') else { continue };
+            let (Ok(lo), Ok(hi)) = (u64::from_str_radix(lo, 16), u64::from_str_radix(hi, 16)) else { continue };
+            let Some((_, _, region)) = mem.pieces(lo, hi).into_iter().next() else { continue };
+            text += line;
+            // An anonymous mapping the guest knows as its stack or heap gets that name.
+            let fields = rest.split_whitespace().count();
+            if let (4, Some(name)) = (fields, region.name.as_deref().filter(|n| n.starts_with('['))) {
+                text += &format!("{:>width$}{name}", "", width = 73usize.saturating_sub(line.len()).max(1));
+            }
+            text.push('\n');
+        }
+        let cloexec = if flags & libc::O_CLOEXEC as u64 != 0 { libc::MFD_CLOEXEC } else { 0 };
+        // SAFETY: memfd_create with a static name; the descriptor is handed to the guest.
+        let fd = unsafe { libc::memfd_create(c"maps".as_ptr(), cloexec) };
+        if fd < 0 {
+            return Some(-(libc::EMFILE as i64));
+        }
+        // SAFETY: writing our own buffer to our own memfd, then rewinding it.
+        unsafe {
+            libc::write(fd, text.as_ptr() as *const libc::c_void, text.len());
+            libc::lseek(fd, 0, libc::SEEK_SET);
+        }
+        Some(fd as i64)
     }
 
     /// readlink of /proc/self/exe names the guest program, not rtgrind.
