@@ -41,15 +41,19 @@ fn check(name: &str, func: &str, args: &[&str], expected: &str, instance: u64, f
 fn check_orders(name: &str, place: &str, args: &[&str], expected: &str, instance: u64, from_failure: u64, orders: &[&str]) -> String {
     let mut last = String::new();
     for order in orders {
+        let mut outcomes = Vec::new();
         for fork in ["--fork=yes", "--fork=no"] {
             let (code, err) = search(name, args, expected, &[order, fork]);
             assert_eq!(code, Some(1), "{order} {fork}:\n{err}");
             assert!(err.contains(&format!("switch: critical predicate: {place}, the branch at")), "{order} {fork}:\n{err}");
-            assert!(err.contains(&format!("instance {instance} of its site ({from_failure} from the failure)")), "{order} {fork}:\n{err}");
+            assert!(err.contains(&format!("instance {instance} of its site ({from_failure} from the failure), which was ")), "{order} {fork}:\n{err}");
             let how = if fork == "--fork=yes" { "forked from forward runs" } else { "re-executed" };
             assert!(err.contains(how), "{order} {fork}:\n{err}");
+            // Both searches name the branch's own outcome, the same one.
+            outcomes.push(err.split(", which was ").nth(1).and_then(|t| t.split(';').next()).unwrap_or_default().to_string());
             last = err;
         }
+        assert_eq!(outcomes[0], outcomes[1], "{order}: the fork search and re-execution disagree on the outcome");
     }
     last
 }

@@ -368,7 +368,9 @@ pub fn drive(command: Vec<OsString>, mut opts: Options) -> i32 {
                 let stdout = join(&parent.stdout, o, fork_dir.join(format!("out-{}", c.index)), fork_dir.join(format!("full-out-{}", c.index)));
                 let stderr = join(&parent.stderr, e, fork_dir.join(format!("err-{}", c.index)), fork_dir.join(format!("full-err-{}", c.index)));
                 if s.opts.oracle.passes(&RunResult { stdout, stderr, ending }) {
-                    found.push(Found { candidate: c.clone(), outcome: None });
+                    // The child wrote the outcome it forced; the branch's own was the other.
+                    let outcome = std::fs::read_to_string(fork_dir.join(format!("forced-{}", c.index))).ok().map(|f| if f == "taken" { "not taken".to_string() } else { "taken".to_string() });
+                    found.push(Found { candidate: c.clone(), outcome });
                     if !s.opts.all {
                         break 'search;
                     }
