@@ -41,6 +41,31 @@ fn count_is_exact_on_a_known_loop() {
     assert_eq!(count_of(&err, "  not taken"), 1, "{err}");
 }
 
+const CALLS_ASM: &str = r#"
+    .globl _start
+_start:
+    mov $100, %ecx
+1:  call 3f
+    lea 2f(%rip), %rdx
+    jmp *%rdx
+2:  dec %ecx
+    jnz 1b
+    mov $60, %eax
+    xor %edi, %edi
+    syscall
+3:  ret
+"#;
+
+#[test]
+fn count_counts_returns_and_indirect_jumps() {
+    let exe = compile_snippet("count_calls", "S", CALLS_ASM, &["-nostdlib", "-static"]);
+    let out = run_rtgrind(["--tool=count"], &Cmd::new(&exe));
+    assert_no_panic(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(count_of(&err, "returns"), 100, "{err}");
+    assert_eq!(count_of(&err, "indirect jumps, calls"), 100, "{err}");
+}
+
 const BRANCHY_C: &str = r#"
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,6 @@
-//! `--tool=count`: counts executed instructions, blocks, loads, stores and conditional
-//! branches (taken / not taken), in total and with `--per-function` per function. Like
+//! `--tool=count`: counts executed instructions, blocks, loads, stores, conditional
+//! branches (taken / not taken), indirect jumps and calls, and returns, in total (and all but
+//! the last two with `--per-function` per function). Like
 //! Valgrind's lackey, but the counting is inline: each block adds one to its own counter as
 //! it is entered and each conditional branch adds its outcome with a flag-free `cmov`; the
 //! per-instruction figures are the block's static counts times its executions, summed at the
@@ -29,6 +30,9 @@ struct Static {
     stores: u64,
     /// Whether the block ends in a conditional branch.
     cond: bool,
+    /// Whether it ends in an indirect jump or call, or in a return.
+    indirect: bool,
+    ret: bool,
 }
 
 #[derive(Default, Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,6 +43,9 @@ pub struct Totals {
     pub stores: u64,
     pub cond_taken: u64,
     pub cond_not_taken: u64,
+    /// Indirect jumps and calls, and returns (what the engine looks up in its tables).
+    pub indirect: u64,
+    pub returns: u64,
 }
 
 impl Totals {
@@ -51,6 +58,8 @@ impl Totals {
             self.cond_taken += taken;
             self.cond_not_taken += runs - taken;
         }
+        self.indirect += s.indirect as u64 * runs;
+        self.returns += s.ret as u64 * runs;
     }
 }
 
@@ -127,6 +136,11 @@ impl Tool for Count {
                 _ => {}
             }
         }
+        match site.ins.flow_control() {
+            FlowControl::IndirectBranch | FlowControl::IndirectCall => s.indirect = true,
+            FlowControl::Return => s.ret = true,
+            _ => {}
+        }
         if site.ins.flow_control() != FlowControl::ConditionalBranch {
             return;
         }
@@ -172,6 +186,8 @@ impl ToolRun for Count {
         report.line(&format!("count: conditional branches: {:>15}", cond));
         report.line(&format!("count:   taken:              {:>15} ({:.1}%)", t.cond_taken, pct(t.cond_taken, cond)));
         report.line(&format!("count:   not taken:          {:>15} ({:.1}%)", t.cond_not_taken, pct(t.cond_not_taken, cond)));
+        report.line(&format!("count: indirect jumps, calls: {:>14}", t.indirect));
+        report.line(&format!("count: returns:              {:>15}", t.returns));
         if !self.per_function {
             return;
         }
