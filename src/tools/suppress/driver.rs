@@ -235,6 +235,15 @@ fn search(command: Vec<std::ffi::OsString>, opts: &mut Options, dir: &Path, chai
             return Verdict::Inconclusive(format!("the crash ({}) used no location with a known definition", crash_text(current)));
         }
         let mut new: Vec<Point> = defs.iter().copied().filter(|d| !points.contains(d)).collect();
+        // A statement whose other instance was suppressed already comes back: the crash feeds
+        // on its every instance (a loop, an allocator walking its lists); suppress them all at
+        // once rather than one instance per run.
+        for d in &mut new {
+            if points.iter().any(|p| p.pc == d.pc && p.thread == d.thread) {
+                d.instance = 0;
+            }
+        }
+        new.retain(|d| !points.contains(d));
         if new.is_empty() {
             // Suppressing the instance did not avoid the crash (another instance of the same
             // statement wrote part of the same word, which origins do not tell apart):
