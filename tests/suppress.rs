@@ -346,3 +346,19 @@ fn a_suppression_run_that_never_ends_counts_as_one_without_the_crash() {
     assert!(err.contains("2. suppressing from stalled_poll.c:15 (main): no failure (stopped after 20 times the first run's"), "{err}");
     assert!(err.contains("it did not end)"), "{err}");
 }
+
+#[test]
+fn a_ctypes_heap_overflow_in_python3_converges() {
+    // A real interpreter: the overflow's bytes corrupt python3's heap, and the allocator's list
+    // walks bring the same statements back at other instances; each comes back once, then is
+    // suppressed in every instance, and the search ends well within --max-runs.
+    let dir = crate::common::scratch_dir("suppress-python");
+    let script = dir.join("overflow.py");
+    std::fs::write(&script, "import ctypes\nbuf = ctypes.create_string_buffer(16)\nctypes.memmove(ctypes.addressof(buf), b'A' * 4000, 4000)\nx = [str(i) for i in range(100000)]\nprint(len(x))\n").unwrap();
+    let out = run_rtgrind(["--tool=suppress"], &Cmd::new("/usr/bin/python3").arg(&script));
+    let err = out.stderr_str();
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    assert!(headline(&err).contains("in python3"), "{err}");
+    assert!(err.contains("(every instance)"), "{err}");
+    assert!(runs(&err) <= 10, "{err}");
+}
