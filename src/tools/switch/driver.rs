@@ -65,6 +65,8 @@ struct Trace {
     /// (pc, source place) by site number.
     sites: Vec<(u64, String)>,
     ids: Vec<usize>,
+    /// Whether each instance was taken (the trace's `+`).
+    taken: Vec<bool>,
     failure: String,
     /// Threads the program created.
     threads: u64,
@@ -74,7 +76,7 @@ struct Trace {
 }
 
 fn parse_trace(text: &str) -> Trace {
-    let mut t = Trace { sites: Vec::new(), ids: Vec::new(), failure: String::new(), threads: 0, distance: None };
+    let mut t = Trace { sites: Vec::new(), ids: Vec::new(), taken: Vec::new(), failure: String::new(), threads: 0, distance: None };
     for line in text.lines() {
         let f: Vec<&str> = line.splitn(5, '\t').collect();
         match f[0] {
@@ -91,11 +93,24 @@ fn parse_trace(text: &str) -> Trace {
                 });
                 t.distance = Some(pairs.collect());
             }
-            "trace" => t.ids = f.get(1).unwrap_or(&"").split_whitespace().filter_map(|x| x.parse().ok()).collect(),
+            "trace" => {
+                for x in f.get(1).unwrap_or(&"").split_whitespace() {
+                    let (id, taken) = x.strip_suffix('+').map_or((x, false), |id| (id, true));
+                    if let Ok(id) = id.parse() {
+                        t.ids.push(id);
+                        t.taken.push(taken);
+                    }
+                }
+            }
             _ => {}
         }
     }
     t
+}
+
+/// "taken" or "not taken": the candidate's own outcome in the trace run.
+fn direction(trace: &Trace, c: &Candidate) -> String {
+    if trace.taken.get(c.index).copied().unwrap_or(false) { "taken" } else { "not taken" }.to_string()
 }
 
 /// Distances `d` of the branch instances of trace `from` (by position), carried over to the
@@ -193,7 +208,7 @@ impl Search {
 /// What a successful switch did.
 struct Found {
     candidate: Candidate,
-    /// The branch's own outcome at that instance (known from a switched run's log).
+    /// The branch's own outcome at that instance (the trace's direction).
     outcome: Option<String>,
 }
 
@@ -368,9 +383,7 @@ pub fn drive(command: Vec<OsString>, mut opts: Options) -> i32 {
                 let stdout = join(&parent.stdout, o, fork_dir.join(format!("out-{}", c.index)), fork_dir.join(format!("full-out-{}", c.index)));
                 let stderr = join(&parent.stderr, e, fork_dir.join(format!("err-{}", c.index)), fork_dir.join(format!("full-err-{}", c.index)));
                 if s.opts.oracle.passes(&RunResult { stdout, stderr, ending }) {
-                    // The child wrote the outcome it forced; the branch's own was the other.
-                    let outcome = std::fs::read_to_string(fork_dir.join(format!("forced-{}", c.index))).ok().map(|f| if f == "taken" { "not taken".to_string() } else { "taken".to_string() });
-                    found.push(Found { candidate: c.clone(), outcome });
+                    found.push(Found { candidate: c.clone(), outcome: Some(direction(&trace, c)) });
                     if !s.opts.all {
                         break 'search;
                     }
@@ -396,8 +409,12 @@ pub fn drive(command: Vec<OsString>, mut opts: Options) -> i32 {
                 stopped += 1;
             }
             if s.opts.oracle.passes(&r) {
-                let outcome = if log.contains("switched to taken") { "not taken" } else { "taken" };
-                found.push(Found { candidate: c.clone(), outcome: Some(outcome.into()) });
+                // The switched run forced the inverse of the trace's direction; if it says
+                // otherwise the two runs went apart, and the trace is not to be believed.
+                let own = direction(&trace, c);
+                let forced_taken = log.contains("switched to taken");
+                let outcome = (forced_taken != (own == "taken")).then_some(own);
+                found.push(Found { candidate: c.clone(), outcome });
                 if !s.opts.all {
                     break;
                 }
@@ -468,7 +485,7 @@ mod tests {
     use super::*;
 
     fn trace(ids: &[usize]) -> Trace {
-        Trace { sites: vec![(0x10, String::new()), (0x20, String::new())], ids: ids.to_vec(), failure: String::new(), threads: 0, distance: None }
+        Trace { sites: vec![(0x10, String::new()), (0x20, String::new())], ids: ids.to_vec(), taken: vec![false; ids.len()], failure: String::new(), threads: 0, distance: None }
     }
 
     #[test]

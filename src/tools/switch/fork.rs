@@ -58,8 +58,6 @@ pub struct SwitchFork {
     /// The child asks for the switched site's translations to be dropped (once).
     retranslate: bool,
     site: u64,
-    /// In a child: the instance it switched (names its outcome file).
-    child_index: u64,
 }
 
 impl SwitchFork {
@@ -82,7 +80,6 @@ impl SwitchFork {
             output: None,
             retranslate: false,
             site: 0,
-            child_index: 0,
         }
     }
 
@@ -231,7 +228,6 @@ impl ToolRun for SwitchFork {
             }
         }
         self.child = Some(Switch::new(pc, 1));
-        self.child_index = index;
         self.site = pc;
         ctx.tool_area[NEXT / 8] = u64::MAX;
         // Retranslate: from now on only the switched site is instrumented.
@@ -256,10 +252,6 @@ impl ToolRun for SwitchFork {
 
     fn fini(&mut self, report: &mut Reporter, mem: &GuestMemory) {
         if let Some(c) = self.child.as_mut() {
-            // The outcome forced, for the report of the branch's own (the inverse).
-            if let Some(taken) = c.forced() {
-                let _ = std::fs::write(self.dir.join(format!("forced-{}", self.child_index)), if taken { "taken" } else { "not taken" });
-            }
             return c.fini(report, mem);
         }
         while !self.running.is_empty() {

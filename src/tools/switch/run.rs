@@ -74,17 +74,6 @@ impl Tool for Switch {
     }
 }
 
-impl Switch {
-    /// The outcome forced at the switched instance (true: taken), if it came.
-    pub fn forced(&self) -> Option<bool> {
-        match self.state[1] {
-            1 => Some(true),
-            2 => Some(false),
-            _ => None,
-        }
-    }
-}
-
 impl ToolRun for Switch {
     fn fini(&mut self, report: &mut Reporter, mem: &GuestMemory) {
         let place = SourceLines::default().describe(&[self.site], mem).pop().unwrap_or_default();

@@ -1,8 +1,8 @@
 //! The trace run of the switch search: every conditional branch instance of the program (or
 //! of every module, `--switch-libs=yes`) up to the failure point, in execution order.
 //!
-//! Each branch site appends its number to the trace buffer inline (five flag-free
-//! instructions; one buffer for all threads, in the order they ran); the failure point is where the trace stands when the program first writes
+//! Each branch site appends its number and direction to the trace buffer inline (a few
+//! flag-free instructions; one buffer for all threads, in the order they ran); the failure point is where the trace stands when the program first writes
 //! a byte of standard output that differs from the expected output, or when it crashes, or at
 //! its end for the other oracles. The trace file lists the sites (number, pc, source line),
 //! the number of threads the program created, and then the instances as site numbers.
@@ -16,8 +16,17 @@ use rtgrind_jit::iced_x86::{ConditionCode, FlowControl};
 use rtgrind_jit::instrument::code_asm::{dword_ptr, qword_ptr};
 use rtgrind_jit::instrument::{InsnSite, Inline, Tool};
 use rtgrind_jit::ThreadContext;
+use rtgrind_jit::instrument::code_asm::{get_gpr32, AsmRegister32, AsmRegister64};
+use rtgrind_jit::iced_x86::Register;
+
+fn r32(r: AsmRegister64) -> AsmRegister32 {
+    get_gpr32(Register::EAX + (Register::from(r) as u32 - Register::RAX as u32)).expect("gpr")
+}
 use std::collections::HashMap;
 use std::path::PathBuf;
+
+/// Bit of a trace entry saying the branch instance was taken.
+pub const TAKEN: u32 = 1 << 31;
 
 /// Trace entries a thread can hold (4 bytes each, reserved, touched as written).
 const CAPACITY: usize = 1 << 28;
@@ -111,12 +120,17 @@ impl SwitchTrace {
         if id == next {
             self.pcs.push(pc);
         }
-        let (t, u) = (b.scratch(), b.scratch());
+        let (t, u, v, w) = (b.scratch(), b.scratch(), b.scratch(), b.scratch());
         let cursor = &mut *self.cursor as *mut u64 as u64;
         let a = b.asm();
+        // The entry: the site number, with bit 31 set if the branch is taken (`cmov` on the
+        // guest's flags, which nothing here changes).
+        a.mov(v, u64::from(id)).unwrap();
+        a.mov(w, u64::from(id | TAKEN)).unwrap();
+        crate::tools::cmov_cc(a, ins.condition_code(), v, w);
         a.mov(t, cursor).unwrap();
         a.mov(u, qword_ptr(t)).unwrap();
-        a.mov(dword_ptr(u), id).unwrap();
+        a.mov(dword_ptr(u), r32(v)).unwrap();
         a.lea(u, qword_ptr(u + 4)).unwrap();
         a.mov(qword_ptr(t), u).unwrap();
     }
@@ -198,8 +212,12 @@ impl ToolRun for SwitchTrace {
             // SAFETY: the buffer holds `len` entries the translated code wrote.
             let ids = unsafe { std::slice::from_raw_parts(self.buffer as *const u32, len as usize) };
             let mut line = String::with_capacity(ids.len() * 4);
-            for id in ids {
-                line += &id.to_string();
+            // Each instance as its site number, `+` if it was taken.
+            for &id in ids {
+                line += &(id & !TAKEN).to_string();
+                if id & TAKEN != 0 {
+                    line.push('+');
+                }
                 line.push(' ');
             }
             text += &format!("trace\t{line}\n");
