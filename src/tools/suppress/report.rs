@@ -39,7 +39,7 @@ fn text(s: &Search) -> Vec<String> {
     let mut out = Vec::new();
     match &s.verdict {
         Verdict::NoFailure => {
-            out.push("suppress: the program did not fail (no crash); nothing to find. For failures that need a different schedule or memory layout, see --tool=reorder.".into());
+            out.push("suppress: the program did not fail (no crash); nothing to find. A corruption that does not crash in this memory layout would need variable re-ordering to show (planned as --tool=reorder, not available yet).".into());
             return out;
         }
         Verdict::NotReproducible(a, b) => {
