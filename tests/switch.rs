@@ -215,3 +215,16 @@ fn a_search_over_a_real_program_switches_every_candidate() {
     assert!(candidates > 100, "{err}");
     assert!(err.contains(&format!("no single switch makes the run pass: search exhausted after {candidates} switched runs")), "{err}");
 }
+
+#[test]
+fn a_thread_exiting_is_not_the_end_of_the_program() {
+    let source = std::fs::read_to_string(repo_root().join("guest-programs/switch/after_join.c")).unwrap();
+    let exe = compile_snippet("after_join", "c", &source, &["-g", "-O0", "-pthread"]);
+    let file = crate::common::scratch_dir("switch-after-join").join("expected");
+    std::fs::write(&file, "low\n").unwrap();
+    let out = run_rtgrind(["--tool=switch", &format!("--expected-output={}", file.display())], &Cmd::new(&exe).arg("8"));
+    let err = out.stderr_str();
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    assert!(err.contains("standard output differs from the expected at byte 0"), "{err}");
+    assert!(err.contains(&format!("switch: critical predicate: {}, the branch at", faulty("after_join", "main"))), "{err}");
+}

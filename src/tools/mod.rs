@@ -128,3 +128,31 @@ pub fn note_exec(nr: u64, args: &[u64; 6]) {
         eprintln!("rtgrind: error: the program replaces itself with '{path}' (execve), which this tool does not follow: run '{path}' under it directly");
     }
 }
+
+/// Whether a syscall ends the process, for tools that judge a run at its end: `exit_group`,
+/// or `exit` of its last thread (a thread's `exit` is not the program's; a tool that took it
+/// for the end saw a threaded python "end" before printing). Count threads with `started`.
+#[derive(Default)]
+pub struct Lifetime {
+    created: u64,
+    exited: u64,
+}
+
+impl Lifetime {
+    pub fn started(&mut self) {
+        self.created += 1;
+    }
+
+    /// Called once per syscall, before it runs.
+    pub fn ends_process(&mut self, nr: u64) -> bool {
+        match nr as i64 {
+            libc::SYS_exit_group => true,
+            libc::SYS_exit if self.exited < self.created => {
+                self.exited += 1;
+                false
+            }
+            libc::SYS_exit => true,
+            _ => false,
+        }
+    }
+}

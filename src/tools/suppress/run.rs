@@ -47,6 +47,7 @@ pub struct SuppressRun {
     failure: Option<Failure>,
     /// Ranges of the C runtime's functions in the program.
     crt: Vec<(u64, u64)>,
+    lifetime: crate::tools::Lifetime,
     /// Bytes in flight in pipes (by inode): their origin and corrupt bit, so both survive a
     /// round trip through the kernel.
     pipes: HashMap<u64, std::collections::VecDeque<(u64, u8)>>,
@@ -97,7 +98,7 @@ impl SuppressRun {
         let mut prop = Propagation::new(shadow, Some(origins));
         prop.taint_on = false;
         let state = Box::new(State { shadow, ipdoms: HashMap::new(), functions: Vec::new(), suppressed: HashMap::new(), hits: Vec::new(), main: (0, 0), armed: false, arm_requested: false });
-        Ok(SuppressRun { program, plan, prop, origins, state, guards: Vec::new(), checks: Vec::new(), threads: 0, crash: None, syscall_suppressed: false, pipes: HashMap::new(), failure, crt: Vec::new() })
+        Ok(SuppressRun { program, plan, prop, origins, state, guards: Vec::new(), checks: Vec::new(), threads: 0, crash: None, syscall_suppressed: false, pipes: HashMap::new(), failure, crt: Vec::new(), lifetime: Default::default() })
     }
 
     /// Gives guest memory `[start, end)` shadow of its own, corrupt bits and origins.
@@ -322,14 +323,14 @@ impl SuppressRun {
     /// Checks a syscall against `--failure`; the first match is the run's failure, with the
     /// used locations: what the output or the status came from, and what the program last
     /// branched on.
-    fn named_failure(&mut self, ctx: &mut ThreadContext, nr: i64, args: &[u64; 6]) {
+    fn named_failure(&mut self, ctx: &mut ThreadContext, nr: i64, args: &[u64; 6], ends: bool) {
         let Some(failure) = self.failure.as_mut() else { return };
         let pc = ctx.rip.wrapping_sub(2);
         let instance = *shadow::word(ctx, slot::BLOCKS) >> origin::INSTANCE_SHIFT;
         let write = nr == libc::SYS_write && args[2] > 0;
         let mut locs = Vec::new();
         let what = match failure {
-            Failure::ExitCode if matches!(nr, libc::SYS_exit_group | libc::SYS_exit) => {
+            Failure::ExitCode if ends => {
                 let status = args[0] & 0xff;
                 if status == 0 || *shadow::gpr(ctx, 7) != 0 {
                     return;
@@ -349,7 +350,7 @@ impl SuppressRun {
             }
             // Output missing at the end is a failure only if nothing was suppressed (suppressed
             // code produces no output).
-            Failure::Output(out) if matches!(nr, libc::SYS_exit_group | libc::SYS_exit) && out.short() && self.state.suppressed.is_empty() => {
+            Failure::Output(out) if ends && out.short() && self.state.suppressed.is_empty() => {
                 format!("output ended at byte {} of the expected {}", out.pos(), out.expected_len())
             }
             Failure::Output(out) => {
@@ -570,6 +571,7 @@ impl ToolRun for SuppressRun {
             *shadow::gpr(child, r) = 0;
         }
         self.threads += 1;
+        self.lifetime.started();
         *shadow::word(child, slot::THREAD_BITS) = origin::thread_bits(self.threads);
         *shadow::word(child, slot::BLOCKS) = 0;
         init_table(child);
@@ -577,9 +579,10 @@ impl ToolRun for SuppressRun {
 
     fn syscall_pre(&mut self, ctx: &mut ThreadContext, nr: u64, args: &[u64; 6]) -> Option<i64> {
         crate::tools::note_exec(nr, args);
+        let ends = self.lifetime.ends_process(nr);
         let nr = nr as i64;
         if self.crash.is_none() {
-            self.named_failure(ctx, nr, args);
+            self.named_failure(ctx, nr, args, ends);
         }
         if matches!(nr, libc::SYS_exit | libc::SYS_exit_group | libc::SYS_rt_sigreturn) {
             return None;

@@ -220,7 +220,7 @@ impl Deps {
 
     /// Before a syscall: a write of the program's output, or its exit, is a failure point
     /// unless a first wrong byte or a crash replaces them all.
-    pub fn syscall_pre(&mut self, ctx: &mut ThreadContext, nr: u64, args: &[u64; 6]) {
+    pub fn syscall_pre(&mut self, ctx: &mut ThreadContext, nr: u64, args: &[u64; 6], ends_process: bool) {
         if self.cut.is_some() {
             return;
         }
@@ -229,7 +229,7 @@ impl Deps {
                 let o = self.byte_origins(args[1], args[2]);
                 self.fail(FAIL, &o);
             }
-            libc::SYS_exit_group | libc::SYS_exit => {
+            _ if ends_process => {
                 let o = *shadow::word(ctx, slot::ORIGIN_GPR + 8 * 7);
                 self.fail(FAIL, &[o]);
             }

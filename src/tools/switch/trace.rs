@@ -52,6 +52,7 @@ pub struct SwitchTrace {
     expected: Option<ExpectedOutput>,
     /// The trace length at the failure point.
     cut: Option<u64>,
+    lifetime: crate::tools::Lifetime,
     /// What the failure was.
     what: String,
     /// The dynamic dependence graph, for `--order=prior`.
@@ -71,7 +72,7 @@ fn reserve() -> u64 {
 
 impl SwitchTrace {
     pub fn new(out: PathBuf, main_only: bool, program: String, expected: Option<Vec<u8>>) -> SwitchTrace {
-        SwitchTrace { out, main_only, main: (0, 0), program, ids: HashMap::new(), pcs: Vec::new(), buffer: 0, cursor: Box::new(0), threads: 0, expected: expected.map(|e| ExpectedOutput::new(e, 0)), cut: None, what: String::new(), deps: None }
+        SwitchTrace { out, main_only, main: (0, 0), program, ids: HashMap::new(), pcs: Vec::new(), buffer: 0, cursor: Box::new(0), threads: 0, expected: expected.map(|e| ExpectedOutput::new(e, 0)), cut: None, what: String::new(), deps: None, lifetime: Default::default() }
     }
 
     /// Entries in the main thread's buffer now.
@@ -149,6 +150,7 @@ impl ToolRun for SwitchTrace {
 
     fn thread_start(&mut self, child: &mut ThreadContext) {
         self.threads += 1;
+        self.lifetime.started();
         if let Some(d) = &mut self.deps {
             d.thread_start(child);
         }
@@ -162,11 +164,12 @@ impl ToolRun for SwitchTrace {
 
     fn syscall_pre(&mut self, ctx: &mut ThreadContext, nr: u64, args: &[u64; 6]) -> Option<i64> {
         crate::tools::note_exec(nr, args);
+        let ends = self.lifetime.ends_process(nr);
         if self.cut.is_some() {
             return None;
         }
         if let Some(d) = &mut self.deps {
-            d.syscall_pre(ctx, nr, args);
+            d.syscall_pre(ctx, nr, args, ends);
         }
         let out = self.expected.as_mut()?;
         if let Some(m) = out.check(nr, args) {
@@ -175,7 +178,7 @@ impl ToolRun for SwitchTrace {
             if let Some(d) = &mut self.deps {
                 d.wrong_byte(args[1] + m.index as u64);
             }
-        } else if matches!(nr as i64, libc::SYS_exit_group | libc::SYS_exit) && out.short() {
+        } else if ends && out.short() {
             self.what = format!("standard output ends at byte {} of the expected {}", out.pos(), out.expected_len());
             self.cut = Some(self.length());
         }
