@@ -152,15 +152,21 @@ fn json_and_sarif_reports() {
     assert!(lines[1].starts_with("{\"tool\":\"switch\",\"result\":\"found\"") && lines[1].contains(&format!("\"place\":\"{place}\"")) && lines[1].contains("\"instance\":1"), "{}", lines[1]);
 }
 
+/// A search on a threaded program of `guest-programs/switch/` (built with -pthread) that must
+/// find a critical predicate; its report.
+fn threaded_search(name: &str, arg: &str, expected: &str) -> String {
+    let source = std::fs::read_to_string(repo_root().join("guest-programs/switch").join(format!("{name}.c"))).unwrap();
+    let exe = compile_snippet(name, "c", &source, &["-g", "-O0", "-pthread"]);
+    let file = crate::common::scratch_dir(&format!("switch-{name}")).join("expected");
+    std::fs::write(&file, expected).unwrap();
+    let out = run_rtgrind(["--tool=switch", &format!("--expected-output={}", file.display())], &Cmd::new(&exe).arg(arg));
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    out.stderr_str()
+}
+
 #[test]
 fn a_predicate_in_a_worker_thread_found_by_re_execution() {
-    let source = std::fs::read_to_string(repo_root().join("guest-programs/switch/threaded.c")).unwrap();
-    let exe = compile_snippet("threaded", "c", &source, &["-g", "-O0", "-pthread"]);
-    let file = crate::common::scratch_dir("switch-threaded").join("expected");
-    std::fs::write(&file, "normal\n").unwrap();
-    let out = run_rtgrind(["--tool=switch", &format!("--expected-output={}", file.display())], &Cmd::new(&exe).arg("50"));
-    let err = out.stderr_str();
-    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    let err = threaded_search("threaded", "50", "normal\n");
     assert!(err.contains(&format!("switch: critical predicate: {}, the branch at", faulty("threaded", "classify"))), "{err}");
     assert!(err.contains("re-executed: the program has threads"), "{err}");
 }
@@ -218,13 +224,7 @@ fn a_search_over_a_real_program_switches_every_candidate() {
 
 #[test]
 fn a_thread_exiting_is_not_the_end_of_the_program() {
-    let source = std::fs::read_to_string(repo_root().join("guest-programs/switch/after_join.c")).unwrap();
-    let exe = compile_snippet("after_join", "c", &source, &["-g", "-O0", "-pthread"]);
-    let file = crate::common::scratch_dir("switch-after-join").join("expected");
-    std::fs::write(&file, "low\n").unwrap();
-    let out = run_rtgrind(["--tool=switch", &format!("--expected-output={}", file.display())], &Cmd::new(&exe).arg("8"));
-    let err = out.stderr_str();
-    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    let err = threaded_search("after_join", "8", "low\n");
     assert!(err.contains("standard output differs from the expected at byte 0"), "{err}");
     assert!(err.contains(&format!("switch: critical predicate: {}, the branch at", faulty("after_join", "main"))), "{err}");
 }
