@@ -226,7 +226,9 @@ impl Runtime {
         loop {
             self.ctx.pending = 0;
             if self.p().tool.fork_requested() {
-                let r = self.fork_process(libc::SIGCHLD as u64, 0, 0);
+                // No exit signal: a "clone child", which the guest's own wait(-1) does not see
+                // (only __WALL or __WCLONE waits do): the program cannot reap the tool's children.
+                let r = self.fork_process(0, 0, 0);
                 let (tool, ctx, _) = self.tool_view();
                 if let Some(budget) = tool.forked(ctx, r) {
                     let limit = self.instance() + budget;

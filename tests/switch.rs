@@ -228,3 +228,42 @@ fn a_thread_exiting_is_not_the_end_of_the_program() {
     assert!(err.contains("standard output differs from the expected at byte 0"), "{err}");
     assert!(err.contains(&format!("switch: critical predicate: {}, the branch at", faulty("after_join", "main"))), "{err}");
 }
+
+#[test]
+fn a_search_killed_by_a_signal_takes_its_runs_with_it() {
+    // Each run is in a process group of its own (so that a time limit kills all of it), which
+    // a terminal's Ctrl-C does not reach: the search must kill the run under way itself.
+    let exe = program("many_branches");
+    let file = crate::common::scratch_dir("switch-killed").join("expected");
+    std::fs::write(&file, "on 4165833\n").unwrap();
+    let mut search = std::process::Command::new(crate::common::rtgrind_bin())
+        .args(["--tool=switch", &format!("--expected-output={}", file.display())])
+        .arg(&exe)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let tag = format!("rtgrind-switch-{}", search.id());
+    let runs = |what: &str| -> usize {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| std::fs::read(e.ok()?.path().join("cmdline")).ok())
+            .filter(|c| String::from_utf8_lossy(c).contains(&format!("{tag}/{what}")))
+            .count()
+    };
+    // Wait for a long forward run (the fourth batch: 2,048 forks, seconds of work).
+    let t0 = std::time::Instant::now();
+    while runs("fork-4") == 0 && t0.elapsed() < std::time::Duration::from_secs(60) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(runs("fork-4") > 0, "the search's fourth forward run did not start");
+    // SAFETY: kill(2) of the child we spawned.
+    unsafe { libc::kill(search.id() as i32, libc::SIGTERM) };
+    let status = search.wait().unwrap();
+    assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status), Some(libc::SIGTERM));
+    let t1 = std::time::Instant::now();
+    while runs("") > 0 && t1.elapsed() < std::time::Duration::from_secs(2) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(runs(""), 0, "runs of the search outlived it");
+}

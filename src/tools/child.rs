@@ -4,6 +4,7 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 /// Captures rtgrind's own standard input into `dir/stdin` (nothing from a terminal), so every
@@ -19,27 +20,55 @@ pub fn capture_stdin(dir: &Path) -> std::io::Result<PathBuf> {
     Ok(path)
 }
 
+/// The process group of the run under way (0: none), for `stop_runs`.
+static RUNNING: AtomicI32 = AtomicI32::new(0);
+
+/// On SIGINT, SIGTERM or SIGHUP to the search: the run under way is in a process group of its
+/// own (so a terminal's Ctrl-C does not reach it), so it is killed here, then the search dies
+/// of the signal as it would have.
+extern "C" fn stop_runs(sig: libc::c_int) {
+    let group = RUNNING.load(Ordering::SeqCst);
+    // SAFETY: kill, signal and raise are async-signal-safe; they act on our own processes.
+    unsafe {
+        if group > 0 {
+            libc::kill(-group, libc::SIGKILL);
+        }
+        libc::signal(sig, libc::SIG_DFL);
+        libc::raise(sig);
+    }
+}
+
 /// Runs `rtgrind ARGS` with stdout and stderr to the given files; None if it ran longer than
 /// `limit` (it is killed), else its status and wall time.
 pub fn run(args: &[std::ffi::OsString], stdout: &Path, stderr: &Path, limit: Option<Duration>) -> std::io::Result<Option<(ExitStatus, Duration)>> {
     use std::os::unix::process::CommandExt;
+    static HANDLERS: std::sync::Once = std::sync::Once::new();
+    HANDLERS.call_once(|| {
+        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            // SAFETY: installs a handler that only calls async-signal-safe functions.
+            unsafe { libc::signal(sig, stop_runs as extern "C" fn(libc::c_int) as libc::sighandler_t) };
+        }
+    });
     let exe = std::env::current_exe()?;
     let start = Instant::now();
     // A process group of its own: a run killed for its time limit takes every process it made
     // with it (a repeatable run is three: rtgrind, the pid namespace's reaper, the program).
     let mut child = Command::new(exe).args(args).process_group(0).stdin(Stdio::null()).stdout(std::fs::File::create(stdout)?).stderr(std::fs::File::create(stderr)?).spawn()?;
-    loop {
+    RUNNING.store(child.id() as i32, Ordering::SeqCst);
+    let ended = loop {
         if let Some(s) = child.try_wait()? {
-            return Ok(Some((s, start.elapsed())));
+            break Some((s, start.elapsed()));
         }
         if limit.is_some_and(|l| start.elapsed() > l) {
             // SAFETY: kill(2) of the child's process group.
             unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
             let _ = child.wait();
-            return Ok(None);
+            break None;
         }
         std::thread::sleep(Duration::from_millis(2));
-    }
+    };
+    RUNNING.store(0, Ordering::SeqCst);
+    Ok(ended)
 }
 
 /// A temporary directory for one search, removed when dropped.

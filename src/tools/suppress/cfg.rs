@@ -26,6 +26,28 @@ pub fn region(pc: u64, read: &dyn Fn(u64, &mut [u8]) -> usize, func: Option<(u64
     let mut succ: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
     let mut decoded: HashMap<u64, Instruction> = HashMap::new();
     let mut work = vec![pc];
+    // Guest code read a page at a time (each read is a syscall), kept for the whole search.
+    let mut pages: HashMap<u64, Vec<u8>> = HashMap::new();
+    let mut fetch = |a: u64, buf: &mut [u8]| -> usize {
+        let mut n = 0;
+        while n < buf.len() {
+            let at = a + n as u64;
+            let page = pages.entry(at & !0xfff).or_insert_with(|| {
+                let mut p = vec![0u8; 0x1000];
+                let got = read(at & !0xfff, &mut p);
+                p.truncate(got);
+                p
+            });
+            let off = (at & 0xfff) as usize;
+            if off >= page.len() {
+                break;
+            }
+            let k = (page.len() - off).min(buf.len() - n);
+            buf[n..n + k].copy_from_slice(&page[off..off + k]);
+            n += k;
+        }
+        n
+    };
     while let Some(a) = work.pop() {
         if succ.contains_key(&a) {
             continue;
@@ -35,7 +57,7 @@ pub fn region(pc: u64, read: &dyn Fn(u64, &mut [u8]) -> usize, func: Option<(u64
             continue;
         }
         let mut buf = [0u8; 16];
-        let n = read(a, &mut buf);
+        let n = fetch(a, &mut buf);
         let mut d = Decoder::with_ip(64, &buf[..n], a, DecoderOptions::NONE);
         let ins: Instruction = d.decode();
         if ins.is_invalid() {

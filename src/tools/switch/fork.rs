@@ -58,6 +58,8 @@ pub struct SwitchFork {
     /// The child asks for the switched site's translations to be dropped (once).
     retranslate: bool,
     site: u64,
+    /// The forward run's process (set when the program starts).
+    pid: u32,
 }
 
 impl SwitchFork {
@@ -80,20 +82,35 @@ impl SwitchFork {
             output: None,
             retranslate: false,
             site: 0,
+            pid: std::process::id(),
         }
     }
 
+    /// Collects the children that ended (with `block`, waits until one has). Each is waited
+    /// for by pid, with __WALL (they send no exit signal): never the program's own children.
     fn reap(&mut self, block: bool) {
-        let mut status = 0;
-        // SAFETY: waitpid on any child of this process.
-        let pid = unsafe { libc::waitpid(-1, &mut status, if block { 0 } else { libc::WNOHANG }) };
-        if pid <= 0 {
-            return;
-        }
-        if let Some(i) = self.running.iter().position(|r| r.0 == pid) {
-            let (_, index) = self.running.swap_remove(i);
-            let code = if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { -libc::WTERMSIG(status) };
-            self.done.push((index, code));
+        loop {
+            let mut reaped = false;
+            let mut i = 0;
+            while i < self.running.len() {
+                let (pid, index) = self.running[i];
+                let mut status = 0;
+                // SAFETY: waitpid on a child this process forked.
+                let r = unsafe { libc::waitpid(pid, &mut status, libc::__WALL | libc::WNOHANG) };
+                if r == pid || r < 0 {
+                    // r < 0: not our child any more (cannot happen; never wait forever on it).
+                    let code = if r < 0 { -1 } else if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { -libc::WTERMSIG(status) };
+                    self.running.swap_remove(i);
+                    self.done.push((index, code));
+                    reaped = true;
+                } else {
+                    i += 1;
+                }
+            }
+            if reaped || !block || self.running.is_empty() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_micros(200));
         }
     }
 }
@@ -183,6 +200,7 @@ impl Tool for SwitchFork {
 
 impl ToolRun for SwitchFork {
     fn start(&mut self, ctx: &mut ThreadContext, mem: &GuestMemory) {
+        self.pid = std::process::id();
         self.main = crate::tools::main_module_range(mem, &self.program);
         // INDEX is incremented before the compare: instance i (0-based) is reached at i + 1.
         ctx.tool_area[NEXT / 8] = self.at.front().map_or(u64::MAX, |i| i + 1);
@@ -253,6 +271,11 @@ impl ToolRun for SwitchFork {
     fn fini(&mut self, report: &mut Reporter, mem: &GuestMemory) {
         if let Some(c) = self.child.as_mut() {
             return c.fini(report, mem);
+        }
+        // A fork the program made itself carries a copy of this state: only the forward run
+        // reaps and reports its children.
+        if std::process::id() != self.pid {
+            return;
         }
         while !self.running.is_empty() {
             self.reap(true);
