@@ -120,3 +120,15 @@ pub fn current_cpu() -> Option<u32> {
     let r = unsafe { syscall6(libc::SYS_getcpu as u64, [&mut cpu as *mut u32 as u64, 0, 0, 0, 0, 0]) };
     (r == 0).then_some(cpu)
 }
+
+/// A private anonymous read-write mapping of `len` bytes, asked for at `place` (a hint far
+/// from the guest's code and data), with no swap reserved: a tool's log or trace buffer, of
+/// which only the part written is ever touched.
+pub fn reserve(place: u64, len: usize) -> std::io::Result<u64> {
+    // SAFETY: a fresh anonymous mapping (no MAP_FIXED: nothing existing is replaced).
+    let p = unsafe { libc::mmap(place as *mut libc::c_void, len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE, -1, 0) };
+    if p == libc::MAP_FAILED {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(p as u64)
+}

@@ -69,6 +69,17 @@ pub fn init_thread(ctx: &mut ThreadContext, mem: &memory::ShadowMemory, origins:
     *word(ctx, slot::THREAD_BITS) = origin::thread_bits(0);
 }
 
+/// Shadow state of a new thread (`thread_start`), whose context is a copy of its creator's:
+/// clean rax (clone returned 0 in it), rcx and r11 (the `syscall` clobbered them), its own
+/// origin thread bits (`n`: its index) and block count.
+pub fn start_thread(child: &mut ThreadContext, n: u64) {
+    for r in [0, 1, 11] {
+        *gpr(child, r) = 0;
+    }
+    *word(child, slot::THREAD_BITS) = origin::thread_bits(n);
+    *word(child, slot::BLOCKS) = 0;
+}
+
 /// Origins: which instance defined a value. Bit 63: a real definition (clear for a constant,
 /// see `propagate::Policy`); bits 62-29: the thread's block instance at the definition; 28-21:
 /// the thread; 20-1: the static site (an index into the tool's `Sites`); bit 0: the value

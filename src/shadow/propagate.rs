@@ -44,13 +44,14 @@ fn vec_slot(n: usize) -> usize {
 fn num(r: AsmRegister64) -> u32 {
     Register::from(r) as u32 - Register::RAX as u32
 }
-fn r32(r: AsmRegister64) -> AsmRegister32 {
+/// The 32-, 16- and 8-bit parts of a 64-bit register (for tools' inline code too).
+pub fn r32(r: AsmRegister64) -> AsmRegister32 {
     get_gpr32(Register::EAX + num(r)).unwrap()
 }
-fn r16(r: AsmRegister64) -> AsmRegister16 {
+pub fn r16(r: AsmRegister64) -> AsmRegister16 {
     get_gpr16(Register::AX + num(r)).unwrap()
 }
-fn r8(r: AsmRegister64) -> AsmRegister8 {
+pub fn r8(r: AsmRegister64) -> AsmRegister8 {
     let n = num(r);
     // Byte registers: al, cl, dl, bl, spl, bpl, sil, dil, r8b…
     let reg = if n < 4 { Register::AL + n } else { Register::SPL + (n - 4) };

@@ -156,3 +156,15 @@ impl Lifetime {
         }
     }
 }
+
+/// The guest instruction at `pc`, if there is a valid one (none at 0 or unreadable memory).
+pub fn decode(pc: u64) -> Option<rtgrind_jit::iced_x86::Instruction> {
+    use rtgrind_jit::iced_x86::{Decoder, DecoderOptions};
+    let mut buf = [0u8; 16];
+    let n = if pc == 0 { 0 } else { crate::kernel::guest_mem::read_some(pc, &mut buf) };
+    if n == 0 {
+        return None;
+    }
+    let ins = Decoder::with_ip(64, &buf[..n], pc, DecoderOptions::NONE).decode();
+    (!ins.is_invalid()).then_some(ins)
+}

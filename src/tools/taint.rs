@@ -264,13 +264,8 @@ impl ToolRun for Taint {
     }
 
     fn thread_start(&mut self, child: &mut ThreadContext) {
-        // The child returns 0 from clone in rax; rcx and r11 are clobbered by `syscall`.
-        for r in [0, 1, 11] {
-            *shadow::gpr(child, r) = 0;
-        }
         self.threads += 1;
-        *shadow::word(child, slot::THREAD_BITS) = origin::thread_bits(self.threads);
-        *shadow::word(child, slot::BLOCKS) = 0;
+        shadow::start_thread(child, self.threads);
     }
 
     fn syscall_pre(&mut self, ctx: &mut ThreadContext, nr: u64, _args: &[u64; 6]) -> Option<i64> {

@@ -26,7 +26,7 @@ pub fn region(pc: u64, read: &dyn Fn(u64, &mut [u8]) -> usize, func: Option<(u64
     let mut succ: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
     let mut decoded: HashMap<u64, Instruction> = HashMap::new();
     let mut work = vec![pc];
-    // Guest code read a page at a time (each read is a syscall), kept for the whole search.
+    // Guest code read a page at a time (each read is a syscall) and kept while this search runs.
     let mut pages: HashMap<u64, Vec<u8>> = HashMap::new();
     let mut fetch = |a: u64, buf: &mut [u8]| -> usize {
         let mut n = 0;

@@ -20,10 +20,10 @@ use crate::kernel::memory::GuestMemory;
 use crate::report::lines::SourceLines;
 use crate::report::Reporter;
 use crate::shadow::memory::ShadowMemory;
-use crate::shadow::propagate::{Policy, Propagation};
+use crate::shadow::propagate::{r16, r32, Policy, Propagation};
 use crate::shadow::{self, origin, slot};
-use crate::tools::ToolRun;
-use rtgrind_jit::iced_x86::{ConditionCode, Decoder, DecoderOptions, FlowControl, Instruction, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register};
+use crate::tools::{decode, ToolRun};
+use rtgrind_jit::iced_x86::{ConditionCode, FlowControl, Instruction, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register};
 use rtgrind_jit::instrument::code_asm::{qword_ptr, AsmRegister64};
 use rtgrind_jit::instrument::{tool_area, InsnSite, Inline, Tool};
 use rtgrind_jit::ThreadContext;
@@ -383,15 +383,6 @@ fn last_branch(ctx: &mut ThreadContext) -> Option<(String, u64)> {
     (pc != 0).then(|| (format!("the condition of the branch at {pc:#x}"), *shadow::word(ctx, area::LAST_BRANCH_ORIGIN)))
 }
 
-pub(super) fn decode(pc: u64) -> Option<Instruction> {
-    let mut buf = [0u8; 16];
-    let n = if pc == 0 { 0 } else { guest_mem::read_some(pc, &mut buf) };
-    if n == 0 {
-        return None;
-    }
-    let ins = Decoder::with_ip(64, &buf[..n], pc, DecoderOptions::NONE).decode();
-    (!ins.is_invalid()).then_some(ins)
-}
 
 /// Calls `f(arg)` out (clobbering `t`), then leaves the block for the tool-area `REDIRECT`
 /// pc if the call-out set one; `done` is bound after, where the code goes on.
@@ -411,14 +402,6 @@ pub(super) fn fmt(ins: &Instruction) -> String {
     rtgrind_jit::translate::format_insn(ins)
 }
 
-fn r32(r: AsmRegister64) -> rtgrind_jit::instrument::code_asm::AsmRegister32 {
-    let n = Register::from(r).number() - Register::RAX.number();
-    rtgrind_jit::instrument::code_asm::get_gpr32(Register::EAX + n as u32).unwrap()
-}
-fn r16(r: AsmRegister64) -> rtgrind_jit::instrument::code_asm::AsmRegister16 {
-    let n = Register::from(r).number() - Register::RAX.number();
-    rtgrind_jit::instrument::code_asm::get_gpr16(Register::AX + n as u32).unwrap()
-}
 
 impl Tool for SuppressRun {
     fn block_start(&mut self, _pc: u64, b: &mut Inline) {
@@ -567,13 +550,9 @@ impl ToolRun for SuppressRun {
     }
 
     fn thread_start(&mut self, child: &mut ThreadContext) {
-        for r in [0, 1, 11] {
-            *shadow::gpr(child, r) = 0;
-        }
         self.threads += 1;
         self.lifetime.started();
-        *shadow::word(child, slot::THREAD_BITS) = origin::thread_bits(self.threads);
-        *shadow::word(child, slot::BLOCKS) = 0;
+        shadow::start_thread(child, self.threads);
         init_table(child);
     }
 

@@ -77,13 +77,7 @@ impl Deps {
         let origins = Box::into_raw(Box::new(ShadowMemory::new()?));
         let mut prop = Propagation::new(shadow, Some(origins));
         prop.taint_on = false;
-        // SAFETY: a fresh anonymous mapping the guest does not know of; MAP_NORESERVE because
-        // only the written part is ever touched.
-        let p = unsafe { libc::mmap(PLACE as *mut libc::c_void, CAPACITY as usize, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE, -1, 0) };
-        if p == libc::MAP_FAILED {
-            return Err(std::io::Error::last_os_error());
-        }
-        let buffer = p as u64;
+        let buffer = crate::kernel::raw::reserve(PLACE, CAPACITY as usize)?;
         Ok(Deps { shadow, origins, prop, cursor: Box::new(buffer), buffer, main: (0, 0), functions: Vec::new(), threads: 0, main_only, cut: None })
     }
 
@@ -127,11 +121,11 @@ impl Deps {
 
     pub fn thread_start(&mut self, child: &mut ThreadContext) {
         self.threads += 1;
+        shadow::start_thread(child, self.threads);
+        // rax, rcx and r11 of the new thread depend on nothing the program computed.
         for r in [0, 1, 11] {
             *shadow::word(child, slot::ORIGIN_GPR + 8 * r) = 0;
         }
-        *shadow::word(child, slot::THREAD_BITS) = origin::thread_bits(self.threads);
-        *shadow::word(child, slot::BLOCKS) = 0;
     }
 
     /// Appends a record to the log from the code being built (`b`), unless the log is full.
@@ -251,10 +245,8 @@ impl Deps {
         if self.cut.is_some() {
             return;
         }
-        let mut code = [0u8; 16];
-        let n = guest_mem::read_some(ctx.rip, &mut code);
-        let ins = Decoder::with_ip(64, &code[..n], ctx.rip, DecoderOptions::NONE).decode();
         let mut sources = Vec::new();
+        let ins = crate::tools::decode(ctx.rip).unwrap_or_default();
         let mut factory = InstructionInfoFactory::new();
         let info = factory.info(&ins);
         for r in info.used_registers() {

@@ -16,12 +16,7 @@ use rtgrind_jit::iced_x86::{ConditionCode, FlowControl};
 use rtgrind_jit::instrument::code_asm::{dword_ptr, qword_ptr};
 use rtgrind_jit::instrument::{InsnSite, Inline, Tool};
 use rtgrind_jit::ThreadContext;
-use rtgrind_jit::instrument::code_asm::{get_gpr32, AsmRegister32, AsmRegister64};
-use rtgrind_jit::iced_x86::Register;
-
-fn r32(r: AsmRegister64) -> AsmRegister32 {
-    get_gpr32(Register::EAX + (Register::from(r) as u32 - Register::RAX as u32)).expect("gpr")
-}
+use crate::shadow::propagate::r32;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
@@ -57,17 +52,6 @@ pub struct SwitchTrace {
     what: String,
     /// The dynamic dependence graph, for `--order=prior`.
     pub deps: Option<super::deps::Deps>,
-}
-
-fn reserve() -> u64 {
-    // SAFETY: a fresh anonymous mapping the guest does not know of; MAP_NORESERVE because
-    // only the written part is ever touched.
-    let p = unsafe { libc::mmap(PLACE as *mut libc::c_void, CAPACITY * 4, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE, -1, 0) };
-    if p == libc::MAP_FAILED {
-        0
-    } else {
-        p as u64
-    }
 }
 
 impl SwitchTrace {
@@ -139,7 +123,7 @@ impl SwitchTrace {
 
 impl ToolRun for SwitchTrace {
     fn start(&mut self, ctx: &mut ThreadContext, mem: &GuestMemory) {
-        self.buffer = reserve();
+        self.buffer = crate::kernel::raw::reserve(PLACE, CAPACITY * 4).unwrap_or(0);
         *self.cursor = self.buffer;
         let (path, main) = crate::tools::main_module(mem, &self.program);
         self.main = main;
