@@ -229,6 +229,9 @@ impl Runtime {
                 // No exit signal: a "clone child", which the guest's own wait(-1) does not see
                 // (only __WALL or __WCLONE waits do): the program cannot reap the tool's children.
                 let r = self.fork_process(0, 0, 0);
+                if r == 0 {
+                    crate::kernel::raw::detach_files();
+                }
                 let (tool, ctx, _) = self.tool_view();
                 if let Some(budget) = tool.forked(ctx, r) {
                     let limit = self.instance() + budget;

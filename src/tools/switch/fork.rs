@@ -115,43 +115,6 @@ impl SwitchFork {
     }
 }
 
-/// After the fork, in the child: a forked process shares its open files' offsets with its
-/// parent, so a child reading its input would move the parent's (which then reads nothing).
-/// Every regular file open by name for reading only gets a description of its own, at the
-/// same offset and with the same flags. Files open for writing stay shared, so what parent and
-/// children write to one (a log) is appended, not written over.
-fn detach_files() {
-    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else { return };
-    let fds: Vec<i32> = dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect();
-    for fd in fds {
-        let Some(st) = crate::kernel::raw::fstat(fd) else { continue };
-        let Ok(path) = std::fs::read_link(format!("/proc/self/fd/{fd}")) else { continue };
-        let name = path.to_string_lossy();
-        if st.st_mode & libc::S_IFMT != libc::S_IFREG || !name.starts_with('/') || name.ends_with(" (deleted)") {
-            continue;
-        }
-        let Ok(cpath) = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()) else { continue };
-        // SAFETY: plain fcntl/lseek/open/dup2/close on descriptors this process owns; the new
-        // description replaces the old one under the same number.
-        unsafe {
-            let flags = libc::fcntl(fd, libc::F_GETFL);
-            let fd_flags = libc::fcntl(fd, libc::F_GETFD);
-            let offset = libc::lseek(fd, 0, libc::SEEK_CUR);
-            if flags < 0 || offset < 0 || flags & libc::O_ACCMODE != libc::O_RDONLY {
-                continue;
-            }
-            let own = libc::open(cpath.as_ptr(), flags & !(libc::O_CREAT | libc::O_TRUNC | libc::O_EXCL));
-            if own < 0 {
-                continue;
-            }
-            if libc::lseek(own, offset, libc::SEEK_SET) == offset && libc::dup2(own, fd) == fd {
-                libc::fcntl(fd, libc::F_SETFD, fd_flags.max(0));
-            }
-            libc::close(own);
-        }
-    }
-}
-
 extern "C" fn fork_point(ctx: *mut ThreadContext, arg: u64) {
     // SAFETY: rtg_callout passes this thread's context; `arg` is the tool's boxed Request.
     let (ctx, req) = unsafe { (&mut *ctx, &mut *(arg as *mut Request)) };
@@ -231,8 +194,7 @@ impl ToolRun for SwitchFork {
             ctx.tool_area[NEXT / 8] = u64::MAX;
             return None;
         }
-        // The child: its own output files and file offsets, the one switch, the budget.
-        detach_files();
+        // The child: its own output files, the one switch, the budget.
         self.running.clear();
         self.done.clear();
         self.prefixes.clear();
