@@ -709,11 +709,11 @@ fn stop_at_first_instance_is_the_entry_point() {
 fn stop_at_names_the_same_instance_in_every_run() {
     let g = special("racy_counter");
     let exe = build(g, "pie");
-    let a = stop_at_report(exe, &["--stop-at=0:20000"]);
-    let b = stop_at_report(exe, &["--stop-at=0:20000"]);
-    assert_eq!(a, b, "two runs stopped at 0:20000 differ");
-    let c = stop_at_report(exe, &["--stop-at=0:20001"]);
-    assert_ne!(a, c, "instances 20000 and 20001 look the same");
+    let a = stop_at_report(exe, &["--stop-at=0:10000"]);
+    let b = stop_at_report(exe, &["--stop-at=0:10000"]);
+    assert_eq!(a, b, "two runs stopped at 0:10000 differ");
+    let c = stop_at_report(exe, &["--stop-at=0:10001"]);
+    assert_ne!(a, c, "instances 10000 and 10001 look the same");
     let sched = ["--sched=random:11", "--quantum=300", "--stop-at=1:5000"];
     let t1 = stop_at_report(exe, &sched);
     assert!(t1[0].starts_with("thread 1 instance 5000:"), "{:?}", t1[0]);
@@ -731,7 +731,7 @@ fn block_counts_in_a_register_and_in_memory_agree() {
     let without_flags = |lines: Vec<String>| -> Vec<String> {
         lines.into_iter().map(|l| l.split(' ').filter(|f| !f.starts_with("rflags=")).collect::<Vec<_>>().join(" ")).collect()
     };
-    for opts in [&["--stop-at=0:20000"][..], &["--sched=random:11", "--quantum=300", "--stop-at=1:5000"][..]] {
+    for opts in [&["--stop-at=0:10000"][..], &["--sched=random:11", "--quantum=300", "--stop-at=1:5000"][..]] {
         let register = without_flags(stop_at_report(exe, opts));
         let memory = without_flags(stop_at_report(exe, &[opts, &["--count-in-memory"]].concat()));
         assert_eq!(register, memory, "{opts:?}: the two counts stop at different places");

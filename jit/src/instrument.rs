@@ -46,6 +46,11 @@ pub trait Tool {
     /// Called before the instructions of a block starting at `pc` are translated; code added
     /// to `b` runs every time the block is entered.
     fn block_start(&mut self, _pc: u64, _b: &mut Inline) {}
+    /// Called where a block goes on past a conditional branch that was not taken, before the
+    /// instruction at `pc` (the branch's fall-through): code added to `b` runs only on that
+    /// path. A block runs from its start to any of its exits; a tool that counts basic blocks
+    /// counts them here too.
+    fn fall_through(&mut self, _pc: u64, _b: &mut Inline) {}
     /// Called for each guest instruction: code added to `b` runs just before it.
     fn before_insn(&mut self, _site: &InsnSite, _b: &mut Inline) {}
     /// Called for each guest instruction that falls through to the next one (not for

@@ -17,6 +17,12 @@ use iced_x86::{
 
 /// Longest block, in guest instructions.
 pub const MAX_BLOCK_INSNS: usize = 64;
+/// Conditional branches a block may go on past (`RTGRIND_FOLD_BRANCHES=N` changes it; 0
+/// ends every block at its first conditional branch).
+fn max_folded() -> usize {
+    static N: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *N.get_or_init(|| std::env::var("RTGRIND_FOLD_BRANCHES").ok().and_then(|v| v.parse().ok()).unwrap_or(MAX_BLOCK_INSNS))
+}
 /// Guest bytes fetched for one block (longest x86 instruction is 15 bytes).
 const FETCH_BYTES: usize = MAX_BLOCK_INSNS * 15;
 /// Host bytes reserved in the arena before assembling a block (generous upper bound: 4 KiB
@@ -238,6 +244,8 @@ pub fn translate_limited(
     let mut encoder = Encoder::new(64);
     let mut ins = Instruction::default();
     let mut count = 0usize;
+    // Conditional branches inside the block so far (see `conditional`).
+    let mut folded = 0usize;
     let mut end = pc;
     let max_insns = max_insns.clamp(1, MAX_BLOCK_INSNS);
     // Indirect-branch lookups arrive here with rcx and rdx still in their save slots.
@@ -397,8 +405,16 @@ pub fn translate_limited(
             }
             FlowControl::ConditionalBranch => {
                 b.map(&ins, Fixup::None);
-                conditional(&mut b, &ins, raw, control.outcome);
-                break;
+                let go_on = folded < max_folded() && count < max_insns && decoder.can_decode();
+                if !conditional(&mut b, &ins, raw, control.outcome, go_on) {
+                    break;
+                }
+                // The block goes on with the fall-through path (see `conditional`).
+                folded += 1;
+                let next_off = off + ins.len();
+                let mut fall = Inline::new(0, !status_flags_dead(&buf[next_off..n], next), b.stolen);
+                tool.fall_through(next, &mut fall);
+                emit_inline(&mut b, fall);
             }
             FlowControl::Call => {
                 b.map(&ins, Fixup::None);
@@ -558,11 +574,15 @@ fn copy_insn(b: &mut BlockBuilder, encoder: &mut Encoder, ins: &Instruction, raw
     b.asm.load_gs(r, OFF_SCRATCH);
 }
 
-/// jcc, loop, loopcc, jrcxz/jecxz.
-fn conditional(b: &mut BlockBuilder, ins: &Instruction, raw: &[u8], outcome: Option<usize>) {
+/// jcc, loop, loopcc, jrcxz/jecxz. With `go_on`, a `jcc` leaves the block only when taken and
+/// the block goes on with the fall-through path (returns true): a not-taken branch costs what
+/// it costs natively, where a block ending at it would take a jump to the next block.
+fn conditional(b: &mut BlockBuilder, ins: &Instruction, raw: &[u8], outcome: Option<usize>, go_on: bool) -> bool {
     let (taken, fall) = (ins.near_branch_target(), ins.next_ip());
     let cc = ins.condition_code();
     let counted = matches!(ins.mnemonic(), Mnemonic::Loop | Mnemonic::Loope | Mnemonic::Loopne | Mnemonic::Jrcxz | Mnemonic::Jecxz);
+    let go_on = go_on && cc != ConditionCode::None && !counted;
+    let fall_label = b.asm.new_label();
     if let (Some(slot), false, false) = (outcome, counted, cc == ConditionCode::None) {
         // A tool decides: 0 the branch's own outcome, 1 taken, 2 not taken (flag-free tests).
         let (own, force_taken) = (b.asm.new_label(), b.asm.new_label());
@@ -570,7 +590,11 @@ fn conditional(b: &mut BlockBuilder, ins: &Instruction, raw: &[u8], outcome: Opt
         b.asm.lea_rcx_minus_1();
         b.asm.jrcxz_label(force_taken);
         restore_rcx(b);
-        b.jmp_exit(ins.ip(), fall);
+        if go_on {
+            b.asm.jmp_label(fall_label);
+        } else {
+            b.jmp_exit(ins.ip(), fall);
+        }
         b.asm.bind(force_taken);
         restore_rcx(b);
         b.jmp_exit(ins.ip(), taken);
@@ -579,8 +603,12 @@ fn conditional(b: &mut BlockBuilder, ins: &Instruction, raw: &[u8], outcome: Opt
     }
     if cc != ConditionCode::None && !counted {
         b.jcc_exit(cc as u8 - 1, ins.ip(), taken);
+        if go_on {
+            b.asm.bind(fall_label);
+            return true;
+        }
         b.jmp_exit(ins.ip(), fall);
-        return;
+        return false;
     }
     // loop/jrcxz only have rel8 forms: `op L; jmp fall; L: jmp taken`.
     let l = b.asm.new_label();
@@ -589,6 +617,7 @@ fn conditional(b: &mut BlockBuilder, ins: &Instruction, raw: &[u8], outcome: Opt
     b.jmp_exit(ins.ip(), fall);
     b.asm.bind(l);
     b.jmp_exit(ins.ip(), taken);
+    false
 }
 
 /// ret, jmp/call through a register or memory: compute the guest target in rdx and look it

@@ -1,12 +1,13 @@
 //! `--tool=count`: counts executed instructions, blocks, loads, stores, conditional
 //! branches (taken / not taken), indirect jumps and calls, and returns, in total (and all but
 //! the last two with `--per-function` per function). Like
-//! Valgrind's lackey, but the counting is inline: each block adds one to its own counter as
-//! it is entered and each conditional branch adds its outcome with a flag-free `cmov`; the
-//! per-instruction figures are the block's static counts times its executions, summed at the
-//! end.
+//! Valgrind's lackey, but the counting is inline: each basic block (a translated block's
+//! start, and each fall-through past a conditional branch inside it) adds one to its own
+//! counter as it is entered and each conditional branch adds its outcome with a flag-free
+//! `cmov`; the per-instruction figures are the basic block's static counts times its
+//! executions, summed at the end.
 //!
-//! Counts are exact for blocks that run to their end. A block left early by a fault is still
+//! Counts are exact for basic blocks that run to their end. A block left early by a fault is still
 //! counted whole, and a `rep`-prefixed instruction counts once however often it repeats
 //! (lackey counts each repetition).
 
@@ -22,7 +23,7 @@ use std::collections::{BTreeMap, HashMap};
 /// Counter pages are never freed or moved: translated code holds their addresses.
 const PAGE_SLOTS: usize = 4096;
 
-/// What one block contains, counted when it was translated.
+/// What one basic block contains, counted when it was translated.
 #[derive(Default, Clone, Copy)]
 struct Static {
     insns: u64,
@@ -68,14 +69,18 @@ pub struct Count {
     /// Each block's (executions, branch taken) counters.
     pages: Vec<Box<[[u64; 2]; PAGE_SLOTS]>>,
     slots: Vec<(u64, Static)>,
-    by_pc: HashMap<u64, usize>,
-    /// The block being translated.
+    /// Slots by (translated block's start, basic block's start): a basic block inside a
+    /// translated block ends where that block does, so it is counted apart from a translated
+    /// block that starts at the same address.
+    by_pc: HashMap<(u64, u64), usize>,
+    /// The translated block and the basic block being translated.
+    block: u64,
     current: usize,
 }
 
 impl Count {
     pub fn new(per_function: bool) -> Count {
-        Count { per_function, pages: Vec::new(), slots: Vec::new(), by_pc: HashMap::new(), current: 0 }
+        Count { per_function, pages: Vec::new(), slots: Vec::new(), by_pc: HashMap::new(), block: 0, current: 0 }
     }
 
     fn counter(&mut self, slot: usize) -> *mut [u64; 2] {
@@ -87,6 +92,19 @@ impl Count {
 
     fn runs(&self, slot: usize) -> [u64; 2] {
         self.pages[slot / PAGE_SLOTS][slot % PAGE_SLOTS]
+    }
+
+    /// A basic block starts at `pc`: count it in its own slot.
+    fn basic_block(&mut self, pc: u64, b: &mut Inline) {
+        let slot = *self.by_pc.entry((self.block, pc)).or_insert_with(|| {
+            self.slots.push((pc, Static::default()));
+            self.slots.len() - 1
+        });
+        // A retranslation counts its instructions afresh.
+        self.slots[slot].1 = Static::default();
+        self.current = slot;
+        let addr = self.counter(slot) as u64;
+        increment(b, addr);
     }
 
     pub fn totals(&self) -> Totals {
@@ -111,15 +129,12 @@ fn increment(b: &mut Inline, addr: u64) {
 
 impl Tool for Count {
     fn block_start(&mut self, pc: u64, b: &mut Inline) {
-        let slot = *self.by_pc.entry(pc).or_insert_with(|| {
-            self.slots.push((pc, Static::default()));
-            self.slots.len() - 1
-        });
-        // A retranslation counts its instructions afresh.
-        self.slots[slot].1 = Static::default();
-        self.current = slot;
-        let addr = self.counter(slot) as u64;
-        increment(b, addr);
+        self.block = pc;
+        self.basic_block(pc, b);
+    }
+
+    fn fall_through(&mut self, pc: u64, b: &mut Inline) {
+        self.basic_block(pc, b);
     }
 
     fn before_insn(&mut self, site: &InsnSite, b: &mut Inline) {

@@ -172,6 +172,14 @@ impl Deps {
         }
     }
 
+    /// A basic block starts inside a translated one (after a branch not taken): the log reader
+    /// sees it as a block of its own, as it would where blocks end at conditional branches.
+    pub fn fall_through(&mut self, pc: u64, b: &mut Inline) {
+        if self.traced(pc) {
+            self.emit(b, &[Word::Imm(BLOCK), Word::Imm(pc), Word::Rsp]);
+        }
+    }
+
     /// Before a traced branch instance.
     pub fn branch(&mut self, site: &InsnSite, b: &mut Inline) {
         let pc = site.ins.ip();

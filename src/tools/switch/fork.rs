@@ -132,6 +132,12 @@ impl Tool for SwitchFork {
         }
     }
 
+    fn fall_through(&mut self, pc: u64, b: &mut Inline) {
+        if let Some(c) = self.child.as_mut() {
+            c.fall_through(pc, b);
+        }
+    }
+
     fn before_insn(&mut self, site: &InsnSite, b: &mut Inline) {
         if let Some(c) = self.child.as_mut() {
             return c.before_insn(site, b);

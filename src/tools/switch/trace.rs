@@ -72,6 +72,12 @@ impl Tool for SwitchTrace {
         }
     }
 
+    fn fall_through(&mut self, pc: u64, b: &mut Inline) {
+        if let Some(d) = &mut self.deps {
+            d.fall_through(pc, b);
+        }
+    }
+
     fn after_insn(&mut self, site: &InsnSite, b: &mut Inline) {
         if let Some(d) = &mut self.deps {
             d.after_insn(site, b);
