@@ -68,7 +68,8 @@ impl Tool for NoInstrumentation {}
 
 /// Inline code a tool adds at one point of a translation.
 pub struct Inline {
-    asm: CodeAssembler,
+    /// Made on first use: most points of most translations get no code.
+    asm: Option<CodeAssembler>,
     /// Registers the guest instruction uses (bit = register number): never lent out.
     guest_uses: u16,
     /// Registers lent to the tool, spilled before its code and restored after.
@@ -100,7 +101,7 @@ impl Inline {
     /// not.
     pub(crate) fn new(guest_uses: u16, flags_live: bool, stolen: u16) -> Inline {
         Inline {
-            asm: CodeAssembler::new(64).expect("64-bit assembler"),
+            asm: None,
             guest_uses: guest_uses | 1 << 4, // rsp: the guest's stack is never scratch.
             lent: 0,
             stolen,
@@ -115,7 +116,7 @@ impl Inline {
     /// The assembler the tool writes its code with.
     pub fn asm(&mut self) -> &mut CodeAssembler {
         self.empty = false;
-        &mut self.asm
+        self.asm.get_or_insert_with(|| CodeAssembler::new(64).expect("64-bit assembler"))
     }
 
     /// Borrows a 64-bit register the guest instruction does not use. Its guest value is
@@ -224,7 +225,8 @@ impl Inline {
 
     pub(crate) fn finish(self) -> Finished {
         let save_flags = self.clobbers_flags && self.flags_live && !self.empty;
-        Finished { lent: self.lent, save_flags, asm: self.asm, outcome: self.outcome }
+        let asm = self.asm.unwrap_or_else(|| CodeAssembler::new(64).expect("64-bit assembler"));
+        Finished { lent: self.lent, save_flags, asm, outcome: self.outcome }
     }
 }
 

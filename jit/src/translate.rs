@@ -156,27 +156,35 @@ impl BlockBuilder {
     }
 }
 
-/// Whether the six status flags are dead at `pc`: some instruction writes all of them before
-/// any instruction reads one, within the straight-line code that starts there.
-fn status_flags_dead(bytes: &[u8], pc: u64) -> bool {
+/// For each instruction of the straight-line code decoded from the start of `bytes` (at
+/// `pc`), whether the six status flags are dead just before it: some instruction writes all of
+/// them before any instruction reads one. One backward pass over one decode; the entry past
+/// the last instruction looked at is false (live: unknown code follows).
+fn status_flags_dead(bytes: &[u8], pc: u64) -> Vec<bool> {
     use iced_x86::RflagsBits;
     const STATUS: u32 = RflagsBits::OF | RflagsBits::SF | RflagsBits::ZF | RflagsBits::AF | RflagsBits::CF | RflagsBits::PF;
-    let mut d = Decoder::with_ip(64, bytes, pc, DecoderOptions::NONE);
-    for ins in d.iter().take(MAX_BLOCK_INSNS) {
+    // Up to where a block must end (every question is settled there: the instruction is not
+    // sequential), with room to look ahead from a block cut at its length limit.
+    let mut insns = Vec::new();
+    for ins in Decoder::with_ip(64, bytes, pc, DecoderOptions::NONE).iter().take(2 * MAX_BLOCK_INSNS) {
+        insns.push(ins);
+        let ends = !matches!(ins.flow_control(), FlowControl::Next | FlowControl::ConditionalBranch | FlowControl::XbeginXabortXend);
+        if ins.is_invalid() || ends || matches!(ins.mnemonic(), Mnemonic::Syscall | Mnemonic::Cpuid) {
+            break;
+        }
+    }
+    let mut dead = vec![false; insns.len() + 1];
+    for (i, ins) in insns.iter().enumerate().rev() {
         if ins.is_invalid() || ins.rflags_read() & STATUS != 0 {
-            return false;
+            continue;
         }
         // "Undefined" flags are not written: hardware leaves some unchanged (bt, bts keep ZF)
         // and programs can observe that.
         let written = ins.rflags_written() | ins.rflags_cleared() | ins.rflags_set();
-        if written & STATUS == STATUS {
-            return true;
-        }
-        if ins.flow_control() != FlowControl::Next || matches!(ins.mnemonic(), Mnemonic::Syscall | Mnemonic::Cpuid) {
-            return false;
-        }
+        let sequential = ins.flow_control() == FlowControl::Next && !matches!(ins.mnemonic(), Mnemonic::Syscall | Mnemonic::Cpuid);
+        dead[i] = written & STATUS == STATUS || (sequential && dead[i + 1]);
     }
-    false
+    dead
 }
 
 /// Why an instruction cannot be run by the engine, if it cannot.
@@ -248,6 +256,10 @@ pub fn translate_limited(
     let mut folded = 0usize;
     let mut end = pc;
     let max_insns = max_insns.clamp(1, MAX_BLOCK_INSNS);
+    // Whether the flags are dead before the k-th instruction of the block (k = count - 1 once
+    // it is decoded): the block's instructions are the same linear decode.
+    let flags_dead = status_flags_dead(&buf[..n], pc);
+    let dead_at = |k: usize| flags_dead.get(k).copied().unwrap_or(false);
     // Indirect-branch lookups arrive here with rcx and rdx still in their save slots.
     b.asm.load_gs(reg::RCX, OFF_SAVE_RCX);
     b.asm.load_gs(reg::RDX, OFF_SAVE_RDX);
@@ -257,7 +269,7 @@ pub fn translate_limited(
         // Count this block against the quantum; at zero, leave before running it.
         let out = b.asm.new_label();
         let in_xmm16 = quantum_in_xmm16();
-        if status_flags_dead(&buf[..n], pc) {
+        if dead_at(0) {
             // The block overwrites all status flags before reading any: the count may clobber
             // them. The way out is the exit's stub, out of line: a block entered with quantum
             // left falls through into its body with no taken jump.
@@ -291,7 +303,7 @@ pub fn translate_limited(
     // backward (or self) direct branch, an indirect branch or the dispatcher, which all enter
     // at `check_off`, so a thread still reaches a preemption point in every loop.
     let body_off = label_body(&mut b);
-    let mut at_start = Inline::new(0, !status_flags_dead(&buf[..n], pc), b.stolen);
+    let mut at_start = Inline::new(0, !dead_at(0), b.stolen);
     tool.block_start(pc, &mut at_start);
     emit_inline(&mut b, at_start);
     let mut info_factory = InstructionInfoFactory::new();
@@ -340,9 +352,8 @@ pub fn translate_limited(
             end = next;
             break;
         }
-        let off = (ins.ip() - pc) as usize;
         let site = InsnSite { ins: &ins, info: &info };
-        let mut before = Inline::new(uses, !status_flags_dead(&buf[off..n], ins.ip()), b.stolen);
+        let mut before = Inline::new(uses, !dead_at(count - 1), b.stolen);
         tool.before_insn(&site, &mut before);
         let control = emit_inline(&mut b, before);
         let sequential = matches!(ins.flow_control(), FlowControl::Next | FlowControl::XbeginXabortXend);
@@ -386,8 +397,7 @@ pub fn translate_limited(
                 if restores {
                     b.asm.bytes(&count_xmm16().load);
                 }
-                let next_off = off + ins.len();
-                let mut after = Inline::new(uses, !status_flags_dead(&buf[next_off..n], next), b.stolen);
+                let mut after = Inline::new(uses, !dead_at(count), b.stolen);
                 tool.after_insn(&site, &mut after);
                 emit_inline(&mut b, after);
             }
@@ -411,8 +421,7 @@ pub fn translate_limited(
                 }
                 // The block goes on with the fall-through path (see `conditional`).
                 folded += 1;
-                let next_off = off + ins.len();
-                let mut fall = Inline::new(0, !status_flags_dead(&buf[next_off..n], next), b.stolen);
+                let mut fall = Inline::new(0, !dead_at(count), b.stolen);
                 tool.fall_through(next, &mut fall);
                 emit_inline(&mut b, fall);
             }
