@@ -157,14 +157,17 @@ impl BlockBuilder {
 }
 
 /// For each instruction of the straight-line code decoded from the start of `bytes` (at
-/// `pc`), whether the six status flags are dead just before it: some instruction writes all of
-/// them before any instruction reads one. One backward pass over one decode; the entry past
-/// the last instruction looked at is false (live: unknown code follows).
+/// `pc`), whether the six status flags are dead just before it: each of them is written before
+/// any instruction reads it. One backward pass over one decode, flag by flag; past the last
+/// instruction looked at, and on the taken side of a branch, every flag is live.
+///
+/// A flag an instruction leaves undefined passes through (hardware keeps some: `bt` keeps
+/// ZF, a shift by `cl` = 0 keeps them all), except where `overwrites_undefined` knows better.
 fn status_flags_dead(bytes: &[u8], pc: u64) -> Vec<bool> {
     use iced_x86::RflagsBits;
     const STATUS: u32 = RflagsBits::OF | RflagsBits::SF | RflagsBits::ZF | RflagsBits::AF | RflagsBits::CF | RflagsBits::PF;
-    // Up to where a block must end (every question is settled there: the instruction is not
-    // sequential), with room to look ahead from a block cut at its length limit.
+    // Up to where a block must end, with room to look ahead from a block cut at its length
+    // limit.
     let mut insns = Vec::new();
     for ins in Decoder::with_ip(64, bytes, pc, DecoderOptions::NONE).iter().take(2 * MAX_BLOCK_INSNS) {
         insns.push(ins);
@@ -174,17 +177,39 @@ fn status_flags_dead(bytes: &[u8], pc: u64) -> Vec<bool> {
         }
     }
     let mut dead = vec![false; insns.len() + 1];
+    let mut live = STATUS; // after the last instruction
     for (i, ins) in insns.iter().enumerate().rev() {
-        if ins.is_invalid() || ins.rflags_read() & STATUS != 0 {
+        if ins.is_invalid() {
+            live = STATUS;
             continue;
         }
-        // "Undefined" flags are not written: hardware leaves some unchanged (bt, bts keep ZF)
-        // and programs can observe that.
-        let written = ins.rflags_written() | ins.rflags_cleared() | ins.rflags_set();
         let sequential = ins.flow_control() == FlowControl::Next && !matches!(ins.mnemonic(), Mnemonic::Syscall | Mnemonic::Cpuid);
-        dead[i] = written & STATUS == STATUS || (sequential && dead[i + 1]);
+        if !sequential {
+            // The other way out (a branch's target, a call's callee, the kernel) may read any.
+            live = STATUS;
+        }
+        let killed = ins.rflags_written() | ins.rflags_cleared() | ins.rflags_set() | overwrites_undefined(ins);
+        live = (live & !killed | ins.rflags_read()) & STATUS;
+        dead[i] = live == 0;
     }
     dead
+}
+
+/// The flags `ins` leaves "undefined" that the hardware nonetheless computes afresh, whatever
+/// they were before: AF after the logic instructions, SF/ZF/AF/PF after multiplications, OF
+/// and AF after a shift by a non-zero immediate. (Checked by the instruction-level
+/// differential tests, which compare every flag after every instruction under the tools.)
+fn overwrites_undefined(ins: &Instruction) -> u32 {
+    use Mnemonic::*;
+    let shift_by_imm = matches!(ins.mnemonic(), Shl | Shr | Sar | Sal)
+        && ins.op_count() == 2
+        && ins.op1_kind() == OpKind::Immediate8
+        && ins.immediate8() & if ins.op0_register().size() == 8 || ins.memory_size().size() == 8 { 63 } else { 31 } != 0;
+    if matches!(ins.mnemonic(), And | Or | Xor | Test | Mul | Imul | Andn) || shift_by_imm {
+        ins.rflags_undefined()
+    } else {
+        0
+    }
 }
 
 /// Why an instruction cannot be run by the engine, if it cannot.
