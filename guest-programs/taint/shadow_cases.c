@@ -73,6 +73,19 @@ int main(void) {
     __asm__ volatile("mov %1, %%rax\n\tcmp $5, %%rax\n\tsetz %0" : "=m"(dst[0]) : "m"(*(long *)src) : "rax", "cc");
     show("cmp_taints_flags", dst, 1);
 
+    /* Copies while the guest's flags are live (set by cmp, read by setz): propagated without
+     * touching the flags (a load, a 32-bit move, push and pop, a store). */
+    reset(); taint25();
+    __asm__ volatile("xor %%ecx, %%ecx\n\tcmp %%rcx, %%rcx\n\tmov %2, %%rax\n\tmov %%eax, %%ebx\n\tpush %%rbx\n\tpop %%rdx\n\tmov %%rdx, %0\n\tsetz %1"
+                     : "=m"(*(long *)dst), "=m"(dst[8]) : "m"(*(long *)src) : "rax", "rbx", "rcx", "rdx", "cc");
+    show("copies_with_live_flags", dst, 9);
+
+    /* A clean copy over a tainted register while tainted flags are live. */
+    reset(); RTGRIND_TAINT(src, 8);
+    __asm__ volatile("mov %2, %%rax\n\tcmp $5, %%rax\n\tmov %2, %%rbx\n\tmov %3, %%rbx\n\tmov %%rbx, %0\n\tsetz %1"
+                     : "=m"(*(long *)dst), "=m"(dst[8]) : "m"(*(long *)src), "m"(*(long *)clean) : "rax", "rbx", "cc");
+    show("clean_copy_with_live_flags", dst, 9);
+
     reset(); RTGRIND_TAINT(src, 8);
     __asm__ volatile("mov %1, %%rax\n\tmov %2, %%rbx\n\tcmp $5, %%rbx\n\tsetz %0" : "=m"(dst[0]) : "m"(*(long *)src), "m"(*(long *)clean) : "rax", "rbx", "cc");
     show("cmp_clean_flags", dst, 1);

@@ -148,6 +148,13 @@ impl Inline {
         self.lent | self.stolen
     }
 
+    /// Whether the guest's status flags may be read before they are next written here: code
+    /// that clobbers them costs a save and a restore (about ten instructions), which a
+    /// flag-free form avoids.
+    pub fn flags_live(&self) -> bool {
+        self.flags_live
+    }
+
     /// The tool's code writes the status flags; the engine preserves the guest's if live.
     pub fn clobber_flags(&mut self) {
         self.clobbers_flags = true;

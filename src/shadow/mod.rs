@@ -46,7 +46,18 @@ pub mod slot {
     pub const BLOCKS: usize = 624;
     /// The thread's index, shifted into place for an origin.
     pub const THREAD_BITS: usize = 632;
-    pub const END: usize = 640;
+    /// `pext` masks of flag-free code: a guest address's slice index bits and its 47 bits
+    /// (see `memory.rs`), and the shadow bits of a register part (low byte, high byte, word,
+    /// dword).
+    pub const SLICE_SEL: usize = 640;
+    pub const ADDR_BITS: usize = 648;
+    pub const PART_LOW8: usize = 656;
+    pub const PART_HIGH8: usize = 664;
+    pub const PART_W16: usize = 672;
+    pub const PART_W32: usize = 680;
+    /// rcx while a flag-free check holds a shadow in it.
+    pub const CHECK_RCX: usize = 688;
+    pub const END: usize = 696;
     /// Origins of the four 8-byte lanes of each ymm register (16 x 4 u64), so that a vector
     /// copy (memcpy's) keeps each granule's origin: lane k of register n at `+ 32n + 8k`.
     pub const ORIGIN_LANES: usize = 1024;
@@ -63,6 +74,11 @@ pub fn init_thread(ctx: &mut ThreadContext, mem: &memory::ShadowMemory, origins:
     ctx.tool_area[..slot::LANES_END / 8].iter_mut().for_each(|w| *w = 0);
     *word(ctx, slot::DELTA_TAINT) = mem.delta_table_addr();
     *word(ctx, slot::K01) = 0x0101_0101_0101_0101;
+    *word(ctx, slot::SLICE_SEL) = memory::ADDR_MASK & !((1 << memory::SLICE_BITS) - 1);
+    *word(ctx, slot::ADDR_BITS) = memory::ADDR_MASK;
+    for (s, m) in [(slot::PART_LOW8, 1), (slot::PART_HIGH8, 2), (slot::PART_W16, 3), (slot::PART_W32, 0xf)] {
+        *word(ctx, s) = m;
+    }
     if let Some(o) = origins {
         *word(ctx, slot::DELTA_ORIGIN) = o.delta_table_addr();
     }

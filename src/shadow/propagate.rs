@@ -252,6 +252,15 @@ impl Regs {
     }
 }
 
+/// Whether a copy's or call's taint can be propagated without touching the flags: memory
+/// accesses of at most 8 bytes (the wider ones merge masks with `or`), and register
+/// destinations written whole (the partial writes merge with `and`/`or`).
+fn flag_free_operands(o: &Operands) -> bool {
+    o.src_mem.iter().chain(&o.dst_mem).all(|m| matches!(m.memory_size().size(), 1 | 2 | 4 | 8))
+        && o.dst_regs.iter().all(|d| matches!(d.part, Part::W64 | Part::W32 | Part::Vec { vex: true, .. } | Part::Vec { bytes: 32, .. }))
+        && !o.writes_flags
+}
+
 /// Sizes the inline paths handle; others go out of line.
 fn inline_size(n: usize) -> bool {
     matches!(n, 1 | 2 | 4 | 8 | 16 | 32)
@@ -271,15 +280,25 @@ fn out_of_line(b: &mut Inline, r: Regs, size: usize, val: Option<AsmRegister64>,
 
 /// `r.t` = the shadow address of the guest address in `r.a`, through the per-slice delta table
 /// whose address is in tool-area slot `table` (see `memory.rs`; clobbers `r.u`).
+/// Flag-free (BMI2 `pext`), so a copy's shadow needs no save of the guest's live flags.
 fn shadow_address(b: &mut Inline, r: Regs, table: usize) {
     let a = b.asm();
-    a.mov(r.t, ADDR_MASK).unwrap();
-    a.and(r.t, r.a).unwrap();
-    a.mov(r.u, r.t).unwrap();
-    a.shr(r.u, SLICE_BITS - 3).unwrap();
-    a.and(r.u, -8).unwrap();
-    a.add(r.u, ta(table)).unwrap();
-    a.add(r.t, qword_ptr(r.u)).unwrap();
+    a.pext(r.u, r.a, ta(slot::SLICE_SEL)).unwrap();
+    a.mov(r.t, ta(table)).unwrap();
+    a.mov(r.u, qword_ptr(r.t + r.u * 8)).unwrap();
+    a.pext(r.t, r.a, ta(slot::ADDR_BITS)).unwrap();
+    a.lea(r.t, qword_ptr(r.t + r.u)).unwrap();
+}
+
+/// Tool-area slot of the `pext` mask that takes a register part's shadow bits to bit 0.
+fn part_mask(part: Part) -> Option<usize> {
+    match part {
+        Part::Low8 => Some(slot::PART_LOW8),
+        Part::High8 => Some(slot::PART_HIGH8),
+        Part::W16 => Some(slot::PART_W16),
+        Part::W32 => Some(slot::PART_W32),
+        _ => None,
+    }
 }
 
 /// `dst = effective address of m` (guest registers are intact in tool code).
@@ -304,12 +323,12 @@ pub fn effective_address(b: &mut Inline, dst: AsmRegister64, m: &UsedMemory, scr
             let op = MemoryOperand::new(base, index, m.scale(), 0, 0, false, Register::None);
             a.add_instruction(Instruction::with2(Code::Lea_r64_m, Register::from(dst), op).unwrap()).unwrap();
             a.mov(scratch, disp as u64).unwrap();
-            a.add(dst, scratch).unwrap();
+            a.lea(dst, qword_ptr(dst + scratch)).unwrap();
         }
     }
     if m.segment() == Register::FS {
         a.rdfsbase(scratch).unwrap();
-        a.add(dst, scratch).unwrap();
+        a.lea(dst, qword_ptr(dst + scratch)).unwrap();
     }
 }
 
@@ -467,8 +486,7 @@ impl Propagation {
         let a = b.asm();
         match size {
             1 => {
-                a.mov(r.v, val).unwrap();
-                a.and(r.v, 1).unwrap();
+                a.pdep(r.v, val, ta(slot::K01)).unwrap();
                 a.mov(byte_ptr(r.t), r8(r.v)).unwrap();
             }
             2 => {
@@ -506,11 +524,8 @@ impl Propagation {
             }
             part => {
                 a.mov(dst, ta(gpr_slot(reg.n))).unwrap();
-                if part == Part::High8 {
-                    a.shr(dst, 1).unwrap();
-                }
-                if part != Part::W64 {
-                    a.and(dst, reg.full() as i32).unwrap();
+                if let Some(mask) = part_mask(part) {
+                    a.pext(dst, dst, ta(mask)).unwrap();
                 }
             }
         }
@@ -574,7 +589,6 @@ impl Propagation {
         if o.dst_regs.is_empty() && o.dst_mem.is_empty() && !o.writes_flags {
             return;
         }
-        b.clobber_flags();
         let r = Regs::lend(b, !o.src_mem.is_empty() || !o.dst_mem.is_empty());
         let class = if is_zeroing(ins) {
             Class::Zero
@@ -587,8 +601,14 @@ impl Propagation {
         } else {
             Class::Compute
         };
+        // Where the guest's flags are live, a copy's or a call's taint is propagated without
+        // touching them (no save and restore around it).
+        let flag_free = self.origins.is_none() && b.flags_live() && matches!(class, Class::Copy | Class::Call) && flag_free_operands(&o);
+        if !flag_free {
+            b.clobber_flags();
+        }
         if !self.shadow.is_null() && self.taint_on {
-            self.taint(site, &o, class, r, b);
+            self.taint(site, &o, class, r, b, flag_free);
         }
         if self.origins.is_some() {
             self.origin(site, &o, class, r, b);
@@ -596,13 +616,15 @@ impl Propagation {
     }
 
     /// Taint bits of what the instruction writes.
-    fn taint(&self, site: &InsnSite, o: &Operands, class: Class, r: Regs, b: &mut Inline) {
+    /// Taint bits of what the instruction writes (`flag_free`: without touching the flags,
+    /// see `flag_free_operands`).
+    fn taint(&self, site: &InsnSite, o: &Operands, class: Class, r: Regs, b: &mut Inline, flag_free: bool) {
         let ins = site.ins;
         match class {
             // A call's return address is a constant.
             Class::Zero | Class::Call => {
                 let a = b.asm();
-                a.xor(r32(r.m), r32(r.m)).unwrap();
+                a.mov(r32(r.m), 0).unwrap();
                 for &d in &o.dst_regs {
                     Self::store_reg(b, r, d, r.m);
                 }
@@ -623,19 +645,29 @@ impl Propagation {
             Class::Copy => {
                 // The one source's mask, byte for byte (0 for an immediate).
                 let a = b.asm();
-                a.xor(r32(r.acc), r32(r.acc)).unwrap();
+                a.mov(r32(r.acc), 0).unwrap();
                 if let Some(&s) = o.src_regs.first() {
                     Self::load_reg(b, s, r.acc);
                 } else if let Some(m) = o.src_mem.first() {
                     self.load_mask(b, r, m);
                     b.asm().mov(r.acc, r.m).unwrap();
                 }
-                let done = Self::skip_if_clean(b, r, o);
+                let done = if flag_free { None } else { Self::skip_if_clean(b, r, o) };
                 for &d in &o.dst_regs {
                     let a = b.asm();
                     a.mov(r.m, r.acc).unwrap();
-                    if d.full() < (1 << 32) {
-                        a.and(r.m, d.full() as i32).unwrap();
+                    match d.part {
+                        // Flag-free forms of the `and` below, for the parts `flag_free_operands` admits.
+                        _ if !flag_free => {
+                            if d.full() < (1 << 32) {
+                                a.and(r.m, d.full() as i32).unwrap();
+                            }
+                        }
+                        Part::W64 => a.movzx(r32(r.m), r8(r.m)).unwrap(),
+                        Part::W32 => a.pext(r.m, r.m, ta(slot::PART_W32)).unwrap(),
+                        Part::Vec { bytes: 16, .. } => a.movzx(r32(r.m), r16(r.m)).unwrap(),
+                        Part::Vec { .. } => a.mov(r32(r.m), r32(r.m)).unwrap(),
+                        _ => unreachable!("flag_free_operands admits no partial destination"),
                     }
                     Self::store_reg(b, r, d, r.m);
                 }

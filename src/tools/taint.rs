@@ -17,7 +17,7 @@ use crate::shadow::memory::ShadowMemory;
 use crate::shadow::propagate::Propagation;
 use crate::shadow::{self, origin, slot};
 use rtgrind_jit::iced_x86::{FlowControl, OpAccess, OpKind, Register};
-use rtgrind_jit::instrument::code_asm::qword_ptr;
+use rtgrind_jit::instrument::code_asm::{qword_ptr, rcx};
 use rtgrind_jit::instrument::{tool_area, InsnSite, Inline, Tool};
 use rtgrind_jit::ThreadContext;
 use std::collections::{BTreeMap, HashSet};
@@ -130,6 +130,9 @@ impl Taint {
     /// Code that records (kind, pc) through a call-out when `flag` (a tool-area slot, or a
     /// register's shadow) is non-zero.
     fn check(&self, b: &mut Inline, slots: &[usize], kind: Kind, pc: u64) {
+        if b.flags_live() {
+            return self.check_flag_free(b, slots, kind, pc);
+        }
         b.clobber_flags();
         let t = b.scratch();
         let a = b.asm();
@@ -146,6 +149,33 @@ impl Taint {
         b.callout(record, &*self.findings as *const Findings as u64, t);
         let a = b.asm();
         a.set_label(&mut skip).unwrap();
+        a.zero_bytes().unwrap();
+    }
+
+    /// `check` where the guest's flags are live (before every conditional branch, for one):
+    /// each shadow is tested with `jrcxz` on a copy in rcx, so the flags need no save.
+    fn check_flag_free(&self, b: &mut Inline, slots: &[usize], kind: Kind, pc: u64) {
+        let a = b.asm();
+        let (mut tainted, mut done) = (a.create_label(), a.create_label());
+        // rcx (a guest value, or a lent register's) waits in a slot of its own.
+        a.mov(qword_ptr(tool_area(slot::CHECK_RCX)).gs(), rcx).unwrap();
+        for &s in slots {
+            let mut clean = a.create_label();
+            a.mov(rcx, qword_ptr(tool_area(s)).gs()).unwrap();
+            a.jrcxz(clean).unwrap();
+            a.jmp(tainted).unwrap();
+            a.set_label(&mut clean).unwrap();
+        }
+        a.mov(rcx, qword_ptr(tool_area(slot::CHECK_RCX)).gs()).unwrap();
+        a.jmp(done).unwrap();
+        a.set_label(&mut tainted).unwrap();
+        a.mov(rcx, pc).unwrap();
+        a.mov(qword_ptr(tool_area(slot::SITE)).gs(), rcx).unwrap();
+        a.mov(qword_ptr(tool_area(slot::WHAT)).gs(), kind as i32).unwrap();
+        b.callout(record, &*self.findings as *const Findings as u64, rcx);
+        let a = b.asm();
+        a.mov(rcx, qword_ptr(tool_area(slot::CHECK_RCX)).gs()).unwrap();
+        a.set_label(&mut done).unwrap();
         a.zero_bytes().unwrap();
     }
 
