@@ -208,6 +208,8 @@ const SHADOW_CASES: &[(&str, &str)] = &[
     ("xor_zeroing", "000000000"),
     ("cmp_taints_flags", "1"),
     ("cmp_clean_flags", "0"),
+    ("add_from_memory_spreads", "11111111"),
+    ("vpaddb_from_memory_spreads", "11111111111111111111111111111111"),
     ("copies_with_live_flags", "001000000"),
     ("clean_copy_with_live_flags", "000000001"),
     ("lea_merges_base", "11111111"),

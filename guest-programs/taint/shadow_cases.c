@@ -73,6 +73,15 @@ int main(void) {
     __asm__ volatile("mov %1, %%rax\n\tcmp $5, %%rax\n\tsetz %0" : "=m"(dst[0]) : "m"(*(long *)src) : "rax", "cc");
     show("cmp_taints_flags", dst, 1);
 
+    /* A computation with a memory source spreads any tainted byte of it: 8 bytes, 32 bytes. */
+    reset(); RTGRIND_TAINT(src + 5, 1);
+    __asm__ volatile("mov %2, %%rax\n\tadd %1, %%rax\n\tmov %%rax, %0" : "=m"(*(long *)dst) : "m"(*(long *)src), "m"(*(long *)clean) : "rax", "cc");
+    show("add_from_memory_spreads", dst, 8);
+    reset(); RTGRIND_TAINT(src + 29, 1);
+    __asm__ volatile("vmovdqu %2, %%ymm0\n\tvpaddb %1, %%ymm0, %%ymm1\n\tvmovdqu %%ymm1, %0\n\tvzeroupper"
+                     : "=m"(*(char(*)[32])dst) : "m"(*(char(*)[32])src), "m"(*(char(*)[32])clean) : "xmm0", "xmm1");
+    show("vpaddb_from_memory_spreads", dst, 32);
+
     /* Copies while the guest's flags are live (set by cmp, read by setz): propagated without
      * touching the flags (a load, a 32-bit move, push and pop, a store). */
     reset(); taint25();

@@ -474,6 +474,33 @@ impl Propagation {
         }
     }
 
+    /// `r.acc |= ` something non-zero if any byte of the access m is tainted: what a
+    /// computation needs, since it spreads any taint to all it writes. The shadow bytes
+    /// themselves, or-ed a qword at a time (no `pext` into a mask).
+    fn or_any_tainted(&self, b: &mut Inline, r: Regs, m: &UsedMemory) {
+        let size = m.memory_size().size();
+        if !inline_size(size) {
+            self.load_mask(b, r, m);
+            b.asm().or(r.acc, r.m).unwrap();
+            return;
+        }
+        effective_address(b, r.a, m, r.t);
+        shadow_address(b, r, slot::DELTA_TAINT);
+        let a = b.asm();
+        match size {
+            1 => a.movzx(r32(r.m), byte_ptr(r.t)).unwrap(),
+            2 => a.movzx(r32(r.m), word_ptr(r.t)).unwrap(),
+            4 => a.mov(r32(r.m), dword_ptr(r.t)).unwrap(),
+            _ => {
+                a.mov(r.m, qword_ptr(r.t)).unwrap();
+                for k in 1..size / 8 {
+                    a.or(r.m, qword_ptr(r.t + (8 * k) as i32)).unwrap();
+                }
+            }
+        }
+        a.or(r.acc, r.m).unwrap();
+    }
+
     /// Stores mask `val` as the shadow of the access m.
     fn store_mask(&self, b: &mut Inline, r: Regs, m: &UsedMemory, val: AsmRegister64) {
         let size = m.memory_size().size();
@@ -684,8 +711,7 @@ impl Propagation {
                     b.asm().or(r.acc, r.m).unwrap();
                 }
                 for m in &o.src_mem {
-                    self.load_mask(b, r, m);
-                    b.asm().or(r.acc, r.m).unwrap();
+                    self.or_any_tainted(b, r, m);
                 }
                 if o.reads_flags || o.partial_flags {
                     b.asm().or(r.acc, ta(slot::FLAGS)).unwrap();
