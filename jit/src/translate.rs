@@ -204,7 +204,7 @@ fn overwrites_undefined(ins: &Instruction) -> u32 {
     let shift_by_imm = matches!(ins.mnemonic(), Shl | Shr | Sar | Sal)
         && ins.op_count() == 2
         && ins.op1_kind() == OpKind::Immediate8
-        && ins.immediate8() & if ins.op0_register().size() == 8 || ins.memory_size().size() == 8 { 63 } else { 31 } != 0;
+        && (ins.immediate8() & if ins.op0_register().size() == 8 || ins.memory_size().size() == 8 { 63 } else { 31 }) != 0;
     if matches!(ins.mnemonic(), And | Or | Xor | Test | Mul | Imul | Andn) || shift_by_imm {
         ins.rflags_undefined()
     } else {
@@ -295,8 +295,8 @@ pub fn translate_limited(
         let out = b.asm.new_label();
         let in_xmm16 = quantum_in_xmm16();
         if dead_at(0) {
-            // The block overwrites all status flags before reading any: the count may clobber
-            // them. The way out is the exit's stub, out of line: a block entered with quantum
+            // Every status flag is written before it is read in the block: the count may
+            // clobber them. The way out is the exit's stub, out of line: a block entered with quantum
             // left falls through into its body with no taken jump.
             if in_xmm16 {
                 b.asm.bytes(&count_xmm16().dec_test);
