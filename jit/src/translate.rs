@@ -296,8 +296,8 @@ pub fn translate_limited(
         let in_xmm16 = quantum_in_xmm16();
         if dead_at(0) {
             // Every status flag is written before it is read in the block: the count may
-            // clobber them. The way out is the exit's stub, out of line: a block entered with quantum
-            // left falls through into its body with no taken jump.
+            // clobber them. The way out is the exit's stub, out of line: a block entered with
+            // quantum left falls through into its body with no taken jump.
             if in_xmm16 {
                 b.asm.bytes(&count_xmm16().dec_test);
             } else {

@@ -23,7 +23,7 @@
 //! loaded value is the shadow of the memory, not of the pointer (tools that care about
 //! tainted addresses check them separately, see `address_taint`).
 
-use super::memory::{ShadowMemory, ADDR_MASK, SLICE_BITS};
+use super::memory::ShadowMemory;
 use super::{gpr_slot, origin, slot, Sites};
 use rtgrind_jit::iced_x86::{
     Code, EncodingKind, Instruction, InstructionInfo, MemoryOperand, Mnemonic, OpAccess, OpKind, Register, UsedMemory,
@@ -278,16 +278,22 @@ fn out_of_line(b: &mut Inline, r: Regs, size: usize, val: Option<AsmRegister64>,
     b.callout(f, arg, r.v);
 }
 
-/// `r.t` = the shadow address of the guest address in `r.a`, through the per-slice delta table
-/// whose address is in tool-area slot `table` (see `memory.rs`; clobbers `r.u`).
-/// Flag-free (BMI2 `pext`), so a copy's shadow needs no save of the guest's live flags.
+/// `r.t` = the shadow address of the guest address in `r.a` (see `shadow_address_of`;
+/// clobbers `r.u`).
 fn shadow_address(b: &mut Inline, r: Regs, table: usize) {
+    shadow_address_of(b, r.a, r.t, r.u, table);
+}
+
+/// `dst` = the shadow address of the guest address in `addr`, through the per-slice delta
+/// table whose address is in tool-area slot `table` (see `memory.rs`); clobbers `tmp`.
+/// Flag-free (BMI2 `pext`), so a copy's shadow needs no save of the guest's live flags.
+fn shadow_address_of(b: &mut Inline, addr: AsmRegister64, dst: AsmRegister64, tmp: AsmRegister64, table: usize) {
     let a = b.asm();
-    a.pext(r.u, r.a, ta(slot::SLICE_SEL)).unwrap();
-    a.mov(r.t, ta(table)).unwrap();
-    a.mov(r.u, qword_ptr(r.t + r.u * 8)).unwrap();
-    a.pext(r.t, r.a, ta(slot::ADDR_BITS)).unwrap();
-    a.lea(r.t, qword_ptr(r.t + r.u)).unwrap();
+    a.pext(tmp, addr, ta(slot::SLICE_SEL)).unwrap();
+    a.mov(dst, ta(table)).unwrap();
+    a.mov(tmp, qword_ptr(dst + tmp * 8)).unwrap();
+    a.pext(dst, addr, ta(slot::ADDR_BITS)).unwrap();
+    a.lea(dst, qword_ptr(dst + tmp)).unwrap();
 }
 
 /// Tool-area slot of the `pext` mask that takes a register part's shadow bits to bit 0.
@@ -333,17 +339,10 @@ pub fn effective_address(b: &mut Inline, dst: AsmRegister64, m: &UsedMemory, scr
 }
 
 /// `dst` = the 8 shadow bytes of the guest address in `addr` (non-zero if any of the 8 guest
-/// bytes there is tainted); clobbers `addr` and `t`.
+/// bytes there is tainted); clobbers `t`.
 pub fn shadow_qword(b: &mut Inline, addr: AsmRegister64, t: AsmRegister64, dst: AsmRegister64) {
-    let a = b.asm();
-    a.mov(dst, ADDR_MASK).unwrap();
-    a.and(dst, addr).unwrap();
-    a.mov(t, dst).unwrap();
-    a.shr(t, SLICE_BITS - 3).unwrap();
-    a.and(t, -8).unwrap();
-    a.add(t, ta(slot::DELTA_TAINT)).unwrap();
-    a.add(dst, qword_ptr(t)).unwrap();
-    a.mov(dst, qword_ptr(dst)).unwrap();
+    shadow_address_of(b, addr, dst, t, slot::DELTA_TAINT);
+    b.asm().mov(dst, qword_ptr(dst)).unwrap();
 }
 
 /// The propagation of one tool: taint bits (`shadow`), origins (`origins`, with the sites
@@ -642,7 +641,6 @@ impl Propagation {
         }
     }
 
-    /// Taint bits of what the instruction writes.
     /// Taint bits of what the instruction writes (`flag_free`: without touching the flags,
     /// see `flag_free_operands`).
     fn taint(&self, site: &InsnSite, o: &Operands, class: Class, r: Regs, b: &mut Inline, flag_free: bool) {

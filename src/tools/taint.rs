@@ -17,7 +17,7 @@ use crate::shadow::memory::ShadowMemory;
 use crate::shadow::propagate::Propagation;
 use crate::shadow::{self, origin, slot};
 use rtgrind_jit::iced_x86::{FlowControl, OpAccess, OpKind, Register};
-use rtgrind_jit::instrument::code_asm::{qword_ptr, rcx};
+use rtgrind_jit::instrument::code_asm::{qword_ptr, rcx, AsmRegister64};
 use rtgrind_jit::instrument::{tool_area, InsnSite, Inline, Tool};
 use rtgrind_jit::ThreadContext;
 use std::collections::{BTreeMap, HashSet};
@@ -143,10 +143,7 @@ impl Taint {
         }
         a.test(t, t).unwrap();
         a.jz(skip).unwrap();
-        a.mov(t, pc).unwrap();
-        a.mov(qword_ptr(tool_area(slot::SITE)).gs(), t).unwrap();
-        a.mov(qword_ptr(tool_area(slot::WHAT)).gs(), kind as i32).unwrap();
-        b.callout(record, &*self.findings as *const Findings as u64, t);
+        self.record_site(b, t, kind, pc);
         let a = b.asm();
         a.set_label(&mut skip).unwrap();
         a.zero_bytes().unwrap();
@@ -169,14 +166,20 @@ impl Taint {
         a.mov(rcx, qword_ptr(tool_area(slot::CHECK_RCX)).gs()).unwrap();
         a.jmp(done).unwrap();
         a.set_label(&mut tainted).unwrap();
-        a.mov(rcx, pc).unwrap();
-        a.mov(qword_ptr(tool_area(slot::SITE)).gs(), rcx).unwrap();
-        a.mov(qword_ptr(tool_area(slot::WHAT)).gs(), kind as i32).unwrap();
-        b.callout(record, &*self.findings as *const Findings as u64, rcx);
+        self.record_site(b, rcx, kind, pc);
         let a = b.asm();
         a.mov(rcx, qword_ptr(tool_area(slot::CHECK_RCX)).gs()).unwrap();
         a.set_label(&mut done).unwrap();
         a.zero_bytes().unwrap();
+    }
+
+    /// A check's slow path: records (kind, pc) through a call-out; clobbers `t`.
+    fn record_site(&self, b: &mut Inline, t: AsmRegister64, kind: Kind, pc: u64) {
+        let a = b.asm();
+        a.mov(t, pc).unwrap();
+        a.mov(qword_ptr(tool_area(slot::SITE)).gs(), t).unwrap();
+        a.mov(qword_ptr(tool_area(slot::WHAT)).gs(), kind as i32).unwrap();
+        b.callout(record, &*self.findings as *const Findings as u64, t);
     }
 
     fn taint_argv(&mut self, ctx: &ThreadContext) {
