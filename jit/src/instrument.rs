@@ -42,7 +42,44 @@ pub struct InsnSite<'a> {
     pub info: &'a InstructionInfo,
 }
 
+/// Which version of a block code is being added to (see [`Tool::two_versions`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Version {
+    /// The block's only version.
+    Only,
+    /// The first of two: entered first, its block-start code may send the thread to the full
+    /// version (`Inline::full_version_if`), its instructions may leave to re-run one in a full
+    /// version (`Inline::retry_if`).
+    Fast,
+    /// The second of two.
+    Full,
+}
+
+/// The condition a tool's code leaves for the engine's jump out of line (see
+/// `Inline::full_version_if`, `Inline::retry_if`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum When {
+    /// ZF clear after the tool's last flag-setting instruction (the tool clobbers flags).
+    NotZero,
+    /// rcx, which the tool borrowed (`scratch`), is not zero: flag-free.
+    RcxNonZero,
+}
+
+/// Where the out-of-line jump of a tool's code goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Cold {
+    Full,
+    Retry { slot: usize },
+}
+
 pub trait Tool {
+    /// Whether the block at `pc` gets two versions, fast and full, each instrumented by the
+    /// hooks below (`Inline::version` says which). `insns` is the straight-line code the
+    /// block can reach (it may end before the last one). A tool's fast version runs while
+    /// cheap checks show the full one would do nothing, as LIFT's fast path does.
+    fn two_versions(&mut self, _pc: u64, _insns: &[Instruction]) -> bool {
+        false
+    }
     /// Called before the instructions of a block starting at `pc` are translated; code added
     /// to `b` runs every time the block is entered.
     fn block_start(&mut self, _pc: u64, _b: &mut Inline) {}
@@ -83,6 +120,8 @@ pub struct Inline {
     flags_live: bool,
     empty: bool,
     outcome: Option<usize>,
+    version: Version,
+    cold: Option<(When, Cold)>,
 }
 
 /// What the engine does with a tool's inline code (see `Inline::finish`).
@@ -93,13 +132,15 @@ pub(crate) struct Finished {
     pub asm: CodeAssembler,
     /// `gs` offset of the qword that decides a conditional branch (0 own, 1 taken, 2 not).
     pub outcome: Option<usize>,
+    /// An out-of-line jump after the code: when, and where to.
+    pub cold: Option<(When, Cold)>,
 }
 
 impl Inline {
     /// A builder for code next to a guest instruction that uses the registers `guest_uses`
     /// (see `used_registers`; 0 at a block start), where the guest's status flags are live or
     /// not.
-    pub(crate) fn new(guest_uses: u16, flags_live: bool, stolen: u16) -> Inline {
+    pub(crate) fn new(guest_uses: u16, flags_live: bool, stolen: u16, version: Version) -> Inline {
         Inline {
             asm: None,
             guest_uses: guest_uses | 1 << 4, // rsp: the guest's stack is never scratch.
@@ -110,6 +151,8 @@ impl Inline {
             flags_live,
             empty: true,
             outcome: None,
+            version,
+            cold: None,
         }
     }
 
@@ -153,6 +196,38 @@ impl Inline {
     /// flag-free form avoids.
     pub fn flags_live(&self) -> bool {
         self.flags_live
+    }
+
+    /// Which version of the block this code is for.
+    pub fn version(&self) -> Version {
+        self.version
+    }
+
+    /// In the fast version's block-start code: if `when` holds after the tool's code, the
+    /// thread goes on in the block's full version instead (registers and flags first get
+    /// their guest values back).
+    pub fn full_version_if(&mut self, when: When) {
+        assert_eq!(self.version, Version::Fast, "only a fast version chooses the full one");
+        self.set_cold(when, Cold::Full);
+    }
+
+    /// If `when` holds after the tool's code, the guest instruction does not run here: the
+    /// guest's registers and flags come back and the thread leaves the block for the
+    /// instruction's address, with the tool-area qword at byte `slot` set to 1 so that the
+    /// tool's block-start code there can choose its full version. Out of line: the code
+    /// where `when` does not hold falls through.
+    pub fn retry_if(&mut self, when: When, slot: usize) {
+        self.set_cold(when, Cold::Retry { slot });
+    }
+
+    fn set_cold(&mut self, when: When, to: Cold) {
+        assert!(self.cold.is_none(), "one out-of-line jump per point");
+        assert!(when != When::RcxNonZero || self.lent & 2 != 0, "RcxNonZero needs rcx lent");
+        if when == When::NotZero {
+            self.clobbers_flags = true;
+        }
+        self.empty = false;
+        self.cold = Some((when, to));
     }
 
     /// The tool's code writes the status flags; the engine preserves the guest's if live.
@@ -227,13 +302,13 @@ impl Inline {
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.empty && self.outcome.is_none()
+        self.empty && self.outcome.is_none() && self.cold.is_none()
     }
 
     pub(crate) fn finish(self) -> Finished {
         let save_flags = self.clobbers_flags && self.flags_live && !self.empty;
         let asm = self.asm.unwrap_or_else(|| CodeAssembler::new(64).expect("64-bit assembler"));
-        Finished { lent: self.lent, save_flags, asm, outcome: self.outcome }
+        Finished { lent: self.lent, save_flags, asm, outcome: self.outcome, cold: self.cold }
     }
 }
 

@@ -9,7 +9,7 @@
 use crate::cache::{Block, BlockId, CacheError, CodeCache, Exit, ExitKind, Fixup, PcEntry};
 use crate::context::{reg, *};
 use crate::emit::{Asm, Label};
-use crate::instrument::{spill_slot, used_registers, Finished, InsnSite, Inline, Tool, CLIENT_REQUEST};
+use crate::instrument::{spill_slot, used_registers, Cold, Finished, InsnSite, Inline, Tool, Version, When, CLIENT_REQUEST};
 use iced_x86::{
     Code, ConditionCode, Decoder, DecoderError, DecoderOptions, Encoder, FlowControl, Formatter, Instruction,
     InstructionInfoFactory, MemoryOperand, Mnemonic, NasmFormatter, OpKind, Register,
@@ -88,9 +88,59 @@ struct BlockBuilder {
     /// reloading it around every instruction would chain all of them through store-to-load
     /// forwarding.
     stolen: u16,
+    /// The version being translated.
+    version: Version,
+    /// Out-of-line jumps of tool code, emitted after the block's versions.
+    cold: Vec<ColdJump>,
+    /// Where the full version starts (two versions only).
+    full: Option<Label>,
+    /// 8-byte constants placed after the stubs (calls' return addresses).
+    literals: Vec<(Label, u64)>,
+}
+
+/// A tool's out-of-line jump (`Inline::full_version_if`, `Inline::retry_if`): the guest state
+/// comes back, then the jump goes on to the full version or leaves to re-run `pc`.
+struct ColdJump {
+    label: Label,
+    restore_flags: bool,
+    /// Registers whose guest values wait in their spill slots there.
+    spilled: u16,
+    to: Cold,
+    pc: u64,
 }
 
 impl BlockBuilder {
+    /// A builder for tool code at the current point.
+    fn inline(&self, guest_uses: u16, flags_live: bool) -> Inline {
+        Inline::new(guest_uses, flags_live, self.stolen, self.version)
+    }
+
+    /// Emits the out-of-line jumps (before the stubs: a retry leaves through an exit).
+    fn emit_cold(&mut self) {
+        for c in std::mem::take(&mut self.cold) {
+            self.asm.bind(c.label);
+            if c.restore_flags {
+                self.asm.restore_flags_ax(OFF_FLAGS_SAVE);
+                self.asm.load_gs(reg::RAX, OFF_FLAGS_RAX);
+            }
+            for r in 0..16u8 {
+                if c.spilled & (1 << r) != 0 {
+                    self.asm.load_gs(r, spill_slot(r as usize));
+                }
+            }
+            match c.to {
+                Cold::Full => {
+                    let full = *self.full.get_or_insert_with(|| self.asm.new_label());
+                    self.asm.jmp_label(full);
+                }
+                Cold::Retry { slot } => {
+                    self.asm.store_gs_imm64(OFF_TOOL_AREA + slot, 1);
+                    self.jmp_exit(c.pc, c.pc);
+                }
+            }
+        }
+    }
+
     fn map(&mut self, ins: &Instruction, fixup: Fixup) {
         self.pc_map.push(PcEntry {
             host_off: self.asm.pos() as u32,
@@ -156,18 +206,9 @@ impl BlockBuilder {
     }
 }
 
-/// For each instruction of the straight-line code decoded from the start of `bytes` (at
-/// `pc`), whether the six status flags are dead just before it: each of them is written before
-/// any instruction reads it. One backward pass over one decode, flag by flag; past the last
-/// instruction looked at, and on the taken side of a branch, every flag is live.
-///
-/// A flag an instruction leaves undefined passes through (hardware keeps some: `bt` keeps
-/// ZF, a shift by `cl` = 0 keeps them all), except where `overwrites_undefined` knows better.
-fn status_flags_dead(bytes: &[u8], pc: u64) -> Vec<bool> {
-    use iced_x86::RflagsBits;
-    const STATUS: u32 = RflagsBits::OF | RflagsBits::SF | RflagsBits::ZF | RflagsBits::AF | RflagsBits::CF | RflagsBits::PF;
-    // Up to where a block must end, with room to look ahead from a block cut at its length
-    // limit.
+/// The straight-line code decoded from the start of `bytes` (at `pc`), up to where a block
+/// must end, with room to look ahead from a block cut at its length limit.
+fn decode_reach(bytes: &[u8], pc: u64) -> Vec<Instruction> {
     let mut insns = Vec::new();
     for ins in Decoder::with_ip(64, bytes, pc, DecoderOptions::NONE).iter().take(2 * MAX_BLOCK_INSNS) {
         insns.push(ins);
@@ -176,6 +217,19 @@ fn status_flags_dead(bytes: &[u8], pc: u64) -> Vec<bool> {
             break;
         }
     }
+    insns
+}
+
+/// For each instruction of `insns` (from `decode_reach`), whether the six status flags are
+/// dead just before it: each of them is written before any instruction reads it. One
+/// backward pass, flag by flag; past the last instruction, and on the taken side of a branch,
+/// every flag is live.
+///
+/// A flag an instruction leaves undefined passes through (hardware keeps some: `bt` keeps
+/// ZF, a shift by `cl` = 0 keeps them all), except where `overwrites_undefined` knows better.
+fn status_flags_dead(insns: &[Instruction]) -> Vec<bool> {
+    use iced_x86::RflagsBits;
+    const STATUS: u32 = RflagsBits::OF | RflagsBits::SF | RflagsBits::ZF | RflagsBits::AF | RflagsBits::CF | RflagsBits::PF;
     let mut dead = vec![false; insns.len() + 1];
     let mut live = STATUS; // after the last instruction
     for (i, ins) in insns.iter().enumerate().rev() {
@@ -272,24 +326,21 @@ pub fn translate_limited(
         exits: Vec::new(),
         first_exit_id: cache.exits.len() as u32,
         stolen: 0,
+        version: Version::Only,
+        cold: Vec::new(),
+        full: None,
+        literals: Vec::new(),
     };
-    let mut decoder = Decoder::with_ip(64, &buf[..n], pc, DecoderOptions::NONE);
-    let mut encoder = Encoder::new(64);
-    let mut ins = Instruction::default();
-    let mut count = 0usize;
-    // Conditional branches inside the block so far (see `conditional`).
-    let mut folded = 0usize;
-    let mut end = pc;
     let max_insns = max_insns.clamp(1, MAX_BLOCK_INSNS);
-    // Whether the flags are dead before the k-th instruction of the block (k = count - 1 once
-    // it is decoded): the block's instructions are the same linear decode.
-    let flags_dead = status_flags_dead(&buf[..n], pc);
+    // The straight-line code the block can reach, decoded once: the flags' liveness and a
+    // tool's choice of versions look at it.
+    let reach = decode_reach(&buf[..n], pc);
+    let flags_dead = status_flags_dead(&reach);
     let dead_at = |k: usize| flags_dead.get(k).copied().unwrap_or(false);
     // Indirect-branch lookups arrive here with rcx and rdx still in their save slots.
     b.asm.load_gs(reg::RCX, OFF_SAVE_RCX);
     b.asm.load_gs(reg::RDX, OFF_SAVE_RDX);
     let check_off = b.asm.pos();
-    let mut literals: Vec<(Label, u64)> = Vec::new();
     if cache.preempt {
         // Count this block against the quantum; at zero, leave before running it.
         let out = b.asm.new_label();
@@ -328,9 +379,91 @@ pub fn translate_limited(
     // backward (or self) direct branch, an indirect branch or the dispatcher, which all enter
     // at `check_off`, so a thread still reaches a preemption point in every loop.
     let body_off = label_body(&mut b);
-    let mut at_start = Inline::new(0, !dead_at(0), b.stolen);
+    let versions: &[Version] = if tool.two_versions(pc, &reach) { &[Version::Fast, Version::Full] } else { &[Version::Only] };
+    let env = BodyEnv { code: &buf[..n], pc, max_insns, flags_dead: &flags_dead, preempt: cache.preempt, virtual_tsc: cache.virtual_tsc };
+    let mut end = pc;
+    let mut count = 0;
+    for &v in versions {
+        b.version = v;
+        b.stolen = 0;
+        if v == Version::Full {
+            let full = b.full.get_or_insert_with(|| b.asm.new_label());
+            let full = *full;
+            b.asm.bind(full);
+        }
+        (end, count) = body(&mut b, &env, tool)?;
+    }
+    b.emit_cold();
+    b.emit_stubs();
+    for (l, v) in std::mem::take(&mut b.literals) {
+        b.asm.literal(l, v);
+    }
+    b.asm.finish();
+    assert!(b.asm.buf.len() <= MAX_HOST_BYTES, "block at {pc:#x} too large");
+
+    let host_start = b.asm.base;
+    let exits = b
+        .exits
+        .iter()
+        .map(|e| Exit {
+            block: 0,
+            kind: e.kind,
+            pc: e.pc,
+            target: e.target,
+            patch_site: e.site.map_or(0, |s| host_start + s as u64),
+            stub: 0,
+            linked_to: None,
+            note: e.note.clone(),
+        })
+        .collect::<Vec<_>>();
+    let mut exits = exits;
+    for (e, p) in exits.iter_mut().zip(&b.exits) {
+        e.stub = host_start + label_pos(&b.asm, p.stub) as u64;
+    }
+    let block = Block {
+        guest_start: pc,
+        body: host_start + body_off as u64,
+        check_entry: host_start + check_off as u64,
+        guest_end: end.max(pc + 1),
+        host_start,
+        host_len: b.asm.buf.len() as u32,
+        pc_map: b.pc_map,
+        exits: Vec::new(),
+        incoming: Vec::new(),
+        valid: true,
+        guest_insns: count as u32,
+    };
+    Ok(cache.commit(arena, &b.asm.buf, block, exits))
+}
+
+/// What every version of a block is translated from.
+struct BodyEnv<'a> {
+    /// Guest code from the block's start.
+    code: &'a [u8],
+    pc: u64,
+    max_insns: usize,
+    flags_dead: &'a [bool],
+    preempt: bool,
+    virtual_tsc: bool,
+}
+
+/// Translates the block's instructions once, as version `b.version`, from its block-start
+/// hook to its last exit; returns where the block ends and its instruction count (the same
+/// for every version).
+fn body(b: &mut BlockBuilder, env: &BodyEnv, tool: &mut dyn Tool) -> Result<(u64, usize), TranslateError> {
+    let (pc, n, max_insns) = (env.pc, env.code.len(), env.max_insns);
+    let buf = env.code;
+    let dead_at = |k: usize| env.flags_dead.get(k).copied().unwrap_or(false);
+    let mut decoder = Decoder::with_ip(64, buf, pc, DecoderOptions::NONE);
+    let mut encoder = Encoder::new(64);
+    let mut ins = Instruction::default();
+    let mut count = 0usize;
+    // Conditional branches inside the block so far (see `conditional`).
+    let mut folded = 0usize;
+    let mut end = pc;
+    let mut at_start = b.inline(0, !dead_at(0));
     tool.block_start(pc, &mut at_start);
-    emit_inline(&mut b, at_start);
+    emit_inline(b, at_start, pc);
     let mut info_factory = InstructionInfoFactory::new();
     loop {
         if !decoder.can_decode() || count >= max_insns {
@@ -378,9 +511,9 @@ pub fn translate_limited(
             break;
         }
         let site = InsnSite { ins: &ins, info: &info };
-        let mut before = Inline::new(uses, !dead_at(count - 1), b.stolen);
+        let mut before = b.inline(uses, !dead_at(count - 1));
         tool.before_insn(&site, &mut before);
-        let control = emit_inline(&mut b, before);
+        let control = emit_inline(b, before, ins.ip());
         let sequential = matches!(ins.flow_control(), FlowControl::Next | FlowControl::XbeginXabortXend);
         if !sequential || matches!(ins.mnemonic(), Mnemonic::Syscall | Mnemonic::Cpuid | Mnemonic::Rdtsc | Mnemonic::Rdtscp) {
             // The block ends with this instruction: every register gets its guest value back.
@@ -399,7 +532,7 @@ pub fn translate_limited(
                 end = next;
                 break;
             }
-            Mnemonic::Rdtsc | Mnemonic::Rdtscp if cache.virtual_tsc => {
+            Mnemonic::Rdtsc | Mnemonic::Rdtscp if env.virtual_tsc => {
                 b.map(&ins, Fixup::None);
                 let note = (ins.mnemonic() == Mnemonic::Rdtscp).then(|| "rdtscp".to_string());
                 b.leave(ExitKind::Rdtsc, ins.ip(), next, note);
@@ -414,17 +547,17 @@ pub fn translate_limited(
                 // The guest's `xrstor` (ld.so's lazy-binding trampoline saves and restores
                 // every component XCR0 enables, AVX-512's too) would put back an old block
                 // count in xmm16: the count steps around it.
-                let restores = cache.preempt && quantum_in_xmm16() && matches!(ins.mnemonic(), Mnemonic::Xrstor | Mnemonic::Xrstor64);
+                let restores = env.preempt && quantum_in_xmm16() && matches!(ins.mnemonic(), Mnemonic::Xrstor | Mnemonic::Xrstor64);
                 if restores {
                     b.asm.bytes(&count_xmm16().store);
                 }
-                copy_insn(&mut b, &mut encoder, &ins, raw, uses);
+                copy_insn(b, &mut encoder, &ins, raw, uses);
                 if restores {
                     b.asm.bytes(&count_xmm16().load);
                 }
-                let mut after = Inline::new(uses, !dead_at(count), b.stolen);
+                let mut after = b.inline(uses, !dead_at(count));
                 tool.after_insn(&site, &mut after);
-                emit_inline(&mut b, after);
+                emit_inline(b, after, next);
             }
             FlowControl::Interrupt | FlowControl::Exception => {
                 // int3, ud2 and friends trap natively; the fault handler maps them back.
@@ -441,71 +574,32 @@ pub fn translate_limited(
             FlowControl::ConditionalBranch => {
                 b.map(&ins, Fixup::None);
                 let go_on = folded < max_folded() && count < max_insns && decoder.can_decode();
-                if !conditional(&mut b, &ins, raw, control.outcome, go_on) {
+                if !conditional(b, &ins, raw, control.outcome, go_on) {
                     break;
                 }
                 // The block goes on with the fall-through path (see `conditional`).
                 folded += 1;
-                let mut fall = Inline::new(0, !dead_at(count), b.stolen);
+                let mut fall = b.inline(0, !dead_at(count));
                 tool.fall_through(next, &mut fall);
-                emit_inline(&mut b, fall);
+                emit_inline(b, fall, next);
             }
             FlowControl::Call => {
                 b.map(&ins, Fixup::None);
                 // One 8-byte store (a push of a literal), so the `ret` that loads it back
                 // gets store-to-load forwarding.
                 let lit = b.asm.new_label();
-                literals.push((lit, next));
+                b.literals.push((lit, next));
                 b.asm.push_rip_label(lit);
                 b.jmp_exit(ins.ip(), ins.near_branch_target());
                 break;
             }
             FlowControl::IndirectBranch | FlowControl::IndirectCall | FlowControl::Return => {
-                indirect(&mut b, &mut encoder, &ins, &mut literals);
+                indirect(b, &mut encoder, &ins);
                 break;
             }
         }
     }
-    b.emit_stubs();
-    for (l, v) in literals {
-        b.asm.literal(l, v);
-    }
-    b.asm.finish();
-    assert!(b.asm.buf.len() <= MAX_HOST_BYTES, "block at {pc:#x} too large");
-
-    let host_start = b.asm.base;
-    let exits = b
-        .exits
-        .iter()
-        .map(|e| Exit {
-            block: 0,
-            kind: e.kind,
-            pc: e.pc,
-            target: e.target,
-            patch_site: e.site.map_or(0, |s| host_start + s as u64),
-            stub: 0,
-            linked_to: None,
-            note: e.note.clone(),
-        })
-        .collect::<Vec<_>>();
-    let mut exits = exits;
-    for (e, p) in exits.iter_mut().zip(&b.exits) {
-        e.stub = host_start + label_pos(&b.asm, p.stub) as u64;
-    }
-    let block = Block {
-        guest_start: pc,
-        body: host_start + body_off as u64,
-        check_entry: host_start + check_off as u64,
-        guest_end: end.max(pc + 1),
-        host_start,
-        host_len: b.asm.buf.len() as u32,
-        pc_map: b.pc_map,
-        exits: Vec::new(),
-        incoming: Vec::new(),
-        valid: true,
-        guest_insns: count as u32,
-    };
-    Ok(cache.commit(arena, &b.asm.buf, block, exits))
+    Ok((end, count))
 }
 
 /// What a tool asked the engine to do to the guest instruction itself.
@@ -516,11 +610,12 @@ struct Control {
 
 /// Emits a tool's inline code wrapped in the spills of the registers it borrowed and, if it
 /// clobbers live status flags, a save and restore of the flags (`lahf`/`seto`, `add`/`sahf`).
-fn emit_inline(b: &mut BlockBuilder, code: Inline) -> Control {
+/// `pc` is the guest instruction a retry re-runs (see `Inline::retry_if`).
+fn emit_inline(b: &mut BlockBuilder, code: Inline, pc: u64) -> Control {
     if code.is_empty() {
         return Control::default();
     }
-    let Finished { lent, save_flags, mut asm, outcome } = code.finish();
+    let Finished { lent, save_flags, mut asm, outcome, cold } = code.finish();
     let control = Control { outcome };
     if save_flags {
         // rax goes back to its guest value at once: tool code may read guest registers.
@@ -537,6 +632,20 @@ fn emit_inline(b: &mut BlockBuilder, code: Inline) -> Control {
     b.stolen |= lent;
     let bytes = asm.assemble(b.asm.here()).expect("tool code assembles");
     b.asm.bytes(&bytes);
+    if let Some((when, to)) = cold {
+        // Out of line: the path where `when` does not hold falls through.
+        let label = b.asm.new_label();
+        match when {
+            When::NotZero => b.asm.jcc_label(0x5, label), // jne
+            When::RcxNonZero => {
+                let zero = b.asm.new_label();
+                b.asm.jrcxz_label(zero);
+                b.asm.jmp_label(label);
+                b.asm.bind(zero);
+            }
+        }
+        b.cold.push(ColdJump { label, restore_flags: save_flags, spilled: b.stolen, to, pc });
+    }
     if save_flags {
         b.asm.restore_flags_ax(OFF_FLAGS_SAVE);
         b.asm.load_gs(reg::RAX, OFF_FLAGS_RAX);
@@ -657,7 +766,7 @@ fn conditional(b: &mut BlockBuilder, ins: &Instruction, raw: &[u8], outcome: Opt
 /// ret, jmp/call through a register or memory: compute the guest target in rdx and look it
 /// up in the thread's inline table (`ibl_keys[t & mask] == -t` on a hit). Table values are
 /// the targets' block starts, whose prefix reloads rcx and rdx.
-fn indirect(b: &mut BlockBuilder, encoder: &mut Encoder, ins: &Instruction, literals: &mut Vec<(Label, u64)>) {
+fn indirect(b: &mut BlockBuilder, encoder: &mut Encoder, ins: &Instruction) {
     b.map(ins, Fixup::None);
     b.asm.store_gs(OFF_SAVE_RCX, reg::RCX);
     b.asm.store_gs(OFF_SAVE_RDX, reg::RDX);
@@ -692,7 +801,7 @@ fn indirect(b: &mut BlockBuilder, encoder: &mut Encoder, ins: &Instruction, lite
             }
             if ins.flow_control() == FlowControl::IndirectCall {
                 let lit = b.asm.new_label();
-                literals.push((lit, ins.next_ip()));
+                b.literals.push((lit, ins.next_ip()));
                 b.asm.push_rip_label(lit);
             }
         }
