@@ -230,23 +230,38 @@ const SHADOW_CASES: &[(&str, &str)] = &[
     ("across_chunks", "00010000"),
 ];
 
+/// The taint report's lines without the `==PID==` prefix.
+fn report_lines(stderr: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(stderr).lines().filter(|l| l.contains("taint:")).map(|l| l.split_once("== ").map_or(l, |x| x.1).to_string()).collect()
+}
+
 #[test]
 fn shadow_propagation_per_instruction_class() {
-    let out = run_rtgrind(["-q", "--tool=taint"], &Cmd::new(taint_guest("shadow_cases")));
-    assert_no_panic(&out);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    let stdout = out.stdout_str();
-    let got: Vec<(&str, &str)> = stdout.lines().filter_map(|l| l.split_once(": ")).collect();
-    let mut wrong = Vec::new();
-    for (name, want) in SHADOW_CASES {
-        match got.iter().find(|(n, _)| n == name) {
-            Some((_, have)) if have == want => {}
-            Some((_, have)) => wrong.push(format!("{name}: expected {want}, got {have}")),
-            None => wrong.push(format!("{name}: missing from the output")),
+    // With the fast path (the default; taint enters blocks running their fast version, which
+    // must hand over to the full one exactly) and with the full propagation alone.
+    let mut reports = Vec::new();
+    for fast in ["1", "0"] {
+        let out = run_rtgrind(["--tool=taint"], &Cmd::new(taint_guest("shadow_cases")).env("RTGRIND_FAST_PATH", fast));
+        assert_no_panic(&out);
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        let stdout = out.stdout_str();
+        let got: Vec<(&str, &str)> = stdout.lines().filter_map(|l| l.split_once(": ")).collect();
+        let mut wrong = Vec::new();
+        for (name, want) in SHADOW_CASES {
+            match got.iter().find(|(n, _)| n == name) {
+                Some((_, have)) if have == want => {}
+                Some((_, have)) => wrong.push(format!("{name}: expected {want}, got {have}")),
+                None => wrong.push(format!("{name}: missing from the output")),
+            }
         }
+        assert_eq!(got.len(), SHADOW_CASES.len(), "cases printed:\n{stdout}");
+        assert!(wrong.is_empty(), "RTGRIND_FAST_PATH={fast}:\n{}", wrong.join("\n"));
+        reports.push(report_lines(&out.stderr));
     }
-    assert_eq!(got.len(), SHADOW_CASES.len(), "cases printed:\n{stdout}");
-    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    // Only the case that loads through a tainted pointer uses a tainted address.
+    assert_eq!(reports[0], reports[1], "fast path and full propagation disagree");
+    assert_eq!(reports[1].len(), 2, "{:?}", reports[1]);
+    assert!(reports[1][1].contains("memory address") && reports[1][1].contains("shadow_cases.c:"), "{:?}", reports[1]);
 }
 
 #[test]

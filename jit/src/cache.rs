@@ -39,6 +39,9 @@ pub enum Fixup {
     IblSaved,
     /// This register is saved in `scratch[0]` (a rewritten RIP-relative operand).
     Scratch(u8),
+    /// Inside a tool's code, which saved the guest's status flags in `flags_save`
+    /// (`lahf`/`seto` layout: AH in bits 8-15, OF in bit 0).
+    FlagsSaved,
 }
 
 #[derive(Clone, Copy, Debug)]

@@ -47,29 +47,23 @@ pub struct InsnSite<'a> {
 pub enum Version {
     /// The block's only version.
     Only,
-    /// The first of two: entered first, its block-start code may send the thread to the full
-    /// version (`Inline::full_version_if`), its instructions may leave to re-run one in a full
-    /// version (`Inline::retry_if`).
+    /// The first of two: entered first, its code may send the thread on into the full version
+    /// at its start or before any instruction (`Inline::full_version_if`).
     Fast,
     /// The second of two.
     Full,
 }
 
-/// The condition a tool's code leaves for the engine's jump out of line (see
-/// `Inline::full_version_if`, `Inline::retry_if`).
+/// The condition a tool's code leaves for the engine's jump to the full version (see
+/// `Inline::full_version_if`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum When {
     /// ZF clear after the tool's last flag-setting instruction (the tool clobbers flags).
     NotZero,
     /// rcx, which the tool borrowed (`scratch`), is not zero: flag-free.
     RcxNonZero,
-}
-
-/// Where the out-of-line jump of a tool's code goes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Cold {
-    Full,
-    Retry { slot: usize },
+    /// Always (an instruction the fast version does not handle).
+    Always,
 }
 
 pub trait Tool {
@@ -80,6 +74,10 @@ pub trait Tool {
     fn two_versions(&mut self, _pc: u64, _insns: &[Instruction]) -> bool {
         false
     }
+    /// Code that runs whenever a thread goes from a block's fast version to its full one (at
+    /// the block start or before an instruction), with every register and the flags holding
+    /// guest values: it may use neither scratch registers nor the flags.
+    fn full_entry(&mut self, _b: &mut Inline) {}
     /// Called before the instructions of a block starting at `pc` are translated; code added
     /// to `b` runs every time the block is entered.
     fn block_start(&mut self, _pc: u64, _b: &mut Inline) {}
@@ -121,7 +119,7 @@ pub struct Inline {
     empty: bool,
     outcome: Option<usize>,
     version: Version,
-    cold: Option<(When, Cold)>,
+    to_full: Option<When>,
 }
 
 /// What the engine does with a tool's inline code (see `Inline::finish`).
@@ -132,8 +130,8 @@ pub(crate) struct Finished {
     pub asm: CodeAssembler,
     /// `gs` offset of the qword that decides a conditional branch (0 own, 1 taken, 2 not).
     pub outcome: Option<usize>,
-    /// An out-of-line jump after the code: when, and where to.
-    pub cold: Option<(When, Cold)>,
+    /// When the code goes on in the full version (out of line).
+    pub to_full: Option<When>,
 }
 
 impl Inline {
@@ -152,7 +150,7 @@ impl Inline {
             empty: true,
             outcome: None,
             version,
-            cold: None,
+            to_full: None,
         }
     }
 
@@ -203,31 +201,20 @@ impl Inline {
         self.version
     }
 
-    /// In the fast version's block-start code: if `when` holds after the tool's code, the
-    /// thread goes on in the block's full version instead (registers and flags first get
-    /// their guest values back).
+    /// In the fast version, at the block start or before an instruction: if `when` holds
+    /// after the tool's code, the thread goes on in the full version at the same point (its
+    /// block start, or its code before the same instruction): registers and flags get their
+    /// guest values back first. The shadow state must be what the full version would have made
+    /// of it up to there. Out of line: the path where `when` does not hold falls through.
     pub fn full_version_if(&mut self, when: When) {
-        assert_eq!(self.version, Version::Fast, "only a fast version chooses the full one");
-        self.set_cold(when, Cold::Full);
-    }
-
-    /// If `when` holds after the tool's code, the guest instruction does not run here: the
-    /// guest's registers and flags come back and the thread leaves the block for the
-    /// instruction's address, with the tool-area qword at byte `slot` set to 1 so that the
-    /// tool's block-start code there can choose its full version. Out of line: the code
-    /// where `when` does not hold falls through.
-    pub fn retry_if(&mut self, when: When, slot: usize) {
-        self.set_cold(when, Cold::Retry { slot });
-    }
-
-    fn set_cold(&mut self, when: When, to: Cold) {
-        assert!(self.cold.is_none(), "one out-of-line jump per point");
+        assert_eq!(self.version, Version::Fast, "only a fast version goes on in the full one");
+        assert!(self.to_full.is_none(), "one jump to the full version per point");
         assert!(when != When::RcxNonZero || self.lent & 2 != 0, "RcxNonZero needs rcx lent");
         if when == When::NotZero {
             self.clobbers_flags = true;
         }
         self.empty = false;
-        self.cold = Some((when, to));
+        self.to_full = Some(when);
     }
 
     /// The tool's code writes the status flags; the engine preserves the guest's if live.
@@ -302,13 +289,20 @@ impl Inline {
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.empty && self.outcome.is_none() && self.cold.is_none()
+        self.empty && self.outcome.is_none() && self.to_full.is_none()
+    }
+
+    /// The code of a `Tool::full_entry`, which may neither borrow registers nor clobber flags.
+    pub(crate) fn finish_plain(self) -> Option<Vec<u8>> {
+        assert!(self.lent == 0 && !self.clobbers_flags && self.to_full.is_none(), "full-entry code needs no register and no flags");
+        let mut asm = self.asm?;
+        Some(asm.assemble(0).expect("full-entry code assembles"))
     }
 
     pub(crate) fn finish(self) -> Finished {
         let save_flags = self.clobbers_flags && self.flags_live && !self.empty;
         let asm = self.asm.unwrap_or_else(|| CodeAssembler::new(64).expect("64-bit assembler"));
-        Finished { lent: self.lent, save_flags, asm, outcome: self.outcome, cold: self.cold }
+        Finished { lent: self.lent, save_flags, asm, outcome: self.outcome, to_full: self.to_full }
     }
 }
 

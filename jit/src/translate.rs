@@ -9,7 +9,7 @@
 use crate::cache::{Block, BlockId, CacheError, CodeCache, Exit, ExitKind, Fixup, PcEntry};
 use crate::context::{reg, *};
 use crate::emit::{Asm, Label};
-use crate::instrument::{spill_slot, used_registers, Cold, Finished, InsnSite, Inline, Tool, Version, When, CLIENT_REQUEST};
+use crate::instrument::{spill_slot, used_registers, Finished, InsnSite, Inline, Tool, Version, When, CLIENT_REQUEST};
 use iced_x86::{
     Code, ConditionCode, Decoder, DecoderError, DecoderOptions, Encoder, FlowControl, Formatter, Instruction,
     InstructionInfoFactory, MemoryOperand, Mnemonic, NasmFormatter, OpKind, Register,
@@ -90,23 +90,34 @@ struct BlockBuilder {
     stolen: u16,
     /// The version being translated.
     version: Version,
-    /// Out-of-line jumps of tool code, emitted after the block's versions.
-    cold: Vec<ColdJump>,
-    /// Where the full version starts (two versions only).
+    /// Jumps of the fast version's code to the full version, emitted after the versions.
+    to_full: Vec<ToFull>,
+    /// Where the full version starts, and where its code for each instruction starts with
+    /// the registers stolen there (two versions only).
     full: Option<Label>,
+    full_at: Vec<(Label, u16)>,
     /// 8-byte constants placed after the stubs (calls' return addresses).
     literals: Vec<(Label, u64)>,
 }
 
-/// A tool's out-of-line jump (`Inline::full_version_if`, `Inline::retry_if`): the guest state
-/// comes back, then the jump goes on to the full version or leaves to re-run `pc`.
-struct ColdJump {
+/// Where a tool's code is, for its jumps to the full version.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Point {
+    Start,
+    /// Before the k-th instruction (from 0), at `pc`, `len` bytes long.
+    Before(usize, u64, u8),
+    Elsewhere,
+}
+
+/// A jump of the fast version to the full one (`Inline::full_version_if`): the guest state
+/// comes back, the full version's stolen registers there get their spill slots filled, then
+/// the jump.
+struct ToFull {
     label: Label,
     restore_flags: bool,
-    /// Registers whose guest values wait in their spill slots there.
+    /// Registers whose guest values wait in their spill slots at the jump.
     spilled: u16,
-    to: Cold,
-    pc: u64,
+    at: Point,
 }
 
 impl BlockBuilder {
@@ -115,29 +126,37 @@ impl BlockBuilder {
         Inline::new(guest_uses, flags_live, self.stolen, self.version)
     }
 
-    /// Emits the out-of-line jumps (before the stubs: a retry leaves through an exit).
-    fn emit_cold(&mut self) {
-        for c in std::mem::take(&mut self.cold) {
-            self.asm.bind(c.label);
-            if c.restore_flags {
+    /// Emits the fast version's jumps to the full one, out of line after both versions.
+    fn emit_to_full(&mut self, tool: &mut dyn Tool) {
+        for j in std::mem::take(&mut self.to_full) {
+            self.asm.bind(j.label);
+            if j.restore_flags {
                 self.asm.restore_flags_ax(OFF_FLAGS_SAVE);
                 self.asm.load_gs(reg::RAX, OFF_FLAGS_RAX);
             }
             for r in 0..16u8 {
-                if c.spilled & (1 << r) != 0 {
+                if j.spilled & (1 << r) != 0 {
                     self.asm.load_gs(r, spill_slot(r as usize));
                 }
             }
-            match c.to {
-                Cold::Full => {
-                    let full = *self.full.get_or_insert_with(|| self.asm.new_label());
-                    self.asm.jmp_label(full);
-                }
-                Cold::Retry { slot } => {
-                    self.asm.store_gs_imm64(OFF_TOOL_AREA + slot, 1);
-                    self.jmp_exit(c.pc, c.pc);
+            // No register is free here: the tool's code can only be position-independent moves
+            // of constants (assembled at 0).
+            let mut entry = Inline::new(0xffff, false, 0, Version::Full);
+            tool.full_entry(&mut entry);
+            if let Some(code) = entry.finish_plain() {
+                self.asm.bytes(&code);
+            }
+            let (target, stolen) = match j.at {
+                Point::Before(k, ..) => self.full_at[k],
+                _ => (self.full.expect("a full version"), 0),
+            };
+            // The full version reloads these lazily from their slots.
+            for r in 0..16u8 {
+                if stolen & (1 << r) != 0 {
+                    self.asm.store_gs(spill_slot(r as usize), r);
                 }
             }
+            self.asm.jmp_label(target);
         }
     }
 
@@ -327,8 +346,9 @@ pub fn translate_limited(
         first_exit_id: cache.exits.len() as u32,
         stolen: 0,
         version: Version::Only,
-        cold: Vec::new(),
+        to_full: Vec::new(),
         full: None,
+        full_at: Vec::new(),
         literals: Vec::new(),
     };
     let max_insns = max_insns.clamp(1, MAX_BLOCK_INSNS);
@@ -387,13 +407,13 @@ pub fn translate_limited(
         b.version = v;
         b.stolen = 0;
         if v == Version::Full {
-            let full = b.full.get_or_insert_with(|| b.asm.new_label());
-            let full = *full;
+            let full = b.asm.new_label();
             b.asm.bind(full);
+            b.full = Some(full);
         }
         (end, count) = body(&mut b, &env, tool)?;
     }
-    b.emit_cold();
+    b.emit_to_full(tool);
     b.emit_stubs();
     for (l, v) in std::mem::take(&mut b.literals) {
         b.asm.literal(l, v);
@@ -463,7 +483,7 @@ fn body(b: &mut BlockBuilder, env: &BodyEnv, tool: &mut dyn Tool) -> Result<(u64
     let mut end = pc;
     let mut at_start = b.inline(0, !dead_at(0));
     tool.block_start(pc, &mut at_start);
-    emit_inline(b, at_start, pc);
+    emit_inline(b, at_start, Point::Start);
     let mut info_factory = InstructionInfoFactory::new();
     loop {
         if !decoder.can_decode() || count >= max_insns {
@@ -490,6 +510,12 @@ fn body(b: &mut BlockBuilder, env: &BodyEnv, tool: &mut dyn Tool) -> Result<(u64
         count += 1;
         let info = info_factory.info(&ins).clone();
         let uses = used_registers(&ins, &info);
+        if b.version == Version::Full {
+            // Where the fast version's code for this instruction may go on in this one.
+            let l = b.asm.new_label();
+            b.asm.bind(l);
+            b.full_at.push((l, b.stolen));
+        }
         // The instruction (and the tool code around it, which computes its addresses) sees
         // its registers' guest values.
         b.restore(uses);
@@ -513,7 +539,7 @@ fn body(b: &mut BlockBuilder, env: &BodyEnv, tool: &mut dyn Tool) -> Result<(u64
         let site = InsnSite { ins: &ins, info: &info };
         let mut before = b.inline(uses, !dead_at(count - 1));
         tool.before_insn(&site, &mut before);
-        let control = emit_inline(b, before, ins.ip());
+        let control = emit_inline(b, before, Point::Before(count - 1, ins.ip(), ins.len() as u8));
         let sequential = matches!(ins.flow_control(), FlowControl::Next | FlowControl::XbeginXabortXend);
         if !sequential || matches!(ins.mnemonic(), Mnemonic::Syscall | Mnemonic::Cpuid | Mnemonic::Rdtsc | Mnemonic::Rdtscp) {
             // The block ends with this instruction: every register gets its guest value back.
@@ -557,7 +583,7 @@ fn body(b: &mut BlockBuilder, env: &BodyEnv, tool: &mut dyn Tool) -> Result<(u64
                 }
                 let mut after = b.inline(uses, !dead_at(count));
                 tool.after_insn(&site, &mut after);
-                emit_inline(b, after, next);
+                emit_inline(b, after, Point::Elsewhere);
             }
             FlowControl::Interrupt | FlowControl::Exception => {
                 // int3, ud2 and friends trap natively; the fault handler maps them back.
@@ -581,7 +607,7 @@ fn body(b: &mut BlockBuilder, env: &BodyEnv, tool: &mut dyn Tool) -> Result<(u64
                 folded += 1;
                 let mut fall = b.inline(0, !dead_at(count));
                 tool.fall_through(next, &mut fall);
-                emit_inline(b, fall, next);
+                emit_inline(b, fall, Point::Elsewhere);
             }
             FlowControl::Call => {
                 b.map(&ins, Fixup::None);
@@ -610,12 +636,12 @@ struct Control {
 
 /// Emits a tool's inline code wrapped in the spills of the registers it borrowed and, if it
 /// clobbers live status flags, a save and restore of the flags (`lahf`/`seto`, `add`/`sahf`).
-/// `pc` is the guest instruction a retry re-runs (see `Inline::retry_if`).
-fn emit_inline(b: &mut BlockBuilder, code: Inline, pc: u64) -> Control {
+/// `at` is where, for a jump to the full version.
+fn emit_inline(b: &mut BlockBuilder, code: Inline, at: Point) -> Control {
     if code.is_empty() {
         return Control::default();
     }
-    let Finished { lent, save_flags, mut asm, outcome, cold } = code.finish();
+    let Finished { lent, save_flags, mut asm, outcome, to_full } = code.finish();
     let control = Control { outcome };
     if save_flags {
         // rax goes back to its guest value at once: tool code may read guest registers.
@@ -630,9 +656,16 @@ fn emit_inline(b: &mut BlockBuilder, code: Inline, pc: u64) -> Control {
         }
     }
     b.stolen |= lent;
+    if let Point::Before(_, guest_pc, guest_len) = at {
+        // A fault in the tool's code (its shadow access for a non-canonical guest address)
+        // is the instruction's own: the guest's would fault the same way.
+        let fixup = if save_flags { Fixup::FlagsSaved } else { Fixup::None };
+        b.pc_map.push(PcEntry { host_off: b.asm.pos() as u32, guest_pc, guest_len, fixup, stolen: b.stolen });
+    }
     let bytes = asm.assemble(b.asm.here()).expect("tool code assembles");
     b.asm.bytes(&bytes);
-    if let Some((when, to)) = cold {
+    if let Some(when) = to_full {
+        assert!(at != Point::Elsewhere, "the full version is entered at a block start or before an instruction");
         // Out of line: the path where `when` does not hold falls through.
         let label = b.asm.new_label();
         match when {
@@ -643,8 +676,9 @@ fn emit_inline(b: &mut BlockBuilder, code: Inline, pc: u64) -> Control {
                 b.asm.jmp_label(label);
                 b.asm.bind(zero);
             }
+            When::Always => b.asm.jmp_label(label),
         }
-        b.cold.push(ColdJump { label, restore_flags: save_flags, spilled: b.stolen, to, pc });
+        b.to_full.push(ToFull { label, restore_flags: save_flags, spilled: b.stolen, at });
     }
     if save_flags {
         b.asm.restore_flags_ax(OFF_FLAGS_SAVE);

@@ -601,6 +601,7 @@ extern "sysv64" fn host_handler(sig: i32, info: *mut libc::siginfo_t, ucv: *mut 
                 ctx.gpr[reg::RDX as usize] = ctx.save_rdx;
             }
             Fixup::Scratch(r) => ctx.gpr[r as usize] = ctx.scratch[0],
+            Fixup::FlagsSaved => {}
         }
         for r in 0..16 {
             if e.stolen & (1 << r) != 0 {
@@ -608,6 +609,12 @@ extern "sysv64" fn host_handler(sig: i32, info: *mut libc::siginfo_t, ucv: *mut 
             }
         }
         ctx.rflags = gregs[libc::REG_EFL as usize] as u64;
+        if matches!(e.fixup, Fixup::FlagsSaved) {
+            // SF ZF AF PF CF from AH, OF from bit 0.
+            const LAHF: u64 = 0xd5;
+            let saved = ctx.flags_save;
+            ctx.rflags = (ctx.rflags & !(LAHF | 0x800)) | ((saved >> 8) & LAHF) | ((saved & 1) << 11);
+        }
         ctx.rip = e.guest_pc + if trap { e.guest_len as u64 } else { 0 };
         ctx.exit_id = EXIT_FAULT as u64;
         let mut raw = raw;

@@ -5,16 +5,22 @@
 //! The 128 TiB user address space is cut into 128 slices of 1 TiB. A slice where the guest
 //! has memory gets a shadow slice of its own, reserved with `MAP_NORESERVE` (only touched
 //! pages are ever backed) in a slice nobody uses; every other slice shares one "sink" slice.
-//! The shadow of `x` is `(x & (2^47-1)) + delta[slice]`, where `delta[slice]` takes the slice's
-//! base to its shadow's (plus a small skew, see `SKEW`), so translated code needs only a mask,
-//! a shift and one table load (`shadow_address` in `propagate.rs`). No access can miss: a guest access outside its
-//! memory reads and writes the sink (and then faults natively, as it would without rtgrind);
-//! a non-canonical address is masked into range first. The shadow slices and the sink are
-//! rtgrind's memory, so the guest can neither map over nor unmap them (`kernel::memory`).
+//! The shadow of `x` is `x + delta[bits 40-47 of x]`, where `delta` takes the slice's base to
+//! its shadow's (plus a small skew, see `SKEW`); the table lives in the low 2 GiB, so
+//! translated code needs a `pext`, one load with the table as displacement and the add, which
+//! can be the access's own addressing (`shadow_delta_of` in `propagate.rs`). No access can
+//! miss: a guest access outside its memory reads and writes the sink (and then faults natively,
+//! as it would without rtgrind); the 128 entries of the kernel half (bit 47 set) send canonical
+//! kernel addresses to the sink too. A non-canonical address stays non-canonical after the
+//! add (the delta is below 2^47), so its shadow access faults like the guest's own would, with
+//! the same signal. The shadow slices and the sink are rtgrind's memory, so the guest can
+//! neither map over nor unmap them (`kernel::memory`).
 //!
 //! Limits: an access that crosses a 1 TiB boundary between two guest mappings reads the
-//! first slice's shadow and the 64 KiB guard after it; a slice first used by a guest mapping
-//! rtgrind does not see (none is known) shares the sink.
+//! first slice's shadow and the 64 KiB guard after it (translated code may take the slice of
+//! `[base + disp]` from the base register when the displacement is under 64 KiB: guards lie on
+//! both sides); a slice first used by a guest mapping rtgrind does not see (none is known)
+//! shares the sink.
 //!
 //! Only the thread holding the scheduler's baton runs translated code or tool hooks, so the
 //! map needs no locking.
@@ -23,26 +29,30 @@ use std::io;
 
 pub const SLICE_BITS: u32 = 40;
 pub const SLICES: usize = 128;
-/// Guest addresses are masked to 47 bits before the lookup.
+/// Table entries: bits 40-47 of an address (the user slices, then the kernel half's).
+pub const ENTRIES: usize = 256;
+/// The `pext` mask of a table index.
+pub const INDEX_BITS: u64 = 0xff << SLICE_BITS;
+/// The 47 bits of a user address.
 pub const ADDR_MASK: u64 = (1 << 47) - 1;
-/// Slack after each shadow slice for accesses that run over its end.
-const GUARD: u64 = 1 << 16;
+/// Slack on both sides of each shadow slice for accesses that run over its ends.
+pub const GUARD: u64 = 1 << 16;
 
 pub struct ShadowMemory {
-    /// Per slice: what to add to a guest address to reach its shadow. Boxed: translated code
-    /// holds its address.
-    deltas: Box<[u64; SLICES]>,
+    /// Per table index: what to add to a guest address to reach its shadow. In a page of its
+    /// own below 2 GiB: translated code holds its address as a 32-bit displacement.
+    deltas: &'static mut [u64; ENTRIES],
     /// Slices with a shadow of their own.
     covered: [bool; SLICES],
 }
 
-/// Reserves a 1 TiB slice (plus guard) in some slice nobody uses.
+/// Reserves a 1 TiB slice (plus guards) in some slice nobody uses; returns its base.
 fn reserve_slice() -> io::Result<u64> {
     // Candidates in the middle of the address space: below PIE programs and heaps (0x55…),
     // above everything non-PIE (low TiB), far from libraries and stacks (0x7f…).
     for s in (0x08..0x50u64).chain(0x58..0x70) {
-        let at = s << SLICE_BITS;
-        let len = ((1u64 << SLICE_BITS) + GUARD) as usize;
+        let at = (s << SLICE_BITS) - GUARD;
+        let len = ((1u64 << SLICE_BITS) + 2 * GUARD) as usize;
         let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED_NOREPLACE;
         // SAFETY: MAP_FIXED_NOREPLACE never replaces an existing mapping.
         let p = unsafe { libc::mmap(at as *mut libc::c_void, len, libc::PROT_READ | libc::PROT_WRITE, flags, -1, 0) };
@@ -53,7 +63,7 @@ fn reserve_slice() -> io::Result<u64> {
                 // the (lazily backed) memory.
                 // SAFETY: advice on a mapping this function owns.
                 unsafe { libc::madvise(p, len, libc::MADV_HUGEPAGE) };
-                return Ok(at);
+                return Ok(at + GUARD);
             }
             // Old kernels treat the flag as a hint; give the mapping back and go on.
             // SAFETY: the mapping was just created by this function and is not used.
@@ -69,22 +79,41 @@ fn reserve_slice() -> io::Result<u64> {
 /// so origin granules stay aligned.
 const SKEW: u64 = 0x840;
 
-/// What to add to an address in slice `s` to reach its shadow in the slice at `shadow`.
-fn delta(s: usize, shadow: u64) -> u64 {
-    (shadow + SKEW).wrapping_sub((s as u64) << SLICE_BITS)
+/// What to add to an address with table index `i` to reach its shadow in the slice at
+/// `shadow`: the kernel half's indices (128-255) stand for addresses with all upper bits set.
+fn delta(i: usize, shadow: u64) -> u64 {
+    let base = if i < SLICES { (i as u64) << SLICE_BITS } else { 0xffff_0000_0000_0000 | (i as u64) << SLICE_BITS };
+    (shadow + SKEW).wrapping_sub(base)
+}
+
+/// A zeroed page below 2 GiB for a delta table.
+fn low_table() -> io::Result<&'static mut [u64; ENTRIES]> {
+    const _: () = assert!(ENTRIES * 8 <= 4096);
+    let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_32BIT;
+    // SAFETY: a fresh anonymous mapping, never unmapped: the 'static reference stays valid.
+    let p = unsafe { libc::mmap(std::ptr::null_mut(), 4096, libc::PROT_READ | libc::PROT_WRITE, flags, -1, 0) };
+    if p == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the page is 4 KiB, aligned, zeroed and owned by nothing else.
+    Ok(unsafe { &mut *(p as *mut [u64; ENTRIES]) })
 }
 
 impl ShadowMemory {
     /// A map whose every slice is the sink, until `cover` gives it a shadow of its own.
     pub fn new() -> io::Result<ShadowMemory> {
         let sink = reserve_slice()?;
-        let deltas = Box::new(std::array::from_fn(|s| delta(s, sink)));
+        let deltas = low_table()?;
+        for (i, d) in deltas.iter_mut().enumerate() {
+            *d = delta(i, sink);
+        }
         Ok(ShadowMemory { deltas, covered: [false; SLICES] })
     }
 
-    /// Address of the per-slice XOR table (for translated code).
-    pub fn delta_table_addr(&self) -> u64 {
-        self.deltas.as_ptr() as u64
+    /// Address of the delta table (below 2 GiB, for translated code).
+    pub fn delta_table_addr(&self) -> u32 {
+        let a = self.deltas.as_ptr() as u64;
+        u32::try_from(a).ok().filter(|&a| a < 1 << 31).expect("MAP_32BIT gives an address below 2 GiB")
     }
 
     /// Gives every slice `[start, end)` touches a shadow of its own.
@@ -111,11 +140,14 @@ impl ShadowMemory {
         }
     }
 
-    /// The shadow address of guest address `addr`.
+    /// The shadow address of guest address `addr` (as translated code computes it; a
+    /// non-canonical address, which no guest memory has, is masked into range so that
+    /// rtgrind's own accesses never fault).
     #[inline]
     pub fn addr(&self, addr: u64) -> *mut u8 {
-        let x = addr & ADDR_MASK;
-        x.wrapping_add(self.deltas[(x >> SLICE_BITS) as usize]) as *mut u8
+        let canonical = matches!(addr >> 47, 0 | 0x1_ffff);
+        let x = if canonical { addr } else { addr & ADDR_MASK };
+        x.wrapping_add(self.deltas[((x & INDEX_BITS) >> SLICE_BITS) as usize]) as *mut u8
     }
 
     pub fn get(&mut self, addr: u64) -> u8 {
@@ -200,8 +232,11 @@ mod tests {
         assert_eq!(m.mask(0x40_0000 + (a & 0xff_ffff_ffff), 8), 0);
         m.set(0x2000_0000_0010, 1);
         assert_eq!(m.get(0x3000_0000_0010), 1);
-        // Non-canonical addresses are masked into range instead of faulting.
+        // Non-canonical addresses are masked into range instead of faulting; kernel ones
+        // reach the sink.
         let _ = m.get(0x4141_4141_4141_4141);
+        m.set(0xffff_8800_0000_0010, 1);
+        assert_eq!(m.get(0x3000_0000_0010), 1);
         m.copy(a + 100, a, 8);
         assert_eq!(m.mask(a + 100, 8), 0b1010_0101);
         m.set64_range(a, 16, 7);

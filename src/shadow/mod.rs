@@ -7,6 +7,7 @@
 //! of the register is tainted (8 bits), of a vector register's whether byte i of the ymm
 //! register is (32 bits). The flags have one shadow for all six status flags.
 
+pub mod fast;
 pub mod memory;
 pub mod propagate;
 
@@ -20,10 +21,6 @@ pub mod slot {
     pub const FLAGS: usize = 128;
     /// 16 vector registers (ymm0-15), one u64 mask each (32 bits used).
     pub const VEC: usize = 136;
-    /// Address of the taint shadow's per-slice delta table.
-    pub const DELTA_TAINT: usize = 264;
-    /// Address of the origin shadow's per-slice delta table.
-    pub const DELTA_ORIGIN: usize = 272;
     /// 0x0101010101010101: `pext`/`pdep` mask between shadow bytes and mask bits.
     pub const K01: usize = 280;
     /// Arguments and result of the out-of-line shadow accesses.
@@ -46,18 +43,18 @@ pub mod slot {
     pub const BLOCKS: usize = 624;
     /// The thread's index, shifted into place for an origin.
     pub const THREAD_BITS: usize = 632;
-    /// `pext` masks of flag-free code: a guest address's slice index bits and its 47 bits
-    /// (see `memory.rs`), and the shadow bits of a register part (low byte, high byte, word,
-    /// dword).
+    /// `pext` masks of flag-free code: a guest address's delta-table index (see `memory.rs`),
+    /// and the shadow bits of a register part (low byte, high byte, word, dword).
     pub const SLICE_SEL: usize = 640;
-    pub const ADDR_BITS: usize = 648;
     pub const PART_LOW8: usize = 656;
     pub const PART_HIGH8: usize = 664;
     pub const PART_W16: usize = 672;
     pub const PART_W32: usize = 680;
     /// rcx while a flag-free check holds a shadow in it.
     pub const CHECK_RCX: usize = 688;
-    pub const END: usize = 696;
+    /// Set while a register shadow may be tainted (see `fast::select`).
+    pub const DIRTY: usize = 696;
+    pub const END: usize = 704;
     /// Origins of the four 8-byte lanes of each ymm register (16 x 4 u64), so that a vector
     /// copy (memcpy's) keeps each granule's origin: lane k of register n at `+ 32n + 8k`.
     pub const ORIGIN_LANES: usize = 1024;
@@ -69,18 +66,13 @@ pub fn word(ctx: &mut ThreadContext, off: usize) -> &mut u64 {
     &mut ctx.tool_area[off / 8]
 }
 
-/// Points a thread's shadow registers at the shadow memories and clears them.
-pub fn init_thread(ctx: &mut ThreadContext, mem: &memory::ShadowMemory, origins: Option<&memory::ShadowMemory>) {
+/// Clears a thread's shadow registers and sets the constants its inline code reads.
+pub fn init_thread(ctx: &mut ThreadContext) {
     ctx.tool_area[..slot::LANES_END / 8].iter_mut().for_each(|w| *w = 0);
-    *word(ctx, slot::DELTA_TAINT) = mem.delta_table_addr();
     *word(ctx, slot::K01) = 0x0101_0101_0101_0101;
-    *word(ctx, slot::SLICE_SEL) = memory::ADDR_MASK & !((1 << memory::SLICE_BITS) - 1);
-    *word(ctx, slot::ADDR_BITS) = memory::ADDR_MASK;
+    *word(ctx, slot::SLICE_SEL) = memory::INDEX_BITS;
     for (s, m) in [(slot::PART_LOW8, 1), (slot::PART_HIGH8, 2), (slot::PART_W16, 3), (slot::PART_W32, 0xf)] {
         *word(ctx, s) = m;
-    }
-    if let Some(o) = origins {
-        *word(ctx, slot::DELTA_ORIGIN) = o.delta_table_addr();
     }
     *word(ctx, slot::THREAD_BITS) = origin::thread_bits(0);
 }

@@ -280,20 +280,24 @@ fn out_of_line(b: &mut Inline, r: Regs, size: usize, val: Option<AsmRegister64>,
 
 /// `r.t` = the shadow address of the guest address in `r.a` (see `shadow_address_of`;
 /// clobbers `r.u`).
-fn shadow_address(b: &mut Inline, r: Regs, table: usize) {
+fn shadow_address(b: &mut Inline, r: Regs, table: u32) {
     shadow_address_of(b, r.a, r.t, r.u, table);
 }
 
-/// `dst` = the shadow address of the guest address in `addr`, through the per-slice delta
-/// table whose address is in tool-area slot `table` (see `memory.rs`); clobbers `tmp`.
-/// Flag-free (BMI2 `pext`), so a copy's shadow needs no save of the guest's live flags.
-fn shadow_address_of(b: &mut Inline, addr: AsmRegister64, dst: AsmRegister64, tmp: AsmRegister64, table: usize) {
+/// `dst` = what to add to the guest address in `addr` to reach its shadow, through the delta
+/// table at `table` (below 2 GiB; see `memory.rs`): `[addr + dst]` is the shadow. Flag-free
+/// (BMI2 `pext`), so a copy's shadow needs no save of the guest's live flags.
+pub(crate) fn shadow_delta_of(b: &mut Inline, addr: AsmRegister64, dst: AsmRegister64, table: u32) {
     let a = b.asm();
-    a.pext(tmp, addr, ta(slot::SLICE_SEL)).unwrap();
-    a.mov(dst, ta(table)).unwrap();
-    a.mov(tmp, qword_ptr(dst + tmp * 8)).unwrap();
-    a.pext(dst, addr, ta(slot::ADDR_BITS)).unwrap();
-    a.lea(dst, qword_ptr(dst + tmp)).unwrap();
+    a.pext(dst, addr, ta(slot::SLICE_SEL)).unwrap();
+    a.mov(dst, qword_ptr(dst * 8 + table as i32)).unwrap();
+}
+
+/// `dst` = the shadow address of the guest address in `addr` (see `shadow_delta_of`);
+/// clobbers `tmp`.
+pub(crate) fn shadow_address_of(b: &mut Inline, addr: AsmRegister64, dst: AsmRegister64, tmp: AsmRegister64, table: u32) {
+    shadow_delta_of(b, addr, tmp, table);
+    b.asm().lea(dst, qword_ptr(addr + tmp)).unwrap();
 }
 
 /// Tool-area slot of the `pext` mask that takes a register part's shadow bits to bit 0.
@@ -340,8 +344,8 @@ pub fn effective_address(b: &mut Inline, dst: AsmRegister64, m: &UsedMemory, scr
 
 /// `dst` = the 8 shadow bytes of the guest address in `addr` (non-zero if any of the 8 guest
 /// bytes there is tainted); clobbers `t`.
-pub fn shadow_qword(b: &mut Inline, addr: AsmRegister64, t: AsmRegister64, dst: AsmRegister64) {
-    shadow_address_of(b, addr, dst, t, slot::DELTA_TAINT);
+pub fn shadow_qword(b: &mut Inline, addr: AsmRegister64, t: AsmRegister64, dst: AsmRegister64, table: u32) {
+    shadow_address_of(b, addr, dst, t, table);
     b.asm().mov(dst, qword_ptr(dst)).unwrap();
 }
 
@@ -358,6 +362,9 @@ pub struct Propagation {
     /// Log the dynamic dependence graph (origins without a policy only; see [`DepLog`]).
     pub log: Option<DepLog>,
     callout: Box<CalloutArg>,
+    /// The shadow memories' delta tables (below 2 GiB).
+    pub taint_table: u32,
+    origin_table: u32,
 }
 
 /// Where a propagation logs dependences: every computation (and every copy in the main
@@ -424,7 +431,10 @@ pub struct CalloutArg {
 impl Propagation {
     pub fn new(shadow: *mut ShadowMemory, origins: Option<*mut ShadowMemory>) -> Propagation {
         let callout = Box::new(CalloutArg { shadow, origins: origins.unwrap_or(std::ptr::null_mut()) });
-        Propagation { shadow, origins, sites: Sites::default(), policy: None, taint_on: true, log: None, callout }
+        // SAFETY: the shadow memories outlive the propagation (their tool owns both).
+        let table = |m: *mut ShadowMemory| unsafe { (*m).delta_table_addr() };
+        let (taint_table, origin_table) = (table(shadow), origins.map_or(0, table));
+        Propagation { shadow, origins, sites: Sites::default(), policy: None, taint_on: true, log: None, callout, taint_table, origin_table }
     }
 
     fn callout_args(&self) -> &CalloutArg {
@@ -448,7 +458,7 @@ impl Propagation {
             b.asm().mov(r.m, ta(slot::TMP_MASK)).unwrap();
             return;
         }
-        shadow_address(b, r, slot::DELTA_TAINT);
+        shadow_address(b, r, self.taint_table);
         let a = b.asm();
         match size {
             1 => a.movzx(r32(r.m), byte_ptr(r.t)).unwrap(),
@@ -484,7 +494,7 @@ impl Propagation {
             return;
         }
         effective_address(b, r.a, m, r.t);
-        shadow_address(b, r, slot::DELTA_TAINT);
+        shadow_address(b, r, self.taint_table);
         let a = b.asm();
         match size {
             1 => a.movzx(r32(r.m), byte_ptr(r.t)).unwrap(),
@@ -508,7 +518,7 @@ impl Propagation {
             out_of_line(b, r, size, Some(val), store_slow, self.arg());
             return;
         }
-        shadow_address(b, r, slot::DELTA_TAINT);
+        shadow_address(b, r, self.taint_table);
         let a = b.asm();
         match size {
             1 => {
@@ -920,7 +930,7 @@ impl Propagation {
     fn store_origin_merging(&self, b: &mut Inline, r: Regs, m: &UsedMemory, log: DepLog, here: u64) {
         let size = m.memory_size().size();
         effective_address(b, r.a, m, r.t);
-        shadow_address(b, r, slot::DELTA_ORIGIN);
+        shadow_address(b, r, self.origin_table);
         let p = b.scratch();
         let a = b.asm();
         let mut full = a.create_label();
@@ -1065,9 +1075,9 @@ impl Propagation {
 
     /// `r.t` = the origin shadow of the granule holding the first byte of access `m`; lane k
     /// of the access is the granule at `r.t + 8k` (clobbers `r.a`, `r.u`).
-    fn first_granule(b: &mut Inline, r: Regs, m: &UsedMemory) {
+    fn first_granule(&self, b: &mut Inline, r: Regs, m: &UsedMemory) {
         effective_address(b, r.a, m, r.t);
-        shadow_address(b, r, slot::DELTA_ORIGIN);
+        shadow_address(b, r, self.origin_table);
         let a = b.asm();
         a.mov(r.u, r.a).unwrap();
         a.and(r.u, 7).unwrap();
@@ -1086,7 +1096,7 @@ impl Propagation {
         match (o.src_regs.as_slice(), o.src_mem.as_slice(), o.dst_regs.as_slice(), o.dst_mem.as_slice()) {
             ([], [m], [d], []) if vec(d).is_some() && m.memory_size().size() >= 16 => {
                 let n = lanes(m.memory_size().size().min(32));
-                Self::first_granule(b, r, m);
+                self.first_granule(b, r, m);
                 let a = b.asm();
                 for k in 0..4 {
                     let from = if k < n { k } else { n - 1 };
@@ -1102,7 +1112,7 @@ impl Propagation {
             }
             ([s], [], [], [m]) if vec(s).is_some() && m.memory_size().size() >= 16 => {
                 let n = lanes(m.memory_size().size().min(32));
-                Self::first_granule(b, r, m);
+                self.first_granule(b, r, m);
                 let a = b.asm();
                 if let Some(p) = self.policy {
                     // As for other stores (see `Policy`): the program's define, a library's
@@ -1164,7 +1174,7 @@ impl Propagation {
     /// `r.m` = the origin of the access m (its first granule's).
     fn load_origin(&self, b: &mut Inline, r: Regs, m: &UsedMemory) {
         effective_address(b, r.a, m, r.t);
-        shadow_address(b, r, slot::DELTA_ORIGIN);
+        shadow_address(b, r, self.origin_table);
         let a = b.asm();
         a.and(r.t, -8).unwrap();
         a.mov(r.m, qword_ptr(r.t)).unwrap();
@@ -1178,7 +1188,7 @@ impl Propagation {
             out_of_line(b, r, size, Some(val), origin_store_slow, self.origin_arg());
             return;
         }
-        shadow_address(b, r, slot::DELTA_ORIGIN);
+        shadow_address(b, r, self.origin_table);
         let a = b.asm();
         a.and(r.t, -8).unwrap();
         a.mov(qword_ptr(r.t), val).unwrap();

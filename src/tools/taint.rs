@@ -15,10 +15,10 @@ use crate::report::lines::SourceLines;
 use crate::report::Reporter;
 use crate::shadow::memory::ShadowMemory;
 use crate::shadow::propagate::Propagation;
-use crate::shadow::{self, origin, slot};
-use rtgrind_jit::iced_x86::{FlowControl, OpAccess, OpKind, Register};
+use crate::shadow::{self, fast, origin, slot};
+use rtgrind_jit::iced_x86::{FlowControl, Instruction, OpAccess, OpKind, Register};
 use rtgrind_jit::instrument::code_asm::{qword_ptr, rcx, AsmRegister64};
-use rtgrind_jit::instrument::{tool_area, InsnSite, Inline, Tool};
+use rtgrind_jit::instrument::{tool_area, InsnSite, Inline, Tool, Version};
 use rtgrind_jit::ThreadContext;
 use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
@@ -84,6 +84,10 @@ pub struct Taint {
     /// Origin memory (`--track-origins=yes`).
     origins: Option<*mut ShadowMemory>,
     threads: u64,
+    /// Blocks get a fast version (`shadow::fast`; `RTGRIND_FAST_PATH=0` turns it off).
+    fast: bool,
+    /// What the block being translated uses (for its fast version's start).
+    block_use: fast::BlockUse,
 }
 
 impl Taint {
@@ -92,7 +96,8 @@ impl Taint {
         let origins = if track_origins { Some(Box::into_raw(Box::new(ShadowMemory::new()?))) } else { None };
         let input_fds = if input == Input::Stdin { HashSet::from([0]) } else { HashSet::new() };
         let prop = Propagation::new(shadow, origins);
-        Ok(Taint { input, shadow, prop, findings: Box::default(), input_fds, origins, threads: 0 })
+        let fast = !track_origins && std::env::var("RTGRIND_FAST_PATH").map_or(true, |v| v != "0");
+        Ok(Taint { input, shadow, prop, findings: Box::default(), input_fds, origins, threads: 0, fast, block_use: Default::default() })
     }
 
     /// Gives guest memory `[start, end)` shadow of its own (see `shadow::memory`).
@@ -210,11 +215,28 @@ extern "C" fn record(ctx: *mut ThreadContext, arg: u64) {
 }
 
 impl Tool for Taint {
+    fn two_versions(&mut self, _pc: u64, insns: &[Instruction]) -> bool {
+        if self.fast {
+            self.block_use = fast::block_use(insns);
+        }
+        self.fast
+    }
+
     fn block_start(&mut self, _pc: u64, b: &mut Inline) {
+        if b.version() == Version::Fast {
+            return fast::select(b, &self.block_use);
+        }
         self.prop.block_start(b);
     }
 
+    fn full_entry(&mut self, b: &mut Inline) {
+        fast::mark_dirty(b);
+    }
+
     fn before_insn(&mut self, site: &InsnSite, b: &mut Inline) {
+        if b.version() == Version::Fast {
+            return fast::before(site, b, self.prop.taint_table);
+        }
         let ins = site.ins;
         let pc = ins.ip();
         if ins.flow_control() == FlowControl::ConditionalBranch && ins.condition_code() != rtgrind_jit::iced_x86::ConditionCode::None {
@@ -245,6 +267,9 @@ impl Tool for Taint {
     }
 
     fn after_insn(&mut self, site: &InsnSite, b: &mut Inline) {
+        if b.version() == Version::Fast {
+            return;
+        }
         self.prop.after(site, b);
     }
 }
@@ -289,8 +314,7 @@ impl ToolRun for Taint {
         for (s, e) in shadow::initial_ranges(ctx.gpr[4], mem) {
             self.cover(s, e);
         }
-        // SAFETY: as in `mem`.
-        shadow::init_thread(ctx, unsafe { &*self.shadow }, self.origins.map(|o| unsafe { &*o }));
+        shadow::init_thread(ctx);
         if self.input == Input::Argv {
             self.taint_argv(ctx);
         }

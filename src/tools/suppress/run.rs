@@ -136,7 +136,7 @@ impl SuppressRun {
         if let Some(m) = mem_value {
             // The corrupt bytes of the value in memory (8 shadow bytes at its address).
             crate::shadow::propagate::effective_address(b, u, m, v);
-            crate::shadow::propagate::shadow_qword(b, u, v, t);
+            crate::shadow::propagate::shadow_qword(b, u, v, t, self.prop.taint_table);
         }
         let a = b.asm();
         a.test(t, t).unwrap();
@@ -528,8 +528,7 @@ impl ToolRun for SuppressRun {
         for (s, e) in shadow::initial_ranges(ctx.gpr[4], mem) {
             self.cover(s, e);
         }
-        // SAFETY: as in `State::mem`.
-        shadow::init_thread(ctx, unsafe { &*self.state.shadow }, Some(unsafe { &*self.origins }));
+        shadow::init_thread(ctx);
         init_table(ctx);
         let (path, main) = super::super::main_module(mem, &self.program);
         self.state.main = main;

@@ -111,8 +111,7 @@ impl Deps {
         for (s, e) in shadow::initial_ranges(ctx.gpr[4], mem) {
             self.cover(s, e);
         }
-        // SAFETY: as in `mems`.
-        shadow::init_thread(ctx, unsafe { &*self.shadow }, Some(unsafe { &*self.origins }));
+        shadow::init_thread(ctx);
         self.main = main;
         self.functions = crate::report::symbols::functions(path, mem).iter().map(|f| (f.0, f.1)).collect();
         let cursor = &mut *self.cursor as *mut u64 as u64;

@@ -1,0 +1,248 @@
+//! The fast version of a taint block (LIFT's fast path): while everything a block touches is
+//! clean, its full propagation would only write clean shadows over clean shadows. The fast
+//! version checks that instead of propagating:
+//! - at block start, the shadows of every register the block reads or writes (and of the
+//!   flags, if it uses them) are clean, else the thread takes the block's full version;
+//! - before each load, the loaded bytes' shadow is clean, else the thread goes on in the full
+//!   version before the same instruction;
+//! - stores clear the shadow of the bytes they write (their value is clean);
+//! - an instruction the checks do not handle (string instructions, whose element count is
+//!   known only after they ran; gathers; `xsave` areas and other odd sizes) sends the thread
+//!   to the full version.
+//!
+//! So the fast version keeps exactly the shadow state the full one would, and taint that
+//! enters memory (a `read` of input) sends the code that touches it to the full version. Not
+//! with origins: every value's origin changes as the program runs, clean or not.
+
+use super::memory::GUARD;
+use super::propagate::{effective_address, shadow_delta_of};
+use super::slot;
+use rtgrind_jit::iced_x86::{Instruction, InstructionInfoFactory, Mnemonic, OpAccess, Register, UsedMemory};
+use rtgrind_jit::instrument::code_asm::*;
+use rtgrind_jit::instrument::{tool_area, InsnSite, Inline, When};
+
+/// The registers a block reads or writes, whose shadows its fast version needs clean.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BlockUse {
+    /// General registers (bit = number, rax = 0).
+    gprs: u16,
+    /// Vector registers xmm/ymm 0-15.
+    vecs: u16,
+    /// The status flags.
+    flags: bool,
+}
+
+const STATUS_FLAGS: u32 = 0x3f; // iced RflagsBits OF SF ZF AF CF PF
+
+/// Sizes the fast checks handle.
+fn fast_size(n: usize) -> bool {
+    matches!(n, 1 | 2 | 4 | 8 | 16 | 32)
+}
+
+fn accesses_memory(m: &UsedMemory) -> bool {
+    m.access() != OpAccess::NoMemAccess
+}
+
+/// Whether the fast version handles `ins`: memory accesses of the sizes the checks handle at
+/// one address each, no string instruction.
+fn handled(ins: &Instruction, info: &rtgrind_jit::iced_x86::InstructionInfo) -> bool {
+    !(ins.is_string_instruction() || ins.has_rep_prefix() || ins.has_repne_prefix() || ins.mnemonic() == Mnemonic::Enter)
+        && info.used_memory().iter().filter(|m| accesses_memory(m)).all(|m| {
+            fast_size(m.memory_size().size()) && !(m.index().is_xmm() || m.index().is_ymm() || m.index().is_zmm())
+        })
+}
+
+/// What the block whose reachable code is `insns` uses.
+pub fn block_use(insns: &[Instruction]) -> BlockUse {
+    let mut u = BlockUse::default();
+    let mut factory = InstructionInfoFactory::new();
+    for ins in insns {
+        if ins.is_invalid() {
+            break;
+        }
+        let info = factory.info(ins);
+        let mut mark = |r: Register| {
+            if r.is_gpr() {
+                u.gprs |= 1 << (r.full_register().number() - Register::RAX.number());
+            } else if let Some(first) = [(r.is_xmm(), Register::XMM0), (r.is_ymm(), Register::YMM0), (r.is_zmm(), Register::ZMM0)]
+                .into_iter()
+                .find_map(|(is, first)| is.then_some(first))
+            {
+                let n = r.number() - first.number();
+                if n < 16 {
+                    u.vecs |= 1 << n;
+                }
+            }
+        };
+        for i in 0..ins.op_count() {
+            if ins.op_kind(i) == rtgrind_jit::iced_x86::OpKind::Register {
+                mark(ins.op_register(i));
+            }
+        }
+        for r in info.used_registers() {
+            mark(r.register());
+        }
+        if (ins.rflags_read() | ins.rflags_modified()) & STATUS_FLAGS != 0 {
+            u.flags = true;
+        }
+    }
+    u
+}
+
+/// Tool-area slots of every register shadow.
+fn all_shadow_slots() -> impl Iterator<Item = usize> {
+    (0..16).map(super::gpr_slot).chain((0..16).map(|n| slot::VEC + 8 * n)).chain([slot::FLAGS])
+}
+
+/// The fast version's block-start code: the full version if any shadow the block uses is
+/// tainted. Only the full version taints registers, and every way into it marks `slot::DIRTY`,
+/// so while that is clear the test is one load. Once set, all register shadows are looked at
+/// (if all are clean the mark is cleared), then those the block uses. Where the guest's flags
+/// are live a set mark sends the thread to the full version at once (flag-free `jrcxz`).
+pub fn select(b: &mut Inline, u: &BlockUse) {
+    let q = |s: usize| qword_ptr(tool_area(s)).gs();
+    if b.flags_live() {
+        let acc = b.scratch();
+        assert_eq!(acc, rcx, "nothing is in use at a block start");
+        b.asm().mov(acc, q(slot::DIRTY)).unwrap();
+        return b.full_version_if(When::RcxNonZero);
+    }
+    let mut block = Vec::new();
+    block.extend((0..16).filter(|n| u.gprs & (1 << n) != 0).map(super::gpr_slot));
+    block.extend((0..16).filter(|n| u.vecs & (1 << n) != 0).map(|n| slot::VEC + 8 * n));
+    if u.flags {
+        block.push(slot::FLAGS);
+    }
+    let acc = b.scratch();
+    let a = b.asm();
+    let (mut done, mut some) = (a.create_label(), a.create_label());
+    // Every path to `done` leaves ZF set if and only if the fast version may run.
+    a.cmp(q(slot::DIRTY), 0).unwrap();
+    a.je(done).unwrap();
+    a.xor(acc, acc).unwrap();
+    for s in all_shadow_slots() {
+        a.or(acc, q(s)).unwrap();
+    }
+    a.jnz(some).unwrap();
+    a.mov(q(slot::DIRTY), 0).unwrap();
+    a.jmp(done).unwrap();
+    a.set_label(&mut some).unwrap();
+    a.xor(acc, acc).unwrap();
+    for &s in &block {
+        a.or(acc, q(s)).unwrap();
+    }
+    a.set_label(&mut done).unwrap();
+    a.zero_bytes().unwrap();
+    b.full_version_if(When::NotZero);
+}
+
+/// Code on every way into a full version: registers may get tainted there.
+pub fn mark_dirty(b: &mut Inline) {
+    b.asm().mov(qword_ptr(tool_area(slot::DIRTY)).gs(), 1).unwrap();
+}
+
+/// The fast version's code before an instruction: loads checked clean (else the full
+/// version), then stores' shadow cleared. `table`: the taint shadow's delta table.
+pub fn before(site: &InsnSite, b: &mut Inline, table: u32) {
+    if !handled(site.ins, site.info) {
+        // Any code at all, for the jump to hang on.
+        b.asm().nop().unwrap();
+        return b.full_version_if(When::Always);
+    }
+    let mems: Vec<UsedMemory> = site.info.used_memory().iter().filter(|m| accesses_memory(m)).copied().collect();
+    if mems.is_empty() {
+        return;
+    }
+    let (loads, stores): (Vec<UsedMemory>, Vec<UsedMemory>) = mems.into_iter().partition(|m| m.access() != OpAccess::Write);
+    if !loads.is_empty() {
+        check_loads(b, &loads, table);
+        b.release_scratch();
+    }
+    for m in &stores {
+        let (e, d) = (b.scratch(), b.scratch());
+        let (x, d, disp) = shadow_of(b, m, e, d, table);
+        let a = b.asm();
+        match m.memory_size().size() {
+            1 => a.mov(byte_ptr(x + d + disp), 0).unwrap(),
+            2 => a.mov(word_ptr(x + d + disp), 0).unwrap(),
+            4 => a.mov(dword_ptr(x + d + disp), 0).unwrap(),
+            n => {
+                for k in 0..n as i32 / 8 {
+                    a.mov(qword_ptr(x + d + (disp + 8 * k)), 0).unwrap();
+                }
+            }
+        }
+        b.release_scratch();
+    }
+}
+
+/// `(x, d, disp)` such that `[x + d + disp]` is the shadow of access `m`: with a plain base
+/// register and a displacement under the shadow slices' guards, the base register itself
+/// (no `lea`); otherwise the effective address in `e`. `d` gets the delta.
+fn shadow_of(b: &mut Inline, m: &UsedMemory, e: AsmRegister64, d: AsmRegister64, table: u32) -> (AsmRegister64, AsmRegister64, i32) {
+    let disp = m.displacement() as i64;
+    let plain = m.base().is_gpr64() && m.index() == Register::None && m.segment() != Register::FS;
+    if plain && disp.unsigned_abs() < GUARD {
+        let x = get_gpr64(m.base()).expect("a 64-bit register");
+        shadow_delta_of(b, x, d, table);
+        return (x, d, disp as i32);
+    }
+    effective_address(b, e, m, d);
+    shadow_delta_of(b, e, d, table);
+    (e, d, 0)
+}
+
+/// Goes on in the full version if any byte the instruction reads (or may write, for
+/// conditional writes, which keep the old shadow where they do not write) is tainted.
+fn check_loads(b: &mut Inline, loads: &[UsedMemory], table: u32) {
+    let single = loads.len() == 1 && loads[0].memory_size().size() <= 8;
+    // Flag-free where the flags are live and rcx is free: shadow bytes are 0 or 1, so the sum
+    // of a few shadow qwords is zero only if all are. Elsewhere a single small load is
+    // compared in place.
+    let acc = (b.flags_live() || !single).then(|| b.scratch());
+    let flag_free = b.flags_live() && acc == Some(rcx);
+    let (e, d) = (b.scratch(), b.scratch());
+    let t = (!single).then(|| b.scratch());
+    let mut first = true;
+    for m in loads {
+        let (x, d, disp) = shadow_of(b, m, e, d, table);
+        let a = b.asm();
+        let size = m.memory_size().size();
+        if single && !flag_free {
+            match size {
+                1 => a.cmp(byte_ptr(x + d + disp), 0).unwrap(),
+                2 => a.cmp(word_ptr(x + d + disp), 0).unwrap(),
+                4 => a.cmp(dword_ptr(x + d + disp), 0).unwrap(),
+                _ => a.cmp(qword_ptr(x + d + disp), 0).unwrap(),
+            }
+            return b.full_version_if(When::NotZero);
+        }
+        let acc = acc.expect("an accumulator");
+        for k in 0..size.div_ceil(8) as i32 {
+            let dst = if first { acc } else { t.expect("a second register") };
+            match size {
+                1 => a.movzx(r32(dst), byte_ptr(x + d + disp)).unwrap(),
+                2 => a.movzx(r32(dst), word_ptr(x + d + disp)).unwrap(),
+                4 => a.mov(r32(dst), dword_ptr(x + d + disp)).unwrap(),
+                _ => a.mov(dst, qword_ptr(x + d + (disp + 8 * k))).unwrap(),
+            }
+            match (first, flag_free) {
+                (true, _) => {}
+                (false, true) => a.lea(acc, qword_ptr(acc + dst)).unwrap(),
+                (false, false) => a.or(acc, dst).unwrap(),
+            }
+            first = false;
+        }
+    }
+    let acc = acc.expect("an accumulator");
+    if flag_free {
+        b.full_version_if(When::RcxNonZero);
+    } else {
+        b.asm().test(acc, acc).unwrap();
+        b.full_version_if(When::NotZero);
+    }
+}
+
+fn r32(r: AsmRegister64) -> AsmRegister32 {
+    super::propagate::r32(r)
+}
