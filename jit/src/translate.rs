@@ -88,6 +88,9 @@ struct BlockBuilder {
     /// reloading it around every instruction would chain all of them through store-to-load
     /// forwarding.
     stolen: u16,
+    /// Registers whose spill slot holds their guest value now (stolen ones, and ones reloaded
+    /// or spilled and not written since): lending one of them again needs no spill.
+    slot_current: u16,
     /// The version being translated.
     version: Version,
     /// Jumps of the fast version's code to the full version, emitted after the versions.
@@ -178,6 +181,13 @@ impl BlockBuilder {
             }
         }
         self.stolen &= !regs;
+    }
+
+    /// After a guest instruction that wrote `written`, of which it wrote `whole` without
+    /// reading them (their stolen values were never reloaded: the instruction replaced them).
+    fn wrote(&mut self, written: u16, whole: u16) {
+        self.stolen &= !whole;
+        self.slot_current &= !written;
     }
 
     /// `jmp rel32` to a new linkable exit towards `target`.
@@ -345,6 +355,7 @@ pub fn translate_limited(
         exits: Vec::new(),
         first_exit_id: cache.exits.len() as u32,
         stolen: 0,
+        slot_current: 0,
         version: Version::Only,
         to_full: Vec::new(),
         full: None,
@@ -406,6 +417,7 @@ pub fn translate_limited(
     for &v in versions {
         b.version = v;
         b.stolen = 0;
+        b.slot_current = 0;
         if v == Version::Full {
             let full = b.asm.new_label();
             b.asm.bind(full);
@@ -514,11 +526,13 @@ fn body(b: &mut BlockBuilder, env: &BodyEnv, tool: &mut dyn Tool) -> Result<(u64
             // Where the fast version's code for this instruction may go on in this one.
             let l = b.asm.new_label();
             b.asm.bind(l);
-            b.full_at.push((l, b.stolen));
+            b.full_at.push((l, b.stolen | b.slot_current));
         }
         // The instruction (and the tool code around it, which computes its addresses) sees
-        // its registers' guest values.
-        b.restore(uses);
+        // its registers' guest values; those it only overwrites whole stay stolen until it ran
+        // (a tool that skips it puts them back).
+        let (written, whole) = written_registers(&ins, &info);
+        b.restore(uses & !whole);
         let next = ins.next_ip();
         let raw = &buf[(ins.ip() - pc) as usize..][..ins.len()];
         if buf[(ins.ip() - pc) as usize..n].starts_with(&CLIENT_REQUEST) {
@@ -578,6 +592,7 @@ fn body(b: &mut BlockBuilder, env: &BodyEnv, tool: &mut dyn Tool) -> Result<(u64
                     b.asm.bytes(&count_xmm16().store);
                 }
                 copy_insn(b, &mut encoder, &ins, raw, uses);
+                b.wrote(written, whole);
                 if restores {
                     b.asm.bytes(&count_xmm16().load);
                 }
@@ -649,13 +664,15 @@ fn emit_inline(b: &mut BlockBuilder, code: Inline, at: Point) -> Control {
         b.asm.save_flags_ax(OFF_FLAGS_SAVE);
         b.asm.load_gs(reg::RAX, OFF_FLAGS_RAX);
     }
-    // Spill only what is not spilled already; reloads wait (see `BlockBuilder::stolen`).
+    // Spill only what is not spilled already, and not into a slot that holds the value;
+    // reloads wait (see `BlockBuilder::stolen`).
     for r in 0..16u8 {
-        if lent & !b.stolen & (1 << r) != 0 {
+        if lent & !b.stolen & !b.slot_current & (1 << r) != 0 {
             b.asm.store_gs(spill_slot(r as usize), r);
         }
     }
     b.stolen |= lent;
+    b.slot_current |= lent;
     if let Point::Before(_, guest_pc, guest_len) = at {
         // A fault in the tool's code (its shadow access for a non-canonical guest address)
         // is the instruction's own: the guest's would fault the same way.
@@ -697,6 +714,43 @@ fn test_slot(b: &mut BlockBuilder, off: usize, zero: Label) {
 
 fn restore_rcx(b: &mut BlockBuilder) {
     b.asm.load_gs(reg::RCX, OFF_SAVE_RCX);
+}
+
+/// The general registers an instruction writes (bit = number), and among them those it
+/// writes whole (64 or 32 bits, zero-extending) without reading them. The second set only for
+/// instructions known to write their destination always (`rdssp`, `bsf`, `bsr` may leave it
+/// as it was).
+fn written_registers(ins: &Instruction, info: &iced_x86::InstructionInfo) -> (u16, u16) {
+    use iced_x86::OpAccess;
+    use Mnemonic::*;
+    let always = matches!(
+        ins.mnemonic(),
+        Mov | Movzx | Movsx | Movsxd | Lea | Pop | Movd | Movq | Vmovd | Vmovq | Imul | Pext | Pdep | Shlx | Shrx | Sarx
+            | Rorx | Andn | Popcnt | Lzcnt | Tzcnt | Pmovmskb | Vpmovmskb | Movmskps | Movmskpd | Vmovmskps | Vmovmskpd
+            | Cvttsd2si | Cvttss2si | Cvtsd2si | Cvtss2si | Vcvttsd2si | Vcvttss2si | Vcvtsd2si | Vcvtss2si | Pextrb | Pextrw
+            | Pextrd | Pextrq | Vpextrb | Vpextrw | Vpextrd | Vpextrq
+    );
+    let (mut written, mut read, mut whole) = (0u16, 0u16, 0u16);
+    for u in info.used_registers() {
+        let r = u.register();
+        if !r.is_gpr() {
+            continue;
+        }
+        let bit = 1u16 << (r.full_register().number() - Register::RAX.number());
+        match u.access() {
+            OpAccess::Write if always && matches!(r.size(), 4 | 8) => {
+                written |= bit;
+                whole |= bit;
+            }
+            OpAccess::Write | OpAccess::CondWrite => written |= bit,
+            OpAccess::ReadWrite | OpAccess::ReadCondWrite => {
+                written |= bit;
+                read |= bit;
+            }
+            _ => read |= bit,
+        }
+    }
+    (written, whole & !read)
 }
 
 /// Binds and returns the body offset: where forward direct links enter.

@@ -160,7 +160,18 @@ impl ShadowMemory {
         unsafe { *self.addr(addr) = v };
     }
 
+    /// Whether the shadow of `[addr, addr+len)` is one contiguous run (the range stays in one
+    /// slice of canonical user or kernel addresses), so bulk operations can use it whole.
+    fn contiguous(addr: u64, len: u64) -> bool {
+        let Some(last) = addr.checked_add(len.max(1) - 1) else { return false };
+        matches!(addr >> 47, 0 | 0x1_ffff) && addr >> SLICE_BITS == last >> SLICE_BITS
+    }
+
     pub fn set_range(&mut self, addr: u64, len: u64, v: u8) {
+        if Self::contiguous(addr, len) {
+            // SAFETY: one run of shadow bytes inside a reserved slice (see `contiguous`).
+            return unsafe { std::ptr::write_bytes(self.addr(addr), v, len as usize) };
+        }
         for a in addr..addr.saturating_add(len) {
             self.set(a, v);
         }
@@ -168,11 +179,20 @@ impl ShadowMemory {
 
     /// Any shadow byte of `[addr, addr+len)` non-zero.
     pub fn any(&mut self, addr: u64, len: u64) -> bool {
+        if Self::contiguous(addr, len) {
+            // SAFETY: as in `set_range`.
+            let run = unsafe { std::slice::from_raw_parts(self.addr(addr), len as usize) };
+            return run.iter().any(|&b| b != 0);
+        }
         (addr..addr.saturating_add(len)).any(|a| self.get(a) != 0)
     }
 
     /// Copies the shadow of `len` bytes from `src` to `dst` (as `memmove`).
     pub fn copy(&mut self, dst: u64, src: u64, len: u64) {
+        if Self::contiguous(src, len) && Self::contiguous(dst, len) {
+            // SAFETY: two runs of shadow bytes inside reserved slices; `copy` allows overlap.
+            return unsafe { std::ptr::copy(self.addr(src), self.addr(dst), len as usize) };
+        }
         let bytes: Vec<u8> = (0..len).map(|i| self.get(src.wrapping_add(i))).collect();
         for (i, v) in bytes.into_iter().enumerate() {
             self.set(dst.wrapping_add(i as u64), v);
@@ -239,6 +259,15 @@ mod tests {
         assert_eq!(m.get(0x3000_0000_0010), 1);
         m.copy(a + 100, a, 8);
         assert_eq!(m.mask(a + 100, 8), 0b1010_0101);
+        // Bulk operations: overlapping copies move like memmove, across slices byte by byte.
+        m.copy(a + 102, a + 100, 8);
+        assert_eq!(m.mask(a + 100, 10), 0b10_1001_0101);
+        m.set_range(a + 200, 3, 1);
+        assert!(m.any(a + 190, 11) && !m.any(a + 190, 10));
+        let edge = 0x7f00_0000_0000;
+        m.cover(edge - 4096, edge + 4096);
+        m.set_range(edge - 2, 4, 1);
+        assert_eq!(m.mask(edge - 4, 8), 0b0011_1100);
         m.set64_range(a, 16, 7);
         assert_eq!((m.get64(a), m.get64(a + 8), m.get64(a + 16)), (7, 7, 0));
     }
