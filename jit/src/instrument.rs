@@ -48,7 +48,8 @@ pub enum Version {
     /// The block's only version.
     Only,
     /// The first of two: entered first, its code may send the thread on into the full version
-    /// at its start or before any instruction (`Inline::full_version_if`).
+    /// at its start or before any instruction (`Inline::full_version_if`); the full version's
+    /// start may send it back (`Inline::fast_version_if`).
     Fast,
     /// The second of two.
     Full,
@@ -60,6 +61,8 @@ pub enum Version {
 pub enum When {
     /// ZF clear after the tool's last flag-setting instruction (the tool clobbers flags).
     NotZero,
+    /// ZF set after it.
+    Zero,
     /// rcx, which the tool borrowed (`scratch`), is not zero: flag-free.
     RcxNonZero,
     /// Always (an instruction the fast version does not handle).
@@ -75,7 +78,8 @@ pub trait Tool {
         false
     }
     /// Code that runs whenever a thread goes from a block's fast version to its full one (at
-    /// the block start or before an instruction), with every register and the flags holding
+    /// the block start or before an instruction; not when it enters the full version from the
+    /// block's start as well), with every register and the flags holding
     /// guest values: it may use neither scratch registers nor the flags.
     fn full_entry(&mut self, _b: &mut Inline) {}
     /// Called before the instructions of a block starting at `pc` are translated; code added
@@ -208,9 +212,21 @@ impl Inline {
     /// of it up to there. Out of line: the path where `when` does not hold falls through.
     pub fn full_version_if(&mut self, when: When) {
         assert_eq!(self.version, Version::Fast, "only a fast version goes on in the full one");
-        assert!(self.to_full.is_none(), "one jump to the full version per point");
+        self.switch_if(when);
+    }
+
+    /// In the full version's block-start code: if `when` holds after the tool's code, the
+    /// thread goes on in the fast version after its block-start code (registers and flags
+    /// first get their guest values back).
+    pub fn fast_version_if(&mut self, when: When) {
+        assert_eq!(self.version, Version::Full, "only a full version goes back to the fast one");
+        self.switch_if(when);
+    }
+
+    fn switch_if(&mut self, when: When) {
+        assert!(self.to_full.is_none(), "one jump to the other version per point");
         assert!(when != When::RcxNonZero || self.lent & 2 != 0, "RcxNonZero needs rcx lent");
-        if when == When::NotZero {
+        if matches!(when, When::NotZero | When::Zero) {
             self.clobbers_flags = true;
         }
         self.empty = false;

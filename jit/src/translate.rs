@@ -99,6 +99,9 @@ struct BlockBuilder {
     /// the registers stolen there (two versions only).
     full: Option<Label>,
     full_at: Vec<(Label, u16)>,
+    /// Where the fast version goes on after its block-start code, with the registers stolen
+    /// there.
+    fast_body: Option<(Label, u16)>,
     /// 8-byte constants placed after the stubs (calls' return addresses).
     literals: Vec<(Label, u64)>,
 }
@@ -112,15 +115,16 @@ enum Point {
     Elsewhere,
 }
 
-/// A jump of the fast version to the full one (`Inline::full_version_if`): the guest state
-/// comes back, the full version's stolen registers there get their spill slots filled, then
-/// the jump.
+/// A jump of the fast version to the full one (`Inline::full_version_if`), or back from the
+/// full version's start (`Inline::fast_version_if`): the guest state comes back, the other
+/// version's stolen registers there get their spill slots filled, then the jump.
 struct ToFull {
     label: Label,
     restore_flags: bool,
     /// Registers whose guest values wait in their spill slots at the jump.
     spilled: u16,
     at: Point,
+    to_fast: bool,
 }
 
 impl BlockBuilder {
@@ -142,14 +146,17 @@ impl BlockBuilder {
                     self.asm.load_gs(r, spill_slot(r as usize));
                 }
             }
-            // No register is free here: the tool's code can only be position-independent moves
-            // of constants (assembled at 0).
-            let mut entry = Inline::new(0xffff, false, 0, Version::Full);
-            tool.full_entry(&mut entry);
-            if let Some(code) = entry.finish_plain() {
-                self.asm.bytes(&code);
+            if !j.to_fast {
+                // No register is free here: the tool's code can only be position-independent
+                // moves of constants (assembled at 0).
+                let mut entry = Inline::new(0xffff, false, 0, Version::Full);
+                tool.full_entry(&mut entry);
+                if let Some(code) = entry.finish_plain() {
+                    self.asm.bytes(&code);
+                }
             }
             let (target, stolen) = match j.at {
+                _ if j.to_fast => self.fast_body.expect("a fast version"),
                 Point::Before(k, ..) => self.full_at[k],
                 _ => (self.full.expect("a full version"), 0),
             };
@@ -360,6 +367,7 @@ pub fn translate_limited(
         to_full: Vec::new(),
         full: None,
         full_at: Vec::new(),
+        fast_body: None,
         literals: Vec::new(),
     };
     let max_insns = max_insns.clamp(1, MAX_BLOCK_INSNS);
@@ -496,6 +504,11 @@ fn body(b: &mut BlockBuilder, env: &BodyEnv, tool: &mut dyn Tool) -> Result<(u64
     let mut at_start = b.inline(0, !dead_at(0));
     tool.block_start(pc, &mut at_start);
     emit_inline(b, at_start, Point::Start);
+    if b.version == Version::Fast {
+        let l = b.asm.new_label();
+        b.asm.bind(l);
+        b.fast_body = Some((l, b.stolen | b.slot_current));
+    }
     let mut info_factory = InstructionInfoFactory::new();
     loop {
         if !decoder.can_decode() || count >= max_insns {
@@ -687,6 +700,7 @@ fn emit_inline(b: &mut BlockBuilder, code: Inline, at: Point) -> Control {
         let label = b.asm.new_label();
         match when {
             When::NotZero => b.asm.jcc_label(0x5, label), // jne
+            When::Zero => b.asm.jcc_label(0x4, label),    // je
             When::RcxNonZero => {
                 let zero = b.asm.new_label();
                 b.asm.jrcxz_label(zero);
@@ -695,7 +709,9 @@ fn emit_inline(b: &mut BlockBuilder, code: Inline, at: Point) -> Control {
             }
             When::Always => b.asm.jmp_label(label),
         }
-        b.to_full.push(ToFull { label, restore_flags: save_flags, spilled: b.stolen, at });
+        let to_fast = b.version == Version::Full;
+        assert!(!to_fast || at == Point::Start, "the fast version is entered after its start only");
+        b.to_full.push(ToFull { label, restore_flags: save_flags, spilled: b.stolen, at, to_fast });
     }
     if save_flags {
         b.asm.restore_flags_ax(OFF_FLAGS_SAVE);

@@ -94,19 +94,29 @@ fn all_shadow_slots() -> impl Iterator<Item = usize> {
     (0..16).map(super::gpr_slot).chain((0..16).map(|n| slot::VEC + 8 * n)).chain([slot::FLAGS])
 }
 
-/// The fast version's block-start code: the full version if any shadow the block uses is
-/// tainted. Only the full version taints registers, and every way into it marks `slot::DIRTY`,
-/// so while that is clear the test is one load. Once set, all register shadows are looked at
-/// (if all are clean the mark is cleared), then those the block uses. Where the guest's flags
-/// are live a set mark sends the thread to the full version at once (flag-free `jrcxz`).
-pub fn select(b: &mut Inline, u: &BlockUse) {
-    let q = |s: usize| qword_ptr(tool_area(s)).gs();
+/// The fast version's block-start code: the full version if a register's shadow may be
+/// tainted. Only the full version taints registers, and every way into it marks
+/// `slot::DIRTY`, so the test is one compare (`full_start` looks closer).
+pub fn select(b: &mut Inline) {
+    let dirty = qword_ptr(tool_area(slot::DIRTY)).gs();
     if b.flags_live() {
         let acc = b.scratch();
         assert_eq!(acc, rcx, "nothing is in use at a block start");
-        b.asm().mov(acc, q(slot::DIRTY)).unwrap();
+        b.asm().mov(acc, dirty).unwrap();
         return b.full_version_if(When::RcxNonZero);
     }
+    b.asm().cmp(dirty, 0).unwrap();
+    b.full_version_if(When::NotZero);
+}
+
+/// The full version's block-start code (reached only while `slot::DIRTY` is set): back to the
+/// fast version if the registers this block uses are clean, clearing the mark if all are.
+/// Where the guest's flags are live the block stays in its full version.
+pub fn full_start(b: &mut Inline, u: &BlockUse) {
+    if b.flags_live() {
+        return;
+    }
+    let q = |s: usize| qword_ptr(tool_area(s)).gs();
     let mut block = Vec::new();
     block.extend((0..16).filter(|n| u.gprs & (1 << n) != 0).map(super::gpr_slot));
     block.extend((0..16).filter(|n| u.vecs & (1 << n) != 0).map(|n| slot::VEC + 8 * n));
@@ -115,25 +125,23 @@ pub fn select(b: &mut Inline, u: &BlockUse) {
     }
     let acc = b.scratch();
     let a = b.asm();
-    let (mut done, mut some) = (a.create_label(), a.create_label());
+    let (mut done, mut others) = (a.create_label(), a.create_label());
     // Every path to `done` leaves ZF set if and only if the fast version may run.
-    a.cmp(q(slot::DIRTY), 0).unwrap();
-    a.je(done).unwrap();
-    a.xor(acc, acc).unwrap();
-    for s in all_shadow_slots() {
-        a.or(acc, q(s)).unwrap();
-    }
-    a.jnz(some).unwrap();
-    a.mov(q(slot::DIRTY), 0).unwrap();
-    a.jmp(done).unwrap();
-    a.set_label(&mut some).unwrap();
     a.xor(acc, acc).unwrap();
     for &s in &block {
         a.or(acc, q(s)).unwrap();
     }
+    a.jnz(done).unwrap();
+    for s in all_shadow_slots() {
+        a.or(acc, q(s)).unwrap();
+    }
+    a.jnz(others).unwrap();
+    a.mov(q(slot::DIRTY), 0).unwrap();
+    a.set_label(&mut others).unwrap();
+    a.xor(acc, acc).unwrap();
     a.set_label(&mut done).unwrap();
     a.zero_bytes().unwrap();
-    b.full_version_if(When::NotZero);
+    b.fast_version_if(When::Zero);
 }
 
 /// Code on every way into a full version: registers may get tainted there.

@@ -223,8 +223,10 @@ impl Tool for Taint {
     }
 
     fn block_start(&mut self, _pc: u64, b: &mut Inline) {
-        if b.version() == Version::Fast {
-            return fast::select(b, &self.block_use);
+        match b.version() {
+            Version::Fast => return fast::select(b),
+            Version::Full => fast::full_start(b, &self.block_use),
+            Version::Only => {}
         }
         self.prop.block_start(b);
     }
