@@ -165,18 +165,35 @@ impl Inline {
     }
 
     /// Borrows a 64-bit register the guest instruction does not use. Its guest value is
-    /// restored after the tool's code; reading it before writing it gives garbage.
+    /// restored after the tool's code; reading it before writing it gives garbage. Registers
+    /// already spilled at earlier instructions come first: they cost no spill, and the fewer
+    /// registers a block borrows, the fewer it reloads where it ends.
     pub fn scratch(&mut self) -> AsmRegister64 {
         // rax is kept for the flag save (`lahf`), so a tool may always clobber flags.
+        let free = |r: usize, me: &Inline| (me.guest_uses | me.lent) & (1 << r) == 0;
         let n = match (1..16usize).find(|&r| self.reusable & (1 << r) != 0) {
             Some(n) => {
                 self.reusable &= !(1 << n);
                 n
             }
-            None => (1..16usize).find(|&r| (self.guest_uses | self.lent) & (1 << r) == 0).expect("an instruction leaves a scratch register"),
+            None => (1..16usize)
+                .find(|&r| self.stolen & (1 << r) != 0 && free(r, self))
+                .or_else(|| (1..16usize).find(|&r| free(r, self)))
+                .expect("an instruction leaves a scratch register"),
         };
         self.lent |= 1 << n;
         get_gpr64(Register::RAX + n as u32).expect("gpr")
+    }
+
+    /// Borrows rcx (for flag-free tests with `jrcxz`), if the guest instruction does not use
+    /// it and it is not lent already.
+    pub fn scratch_rcx(&mut self) -> Option<AsmRegister64> {
+        if (self.guest_uses | self.lent) & 2 != 0 {
+            return None;
+        }
+        self.reusable &= !2;
+        self.lent |= 2;
+        Some(rcx)
     }
 
     /// The tool's code so far is done with every register it borrowed: later `scratch` calls

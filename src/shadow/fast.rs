@@ -100,8 +100,7 @@ fn all_shadow_slots() -> impl Iterator<Item = usize> {
 pub fn select(b: &mut Inline) {
     let dirty = qword_ptr(tool_area(slot::DIRTY)).gs();
     if b.flags_live() {
-        let acc = b.scratch();
-        assert_eq!(acc, rcx, "nothing is in use at a block start");
+        let acc = b.scratch_rcx().expect("nothing is in use at a block start");
         b.asm().mov(acc, dirty).unwrap();
         return b.full_version_if(When::RcxNonZero);
     }
@@ -167,8 +166,8 @@ pub fn before(site: &InsnSite, b: &mut Inline, table: u32) {
         b.release_scratch();
     }
     for m in &stores {
-        let (e, d) = (b.scratch(), b.scratch());
-        let (x, d, disp) = shadow_of(b, m, e, d, table);
+        let d = b.scratch();
+        let (x, d, disp) = shadow_of(b, m, d, table);
         let a = b.asm();
         match m.memory_size().size() {
             1 => a.mov(byte_ptr(x + d + disp), 0).unwrap(),
@@ -186,8 +185,9 @@ pub fn before(site: &InsnSite, b: &mut Inline, table: u32) {
 
 /// `(x, d, disp)` such that `[x + d + disp]` is the shadow of access `m`: with a plain base
 /// register and a displacement under the shadow slices' guards, the base register itself
-/// (no `lea`); otherwise the effective address in `e`. `d` gets the delta.
-fn shadow_of(b: &mut Inline, m: &UsedMemory, e: AsmRegister64, d: AsmRegister64, table: u32) -> (AsmRegister64, AsmRegister64, i32) {
+/// (no `lea`); otherwise the effective address in a register borrowed here. `d` gets the
+/// delta.
+fn shadow_of(b: &mut Inline, m: &UsedMemory, d: AsmRegister64, table: u32) -> (AsmRegister64, AsmRegister64, i32) {
     let disp = m.displacement() as i64;
     let plain = m.base().is_gpr64() && m.index() == Register::None && m.segment() != Register::FS;
     if plain && disp.unsigned_abs() < GUARD {
@@ -195,6 +195,7 @@ fn shadow_of(b: &mut Inline, m: &UsedMemory, e: AsmRegister64, d: AsmRegister64,
         shadow_delta_of(b, x, d, table);
         return (x, d, disp as i32);
     }
+    let e = b.scratch();
     effective_address(b, e, m, d);
     shadow_delta_of(b, e, d, table);
     (e, d, 0)
@@ -207,13 +208,14 @@ fn check_loads(b: &mut Inline, loads: &[UsedMemory], table: u32) {
     // Flag-free where the flags are live and rcx is free: shadow bytes are 0 or 1, so the sum
     // of a few shadow qwords is zero only if all are. Elsewhere a single small load is
     // compared in place.
-    let acc = (b.flags_live() || !single).then(|| b.scratch());
-    let flag_free = b.flags_live() && acc == Some(rcx);
-    let (e, d) = (b.scratch(), b.scratch());
+    let counter = b.flags_live().then(|| b.scratch_rcx()).flatten();
+    let flag_free = counter.is_some();
+    let acc = counter.or_else(|| (!single).then(|| b.scratch()));
+    let d = b.scratch();
     let t = (!single).then(|| b.scratch());
     let mut first = true;
     for m in loads {
-        let (x, d, disp) = shadow_of(b, m, e, d, table);
+        let (x, d, disp) = shadow_of(b, m, d, table);
         let a = b.asm();
         let size = m.memory_size().size();
         if single && !flag_free {
