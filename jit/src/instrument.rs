@@ -185,6 +185,18 @@ impl Inline {
         get_gpr64(Register::RAX + n as u32).expect("gpr")
     }
 
+    /// Borrows `r` again if the tool's code at an earlier instruction of the block borrowed it
+    /// and it still holds what that code left in it (the guest has not needed it since).
+    pub fn reuse(&mut self, r: AsmRegister64) -> bool {
+        let bit = 1u16 << (Register::from(r).number() - Register::RAX.number());
+        let ok = self.stolen & bit != 0 && (self.guest_uses | self.lent) & bit == 0;
+        if ok {
+            self.lent |= bit;
+            self.reusable &= !bit;
+        }
+        ok
+    }
+
     /// Borrows rcx (for flag-free tests with `jrcxz`), if the guest instruction does not use
     /// it and it is not lent already.
     pub fn scratch_rcx(&mut self) -> Option<AsmRegister64> {

@@ -17,7 +17,7 @@
 use super::memory::GUARD;
 use super::propagate::{effective_address, shadow_delta_of};
 use super::slot;
-use rtgrind_jit::iced_x86::{Instruction, InstructionInfoFactory, Mnemonic, OpAccess, Register, UsedMemory};
+use rtgrind_jit::iced_x86::{Instruction, InstructionInfo, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register, UsedMemory};
 use rtgrind_jit::instrument::code_asm::*;
 use rtgrind_jit::instrument::{tool_area, InsnSite, Inline, When};
 
@@ -45,7 +45,7 @@ fn accesses_memory(m: &UsedMemory) -> bool {
 
 /// Whether the fast version handles `ins`: memory accesses of the sizes the checks handle at
 /// one address each, no string instruction.
-fn handled(ins: &Instruction, info: &rtgrind_jit::iced_x86::InstructionInfo) -> bool {
+fn handled(ins: &Instruction, info: &InstructionInfo) -> bool {
     !(ins.is_string_instruction() || ins.has_rep_prefix() || ins.has_repne_prefix() || ins.mnemonic() == Mnemonic::Enter)
         && info.used_memory().iter().filter(|m| accesses_memory(m)).all(|m| {
             fast_size(m.memory_size().size()) && !(m.index().is_xmm() || m.index().is_ymm() || m.index().is_zmm())
@@ -75,7 +75,7 @@ pub fn block_use(insns: &[Instruction]) -> BlockUse {
             }
         };
         for i in 0..ins.op_count() {
-            if ins.op_kind(i) == rtgrind_jit::iced_x86::OpKind::Register {
+            if ins.op_kind(i) == OpKind::Register {
                 mark(ins.op_register(i));
             }
         }
@@ -148,108 +148,155 @@ pub fn mark_dirty(b: &mut Inline) {
     b.asm().mov(qword_ptr(tool_area(slot::DIRTY)).gs(), 1).unwrap();
 }
 
-/// The fast version's code before an instruction: loads checked clean (else the full
-/// version), then stores' shadow cleared. `table`: the taint shadow's delta table.
-pub fn before(site: &InsnSite, b: &mut Inline, table: u32) {
-    if !handled(site.ins, site.info) {
-        // Any code at all, for the jump to hang on.
-        b.asm().nop().unwrap();
-        return b.full_version_if(When::Always);
+/// The fast version's code for one block's instructions, in order.
+pub struct FastBlock {
+    /// The taint shadow's delta table.
+    table: u32,
+    /// A register holding the delta of the stack pointer's slice, and how far the stack
+    /// pointer moved since (by pushes, pops and `add`/`sub` of constants).
+    stack: Option<(AsmRegister64, i64)>,
+}
+
+impl FastBlock {
+    pub fn new(table: u32) -> FastBlock {
+        FastBlock { table, stack: None }
     }
-    let mems: Vec<UsedMemory> = site.info.used_memory().iter().filter(|m| accesses_memory(m)).copied().collect();
-    if mems.is_empty() {
-        return;
-    }
-    let (loads, stores): (Vec<UsedMemory>, Vec<UsedMemory>) = mems.into_iter().partition(|m| m.access() != OpAccess::Write);
-    if !loads.is_empty() {
-        check_loads(b, &loads, table);
-        b.release_scratch();
-    }
-    for m in &stores {
-        let d = b.scratch();
-        let (x, d, disp) = shadow_of(b, m, d, table);
-        let a = b.asm();
-        match m.memory_size().size() {
-            1 => a.mov(byte_ptr(x + d + disp), 0).unwrap(),
-            2 => a.mov(word_ptr(x + d + disp), 0).unwrap(),
-            4 => a.mov(dword_ptr(x + d + disp), 0).unwrap(),
-            n => {
-                for k in 0..n as i32 / 8 {
-                    a.mov(qword_ptr(x + d + (disp + 8 * k)), 0).unwrap();
+
+    /// The code before an instruction: loads checked clean (else the full version), then
+    /// stores' shadow cleared.
+    pub fn before(&mut self, site: &InsnSite, b: &mut Inline) {
+        // The cached delta's register is kept from other uses here, if it still holds it.
+        self.stack = self.stack.filter(|&(r, _)| b.reuse(r));
+        if !handled(site.ins, site.info) {
+            // Any code at all, for the jump to hang on.
+            b.asm().nop().unwrap();
+            b.full_version_if(When::Always);
+            self.stack = None;
+            return;
+        }
+        let mems: Vec<UsedMemory> = site.info.used_memory().iter().filter(|m| accesses_memory(m)).copied().collect();
+        let (loads, stores): (Vec<UsedMemory>, Vec<UsedMemory>) = mems.into_iter().partition(|m| m.access() != OpAccess::Write);
+        if !loads.is_empty() {
+            self.check_loads(b, &loads);
+        }
+        for m in &stores {
+            let (x, d, disp) = self.shadow_of(b, m);
+            let a = b.asm();
+            match m.memory_size().size() {
+                1 => a.mov(byte_ptr(x + d + disp), 0).unwrap(),
+                2 => a.mov(word_ptr(x + d + disp), 0).unwrap(),
+                4 => a.mov(dword_ptr(x + d + disp), 0).unwrap(),
+                n => {
+                    for k in 0..n as i32 / 8 {
+                        a.mov(qword_ptr(x + d + (disp + 8 * k)), 0).unwrap();
+                    }
                 }
             }
         }
-        b.release_scratch();
+        self.track_stack(site.ins, site.info);
     }
-}
 
-/// `(x, d, disp)` such that `[x + d + disp]` is the shadow of access `m`: with a plain base
-/// register and a displacement under the shadow slices' guards, the base register itself
-/// (no `lea`); otherwise the effective address in a register borrowed here. `d` gets the
-/// delta.
-fn shadow_of(b: &mut Inline, m: &UsedMemory, d: AsmRegister64, table: u32) -> (AsmRegister64, AsmRegister64, i32) {
-    let disp = m.displacement() as i64;
-    let plain = m.base().is_gpr64() && m.index() == Register::None && m.segment() != Register::FS;
-    if plain && disp.unsigned_abs() < GUARD {
-        let x = get_gpr64(m.base()).expect("a 64-bit register");
-        shadow_delta_of(b, x, d, table);
-        return (x, d, disp as i32);
-    }
-    let e = b.scratch();
-    effective_address(b, e, m, d);
-    shadow_delta_of(b, e, d, table);
-    (e, d, 0)
-}
-
-/// Goes on in the full version if any byte the instruction reads (or may write, for
-/// conditional writes, which keep the old shadow where they do not write) is tainted.
-fn check_loads(b: &mut Inline, loads: &[UsedMemory], table: u32) {
-    let single = loads.len() == 1 && loads[0].memory_size().size() <= 8;
-    // Flag-free where the flags are live and rcx is free: shadow bytes are 0 or 1, so the sum
-    // of a few shadow qwords is zero only if all are. Elsewhere a single small load is
-    // compared in place.
-    let counter = b.flags_live().then(|| b.scratch_rcx()).flatten();
-    let flag_free = counter.is_some();
-    let acc = counter.or_else(|| (!single).then(|| b.scratch()));
-    let d = b.scratch();
-    let t = (!single).then(|| b.scratch());
-    let mut first = true;
-    for m in loads {
-        let (x, d, disp) = shadow_of(b, m, d, table);
-        let a = b.asm();
-        let size = m.memory_size().size();
-        if single && !flag_free {
-            match size {
-                1 => a.cmp(byte_ptr(x + d + disp), 0).unwrap(),
-                2 => a.cmp(word_ptr(x + d + disp), 0).unwrap(),
-                4 => a.cmp(dword_ptr(x + d + disp), 0).unwrap(),
-                _ => a.cmp(qword_ptr(x + d + disp), 0).unwrap(),
+    /// How the instruction moves the stack pointer, for the cached delta: by a constant
+    /// (pushes, pops, `add`/`sub` of an immediate) or anyhow (forget the delta).
+    fn track_stack(&mut self, ins: &Instruction, info: &InstructionInfo) {
+        let Some((r, drift)) = self.stack else { return };
+        let writes_rsp = info.used_registers().iter().any(|u| {
+            u.register() == Register::RSP && !matches!(u.access(), OpAccess::Read | OpAccess::CondRead | OpAccess::NoMemAccess)
+        });
+        let step = match ins.mnemonic() {
+            Mnemonic::Push | Mnemonic::Pushfq => Some(-8),
+            Mnemonic::Pop | Mnemonic::Popfq if !(ins.op0_kind() == OpKind::Register && ins.op0_register() == Register::RSP) => Some(8),
+            Mnemonic::Add | Mnemonic::Sub
+                if ins.op0_kind() == OpKind::Register && ins.op0_register() == Register::RSP && matches!(ins.op1_kind(), OpKind::Immediate8to64 | OpKind::Immediate32to64) =>
+            {
+                let imm = ins.immediate(1) as i64;
+                Some(if ins.mnemonic() == Mnemonic::Add { imm } else { -imm })
             }
-            return b.full_version_if(When::NotZero);
+            _ if writes_rsp => None,
+            _ => Some(0),
+        };
+        self.stack = step.map(|s| (r, drift + s)).filter(|(_, d)| d.unsigned_abs() < GUARD / 2);
+    }
+
+    /// `(x, d, disp)` such that `[x + d + disp]` is the shadow of access `m`, in registers
+    /// borrowed here: with a plain base register and a displacement under the shadow slices'
+    /// guards, the base register itself (no `lea`); the stack pointer's delta is computed once
+    /// per block while the stack pointer moves by constants; otherwise the effective address
+    /// goes into a register.
+    fn shadow_of(&mut self, b: &mut Inline, m: &UsedMemory) -> (AsmRegister64, AsmRegister64, i32) {
+        let disp = m.displacement() as i64;
+        let plain = m.base().is_gpr64() && m.index() == Register::None && m.segment() != Register::FS;
+        if plain && disp.unsigned_abs() < GUARD / 2 {
+            let x = get_gpr64(m.base()).expect("a 64-bit register");
+            if m.base() == Register::RSP {
+                // (`before` kept the cached register for this instruction.)
+                if let Some((r, _)) = self.stack {
+                    return (x, r, disp as i32);
+                }
+                let d = b.scratch();
+                shadow_delta_of(b, x, d, self.table);
+                self.stack = Some((d, 0));
+                return (x, d, disp as i32);
+            }
+            let d = b.scratch();
+            shadow_delta_of(b, x, d, self.table);
+            return (x, d, disp as i32);
+        }
+        let (e, d) = (b.scratch(), b.scratch());
+        effective_address(b, e, m, d);
+        shadow_delta_of(b, e, d, self.table);
+        (e, d, 0)
+    }
+
+    /// Goes on in the full version if any byte the instruction reads (or may write, for
+    /// conditional writes, which keep the old shadow where they do not write) is tainted.
+    fn check_loads(&mut self, b: &mut Inline, loads: &[UsedMemory]) {
+        let single = loads.len() == 1 && loads[0].memory_size().size() <= 8;
+        // Flag-free where the flags are live and rcx is free: shadow bytes are 0 or 1, so the
+        // sum of a few shadow qwords is zero only if all are. Elsewhere a single small load is
+        // compared in place.
+        let counter = b.flags_live().then(|| b.scratch_rcx()).flatten();
+        let flag_free = counter.is_some();
+        let acc = counter.or_else(|| (!single).then(|| b.scratch()));
+        let t = (!single).then(|| b.scratch());
+        let mut first = true;
+        for m in loads {
+            let (x, d, disp) = self.shadow_of(b, m);
+            let a = b.asm();
+            let size = m.memory_size().size();
+            if single && !flag_free {
+                match size {
+                    1 => a.cmp(byte_ptr(x + d + disp), 0).unwrap(),
+                    2 => a.cmp(word_ptr(x + d + disp), 0).unwrap(),
+                    4 => a.cmp(dword_ptr(x + d + disp), 0).unwrap(),
+                    _ => a.cmp(qword_ptr(x + d + disp), 0).unwrap(),
+                }
+                return b.full_version_if(When::NotZero);
+            }
+            let acc = acc.expect("an accumulator");
+            for k in 0..size.div_ceil(8) as i32 {
+                let dst = if first { acc } else { t.expect("a second register") };
+                match size {
+                    1 => a.movzx(r32(dst), byte_ptr(x + d + disp)).unwrap(),
+                    2 => a.movzx(r32(dst), word_ptr(x + d + disp)).unwrap(),
+                    4 => a.mov(r32(dst), dword_ptr(x + d + disp)).unwrap(),
+                    _ => a.mov(dst, qword_ptr(x + d + (disp + 8 * k))).unwrap(),
+                }
+                match (first, flag_free) {
+                    (true, _) => {}
+                    (false, true) => a.lea(acc, qword_ptr(acc + dst)).unwrap(),
+                    (false, false) => a.or(acc, dst).unwrap(),
+                }
+                first = false;
+            }
         }
         let acc = acc.expect("an accumulator");
-        for k in 0..size.div_ceil(8) as i32 {
-            let dst = if first { acc } else { t.expect("a second register") };
-            match size {
-                1 => a.movzx(r32(dst), byte_ptr(x + d + disp)).unwrap(),
-                2 => a.movzx(r32(dst), word_ptr(x + d + disp)).unwrap(),
-                4 => a.mov(r32(dst), dword_ptr(x + d + disp)).unwrap(),
-                _ => a.mov(dst, qword_ptr(x + d + (disp + 8 * k))).unwrap(),
-            }
-            match (first, flag_free) {
-                (true, _) => {}
-                (false, true) => a.lea(acc, qword_ptr(acc + dst)).unwrap(),
-                (false, false) => a.or(acc, dst).unwrap(),
-            }
-            first = false;
+        if flag_free {
+            b.full_version_if(When::RcxNonZero);
+        } else {
+            b.asm().test(acc, acc).unwrap();
+            b.full_version_if(When::NotZero);
         }
-    }
-    let acc = acc.expect("an accumulator");
-    if flag_free {
-        b.full_version_if(When::RcxNonZero);
-    } else {
-        b.asm().test(acc, acc).unwrap();
-        b.full_version_if(When::NotZero);
     }
 }
 

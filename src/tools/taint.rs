@@ -88,6 +88,8 @@ pub struct Taint {
     fast: bool,
     /// What the block being translated uses (for its fast version's start).
     block_use: fast::BlockUse,
+    /// The fast version being translated.
+    fast_block: fast::FastBlock,
 }
 
 impl Taint {
@@ -97,7 +99,7 @@ impl Taint {
         let input_fds = if input == Input::Stdin { HashSet::from([0]) } else { HashSet::new() };
         let prop = Propagation::new(shadow, origins);
         let fast = !track_origins && std::env::var("RTGRIND_FAST_PATH").map_or(true, |v| v != "0");
-        Ok(Taint { input, shadow, prop, findings: Box::default(), input_fds, origins, threads: 0, fast, block_use: Default::default() })
+        Ok(Taint { input, shadow, prop, findings: Box::default(), input_fds, origins, threads: 0, fast, block_use: Default::default(), fast_block: fast::FastBlock::new(0) })
     }
 
     /// Gives guest memory `[start, end)` shadow of its own (see `shadow::memory`).
@@ -224,7 +226,10 @@ impl Tool for Taint {
 
     fn block_start(&mut self, _pc: u64, b: &mut Inline) {
         match b.version() {
-            Version::Fast => return fast::select(b),
+            Version::Fast => {
+                self.fast_block = fast::FastBlock::new(self.prop.taint_table);
+                return fast::select(b);
+            }
             Version::Full => fast::full_start(b, &self.block_use),
             Version::Only => {}
         }
@@ -237,7 +242,7 @@ impl Tool for Taint {
 
     fn before_insn(&mut self, site: &InsnSite, b: &mut Inline) {
         if b.version() == Version::Fast {
-            return fast::before(site, b, self.prop.taint_table);
+            return self.fast_block.before(site, b);
         }
         let ins = site.ins;
         let pc = ins.ip();
