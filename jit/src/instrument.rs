@@ -124,6 +124,9 @@ pub struct Inline {
     outcome: Option<usize>,
     version: Version,
     to_full: Option<When>,
+    /// Registers the guest instructions after this point in the block use: lent ones among
+    /// them would be reloaded there.
+    later: u16,
 }
 
 /// What the engine does with a tool's inline code (see `Inline::finish`).
@@ -155,7 +158,14 @@ impl Inline {
             outcome: None,
             version,
             to_full: None,
+            later: 0xffff,
         }
+    }
+
+    /// Tells which registers the rest of the block uses (see `scratch`).
+    pub(crate) fn used_later(mut self, later: u16) -> Inline {
+        self.later = later;
+        self
     }
 
     /// The assembler the tool writes its code with.
@@ -166,19 +176,22 @@ impl Inline {
 
     /// Borrows a 64-bit register the guest instruction does not use. Its guest value is
     /// restored after the tool's code; reading it before writing it gives garbage. Registers
-    /// already spilled at earlier instructions come first: they cost no spill, and the fewer
-    /// registers a block borrows, the fewer it reloads where it ends.
+    /// the rest of the block does not use come first (they stay borrowed until it ends), and
+    /// among them those already spilled at earlier instructions (no spill).
     pub fn scratch(&mut self) -> AsmRegister64 {
         // rax is kept for the flag save (`lahf`), so a tool may always clobber flags.
         let free = |r: usize, me: &Inline| (me.guest_uses | me.lent) & (1 << r) == 0;
+        // Spilled already and not needed by the rest of the block, then not needed by it
+        // (one spill, no reload before the block ends), then spilled already.
+        let (stolen, unused) = (self.stolen, !self.later);
         let n = match (1..16usize).find(|&r| self.reusable & (1 << r) != 0) {
             Some(n) => {
                 self.reusable &= !(1 << n);
                 n
             }
-            None => (1..16usize)
-                .find(|&r| self.stolen & (1 << r) != 0 && free(r, self))
-                .or_else(|| (1..16usize).find(|&r| free(r, self)))
+            None => [stolen & unused, unused, stolen, 0xffff]
+                .into_iter()
+                .find_map(|pick| (1..16usize).find(|&r| pick & (1 << r) != 0 && free(r, self)))
                 .expect("an instruction leaves a scratch register"),
         };
         self.lent |= 1 << n;

@@ -129,8 +129,8 @@ struct ToFull {
 
 impl BlockBuilder {
     /// A builder for tool code at the current point.
-    fn inline(&self, guest_uses: u16, flags_live: bool) -> Inline {
-        Inline::new(guest_uses, flags_live, self.stolen, self.version)
+    fn inline(&self, guest_uses: u16, flags_live: bool, later: u16) -> Inline {
+        Inline::new(guest_uses, flags_live, self.stolen, self.version).used_later(later)
     }
 
     /// Emits the fast version's jumps to the full one, out of line after both versions.
@@ -254,6 +254,20 @@ fn decode_reach(bytes: &[u8], pc: u64) -> Vec<Instruction> {
         }
     }
     insns
+}
+
+/// For each instruction k of `insns` (from `decode_reach`), the general registers the
+/// instructions from k up to the next exit use: every exit gives all registers their guest
+/// values back, so a register lent after it is reloaded there anyway.
+fn used_from(insns: &[Instruction]) -> Vec<u16> {
+    let mut factory = InstructionInfoFactory::new();
+    let mut later = vec![0u16; insns.len() + 1];
+    for (k, ins) in insns.iter().enumerate().rev() {
+        let uses = if ins.is_invalid() { 0xffff } else { used_registers(ins, factory.info(ins)) };
+        let exits = ins.flow_control() != FlowControl::Next;
+        later[k] = if exits { uses } else { later[k + 1] | uses };
+    }
+    later
 }
 
 /// For each instruction of `insns` (from `decode_reach`), whether the six status flags are
@@ -419,7 +433,8 @@ pub fn translate_limited(
     // at `check_off`, so a thread still reaches a preemption point in every loop.
     let body_off = label_body(&mut b);
     let versions: &[Version] = if tool.two_versions(pc, &reach) { &[Version::Fast, Version::Full] } else { &[Version::Only] };
-    let env = BodyEnv { code: &buf[..n], pc, max_insns, flags_dead: &flags_dead, preempt: cache.preempt, virtual_tsc: cache.virtual_tsc };
+    let later = used_from(&reach);
+    let env = BodyEnv { code: &buf[..n], pc, max_insns, flags_dead: &flags_dead, later: &later, preempt: cache.preempt, virtual_tsc: cache.virtual_tsc };
     let mut end = pc;
     let mut count = 0;
     for &v in versions {
@@ -483,6 +498,8 @@ struct BodyEnv<'a> {
     pc: u64,
     max_insns: usize,
     flags_dead: &'a [bool],
+    /// Per instruction k: the registers instructions k.. use (0xffff past the decode).
+    later: &'a [u16],
     preempt: bool,
     virtual_tsc: bool,
 }
@@ -501,7 +518,8 @@ fn body(b: &mut BlockBuilder, env: &BodyEnv, tool: &mut dyn Tool) -> Result<(u64
     // Conditional branches inside the block so far (see `conditional`).
     let mut folded = 0usize;
     let mut end = pc;
-    let mut at_start = b.inline(0, !dead_at(0));
+    let later = |k: usize| env.later.get(k).copied().unwrap_or(0xffff);
+    let mut at_start = b.inline(0, !dead_at(0), later(0));
     tool.block_start(pc, &mut at_start);
     emit_inline(b, at_start, Point::Start);
     if b.version == Version::Fast {
@@ -564,7 +582,7 @@ fn body(b: &mut BlockBuilder, env: &BodyEnv, tool: &mut dyn Tool) -> Result<(u64
             break;
         }
         let site = InsnSite { ins: &ins, info: &info };
-        let mut before = b.inline(uses, !dead_at(count - 1));
+        let mut before = b.inline(uses, !dead_at(count - 1), later(count));
         tool.before_insn(&site, &mut before);
         let control = emit_inline(b, before, Point::Before(count - 1, ins.ip(), ins.len() as u8));
         let sequential = matches!(ins.flow_control(), FlowControl::Next | FlowControl::XbeginXabortXend);
@@ -609,7 +627,7 @@ fn body(b: &mut BlockBuilder, env: &BodyEnv, tool: &mut dyn Tool) -> Result<(u64
                 if restores {
                     b.asm.bytes(&count_xmm16().load);
                 }
-                let mut after = b.inline(uses, !dead_at(count));
+                let mut after = b.inline(uses, !dead_at(count), later(count));
                 tool.after_insn(&site, &mut after);
                 emit_inline(b, after, Point::Elsewhere);
             }
@@ -633,7 +651,7 @@ fn body(b: &mut BlockBuilder, env: &BodyEnv, tool: &mut dyn Tool) -> Result<(u64
                 }
                 // The block goes on with the fall-through path (see `conditional`).
                 folded += 1;
-                let mut fall = b.inline(0, !dead_at(count));
+                let mut fall = b.inline(0, !dead_at(count), later(count));
                 tool.fall_through(next, &mut fall);
                 emit_inline(b, fall, Point::Elsewhere);
             }

@@ -52,6 +52,24 @@ fn handled(ins: &Instruction, info: &InstructionInfo) -> bool {
         })
 }
 
+/// `movs`/`stos` with flat 64-bit addressing, which the fast version replays on the shadow.
+fn is_block_move(ins: &Instruction) -> bool {
+    use Mnemonic::*;
+    matches!(ins.mnemonic(), Movsb | Movsw | Movsd | Movsq | Stosb | Stosw | Stosd | Stosq)
+        && ins.is_string_instruction()
+        && ins.segment_prefix() == Register::None
+        && !ins.has_repne_prefix()
+        && !matches!(ins.op0_kind(), OpKind::MemoryESDI | OpKind::MemorySegSI | OpKind::MemorySegESI | OpKind::MemoryESEDI)
+        && !matches!(ins.op1_kind(), OpKind::MemorySegESI | OpKind::MemorySegSI)
+}
+
+/// The bytes of `ins` (a string instruction: no operand depends on where it is).
+fn encode(ins: &Instruction) -> Vec<u8> {
+    let mut e = rtgrind_jit::iced_x86::Encoder::new(64);
+    e.encode(ins, 0).expect("a string instruction encodes");
+    e.take_buffer()
+}
+
 /// What the block whose reachable code is `insns` uses.
 pub fn block_use(insns: &[Instruction]) -> BlockUse {
     let mut u = BlockUse::default();
@@ -167,6 +185,9 @@ impl FastBlock {
     pub fn before(&mut self, site: &InsnSite, b: &mut Inline) {
         // The cached delta's register is kept from other uses here, if it still holds it.
         self.stack = self.stack.filter(|&(r, _)| b.reuse(r));
+        if is_block_move(site.ins) {
+            return self.block_move(site.ins, b);
+        }
         if !handled(site.ins, site.info) {
             // Any code at all, for the jump to hang on.
             b.asm().nop().unwrap();
@@ -194,6 +215,38 @@ impl FastBlock {
             }
         }
         self.track_stack(site.ins, site.info);
+    }
+
+    /// `movs`/`stos` (with or without `rep`): the same instruction, run first on the shadow
+    /// with rsi and rdi moved to their shadows, copies the source's shadow (data moves from
+    /// memory to memory, so no register gets tainted) or clears the destination's (the stored
+    /// register is clean here), element by element in the guest's direction. Flag-free.
+    fn block_move(&mut self, ins: &Instruction, b: &mut Inline) {
+        let t = b.scratch();
+        let q = |s: usize| qword_ptr(tool_area(s)).gs();
+        let movs = matches!(ins.mnemonic(), Mnemonic::Movsb | Mnemonic::Movsw | Mnemonic::Movsd | Mnemonic::Movsq);
+        let table = self.table;
+        let a = b.asm();
+        a.mov(q(slot::STR_RCX), rcx).unwrap();
+        a.mov(q(slot::STR_RDI), rdi).unwrap();
+        let (saved, other) = if movs { (slot::STR_RSI, rsi) } else { (slot::TMP_EA, rax) };
+        a.mov(q(saved), other).unwrap();
+        let to_shadow = |b: &mut Inline, r: AsmRegister64| {
+            shadow_delta_of(b, r, t, table);
+            b.asm().lea(r, qword_ptr(r + t)).unwrap();
+        };
+        to_shadow(b, rdi);
+        if movs {
+            to_shadow(b, rsi);
+        } else {
+            b.asm().mov(eax, 0).unwrap();
+        }
+        // The guest's own encoding: same element size, same `rep`.
+        b.asm().db(&encode(ins)).unwrap();
+        let a = b.asm();
+        a.mov(rcx, q(slot::STR_RCX)).unwrap();
+        a.mov(rdi, q(slot::STR_RDI)).unwrap();
+        a.mov(other, q(saved)).unwrap();
     }
 
     /// How the instruction moves the stack pointer, for the cached delta: by a constant
