@@ -362,3 +362,20 @@ fn a_ctypes_heap_overflow_in_python3_converges() {
     assert!(err.contains("(every instance)"), "{err}");
     assert!(runs(&err) <= 10, "{err}");
 }
+
+#[test]
+fn a_wild_pointer_crash_is_the_same_under_the_tracking_tools() {
+    // The overflow leaves a non-canonical pointer: the tools' shadow access for it faults
+    // before the guest's own access does, and the fault must still be that instruction's.
+    let exe = bug("local_pointer", "local_pointer", &|s| s);
+    let fatal = |opts: &[&str]| {
+        let out = run_rtgrind(opts, &Cmd::new(&exe).arg("12345678901234567890123"));
+        let err = out.stderr_str();
+        let line = err.lines().find(|l| l.contains("Process terminating")).unwrap_or_else(|| panic!("no fatal signal:\n{err}"));
+        line.split_once("== ").map_or(line, |x| x.1).to_string()
+    };
+    let native_like = fatal(&["--tool=none"]);
+    assert!(native_like.contains("SIGSEGV") && native_like.contains("store_sum"), "{native_like}");
+    assert_eq!(fatal(&["--tool=taint"]), native_like);
+    assert_eq!(fatal(&["--tool=taint", "--track-origins=yes"]), native_like);
+}
