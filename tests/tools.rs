@@ -280,26 +280,35 @@ fn taint_input_file_must_exist() {
 
 #[test]
 fn origins_per_rule() {
-    let out = run_rtgrind(["-q", "--tool=taint", "--track-origins=yes"], &Cmd::new(taint_guest("origin_cases")));
-    assert_no_panic(&out);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    let stdout = out.stdout_str();
-    let cases: Vec<&str> = stdout.lines().collect();
-    assert_eq!(cases.len(), 9, "cases printed:\n{stdout}");
-    let wrong: Vec<&&str> = cases.iter().filter(|l| !l.ends_with(": ok")).collect();
-    assert!(wrong.is_empty(), "{wrong:#?}");
+    // Origins propagate in the fast version (nothing is tainted here) and in the full one.
+    for fast in ["1", "0"] {
+        let out = run_rtgrind(["-q", "--tool=taint", "--track-origins=yes"], &Cmd::new(taint_guest("origin_cases")).env("RTGRIND_FAST_PATH", fast));
+        assert_no_panic(&out);
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        let stdout = out.stdout_str();
+        let cases: Vec<&str> = stdout.lines().collect();
+        assert_eq!(cases.len(), 9, "cases printed:\n{stdout}");
+        let wrong: Vec<&&str> = cases.iter().filter(|l| !l.ends_with(": ok")).collect();
+        assert!(wrong.is_empty(), "RTGRIND_FAST_PATH={fast}: {wrong:#?}");
+    }
 }
 
 #[test]
 fn taint_names_where_a_branch_flags_were_defined() {
     let line = marked_line("input_branch", "dependent");
-    let out = run_rtgrind(["--tool=taint", "--track-origins=yes"], &Cmd::new(taint_guest("input_branch")).stdin("xyz\n"));
+    // The variable in both runs, so the guest's environment (and its block count) is the same.
+    let cmd = Cmd::new(taint_guest("input_branch")).stdin("xyz\n");
+    let out = run_rtgrind(["--tool=taint", "--track-origins=yes"], &cmd.clone().env("RTGRIND_FAST_PATH", "1"));
     assert_eq!(out.status.code(), Some(0));
     let err = String::from_utf8_lossy(&out.stderr);
     let lines: Vec<&str> = err.lines().collect();
     let at = lines.iter().position(|l| l.contains("conditional branch") && l.contains(&format!("input_branch.c:{line} (main)"))).unwrap_or_else(|| panic!("{err}"));
     // The `cmp` right before the `je` on the same line defined the flags.
     assert!(lines[at + 1].contains("its flags were defined at") && lines[at + 1].contains(&format!("input_branch.c:{line} (main)")), "{}", lines[at + 1]);
+    // With origins too, the fast path reports what the full propagation does (the block
+    // instances in the origins included).
+    let full = run_rtgrind(["--tool=taint", "--track-origins=yes"], &cmd.env("RTGRIND_FAST_PATH", "0"));
+    assert_eq!(report_lines(&out.stderr), report_lines(&full.stderr), "fast path and full propagation disagree");
 }
 
 /// Address of the first conditional jump on the line of `path` marked `/* marker */`, from

@@ -120,6 +120,10 @@ impl Asm {
         self.fixups.push((self.buf.len(), l, 4));
         self.u32(0);
     }
+    /// Points the rel32 field at `pos` (already emitted) at a label.
+    pub fn fixup_rel32(&mut self, pos: usize, l: Label) {
+        self.fixups.push((pos, l, 4));
+    }
     /// `jrcxz rel8` to a label.
     pub fn jrcxz_label(&mut self, l: Label) {
         self.buf.push(0xe3);

@@ -123,7 +123,9 @@ pub struct Inline {
     empty: bool,
     outcome: Option<usize>,
     version: Version,
-    to_full: Option<When>,
+    /// Jumps to the other version in the code: (index of the placeholder in the assembler's
+    /// instructions, offset of its rel32 in it).
+    to_full: Vec<(usize, usize)>,
     /// Registers the guest instructions after this point in the block use: lent ones among
     /// them would be reloaded there.
     later: u16,
@@ -137,8 +139,9 @@ pub(crate) struct Finished {
     pub asm: CodeAssembler,
     /// `gs` offset of the qword that decides a conditional branch (0 own, 1 taken, 2 not).
     pub outcome: Option<usize>,
-    /// When the code goes on in the full version (out of line).
-    pub to_full: Option<When>,
+    /// Jumps to the other version (out of line): placeholder instruction index and the
+    /// offset of the rel32 the engine points at its way there.
+    pub to_full: Vec<(usize, usize)>,
 }
 
 impl Inline {
@@ -157,7 +160,7 @@ impl Inline {
             empty: true,
             outcome: None,
             version,
-            to_full: None,
+            to_full: Vec::new(),
             later: 0xffff,
         }
     }
@@ -247,32 +250,42 @@ impl Inline {
         self.version
     }
 
-    /// In the fast version, at the block start or before an instruction: if `when` holds
-    /// after the tool's code, the thread goes on in the full version at the same point (its
-    /// block start, or its code before the same instruction): registers and flags get their
-    /// guest values back first. The shadow state must be what the full version would have made
-    /// of it up to there. Out of line: the path where `when` does not hold falls through.
+    /// In the fast version, at the block start or before an instruction: if `when` holds at
+    /// this point of the tool's code, the thread goes on in the full version at the same point
+    /// (its block start, or its code before the same instruction): registers and flags get
+    /// their guest values back first. The shadow state must be what the full version would
+    /// have made of it up to there. Out of line: the path where `when` does not hold falls
+    /// through to the tool's code that follows.
     pub fn full_version_if(&mut self, when: When) {
         assert_eq!(self.version, Version::Fast, "only a fast version goes on in the full one");
         self.switch_if(when);
     }
 
-    /// In the full version's block-start code: if `when` holds after the tool's code, the
-    /// thread goes on in the fast version after its block-start code (registers and flags
-    /// first get their guest values back).
+    /// In the full version's block-start code: if `when` holds at this point of the tool's
+    /// code, the thread goes on in the fast version after its block-start code (registers and
+    /// flags first get their guest values back).
     pub fn fast_version_if(&mut self, when: When) {
         assert_eq!(self.version, Version::Full, "only a full version goes back to the fast one");
         self.switch_if(when);
     }
 
     fn switch_if(&mut self, when: When) {
-        assert!(self.to_full.is_none(), "one jump to the other version per point");
         assert!(when != When::RcxNonZero || self.lent & 2 != 0, "RcxNonZero needs rcx lent");
         if matches!(when, When::NotZero | When::Zero) {
             self.clobbers_flags = true;
         }
-        self.empty = false;
-        self.to_full = Some(when);
+        // A placeholder whose rel32 the engine points at the way out (see `translate`).
+        let (bytes, rel): (&[u8], usize) = match when {
+            When::NotZero => (&[0x0f, 0x85, 0, 0, 0, 0], 2),
+            When::Zero => (&[0x0f, 0x84, 0, 0, 0, 0], 2),
+            // jrcxz over a jmp rel32
+            When::RcxNonZero => (&[0xe3, 0x05, 0xe9, 0, 0, 0, 0], 3),
+            When::Always => (&[0xe9, 0, 0, 0, 0], 1),
+        };
+        let a = self.asm();
+        let index = a.instructions().len();
+        a.db(bytes).unwrap();
+        self.to_full.push((index, rel));
     }
 
     /// The tool's code writes the status flags; the engine preserves the guest's if live.
@@ -347,12 +360,12 @@ impl Inline {
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.empty && self.outcome.is_none() && self.to_full.is_none()
+        self.empty && self.outcome.is_none()
     }
 
     /// The code of a `Tool::full_entry`, which may neither borrow registers nor clobber flags.
     pub(crate) fn finish_plain(self) -> Option<Vec<u8>> {
-        assert!(self.lent == 0 && !self.clobbers_flags && self.to_full.is_none(), "full-entry code needs no register and no flags");
+        assert!(self.lent == 0 && !self.clobbers_flags && self.to_full.is_empty(), "full-entry code needs no register and no flags");
         let mut asm = self.asm?;
         Some(asm.assemble(0).expect("full-entry code assembles"))
     }

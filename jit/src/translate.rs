@@ -9,9 +9,9 @@
 use crate::cache::{Block, BlockId, CacheError, CodeCache, Exit, ExitKind, Fixup, PcEntry};
 use crate::context::{reg, *};
 use crate::emit::{Asm, Label};
-use crate::instrument::{spill_slot, used_registers, Finished, InsnSite, Inline, Tool, Version, When, CLIENT_REQUEST};
+use crate::instrument::{spill_slot, used_registers, Finished, InsnSite, Inline, Tool, Version, CLIENT_REQUEST};
 use iced_x86::{
-    Code, ConditionCode, Decoder, DecoderError, DecoderOptions, Encoder, FlowControl, Formatter, Instruction,
+    BlockEncoderOptions, Code, ConditionCode, Decoder, DecoderError, DecoderOptions, Encoder, FlowControl, Formatter, Instruction,
     InstructionInfoFactory, MemoryOperand, Mnemonic, NasmFormatter, OpKind, Register,
 };
 
@@ -710,25 +710,17 @@ fn emit_inline(b: &mut BlockBuilder, code: Inline, at: Point) -> Control {
         let fixup = if save_flags { Fixup::FlagsSaved } else { Fixup::None };
         b.pc_map.push(PcEntry { host_off: b.asm.pos() as u32, guest_pc, guest_len, fixup, stolen: b.stolen });
     }
-    let bytes = asm.assemble(b.asm.here()).expect("tool code assembles");
-    b.asm.bytes(&bytes);
-    if let Some(when) = to_full {
-        assert!(at != Point::Elsewhere, "the full version is entered at a block start or before an instruction");
-        // Out of line: the path where `when` does not hold falls through.
-        let label = b.asm.new_label();
-        match when {
-            When::NotZero => b.asm.jcc_label(0x5, label), // jne
-            When::Zero => b.asm.jcc_label(0x4, label),    // je
-            When::RcxNonZero => {
-                let zero = b.asm.new_label();
-                b.asm.jrcxz_label(zero);
-                b.asm.jmp_label(label);
-                b.asm.bind(zero);
-            }
-            When::Always => b.asm.jmp_label(label),
-        }
+    let start = b.asm.pos();
+    let result = asm.assemble_options(b.asm.here(), BlockEncoderOptions::RETURN_NEW_INSTRUCTION_OFFSETS).expect("tool code assembles");
+    b.asm.bytes(&result.inner.code_buffer);
+    for &(index, rel) in &to_full {
+        assert!(at != Point::Elsewhere, "the other version is entered at a block start or before an instruction");
         let to_fast = b.version == Version::Full;
         assert!(!to_fast || at == Point::Start, "the fast version is entered after its start only");
+        // The placeholder's rel32 points at the way out, out of line.
+        let label = b.asm.new_label();
+        let offset = result.inner.new_instruction_offsets[index] as usize;
+        b.asm.fixup_rel32(start + offset + rel, label);
         b.to_full.push(ToFull { label, restore_flags: save_flags, spilled: b.stolen, at, to_fast });
     }
     if save_flags {

@@ -173,27 +173,30 @@ pub struct FastBlock {
     /// A register holding the delta of the stack pointer's slice, and how far the stack
     /// pointer moved since (by pushes, pops and `add`/`sub` of constants).
     stack: Option<(AsmRegister64, i64)>,
+    /// Origins propagate too, after the checks: no register is kept across instructions (the
+    /// propagation borrows them), and string instructions go to the full version (their
+    /// origins move in a call-out after they ran).
+    origins: bool,
 }
 
 impl FastBlock {
-    pub fn new(table: u32) -> FastBlock {
-        FastBlock { table, stack: None }
+    pub fn new(table: u32, origins: bool) -> FastBlock {
+        FastBlock { table, stack: None, origins }
     }
 
     /// The code before an instruction: loads checked clean (else the full version), then
-    /// stores' shadow cleared.
-    pub fn before(&mut self, site: &InsnSite, b: &mut Inline) {
+    /// stores' shadow cleared. False if the instruction always runs in the full version.
+    pub fn before(&mut self, site: &InsnSite, b: &mut Inline) -> bool {
         // The cached delta's register is kept from other uses here, if it still holds it.
-        self.stack = self.stack.filter(|&(r, _)| b.reuse(r));
-        if is_block_move(site.ins) {
-            return self.block_move(site.ins, b);
+        self.stack = self.stack.filter(|&(r, _)| !self.origins && b.reuse(r));
+        if is_block_move(site.ins) && !self.origins {
+            self.block_move(site.ins, b);
+            return true;
         }
         if !handled(site.ins, site.info) {
-            // Any code at all, for the jump to hang on.
-            b.asm().nop().unwrap();
             b.full_version_if(When::Always);
             self.stack = None;
-            return;
+            return false;
         }
         let mems: Vec<UsedMemory> = site.info.used_memory().iter().filter(|m| accesses_memory(m)).copied().collect();
         let (loads, stores): (Vec<UsedMemory>, Vec<UsedMemory>) = mems.into_iter().partition(|m| m.access() != OpAccess::Write);
@@ -215,6 +218,7 @@ impl FastBlock {
             }
         }
         self.track_stack(site.ins, site.info);
+        true
     }
 
     /// `movs`/`stos` (with or without `rep`): the same instruction, run first on the shadow
@@ -288,7 +292,9 @@ impl FastBlock {
                 }
                 let d = b.scratch();
                 shadow_delta_of(b, x, d, self.table);
-                self.stack = Some((d, 0));
+                if !self.origins {
+                    self.stack = Some((d, 0));
+                }
                 return (x, d, disp as i32);
             }
             let d = b.scratch();

@@ -98,8 +98,8 @@ impl Taint {
         let origins = if track_origins { Some(Box::into_raw(Box::new(ShadowMemory::new()?))) } else { None };
         let input_fds = if input == Input::Stdin { HashSet::from([0]) } else { HashSet::new() };
         let prop = Propagation::new(shadow, origins);
-        let fast = !track_origins && std::env::var("RTGRIND_FAST_PATH").map_or(true, |v| v != "0");
-        Ok(Taint { input, shadow, prop, findings: Box::default(), input_fds, origins, threads: 0, fast, block_use: Default::default(), fast_block: fast::FastBlock::new(0) })
+        let fast = std::env::var("RTGRIND_FAST_PATH").map_or(true, |v| v != "0");
+        Ok(Taint { input, shadow, prop, findings: Box::default(), input_fds, origins, threads: 0, fast, block_use: Default::default(), fast_block: fast::FastBlock::new(0, false) })
     }
 
     /// Gives guest memory `[start, end)` shadow of its own (see `shadow::memory`).
@@ -225,15 +225,22 @@ impl Tool for Taint {
     }
 
     fn block_start(&mut self, _pc: u64, b: &mut Inline) {
+        // The fast version counts the block (for origins) once it stays there; the full one
+        // before it may go back to the fast one's body, past that count.
         match b.version() {
             Version::Fast => {
-                self.fast_block = fast::FastBlock::new(self.prop.taint_table);
-                return fast::select(b);
+                self.fast_block = fast::FastBlock::new(self.prop.taint_table, self.origins.is_some());
+                fast::select(b);
+                b.release_scratch();
+                self.prop.block_start(b);
             }
-            Version::Full => fast::full_start(b, &self.block_use),
-            Version::Only => {}
+            Version::Full => {
+                self.prop.block_start(b);
+                b.release_scratch();
+                fast::full_start(b, &self.block_use);
+            }
+            Version::Only => self.prop.block_start(b),
         }
-        self.prop.block_start(b);
     }
 
     fn full_entry(&mut self, b: &mut Inline) {
@@ -242,7 +249,14 @@ impl Tool for Taint {
 
     fn before_insn(&mut self, site: &InsnSite, b: &mut Inline) {
         if b.version() == Version::Fast {
-            return self.fast_block.before(site, b);
+            // Clean data, checked; origins propagate as in the full version.
+            if self.fast_block.before(site, b) && self.origins.is_some() {
+                b.release_scratch();
+                self.prop.taint_on = false;
+                self.prop.before(site, b);
+                self.prop.taint_on = true;
+            }
+            return;
         }
         let ins = site.ins;
         let pc = ins.ip();
