@@ -54,7 +54,9 @@ pub mod slot {
     pub const CHECK_RCX: usize = 688;
     /// Set while a register shadow may be tainted (see `fast::select`).
     pub const DIRTY: usize = 696;
-    pub const END: usize = 704;
+    /// `!7`: the `pext` mask that takes an address to its granule number.
+    pub const NOT7: usize = 704;
+    pub const END: usize = 712;
     /// Origins of the four 8-byte lanes of each ymm register (16 x 4 u64), so that a vector
     /// copy (memcpy's) keeps each granule's origin: lane k of register n at `+ 32n + 8k`.
     pub const ORIGIN_LANES: usize = 1024;
@@ -71,6 +73,7 @@ pub fn init_thread(ctx: &mut ThreadContext) {
     ctx.tool_area[..slot::LANES_END / 8].iter_mut().for_each(|w| *w = 0);
     *word(ctx, slot::K01) = 0x0101_0101_0101_0101;
     *word(ctx, slot::SLICE_SEL) = memory::INDEX_BITS;
+    *word(ctx, slot::NOT7) = !7;
     for (s, m) in [(slot::PART_LOW8, 1), (slot::PART_HIGH8, 2), (slot::PART_W16, 3), (slot::PART_W32, 0xf)] {
         *word(ctx, s) = m;
     }

@@ -293,6 +293,16 @@ pub(crate) fn shadow_delta_of(b: &mut Inline, addr: AsmRegister64, dst: AsmRegis
     a.mov(dst, qword_ptr(dst * 8 + table as i32)).unwrap();
 }
 
+/// `dst` = the origin-shadow address of the granule (8 aligned bytes) holding the guest
+/// address in `addr`, `delta` = the address's delta (see `shadow_delta_of`). Flag-free: the
+/// granule number is a `pext` of the address bits above the low three.
+fn granule_of(b: &mut Inline, addr: AsmRegister64, dst: AsmRegister64, delta: AsmRegister64, table: u32) {
+    shadow_delta_of(b, addr, delta, table);
+    let a = b.asm();
+    a.pext(dst, addr, ta(slot::NOT7)).unwrap();
+    a.lea(dst, qword_ptr(dst * 8 + delta)).unwrap();
+}
+
 /// `dst` = the shadow address of the guest address in `addr` (see `shadow_delta_of`);
 /// clobbers `tmp`.
 pub(crate) fn shadow_address_of(b: &mut Inline, addr: AsmRegister64, dst: AsmRegister64, tmp: AsmRegister64, table: u32) {
@@ -639,11 +649,15 @@ impl Propagation {
         };
         // Where the guest's flags are live, a copy's or a call's taint is propagated without
         // touching them (no save and restore around it).
-        let flag_free = self.origins.is_none() && b.flags_live() && matches!(class, Class::Copy | Class::Call) && flag_free_operands(&o);
+        let taint_on = !self.shadow.is_null() && self.taint_on;
+        let taint_flag_free = !taint_on || (matches!(class, Class::Copy | Class::Call) && flag_free_operands(&o));
+        // Origins without a policy or a log only move and define (`lea`, `pext`, `mov`).
+        let origin_flag_free = self.origins.is_none() || (self.policy.is_none() && self.log.is_none());
+        let flag_free = b.flags_live() && taint_flag_free && origin_flag_free;
         if !flag_free {
             b.clobber_flags();
         }
-        if !self.shadow.is_null() && self.taint_on {
+        if taint_on {
             self.taint(site, &o, class, r, b, flag_free);
         }
         if self.origins.is_some() {
@@ -790,12 +804,13 @@ impl Propagation {
     fn origin(&mut self, site: &InsnSite, o: &Operands, class: Class, r: Regs, b: &mut Inline) {
         let ins = site.ins;
         let here = u64::from(self.sites.id(ins.ip())) << origin::SITE_SHIFT;
-        // r.t = the origin "defined here, now".
+        // r.t = the origin "defined here, now" (clobbers r.u). The three parts are disjoint
+        // bit fields, so `lea` adds them without touching the flags.
         let define_here = |b: &mut Inline| {
             let a = b.asm();
             a.mov(r.t, ta(slot::BLOCKS)).unwrap();
-            a.or(r.t, ta(slot::THREAD_BITS)).unwrap();
-            a.or(r.t, here as i32).unwrap();
+            a.mov(r.u, ta(slot::THREAD_BITS)).unwrap();
+            a.lea(r.t, qword_ptr(r.t + r.u + here as i32)).unwrap();
         };
         // A constant in a register: this site and instance without the real-definition bit,
         // so that any source with a real definition outranks it.
@@ -830,11 +845,13 @@ impl Propagation {
                 b.asm().mov(r.acc, r.t).unwrap();
             }
             Class::Zero => {
-                b.asm().xor(r32(r.acc), r32(r.acc)).unwrap();
+                b.asm().mov(r32(r.acc), 0).unwrap();
             }
             Class::Copy if self.lane_copy(ins.ip(), o, r, b) => return,
             Class::Copy => {
-                b.asm().xor(r32(r.acc), r32(r.acc)).unwrap();
+                if o.src_regs.is_empty() && o.src_mem.is_empty() {
+                    b.asm().mov(r32(r.acc), 0).unwrap();
+                }
                 if let Some(&s) = o.src_regs.first() {
                     b.asm().mov(r.acc, ta(origin_slot(s))).unwrap();
                 } else if let Some(m) = o.src_mem.first() {
@@ -1077,11 +1094,7 @@ impl Propagation {
     /// of the access is the granule at `r.t + 8k` (clobbers `r.a`, `r.u`).
     fn first_granule(&self, b: &mut Inline, r: Regs, m: &UsedMemory) {
         effective_address(b, r.a, m, r.t);
-        shadow_address(b, r, self.origin_table);
-        let a = b.asm();
-        a.mov(r.u, r.a).unwrap();
-        a.and(r.u, 7).unwrap();
-        a.sub(r.t, r.u).unwrap();
+        granule_of(b, r.a, r.t, r.u, self.origin_table);
     }
 
     /// A whole-vector copy (load, store or register move of 16 or 32 bytes) moves the origin
@@ -1174,10 +1187,8 @@ impl Propagation {
     /// `r.m` = the origin of the access m (its first granule's).
     fn load_origin(&self, b: &mut Inline, r: Regs, m: &UsedMemory) {
         effective_address(b, r.a, m, r.t);
-        shadow_address(b, r, self.origin_table);
-        let a = b.asm();
-        a.and(r.t, -8).unwrap();
-        a.mov(r.m, qword_ptr(r.t)).unwrap();
+        granule_of(b, r.a, r.t, r.u, self.origin_table);
+        b.asm().mov(r.m, qword_ptr(r.t)).unwrap();
     }
 
     /// Stores origin `val` for every granule the access m covers.
@@ -1188,20 +1199,18 @@ impl Propagation {
             out_of_line(b, r, size, Some(val), origin_store_slow, self.origin_arg());
             return;
         }
-        shadow_address(b, r, self.origin_table);
+        granule_of(b, r.a, r.t, r.u, self.origin_table);
         let a = b.asm();
-        a.and(r.t, -8).unwrap();
         a.mov(qword_ptr(r.t), val).unwrap();
         for k in 1..size / 8 {
             a.mov(qword_ptr(r.t + (8 * k) as i32), val).unwrap();
         }
         if size > 1 {
-            // The last granule: ((ea & 7) + size - 1) & ~7 past the first.
-            a.mov(r.u, r.a).unwrap();
-            a.and(r.u, 7).unwrap();
-            a.add(r.u, (size - 1) as i32).unwrap();
-            a.and(r.u, -8).unwrap();
-            a.mov(qword_ptr(r.t + r.u), val).unwrap();
+            // The granule of the last byte (the same delta: one slice).
+            assert!(val != r.v, "the last granule's address needs r.v");
+            a.lea(r.v, qword_ptr(r.a + (size - 1) as i32)).unwrap();
+            a.pext(r.v, r.v, ta(slot::NOT7)).unwrap();
+            a.mov(qword_ptr(r.v * 8 + r.u), val).unwrap();
         }
     }
 
