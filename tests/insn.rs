@@ -1,5 +1,6 @@
 //! Instruction-level differential tests: generated x86-64 instruction sequences run natively and
-//! under `rtgrind -q` (with `--tool=none`, `--tool=taint` and taint with origins); the final registers, flags, MXCSR, ymm registers, data buffer and stack,
+//! under `rtgrind -q` (with `--tool=none`, `--tool=taint` and taint with origins, with and
+//! without its fast path); the final registers, flags, MXCSR, ymm registers, data buffer and stack,
 //! and a log (the flags after every flag-writing instruction, the registers every 8
 //! instructions) must be identical. Flags an instruction leaves undefined are masked, and so is
 //! the stack below the red zone; everything else is compared bit for bit.
@@ -164,10 +165,19 @@ fn run_class(class: &str, programs: u64, ops: usize, generate: fn(&mut Gen, usiz
         );
 
         // Plain translation, and with taint propagation inline around every instruction
-        // (which must not change a register, flag or byte the program sees).
-        for tool in ["--tool=none", "--tool=taint", "--tool=taint --track-origins=yes"] {
+        // (which must not change a register, flag or byte the program sees): its fast version
+        // (the default; nothing is tainted here) and its full propagation.
+        let full = "RTGRIND_FAST_PATH=0 --tool=taint --track-origins=yes";
+        for tool in ["--tool=none", "--tool=taint", "--tool=taint --track-origins=yes", full] {
             let mut cmd = Command::new(rtgrind());
-            cmd.arg("-q").args(tool.split(' ')).arg(&exe);
+            let opts = match tool.strip_prefix("RTGRIND_FAST_PATH=0 ") {
+                Some(rest) => {
+                    cmd.env("RTGRIND_FAST_PATH", "0");
+                    rest
+                }
+                None => tool,
+            };
+            cmd.arg("-q").args(opts.split(' ')).arg(&exe);
             let problem = match run(&mut cmd) {
                 Err(e) => vec![format!("rtgrind run failed: {e}")],
                 Ok(out) if out.len() != native.len() => {
