@@ -216,10 +216,36 @@ impl ShadowMemory {
         if len == 0 {
             return;
         }
+        let first = addr & !7;
+        if let Some(n) = addr.checked_add(len - 1).map(|last| ((last & !7) - first) / 8 + 1) {
+            if Self::contiguous(first, n * 8) {
+                // SAFETY: one run of 8-aligned granule slots inside a reserved slice.
+                let run = unsafe { std::slice::from_raw_parts_mut(self.addr(first) as *mut u64, n as usize) };
+                run.fill(v);
+                return;
+            }
+        }
         let mut g = addr & !7;
         while g < addr.saturating_add(len) {
             self.set64(g, v);
             g += 8;
+        }
+    }
+
+    /// Origins of a copy of `len` bytes from `src` to `dst`: each destination granule gets the
+    /// origin of the source granule at the same offset (as `memmove`).
+    pub fn copy64(&mut self, dst: u64, src: u64, len: u64) {
+        let aligned = (dst | src) & 7 == 0;
+        if len > 0 && aligned && Self::contiguous(src, len) && Self::contiguous(dst, len) {
+            let n = len.div_ceil(8) as usize;
+            // SAFETY: two runs of 8-aligned granule slots inside reserved slices; `copy`
+            // allows overlap.
+            return unsafe { std::ptr::copy(self.addr(src) as *const u64, self.addr(dst) as *mut u64, n) };
+        }
+        let granules: Vec<u64> = (0..len).step_by(8).map(|i| self.get64(src.wrapping_add(i))).collect();
+        for (i, g) in granules.into_iter().enumerate() {
+            let off = 8 * i as u64;
+            self.set64_range(dst.wrapping_add(off), 8.min(len - off), g);
         }
     }
 
@@ -270,5 +296,11 @@ mod tests {
         assert_eq!(m.mask(edge - 4, 8), 0b0011_1100);
         m.set64_range(a, 16, 7);
         assert_eq!((m.get64(a), m.get64(a + 8), m.get64(a + 16)), (7, 7, 0));
+        m.set64(a + 64, 5);
+        m.copy64(a + 128, a + 64, 9);
+        assert_eq!((m.get64(a + 128), m.get64(a + 136)), (5, 0));
+        // A range not aligned to granules covers every granule it touches.
+        m.set64_range(a + 30, 3, 9);
+        assert_eq!((m.get64(a + 24), m.get64(a + 32), m.get64(a + 40)), (9, 9, 0));
     }
 }

@@ -1374,10 +1374,7 @@ extern "C" fn string_after(ctx: *mut ThreadContext, arg: u64) {
             let ((s, len), (d, _)) = (range(rsi0), range(rdi0));
             mem.copy(d, s, len);
             if let Some(o) = origins {
-                let granules: Vec<u64> = (0..len).step_by(8).map(|i| o.get64(s + i)).collect();
-                for (i, g) in granules.into_iter().enumerate() {
-                    o.set64_range(d + 8 * i as u64, 8.min(len - 8 * i as u64), g);
-                }
+                o.copy64(d, s, len);
             }
         }
         1 => {
