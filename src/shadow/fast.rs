@@ -1,18 +1,20 @@
-//! The fast version of a taint block (LIFT's fast path): while everything a block touches is
-//! clean, its full propagation would only write clean shadows over clean shadows. The fast
+//! The fast version of a taint block (LIFT's fast path): while every register shadow is
+//! clean, a block's full propagation would only write clean shadows over clean ones. The fast
 //! version checks that instead of propagating:
-//! - at block start, the shadows of every register the block reads or writes (and of the
-//!   flags, if it uses them) are clean, else the thread takes the block's full version;
-//! - before each load, the loaded bytes' shadow is clean, else the thread goes on in the full
-//!   version before the same instruction;
-//! - stores clear the shadow of the bytes they write (their value is clean);
-//! - an instruction the checks do not handle (string instructions, whose element count is
-//!   known only after they ran; gathers; `xsave` areas and other odd sizes) sends the thread
-//!   to the full version.
+//! - at block start, that no register may be tainted: only the full version taints registers,
+//!   and every way into it sets `slot::DIRTY` (one compare); the full version's start looks
+//!   at the registers its block uses and comes back when they are clean;
+//! - before each load, that the loaded bytes' shadow is clean, else the thread goes on in the
+//!   full version before the same instruction;
+//! - stores clear the shadow of the bytes they write (their value is clean); `movs`/`stos`
+//!   run first on the shadow itself;
+//! - an instruction the checks do not handle (other string instructions, whose element count
+//!   is known only after they ran; gathers; `xsave` areas and other odd sizes) sends the
+//!   thread to the full version.
 //!
 //! So the fast version keeps exactly the shadow state the full one would, and taint that
-//! enters memory (a `read` of input) sends the code that touches it to the full version. Not
-//! with origins: every value's origin changes as the program runs, clean or not.
+//! enters memory (a `read` of input) sends the code that touches it to the full version.
+//! With origins, the taint tool propagates them in the fast version too, after the checks.
 
 use super::memory::GUARD;
 use super::propagate::{effective_address, shadow_delta_of};
