@@ -125,6 +125,11 @@ impl SuppressRun {
         let g = Box::new(Guard { kind, ins: *ins, state: self.state_ptr() });
         let arg = &*g as *const Guard as u64;
         self.guards.push(g);
+        if b.flags_live() {
+            if let Some(c) = b.scratch_rcx() {
+                return self.guard_flag_free(b, c, arg, slots, mem_value);
+            }
+        }
         b.clobber_flags();
         let (t, u, v) = (b.scratch(), b.scratch(), b.scratch());
         let a = b.asm();
@@ -142,6 +147,49 @@ impl SuppressRun {
         a.test(t, t).unwrap();
         a.jz(done).unwrap();
         callout_then_leave_if_asked(b, guard_callout, arg, t, done);
+    }
+
+    /// `guard` where the guest's flags are live (before every conditional branch and return):
+    /// the shadows are summed in rcx with `lea` (they are small non-negative masks, so the sum
+    /// is zero only if all are) and tested with `jrcxz`, and the slow path tests the redirect
+    /// word the same way, so the flags need no save.
+    fn guard_flag_free(&mut self, b: &mut Inline, c: AsmRegister64, arg: u64, slots: &[usize], mem_value: Option<&rtgrind_jit::iced_x86::UsedMemory>) {
+        let (u, v) = (b.scratch(), b.scratch());
+        let a = b.asm();
+        a.mov(c, 0u64).unwrap();
+        for &s in slots {
+            a.mov(u, qword_ptr(tool_area(s)).gs()).unwrap();
+            a.lea(c, qword_ptr(c + u)).unwrap();
+        }
+        if let Some(m) = mem_value {
+            crate::shadow::propagate::effective_address(b, u, m, v);
+            crate::shadow::propagate::shadow_qword(b, u, v, v, self.prop.taint_table);
+            b.asm().lea(c, qword_ptr(c + v)).unwrap();
+        }
+        let a = b.asm();
+        let (mut done, mut slow, mut leave) = (a.create_label(), a.create_label(), a.create_label());
+        // rcx zero: on to `zero`; else to `other`, both far (`jrcxz` reaches 127 bytes).
+        let branch = |a: &mut rtgrind_jit::instrument::code_asm::CodeAssembler, zero, other| {
+            let mut near = a.create_label();
+            a.jrcxz(near).unwrap();
+            a.jmp(other).unwrap();
+            a.set_label(&mut near).unwrap();
+            a.jmp(zero).unwrap();
+        };
+        branch(a, done, slow);
+        a.set_label(&mut slow).unwrap();
+        a.zero_bytes().unwrap();
+        b.callout(guard_callout, arg, u);
+        let a = b.asm();
+        a.mov(c, qword_ptr(tool_area(area::REDIRECT)).gs()).unwrap();
+        branch(a, done, leave);
+        a.set_label(&mut leave).unwrap();
+        a.zero_bytes().unwrap();
+        b.exit_to(tool_area(area::REDIRECT));
+        let a = b.asm();
+        a.set_label(&mut done).unwrap();
+        a.zero_bytes().unwrap();
+        b.release_scratch();
     }
 
     /// Records the call in the return-address table and marks the arguments as crossing a
