@@ -55,13 +55,13 @@ pub enum Version {
     Full,
 }
 
-/// The condition a tool's code leaves for the engine's jump to the full version (see
-/// `Inline::full_version_if`).
+/// When a jump to the other version placed in a tool's code is taken (see
+/// `Inline::full_version_if`, `Inline::fast_version_if`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum When {
-    /// ZF clear after the tool's last flag-setting instruction (the tool clobbers flags).
+    /// ZF clear at the jump (the tool clobbers flags).
     NotZero,
-    /// ZF set after it.
+    /// ZF set at the jump.
     Zero,
     /// rcx, which the tool borrowed (`scratch`), is not zero: flag-free.
     RcxNonZero,
@@ -78,9 +78,8 @@ pub trait Tool {
         false
     }
     /// Code that runs whenever a thread goes from a block's fast version to its full one (at
-    /// the block start or before an instruction; not when it enters the full version from the
-    /// block's start as well), with every register and the flags holding
-    /// guest values: it may use neither scratch registers nor the flags.
+    /// the block start or before an instruction; not on the way back), with every register
+    /// and the flags holding guest values: it may use neither scratch registers nor the flags.
     fn full_entry(&mut self, _b: &mut Inline) {}
     /// Called before the instructions of a block starting at `pc` are translated; code added
     /// to `b` runs every time the block is entered.

@@ -498,7 +498,8 @@ struct BodyEnv<'a> {
     pc: u64,
     max_insns: usize,
     flags_dead: &'a [bool],
-    /// Per instruction k: the registers instructions k.. use (0xffff past the decode).
+    /// Per instruction k: the registers instructions k.. use up to the next exit (see
+    /// `used_from`).
     later: &'a [u16],
     preempt: bool,
     virtual_tsc: bool,

@@ -17,7 +17,7 @@
 //! With origins, the taint tool propagates them in the fast version too, after the checks.
 
 use super::memory::GUARD;
-use super::propagate::{effective_address, shadow_delta_of};
+use super::propagate::{effective_address, r32, shadow_delta_of};
 use super::slot;
 use rtgrind_jit::iced_x86::{Instruction, InstructionInfo, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register, UsedMemory};
 use rtgrind_jit::instrument::code_asm::*;
@@ -359,8 +359,4 @@ impl FastBlock {
             b.full_version_if(When::NotZero);
         }
     }
-}
-
-fn r32(r: AsmRegister64) -> AsmRegister32 {
-    super::propagate::r32(r)
 }

@@ -86,6 +86,11 @@ fn delta(i: usize, shadow: u64) -> u64 {
     (shadow + SKEW).wrapping_sub(base)
 }
 
+/// Whether `addr` is canonical: bits 47-63 all clear (user) or all set (kernel).
+fn canonical(addr: u64) -> bool {
+    matches!(addr >> 47, 0 | 0x1_ffff)
+}
+
 /// A zeroed page below 2 GiB for a delta table.
 fn low_table() -> io::Result<&'static mut [u64; ENTRIES]> {
     const _: () = assert!(ENTRIES * 8 <= 4096);
@@ -145,8 +150,7 @@ impl ShadowMemory {
     /// rtgrind's own accesses never fault).
     #[inline]
     pub fn addr(&self, addr: u64) -> *mut u8 {
-        let canonical = matches!(addr >> 47, 0 | 0x1_ffff);
-        let x = if canonical { addr } else { addr & ADDR_MASK };
+        let x = if canonical(addr) { addr } else { addr & ADDR_MASK };
         x.wrapping_add(self.deltas[((x & INDEX_BITS) >> SLICE_BITS) as usize]) as *mut u8
     }
 
@@ -164,7 +168,7 @@ impl ShadowMemory {
     /// slice of canonical user or kernel addresses), so bulk operations can use it whole.
     fn contiguous(addr: u64, len: u64) -> bool {
         let Some(last) = addr.checked_add(len.max(1) - 1) else { return false };
-        matches!(addr >> 47, 0 | 0x1_ffff) && addr >> SLICE_BITS == last >> SLICE_BITS
+        canonical(addr) && addr >> SLICE_BITS == last >> SLICE_BITS
     }
 
     pub fn set_range(&mut self, addr: u64, len: u64, v: u8) {

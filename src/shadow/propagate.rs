@@ -693,13 +693,13 @@ impl Propagation {
             }
             Class::Copy => {
                 // The one source's mask, byte for byte (0 for an immediate).
-                let a = b.asm();
-                a.mov(r32(r.acc), 0).unwrap();
                 if let Some(&s) = o.src_regs.first() {
                     Self::load_reg(b, s, r.acc);
                 } else if let Some(m) = o.src_mem.first() {
                     self.load_mask(b, r, m);
                     b.asm().mov(r.acc, r.m).unwrap();
+                } else {
+                    b.asm().mov(r32(r.acc), 0).unwrap();
                 }
                 let done = if flag_free { None } else { Self::skip_if_clean(b, r, o) };
                 for &d in &o.dst_regs {
