@@ -27,6 +27,12 @@ fn runs(stderr: &str) -> u32 {
     l.split("suppress: ").nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap()
 }
 
+/// Runs made again to trace a failing suppression run (0 if none).
+fn traced_again(stderr: &str) -> u32 {
+    let l = stderr.lines().find(|l| l.contains(" runs (")).unwrap_or_else(|| panic!("no run count:\n{stderr}"));
+    l.split(", ").nth(1).and_then(|t| t.split_whitespace().next()).and_then(|n| n.parse().ok()).unwrap_or(0)
+}
+
 #[test]
 fn copy_paste_pointer_three_crashes_to_line_of_the_alias() {
     let exe = bug("copy_paste", "copy_paste", &|s| s);
@@ -41,7 +47,10 @@ fn copy_paste_pointer_three_crashes_to_line_of_the_alias() {
     assert!(chain.iter().any(|l| l.contains("2. suppressing from") && l.contains("SIGSEGV") && l.ends_with(&place("copy_paste", "crash2", "main"))), "{err}");
     assert!(chain.iter().any(|l| l.contains("3. suppressing from") && l.contains("SIGABRT")), "{err}");
     assert!(chain.iter().any(|l| l.contains("4. suppressing from") && l.ends_with("no failure")), "{err}");
-    assert_eq!(runs(&err), 5, "four runs and one check that the crash repeats:\n{err}");
+    // Four runs, one check that the crash repeats, and the two suppression runs that crashed
+    // again with tracing (the driver traces only the runs whose crash it analyses).
+    assert_eq!(runs(&err), 7, "{err}");
+    assert_eq!(traced_again(&err), 2, "{err}");
 
     let fixed = bug("copy_paste", "suppress_copy_paste_fixed", &|s| s.replace("int *q2 = &x[0]; /* root */", "int *q2 = &y[0];"));
     let out = run_rtgrind(["--tool=suppress"], &Cmd::new(&fixed).stdin("1 2 3 4\n"));
@@ -100,6 +109,8 @@ fn strcpy_smashing_the_return_address_is_reported_at_the_strcpy_call() {
 
 /// Runs the search on `name` with `args`, asserts the root cause at the `root` marker of
 /// `func` and the number of runs, then runs `harmless` arguments and asserts "did not fail".
+/// (`expect_runs` counts every run: the original, the check that it repeats, the suppression
+/// runs, and each failing suppression run once more with tracing.)
 fn check_bug(name: &str, func: &str, args: &[&str], expect_runs: u32, harmless: &[&str]) -> String {
     let exe = bug(name, name, &|s| s);
     let out = run_rtgrind(["--tool=suppress"], &Cmd::new(&exe).args(args));
@@ -153,7 +164,7 @@ fn too_small_allocation_found_at_the_write_past_its_end() {
     // The size is computed wrongly two calls earlier; the first point of corruption is the
     // loop's write past the end (after the instance alone did not avoid the crash, every
     // instance of the statement is suppressed).
-    let err = check_bug("small_alloc", "main", &["20"], 4, &["4"]);
+    let err = check_bug("small_alloc", "main", &["20"], 5, &["4"]);
     assert!(err.contains("(every instance)"), "{err}");
 }
 
@@ -213,7 +224,7 @@ fn json_sarif_and_dot_reports() {
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.len(), 2, "one JSON line and one SARIF line:\n{stdout}");
     let root = place("copy_paste", "root", "main");
-    assert!(lines[0].starts_with("{\"tool\":\"suppress\"") && lines[0].contains("\"result\":\"root-cause\"") && lines[0].contains(&format!("\"place\":\"{root}\"")) && lines[0].contains("\"runs\":5"), "{}", lines[0]);
+    assert!(lines[0].starts_with("{\"tool\":\"suppress\"") && lines[0].contains("\"result\":\"root-cause\"") && lines[0].contains(&format!("\"place\":\"{root}\"")) && lines[0].contains("\"runs\":7,\"traced_again\":2"), "{}", lines[0]);
     let line = root.split(':').nth(1).unwrap().split(' ').next().unwrap();
     assert!(lines[1].contains("\"version\":\"2.1.0\"") && lines[1].contains("\"uri\":\"copy_paste.c\"") && lines[1].contains(&format!("\"startLine\":{line}")), "{}", lines[1]);
     let graph = std::fs::read_to_string(&dot).unwrap();
@@ -283,7 +294,7 @@ fn a_binary_without_symbols_gets_addresses() {
     let head = headline(&err);
     let at = head.split("corruption: ").nth(1).unwrap();
     assert!(at.starts_with("0x") && at.ends_with(" in copy_paste_stripped"), "{err}");
-    assert_eq!(runs(&err), 5, "{err}");
+    assert_eq!(runs(&err), 7, "{err}");
 }
 
 #[test]
@@ -297,8 +308,9 @@ fn stack_protector_abort_is_traced_to_the_strcpy() {
     let line = place("stack_smash", "root", "greet").replace("stack_smash.c", "stack_canary.c");
     assert!(headline(&err).contains(&format!("{line}, inside ")), "{err}");
     // strcpy writes the 55 bytes with two overlapping stores: the one over the canary is
-    // suppressed first, then the one over the return address.
-    assert_eq!(runs(&err), 4, "{err}");
+    // suppressed first (that run still aborts, and is traced again), then the one over the
+    // return address.
+    assert_eq!(runs(&err), 5, "{err}");
 }
 
 #[test]
@@ -360,7 +372,7 @@ fn a_ctypes_heap_overflow_in_python3_converges() {
     assert_eq!(out.status.code(), Some(1), "{}", out.describe());
     assert!(headline(&err).contains("in python3"), "{err}");
     assert!(err.contains("(every instance)"), "{err}");
-    assert!(runs(&err) <= 10, "{err}");
+    assert!(runs(&err) <= 12 && traced_again(&err) < runs(&err) / 2, "{err}");
 }
 
 #[test]
@@ -378,4 +390,27 @@ fn a_wild_pointer_crash_is_the_same_under_the_tracking_tools() {
     assert!(native_like.contains("SIGSEGV") && native_like.contains("store_sum"), "{native_like}");
     assert_eq!(fatal(&["--tool=taint"]), native_like);
     assert_eq!(fatal(&["--tool=taint", "--track-origins=yes"]), native_like);
+}
+
+#[test]
+fn suppression_runs_find_the_same_with_and_without_their_fast_version() {
+    // A suppression run's blocks have a fast version while no register is corrupt (loads
+    // checked, no guards): the whole search, crash by crash and suppression by suppression,
+    // must be the one the full versions alone make. RTGRIND_FAST_PATH in both runs: the
+    // guest's environment, hence its stack, must be the same.
+    let chain = |exe: &std::path::Path, cmd: Cmd, fast: &str| -> Vec<String> {
+        let out = run_rtgrind(["--tool=suppress"], &cmd.env("RTGRIND_FAST_PATH", fast));
+        assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+        let err = out.stderr_str();
+        let lines: Vec<String> = err.lines().filter_map(|l| l.split("suppress: ").nth(1)).filter(|l| !l.contains(" runs (")).map(String::from).collect();
+        assert!(lines.iter().any(|l| l.contains("suppressed:")), "{}: {err}", exe.display());
+        lines
+    };
+    let long = "A".repeat(42);
+    for (name, args, stdin) in [("copy_paste", vec![], "1 2 3 100000000\n"), ("small_alloc", vec!["20"], ""), ("heap_overflow", vec![long.as_str()], ""), ("pipe_copy", vec!["AAAAAAAAAAAAAAAAAAAAAAA"], "")] {
+        // A name of its own: other tests build (rewrite) `name` while they run.
+        let exe = bug(name, &format!("{name}_fast_or_full"), &|s| s);
+        let cmd = Cmd::new(&exe).args(&args).stdin(stdin);
+        assert_eq!(chain(&exe, cmd.clone(), "1"), chain(&exe, cmd, "0"), "{name}");
+    }
 }

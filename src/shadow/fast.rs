@@ -186,6 +186,11 @@ impl FastBlock {
         FastBlock { table, stack: None, origins }
     }
 
+    /// Forgets the stack pointer's cached delta (code after `before` borrowed its register).
+    pub fn forget_stack(&mut self) {
+        self.stack = None;
+    }
+
     /// The code before an instruction: loads checked clean (else the full version), then
     /// stores' shadow cleared. False if the instruction always runs in the full version.
     pub fn before(&mut self, site: &InsnSite, b: &mut Inline) -> bool {

@@ -369,6 +369,8 @@ pub struct Propagation {
     pub policy: Option<Policy>,
     /// Propagate the taint bits (a tool may leave them off while nothing can be tainted).
     pub taint_on: bool,
+    /// Count blocks in `slot::BLOCKS` even without origins (instances name suppression points).
+    pub count_blocks: bool,
     /// Log the dynamic dependence graph (origins without a policy only; see [`DepLog`]).
     pub log: Option<DepLog>,
     callout: Box<CalloutArg>,
@@ -444,7 +446,7 @@ impl Propagation {
         // SAFETY: the shadow memories outlive the propagation (their tool owns both).
         let table = |m: *mut ShadowMemory| unsafe { (*m).delta_table_addr() };
         let (taint_table, origin_table) = (table(shadow), origins.map_or(0, table));
-        Propagation { shadow, origins, sites: Sites::default(), policy: None, taint_on: true, log: None, callout, taint_table, origin_table }
+        Propagation { shadow, origins, sites: Sites::default(), policy: None, taint_on: true, count_blocks: false, log: None, callout, taint_table, origin_table }
     }
 
     fn callout_args(&self) -> &CalloutArg {
@@ -1216,7 +1218,7 @@ impl Propagation {
 
     /// Code at a block's start: count the block (the instance part of origins).
     pub fn block_start(&self, b: &mut Inline) {
-        if self.origins.is_none() {
+        if self.origins.is_none() && !self.count_blocks {
             return;
         }
         let t = b.scratch();

@@ -42,12 +42,12 @@ enum Ended {
 }
 
 impl Runs {
-    fn run(&mut self, points: &[Point]) -> std::io::Result<Ended> {
+    fn run(&mut self, points: &[Point], trace: bool) -> std::io::Result<Ended> {
         self.count += 1;
         let n = self.count;
         let plan_path = self.dir.join(format!("plan-{n}"));
         let out_path = self.dir.join(format!("outcome-{n}"));
-        std::fs::write(&plan_path, Plan { points: points.to_vec(), out: None, at_functions: Vec::new(), failure: self.opts.failure.clone() }.to_text())?;
+        std::fs::write(&plan_path, Plan { points: points.to_vec(), out: None, at_functions: Vec::new(), failure: self.opts.failure.clone(), trace }.to_text())?;
         let args: Vec<std::ffi::OsString> = [
             "--tool=suppress".to_string(),
             format!("--suppress-plan={}", plan_path.display()),
@@ -154,6 +154,8 @@ pub struct Search {
     /// Each run after the check: the points it added and its outcome.
     pub chain: Vec<(Vec<Point>, Outcome)>,
     pub runs: u32,
+    /// Of those, runs made again to trace a suppression run's failure.
+    pub traced_again: u32,
     pub seconds: f64,
 }
 
@@ -164,7 +166,7 @@ pub fn drive(command: Vec<std::ffi::OsString>, opts: Options, format: super::rep
     let error_exitcode = opts.error_exitcode;
     let search = match crate::tools::child::TempDir::new("suppress") {
         Ok(dir) => run_search(command.clone(), opts, &dir.0, started),
-        Err(e) => Search { verdict: Verdict::Inconclusive(format!("cannot create a temporary directory: {e}")), chain: Vec::new(), runs: 0, seconds: 0.0 },
+        Err(e) => Search { verdict: Verdict::Inconclusive(format!("cannot create a temporary directory: {e}")), chain: Vec::new(), runs: 0, traced_again: 0, seconds: 0.0 },
     };
     crate::tools::child::progress_done();
     super::report::emit(&search, &command, &format, pid);
@@ -178,12 +180,15 @@ pub fn drive(command: Vec<std::ffi::OsString>, opts: Options, format: super::rep
 
 fn run_search(command: Vec<std::ffi::OsString>, mut opts: Options, dir: &Path, started: Instant) -> Search {
     let mut chain: Vec<(Vec<Point>, Outcome)> = Vec::new();
-    let mut runs_done = 0;
-    let verdict = search(command, &mut opts, dir, &mut chain, &mut runs_done);
-    Search { verdict, chain, runs: runs_done, seconds: started.elapsed().as_secs_f64() }
+    let (mut runs_done, mut traced_again) = (0, 0);
+    let verdict = search(command, &mut opts, dir, &mut chain, &mut runs_done, &mut traced_again);
+    Search { verdict, chain, runs: runs_done, traced_again, seconds: started.elapsed().as_secs_f64() }
 }
 
-fn search(command: Vec<std::ffi::OsString>, opts: &mut Options, dir: &Path, chain: &mut Vec<(Vec<Point>, Outcome)>, runs_done: &mut u32) -> Verdict {
+/// The search. Only the runs whose failure is analysed trace (origins cost most of a run):
+/// the first one, and a suppression run that fails, made again with tracing. The check that
+/// the failure repeats and the suppression runs that end without one do not.
+fn search(command: Vec<std::ffi::OsString>, opts: &mut Options, dir: &Path, chain: &mut Vec<(Vec<Point>, Outcome)>, runs_done: &mut u32, traced_again: &mut u32) -> Verdict {
     if opts.stdin_file.is_none() {
         // Every run reads the same input: captured once.
         match crate::tools::child::capture_stdin(dir) {
@@ -197,9 +202,10 @@ fn search(command: Vec<std::ffi::OsString>, opts: &mut Options, dir: &Path, chai
     // not fail where the program failed: it stands for a run without the failure, marked as
     // stopped. The original run and its repeat must end.
     let stopped = |why: String| Outcome { stopped: Some(why), ..Outcome::default() };
-    let mut next = |runs: &mut Runs, points: &[Point]| -> Result<Outcome, Verdict> {
-        crate::tools::child::progress(&format!("suppress: run {} ({} suppression points)", runs.count + 1, points.len()));
-        let r = runs.run(points);
+    let mut next = |runs: &mut Runs, points: &[Point], trace: bool| -> Result<Outcome, Verdict> {
+        let traced = if trace && !points.is_empty() { ", traced" } else { "" };
+        crate::tools::child::progress(&format!("suppress: run {} ({} suppression points{traced})", runs.count + 1, points.len()));
+        let r = runs.run(points, trace);
         *runs_done = runs.count;
         match r {
             Ok(Ended::Outcome(o)) => Ok(o),
@@ -214,12 +220,12 @@ fn search(command: Vec<std::ffi::OsString>, opts: &mut Options, dir: &Path, chai
             Err(e) => Err(Verdict::Inconclusive(format!("cannot run rtgrind: {e}"))),
         }
     };
-    let first = match next(&mut runs, &[]) {
+    let first = match next(&mut runs, &[], true) {
         Ok(o) => o,
         Err(v) => return v,
     };
     let Some(crash) = first.crash.clone() else { return Verdict::NoFailure };
-    let again = match next(&mut runs, &[]) {
+    let again = match next(&mut runs, &[], false) {
         Ok(o) => o,
         Err(v) => return v,
     };
@@ -257,10 +263,25 @@ fn search(command: Vec<std::ffi::OsString>, opts: &mut Options, dir: &Path, chai
             return Verdict::Inconclusive(format!("no run without a crash within --max-runs={max_runs}"));
         }
         points.extend(&new);
-        let o = match next(&mut runs, &points) {
+        let mut o = match next(&mut runs, &points, false) {
             Ok(o) => o,
             Err(v) => return v,
         };
+        if let Some(c) = o.crash.clone() {
+            // The same run again, traced: the locations the failure used and their definitions.
+            if runs.count >= max_runs {
+                return Verdict::Inconclusive(format!("no room within --max-runs={max_runs} to trace the last run's failure"));
+            }
+            *traced_again += 1;
+            let t = match next(&mut runs, &points, true) {
+                Ok(t) => t,
+                Err(v) => return v,
+            };
+            if t.crash.as_ref().map(|t| (t.0, t.1, t.2)) != Some((c.0, c.1, c.2)) {
+                return Verdict::Inconclusive(format!("run {} did not fail the same way when traced: {}, then {}", runs.count - 1, crash_text(&o), crash_text(&t)));
+            }
+            o = t;
+        }
         let done = o.crash.is_none();
         chain.push((new, o));
         if done {

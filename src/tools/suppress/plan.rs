@@ -30,6 +30,9 @@ pub struct Plan {
     pub at_functions: Vec<String>,
     /// A failure other than a crash (`--failure=exit-code|stderr:REGEX|output:FILE`).
     pub failure: Option<String>,
+    /// Trace: origins, and on a failure the locations it used with their definitions. A run
+    /// that does not trace only says whether and where it failed, at a fraction of the cost.
+    pub trace: bool,
     /// Where the run writes its `Outcome`.
     pub out: Option<PathBuf>,
 }
@@ -40,6 +43,9 @@ impl Plan {
         if let Some(f) = &self.failure {
             s += &format!("failure\t{f}\n");
         }
+        if self.trace {
+            s += "trace\n";
+        }
         s
     }
     pub fn parse(text: &str) -> Result<Plan, String> {
@@ -49,6 +55,7 @@ impl Plan {
             match f[0] {
                 "point" => plan.points.push(Point::parse(&f[1..]).ok_or(format!("plan line {}: bad point", i + 1))?),
                 "failure" => plan.failure = Some(f[1..].join("\t")),
+                "trace" => plan.trace = true,
                 "at" => plan.at_functions.push(f.get(1).ok_or(format!("plan line {}: `at` needs a function", i + 1))?.to_string()),
                 "" => {}
                 other => return Err(format!("plan line {}: unknown entry `{other}`", i + 1)),
@@ -125,8 +132,9 @@ mod tests {
     #[test]
     fn plan_and_outcome_round_trip() {
         let p = Point { pc: 0x401000, thread: 0, instance: 42 };
-        let plan = Plan { points: vec![p], out: None, at_functions: vec![], failure: Some("stderr:a\tb".into()) };
+        let plan = Plan { points: vec![p], out: None, at_functions: vec![], failure: Some("stderr:a\tb".into()), trace: true };
         assert_eq!(Plan::parse(&plan.to_text()).unwrap().failure, plan.failure);
+        assert!(Plan::parse(&plan.to_text()).unwrap().trace);
         assert_eq!(Plan::parse(&plan.to_text()).unwrap().points, vec![p]);
         let o = Outcome {
             crash: Some((11, 0x401234, 7, "a.c:3 (main)".into())),

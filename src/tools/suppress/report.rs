@@ -59,7 +59,12 @@ fn text(s: &Search) -> Vec<String> {
         }
         Verdict::Inconclusive(_) => {}
     }
-    out.push(format!("suppress: {} runs (1 of them to check that the crash repeats), {:.2} s:", s.runs, s.seconds));
+    let again = match s.traced_again {
+        0 => String::new(),
+        1 => ", 1 to trace a suppression run's failure".into(),
+        n => format!(", {n} to trace suppression runs' failures"),
+    };
+    out.push(format!("suppress: {} runs (1 of them to check that the crash repeats{again}), {:.2} s:", s.runs, s.seconds));
     for (i, (added, o)) in s.chain.iter().enumerate() {
         let from = if added.is_empty() {
             "original run".to_string()
@@ -125,11 +130,12 @@ fn json(s: &Search, command: &[std::ffi::OsString]) -> String {
         })
         .collect();
     format!(
-        "{{\"tool\":\"suppress\",\"command\":[{}],\"result\":\"{result}\",\"reason\":{},\"roots\":[{}],\"runs\":{},\"seconds\":{:.3},\"chain\":[{}]}}",
+        "{{\"tool\":\"suppress\",\"command\":[{}],\"result\":\"{result}\",\"reason\":{},\"roots\":[{}],\"runs\":{},\"traced_again\":{},\"seconds\":{:.3},\"chain\":[{}]}}",
         cmd.join(","),
         js(&reason),
         roots.join(","),
         s.runs,
+        s.traced_again,
         s.seconds,
         chain.join(",")
     )

@@ -21,11 +21,11 @@ use crate::report::lines::SourceLines;
 use crate::report::Reporter;
 use crate::shadow::memory::ShadowMemory;
 use crate::shadow::propagate::{r16, r32, Policy, Propagation};
-use crate::shadow::{self, origin, slot};
+use crate::shadow::{self, fast, origin, slot};
 use crate::tools::{decode, ToolRun};
 use rtgrind_jit::iced_x86::{ConditionCode, FlowControl, Instruction, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register};
 use rtgrind_jit::instrument::code_asm::{qword_ptr, AsmRegister64};
-use rtgrind_jit::instrument::{tool_area, InsnSite, Inline, Tool};
+use rtgrind_jit::instrument::{tool_area, InsnSite, Inline, Tool, Version, When};
 use rtgrind_jit::ThreadContext;
 use std::collections::HashMap;
 
@@ -33,7 +33,8 @@ pub struct SuppressRun {
     program: String,
     plan: Plan,
     prop: Propagation,
-    origins: *mut ShadowMemory,
+    /// Origin memory, in a run that traces (`Plan::trace`): the crash analysis needs it.
+    origins: Option<*mut ShadowMemory>,
     state: Box<State>,
     // Boxed: translations hold their addresses, which must not move as the vectors grow.
     #[allow(clippy::vec_box)]
@@ -51,6 +52,14 @@ pub struct SuppressRun {
     /// Bytes in flight in pipes (by inode): their origin and corrupt bit, so both survive a
     /// round trip through the kernel.
     pipes: HashMap<u64, std::collections::VecDeque<(u64, u8)>>,
+    /// Armed blocks get a fast version (`shadow::fast`; `RTGRIND_FAST_PATH=0` turns it off):
+    /// while no register is corrupt, loads are checked clean instead of propagated, and no
+    /// guard can fire.
+    fast: bool,
+    /// What the block being translated uses (for its fast version's start).
+    block_use: fast::BlockUse,
+    /// The fast version being translated.
+    fast_block: fast::FastBlock,
 }
 
 /// The failure: (signal, or a negative `Failure` code; guest pc; the thread's block instance;
@@ -94,22 +103,36 @@ impl SuppressRun {
 
     fn with_failure(plan: Plan, program: String, failure: Option<Failure>) -> std::io::Result<SuppressRun> {
         let shadow = Box::into_raw(Box::new(ShadowMemory::new()?));
-        let origins = Box::into_raw(Box::new(ShadowMemory::new()?));
-        let mut prop = Propagation::new(shadow, Some(origins));
+        let origins = if plan.trace { Some(Box::into_raw(Box::new(ShadowMemory::new()?))) } else { None };
+        let mut prop = Propagation::new(shadow, origins);
         prop.taint_on = false;
+        // Points name block instances, traced or not.
+        prop.count_blocks = true;
+        let fast = std::env::var("RTGRIND_FAST_PATH").map_or(true, |v| v != "0");
         let state = Box::new(State { shadow, ipdoms: HashMap::new(), functions: Vec::new(), suppressed: HashMap::new(), hits: Vec::new(), main: (0, 0), armed: false, arm_requested: false });
-        Ok(SuppressRun { program, plan, prop, origins, state, guards: Vec::new(), checks: Vec::new(), threads: 0, crash: None, syscall_suppressed: false, pipes: HashMap::new(), failure, crt: Vec::new(), lifetime: Default::default() })
+        Ok(SuppressRun { program, plan, prop, origins, state, guards: Vec::new(), checks: Vec::new(), threads: 0, crash: None, syscall_suppressed: false, pipes: HashMap::new(), failure, crt: Vec::new(), lifetime: Default::default(), fast, block_use: Default::default(), fast_block: fast::FastBlock::new(0, false) })
     }
 
     /// Gives guest memory `[start, end)` shadow of its own, corrupt bits and origins.
     fn cover(&mut self, start: u64, end: u64) {
         self.state.mem().cover(start, end);
-        self.origin_mem().cover(start, end);
+        if let Some(o) = self.origin_mem() {
+            o.cover(start, end);
+        }
     }
 
-    fn origin_mem(&mut self) -> &mut ShadowMemory {
+    fn origin_mem(&mut self) -> Option<&mut ShadowMemory> {
         // SAFETY: as in `State::mem`.
-        unsafe { &mut *self.origins }
+        self.origins.map(|o| unsafe { &mut *o })
+    }
+
+    /// The origin of the 8 bytes at `addr` (0 in a run that does not trace).
+    fn origin_at(&mut self, addr: u64) -> u64 {
+        self.origin_mem().map_or(0, |o| o.get64(addr))
+    }
+
+    fn traced(&self) -> bool {
+        self.origins.is_some()
     }
 
     fn state_ptr(&mut self) -> *mut State {
@@ -118,8 +141,10 @@ impl SuppressRun {
 
     /// `if any of the words at `slots`, or the shadow of the 8 bytes at `mem_value`, is
     /// non-zero: call the guard, and leave the block if it says so`.
+    /// None in a fast version: every register there is clean, and so is every value it
+    /// loaded (checked), so no guard could fire.
     fn guard(&mut self, b: &mut Inline, kind: GuardKind, ins: &Instruction, slots: &[usize], mem_value: Option<&rtgrind_jit::iced_x86::UsedMemory>) {
-        if !self.state.armed {
+        if !self.state.armed || b.version() == Version::Fast {
             return;
         }
         let g = Box::new(Guard { kind, ins: *ins, state: self.state_ptr() });
@@ -198,6 +223,7 @@ impl SuppressRun {
         b.clobber_flags();
         let (s1, s2) = (b.scratch(), b.scratch());
         let spilled = b.spilled();
+        let traced = self.traced();
         let a = b.asm();
         let rsp = rtgrind_jit::instrument::code_asm::rsp;
         a.lea(s1, qword_ptr(rsp - 8)).unwrap();
@@ -207,8 +233,10 @@ impl SuppressRun {
         a.mov(qword_ptr(s2), s1).unwrap();
         a.mov(s1, ins.next_ip()).unwrap();
         a.mov(qword_ptr(s2 + 8), s1).unwrap();
-        a.mov(s1, qword_ptr(tool_area(slot::ORIGIN_GPR + 8 * 7)).gs()).unwrap();
-        a.mov(qword_ptr(s2 + 16), s1).unwrap();
+        if traced {
+            a.mov(s1, qword_ptr(tool_area(slot::ORIGIN_GPR + 8 * 7)).gs()).unwrap();
+            a.mov(qword_ptr(s2 + 16), s1).unwrap();
+        }
         // rdi, and the callee-saved registers for leaving a function early: guest values, from
         // their spill slots where a tool holds the register.
         let store_guest = |a: &mut rtgrind_jit::instrument::code_asm::CodeAssembler, r: usize, off: i32| {
@@ -224,7 +252,7 @@ impl SuppressRun {
         for (k, &r) in CALLEE_SAVED.iter().enumerate() {
             store_guest(a, r, (24 + 8 * k) as i32);
         }
-        for r in ARG_REGS {
+        for r in ARG_REGS.into_iter().filter(|_| traced) {
             a.or(qword_ptr(tool_area(slot::ORIGIN_GPR + 8 * r)).gs(), origin::INCOMING as i32).unwrap();
         }
         b.release_scratch();
@@ -247,6 +275,9 @@ impl SuppressRun {
     }
 
     fn last_indirect(&mut self, pc: u64, b: &mut Inline) {
+        if !self.traced() {
+            return;
+        }
         let t = b.scratch();
         let a = b.asm();
         a.mov(t, pc).unwrap();
@@ -294,7 +325,7 @@ impl SuppressRun {
             // just below the stack is not the stack).
             let on_stack = mem.region_at(ctx.gpr[4]).is_some_and(|(start, r)| (start..r.end).contains(&p));
             let heap_block = p >= 16 && p % 16 == 0 && !on_stack && guest_mem::read_u64(p - 8).is_some();
-            let size_origin = if heap_block { self.origin_mem().get64(p - 8) } else { 0 };
+            let size_origin = if heap_block { self.origin_at(p - 8) } else { 0 };
             if size_origin & !origin::INCOMING != 0 && origin::instance(size_origin) > origin::instance(rdi_origin) {
                 locs.push((format!("size field of the heap block {p:#x} passed to the call returning to {ret:#x}"), size_origin));
                 return locs;
@@ -319,7 +350,7 @@ impl SuppressRun {
                                     let what = decode(icall).map(|i| fmt(&i)).unwrap_or_default();
                                     locs.push((format!("target of `{what}` at {icall:#x} (control then reached `ret` at {last:#x}, which no call matched)"), o));
                                 } else {
-                                    locs.push((format!("return address at {a:#x} (used by `{}` at {last:#x})", fmt(&ins)), self.origin_mem().get64(a)));
+                                    locs.push((format!("return address at {a:#x} (used by `{}` at {last:#x})", fmt(&ins)), self.origin_at(a)));
                                 }
                             }
                             _ if ins.op0_kind() == OpKind::Register => locs.extend(reg_loc(ctx, ins.op0_register(), "indirect target")),
@@ -403,7 +434,7 @@ impl SuppressRun {
             }
             Failure::Output(out) => {
                 let Some(m) = out.check(nr as u64, args) else { return };
-                let o = self.origin_mem().get64(args[1] + m.index as u64);
+                let o = self.origin_at(args[1] + m.index as u64);
                 locs.push((format!("output byte {} ({:?})", m.offset, m.byte as char), o));
                 format!("output differs from the expected at byte {}", m.offset)
             }
@@ -452,17 +483,60 @@ pub(super) fn fmt(ins: &Instruction) -> String {
 
 
 impl Tool for SuppressRun {
+    fn two_versions(&mut self, _pc: u64, insns: &[Instruction]) -> bool {
+        // Before the first point fires nothing is corrupt and there are no guards.
+        let two = self.fast && self.state.armed;
+        if two {
+            self.block_use = fast::block_use(insns);
+        }
+        two
+    }
+
     fn block_start(&mut self, _pc: u64, b: &mut Inline) {
-        self.prop.block_start(b);
+        // As in the taint tool: the fast version counts the block once it stays there.
+        match b.version() {
+            Version::Fast => {
+                self.fast_block = fast::FastBlock::new(self.prop.taint_table, self.prop.origins.is_some());
+                fast::select(b);
+                b.release_scratch();
+                self.prop.block_start(b);
+            }
+            Version::Full => {
+                self.prop.block_start(b);
+                b.release_scratch();
+                fast::full_start(b, &self.block_use);
+            }
+            Version::Only => self.prop.block_start(b),
+        }
+    }
+
+    fn full_entry(&mut self, b: &mut Inline) {
+        fast::mark_dirty(b);
     }
 
     fn before_insn(&mut self, site: &InsnSite, b: &mut Inline) {
         let ins = site.ins;
         let pc = ins.ip();
+        let fast = b.version() == Version::Fast;
+        if fast {
+            // A suppression point makes what its instruction defines corrupt: the full
+            // version runs it.
+            if self.plan.points.iter().any(|p| p.pc == pc) {
+                return b.full_version_if(When::Always);
+            }
+            if !self.fast_block.before(site, b) {
+                return;
+            }
+            b.release_scratch();
+            if ins.flow_control() != FlowControl::Next {
+                // The bookkeeping below borrows registers: the fast block's cached one too.
+                self.fast_block.forget_stack();
+            }
+        }
         match ins.flow_control() {
             FlowControl::ConditionalBranch if ins.condition_code() != ConditionCode::None => {
                 self.guard(b, GuardKind::Branch, ins, &[slot::FLAGS], None);
-                if self.prop.policy.is_some_and(|p| p.is_main(pc)) && !self.crt.iter().any(|f| (f.0..f.1).contains(&pc)) {
+                if self.traced() && self.prop.policy.is_some_and(|p| p.is_main(pc)) && !self.crt.iter().any(|f| (f.0..f.1).contains(&pc)) {
                     let t = b.scratch();
                     let a = b.asm();
                     a.mov(t, pc).unwrap();
@@ -481,7 +555,7 @@ impl Tool for SuppressRun {
             }
             FlowControl::IndirectBranch | FlowControl::IndirectCall => {
                 self.last_indirect(pc, b);
-                if let Some(n) = (ins.op0_kind() == OpKind::Register).then(|| shadow::gpr_number(ins.op0_register())).flatten() {
+                if let Some(n) = (self.traced() && ins.op0_kind() == OpKind::Register).then(|| shadow::gpr_number(ins.op0_register())).flatten() {
                     let t = b.scratch();
                     let a = b.asm();
                     a.mov(t, pc).unwrap();
@@ -552,13 +626,25 @@ impl Tool for SuppressRun {
         if matches!(ins.flow_control(), FlowControl::Call | FlowControl::IndirectCall) {
             self.at_call(ins, b);
         }
+        if fast {
+            // Clean data, checked; origins propagate as in the full version.
+            if self.prop.origins.is_some() {
+                b.release_scratch();
+                self.prop.taint_on = false;
+                self.prop.before(site, b);
+                self.prop.taint_on = true;
+            }
+            return;
+        }
         self.prop.before(site, b);
         b.release_scratch();
         self.point_checks(ins, b);
     }
 
     fn after_insn(&mut self, site: &InsnSite, b: &mut Inline) {
-        self.prop.after(site, b);
+        if b.version() != Version::Fast {
+            self.prop.after(site, b);
+        }
     }
 }
 
@@ -624,6 +710,8 @@ impl ToolRun for SuppressRun {
             self.state.count("syscalls with a corrupt argument");
             self.syscall_suppressed = true;
             *shadow::gpr(ctx, 0) = 0xff;
+            // A register is corrupt now: blocks run their full versions (see `shadow::fast`).
+            *shadow::word(ctx, slot::DIRTY) = 1;
             // Pretend success of the size asked for writes; otherwise a failure.
             return Some(if matches!(nr, libc::SYS_write | libc::SYS_pwrite64 | libc::SYS_sendto) { args[2] as i64 } else { -(libc::EIO as i64) });
         }
@@ -653,7 +741,9 @@ impl ToolRun for SuppressRun {
         if let Some((buf, len)) = super::super::taint::written_buffer(nr, a, ret) {
             if !suppressed {
                 self.state.mem().set_range(buf, len, 0);
-                self.origin_mem().set64_range(buf, len, defined);
+                if let Some(o) = self.origin_mem() {
+                    o.set64_range(buf, len, defined);
+                }
             }
         }
         if suppressed {
@@ -662,14 +752,16 @@ impl ToolRun for SuppressRun {
         let n = (ret as u64).min(1 << 24);
         match (nr, pipe_inode(a[0])) {
             (libc::SYS_write, Some(ino)) => {
-                let bytes: Vec<(u64, u8)> = (0..n).map(|i| (self.origin_mem().get64(a[1] + i), self.state.mem().get(a[1] + i))).collect();
+                let bytes: Vec<(u64, u8)> = (0..n).map(|i| (self.origin_at(a[1] + i), self.state.mem().get(a[1] + i))).collect();
                 self.pipes.entry(ino).or_default().extend(bytes);
             }
             (libc::SYS_read, Some(ino)) => {
                 let Some(q) = self.pipes.get_mut(&ino) else { return };
                 let taken: Vec<(u64, u8)> = (0..n).map_while(|_| q.pop_front()).collect();
                 for (i, (o, c)) in taken.into_iter().enumerate() {
-                    self.origin_mem().set64(a[1] + i as u64, o);
+                    if let Some(m) = self.origin_mem() {
+                        m.set64(a[1] + i as u64, o);
+                    }
                     self.state.mem().set(a[1] + i as u64, c);
                 }
             }
@@ -678,7 +770,8 @@ impl ToolRun for SuppressRun {
     }
 
     fn fatal_signal(&mut self, ctx: &mut ThreadContext, sig: i32, _code: i32, addr: u64, mem: &GuestMemory) {
-        let locs = self.crash_locations(ctx, sig, addr, mem);
+        // A run that does not trace names the crash only (the driver traces it again).
+        let locs = if self.traced() { self.crash_locations(ctx, sig, addr, mem) } else { Vec::new() };
         let instance = *shadow::word(ctx, slot::BLOCKS) >> origin::INSTANCE_SHIFT;
         if self.crash.is_none() {
             self.crash = Some((sig, ctx.rip, instance, locs, String::new()));
