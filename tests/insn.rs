@@ -166,9 +166,19 @@ fn run_class(class: &str, programs: u64, ops: usize, generate: fn(&mut Gen, usiz
 
         // Plain translation, and with taint propagation inline around every instruction
         // (which must not change a register, flag or byte the program sees): its fast version
-        // (the default; nothing is tainted here) and its full propagation.
+        // (the default; nothing is tainted here) and its full propagation; and one run of the
+        // suppression tool traced (origins with its policy) and suppressing from `main`
+        // from the program's entry (guards, corrupt bits, the return-address table).
         let full = "RTGRIND_FAST_PATH=0 --tool=taint --track-origins=yes";
-        for tool in ["--tool=none", "--tool=taint", "--tool=taint --track-origins=yes", full] {
+        let (trace_plan, entry_plan) = (dir.join(format!("{class}-{n}.trace")), dir.join(format!("{class}-{n}.entry")));
+        std::fs::write(&trace_plan, "trace\n").unwrap();
+        // A point at the ELF entry (e_entry), every instance.
+        let elf = std::fs::read(&exe).unwrap();
+        let entry = u64::from_le_bytes(elf[24..32].try_into().unwrap());
+        std::fs::write(&entry_plan, format!("point\t{entry:#x}\t0\t0\n")).unwrap();
+        let trace = format!("--tool=suppress --suppress-plan={}", trace_plan.display());
+        let suppressing = format!("--tool=suppress --suppress-plan={}", entry_plan.display());
+        for tool in ["--tool=none", "--tool=taint", "--tool=taint --track-origins=yes", full, &trace, &suppressing] {
             let mut cmd = Command::new(rtgrind());
             let opts = match tool.strip_prefix("RTGRIND_FAST_PATH=0 ") {
                 Some(rest) => {

@@ -186,14 +186,16 @@ impl Inline {
         // Spilled already and not needed by the rest of the block, then not needed by it
         // (one spill, no reload before the block ends), then spilled already.
         let (stolen, unused) = (self.stolen, !self.later);
-        let n = match (1..16usize).find(|&r| self.reusable & (1 << r) != 0) {
+        // rcx last: it is the one register `scratch_rcx` can give a flag-free test (`jrcxz`).
+        let order = || (2..16usize).chain([1]);
+        let n = match order().find(|&r| self.reusable & (1 << r) != 0) {
             Some(n) => {
                 self.reusable &= !(1 << n);
                 n
             }
             None => [stolen & unused, unused, stolen, 0xffff]
                 .into_iter()
-                .find_map(|pick| (1..16usize).find(|&r| pick & (1 << r) != 0 && free(r, self)))
+                .find_map(|pick| order().find(|&r| pick & (1 << r) != 0 && free(r, self)))
                 .expect("an instruction leaves a scratch register"),
         };
         self.lent |= 1 << n;

@@ -111,7 +111,7 @@ impl Reg {
 }
 
 /// What an instruction reads and writes, as far as data goes.
-#[derive(Default, Debug)]
+#[derive(Default, Debug, Clone)]
 struct Operands {
     src_regs: Vec<Reg>,
     dst_regs: Vec<Reg>,
@@ -371,6 +371,10 @@ pub struct Propagation {
     pub taint_on: bool,
     /// Count blocks in `slot::BLOCKS` even without origins (instances name suppression points).
     pub count_blocks: bool,
+    /// The tool's word, for the next instruction only: nothing reads the origin of the status
+    /// flags it writes (the tool looked ahead), so that origin is not written; an instruction
+    /// that writes only flags then needs no origin code at all.
+    pub flags_origin_unread: bool,
     /// Log the dynamic dependence graph (origins without a policy only; see [`DepLog`]).
     pub log: Option<DepLog>,
     callout: Box<CalloutArg>,
@@ -446,7 +450,7 @@ impl Propagation {
         // SAFETY: the shadow memories outlive the propagation (their tool owns both).
         let table = |m: *mut ShadowMemory| unsafe { (*m).delta_table_addr() };
         let (taint_table, origin_table) = (table(shadow), origins.map_or(0, table));
-        Propagation { shadow, origins, sites: Sites::default(), policy: None, taint_on: true, count_blocks: false, log: None, callout, taint_table, origin_table }
+        Propagation { shadow, origins, sites: Sites::default(), policy: None, taint_on: true, count_blocks: false, flags_origin_unread: false, log: None, callout, taint_table, origin_table }
     }
 
     fn callout_args(&self) -> &CalloutArg {
@@ -622,6 +626,7 @@ impl Propagation {
     /// Code before a guest instruction: the shadows of what it writes.
     pub fn before(&mut self, site: &InsnSite, b: &mut Inline) {
         let ins = site.ins;
+        let flags_origin_unread = std::mem::take(&mut self.flags_origin_unread);
         if is_string(ins) {
             // Remember where the string instruction starts; `after` replays it.
             let a = b.asm();
@@ -635,6 +640,12 @@ impl Propagation {
         }
         let o = operands(ins, site.info);
         if o.dst_regs.is_empty() && o.dst_mem.is_empty() && !o.writes_flags {
+            return;
+        }
+        let taint_on = !self.shadow.is_null() && self.taint_on;
+        let origin_o = Operands { writes_flags: o.writes_flags && !flags_origin_unread, ..o.clone() };
+        let origin_on = self.origins.is_some() && !(origin_o.dst_regs.is_empty() && origin_o.dst_mem.is_empty() && !origin_o.writes_flags);
+        if !taint_on && !origin_on {
             return;
         }
         let r = Regs::lend(b, !o.src_mem.is_empty() || !o.dst_mem.is_empty());
@@ -651,10 +662,10 @@ impl Propagation {
         };
         // Where the guest's flags are live, a copy's or a call's taint is propagated without
         // touching them (no save and restore around it).
-        let taint_on = !self.shadow.is_null() && self.taint_on;
         let taint_flag_free = !taint_on || (matches!(class, Class::Copy | Class::Call) && flag_free_operands(&o));
-        // Origins without a policy or a log only move and define (`lea`, `pext`, `mov`).
-        let origin_flag_free = self.origins.is_none() || (self.policy.is_none() && self.log.is_none());
+        // Origins without a policy or a log only move and define (`lea`, `pext`, `mov`); with a
+        // policy, so do copies into registers (see `policy_copy_flag_free`).
+        let origin_flag_free = !origin_on || (self.log.is_none() && (self.policy.is_none() || self.policy_copy_flag_free(class, &origin_o, ins)));
         let flag_free = b.flags_live() && taint_flag_free && origin_flag_free;
         if !flag_free {
             b.clobber_flags();
@@ -662,9 +673,18 @@ impl Propagation {
         if taint_on {
             self.taint(site, &o, class, r, b, flag_free);
         }
-        if self.origins.is_some() {
-            self.origin(site, &o, class, r, b);
+        if origin_on {
+            self.origin(site, &origin_o, class, r, b);
         }
+    }
+
+    /// Whether the policy's origin code for a copy leaves the flags alone: a copy into
+    /// registers only (a store defines or marks, with `btr`/`bt`/`and`) of a register or
+    /// memory (an immediate is a constant made with `or`), other than a pointer load in the
+    /// program (`undefined_takes_address` tests).
+    fn policy_copy_flag_free(&self, class: Class, o: &Operands, ins: &Instruction) -> bool {
+        let pointer_load = !o.src_mem.is_empty() && o.dst_regs.iter().any(|d| d.part == Part::W64) && self.policy.is_some_and(|p| p.is_main(ins.ip()));
+        class == Class::Copy && o.dst_mem.is_empty() && !(o.src_regs.is_empty() && o.src_mem.is_empty()) && !pointer_load
     }
 
     /// Taint bits of what the instruction writes (`flag_free`: without touching the flags,
@@ -896,18 +916,21 @@ impl Propagation {
             Class::Compute if policy.is_some() && !(is_store && policy.is_some_and(|p| p.is_main(ins.ip()))) => {
                 // The most recent definition among the sources (the origin's instance is on
                 // top); defined here only if nothing read had one.
-                b.asm().xor(r32(r.acc), r32(r.acc)).unwrap();
-                let take = |b: &mut Inline, from: AsmMemoryOperand| {
-                    let a = b.asm();
-                    a.mov(r.m, from).unwrap();
-                    a.cmp(r.m, r.acc).unwrap();
-                    a.cmova(r.acc, r.m).unwrap();
-                };
-                for s in compute_sources(site, o) {
-                    take(b, ta(origin_slot(s)));
-                }
+                let mut slots: Vec<usize> = compute_sources(site, o).into_iter().map(origin_slot).collect();
                 if o.reads_flags || o.partial_flags {
-                    take(b, ta(slot::ORIGIN_FLAGS));
+                    slots.push(slot::ORIGIN_FLAGS);
+                }
+                // The first source as it is, each other one if it is more recent.
+                let a = b.asm();
+                match slots.split_first() {
+                    Some((&first, rest)) => {
+                        a.mov(r.acc, ta(first)).unwrap();
+                        for &s in rest {
+                            a.cmp(r.acc, ta(s)).unwrap();
+                            a.cmovb(r.acc, ta(s)).unwrap();
+                        }
+                    }
+                    None => a.xor(r32(r.acc), r32(r.acc)).unwrap(),
                 }
                 for m in &o.src_mem {
                     self.load_origin(b, r, m);

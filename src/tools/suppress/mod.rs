@@ -4,6 +4,7 @@
 
 pub mod cfg;
 pub mod driver;
+mod flags;
 mod frames;
 mod guards;
 pub mod plan;

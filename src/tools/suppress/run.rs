@@ -135,6 +135,12 @@ impl SuppressRun {
         self.origins.is_some()
     }
 
+    /// A branch of the program's own code (not the C runtime's), whose condition's origin a
+    /// traced run remembers for the crash analysis.
+    fn program_branch(&self, pc: u64) -> bool {
+        self.prop.policy.is_some_and(|p| p.is_main(pc)) && !self.crt.iter().any(|f| (f.0..f.1).contains(&pc))
+    }
+
     fn state_ptr(&mut self) -> *mut State {
         &mut *self.state as *mut State
     }
@@ -220,16 +226,21 @@ impl SuppressRun {
     /// Records the call in the return-address table and marks the arguments as crossing a
     /// call (see `Policy`).
     fn at_call(&mut self, ins: &Instruction, b: &mut Inline) {
-        b.clobber_flags();
+        let traced = self.traced();
+        if traced {
+            b.clobber_flags();
+        }
         let (s1, s2) = (b.scratch(), b.scratch());
         let spilled = b.spilled();
-        let traced = self.traced();
         let a = b.asm();
         let rsp = rtgrind_jit::instrument::code_asm::rsp;
+        // Entry = table + 16 * ((rsp - 8) & 0xffff), flag-free (as in `at_return`).
         a.lea(s1, qword_ptr(rsp - 8)).unwrap();
         a.movzx(r32(s2), r16(s1)).unwrap();
-        a.shl(s2, 4).unwrap();
-        a.add(s2, qword_ptr(tool_area(area::RET_TABLE)).gs()).unwrap();
+        a.mov(s1, qword_ptr(tool_area(area::RET_TABLE)).gs()).unwrap();
+        a.lea(s1, qword_ptr(s1 + s2 * 8)).unwrap();
+        a.lea(s2, qword_ptr(s1 + s2 * 8)).unwrap();
+        a.lea(s1, qword_ptr(rsp - 8)).unwrap();
         a.mov(qword_ptr(s2), s1).unwrap();
         a.mov(s1, ins.next_ip()).unwrap();
         a.mov(qword_ptr(s2 + 8), s1).unwrap();
@@ -536,7 +547,7 @@ impl Tool for SuppressRun {
         match ins.flow_control() {
             FlowControl::ConditionalBranch if ins.condition_code() != ConditionCode::None => {
                 self.guard(b, GuardKind::Branch, ins, &[slot::FLAGS], None);
-                if self.traced() && self.prop.policy.is_some_and(|p| p.is_main(pc)) && !self.crt.iter().any(|f| (f.0..f.1).contains(&pc)) {
+                if self.traced() && self.program_branch(pc) {
                     let t = b.scratch();
                     let a = b.asm();
                     a.mov(t, pc).unwrap();
@@ -625,6 +636,10 @@ impl Tool for SuppressRun {
         }
         if matches!(ins.flow_control(), FlowControl::Call | FlowControl::IndirectCall) {
             self.at_call(ins, b);
+        }
+        if self.traced() && ins.rflags_modified() != 0 {
+            let unread = super::flags::flags_origin_unread(ins, &|j| self.program_branch(j.ip()));
+            self.prop.flags_origin_unread = unread;
         }
         if fast {
             // Clean data, checked; origins propagate as in the full version.

@@ -1,0 +1,66 @@
+#!/bin/sh
+# Runs and wall time of the suppression search on every test bug (guest-programs/bugs/), as
+# the table in docs/PERFORMANCE.md shows them. Builds rtgrind (release) first.
+#   sh benches/suppress-bugs.sh
+set -eu
+root=$(cd "$(dirname "$0")/.." && pwd)
+cargo build --release --quiet --manifest-path "$root/Cargo.toml"
+rtgrind=${CARGO_TARGET_DIR:-$root/target}/release/rtgrind
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+
+# build NAME OUT FLAGS...: guest-programs/bugs/NAME.c (or .cpp) into $dir/OUT
+build() {
+    name=$1 out=$2
+    shift 2
+    src=$root/guest-programs/bugs/$name.c
+    [ -f "$src" ] || src=$root/guest-programs/bugs/$name.cpp
+    case $src in *.cpp) cc=g++ ;; *) cc=gcc ;; esac
+    $cc "$@" -pthread -o "$dir/$out" "$src"
+}
+
+# row LABEL STDIN OPTIONS -- PROGRAM ARGS...: one search, one table row
+row() {
+    label=$1 input=$2
+    shift 2
+    printf '%s' "$input" > "$dir/stdin"
+    err=$("$rtgrind" --tool=suppress "$@" < "$dir/stdin" 2>&1 >/dev/null || true)
+    runs=$(printf '%s\n' "$err" | sed -n 's/.*suppress: \([0-9]*\) runs (.*), \([0-9.]*\) s:.*/\1 | \2 s/p')
+    again=$(printf '%s\n' "$err" | sed -n 's/.* runs (.*, \([0-9]*\) to trace .*/\1/p')
+    place=$(printf '%s\n' "$err" | sed -n 's/.*first point of memory corruption: //p' | head -1)
+    echo "| $label | $runs | ${again:-0} | $place |"
+}
+
+O0="-g -O0 -fno-stack-protector"
+O2="-g -O2 -fno-stack-protector"
+for b in copy_paste stack_smash local_pointer global_overflow heap_overflow small_alloc double_free \
+    null_return use_after_free two_inputs pipe_copy assert_fail status_flag thread_overflow stalled_poll; do
+    build $b $b $O0
+done
+build stack_smash stack_canary -g -O0 -fstack-protector-strong
+for b in global_overflow heap_overflow pipe_copy; do build $b ${b}_o2 $O2; done
+
+A() { printf "%${1}s" | tr ' ' A; }
+echo "| bug | runs | time | traced again | reported first point of memory corruption |"
+echo "|---|---:|---:|---:|---|"
+row "copy_paste (Fig. 5.1)" "1 2 3 100000000
+" -- "$dir/copy_paste"
+row "stack_smash" "" -- "$dir/stack_smash" "$(A 54)"
+row "stack_smash, -fstack-protector-strong" "" -- "$dir/stack_canary" "$(A 54)"
+row "local_pointer" "" -- "$dir/local_pointer" 12345678901234567890123
+row "global_overflow" "" -- "$dir/global_overflow" "$(A 28)"
+row "heap_overflow (glibc's abort, as natively)" "" -- "$dir/heap_overflow" "$(A 42)"
+row "small_alloc" "" -- "$dir/small_alloc" 20
+row "double_free" "" -- "$dir/double_free" x
+row "null_return" "" -- "$dir/null_return" three
+row "use_after_free" "" -- "$dir/use_after_free" x
+row "two_inputs, 13 characters" "" -- "$dir/two_inputs" "$(A 13)"
+row "two_inputs, 23 characters" "" -- "$dir/two_inputs" "$(A 23)"
+row "pipe_copy (memcpy and a pipe)" "" -- "$dir/pipe_copy" "$(A 23)"
+row "assert_fail" "" -- "$dir/assert_fail" 4
+row "status_flag, --failure=exit-code" "" --failure=exit-code -- "$dir/status_flag" ABCDEFGHIJKLMNOP
+row "global_overflow, -O2" "" -- "$dir/global_overflow_o2" "$(A 28)"
+row "heap_overflow, -O2" "" -- "$dir/heap_overflow_o2" "$(A 42)"
+row "pipe_copy, -O2" "" -- "$dir/pipe_copy_o2" "$(A 23)"
+row "thread_overflow (worker thread)" "" -- "$dir/thread_overflow" "$(A 24)"
+row "stalled_poll (suppression run stopped by its budget)" "" -- "$dir/stalled_poll" tape
