@@ -239,12 +239,26 @@ impl ShadowMemory {
     /// Origins of a copy of `len` bytes from `src` to `dst`: each destination granule gets the
     /// origin of the source granule at the same offset (as `memmove`).
     pub fn copy64(&mut self, dst: u64, src: u64, len: u64) {
-        let aligned = (dst | src) & 7 == 0;
-        if len > 0 && aligned && Self::contiguous(src, len) && Self::contiguous(dst, len) {
-            let n = len.div_ceil(8) as usize;
-            // SAFETY: two runs of 8-aligned granule slots inside reserved slices; `copy`
-            // allows overlap.
-            return unsafe { std::ptr::copy(self.addr(src) as *const u64, self.addr(dst) as *mut u64, n) };
+        let (s0, d0) = (src & !7, dst & !7);
+        if len > 0 && Self::contiguous(s0, len + (src & 7)) && Self::contiguous(d0, len + (dst & 7)) {
+            let (sp, dp) = (self.addr(s0) as *const u64, self.addr(d0) as *mut u64);
+            if (dst | src) & 7 == 0 {
+                // SAFETY: two runs of 8-aligned granule slots inside reserved slices; `copy`
+                // allows overlap.
+                return unsafe { std::ptr::copy(sp, dp, len.div_ceil(8) as usize) };
+            }
+            // Unaligned (a string copy): as below, without looking each granule up.
+            let slot = |base: u64, x: u64| ((x & !7) - base) as usize / 8;
+            // SAFETY: every index is that of a granule inside the checked runs.
+            let granules: Vec<u64> = (0..len).step_by(8).map(|i| unsafe { *sp.add(slot(s0, src + i)) }).collect();
+            for (i, g) in granules.into_iter().enumerate() {
+                let (first, last) = (dst + 8 * i as u64, (dst + 8 * i as u64 + 7).min(dst + len - 1));
+                for k in slot(d0, first)..=slot(d0, last) {
+                    // SAFETY: as above.
+                    unsafe { *dp.add(k) = g };
+                }
+            }
+            return;
         }
         let granules: Vec<u64> = (0..len).step_by(8).map(|i| self.get64(src.wrapping_add(i))).collect();
         for (i, g) in granules.into_iter().enumerate() {
@@ -306,5 +320,30 @@ mod tests {
         // A range not aligned to granules covers every granule it touches.
         m.set64_range(a + 30, 3, 9);
         assert_eq!((m.get64(a + 24), m.get64(a + 32), m.get64(a + 40)), (9, 9, 0));
+    }
+
+    #[test]
+    fn unaligned_origin_copies_take_the_granule_at_each_offset() {
+        let mut m = ShadowMemory::new().unwrap();
+        let a = 0x7fff_1234_0000;
+        m.cover(a, a + 8192);
+        for (src_off, dst_off, len) in [(1, 0, 23), (0, 5, 16), (3, 7, 40), (6, 2, 1), (7, 7, 9)] {
+            let (src, dst) = (a + 1000 + src_off, a + 4000 + dst_off);
+            for g in 0..16 {
+                m.set64(a + 1000 + 8 * g, 100 + g);
+            }
+            m.set64_range(a + 3900, 300, 0);
+            m.copy64(dst, src, len);
+            // Destination granule of dst+i gets the source granule of src+i, later offsets last.
+            let mut want = std::collections::BTreeMap::new();
+            for i in (0..len).step_by(8) {
+                for x in dst + i..dst + (i + 8).min(len) {
+                    want.insert(x & !7, m.get64(src + i));
+                }
+            }
+            for x in (a + 3904..a + 4200).step_by(8) {
+                assert_eq!(m.get64(x), want.get(&x).copied().unwrap_or(0), "copy of {len} from +{src_off} to +{dst_off}, granule {:#x}", x - a);
+            }
+        }
     }
 }
