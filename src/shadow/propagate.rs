@@ -375,6 +375,12 @@ pub struct Propagation {
     /// flags it writes (the tool looked ahead), so that origin is not written; an instruction
     /// that writes only flags then needs no origin code at all.
     pub flags_origin_unread: bool,
+    /// Register origin slots (bit = (slot - `ORIGIN_GPR`) / 8) that hold a non-zero origin at
+    /// this point of the block being translated: a computation reading one cannot come out
+    /// undefined, so it needs no fallback to a constant.
+    known: u64,
+    /// Slots the instruction being translated makes non-zero.
+    known_new: u64,
     /// Log the dynamic dependence graph (origins without a policy only; see [`DepLog`]).
     pub log: Option<DepLog>,
     callout: Box<CalloutArg>,
@@ -450,7 +456,7 @@ impl Propagation {
         // SAFETY: the shadow memories outlive the propagation (their tool owns both).
         let table = |m: *mut ShadowMemory| unsafe { (*m).delta_table_addr() };
         let (taint_table, origin_table) = (table(shadow), origins.map_or(0, table));
-        Propagation { shadow, origins, sites: Sites::default(), policy: None, taint_on: true, count_blocks: false, flags_origin_unread: false, log: None, callout, taint_table, origin_table }
+        Propagation { shadow, origins, sites: Sites::default(), policy: None, taint_on: true, count_blocks: false, flags_origin_unread: false, known: 0, known_new: 0, log: None, callout, taint_table, origin_table }
     }
 
     fn callout_args(&self) -> &CalloutArg {
@@ -625,8 +631,17 @@ impl Propagation {
 
     /// Code before a guest instruction: the shadows of what it writes.
     pub fn before(&mut self, site: &InsnSite, b: &mut Inline) {
-        let ins = site.ins;
         let flags_origin_unread = std::mem::take(&mut self.flags_origin_unread);
+        // What is known of the origins after the instruction: what it does not write, and
+        // what its origin code makes non-zero (`origin` sets `known_new`).
+        self.known_new = 0;
+        self.before_insn(site, b, flags_origin_unread);
+        self.forget_written(site);
+        self.known |= self.known_new;
+    }
+
+    fn before_insn(&mut self, site: &InsnSite, b: &mut Inline, flags_origin_unread: bool) {
+        let ins = site.ins;
         if is_string(ins) {
             // Remember where the string instruction starts; `after` replays it.
             let a = b.asm();
@@ -824,6 +839,45 @@ impl Propagation {
     /// calls, for the return address) are defined here, zeroing idioms define nothing. With a
     /// [`Policy`] (the suppression tool's), definitions are what a programmer calls them.
     fn origin(&mut self, site: &InsnSite, o: &Operands, class: Class, r: Regs, b: &mut Inline) {
+        if self.origin_code(site, o, class, r, b) {
+            let bits = o.dst_regs.iter().map(|&d| Self::known_bit(origin_slot(d))).fold(0, |x, y| x | y);
+            self.known_new = bits | if o.writes_flags { Self::known_bit(slot::ORIGIN_FLAGS) } else { 0 };
+        }
+    }
+
+    fn known_bit(slot: usize) -> u64 {
+        1 << ((slot - slot::ORIGIN_GPR) / 8)
+    }
+
+    fn forget(&mut self, slot: usize) {
+        self.known &= !Self::known_bit(slot);
+    }
+
+    /// Forgets what is known of the origins of everything `site` writes (whatever code, if
+    /// any, writes them).
+    fn forget_written(&mut self, site: &InsnSite) {
+        if site.ins.rflags_modified() != 0 {
+            self.forget(slot::ORIGIN_FLAGS);
+        }
+        for u in site.info.used_registers() {
+            if !matches!(u.access(), OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite) {
+                continue;
+            }
+            let r = u.register();
+            if r.is_gpr() {
+                self.forget(slot::ORIGIN_GPR + 8 * (r.full_register().number() - Register::RAX.number()));
+            } else if r.is_xmm() || r.is_ymm() || r.is_zmm() {
+                let first = if r.is_xmm() { Register::XMM0 } else if r.is_ymm() { Register::YMM0 } else { Register::ZMM0 };
+                if r.number() - first.number() < 16 {
+                    self.forget(slot::ORIGIN_VEC + 8 * (r.number() - first.number()));
+                }
+            }
+        }
+    }
+
+    /// The origin code proper; whether the origin it gives the destination registers is
+    /// surely non-zero (a definition, a constant, or a copy of a register known so).
+    fn origin_code(&mut self, site: &InsnSite, o: &Operands, class: Class, r: Regs, b: &mut Inline) -> bool {
         let ins = site.ins;
         let here = u64::from(self.sites.id(ins.ip())) << origin::SITE_SHIFT;
         // r.t = the origin "defined here, now" (clobbers r.u). The three parts are disjoint
@@ -848,18 +902,25 @@ impl Propagation {
         if let Some(log) = self.log.filter(|_| policy.is_none()) {
             if self.log_node(site, o, class, r, b, log, here) {
                 self.write_origin(o, r, b, here);
-                return;
+                return false;
             }
         }
+        let known = |s: usize| self.known & Self::known_bit(s) != 0;
+        let nonzero = match class {
+            Class::Swap => false,
+            Class::Zero => policy.is_some(),
+            Class::Copy => (o.src_regs.is_empty() && o.src_mem.is_empty() && policy.is_some()) || o.src_regs.first().is_some_and(|&s| known(origin_slot(s))),
+            Class::Call | Class::Compute => true,
+        };
         match class {
             Class::Swap => {
-                let (Some(x), Some(y)) = (Reg::of(ins.op0_register(), false), Reg::of(ins.op1_register(), false)) else { return };
+                let (Some(x), Some(y)) = (Reg::of(ins.op0_register(), false), Reg::of(ins.op1_register(), false)) else { return false };
                 let a = b.asm();
                 a.mov(r.m, ta(origin_slot(x))).unwrap();
                 a.mov(r.acc, ta(origin_slot(y))).unwrap();
                 a.mov(ta(origin_slot(x)), r.acc).unwrap();
                 a.mov(ta(origin_slot(y)), r.m).unwrap();
-                return;
+                return false;
             }
             Class::Zero if policy.is_some() => {
                 // `xor eax, eax` is the constant 0 (a NULL returned), defined here.
@@ -869,7 +930,7 @@ impl Propagation {
             Class::Zero => {
                 b.asm().mov(r32(r.acc), 0).unwrap();
             }
-            Class::Copy if self.lane_copy(ins.ip(), o, r, b) => return,
+            Class::Copy if self.lane_copy(ins.ip(), o, r, b) => return false,
             Class::Copy => {
                 if o.src_regs.is_empty() && o.src_mem.is_empty() {
                     b.asm().mov(r32(r.acc), 0).unwrap();
@@ -932,16 +993,20 @@ impl Propagation {
                     }
                     None => a.xor(r32(r.acc), r32(r.acc)).unwrap(),
                 }
+                // A source known defined: the result cannot be undefined.
+                let defined = slots.iter().any(|&s| self.known & Self::known_bit(s) != 0);
                 for m in &o.src_mem {
                     self.load_origin(b, r, m);
                     let a = b.asm();
                     a.cmp(r.m, r.acc).unwrap();
                     a.cmova(r.acc, r.m).unwrap();
                 }
-                constant_here(b);
-                let a = b.asm();
-                a.test(r.acc, r.acc).unwrap();
-                a.cmovz(r.acc, r.t).unwrap();
+                if !defined {
+                    constant_here(b);
+                    let a = b.asm();
+                    a.test(r.acc, r.acc).unwrap();
+                    a.cmovz(r.acc, r.t).unwrap();
+                }
             }
             Class::Call | Class::Compute => {
                 define_here(b);
@@ -954,9 +1019,10 @@ impl Propagation {
             self.write_origin_regs(o, r, b);
             b.asm().and(r.acc, -2).unwrap();
             self.write_origin_rest(o, r, b, here);
-            return;
+            return nonzero;
         }
         self.write_origin(o, r, b, here);
+        nonzero
     }
 
     /// Every location the instruction writes gets the origin in `r.acc`.
@@ -1240,7 +1306,9 @@ impl Propagation {
     }
 
     /// Code at a block's start: count the block (the instance part of origins).
-    pub fn block_start(&self, b: &mut Inline) {
+    pub fn block_start(&mut self, b: &mut Inline) {
+        // Nothing is known of origins where a block starts.
+        self.known = 0;
         if self.origins.is_none() && !self.count_blocks {
             return;
         }
