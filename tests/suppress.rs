@@ -169,6 +169,14 @@ fn too_small_allocation_found_at_the_write_past_its_end() {
 }
 
 #[test]
+fn pointer_computed_from_a_global_nobody_set() {
+    // Nothing the address computation read was defined: it is a constant defined there (the
+    // policy's fallback when no source has an origin), and that is the root cause.
+    let err = check_bug("unset_base", "main", &[], 3, &["x"]);
+    assert!(err.contains("it used rax (address), defined at unset_base.c"), "{err}");
+}
+
+#[test]
 fn two_inputs_two_crash_points_one_root_cause() {
     // 13 characters corrupt `val` (a crash in puts' strlen); 23 also corrupt `cmp` (a crash
     // at the call through it). Both are the same overflow.
