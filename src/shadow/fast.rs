@@ -17,11 +17,11 @@
 //! With origins, the taint tool propagates them in the fast version too, after the checks.
 
 use super::memory::GUARD;
-use super::propagate::{effective_address, r32, shadow_delta_of};
+use super::propagate::{effective_address, r32, shadow_delta_of, Propagation};
 use super::slot;
 use rtgrind_jit::iced_x86::{Instruction, InstructionInfo, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register, UsedMemory};
 use rtgrind_jit::instrument::code_asm::*;
-use rtgrind_jit::instrument::{tool_area, InsnSite, Inline, When};
+use rtgrind_jit::instrument::{tool_area, InsnSite, Inline, Version, When};
 
 /// The registers a block reads or writes, whose shadows its fast version needs clean.
 #[derive(Clone, Copy, Debug, Default)]
@@ -161,6 +161,27 @@ pub fn full_start(b: &mut Inline, u: &BlockUse) {
     a.set_label(&mut done).unwrap();
     a.zero_bytes().unwrap();
     b.fast_version_if(When::Zero);
+}
+
+/// A tool's block-start code when blocks have two versions (see `Tool::two_versions`): the
+/// version test and the block count. The fast version counts the block once it stays there;
+/// the full one counts it before it may go back to the fast one's body, past that count.
+/// Translating the fast version starts a new `fast_block`.
+pub fn block_start(b: &mut Inline, prop: &mut Propagation, block_use: &BlockUse, fast_block: &mut FastBlock) {
+    match b.version() {
+        Version::Fast => {
+            *fast_block = FastBlock::new(prop.taint_table, prop.origins.is_some());
+            select(b);
+            b.release_scratch();
+            prop.block_start(b);
+        }
+        Version::Full => {
+            prop.block_start(b);
+            b.release_scratch();
+            full_start(b, block_use);
+        }
+        Version::Only => prop.block_start(b),
+    }
 }
 
 /// Code on every way into a full version: registers may get tainted there.

@@ -225,22 +225,7 @@ impl Tool for Taint {
     }
 
     fn block_start(&mut self, _pc: u64, b: &mut Inline) {
-        // The fast version counts the block (for origins) once it stays there; the full one
-        // before it may go back to the fast one's body, past that count.
-        match b.version() {
-            Version::Fast => {
-                self.fast_block = fast::FastBlock::new(self.prop.taint_table, self.origins.is_some());
-                fast::select(b);
-                b.release_scratch();
-                self.prop.block_start(b);
-            }
-            Version::Full => {
-                self.prop.block_start(b);
-                b.release_scratch();
-                fast::full_start(b, &self.block_use);
-            }
-            Version::Only => self.prop.block_start(b),
-        }
+        fast::block_start(b, &mut self.prop, &self.block_use, &mut self.fast_block);
     }
 
     fn full_entry(&mut self, b: &mut Inline) {

@@ -504,21 +504,7 @@ impl Tool for SuppressRun {
     }
 
     fn block_start(&mut self, _pc: u64, b: &mut Inline) {
-        // As in the taint tool: the fast version counts the block once it stays there.
-        match b.version() {
-            Version::Fast => {
-                self.fast_block = fast::FastBlock::new(self.prop.taint_table, self.prop.origins.is_some());
-                fast::select(b);
-                b.release_scratch();
-                self.prop.block_start(b);
-            }
-            Version::Full => {
-                self.prop.block_start(b);
-                b.release_scratch();
-                fast::full_start(b, &self.block_use);
-            }
-            Version::Only => self.prop.block_start(b),
-        }
+        fast::block_start(b, &mut self.prop, &self.block_use, &mut self.fast_block);
     }
 
     fn full_entry(&mut self, b: &mut Inline) {
