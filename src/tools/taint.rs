@@ -234,10 +234,13 @@ impl Tool for Taint {
 
     fn before_insn(&mut self, site: &InsnSite, b: &mut Inline) {
         if b.version() == Version::Fast {
-            // Clean data, checked; origins propagate as in the full version.
+            // Clean data, checked; origins propagate as in the full version, except the flags':
+            // the flags are clean here, and only a branch report reads their origin, of tainted
+            // flags, which only the full version writes (with their origin).
             if self.fast_block.before(site, b) && self.origins.is_some() {
                 b.release_scratch();
                 self.prop.taint_on = false;
+                self.prop.flags_origin_unread = true;
                 self.prop.before(site, b);
                 self.prop.taint_on = true;
             }
