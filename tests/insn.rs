@@ -167,8 +167,8 @@ fn run_class(class: &str, programs: u64, ops: usize, generate: fn(&mut Gen, usiz
         // Plain translation, and with taint propagation inline around every instruction
         // (which must not change a register, flag or byte the program sees): its fast version
         // (the default; nothing is tainted here) and its full propagation; and one run of the
-        // suppression tool traced (origins with its policy) and suppressing from `main`
-        // from the program's entry (guards, corrupt bits, the return-address table).
+        // suppression tool traced (origins with its policy) and suppressing from the
+        // program's entry (guards, corrupt bits, the return-address table).
         let full = "RTGRIND_FAST_PATH=0 --tool=taint --track-origins=yes";
         let (trace_plan, entry_plan) = (dir.join(format!("{class}-{n}.trace")), dir.join(format!("{class}-{n}.entry")));
         std::fs::write(&trace_plan, "trace\n").unwrap();

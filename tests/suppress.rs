@@ -380,7 +380,8 @@ fn a_ctypes_heap_overflow_in_python3_converges() {
     assert_eq!(out.status.code(), Some(1), "{}", out.describe());
     assert!(headline(&err).contains("in python3"), "{err}");
     assert!(err.contains("(every instance)"), "{err}");
-    assert!(runs(&err) <= 12 && traced_again(&err) < runs(&err) / 2, "{err}");
+    // (Runs made again to trace a failing suppression run aside, as before they existed.)
+    assert!(runs(&err) - traced_again(&err) <= 10, "{err}");
 }
 
 #[test]

@@ -23,6 +23,11 @@ use rtgrind_jit::iced_x86::{Instruction, InstructionInfo, InstructionInfoFactory
 use rtgrind_jit::instrument::code_asm::*;
 use rtgrind_jit::instrument::{tool_area, InsnSite, Inline, Version, When};
 
+/// Whether blocks get a fast version (`RTGRIND_FAST_PATH=0` turns it off, for comparisons).
+pub fn enabled() -> bool {
+    std::env::var("RTGRIND_FAST_PATH").map_or(true, |v| v != "0")
+}
+
 /// The registers a block reads or writes, whose shadows its fast version needs clean.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct BlockUse {

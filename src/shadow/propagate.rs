@@ -629,6 +629,13 @@ impl Propagation {
         a.cmovnz(dst, r.t).unwrap();
     }
 
+    /// `before` for a fast version, where every value is clean: origins only.
+    pub fn before_origins_only(&mut self, site: &InsnSite, b: &mut Inline) {
+        self.taint_on = false;
+        self.before(site, b);
+        self.taint_on = true;
+    }
+
     /// Code before a guest instruction: the shadows of what it writes.
     pub fn before(&mut self, site: &InsnSite, b: &mut Inline) {
         let flags_origin_unread = std::mem::take(&mut self.flags_origin_unread);
@@ -905,7 +912,8 @@ impl Propagation {
                 return false;
             }
         }
-        let known = |s: usize| self.known & Self::known_bit(s) != 0;
+        let known_bits = self.known;
+        let known = |s: usize| known_bits & Self::known_bit(s) != 0;
         let nonzero = match class {
             Class::Swap => false,
             Class::Zero => policy.is_some(),
@@ -994,7 +1002,7 @@ impl Propagation {
                     None => a.xor(r32(r.acc), r32(r.acc)).unwrap(),
                 }
                 // A source known defined: the result cannot be undefined.
-                let defined = slots.iter().any(|&s| self.known & Self::known_bit(s) != 0);
+                let defined = slots.iter().any(|&s| known(s));
                 for m in &o.src_mem {
                     self.load_origin(b, r, m);
                     let a = b.asm();

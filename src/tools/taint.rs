@@ -98,8 +98,7 @@ impl Taint {
         let origins = if track_origins { Some(Box::into_raw(Box::new(ShadowMemory::new()?))) } else { None };
         let input_fds = if input == Input::Stdin { HashSet::from([0]) } else { HashSet::new() };
         let prop = Propagation::new(shadow, origins);
-        let fast = std::env::var("RTGRIND_FAST_PATH").map_or(true, |v| v != "0");
-        Ok(Taint { input, shadow, prop, findings: Box::default(), input_fds, origins, threads: 0, fast, block_use: Default::default(), fast_block: fast::FastBlock::new(0, false) })
+        Ok(Taint { input, shadow, prop, findings: Box::default(), input_fds, origins, threads: 0, fast: fast::enabled(), block_use: Default::default(), fast_block: fast::FastBlock::new(0, false) })
     }
 
     /// Gives guest memory `[start, end)` shadow of its own (see `shadow::memory`).
@@ -239,10 +238,8 @@ impl Tool for Taint {
             // flags, which only the full version writes (with their origin).
             if self.fast_block.before(site, b) && self.origins.is_some() {
                 b.release_scratch();
-                self.prop.taint_on = false;
                 self.prop.flags_origin_unread = true;
-                self.prop.before(site, b);
-                self.prop.taint_on = true;
+                self.prop.before_origins_only(site, b);
             }
             return;
         }

@@ -108,9 +108,8 @@ impl SuppressRun {
         prop.taint_on = false;
         // Points name block instances, traced or not.
         prop.count_blocks = true;
-        let fast = std::env::var("RTGRIND_FAST_PATH").map_or(true, |v| v != "0");
         let state = Box::new(State { shadow, ipdoms: HashMap::new(), functions: Vec::new(), suppressed: HashMap::new(), hits: Vec::new(), main: (0, 0), armed: false, arm_requested: false });
-        Ok(SuppressRun { program, plan, prop, origins, state, guards: Vec::new(), checks: Vec::new(), threads: 0, crash: None, syscall_suppressed: false, pipes: HashMap::new(), failure, crt: Vec::new(), lifetime: Default::default(), fast, block_use: Default::default(), fast_block: fast::FastBlock::new(0, false) })
+        Ok(SuppressRun { program, plan, prop, origins, state, guards: Vec::new(), checks: Vec::new(), threads: 0, crash: None, syscall_suppressed: false, pipes: HashMap::new(), failure, crt: Vec::new(), lifetime: Default::default(), fast: fast::enabled(), block_use: Default::default(), fast_block: fast::FastBlock::new(0, false) })
     }
 
     /// Gives guest memory `[start, end)` shadow of its own, corrupt bits and origins.
@@ -629,11 +628,9 @@ impl Tool for SuppressRun {
         }
         if fast {
             // Clean data, checked; origins propagate as in the full version.
-            if self.prop.origins.is_some() {
+            if self.traced() {
                 b.release_scratch();
-                self.prop.taint_on = false;
-                self.prop.before(site, b);
-                self.prop.taint_on = true;
+                self.prop.before_origins_only(site, b);
             }
             return;
         }
