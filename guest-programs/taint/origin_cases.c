@@ -28,6 +28,7 @@ int main(void) {
                      "1:\tadd $5, %%rax\n\tmov %%rax, %0"
                      : "=m"(a[0]), "=m"(where) : "m"(b[0]) : "rax", "rcx", "cc");
     check("add_defines", &a[0], where);
+    unsigned long add_at = where;
 
     /* Copies keep the original definition: register moves, push/pop, store, load. */
     __asm__ volatile("mov %1, %%rax\n\tmov %%rax, %%rbx\n\tpush %%rbx\n\tpop %%rdx\n\tmov %%rdx, %0"
@@ -47,6 +48,14 @@ int main(void) {
                      : "=m"(*(unsigned long *)(buf + 40)), "=m"(where) : "m"(b[1]) : "rax", "rcx", "cc");
     memcpy(copy, buf, sizeof buf);
     check("memcpy_keeps", copy + 40, where);
+
+    /* Stack copies keep it where the stack pointer is not 8-aligned: a push then covers two
+     * origin granules, and a load of its upper half reads the second. */
+    __asm__ volatile("mov %2, %%rax\n\tmov %%rsp, %%rbx\n\tsub $132, %%rsp\n\tpush %%rax\n\tpush %%rax\n"
+                     "\tpop %%rdx\n\tmov 4(%%rsp), %%ecx\n\tmov %%rbx, %%rsp\n\tmov %%rdx, %0\n\tmov %%rcx, %1"
+                     : "=m"(c[5]), "=m"(c[6]) : "m"(a[0]) : "rax", "rbx", "rcx", "rdx", "cc");
+    check("misaligned_push_pop_keeps", &c[5], add_at);
+    check("misaligned_push_upper_half_keeps", &c[6], add_at);
 
     /* Constants define nothing: a zeroing idiom, an immediate. */
     __asm__ volatile("mov %1, %%rax\n\txor %%eax, %%eax\n\tmov %%rax, %0" : "=m"(c[1]) : "m"(a[0]) : "rax", "cc");

@@ -141,13 +141,19 @@ pub struct CodeCache {
 
 /// Debugging aid: with `RTGRIND_DUMP_CODE=PREFIX`, every translation is also written to the
 /// file `PREFIX.ARENA` at its offset in the arena, so a profiler's memfd offsets can be
-/// disassembled (`objdump -D -b binary -mi386:x86-64 --start-address=OFF PREFIX.0`).
-fn dump_code(arena: usize, offset: usize, code: &[u8]) {
+/// disassembled (`objdump -D -b binary -mi386:x86-64 --start-address=OFF PREFIX.0`), and a
+/// line `host-address length guest-pc guest-end` to `PREFIX.index`, so samples can be summed
+/// per guest block (`benches/profile-blocks.py`).
+fn dump_code(arena: usize, offset: usize, code: &[u8], block: &Block) {
     static PREFIX: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
     let Some(prefix) = PREFIX.get_or_init(|| std::env::var("RTGRIND_DUMP_CODE").ok()) else { return };
     use std::os::unix::fs::FileExt;
     if let Ok(f) = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(format!("{prefix}.{arena}")) {
         let _ = f.write_all_at(code, offset as u64);
+    }
+    use std::io::Write;
+    if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(format!("{prefix}.index")) {
+        let _ = writeln!(f, "{:#x} {} {:#x} {:#x}", block.host_start, code.len(), block.guest_start, block.guest_end);
     }
 }
 
@@ -226,7 +232,7 @@ impl CodeCache {
         // SAFETY: [used, used+len) lies inside the rw view of this arena (checked above), and
         // no translation occupies it yet, so nothing executes these bytes while we write.
         unsafe { std::ptr::copy_nonoverlapping(code.as_ptr(), a.rw.add(a.used), code.len()) };
-        dump_code(arena, a.used, code);
+        dump_code(arena, a.used, code, &block);
         a.used += (code.len() + 15) & !15;
         let id = self.blocks.len() as BlockId;
         for mut e in exits {

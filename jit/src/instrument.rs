@@ -117,6 +117,8 @@ pub struct Inline {
     stolen: u16,
     /// Lent registers the tool's earlier code is done with (see `release_scratch`).
     reusable: u16,
+    /// Lent registers the tool holds across all its code here (see `keep`).
+    kept: u16,
     clobbers_flags: bool,
     flags_live: bool,
     empty: bool,
@@ -154,6 +156,7 @@ impl Inline {
             lent: 0,
             stolen,
             reusable: 0,
+            kept: 0,
             clobbers_flags: false,
             flags_live,
             empty: true,
@@ -214,6 +217,20 @@ impl Inline {
         ok
     }
 
+    /// How many registers `scratch` can still hand out.
+    pub fn free_registers(&self) -> u32 {
+        (1..16).filter(|&r| (self.guest_uses | self.lent) & (1 << r) == 0).count() as u32
+    }
+
+    /// Keeps the lent register `r` out of `release_scratch`: the tool holds a value in it
+    /// across all its code at this point (a per-block cache, to `reuse` at later instructions).
+    pub fn keep(&mut self, r: AsmRegister64) {
+        let bit = 1u16 << (Register::from(r).number() - Register::RAX.number());
+        assert!(self.lent & bit != 0, "only a lent register is kept");
+        self.kept |= bit;
+        self.reusable &= !bit;
+    }
+
     /// Borrows rcx (for flag-free tests with `jrcxz`), if the guest instruction does not use
     /// it and it is not lent already.
     pub fn scratch_rcx(&mut self) -> Option<AsmRegister64> {
@@ -225,11 +242,11 @@ impl Inline {
         Some(rcx)
     }
 
-    /// The tool's code so far is done with every register it borrowed: later `scratch` calls
-    /// may hand them out again (they stay spilled). Code after this point must not expect
+    /// The tool's code so far is done with every register it borrowed but the kept ones: later
+    /// `scratch` calls may hand them out again (they stay spilled). Code after this point must not expect
     /// them to keep their values.
     pub fn release_scratch(&mut self) {
-        self.reusable = self.lent;
+        self.reusable = self.lent & !self.kept;
     }
 
     /// Registers (bit = number) whose guest values are in their spill slots (`spill_slot`)

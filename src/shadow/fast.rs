@@ -17,7 +17,7 @@
 //! With origins, the taint tool propagates them in the fast version too, after the checks.
 
 use super::memory::GUARD;
-use super::propagate::{effective_address, r32, shadow_delta_of, Propagation};
+use super::propagate::{effective_address, r32, shadow_delta_of, wide_temporaries, Propagation};
 use super::slot;
 use rtgrind_jit::iced_x86::{Instruction, InstructionInfo, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register, UsedMemory};
 use rtgrind_jit::instrument::code_asm::*;
@@ -199,11 +199,11 @@ pub struct FastBlock {
     /// The taint shadow's delta table.
     table: u32,
     /// A register holding the delta of the stack pointer's slice, and how far the stack
-    /// pointer moved since (by pushes, pops and `add`/`sub` of constants).
+    /// pointer moved since (by pushes, pops and `add`/`sub` of constants); kept from the
+    /// tool's other code (`Inline::keep`).
     stack: Option<(AsmRegister64, i64)>,
-    /// Origins propagate too, after the checks: no register is kept across instructions (the
-    /// propagation borrows them), and string instructions go to the full version (their
-    /// origins move in a call-out after they ran).
+    /// Origins propagate too, after the checks: string instructions go to the full version
+    /// (their origins move in a call-out after they ran).
     origins: bool,
 }
 
@@ -221,7 +221,10 @@ impl FastBlock {
     /// stores' shadow cleared. False if the instruction always runs in the full version.
     pub fn before(&mut self, site: &InsnSite, b: &mut Inline) -> bool {
         // The cached delta's register is kept from other uses here, if it still holds it.
-        self.stack = self.stack.filter(|&(r, _)| !self.origins && b.reuse(r));
+        self.stack = self.stack.filter(|&(r, _)| b.reuse(r));
+        if let Some((r, _)) = self.stack {
+            b.keep(r);
+        }
         if is_block_move(site.ins) && !self.origins {
             self.block_move(site.ins, b);
             return true;
@@ -243,6 +246,14 @@ impl FastBlock {
                 1 => a.mov(byte_ptr(x + d + disp), 0).unwrap(),
                 2 => a.mov(word_ptr(x + d + disp), 0).unwrap(),
                 4 => a.mov(dword_ptr(x + d + disp), 0).unwrap(),
+                n @ (16 | 32) if wide_temporaries() => {
+                    a.vpxord(xmm16, xmm16, xmm16).unwrap();
+                    if n == 32 {
+                        a.vmovdqu64(ymmword_ptr(x + d + disp), ymm16).unwrap();
+                    } else {
+                        a.vmovdqu64(xmmword_ptr(x + d + disp), xmm16).unwrap();
+                    }
+                }
                 n => {
                     for k in 0..n as i32 / 8 {
                         a.mov(qword_ptr(x + d + (disp + 8 * k)), 0).unwrap();
@@ -290,22 +301,7 @@ impl FastBlock {
     /// (pushes, pops, `add`/`sub` of an immediate) or anyhow (forget the delta).
     fn track_stack(&mut self, ins: &Instruction, info: &InstructionInfo) {
         let Some((r, drift)) = self.stack else { return };
-        let writes_rsp = info.used_registers().iter().any(|u| {
-            u.register() == Register::RSP && !matches!(u.access(), OpAccess::Read | OpAccess::CondRead | OpAccess::NoMemAccess)
-        });
-        let step = match ins.mnemonic() {
-            Mnemonic::Push | Mnemonic::Pushfq => Some(-8),
-            Mnemonic::Pop | Mnemonic::Popfq if !(ins.op0_kind() == OpKind::Register && ins.op0_register() == Register::RSP) => Some(8),
-            Mnemonic::Add | Mnemonic::Sub
-                if ins.op0_kind() == OpKind::Register && ins.op0_register() == Register::RSP && matches!(ins.op1_kind(), OpKind::Immediate8to64 | OpKind::Immediate32to64) =>
-            {
-                let imm = ins.immediate(1) as i64;
-                Some(if ins.mnemonic() == Mnemonic::Add { imm } else { -imm })
-            }
-            _ if writes_rsp => None,
-            _ => Some(0),
-        };
-        self.stack = step.map(|s| (r, drift + s)).filter(|(_, d)| d.unsigned_abs() < GUARD / 2);
+        self.stack = stack_step(ins, info).map(|s| (r, drift + s)).filter(|(_, d)| d.unsigned_abs() < GUARD / 2);
     }
 
     /// `(x, d, disp)` such that `[x + d + disp]` is the shadow of access `m`, in registers
@@ -325,9 +321,8 @@ impl FastBlock {
                 }
                 let d = b.scratch();
                 shadow_delta_of(b, x, d, self.table);
-                if !self.origins {
-                    self.stack = Some((d, 0));
-                }
+                b.keep(d);
+                self.stack = Some((d, 0));
                 return (x, d, disp as i32);
             }
             let d = b.scratch();
@@ -350,7 +345,10 @@ impl FastBlock {
         let counter = b.flags_live().then(|| b.scratch_rcx()).flatten();
         let flag_free = counter.is_some();
         let acc = counter.or_else(|| (!single).then(|| b.scratch()));
-        let t = (!single).then(|| b.scratch());
+        // Where flags may be clobbered, qwords after the first are `or`ed in from memory
+        // (whose ZF then says whether all are clean); narrower ones go through `t`.
+        let narrow_after_first = loads.iter().skip(1).any(|m| m.memory_size().size() < 8);
+        let t = (!single && (flag_free || narrow_after_first)).then(|| b.scratch());
         let mut first = true;
         for m in loads {
             let (x, d, disp) = self.shadow_of(b, m);
@@ -367,6 +365,10 @@ impl FastBlock {
             }
             let acc = acc.expect("an accumulator");
             for k in 0..size.div_ceil(8) as i32 {
+                if !first && !flag_free && size >= 8 {
+                    a.or(acc, qword_ptr(x + d + (disp + 8 * k))).unwrap();
+                    continue;
+                }
                 let dst = if first { acc } else { t.expect("a second register") };
                 match size {
                     1 => a.movzx(r32(dst), byte_ptr(x + d + disp)).unwrap(),
@@ -382,12 +384,34 @@ impl FastBlock {
                 first = false;
             }
         }
-        let acc = acc.expect("an accumulator");
         if flag_free {
             b.full_version_if(When::RcxNonZero);
         } else {
-            b.asm().test(acc, acc).unwrap();
+            // (More than one qword or load: the last instruction was a 64-bit `or` into acc.)
             b.full_version_if(When::NotZero);
         }
+    }
+}
+
+/// How `ins` moves the stack pointer: by a constant (pushes, pops, `add`/`sub` of an
+/// immediate; 0 if it does not write it), or None (anyhow).
+pub(crate) fn stack_step(ins: &Instruction, info: &InstructionInfo) -> Option<i64> {
+    let writes_rsp = info.used_registers().iter().any(|u| {
+        u.register() == Register::RSP && !matches!(u.access(), OpAccess::Read | OpAccess::CondRead | OpAccess::NoMemAccess)
+    });
+    match ins.mnemonic() {
+        // (By the operand size: `push ax` moves it by 2.)
+        Mnemonic::Push | Mnemonic::Pushfq => Some(ins.stack_pointer_increment() as i64),
+        Mnemonic::Pop | Mnemonic::Popfq if !(ins.op0_kind() == OpKind::Register && ins.op0_register() == Register::RSP) => {
+            Some(ins.stack_pointer_increment() as i64)
+        }
+        Mnemonic::Add | Mnemonic::Sub
+            if ins.op0_kind() == OpKind::Register && ins.op0_register() == Register::RSP && matches!(ins.op1_kind(), OpKind::Immediate8to64 | OpKind::Immediate32to64) =>
+        {
+            let imm = ins.immediate(1) as i64;
+            Some(if ins.mnemonic() == Mnemonic::Add { imm } else { -imm })
+        }
+        _ if writes_rsp => None,
+        _ => Some(0),
     }
 }
