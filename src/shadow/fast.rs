@@ -220,8 +220,9 @@ impl FastBlock {
     /// The code before an instruction: loads checked clean (else the full version), then
     /// stores' shadow cleared. False if the instruction always runs in the full version.
     pub fn before(&mut self, site: &InsnSite, b: &mut Inline) -> bool {
-        // The cached delta's register is kept from other uses here, if it still holds it.
-        self.stack = self.stack.filter(|&(r, _)| b.reuse(r));
+        // The cached delta's register is kept from other uses here, if it still holds it
+        // (and the instruction leaves registers enough for the code around it).
+        self.stack = self.stack.filter(|&(r, _)| b.free_registers() >= 8 && b.reuse(r));
         if let Some((r, _)) = self.stack {
             b.keep(r);
         }

@@ -403,6 +403,8 @@ pub struct Propagation {
     /// The stack pointer's origin granules, in registers kept for the block (see
     /// `stack_granules`).
     stack: Option<StackGranules>,
+    /// The block's instance, in a register kept for the block (see `instance_register`).
+    instance: Option<AsmRegister64>,
     /// Log the dynamic dependence graph (origins without a policy only; see [`DepLog`]).
     pub log: Option<DepLog>,
     callout: Box<CalloutArg>,
@@ -478,7 +480,7 @@ impl Propagation {
         // SAFETY: the shadow memories outlive the propagation (their tool owns both).
         let table = |m: *mut ShadowMemory| unsafe { (*m).delta_table_addr() };
         let (taint_table, origin_table) = (table(shadow), origins.map_or(0, table));
-        Propagation { shadow, origins, sites: Sites::default(), policy: None, taint_on: true, count_blocks: false, flags_origin_unread: false, known: 0, known_new: 0, stack: None, log: None, callout, taint_table, origin_table }
+        Propagation { shadow, origins, sites: Sites::default(), policy: None, taint_on: true, count_blocks: false, flags_origin_unread: false, known: 0, known_new: 0, stack: None, instance: None, log: None, callout, taint_table, origin_table }
     }
 
     fn callout_args(&self) -> &CalloutArg {
@@ -906,28 +908,49 @@ impl Propagation {
         }
     }
 
+    /// `r.t` = the origin "defined here, now" (clobbers `r.u`): the block's instance, the
+    /// thread and the site (`here`, shifted) are disjoint bit fields, so `lea` adds them
+    /// without touching the flags.
+    fn define_here(&mut self, b: &mut Inline, r: Regs, here: u64) {
+        match self.instance_register(b, r) {
+            Some(inst) => b.asm().lea(r.t, qword_ptr(inst + here as i32)).unwrap(),
+            None => {
+                let a = b.asm();
+                a.mov(r.t, ta(slot::BLOCKS)).unwrap();
+                a.mov(r.u, ta(slot::THREAD_BITS)).unwrap();
+                a.lea(r.t, qword_ptr(r.t + r.u + here as i32)).unwrap();
+            }
+        }
+    }
+
+    /// `r.t` = a constant's origin here: this site and instance without the real-definition
+    /// bit, so that any source with a real definition outranks it (clobbers `r.u`, the flags).
+    fn constant_here(&mut self, b: &mut Inline, r: Regs, here: u64) {
+        self.define_here(b, r, here);
+        b.asm().btr(r.t, 63).unwrap();
+    }
+
+    /// A register holding `slot::BLOCKS + slot::THREAD_BITS` for the rest of the block (its
+    /// instance and thread: `define_here` adds the site), computed at its first use (clobbers
+    /// `r.u`); None in a full version (see `stack_granules`) or where registers are short.
+    fn instance_register(&mut self, b: &mut Inline, r: Regs) -> Option<AsmRegister64> {
+        if self.instance.is_none() && b.version() != Version::Full && b.free_registers() >= 1 {
+            let inst = b.scratch();
+            let a = b.asm();
+            a.mov(inst, ta(slot::BLOCKS)).unwrap();
+            a.mov(r.u, ta(slot::THREAD_BITS)).unwrap();
+            a.lea(inst, qword_ptr(inst + r.u)).unwrap();
+            b.keep(inst);
+            self.instance = Some(inst);
+        }
+        self.instance
+    }
+
     /// The origin code proper; whether the origin it gives the destination registers is
     /// surely non-zero (a definition, a constant, or a copy of a register known so).
     fn origin_code(&mut self, site: &InsnSite, o: &Operands, class: Class, r: Regs, b: &mut Inline) -> bool {
         let ins = site.ins;
         let here = u64::from(self.sites.id(ins.ip())) << origin::SITE_SHIFT;
-        // r.t = the origin "defined here, now" (clobbers r.u). The three parts are disjoint
-        // bit fields, so `lea` adds them without touching the flags.
-        let define_here = |b: &mut Inline| {
-            let a = b.asm();
-            a.mov(r.t, ta(slot::BLOCKS)).unwrap();
-            a.mov(r.u, ta(slot::THREAD_BITS)).unwrap();
-            a.lea(r.t, qword_ptr(r.t + r.u + here as i32)).unwrap();
-        };
-        // A constant in a register: this site and instance without the real-definition bit,
-        // so that any source with a real definition outranks it.
-        let constant_here = |b: &mut Inline| {
-            let a = b.asm();
-            a.mov(r.t, ta(slot::BLOCKS)).unwrap();
-            a.or(r.t, ta(slot::THREAD_BITS)).unwrap();
-            a.btr(r.t, 63).unwrap();
-            a.or(r.t, here as i32).unwrap();
-        };
         let policy = self.policy;
         let is_store = !o.dst_mem.is_empty() && !matches!(ins.mnemonic(), Mnemonic::Push | Mnemonic::Call);
         if let Some(log) = self.log.filter(|_| policy.is_none()) {
@@ -956,7 +979,7 @@ impl Propagation {
             }
             Class::Zero if policy.is_some() => {
                 // `xor eax, eax` is the constant 0 (a NULL returned), defined here.
-                constant_here(b);
+                self.constant_here(b, r, here);
                 b.asm().mov(r.acc, r.t).unwrap();
             }
             Class::Zero => {
@@ -981,13 +1004,13 @@ impl Propagation {
                         // An immediate is defined where it is written: a store of one
                         // defines the location now, a register gets a constant.
                         if is_store {
-                            define_here(b);
+                            self.define_here(b, r, here);
                         } else {
-                            constant_here(b);
+                            self.constant_here(b, r, here);
                         }
                         b.asm().mov(r.acc, r.t).unwrap();
                     } else if is_store {
-                        define_here(b);
+                        self.define_here(b, r, here);
                         let a = b.asm();
                         if p.is_main(ins.ip()) {
                             // A store in the program defines the location, unless it only
@@ -1034,16 +1057,13 @@ impl Propagation {
                     a.cmova(r.acc, r.m).unwrap();
                 }
                 if !defined {
-                    constant_here(b);
+                    self.constant_here(b, r, here);
                     let a = b.asm();
                     a.test(r.acc, r.acc).unwrap();
                     a.cmovz(r.acc, r.t).unwrap();
                 }
             }
-            Class::Call | Class::Compute => {
-                define_here(b);
-                b.asm().mov(r.acc, r.t).unwrap();
-            }
+            Class::Call | Class::Compute => self.define_here(b, Regs { t: r.acc, ..r }, here),
         }
         if !o.dst_mem.is_empty() && policy.is_some() {
             // Memory keeps no call-boundary mark (registers do: it is stored in `r.acc`
@@ -1379,14 +1399,23 @@ impl Propagation {
         Some((g.first, g.last, (g.drift + disp) as i32))
     }
 
-    /// Before an instruction's code: the stack granules' registers are the tool's again if
-    /// they still hold what the block computed (the guest did not need them since, and the
-    /// instruction is the one their drift was last tracked for), else they are forgotten.
+    /// Before an instruction's code: the registers of the stack granules and the instance are
+    /// the tool's again if they still hold what the block computed (the guest did not need
+    /// them since, and for the granules, the instruction is the one their drift was last
+    /// tracked for), else they are forgotten.
     fn reclaim_stack(&mut self, site: &InsnSite, b: &mut Inline) {
+        // An instruction that uses many registers leaves too few for its code with these.
+        if b.free_registers() < 10 {
+            (self.stack, self.instance) = (None, None);
+        }
         self.stack = self.stack.filter(|g| g.next_pc.is_none_or(|pc| pc == site.ins.ip()) && b.reuse(g.first) && b.reuse(g.last));
         if let Some(g) = self.stack {
             b.keep(g.first);
             b.keep(g.last);
+        }
+        self.instance = self.instance.filter(|&r| b.reuse(r));
+        if let Some(r) = self.instance {
+            b.keep(r);
         }
     }
 
@@ -1417,7 +1446,7 @@ impl Propagation {
     /// Stores origin `val` for every granule the access m covers.
     fn store_origin(&mut self, b: &mut Inline, r: Regs, m: &UsedMemory, val: AsmRegister64) {
         let size = m.memory_size().size();
-        if size % 8 == 0 && size <= 32 {
+        if size.is_multiple_of(8) && size <= 32 {
             if let Some((first, last, off)) = self.stack_granules(b, r, m) {
                 // Granules 8 apart from the first byte's, and the last byte's.
                 let a = b.asm();
@@ -1452,7 +1481,7 @@ impl Propagation {
     pub fn block_start(&mut self, b: &mut Inline) {
         // Nothing is known of origins where a block starts.
         self.known = 0;
-        self.stack = None;
+        (self.stack, self.instance) = (None, None);
         if self.origins.is_none() && !self.count_blocks {
             return;
         }
@@ -1466,8 +1495,8 @@ impl Propagation {
     /// Code after a guest instruction (string instructions only).
     pub fn after(&mut self, site: &InsnSite, b: &mut Inline) {
         if is_string(site.ins) {
-            // The call-out's scratch register may be one the stack granules are kept in.
-            self.stack = None;
+            // The call-out's scratch register may be one the block's caches are kept in.
+            (self.stack, self.instance) = (None, None);
             let s = b.scratch();
             let kind = string_kind(site.ins);
             b.asm().mov(ta(slot::WHAT), kind as i32).unwrap();
