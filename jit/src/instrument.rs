@@ -391,7 +391,11 @@ impl Inline {
     pub(crate) fn finish(self) -> Finished {
         let save_flags = self.clobbers_flags && self.flags_live && !self.empty;
         let asm = self.asm.unwrap_or_else(|| CodeAssembler::new(64).expect("64-bit assembler"));
-        Finished { lent: self.lent, save_flags, asm, outcome: self.outcome, to_full: self.to_full }
+        // A register lent but never named by the code (a tool borrows a fixed set up front)
+        // needs no spill; rcx stays, for the `jrcxz` of a jump to the other version.
+        let mut factory = iced_x86::InstructionInfoFactory::new();
+        let named = asm.instructions().iter().fold(1u16 << 1, |m, i| m | used_registers(i, factory.info(i)));
+        Finished { lent: self.lent & named, save_flags, asm, outcome: self.outcome, to_full: self.to_full }
     }
 }
 
