@@ -221,6 +221,7 @@ const SHADOW_CASES: &[(&str, &str)] = &[
     ("lea_merges_base", "11111111"),
     ("tainted_pointer_clean_data", "00000000"),
     ("push_pop", "00100100"),
+    ("base_moved_to_another_slice", "0100000000000000"),
     ("xchg_swaps", "0000000000100100"),
     ("cmov_merges", "11111111"),
     ("movzx_copies_low", "10000000"),

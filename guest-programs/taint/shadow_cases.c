@@ -114,6 +114,18 @@ int main(void) {
     __asm__ volatile("mov %1, %%rax\n\tpush %%rax\n\tpop %%rcx\n\tmov %%rcx, %0" : "=m"(*(long *)dst) : "m"(*(long *)src) : "rax", "rcx");
     show("push_pop", dst, 8);
 
+    /* One base register, two loads: the second from another 1 TiB slice of memory (the
+     * stack, not the program's data), whose shadow lies elsewhere. */
+    reset();
+    {
+        unsigned char local[16];
+        memset(local, 0, sizeof local);
+        RTGRIND_TAINT(local + 1, 1);
+        __asm__ volatile("lea %2, %%rdi\n\tmov (%%rdi), %%rax\n\tlea %3, %%rdi\n\tmov (%%rdi), %%rdx\n\tmov %%rdx, %0\n\tmov %%rax, %1"
+                         : "=m"(*(long *)dst), "=m"(*(long *)(dst + 8)) : "m"(*(long *)clean), "m"(*(long *)local) : "rax", "rdx", "rdi");
+        show("base_moved_to_another_slice", dst, 16);
+    }
+
     reset(); taint25();
     __asm__ volatile("mov %2, %%rax\n\tmov %3, %%rbx\n\txchg %%rax, %%rbx\n\tmov %%rax, %0\n\tmov %%rbx, %1"
                      : "=m"(*(long *)dst), "=m"(*(long *)(dst + 8)) : "m"(*(long *)src), "m"(*(long *)clean) : "rax", "rbx");

@@ -198,10 +198,11 @@ pub fn mark_dirty(b: &mut Inline) {
 pub struct FastBlock {
     /// The taint shadow's delta table.
     table: u32,
-    /// A register holding the delta of the stack pointer's slice, and how far the stack
-    /// pointer moved since (by pushes, pops and `add`/`sub` of constants); kept from the
-    /// tool's other code (`Inline::keep`).
-    stack: Option<(AsmRegister64, i64)>,
+    /// Base registers whose slice's delta a register holds, with how far the base moved
+    /// since (by constants: pushes and pops, `add`/`sub`/`lea`/`inc`/`dec`); kept from the
+    /// tool's other code (`Inline::keep`). The delta stays right while the drift and the
+    /// displacement stay within the shadow slices' guards.
+    bases: Vec<(Register, AsmRegister64, i64)>,
     /// Origins propagate too, after the checks: string instructions go to the full version
     /// (their origins move in a call-out after they ran).
     origins: bool,
@@ -209,21 +210,24 @@ pub struct FastBlock {
 
 impl FastBlock {
     pub fn new(table: u32, origins: bool) -> FastBlock {
-        FastBlock { table, stack: None, origins }
+        FastBlock { table, bases: Vec::new(), origins }
     }
 
-    /// Forgets the stack pointer's cached delta (code after `before` borrowed its register).
+    /// Forgets the cached deltas (code after `before` borrowed their registers).
     pub fn forget_stack(&mut self) {
-        self.stack = None;
+        self.bases.clear();
     }
 
     /// The code before an instruction: loads checked clean (else the full version), then
     /// stores' shadow cleared. False if the instruction always runs in the full version.
     pub fn before(&mut self, site: &InsnSite, b: &mut Inline) -> bool {
-        // The cached delta's register is kept from other uses here, if it still holds it
-        // (and the instruction leaves registers enough for the code around it).
-        self.stack = self.stack.filter(|&(r, _)| b.free_registers() >= 8 && b.reuse(r));
-        if let Some((r, _)) = self.stack {
+        // The cached deltas' registers are kept from other uses here, if they still hold
+        // them (and the instruction leaves registers enough for the code around it).
+        if b.free_registers() < 8 + self.bases.len() as u32 {
+            self.bases.clear();
+        }
+        self.bases.retain(|&(_, r, _)| b.reuse(r));
+        for &(_, r, _) in &self.bases {
             b.keep(r);
         }
         if is_block_move(site.ins) && !self.origins {
@@ -232,7 +236,7 @@ impl FastBlock {
         }
         if !handled(site.ins, site.info) {
             b.full_version_if(When::Always);
-            self.stack = None;
+            self.bases.clear();
             return false;
         }
         let mems: Vec<UsedMemory> = site.info.used_memory().iter().filter(|m| accesses_memory(m)).copied().collect();
@@ -262,7 +266,7 @@ impl FastBlock {
                 }
             }
         }
-        self.track_stack(site.ins, site.info);
+        self.track_bases(site.ins, site.info);
         true
     }
 
@@ -298,11 +302,12 @@ impl FastBlock {
         a.mov(other, q(saved)).unwrap();
     }
 
-    /// How the instruction moves the stack pointer, for the cached delta: by a constant
-    /// (pushes, pops, `add`/`sub` of an immediate) or anyhow (forget the delta).
-    fn track_stack(&mut self, ins: &Instruction, info: &InstructionInfo) {
-        let Some((r, drift)) = self.stack else { return };
-        self.stack = stack_step(ins, info).map(|s| (r, drift + s)).filter(|(_, d)| d.unsigned_abs() < GUARD / 2);
+    /// How the instruction moves the cached bases: by a constant, or anyhow (forget).
+    fn track_bases(&mut self, ins: &Instruction, info: &InstructionInfo) {
+        self.bases.retain_mut(|(base, _, drift)| {
+            let step = if *base == Register::RSP { stack_step(ins, info) } else { register_step(*base, ins, info) };
+            step.map(|s| *drift += s).is_some() && drift.unsigned_abs() < GUARD / 2
+        });
     }
 
     /// `(x, d, disp)` such that `[x + d + disp]` is the shadow of access `m`, in registers
@@ -315,19 +320,16 @@ impl FastBlock {
         let plain = m.base().is_gpr64() && m.index() == Register::None && m.segment() != Register::FS;
         if plain && disp.unsigned_abs() < GUARD / 2 {
             let x = get_gpr64(m.base()).expect("a 64-bit register");
-            if m.base() == Register::RSP {
-                // (`before` kept the cached register for this instruction.)
-                if let Some((r, _)) = self.stack {
-                    return (x, r, disp as i32);
-                }
-                let d = b.scratch();
-                shadow_delta_of(b, x, d, self.table);
-                b.keep(d);
-                self.stack = Some((d, 0));
+            // (`before` kept the cached registers for this instruction.)
+            if let Some(&(_, d, _)) = self.bases.iter().find(|e| e.0 == m.base()) {
                 return (x, d, disp as i32);
             }
             let d = b.scratch();
             shadow_delta_of(b, x, d, self.table);
+            if self.bases.len() < MAX_BASES {
+                b.keep(d);
+                self.bases.push((m.base(), d, 0));
+            }
             return (x, d, disp as i32);
         }
         let (e, d) = (b.scratch(), b.scratch());
@@ -391,6 +393,32 @@ impl FastBlock {
             // (More than one qword or load: the last instruction was a 64-bit `or` into acc.)
             b.full_version_if(When::NotZero);
         }
+    }
+}
+
+/// Base registers whose deltas a fast block keeps at once.
+const MAX_BASES: usize = 3;
+
+/// How `ins` moves the general register `base` (not rsp): by a constant (`add`/`sub` of an
+/// immediate, `lea base, [base + disp]`, `inc`, `dec` of all 64 bits; 0 if it does not
+/// write it), or None (anyhow).
+fn register_step(base: Register, ins: &Instruction, info: &InstructionInfo) -> Option<i64> {
+    let writes = info.used_registers().iter().any(|u| u.register().full_register() == base && !matches!(u.access(), OpAccess::Read | OpAccess::CondRead | OpAccess::NoMemAccess));
+    if !writes {
+        return Some(0);
+    }
+    if ins.op0_kind() != OpKind::Register || ins.op0_register() != base {
+        return None;
+    }
+    match ins.mnemonic() {
+        Mnemonic::Add | Mnemonic::Sub if matches!(ins.op1_kind(), OpKind::Immediate8to64 | OpKind::Immediate32to64) => {
+            let imm = ins.immediate(1) as i64;
+            Some(if ins.mnemonic() == Mnemonic::Add { imm } else { -imm })
+        }
+        Mnemonic::Lea if ins.memory_base() == base && ins.memory_index() == Register::None => Some(ins.memory_displacement64() as i64),
+        Mnemonic::Inc => Some(1),
+        Mnemonic::Dec => Some(-1),
+        _ => None,
     }
 }
 
