@@ -119,6 +119,9 @@ pub struct Inline {
     reusable: u16,
     /// Lent registers the tool holds across all its code here (see `keep`).
     kept: u16,
+    /// Lent registers whose spill slots the tool's code reads (see `spilled`): spilled even if
+    /// the code never names them.
+    slots_read: u16,
     clobbers_flags: bool,
     flags_live: bool,
     empty: bool,
@@ -157,6 +160,7 @@ impl Inline {
             stolen,
             reusable: 0,
             kept: 0,
+            slots_read: 0,
             clobbers_flags: false,
             flags_live,
             empty: true,
@@ -252,7 +256,8 @@ impl Inline {
     /// Registers (bit = number) whose guest values are in their spill slots (`spill_slot`)
     /// rather than in the register at this point: the ones lent so far and the ones lent at
     /// earlier instructions and not yet reloaded.
-    pub fn spilled(&self) -> u16 {
+    pub fn spilled(&mut self) -> u16 {
+        self.slots_read |= self.lent;
         self.lent | self.stolen
     }
 
@@ -394,7 +399,7 @@ impl Inline {
         // A register lent but never named by the code (a tool borrows a fixed set up front)
         // needs no spill; rcx stays, for the `jrcxz` of a jump to the other version.
         let mut factory = iced_x86::InstructionInfoFactory::new();
-        let named = asm.instructions().iter().fold(1u16 << 1, |m, i| m | used_registers(i, factory.info(i)));
+        let named = asm.instructions().iter().fold(1u16 << 1 | self.slots_read, |m, i| m | used_registers(i, factory.info(i)));
         Finished { lent: self.lent & named, save_flags, asm, outcome: self.outcome, to_full: self.to_full }
     }
 }
