@@ -9,6 +9,7 @@
 
 static unsigned long a[8], b[8], c[8];
 static unsigned char buf[64], copy[64];
+static unsigned long grains[4], got[2];
 
 static void check(const char *name, const void *p, unsigned long want) {
     unsigned long got = RTGRIND_GET_ORIGIN_PC(p);
@@ -56,6 +57,15 @@ int main(void) {
                      : "=m"(c[5]), "=m"(c[6]) : "m"(a[0]) : "rax", "rbx", "rcx", "rdx", "cc");
     check("misaligned_push_pop_keeps", &c[5], add_at);
     check("misaligned_push_upper_half_keeps", &c[6], add_at);
+
+    /* Accesses through one base register (its origin granules kept for the block) that
+     * moves by a constant between them: an unaligned store covers granules 0 and 1, a load
+     * from granule 1 takes its origin, one from granule 2 none. */
+    __asm__ volatile("mov %2, %%rax\n\tlea %3, %%rdi\n\tmov %%rax, 3(%%rdi)\n\tadd $8, %%rdi\n"
+                     "\tmov 3(%%rdi), %%rdx\n\tmov 11(%%rdi), %%rcx\n\tmov %%rdx, %0\n\tmov %%rcx, %1"
+                     : "=m"(got[0]), "=m"(got[1]) : "m"(a[0]), "m"(grains) : "rax", "rcx", "rdx", "rdi", "cc");
+    check("moved_base_unaligned_store_keeps", &got[0], add_at);
+    check("moved_base_untouched_granule", &got[1], 0);
 
     /* Constants define nothing: a zeroing idiom, an immediate. */
     __asm__ volatile("mov %1, %%rax\n\txor %%eax, %%eax\n\tmov %%rax, %0" : "=m"(c[1]) : "m"(a[0]) : "rax", "cc");

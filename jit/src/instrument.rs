@@ -223,7 +223,7 @@ impl Inline {
 
     /// How many registers `scratch` can still hand out.
     pub fn free_registers(&self) -> u32 {
-        (1..16).filter(|&r| (self.guest_uses | self.lent) & (1 << r) == 0).count() as u32
+        (1..16).filter(|&r| (self.guest_uses | self.lent) & !self.reusable & (1 << r) == 0).count() as u32
     }
 
     /// Keeps the lent register `r` out of `release_scratch`: the tool holds a value in it

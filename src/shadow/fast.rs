@@ -37,6 +37,9 @@ pub struct BlockUse {
     vecs: u16,
     /// The status flags.
     flags: bool,
+    /// Base registers other than the stack pointer that more than one memory access goes
+    /// through (bit = number): worth keeping per-block values for (`Propagation::block_bases`).
+    pub bases: u16,
 }
 
 const STATUS_FLAGS: u32 = 0x3f; // iced RflagsBits OF SF ZF AF CF PF
@@ -81,11 +84,17 @@ fn encode(ins: &Instruction) -> Vec<u8> {
 pub fn block_use(insns: &[Instruction]) -> BlockUse {
     let mut u = BlockUse::default();
     let mut factory = InstructionInfoFactory::new();
+    let mut seen_base = 0u16;
     for ins in insns {
         if ins.is_invalid() {
             break;
         }
         let info = factory.info(ins);
+        for m in info.used_memory().iter().filter(|m| accesses_memory(m) && m.base().is_gpr64() && m.base() != Register::RSP) {
+            let bit = 1 << (m.base().number() - Register::RAX.number());
+            u.bases |= seen_base & bit;
+            seen_base |= bit;
+        }
         let mut mark = |r: Register| {
             if r.is_gpr() {
                 u.gprs |= 1 << (r.full_register().number() - Register::RAX.number());
@@ -179,6 +188,7 @@ pub fn block_start(b: &mut Inline, prop: &mut Propagation, block_use: &BlockUse,
             select(b);
             b.release_scratch();
             prop.block_start(b);
+            prop.block_bases = block_use.bases;
         }
         Version::Full => {
             prop.block_start(b);
@@ -402,7 +412,7 @@ const MAX_BASES: usize = 3;
 /// How `ins` moves the general register `base` (not rsp): by a constant (`add`/`sub` of an
 /// immediate, `lea base, [base + disp]`, `inc`, `dec` of all 64 bits; 0 if it does not
 /// write it), or None (anyhow).
-fn register_step(base: Register, ins: &Instruction, info: &InstructionInfo) -> Option<i64> {
+pub(crate) fn register_step(base: Register, ins: &Instruction, info: &InstructionInfo) -> Option<i64> {
     let writes = info.used_registers().iter().any(|u| u.register().full_register() == base && !matches!(u.access(), OpAccess::Read | OpAccess::CondRead | OpAccess::NoMemAccess));
     if !writes {
         return Some(0);

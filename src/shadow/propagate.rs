@@ -400,9 +400,13 @@ pub struct Propagation {
     known: u64,
     /// Slots the instruction being translated makes non-zero.
     known_new: u64,
-    /// The stack pointer's origin granules, in registers kept for the block (see
-    /// `stack_granules`).
-    stack: Option<StackGranules>,
+    /// Origin granules of base registers, in registers kept for the block (see
+    /// `cached_granule`), and the instruction their bases' moves were last tracked past.
+    granules: Vec<CachedGranule>,
+    granules_next_pc: Option<u64>,
+    /// Base registers other than the stack pointer that more than one access of the block
+    /// goes through (bit = number; see `fast::BlockUse`): their granules are worth a register.
+    pub block_bases: u16,
     /// The block's instance, in a register kept for the block (see `instance_register`).
     instance: Option<AsmRegister64>,
     /// Log the dynamic dependence graph (origins without a policy only; see [`DepLog`]).
@@ -480,7 +484,7 @@ impl Propagation {
         // SAFETY: the shadow memories outlive the propagation (their tool owns both).
         let table = |m: *mut ShadowMemory| unsafe { (*m).delta_table_addr() };
         let (taint_table, origin_table) = (table(shadow), origins.map_or(0, table));
-        Propagation { shadow, origins, sites: Sites::default(), policy: None, taint_on: true, count_blocks: false, flags_origin_unread: false, known: 0, known_new: 0, stack: None, instance: None, log: None, callout, taint_table, origin_table }
+        Propagation { shadow, origins, sites: Sites::default(), policy: None, taint_on: true, count_blocks: false, flags_origin_unread: false, known: 0, known_new: 0, granules: Vec::new(), granules_next_pc: None, block_bases: 0, instance: None, log: None, callout, taint_table, origin_table }
     }
 
     fn callout_args(&self) -> &CalloutArg {
@@ -666,9 +670,9 @@ impl Propagation {
         // What is known of the origins after the instruction: what it does not write, and
         // what its origin code makes non-zero (`origin` sets `known_new`).
         self.known_new = 0;
-        self.reclaim_stack(site, b);
+        self.reclaim(site, b);
         self.before_insn(site, b, flags_origin_unread);
-        self.stack_moved(site);
+        self.bases_moved(site);
         self.forget_written(site);
         self.known |= self.known_new;
     }
@@ -932,7 +936,7 @@ impl Propagation {
 
     /// A register holding `slot::BLOCKS + slot::THREAD_BITS` for the rest of the block (its
     /// instance and thread: `define_here` adds the site), computed at its first use (clobbers
-    /// `r.u`); None in a full version (see `stack_granules`) or where registers are short.
+    /// `r.u`); None in a full version (see `cached_granule`) or where registers are short.
     fn instance_register(&mut self, b: &mut Inline, r: Regs) -> Option<AsmRegister64> {
         if self.instance.is_none() && b.version() != Version::Full && b.free_registers() >= 1 {
             let inst = b.scratch();
@@ -1242,7 +1246,7 @@ impl Propagation {
     /// `r.t` = the origin shadow of the granule holding the first byte of access `m`; lane k
     /// of the access is the granule at `r.t + 8k` (clobbers `r.a`, `r.u`).
     fn first_granule(&mut self, b: &mut Inline, r: Regs, m: &UsedMemory) {
-        if let Some((first, _, off)) = self.stack_granules(b, r, m) {
+        if let Some((first, off)) = self.cached_granule(b, r, m, 0) {
             b.asm().lea(r.t, qword_ptr(first + off)).unwrap();
             return;
         }
@@ -1364,54 +1368,63 @@ impl Propagation {
         a.cmovz(r.m, ta(slot::ORIGIN_GPR + 8 * n)).unwrap();
     }
 
-    /// For an access at the stack pointer plus a multiple of 8: registers holding the origin
-    /// granules of the stack pointer's first and last byte (`floor8(rsp)`, `floor8(rsp + 7)`:
-    /// the same where it is aligned) as they were when the block computed them, and the offset
-    /// from them to the access's (the stack pointer's drift since, plus the displacement:
-    /// both multiples of 8, so `floor8(rsp + off) = floor8(rsp) + off`). Computed at the
-    /// block's first such access (clobbers `r.u`) and kept in its registers while the stack
-    /// pointer moves by multiples of 8 (see `stack_moved`). None for other accesses.
-    fn stack_granules(&mut self, b: &mut Inline, r: Regs, m: &UsedMemory) -> Option<(AsmRegister64, AsmRegister64, i32)> {
-        let disp = m.displacement() as i64;
-        let plain = m.base() == Register::RSP && m.index() == Register::None && !matches!(m.segment(), Register::FS | Register::GS);
-        // Not in a full version, which threads may enter before any instruction (from the
-        // fast one) without the code that filled the registers.
-        if !plain || disp % 8 != 0 || disp.unsigned_abs() >= GUARD / 2 || b.version() == Version::Full {
+    /// The origin granule of byte `extra` of access `m` through a plain base register the
+    /// block caches (the stack pointer, or one more accesses of the block go through): a
+    /// register and an offset, `[reg + off]`. The register holds `floor8(base + residue) +
+    /// delta` for the base's value when the block computed it, where the residue is the
+    /// displacement's remainder mod 8: since the base has moved by a multiple of 8 since
+    /// (`drift`), `floor8(base + drift + disp) = floor8(base + residue) + drift + disp -
+    /// residue`. Computed at the block's first access with that residue (clobbers `r.u`) and
+    /// kept while the base moves by multiples of 8 (see `bases_moved`). None for other accesses,
+    /// in a full version (entered before any instruction from the fast one, without the code
+    /// that filled the registers) and where registers are short.
+    fn cached_granule(&mut self, b: &mut Inline, r: Regs, m: &UsedMemory, extra: i64) -> Option<(AsmRegister64, i32)> {
+        let base = m.base();
+        let plain = base.is_gpr64() && m.index() == Register::None && !matches!(m.segment(), Register::FS | Register::GS);
+        let cacheable = base == Register::RSP || self.block_bases & (1 << (base.number() - Register::RAX.number())) != 0;
+        if !plain || !cacheable || b.version() == Version::Full {
             return None;
         }
-        if self.stack.is_none() {
-            if b.free_registers() < 2 {
-                return None;
-            }
-            let (first, last) = (b.scratch(), b.scratch());
-            shadow_delta_of(b, rsp, last, self.origin_table);
-            let a = b.asm();
-            a.pext(first, rsp, ta(slot::NOT7)).unwrap();
-            a.lea(first, qword_ptr(first * 8 + last)).unwrap();
-            a.lea(r.u, qword_ptr(rsp + 7)).unwrap();
-            a.pext(r.u, r.u, ta(slot::NOT7)).unwrap();
-            a.lea(last, qword_ptr(r.u * 8 + last)).unwrap();
-            b.keep(first);
-            b.keep(last);
-            self.stack = Some(StackGranules { first, last, drift: 0, next_pc: None });
+        let disp = m.displacement() as i64 + extra;
+        let residue = disp.rem_euclid(8);
+        let drift = self.granules.iter().find(|g| g.base == base).map_or(0, |g| g.drift);
+        if (drift + disp).unsigned_abs() >= GUARD / 2 {
+            return None;
         }
-        let g = self.stack.expect("computed above");
-        Some((g.first, g.last, (g.drift + disp) as i32))
+        if let Some(g) = self.granules.iter().find(|g| g.base == base && g.residue == residue) {
+            return Some((g.reg, (drift + disp - residue) as i32));
+        }
+        if self.granules.len() >= MAX_GRANULES || b.free_registers() < 2 {
+            return None;
+        }
+        let reg = b.scratch();
+        let x = get_gpr64(base).expect("a 64-bit register");
+        // The base's value when the drift was 0, plus the residue.
+        b.asm().lea(r.u, qword_ptr(x + (residue - drift) as i32)).unwrap();
+        shadow_delta_of(b, r.u, reg, self.origin_table);
+        let a = b.asm();
+        a.pext(r.u, r.u, ta(slot::NOT7)).unwrap();
+        a.lea(reg, qword_ptr(r.u * 8 + reg)).unwrap();
+        b.keep(reg);
+        self.granules.push(CachedGranule { base, residue, reg, drift });
+        Some((reg, (drift + disp - residue) as i32))
     }
 
-    /// Before an instruction's code: the registers of the stack granules and the instance are
-    /// the tool's again if they still hold what the block computed (the guest did not need
-    /// them since, and for the granules, the instruction is the one their drift was last
+    /// Before an instruction's code: the registers of the cached granules and the instance
+    /// are the tool's again if they still hold what the block computed (the guest did not
+    /// need them since, and for the granules, the instruction is the one their drift was last
     /// tracked for), else they are forgotten.
-    fn reclaim_stack(&mut self, site: &InsnSite, b: &mut Inline) {
+    fn reclaim(&mut self, site: &InsnSite, b: &mut Inline) {
         // An instruction that uses many registers leaves too few for its code with these.
-        if b.free_registers() < 10 {
-            (self.stack, self.instance) = (None, None);
+        if b.free_registers() < 8 + self.granules.len() as u32 + u32::from(self.instance.is_some()) || self.granules_next_pc.is_some_and(|pc| pc != site.ins.ip()) {
+            self.granules.clear();
         }
-        self.stack = self.stack.filter(|g| g.next_pc.is_none_or(|pc| pc == site.ins.ip()) && b.reuse(g.first) && b.reuse(g.last));
-        if let Some(g) = self.stack {
-            b.keep(g.first);
-            b.keep(g.last);
+        if b.free_registers() < 9 {
+            self.instance = None;
+        }
+        self.granules.retain(|g| b.reuse(g.reg));
+        for g in &self.granules {
+            b.keep(g.reg);
         }
         self.instance = self.instance.filter(|&r| b.reuse(r));
         if let Some(r) = self.instance {
@@ -1419,22 +1432,31 @@ impl Propagation {
         }
     }
 
-    /// After an instruction's code: how it moves the stack pointer (see `stack_granules`).
-    fn stack_moved(&mut self, site: &InsnSite) {
-        if let Some(g) = &mut self.stack {
-            match super::fast::stack_step(site.ins, site.info) {
+    /// Forgets the registers kept for the block (code is about to borrow them).
+    fn forget_registers(&mut self) {
+        self.granules.clear();
+        self.granules_next_pc = None;
+        self.instance = None;
+    }
+
+    /// After an instruction's code: how it moves the cached granules' bases.
+    fn bases_moved(&mut self, site: &InsnSite) {
+        self.granules.retain_mut(|g| {
+            let step = if g.base == Register::RSP { super::fast::stack_step(site.ins, site.info) } else { super::fast::register_step(g.base, site.ins, site.info) };
+            match step {
                 Some(step) if step % 8 == 0 && (g.drift + step).unsigned_abs() < GUARD / 2 => {
                     g.drift += step;
-                    g.next_pc = Some(site.ins.next_ip());
+                    true
                 }
-                _ => self.stack = None,
+                _ => false,
             }
-        }
+        });
+        self.granules_next_pc = Some(site.ins.next_ip());
     }
 
     /// `r.m` = the origin of the access m (its first granule's).
     fn load_origin(&mut self, b: &mut Inline, r: Regs, m: &UsedMemory) {
-        if let Some((first, _, off)) = self.stack_granules(b, r, m) {
+        if let Some((first, off)) = self.cached_granule(b, r, m, 0) {
             b.asm().mov(r.m, qword_ptr(first + off)).unwrap();
             return;
         }
@@ -1446,14 +1468,18 @@ impl Propagation {
     /// Stores origin `val` for every granule the access m covers.
     fn store_origin(&mut self, b: &mut Inline, r: Regs, m: &UsedMemory, val: AsmRegister64) {
         let size = m.memory_size().size();
-        if size.is_multiple_of(8) && size <= 32 {
-            if let Some((first, last, off)) = self.stack_granules(b, r, m) {
+        if size <= 32 {
+            let first = self.cached_granule(b, r, m, 0);
+            let last = first.and_then(|_| self.cached_granule(b, r, m, size as i64 - 1));
+            if let (Some((first, off)), Some((last, last_off))) = (first, last) {
                 // Granules 8 apart from the first byte's, and the last byte's.
                 let a = b.asm();
-                for k in 0..size / 8 {
+                for k in 0..(size / 8).max(1) {
                     a.mov(qword_ptr(first + (off + 8 * k as i32)), val).unwrap();
                 }
-                a.mov(qword_ptr(last + (off + size as i32 - 8)), val).unwrap();
+                if size > 1 {
+                    a.mov(qword_ptr(last + last_off), val).unwrap();
+                }
                 return;
             }
         }
@@ -1481,7 +1507,8 @@ impl Propagation {
     pub fn block_start(&mut self, b: &mut Inline) {
         // Nothing is known of origins where a block starts.
         self.known = 0;
-        (self.stack, self.instance) = (None, None);
+        self.forget_registers();
+        self.block_bases = 0;
         if self.origins.is_none() && !self.count_blocks {
             return;
         }
@@ -1496,7 +1523,7 @@ impl Propagation {
     pub fn after(&mut self, site: &InsnSite, b: &mut Inline) {
         if is_string(site.ins) {
             // The call-out's scratch register may be one the block's caches are kept in.
-            (self.stack, self.instance) = (None, None);
+            self.forget_registers();
             let s = b.scratch();
             let kind = string_kind(site.ins);
             b.asm().mov(ta(slot::WHAT), kind as i32).unwrap();
@@ -1505,16 +1532,19 @@ impl Propagation {
     }
 }
 
-/// See `Propagation::stack_granules`.
+/// See `Propagation::cached_granule`.
 #[derive(Clone, Copy)]
-struct StackGranules {
-    first: AsmRegister64,
-    last: AsmRegister64,
-    /// How far the stack pointer moved since the registers were computed (a multiple of 8).
+struct CachedGranule {
+    base: Register,
+    /// The displacement's remainder mod 8.
+    residue: i64,
+    reg: AsmRegister64,
+    /// How far the base moved since the register was computed (a multiple of 8).
     drift: i64,
-    /// The instruction the drift was last tracked past (None: the one that computed them).
-    next_pc: Option<u64>,
 }
+
+/// Origin granules a block keeps in registers at once.
+const MAX_GRANULES: usize = 4;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Class {
