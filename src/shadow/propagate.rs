@@ -246,7 +246,10 @@ impl Regs {
     /// Borrows the registers a sequence needs: six with memory accesses, four without (then
     /// `a` and `v`, used only by memory paths, alias `t`).
     fn lend(b: &mut Inline, memory: bool) -> Regs {
-        let (t, u, m, acc) = (b.scratch(), b.scratch(), b.scratch(), b.scratch());
+        // The accumulator first: it is the one most code names, and the first register lent
+        // is the same at every instruction (one spilled already), so fewer registers of a
+        // block need a spill and a reload.
+        let (acc, m, t, u) = (b.scratch(), b.scratch(), b.scratch(), b.scratch());
         let (a, v) = if memory { (b.scratch(), b.scratch()) } else { (t, t) };
         Regs { a, t, u, m, v, acc }
     }
