@@ -2,6 +2,7 @@
 //! hand-written loop and against Valgrind's lackey) and `--tool=taint`.
 
 use crate::common::{assert_no_panic, compile_snippet, run_command, run_rtgrind, Cmd, Input};
+use std::os::unix::process::ExitStatusExt;
 use std::process::Command;
 
 /// The value of the `count: NAME: N` line of a count report.
@@ -367,4 +368,38 @@ fn switch_needs_a_valid_instance() {
         assert_eq!(out.status.code(), Some(2), "{bad:?}");
         assert_eq!(out.stderr_str().lines().count(), 1, "{bad:?}: {}", out.stderr_str());
     }
+}
+
+#[test]
+fn non_canonical_addresses_fault_as_natively_under_the_tools() {
+    // The tools' shadow accesses come first and fault on a non-canonical address; the guest
+    // must still get its own instruction's signal: SIGBUS for an rbp- or rsp-based address
+    // (a stack-segment fault), SIGSEGV for any other base, whichever register the tool used.
+    let src = r#"
+int main(int argc, char **argv) {
+    unsigned long p = 0x4141414141414141ul;
+    long v = 0;
+    if (argc > 1 && argv[1][0] == 'b')
+        __asm__ volatile("mov %1, %%rbp\n\tmov 8(%%rbp), %0" : "=r"(v) : "r"(p) : "rbp");
+    else
+        __asm__ volatile("mov 8(%1), %0" : "=r"(v) : "r"(p));
+    return (int)v;
+}
+"#;
+    let exe = compile_snippet("non_canonical", "c", src, &["-O2", "-fomit-frame-pointer"]);
+    let dir = std::env::temp_dir().join(format!("rtgrind-non-canonical-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("trace");
+    std::fs::write(&trace, "trace\n").unwrap();
+    let trace_opt = format!("--suppress-plan={}", trace.display());
+    for (arg, want) in [("base", libc::SIGBUS), ("other", libc::SIGSEGV)] {
+        let native = crate::common::run_native(&Cmd::new(&exe).arg(arg));
+        assert_eq!(native.status.signal(), Some(want), "natively, {arg}");
+        for (fast, tool) in [("1", vec!["--tool=none"]), ("1", vec!["--tool=taint", "--track-origins=yes"]), ("0", vec!["--tool=taint", "--track-origins=yes"]), ("1", vec!["--tool=suppress", trace_opt.as_str()])] {
+            let out = run_rtgrind(&tool, &Cmd::new(&exe).arg(arg).env("RTGRIND_FAST_PATH", fast));
+            assert_no_panic(&out);
+            assert_eq!(out.status.signal(), Some(want), "{arg} under {tool:?} (RTGRIND_FAST_PATH={fast}): {}", out.stderr_str());
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

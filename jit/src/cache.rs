@@ -53,6 +53,11 @@ pub struct PcEntry {
     /// Registers lent to a tool whose guest values are in `tool_spill` here (applied after
     /// `fixup`).
     pub stolen: u16,
+    /// In a tool's code before the instruction, whose shadow accesses fault only where the
+    /// guest's address is non-canonical: whether the instruction's own access would raise a
+    /// stack-segment fault (SIGBUS: its address is based on rsp or rbp) rather than a general
+    /// protection fault (SIGSEGV), whatever register the tool's access went through.
+    pub tool_stack_segment: Option<bool>,
 }
 
 pub struct Block {

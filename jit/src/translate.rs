@@ -110,8 +110,9 @@ struct BlockBuilder {
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Point {
     Start,
-    /// Before the k-th instruction (from 0), at `pc`, `len` bytes long.
-    Before(usize, u64, u8),
+    /// Before the k-th instruction (from 0), at `pc`, `len` bytes long, whose memory access
+    /// goes through the stack segment (based on rsp or rbp; see `PcEntry::tool_stack_segment`).
+    Before(usize, u64, u8, bool),
     Elsewhere,
 }
 
@@ -177,6 +178,7 @@ impl BlockBuilder {
             guest_len: ins.len() as u8,
             fixup,
             stolen: self.stolen,
+            tool_stack_segment: None,
         });
     }
 
@@ -585,7 +587,8 @@ fn body(b: &mut BlockBuilder, env: &BodyEnv, tool: &mut dyn Tool) -> Result<(u64
         let site = InsnSite { ins: &ins, info: &info };
         let mut before = b.inline(uses, !dead_at(count - 1), later(count));
         tool.before_insn(&site, &mut before);
-        let control = emit_inline(b, before, Point::Before(count - 1, ins.ip(), ins.len() as u8));
+        let stack_segment = info.used_memory().iter().any(|m| matches!(m.base(), Register::RSP | Register::RBP | Register::ESP | Register::EBP));
+        let control = emit_inline(b, before, Point::Before(count - 1, ins.ip(), ins.len() as u8, stack_segment));
         let sequential = matches!(ins.flow_control(), FlowControl::Next | FlowControl::XbeginXabortXend);
         if !sequential || matches!(ins.mnemonic(), Mnemonic::Syscall | Mnemonic::Cpuid | Mnemonic::Rdtsc | Mnemonic::Rdtscp) {
             // The block ends with this instruction: every register gets its guest value back.
@@ -705,11 +708,11 @@ fn emit_inline(b: &mut BlockBuilder, code: Inline, at: Point) -> Control {
     }
     b.stolen |= lent;
     b.slot_current |= lent;
-    if let Point::Before(_, guest_pc, guest_len) = at {
+    if let Point::Before(_, guest_pc, guest_len, stack_segment) = at {
         // A fault in the tool's code (its shadow access for a non-canonical guest address)
         // is the instruction's own: the guest's would fault the same way.
         let fixup = if save_flags { Fixup::FlagsSaved } else { Fixup::None };
-        b.pc_map.push(PcEntry { host_off: b.asm.pos() as u32, guest_pc, guest_len, fixup, stolen: b.stolen });
+        b.pc_map.push(PcEntry { host_off: b.asm.pos() as u32, guest_pc, guest_len, fixup, stolen: b.stolen, tool_stack_segment: Some(stack_segment) });
     }
     let start = b.asm.pos();
     let result = asm.assemble_options(b.asm.here(), BlockEncoderOptions::RETURN_NEW_INSTRUCTION_OFFSETS).expect("tool code assembles");

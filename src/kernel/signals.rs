@@ -618,6 +618,14 @@ extern "sysv64" fn host_handler(sig: i32, info: *mut libc::siginfo_t, ucv: *mut 
         ctx.rip = e.guest_pc + if trap { e.guest_len as u64 } else { 0 };
         ctx.exit_id = EXIT_FAULT as u64;
         let mut raw = raw;
+        let mut sig = sig;
+        if let Some(stack_segment) = e.tool_stack_segment.filter(|_| matches!(sig, libc::SIGSEGV | libc::SIGBUS) && info.si_code == libc::SI_KERNEL) {
+            // A tool's shadow access through a non-canonical address: the signal is the one
+            // the guest's own access raises (#SS for rsp- and rbp-based addresses, #GP else),
+            // not the one the tool's choice of base register raised.
+            sig = if stack_segment { libc::SIGBUS } else { libc::SIGSEGV };
+            raw[0..4].copy_from_slice(&sig.to_le_bytes());
+        }
         if matches!(sig, libc::SIGILL | libc::SIGFPE) {
             // The kernel reports the faulting instruction's address: the guest's, not ours.
             raw[16..24].copy_from_slice(&ctx.rip.to_le_bytes());
