@@ -10,6 +10,7 @@
 static unsigned long a[8], b[8], c[8];
 static unsigned char buf[64], copy[64];
 static unsigned long grains[4], got[2];
+static unsigned char copy2[64];
 
 static void check(const char *name, const void *p, unsigned long want) {
     unsigned long got = RTGRIND_GET_ORIGIN_PC(p);
@@ -49,6 +50,12 @@ int main(void) {
                      : "=m"(*(unsigned long *)(buf + 40)), "=m"(where) : "m"(b[1]) : "rax", "rcx", "cc");
     memcpy(copy, buf, sizeof buf);
     check("memcpy_keeps", copy + 40, where);
+    /* So does `rep movsb` (its origins move after it ran). */
+    const unsigned char *from = buf;
+    unsigned char *to = copy2;
+    unsigned long n = sizeof buf;
+    __asm__ volatile("rep movsb" : "+S"(from), "+D"(to), "+c"(n) : : "memory");
+    check("rep_movsb_keeps", copy2 + 40, where);
 
     /* Stack copies keep it where the stack pointer is not 8-aligned: a push then covers two
      * origin granules, and a load of its upper half reads the second. */

@@ -213,8 +213,9 @@ pub struct FastBlock {
     /// tool's other code (`Inline::keep`). The delta stays right while the drift and the
     /// displacement stay within the shadow slices' guards.
     bases: Vec<(Register, AsmRegister64, i64)>,
-    /// Origins propagate too, after the checks: string instructions go to the full version
-    /// (their origins move in a call-out after they ran).
+    /// Origins propagate too, after the checks: `movs`/`stos` are left to the propagation's
+    /// call-out after they ran (it moves origins, and taint with them), other string
+    /// instructions go to the full version.
     origins: bool,
 }
 
@@ -240,8 +241,14 @@ impl FastBlock {
         for &(_, r, _) in &self.bases {
             b.keep(r);
         }
-        if is_block_move(site.ins) && !self.origins {
-            self.block_move(site.ins, b);
+        if is_block_move(site.ins) {
+            if self.origins {
+                // The propagation's call-out after the instruction moves origins and taint
+                // (memory to memory: no register gets tainted); it may borrow any register.
+                self.bases.clear();
+            } else {
+                self.block_move(site.ins, b);
+            }
             return true;
         }
         if !handled(site.ins, site.info) {

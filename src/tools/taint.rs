@@ -273,7 +273,8 @@ impl Tool for Taint {
     }
 
     fn after_insn(&mut self, site: &InsnSite, b: &mut Inline) {
-        if b.version() == Version::Fast {
+        // (With origins, the fast version's `movs`/`stos` move them in a call-out.)
+        if b.version() == Version::Fast && self.origins.is_none() {
             return;
         }
         self.prop.after(site, b);

@@ -640,7 +640,8 @@ impl Tool for SuppressRun {
     }
 
     fn after_insn(&mut self, site: &InsnSite, b: &mut Inline) {
-        if b.version() != Version::Fast {
+        // (Traced, the fast version's `movs`/`stos` move origins in a call-out.)
+        if b.version() != Version::Fast || self.traced() {
             self.prop.after(site, b);
         }
     }
