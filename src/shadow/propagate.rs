@@ -1246,15 +1246,16 @@ impl Propagation {
         o.src_regs.iter().chain(&o.dst_regs).any(|r| matches!(r.part, Part::Vec { .. }))
     }
 
-    /// `r.t` = the origin shadow of the granule holding the first byte of access `m`; lane k
-    /// of the access is the granule at `r.t + 8k` (clobbers `r.a`, `r.u`).
-    fn first_granule(&mut self, b: &mut Inline, r: Regs, m: &UsedMemory) {
-        if let Some((first, off)) = self.cached_granule(b, r, m, 0) {
-            b.asm().lea(r.t, qword_ptr(first + off)).unwrap();
-            return;
+    /// `[g + off]` = the origin shadow of the granule holding the first byte of access `m`;
+    /// lane k of the access is the granule at `[g + off + 8k]` (`g` is a cached granule's
+    /// register, or `r.t`; clobbers `r.a`, `r.t`, `r.u`).
+    fn first_granule(&mut self, b: &mut Inline, r: Regs, m: &UsedMemory) -> (AsmRegister64, i32) {
+        if let Some(cached) = self.cached_granule(b, r, m, 0) {
+            return cached;
         }
         effective_address(b, r.a, m, r.t);
         granule_of(b, r.a, r.t, r.u, self.origin_table);
+        (r.t, 0)
     }
 
     /// A whole-vector copy (load, store or register move of 16 or 32 bytes) moves the origin
@@ -1269,14 +1270,14 @@ impl Propagation {
         match (o.src_regs.as_slice(), o.src_mem.as_slice(), o.dst_regs.as_slice(), o.dst_mem.as_slice()) {
             ([], [m], [d], []) if vec(d).is_some() && m.memory_size().size() >= 16 => {
                 let n = lanes(m.memory_size().size().min(32));
-                self.first_granule(b, r, m);
+                let (g, off) = self.first_granule(b, r, m);
                 let a = b.asm();
                 if wide_temporaries() {
                     if n == 4 {
-                        a.vmovdqu64(ymm16, ymmword_ptr(r.t)).unwrap();
+                        a.vmovdqu64(ymm16, ymmword_ptr(g + off)).unwrap();
                     } else {
                         // Lanes 2 and 3 repeat the last granule read, as below.
-                        a.vmovdqu64(xmm16, xmmword_ptr(r.t)).unwrap();
+                        a.vmovdqu64(xmm16, xmmword_ptr(g + off)).unwrap();
                         a.evex().vpermq(ymm16, ymm16, 0b01_01_01_00).unwrap();
                     }
                     a.vmovdqu64(ta_lanes(lane_slot(d.n, 0)), ymm16).unwrap();
@@ -1286,7 +1287,7 @@ impl Propagation {
                 for k in 0..4 {
                     let from = if k < n { k } else { n - 1 };
                     if k < n {
-                        a.mov(r.m, qword_ptr(r.t + (8 * from) as i32)).unwrap();
+                        a.mov(r.m, qword_ptr(g + (off + (8 * from) as i32))).unwrap();
                     }
                     a.mov(ta(lane_slot(d.n, k)), r.m).unwrap();
                     if k == 0 {
@@ -1297,7 +1298,7 @@ impl Propagation {
             }
             ([s], [], [], [m]) if vec(s).is_some() && m.memory_size().size() >= 16 => {
                 let n = lanes(m.memory_size().size().min(32));
-                self.first_granule(b, r, m);
+                let (g, off) = self.first_granule(b, r, m);
                 let a = b.asm();
                 if let Some(p) = self.policy {
                     // As for other stores (see `Policy`): the program's define, a library's
@@ -1309,13 +1310,13 @@ impl Propagation {
                     let a = b.asm();
                     for k in 0..n {
                         if main {
-                            a.mov(qword_ptr(r.t + (8 * k) as i32), r.acc).unwrap();
+                            a.mov(qword_ptr(g + (off + (8 * k) as i32)), r.acc).unwrap();
                         } else {
                             a.mov(r.m, ta(lane_slot(s.n, k))).unwrap();
                             a.and(r.m, -2).unwrap();
                             a.bt(r.m, MAIN_SITE_BIT).unwrap();
                             a.cmovnc(r.m, r.acc).unwrap();
-                            a.mov(qword_ptr(r.t + (8 * k) as i32), r.m).unwrap();
+                            a.mov(qword_ptr(g + (off + (8 * k) as i32)), r.m).unwrap();
                         }
                     }
                     return true;
@@ -1323,16 +1324,16 @@ impl Propagation {
                 if wide_temporaries() {
                     if n == 4 {
                         a.vmovdqu64(ymm16, ta_lanes(lane_slot(s.n, 0))).unwrap();
-                        a.vmovdqu64(ymmword_ptr(r.t), ymm16).unwrap();
+                        a.vmovdqu64(ymmword_ptr(g + off), ymm16).unwrap();
                     } else {
                         a.vmovdqu64(xmm16, xmmword_ptr(tool_area(lane_slot(s.n, 0))).gs()).unwrap();
-                        a.vmovdqu64(xmmword_ptr(r.t), xmm16).unwrap();
+                        a.vmovdqu64(xmmword_ptr(g + off), xmm16).unwrap();
                     }
                     return true;
                 }
                 for k in 0..n {
                     a.mov(r.m, ta(lane_slot(s.n, k))).unwrap();
-                    a.mov(qword_ptr(r.t + (8 * k) as i32), r.m).unwrap();
+                    a.mov(qword_ptr(g + (off + (8 * k) as i32)), r.m).unwrap();
                 }
                 true
             }
