@@ -228,6 +228,8 @@ impl Inline {
 
     /// Keeps the lent register `r` out of `release_scratch`: the tool holds a value in it
     /// across all its code at this point (a per-block cache, to `reuse` at later instructions).
+    /// Code the tool adds elsewhere in the block (after an instruction, at a fall-through) may
+    /// be lent the register: the tool must forget the value there.
     pub fn keep(&mut self, r: AsmRegister64) {
         let bit = 1u16 << (Register::from(r).number() - Register::RAX.number());
         assert!(self.lent & bit != 0, "only a lent register is kept");

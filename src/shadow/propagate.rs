@@ -1436,8 +1436,9 @@ impl Propagation {
         }
     }
 
-    /// Forgets the registers kept for the block (code is about to borrow them).
-    fn forget_registers(&mut self) {
+    /// Forgets the registers kept for the block: a tool calls it before adding code of its own
+    /// between two instructions (`Tool::fall_through`), which may be lent them.
+    pub fn forget_registers(&mut self) {
         self.granules.clear();
         self.granules_next_pc = None;
         self.instance = None;

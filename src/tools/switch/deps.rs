@@ -175,6 +175,8 @@ impl Deps {
     /// sees it as a block of its own, as it would where blocks end at conditional branches.
     pub fn fall_through(&mut self, pc: u64, b: &mut Inline) {
         if self.traced(pc) {
+            // This code may be lent the registers the propagation keeps for the block.
+            self.prop.forget_registers();
             self.emit(b, &[Word::Imm(BLOCK), Word::Imm(pc), Word::Rsp]);
         }
     }
