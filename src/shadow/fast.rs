@@ -185,6 +185,7 @@ pub fn block_start(b: &mut Inline, prop: &mut Propagation, block_use: &BlockUse,
     match b.version() {
         Version::Fast => {
             *fast_block = FastBlock::new(prop.taint_table, prop.origins.is_some());
+            fast_block.shared_bases = block_use.bases;
             select(b);
             b.release_scratch();
             prop.block_start(b);
@@ -213,6 +214,9 @@ pub struct FastBlock {
     /// tool's other code (`Inline::keep`). The delta stays right while the drift and the
     /// displacement stay within the shadow slices' guards.
     bases: Vec<(Register, AsmRegister64, i64)>,
+    /// Base registers other than the stack pointer that more than one access of the block
+    /// goes through (`BlockUse::bases`): only theirs are worth a kept register.
+    shared_bases: u16,
     /// Origins propagate too, after the checks: `movs`/`stos` are left to the propagation's
     /// call-out after they ran (it moves origins, and taint with them), other string
     /// instructions go to the full version.
@@ -221,7 +225,7 @@ pub struct FastBlock {
 
 impl FastBlock {
     pub fn new(table: u32, origins: bool) -> FastBlock {
-        FastBlock { table, bases: Vec::new(), origins }
+        FastBlock { table, bases: Vec::new(), shared_bases: 0, origins }
     }
 
     /// Forgets the cached deltas (code after `before` borrowed their registers).
@@ -343,7 +347,8 @@ impl FastBlock {
             }
             let d = b.scratch();
             shadow_delta_of(b, x, d, self.table);
-            if self.bases.len() < MAX_BASES {
+            let shared = m.base() == Register::RSP || self.shared_bases & (1 << (m.base().number() - Register::RAX.number())) != 0;
+            if shared && self.bases.len() < MAX_BASES {
                 b.keep(d);
                 self.bases.push((m.base(), d, 0));
             }
