@@ -17,7 +17,7 @@
 //! With origins, the taint tool propagates them in the fast version too, after the checks.
 
 use super::memory::GUARD;
-use super::propagate::{effective_address, r32, shadow_delta_of, wide_temporaries, Propagation};
+use super::propagate::{effective_address, r32, shadow_delta_of, wide_temporaries, writes, Propagation};
 use super::slot;
 use rtgrind_jit::iced_x86::{Instruction, InstructionInfo, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register, UsedMemory};
 use rtgrind_jit::instrument::code_asm::*;
@@ -91,7 +91,7 @@ pub fn block_use(insns: &[Instruction]) -> BlockUse {
         }
         let info = factory.info(ins);
         for m in info.used_memory().iter().filter(|m| accesses_memory(m) && m.base().is_gpr64() && m.base() != Register::RSP) {
-            let bit = 1 << (m.base().number() - Register::RAX.number());
+            let bit = base_bit(m.base());
             u.bases |= seen_base & bit;
             seen_base |= bit;
         }
@@ -184,8 +184,7 @@ pub fn full_start(b: &mut Inline, u: &BlockUse) {
 pub fn block_start(b: &mut Inline, prop: &mut Propagation, block_use: &BlockUse, fast_block: &mut FastBlock) {
     match b.version() {
         Version::Fast => {
-            *fast_block = FastBlock::new(prop.taint_table, prop.origins.is_some());
-            fast_block.shared_bases = block_use.bases;
+            *fast_block = FastBlock::new(prop.taint_table, prop.origins.is_some(), block_use.bases);
             select(b);
             b.release_scratch();
             prop.block_start(b);
@@ -224,8 +223,8 @@ pub struct FastBlock {
 }
 
 impl FastBlock {
-    pub fn new(table: u32, origins: bool) -> FastBlock {
-        FastBlock { table, bases: Vec::new(), shared_bases: 0, origins }
+    pub fn new(table: u32, origins: bool, shared_bases: u16) -> FastBlock {
+        FastBlock { table, bases: Vec::new(), shared_bases, origins }
     }
 
     /// Forgets the cached deltas (code after `before` borrowed their registers).
@@ -326,8 +325,7 @@ impl FastBlock {
     /// How the instruction moves the cached bases: by a constant, or anyhow (forget).
     fn track_bases(&mut self, ins: &Instruction, info: &InstructionInfo) {
         self.bases.retain_mut(|(base, _, drift)| {
-            let step = if *base == Register::RSP { stack_step(ins, info) } else { register_step(*base, ins, info) };
-            step.map(|s| *drift += s).is_some() && drift.unsigned_abs() < GUARD / 2
+            base_step(*base, ins, info).map(|s| *drift += s).is_some() && drift.unsigned_abs() < GUARD / 2
         });
     }
 
@@ -347,7 +345,7 @@ impl FastBlock {
             }
             let d = b.scratch();
             shadow_delta_of(b, x, d, self.table);
-            let shared = m.base() == Register::RSP || self.shared_bases & (1 << (m.base().number() - Register::RAX.number())) != 0;
+            let shared = m.base() == Register::RSP || self.shared_bases & base_bit(m.base()) != 0;
             if shared && self.bases.len() < MAX_BASES {
                 b.keep(d);
                 self.bases.push((m.base(), d, 0));
@@ -421,13 +419,22 @@ impl FastBlock {
 /// Base registers whose deltas a fast block keeps at once.
 const MAX_BASES: usize = 3;
 
-/// How `ins` moves the general register `base` (not rsp): by a constant (`add`/`sub` of an
-/// immediate, `lea base, [base + disp]`, `inc`, `dec` of all 64 bits; 0 if it does not
-/// write it), or None (anyhow).
-pub(crate) fn register_step(base: Register, ins: &Instruction, info: &InstructionInfo) -> Option<i64> {
-    let writes = info.used_registers().iter().any(|u| u.register().full_register() == base && !matches!(u.access(), OpAccess::Read | OpAccess::CondRead | OpAccess::NoMemAccess));
-    if !writes {
+/// The bit of base register `r` in `BlockUse::bases`.
+pub(crate) fn base_bit(r: Register) -> u16 {
+    1 << (r.full_register().number() - Register::RAX.number())
+}
+
+/// How `ins` moves the 64-bit register `base`: by a constant (a push or pop of the stack
+/// pointer, by its operand size: `push ax` moves it by 2; `add`/`sub` of an immediate, `lea
+/// base, [base + disp]`, `inc`, `dec` of all 64 bits; 0 if it does not write it), or None
+/// (anyhow).
+pub(crate) fn base_step(base: Register, ins: &Instruction, info: &InstructionInfo) -> Option<i64> {
+    if !info.used_registers().iter().any(|u| u.register().full_register() == base && writes(u.access())) {
         return Some(0);
+    }
+    let pops_itself = ins.mnemonic() == Mnemonic::Pop && ins.op0_kind() == OpKind::Register && ins.op0_register() == Register::RSP;
+    if base == Register::RSP && matches!(ins.mnemonic(), Mnemonic::Push | Mnemonic::Pushfq | Mnemonic::Pop | Mnemonic::Popfq) && !pops_itself {
+        return Some(ins.stack_pointer_increment() as i64);
     }
     if ins.op0_kind() != OpKind::Register || ins.op0_register() != base {
         return None;
@@ -441,28 +448,5 @@ pub(crate) fn register_step(base: Register, ins: &Instruction, info: &Instructio
         Mnemonic::Inc => Some(1),
         Mnemonic::Dec => Some(-1),
         _ => None,
-    }
-}
-
-/// How `ins` moves the stack pointer: by a constant (pushes, pops, `add`/`sub` of an
-/// immediate; 0 if it does not write it), or None (anyhow).
-pub(crate) fn stack_step(ins: &Instruction, info: &InstructionInfo) -> Option<i64> {
-    let writes_rsp = info.used_registers().iter().any(|u| {
-        u.register() == Register::RSP && !matches!(u.access(), OpAccess::Read | OpAccess::CondRead | OpAccess::NoMemAccess)
-    });
-    match ins.mnemonic() {
-        // (By the operand size: `push ax` moves it by 2.)
-        Mnemonic::Push | Mnemonic::Pushfq => Some(ins.stack_pointer_increment() as i64),
-        Mnemonic::Pop | Mnemonic::Popfq if !(ins.op0_kind() == OpKind::Register && ins.op0_register() == Register::RSP) => {
-            Some(ins.stack_pointer_increment() as i64)
-        }
-        Mnemonic::Add | Mnemonic::Sub
-            if ins.op0_kind() == OpKind::Register && ins.op0_register() == Register::RSP && matches!(ins.op1_kind(), OpKind::Immediate8to64 | OpKind::Immediate32to64) =>
-        {
-            let imm = ins.immediate(1) as i64;
-            Some(if ins.mnemonic() == Mnemonic::Add { imm } else { -imm })
-        }
-        _ if writes_rsp => None,
-        _ => Some(0),
     }
 }

@@ -128,7 +128,7 @@ const STATUS_FLAGS: u32 = 0x3f; // iced RflagsBits OF SF ZF AF CF PF
 fn reads(a: OpAccess) -> bool {
     matches!(a, OpAccess::Read | OpAccess::ReadWrite | OpAccess::CondRead | OpAccess::ReadCondWrite | OpAccess::CondWrite)
 }
-fn writes(a: OpAccess) -> bool {
+pub(crate) fn writes(a: OpAccess) -> bool {
     matches!(a, OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite)
 }
 
@@ -900,7 +900,7 @@ impl Propagation {
             self.forget(slot::ORIGIN_FLAGS);
         }
         for u in site.info.used_registers() {
-            if !matches!(u.access(), OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite) {
+            if !writes(u.access()) {
                 continue;
             }
             let r = u.register();
@@ -1385,7 +1385,7 @@ impl Propagation {
     fn cached_granule(&mut self, b: &mut Inline, r: Regs, m: &UsedMemory, extra: i64) -> Option<(AsmRegister64, i32)> {
         let base = m.base();
         let plain = base.is_gpr64() && m.index() == Register::None && !matches!(m.segment(), Register::FS | Register::GS);
-        let cacheable = base == Register::RSP || self.block_bases & (1 << (base.number() - Register::RAX.number())) != 0;
+        let cacheable = base == Register::RSP || self.block_bases & super::fast::base_bit(base) != 0;
         if !plain || !cacheable || b.version() == Version::Full {
             return None;
         }
@@ -1447,8 +1447,7 @@ impl Propagation {
     /// After an instruction's code: how it moves the cached granules' bases.
     fn bases_moved(&mut self, site: &InsnSite) {
         self.granules.retain_mut(|g| {
-            let step = if g.base == Register::RSP { super::fast::stack_step(site.ins, site.info) } else { super::fast::register_step(g.base, site.ins, site.info) };
-            match step {
+            match super::fast::base_step(g.base, site.ins, site.info) {
                 Some(step) if step % 8 == 0 && (g.drift + step).unsigned_abs() < GUARD / 2 => {
                     g.drift += step;
                     true
