@@ -59,7 +59,7 @@ thread_tests! {
 }
 
 /// The programs of `guest-programs/threads/special/`, each used by a test below.
-const SPECIAL_PROGRAMS: &[&str] = &["racy_counter", "abba_deadlock", "racy_env"];
+const SPECIAL_PROGRAMS: &[&str] = &["racy_counter", "abba_deadlock", "racy_env", "spin_wide_store"];
 
 /// `--sched=random:SEED` for a program: a seed derived from its name (FNV-1a), so each program
 /// sees a different but fixed schedule.
@@ -508,6 +508,23 @@ fn abba_deadlock_is_reported() {
         let out = run_rtgrind_within(opts, &cmd, Duration::from_secs(30));
         if let Err(e) = check_deadlock_report(&out) {
             problems.push(format!("[{}] {e}\n{}", opts.join(" "), out.describe()));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n\n"));
+}
+
+/// Two threads that spin until each sees the other's flag finish under the shadow tools too:
+/// their wide shadow stores (AVX-512 temporaries) leave the engine's block count alone, so the
+/// spinning thread is still preempted (they clobbered it once, and the program hung).
+#[test]
+fn spinning_threads_are_preempted_under_the_shadow_tools() {
+    let exe = build(special("spin_wide_store"), "pie");
+    let cmd = Cmd::new(exe);
+    let mut problems = Vec::new();
+    for opts in [&["-q", "--tool=taint"][..], &["-q", "--tool=taint", "--track-origins=yes"][..]] {
+        let out = run_rtgrind_within(opts, &cmd, Duration::from_secs(60));
+        if out.timed_out || !out.status.success() || out.stdout_str() != "both flags seen\n" {
+            problems.push(format!("[{}]\n{}", opts.join(" "), out.describe()));
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n\n"));

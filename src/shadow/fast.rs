@@ -17,6 +17,7 @@
 //! With origins, the taint tool propagates them in the fast version too, after the checks.
 
 use super::memory::GUARD;
+use std::collections::HashMap;
 use super::propagate::{effective_address, r32, shadow_delta_of, wide_temporaries, writes, Propagation};
 use super::slot;
 use rtgrind_jit::iced_x86::{Instruction, InstructionInfo, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register, UsedMemory};
@@ -29,7 +30,7 @@ pub fn enabled() -> bool {
 }
 
 /// The registers a block reads or writes, whose shadows its fast version needs clean.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct BlockUse {
     /// General registers (bit = number, rax = 0).
     gprs: u16,
@@ -40,6 +41,107 @@ pub struct BlockUse {
     /// Base registers other than the stack pointer that more than one memory access goes
     /// through (bit = number): worth keeping per-block values for (`Propagation::block_bases`).
     pub bases: u16,
+    /// Loads checked together with others (`plan_checks`), by (instruction address, index
+    /// among its loads); the others are checked by their instruction.
+    checks: HashMap<(u64, usize), Check>,
+}
+
+/// How the fast version checks a load that does not go with its instruction's other loads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Check {
+    /// The bytes `[lo, hi)` from its base register here, which later loads of the block
+    /// through that register read within: checked at once for all of them.
+    Span(i32, i32),
+    /// Within an earlier load's `Span`.
+    Covered,
+}
+
+/// Longest span one check covers (four 32-byte shadow loads).
+const MAX_SPAN: i64 = 128;
+
+/// The loads of `info` the fast version checks (reads, conditional writes), in order.
+fn loads_of(info: &InstructionInfo) -> impl Iterator<Item = &UsedMemory> {
+    info.used_memory().iter().filter(|m| accesses_memory(m) && m.access() != OpAccess::Write)
+}
+
+/// Groups the loads of a block that go through one base register which stays put or moves
+/// by constants between them (the unrolled vector loads of a string routine, a function's
+/// pops and return) so the fast version checks their shadow at the first of them, with one
+/// wide load per 32 bytes (AVX-512 temporaries; without them every load is checked alone).
+/// Sound because the fast version writes shadow memory only to clear it (its stores store
+/// clean values): bytes clean at the first load are clean at the later ones, and a tainted
+/// byte only sends the thread to the full version earlier. `movs`/`stos` copy shadow, so no
+/// group spans one.
+fn plan_checks(insns: &[Instruction]) -> HashMap<(u64, usize), Check> {
+    struct Group {
+        base: Register,
+        /// How far the base moved since the first load.
+        drift: i64,
+        lo: i64,
+        hi: i64,
+        first: (u64, usize),
+        rest: Vec<(u64, usize)>,
+    }
+    fn close(g: Group, plan: &mut HashMap<(u64, usize), Check>) {
+        if !g.rest.is_empty() {
+            plan.insert(g.first, Check::Span(g.lo as i32, g.hi as i32));
+            plan.extend(g.rest.into_iter().map(|k| (k, Check::Covered)));
+        }
+    }
+    let mut plan = HashMap::new();
+    if !wide_temporaries() {
+        return plan;
+    }
+    let mut open: Vec<Group> = Vec::new();
+    let mut factory = InstructionInfoFactory::new();
+    for ins in insns {
+        if ins.is_invalid() {
+            break;
+        }
+        let info = factory.info(ins);
+        if is_block_move(ins) || !handled(ins, info) {
+            open.drain(..).for_each(|g| close(g, &mut plan));
+            continue;
+        }
+        for (k, m) in loads_of(info).enumerate() {
+            let disp = m.displacement() as i64;
+            // (Not the stack: its shadow was mostly just written by narrower stores, which a
+            // wide load cannot take from the store buffer: it would wait for them to retire.)
+            let plain = m.base().is_gpr64() && m.base() != Register::RSP && m.index() == Register::None && !matches!(m.segment(), Register::FS | Register::GS);
+            if !plain || disp.unsigned_abs() >= GUARD / 4 {
+                continue;
+            }
+            let size = m.memory_size().size() as i64;
+            let key = (ins.ip(), k);
+            match open.iter().position(|g| g.base == m.base()) {
+                Some(i) => {
+                    let g = &mut open[i];
+                    let (lo, hi) = (g.lo.min(g.drift + disp), g.hi.max(g.drift + disp + size));
+                    if hi - lo <= MAX_SPAN {
+                        (g.lo, g.hi) = (lo, hi);
+                        g.rest.push(key);
+                        continue;
+                    }
+                    close(open.swap_remove(i), &mut plan);
+                }
+                None => {}
+            }
+            open.push(Group { base: m.base(), drift: 0, lo: disp, hi: disp + size, first: key, rest: Vec::new() });
+        }
+        // (After the loads: an instruction reads memory through its base's old value.)
+        let mut i = 0;
+        while i < open.len() {
+            match base_step(open[i].base, ins, info) {
+                Some(s) if (open[i].drift + s).unsigned_abs() < GUARD / 4 => {
+                    open[i].drift += s;
+                    i += 1;
+                }
+                _ => close(open.swap_remove(i), &mut plan),
+            }
+        }
+    }
+    open.drain(..).for_each(|g| close(g, &mut plan));
+    plan
 }
 
 const STATUS_FLAGS: u32 = 0x3f; // iced RflagsBits OF SF ZF AF CF PF
@@ -120,6 +222,7 @@ pub fn block_use(insns: &[Instruction]) -> BlockUse {
             u.flags = true;
         }
     }
+    u.checks = plan_checks(insns);
     u
 }
 
@@ -184,7 +287,7 @@ pub fn full_start(b: &mut Inline, u: &BlockUse) {
 pub fn block_start(b: &mut Inline, prop: &mut Propagation, block_use: &BlockUse, fast_block: &mut FastBlock) {
     match b.version() {
         Version::Fast => {
-            *fast_block = FastBlock::new(prop.taint_table, prop.origins.is_some(), block_use.bases);
+            *fast_block = FastBlock::new(prop.taint_table, prop.origins.is_some(), block_use);
             select(b);
             b.release_scratch();
             prop.block_start(b);
@@ -220,11 +323,13 @@ pub struct FastBlock {
     /// call-out after they ran (it moves origins, and taint with them), other string
     /// instructions go to the full version.
     origins: bool,
+    /// Loads checked with others (`BlockUse::checks`).
+    checks: HashMap<(u64, usize), Check>,
 }
 
 impl FastBlock {
-    pub fn new(table: u32, origins: bool, shared_bases: u16) -> FastBlock {
-        FastBlock { table, bases: Vec::new(), shared_bases, origins }
+    pub fn new(table: u32, origins: bool, u: &BlockUse) -> FastBlock {
+        FastBlock { table, bases: Vec::new(), shared_bases: u.bases, origins, checks: u.checks.clone() }
     }
 
     /// Forgets the cached deltas (code after `before` borrowed their registers).
@@ -259,11 +364,18 @@ impl FastBlock {
             self.bases.clear();
             return false;
         }
-        let mems: Vec<UsedMemory> = site.info.used_memory().iter().filter(|m| accesses_memory(m)).copied().collect();
-        let (loads, stores): (Vec<UsedMemory>, Vec<UsedMemory>) = mems.into_iter().partition(|m| m.access() != OpAccess::Write);
+        let mut loads = Vec::new();
+        for (k, m) in loads_of(site.info).enumerate() {
+            match self.checks.get(&(site.ins.ip(), k)) {
+                None => loads.push(*m),
+                Some(&Check::Span(lo, hi)) => self.check_span(b, m, lo, hi),
+                Some(Check::Covered) => {}
+            }
+        }
         if !loads.is_empty() {
             self.check_loads(b, &loads);
         }
+        let stores: Vec<UsedMemory> = site.info.used_memory().iter().filter(|m| accesses_memory(m) && m.access() == OpAccess::Write).copied().collect();
         for m in &stores {
             let (x, d, disp) = self.shadow_of(b, m);
             let a = b.asm();
@@ -272,11 +384,11 @@ impl FastBlock {
                 2 => a.mov(word_ptr(x + d + disp), 0).unwrap(),
                 4 => a.mov(dword_ptr(x + d + disp), 0).unwrap(),
                 n @ (16 | 32) if wide_temporaries() => {
-                    a.vpxord(xmm16, xmm16, xmm16).unwrap();
+                    a.vpxord(xmm18, xmm18, xmm18).unwrap();
                     if n == 32 {
-                        a.vmovdqu64(ymmword_ptr(x + d + disp), ymm16).unwrap();
+                        a.vmovdqu64(ymmword_ptr(x + d + disp), ymm18).unwrap();
                     } else {
-                        a.vmovdqu64(xmmword_ptr(x + d + disp), xmm16).unwrap();
+                        a.vmovdqu64(xmmword_ptr(x + d + disp), xmm18).unwrap();
                     }
                 }
                 n => {
@@ -356,6 +468,35 @@ impl FastBlock {
         effective_address(b, e, m, d);
         shadow_delta_of(b, e, d, self.table);
         (e, d, 0)
+    }
+
+    /// Goes on in the full version if any byte of `[lo, hi)` from the base register of `m`
+    /// is tainted (a `Check::Span`): one shadow load per 32 bytes, `or`ed together.
+    fn check_span(&mut self, b: &mut Inline, m: &UsedMemory, lo: i32, hi: i32) {
+        let (x, d, _) = self.shadow_of(b, m);
+        let counter = b.flags_live().then(|| b.scratch_rcx()).flatten();
+        let a = b.asm();
+        if hi - lo <= 8 {
+            match counter {
+                Some(c) => a.mov(c, qword_ptr(x + d + lo)).unwrap(),
+                None => a.cmp(qword_ptr(x + d + lo), 0).unwrap(),
+            }
+        } else {
+            if hi - lo <= 16 {
+                a.vmovdqu64(xmm18, xmmword_ptr(x + d + lo)).unwrap();
+            } else {
+                a.vmovdqu64(ymm18, ymmword_ptr(x + d + lo)).unwrap();
+                for k in (lo + 32..hi).step_by(32) {
+                    a.vpord(ymm18, ymm18, ymmword_ptr(x + d + k)).unwrap();
+                }
+            }
+            a.vptestmq(k2, ymm18, ymm18).unwrap();
+            match counter {
+                Some(c) => a.kmovw(r32(c), k2).unwrap(),
+                None => a.kortestw(k2, k2).unwrap(),
+            }
+        }
+        b.full_version_if(if counter.is_some() { When::RcxNonZero } else { When::NotZero });
     }
 
     /// Goes on in the full version if any byte the instruction reads (or may write, for

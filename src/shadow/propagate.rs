@@ -362,8 +362,10 @@ pub fn shadow_qword(b: &mut Inline, addr: AsmRegister64, t: AsmRegister64, dst: 
     b.asm().mov(dst, qword_ptr(dst)).unwrap();
 }
 
-/// Whether tool code may use AVX-512 temporaries (ymm16-31): they exist only with AVX-512,
-/// which the guest's cpuid hides, so no guest value lives there. Origin code uses ymm16 within
+/// Whether tool code may use AVX-512 temporaries (ymm18-31, and mask registers k2-k7): they
+/// exist only with AVX-512, which the guest's cpuid hides, so no guest value lives there
+/// (xmm16, xmm17 and k1 are the engine's: the block count of threaded programs, see
+/// `rtgrind_jit::context::quantum_in_xmm16`). Origin code uses ymm18 within
 /// one instruction's code only (nothing is kept across guest instructions, so a guest `xrstor`
 /// cannot undo it). `RTGRIND_AVX512=0` turns it off (the general-register code is the same
 /// shadow state, for comparisons and tests).
@@ -1137,8 +1139,8 @@ impl Propagation {
             a.mov(ta(origin_slot(d)), r.acc).unwrap();
             if let Part::Vec { .. } = d.part {
                 if wide_temporaries() {
-                    a.vpbroadcastq(ymm16, r.acc).unwrap();
-                    a.vmovdqu64(ta_lanes(lane_slot(d.n, 0)), ymm16).unwrap();
+                    a.vpbroadcastq(ymm18, r.acc).unwrap();
+                    a.vmovdqu64(ta_lanes(lane_slot(d.n, 0)), ymm18).unwrap();
                 } else {
                     for k in 0..4 {
                         a.mov(ta(lane_slot(d.n, k)), r.acc).unwrap();
@@ -1274,14 +1276,14 @@ impl Propagation {
                 let a = b.asm();
                 if wide_temporaries() {
                     if n == 4 {
-                        a.vmovdqu64(ymm16, ymmword_ptr(g + off)).unwrap();
+                        a.vmovdqu64(ymm18, ymmword_ptr(g + off)).unwrap();
                     } else {
                         // Lanes 2 and 3 repeat the last granule read, as below.
-                        a.vmovdqu64(xmm16, xmmword_ptr(g + off)).unwrap();
-                        a.evex().vpermq(ymm16, ymm16, 0b01_01_01_00).unwrap();
+                        a.vmovdqu64(xmm18, xmmword_ptr(g + off)).unwrap();
+                        a.evex().vpermq(ymm18, ymm18, 0b01_01_01_00).unwrap();
                     }
-                    a.vmovdqu64(ta_lanes(lane_slot(d.n, 0)), ymm16).unwrap();
-                    a.evex().vmovq(ta(origin_slot(*d)), xmm16).unwrap();
+                    a.vmovdqu64(ta_lanes(lane_slot(d.n, 0)), ymm18).unwrap();
+                    a.evex().vmovq(ta(origin_slot(*d)), xmm18).unwrap();
                     return true;
                 }
                 for k in 0..4 {
@@ -1323,11 +1325,11 @@ impl Propagation {
                 }
                 if wide_temporaries() {
                     if n == 4 {
-                        a.vmovdqu64(ymm16, ta_lanes(lane_slot(s.n, 0))).unwrap();
-                        a.vmovdqu64(ymmword_ptr(g + off), ymm16).unwrap();
+                        a.vmovdqu64(ymm18, ta_lanes(lane_slot(s.n, 0))).unwrap();
+                        a.vmovdqu64(ymmword_ptr(g + off), ymm18).unwrap();
                     } else {
-                        a.vmovdqu64(xmm16, xmmword_ptr(tool_area(lane_slot(s.n, 0))).gs()).unwrap();
-                        a.vmovdqu64(xmmword_ptr(g + off), xmm16).unwrap();
+                        a.vmovdqu64(xmm18, xmmword_ptr(tool_area(lane_slot(s.n, 0))).gs()).unwrap();
+                        a.vmovdqu64(xmmword_ptr(g + off), xmm18).unwrap();
                     }
                     return true;
                 }
@@ -1340,8 +1342,8 @@ impl Propagation {
             ([s], [], [d], []) if vec(s).is_some() && vec(d).is_some() => {
                 let a = b.asm();
                 if wide_temporaries() {
-                    a.vmovdqu64(ymm16, ta_lanes(lane_slot(s.n, 0))).unwrap();
-                    a.vmovdqu64(ta_lanes(lane_slot(d.n, 0)), ymm16).unwrap();
+                    a.vmovdqu64(ymm18, ta_lanes(lane_slot(s.n, 0))).unwrap();
+                    a.vmovdqu64(ta_lanes(lane_slot(d.n, 0)), ymm18).unwrap();
                 } else {
                     for k in 0..4 {
                         a.mov(r.m, ta(lane_slot(s.n, k))).unwrap();

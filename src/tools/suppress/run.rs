@@ -109,7 +109,7 @@ impl SuppressRun {
         // Points name block instances, traced or not.
         prop.count_blocks = true;
         let state = Box::new(State { shadow, ipdoms: HashMap::new(), functions: Vec::new(), suppressed: HashMap::new(), hits: Vec::new(), main: (0, 0), armed: false, arm_requested: false });
-        Ok(SuppressRun { program, plan, prop, origins, state, guards: Vec::new(), checks: Vec::new(), threads: 0, crash: None, syscall_suppressed: false, pipes: HashMap::new(), failure, crt: Vec::new(), lifetime: Default::default(), fast: fast::enabled(), block_use: Default::default(), fast_block: fast::FastBlock::new(0, false, 0) })
+        Ok(SuppressRun { program, plan, prop, origins, state, guards: Vec::new(), checks: Vec::new(), threads: 0, crash: None, syscall_suppressed: false, pipes: HashMap::new(), failure, crt: Vec::new(), lifetime: Default::default(), fast: fast::enabled(), block_use: Default::default(), fast_block: fast::FastBlock::new(0, false, &Default::default()) })
     }
 
     /// Gives guest memory `[start, end)` shadow of its own, corrupt bits and origins.
