@@ -236,6 +236,8 @@ const SHADOW_CASES: &[(&str, &str)] = &[
     ("call_pushes_clean", "00000000"),
     ("memcpy_copies", "001001000000000000000000000000000000000011100000"),
     ("across_chunks", "00010000"),
+    ("later_load_of_a_span", "00000000001000000000000000000000"),
+    ("vector_loads_of_a_span", "11111111111111111111111111111111"),
 ];
 
 /// The taint report's lines without the `==PID==` prefix and the guest pcs (libraries are

@@ -183,5 +183,22 @@ int main(void) {
         __asm__ volatile("mov %1, %%rax\n\tmov %%rax, %0" : "=m"(*(long *)edge) : "m"(*(long *)src) : "rax");
         show("across_chunks", edge, 8);
     }
+
+    /* Loads through one base register, the tainted byte read only by a later one: two vector
+     * loads (a merge); scalar loads with the base moved by a constant between them, and a
+     * vector load after them (the fast version checks such loads together, at the first).
+     * Earlier cases left ymm0 and ymm1 tainted, which would keep the blocks in their full
+     * version. */
+    reset();
+    __asm__ volatile("vpxor %%xmm0, %%xmm0, %%xmm0\n\tvpxor %%xmm1, %%xmm1, %%xmm1" : : : "xmm0", "xmm1");
+    RTGRIND_TAINT(src + 33, 1);
+    __asm__ volatile("lea %1, %%rdi\n\tvmovdqu (%%rdi), %%ymm0\n\tvpminub 32(%%rdi), %%ymm0, %%ymm1\n\tvmovdqu %%ymm1, %0"
+                     : "=m"(*(char(*)[32])dst) : "m"(*(char(*)[64])src) : "rdi", "xmm0", "xmm1");
+    show("vector_loads_of_a_span", dst, 32);
+    reset(); RTGRIND_TAINT(src + 50, 1);
+    __asm__ volatile("lea %2, %%rdi\n\tmov (%%rdi), %%rax\n\tmov 8(%%rdi), %%rcx\n\tadd $16, %%rdi\n\tmov 32(%%rdi), %%rdx\n\t"
+                     "vmovdqu 16(%%rdi), %%xmm0\n\tmov %%rax, %0\n\tmov %%rdx, %1\n\tvmovdqu %%xmm0, 16%0"
+                     : "=m"(*(long *)dst), "=m"(*(long *)(dst + 8)) : "m"(*(char(*)[64])src) : "rax", "rcx", "rdx", "rdi", "xmm0", "cc");
+    show("later_load_of_a_span", dst, 32);
     return 0;
 }
