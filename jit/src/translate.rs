@@ -104,6 +104,18 @@ struct BlockBuilder {
     fast_body: Option<(Label, u16)>,
     /// 8-byte constants placed after the stubs (calls' return addresses).
     literals: Vec<(Label, u64)>,
+    /// Conditional exits taken with registers stolen (see `conditional`): their reloads,
+    /// out of line before the stubs.
+    taken_with_stolen: Vec<TakenExit>,
+}
+
+/// A conditional branch's taken path out of the middle of a block while registers are stolen:
+/// the reloads of `stolen` happen there, so the fall-through path keeps the tool's values.
+struct TakenExit {
+    label: Label,
+    stolen: u16,
+    pc: u64,
+    target: u64,
 }
 
 /// Where a tool's code is, for its jumps to the full version.
@@ -385,6 +397,7 @@ pub fn translate_limited(
         full_at: Vec::new(),
         fast_body: None,
         literals: Vec::new(),
+        taken_with_stolen: Vec::new(),
     };
     let max_insns = max_insns.clamp(1, MAX_BLOCK_INSNS);
     // The straight-line code the block can reach, decoded once: the flags' liveness and a
@@ -451,6 +464,15 @@ pub fn translate_limited(
         (end, count) = body(&mut b, &env, tool)?;
     }
     b.emit_to_full(tool);
+    for e in std::mem::take(&mut b.taken_with_stolen) {
+        b.asm.bind(e.label);
+        for r in 0..16u8 {
+            if e.stolen & (1 << r) != 0 {
+                b.asm.load_gs(r, spill_slot(r as usize));
+            }
+        }
+        b.jmp_exit(e.pc, e.target);
+    }
     b.emit_stubs();
     for (l, v) in std::mem::take(&mut b.literals) {
         b.asm.literal(l, v);
@@ -590,7 +612,9 @@ fn body(b: &mut BlockBuilder, env: &BodyEnv, tool: &mut dyn Tool) -> Result<(u64
         let stack_segment = info.used_memory().iter().any(|m| matches!(m.base(), Register::RSP | Register::RBP | Register::ESP | Register::EBP));
         let control = emit_inline(b, before, Point::Before(count - 1, ins.ip(), ins.len() as u8, stack_segment));
         let sequential = matches!(ins.flow_control(), FlowControl::Next | FlowControl::XbeginXabortXend);
-        if !sequential || matches!(ins.mnemonic(), Mnemonic::Syscall | Mnemonic::Cpuid | Mnemonic::Rdtsc | Mnemonic::Rdtscp) {
+        // (A conditional branch the block goes on past reloads them on its taken path only.)
+        let conditional_branch = ins.flow_control() == FlowControl::ConditionalBranch;
+        if !(sequential || conditional_branch) || matches!(ins.mnemonic(), Mnemonic::Syscall | Mnemonic::Cpuid | Mnemonic::Rdtsc | Mnemonic::Rdtscp) {
             // The block ends with this instruction: every register gets its guest value back.
             b.restore(!0);
         }
@@ -650,6 +674,12 @@ fn body(b: &mut BlockBuilder, env: &BodyEnv, tool: &mut dyn Tool) -> Result<(u64
             FlowControl::ConditionalBranch => {
                 b.map(&ins, Fixup::None);
                 let go_on = folded < max_folded() && count < max_insns && decoder.can_decode();
+                // Only a plain `jcc` the block goes on past keeps registers stolen (see
+                // `conditional`); every other way out reloads them first.
+                let counted = matches!(ins.mnemonic(), Mnemonic::Loop | Mnemonic::Loope | Mnemonic::Loopne | Mnemonic::Jrcxz | Mnemonic::Jecxz);
+                if !go_on || control.outcome.is_some() || ins.condition_code() == ConditionCode::None || counted {
+                    b.restore(!0);
+                }
                 if !conditional(b, &ins, raw, control.outcome, go_on) {
                     break;
                 }
@@ -863,7 +893,15 @@ fn conditional(b: &mut BlockBuilder, ins: &Instruction, raw: &[u8], outcome: Opt
         restore_rcx(b);
     }
     if cc != ConditionCode::None && !counted {
-        b.jcc_exit(cc as u8 - 1, ins.ip(), taken);
+        if go_on && b.stolen != 0 {
+            // Tool values in stolen registers live on past the branch; its taken path gets
+            // the guest values back out of line.
+            let label = b.asm.new_label();
+            b.asm.jcc_label(cc as u8 - 1, label);
+            b.taken_with_stolen.push(TakenExit { label, stolen: b.stolen, pc: ins.ip(), target: taken });
+        } else {
+            b.jcc_exit(cc as u8 - 1, ins.ip(), taken);
+        }
         if go_on {
             b.asm.bind(fall_label);
             return true;
