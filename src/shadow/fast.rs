@@ -113,18 +113,15 @@ fn plan_checks(insns: &[Instruction]) -> HashMap<(u64, usize), Check> {
             }
             let size = m.memory_size().size() as i64;
             let key = (ins.ip(), k);
-            match open.iter().position(|g| g.base == m.base()) {
-                Some(i) => {
-                    let g = &mut open[i];
-                    let (lo, hi) = (g.lo.min(g.drift + disp), g.hi.max(g.drift + disp + size));
-                    if hi - lo <= MAX_SPAN {
-                        (g.lo, g.hi) = (lo, hi);
-                        g.rest.push(key);
-                        continue;
-                    }
-                    close(open.swap_remove(i), &mut plan);
+            if let Some(i) = open.iter().position(|g| g.base == m.base()) {
+                let g = &mut open[i];
+                let (lo, hi) = (g.lo.min(g.drift + disp), g.hi.max(g.drift + disp + size));
+                if hi - lo <= MAX_SPAN {
+                    (g.lo, g.hi) = (lo, hi);
+                    g.rest.push(key);
+                    continue;
                 }
-                None => {}
+                close(open.swap_remove(i), &mut plan);
             }
             open.push(Group { base: m.base(), drift: 0, lo: disp, hi: disp + size, first: key, rest: Vec::new() });
         }
