@@ -1,7 +1,8 @@
 /* find() returns NULL for an unknown device; the polling loop dereferences it. Suppressing
  * the NULL's definition skips the `ready` test, so the loop never counts three readings and
  * the suppression run does not end: it is stopped by its budget and counts as a run without
- * the crash. */
+ * the crash. (`seen` is a global: a skipped region's stores to the stack become corrupt, so a
+ * local `seen` would make the loop's test corrupt and end the loop; see skipped_counter.c.) */
 #include <stdio.h>
 #include <string.h>
 struct device { const char *name; int ready; };
@@ -11,9 +12,10 @@ static struct device *find(const char *name) {
         if (strcmp(devices[i].name, name) == 0) return &devices[i];
     return NULL;
 }
+static int seen;
 int main(int argc, char **argv) {
     struct device *d = find(argc > 1 ? argv[1] : "disk"); /* root */
-    int polls = 0, seen = 0;
+    int polls = 0;
     while (seen < 3) {
         polls++;
         if (d->ready) /* crash */

@@ -31,12 +31,15 @@ pub(super) struct Guard {
     pub(super) kind: GuardKind,
     pub(super) ins: Instruction,
     pub(super) state: *mut State,
+    /// Registers whose guest values wait in their spill slots at the call-out (`guest_regs`).
+    pub(super) spilled: u16,
 }
 
 pub(super) struct PointCheck {
     pub(super) point: Point,
     pub(super) ins: Instruction,
     pub(super) state: *mut State,
+    pub(super) spilled: u16,
 }
 
 /// What call-outs share with the tool (boxed: its address is baked into translations).
@@ -69,9 +72,17 @@ impl State {
     }
 }
 
-/// Effective address of the instruction's memory operand `m` from the registers at a call-out.
-pub(super) fn address(ctx: &ThreadContext, ins: &Instruction) -> Option<u64> {
-    let regs = &ctx.callout_regs;
+/// The guest's general registers at a call-out whose code had the registers `spilled` lent
+/// (`Inline::spilled`): those hold the tool's values, their guest values wait in their spill
+/// slots. (A region's stores addressed from a lent rbp were marked corrupt at the tool's
+/// address, so which register the tool's code happened to borrow changed what a suppression
+/// run did.)
+pub(super) fn guest_regs(ctx: &ThreadContext, spilled: u16) -> [u64; 16] {
+    std::array::from_fn(|r| if spilled & (1 << r) != 0 { ctx.tool_spill[r] } else { ctx.callout_regs[r] })
+}
+
+/// Effective address of the instruction's memory operand from the guest's registers `regs`.
+pub(super) fn address(ctx: &ThreadContext, regs: &[u64; 16], ins: &Instruction) -> Option<u64> {
     let val = |r: Register| -> u64 {
         if r == Register::None {
             0
@@ -89,7 +100,7 @@ pub(super) fn address(ctx: &ThreadContext, ins: &Instruction) -> Option<u64> {
 
 /// Marks everything `ins` writes corrupt: registers, flags and (if `memory`) its memory
 /// destination.
-pub(super) fn corrupt_destinations(ctx: &mut ThreadContext, st: &mut State, ins: &Instruction, memory: bool) {
+pub(super) fn corrupt_destinations(ctx: &mut ThreadContext, st: &mut State, ins: &Instruction, memory: bool, regs: &[u64; 16]) {
     let info = InstructionInfoFactory::new().info(ins).clone();
     for u in info.used_registers() {
         if !matches!(u.access(), OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite) {
@@ -111,7 +122,7 @@ pub(super) fn corrupt_destinations(ctx: &mut ThreadContext, st: &mut State, ins:
     if memory {
         for m in info.used_memory() {
             if matches!(m.access(), OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite) {
-                if let Some(ea) = address(ctx, ins) {
+                if let Some(ea) = address(ctx, regs, ins) {
                     let size = m.memory_size().size().max(1) as u64;
                     st.mem().set_range(ea, size, 1);
                 }
@@ -122,14 +133,14 @@ pub(super) fn corrupt_destinations(ctx: &mut ThreadContext, st: &mut State, ins:
 
 /// Marks what an instruction of a skipped conditional region would define: the registers it
 /// writes (not rsp) and, for a store to a stack slot (rsp or rbp plus a displacement), the slot.
-pub(super) fn corrupt_region_insn(ctx: &mut ThreadContext, st: &mut State, ins: &Instruction) {
+pub(super) fn corrupt_region_insn(ctx: &mut ThreadContext, st: &mut State, ins: &Instruction, regs: &[u64; 16]) {
     if matches!(ins.flow_control(), FlowControl::Call | FlowControl::IndirectCall) {
         // The call's result; what the callee writes is not known here.
         *shadow::gpr(ctx, 0) = 0xff;
         return;
     }
     let stack_store = matches!(ins.memory_base(), Register::RSP | Register::RBP) && ins.memory_index() == Register::None;
-    corrupt_destinations(ctx, st, ins, stack_store && !matches!(ins.mnemonic(), Mnemonic::Push | Mnemonic::Pop | Mnemonic::Leave));
+    corrupt_destinations(ctx, st, ins, stack_store && !matches!(ins.mnemonic(), Mnemonic::Push | Mnemonic::Pop | Mnemonic::Leave), regs);
 }
 
 pub(super) fn address_corrupt(ctx: &mut ThreadContext, ins: &Instruction) -> bool {
@@ -143,6 +154,7 @@ pub(super) extern "C" fn guard_callout(ctx: *mut ThreadContext, arg: u64) {
     // SAFETY: as above.
     let st = unsafe { &mut *g.state };
     let ins = &g.ins;
+    let regs = guest_regs(ctx, g.spilled);
     *shadow::word(ctx, area::REDIRECT) = 0;
     if std::env::var_os("RTGRIND_SUPPRESS_TRACE").is_some() {
         eprintln!("suppress-trace: {:?} at {:#x} `{}` rsp={:#x}", g.kind, ins.ip(), fmt(ins), ctx.callout_regs[4]);
@@ -150,12 +162,12 @@ pub(super) extern "C" fn guard_callout(ctx: *mut ThreadContext, arg: u64) {
     match g.kind {
         GuardKind::Access => {
             let bad_address = address_corrupt(ctx, ins);
-            corrupt_destinations(ctx, st, ins, !bad_address);
+            corrupt_destinations(ctx, st, ins, !bad_address, &regs);
             st.count(if bad_address { "accesses through a corrupt address" } else { "stores of a corrupt value" });
             *shadow::word(ctx, area::REDIRECT) = ins.next_ip();
         }
         GuardKind::Divide => {
-            corrupt_destinations(ctx, st, ins, false);
+            corrupt_destinations(ctx, st, ins, false, &regs);
             st.count("divisions by a corrupt value");
             *shadow::word(ctx, area::REDIRECT) = ins.next_ip();
         }
@@ -196,7 +208,7 @@ pub(super) extern "C" fn guard_callout(ctx: *mut ThreadContext, arg: u64) {
                     // What either path would have defined is corrupt: registers, and stack
                     // slots (addressed from rsp or rbp, whose values are known here).
                     for r in &region {
-                        corrupt_region_insn(ctx, st, r);
+                        corrupt_region_insn(ctx, st, r, &regs);
                     }
                 }
                 target
@@ -240,7 +252,8 @@ pub(super) extern "C" fn point_callout(ctx: *mut ThreadContext, arg: u64) {
     }
     let ins = &c.ins;
     let bad_address = address_corrupt(ctx, ins);
-    corrupt_destinations(ctx, st, ins, !bad_address);
+    let regs = guest_regs(ctx, c.spilled);
+    corrupt_destinations(ctx, st, ins, !bad_address, &regs);
     let main = st.main;
     let sites: Vec<u64> = frames(ctx, ctx.callout_regs[4]).iter().map(|f| f.1).filter(|r| (main.0..main.1).contains(r)).collect();
     st.hits.push((c.point, sites));

@@ -152,16 +152,17 @@ impl SuppressRun {
         if !self.state.armed || b.version() == Version::Fast {
             return;
         }
-        let g = Box::new(Guard { kind, ins: *ins, state: self.state_ptr() });
+        let counter = b.flags_live().then(|| b.scratch_rcx()).flatten();
+        if counter.is_none() {
+            b.clobber_flags();
+        }
+        let (t, u, v) = (counter.unwrap_or_else(|| b.scratch()), b.scratch(), b.scratch());
+        let g = Box::new(Guard { kind, ins: *ins, state: self.state_ptr(), spilled: b.spilled() });
         let arg = &*g as *const Guard as u64;
         self.guards.push(g);
-        if b.flags_live() {
-            if let Some(c) = b.scratch_rcx() {
-                return self.guard_flag_free(b, c, arg, slots, mem_value);
-            }
+        if counter.is_some() {
+            return self.guard_flag_free(b, t, u, v, arg, slots, mem_value);
         }
-        b.clobber_flags();
-        let (t, u, v) = (b.scratch(), b.scratch(), b.scratch());
         let a = b.asm();
         let done = a.create_label();
         a.xor(t, t).unwrap();
@@ -183,8 +184,8 @@ impl SuppressRun {
     /// the shadows are summed in rcx with `lea` (they are small non-negative masks, so the sum
     /// is zero only if all are) and tested with `jrcxz`, and the slow path tests the redirect
     /// word the same way, so the flags need no save.
-    fn guard_flag_free(&mut self, b: &mut Inline, c: AsmRegister64, arg: u64, slots: &[usize], mem_value: Option<&rtgrind_jit::iced_x86::UsedMemory>) {
-        let (u, v) = (b.scratch(), b.scratch());
+    #[allow(clippy::too_many_arguments)]
+    fn guard_flag_free(&mut self, b: &mut Inline, c: AsmRegister64, u: AsmRegister64, v: AsmRegister64, arg: u64, slots: &[usize], mem_value: Option<&rtgrind_jit::iced_x86::UsedMemory>) {
         let a = b.asm();
         a.mov(c, 0u64).unwrap();
         for &s in slots {
@@ -298,11 +299,11 @@ impl SuppressRun {
     fn point_checks(&mut self, ins: &Instruction, b: &mut Inline) {
         let points: Vec<Point> = self.plan.points.iter().filter(|p| p.pc == ins.ip()).copied().collect();
         for p in points {
-            let c = Box::new(PointCheck { point: p, ins: *ins, state: self.state_ptr() });
-            let arg = &*c as *const PointCheck as u64;
-            self.checks.push(c);
             b.clobber_flags();
             let t = b.scratch();
+            let c = Box::new(PointCheck { point: p, ins: *ins, state: self.state_ptr(), spilled: b.spilled() });
+            let arg = &*c as *const PointCheck as u64;
+            self.checks.push(c);
             let a = b.asm();
             let no = a.create_label();
             // Instance 0: every instance of the site (the driver escalates to it).
