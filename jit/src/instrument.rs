@@ -193,8 +193,10 @@ impl Inline {
         // Spilled already and not needed by the rest of the block, then not needed by it
         // (one spill, no reload before the block ends), then spilled already.
         let (stolen, unused) = (self.stolen, !self.later);
-        // rcx last: it is the one register `scratch_rcx` can give a flag-free test (`jrcxz`).
-        let order = || (2..16usize).chain([1]);
+        // r8-r15 first (compiled code uses them least), rdx and rcx last: they carry every
+        // indirect branch's save and reload (a block entered by a `ret` has just loaded them),
+        // and rcx is the one register `scratch_rcx` can give a flag-free test (`jrcxz`).
+        let order = || (8..16usize).chain([3, 5, 6, 7, 2, 1]);
         let n = match order().find(|&r| self.reusable & (1 << r) != 0) {
             Some(n) => {
                 self.reusable &= !(1 << n);
