@@ -64,6 +64,16 @@ int main(void) {
                      : "=m"(c[5]), "=m"(c[6]) : "m"(a[0]) : "rax", "rbx", "rcx", "rdx", "cc");
     check("misaligned_push_pop_keeps", &c[5], add_at);
     check("misaligned_push_upper_half_keeps", &c[6], add_at);
+    /* The same with the stack pointer misaligned where a block starts (a jump ends the one
+     * before; a fresh definition, so stale granules from the case above cannot pass), the
+     * upper half read through another register: the fast version, which assumes the stack
+     * pointer 8-aligned, must not run there. */
+    __asm__ volatile("mov %3, %%rax\n\tlea 2f(%%rip), %%rcx\n\tmov %%rcx, %2\n2:\tadd $3, %%rax\n"
+                     "\tmov %%rsp, %%rbx\n\tsub $132, %%rsp\n\tjmp 1f\n1:\tpush %%rax\n\tpush %%rax\n"
+                     "\tpop %%rdx\n\tmov -136(%%rbx), %%ecx\n\tmov %%rbx, %%rsp\n\tmov %%rdx, %0\n\tmov %%rcx, %1"
+                     : "=m"(c[7]), "=m"(b[7]), "=m"(where) : "m"(a[0]) : "rax", "rbx", "rcx", "rdx", "cc");
+    check("block_with_misaligned_stack_keeps", &c[7], where);
+    check("block_with_misaligned_stack_upper_half_keeps", &b[7], where);
 
     /* Accesses through one base register (its origin granules kept for the block) that
      * moves by a constant between them: an unaligned store covers granules 0 and 1, a load

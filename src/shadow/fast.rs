@@ -41,6 +41,8 @@ pub struct BlockUse {
     /// Base registers other than the stack pointer that more than one memory access goes
     /// through (bit = number): worth keeping per-block values for (`Propagation::block_bases`).
     pub bases: u16,
+    /// Memory is accessed through the stack pointer (pushes, pops, calls, returns too).
+    stack: bool,
     /// Loads checked together with others (`plan_checks`), by (instruction address, index
     /// among its loads); the others are checked by their instruction.
     checks: HashMap<(u64, usize), Check>,
@@ -189,6 +191,7 @@ pub fn block_use(insns: &[Instruction]) -> BlockUse {
             break;
         }
         let info = factory.info(ins);
+        u.stack |= info.used_memory().iter().any(|m| accesses_memory(m) && m.base() == Register::RSP);
         for m in info.used_memory().iter().filter(|m| accesses_memory(m) && m.base().is_gpr64() && m.base() != Register::RSP) {
             let bit = base_bit(m.base());
             u.bases |= seen_base & bit;
@@ -230,22 +233,36 @@ fn all_shadow_slots() -> impl Iterator<Item = usize> {
 
 /// The fast version's block-start code: the full version if a register's shadow may be
 /// tainted. Only the full version taints registers, and every way into it marks
-/// `slot::DIRTY`, so the test is one compare (`full_start` looks closer).
-pub fn select(b: &mut Inline) {
+/// `slot::DIRTY`, so the test is one compare (`full_start` looks closer). With
+/// `aligned_stack`, also if the stack pointer is not a multiple of 8 (see
+/// `Propagation::stack_aligned`).
+pub fn select(b: &mut Inline, aligned_stack: bool) {
     let dirty = qword_ptr(tool_area(slot::DIRTY)).gs();
     if b.flags_live() {
         let acc = b.scratch_rcx().expect("nothing is in use at a block start");
         b.asm().mov(acc, dirty).unwrap();
-        return b.full_version_if(When::RcxNonZero);
+        b.full_version_if(When::RcxNonZero);
+        if aligned_stack {
+            // Flag-free: rcx = rsp << 61 is zero only if rsp's low three bits are.
+            let a = b.asm();
+            a.mov(ecx, 61).unwrap();
+            a.shlx(rcx, rsp, rcx).unwrap();
+            b.full_version_if(When::RcxNonZero);
+        }
+        return;
     }
     b.asm().cmp(dirty, 0).unwrap();
     b.full_version_if(When::NotZero);
+    if aligned_stack {
+        b.asm().test(spl, 7).unwrap();
+        b.full_version_if(When::NotZero);
+    }
 }
 
 /// The full version's block-start code (reached only while `slot::DIRTY` is set): back to the
 /// fast version if the registers this block uses are clean, clearing the mark if all are.
 /// Where the guest's flags are live the block stays in its full version.
-pub fn full_start(b: &mut Inline, u: &BlockUse) {
+pub fn full_start(b: &mut Inline, u: &BlockUse, aligned_stack: bool) {
     if b.flags_live() {
         return;
     }
@@ -260,6 +277,10 @@ pub fn full_start(b: &mut Inline, u: &BlockUse) {
     let a = b.asm();
     let (mut done, mut others) = (a.create_label(), a.create_label());
     // Every path to `done` leaves ZF set if and only if the fast version may run.
+    if aligned_stack {
+        a.test(spl, 7).unwrap();
+        a.jnz(done).unwrap();
+    }
     a.xor(acc, acc).unwrap();
     for &s in &block {
         a.or(acc, q(s)).unwrap();
@@ -282,18 +303,21 @@ pub fn full_start(b: &mut Inline, u: &BlockUse) {
 /// the full one counts it before it may go back to the fast one's body, past that count.
 /// Translating the fast version starts a new `fast_block`.
 pub fn block_start(b: &mut Inline, prop: &mut Propagation, block_use: &BlockUse, fast_block: &mut FastBlock) {
+    // Origins assume an 8-aligned stack pointer in the fast version (checked here).
+    let aligned_stack = prop.origins.is_some() && block_use.stack;
     match b.version() {
         Version::Fast => {
             *fast_block = FastBlock::new(prop.taint_table, prop.origins.is_some(), block_use);
-            select(b);
+            select(b, aligned_stack);
             b.release_scratch();
             prop.block_start(b);
             prop.block_bases = block_use.bases;
+            prop.stack_aligned = aligned_stack;
         }
         Version::Full => {
             prop.block_start(b);
             b.release_scratch();
-            full_start(b, block_use);
+            full_start(b, block_use, aligned_stack);
         }
         Version::Only => prop.block_start(b),
     }

@@ -412,6 +412,10 @@ pub struct Propagation {
     /// Base registers other than the stack pointer that more than one access of the block
     /// goes through (bit = number; see `fast::BlockUse`): their granules are worth a register.
     pub block_bases: u16,
+    /// The stack pointer is a multiple of 8 here (a fast version checked it at its start, and
+    /// it has moved by multiples of 8 since): all its granules are one register's, and an
+    /// aligned 8-byte access (a push, a pop) has one granule, not two.
+    pub stack_aligned: bool,
     /// The block's instance, in a register kept for the block (see `instance_register`).
     instance: Option<AsmRegister64>,
     /// Log the dynamic dependence graph (origins without a policy only; see [`DepLog`]).
@@ -489,7 +493,7 @@ impl Propagation {
         // SAFETY: the shadow memories outlive the propagation (their tool owns both).
         let table = |m: *mut ShadowMemory| unsafe { (*m).delta_table_addr() };
         let (taint_table, origin_table) = (table(shadow), origins.map_or(0, table));
-        Propagation { shadow, origins, sites: Sites::default(), policy: None, taint_on: true, count_blocks: false, flags_origin_unread: false, known: 0, known_new: 0, granules: Vec::new(), granules_next_pc: None, block_bases: 0, instance: None, log: None, callout, taint_table, origin_table }
+        Propagation { shadow, origins, sites: Sites::default(), policy: None, taint_on: true, count_blocks: false, flags_origin_unread: false, known: 0, known_new: 0, granules: Vec::new(), granules_next_pc: None, block_bases: 0, stack_aligned: false, instance: None, log: None, callout, taint_table, origin_table }
     }
 
     fn callout_args(&self) -> &CalloutArg {
@@ -1392,13 +1396,15 @@ impl Propagation {
             return None;
         }
         let disp = m.displacement() as i64 + extra;
-        let residue = disp.rem_euclid(8);
+        let rem = disp.rem_euclid(8);
+        // (From an 8-aligned base every residue's granule is the same.)
+        let residue = if base == Register::RSP && self.stack_aligned { 0 } else { rem };
         let drift = self.granules.iter().find(|g| g.base == base).map_or(0, |g| g.drift);
         if (drift + disp).unsigned_abs() >= GUARD / 2 {
             return None;
         }
         if let Some(g) = self.granules.iter().find(|g| g.base == base && g.residue == residue) {
-            return Some((g.reg, (drift + disp - residue) as i32));
+            return Some((g.reg, (drift + disp - rem) as i32));
         }
         if self.granules.len() >= MAX_GRANULES || b.free_registers() < 2 {
             return None;
@@ -1413,7 +1419,7 @@ impl Propagation {
         a.lea(reg, qword_ptr(r.u * 8 + reg)).unwrap();
         b.keep(reg);
         self.granules.push(CachedGranule { base, residue, reg, drift });
-        Some((reg, (drift + disp - residue) as i32))
+        Some((reg, (drift + disp - rem) as i32))
     }
 
     /// Before an instruction's code: the registers of the cached granules and the instance
@@ -1448,6 +1454,9 @@ impl Propagation {
 
     /// After an instruction's code: how it moves the cached granules' bases.
     fn bases_moved(&mut self, site: &InsnSite) {
+        if super::fast::base_step(Register::RSP, site.ins, site.info).is_none_or(|s| s % 8 != 0) {
+            self.stack_aligned = false;
+        }
         self.granules.retain_mut(|g| {
             match super::fast::base_step(g.base, site.ins, site.info) {
                 Some(step) if step % 8 == 0 && (g.drift + step).unsigned_abs() < GUARD / 2 => {
@@ -1480,10 +1489,12 @@ impl Propagation {
             if let (Some((first, off)), Some((last, last_off))) = (first, last) {
                 // Granules 8 apart from the first byte's, and the last byte's.
                 let a = b.asm();
-                for k in 0..(size / 8).max(1) {
-                    a.mov(qword_ptr(first + (off + 8 * k as i32)), val).unwrap();
+                let n = (size / 8).max(1) as i32;
+                for k in 0..n {
+                    a.mov(qword_ptr(first + (off + 8 * k)), val).unwrap();
                 }
-                if size > 1 {
+                let written = last == first && (last_off - off) % 8 == 0 && (0..n).contains(&((last_off - off) / 8));
+                if size > 1 && !written {
                     a.mov(qword_ptr(last + last_off), val).unwrap();
                 }
                 return;
@@ -1515,6 +1526,7 @@ impl Propagation {
         self.known = 0;
         self.forget_registers();
         self.block_bases = 0;
+        self.stack_aligned = false;
         if self.origins.is_none() && !self.count_blocks {
             return;
         }
