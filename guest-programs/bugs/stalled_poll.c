@@ -2,7 +2,8 @@
  * the NULL's definition skips the `ready` test, so the loop never counts three readings and
  * the suppression run does not end: it is stopped by its budget and counts as a run without
  * the crash. (`seen` is a global: a skipped region's stores to the stack become corrupt, so a
- * local `seen` would make the loop's test corrupt and end the loop; see skipped_counter.c.) */
+ * local `seen` would make the loop's test corrupt and end the loop: the test
+ * a_skipped_region_makes_the_stack_slots_it_writes_corrupt builds it so.) */
 #include <stdio.h>
 #include <string.h>
 struct device { const char *name; int ready; };

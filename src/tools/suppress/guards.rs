@@ -267,3 +267,21 @@ pub(super) extern "C" fn point_callout(ctx: *mut ThreadContext, arg: u64) {
     }
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtgrind_jit::iced_x86::{Decoder, DecoderOptions};
+
+    #[test]
+    fn addresses_come_from_the_guest_registers_where_the_tool_borrowed_some() {
+        // `add dword [rbp-8], 1`, with rbp lent to the tool's code at the call-out: the
+        // register holds the tool's value, the guest's waits in its spill slot.
+        let ins = Decoder::with_ip(64, &[0x83, 0x45, 0xf8, 0x01], 0x1000, DecoderOptions::NONE).decode();
+        let mut ctx = ThreadContext::new_boxed();
+        ctx.callout_regs[5] = 0x4000;
+        ctx.tool_spill[5] = 0x7fff_0000;
+        assert_eq!(address(&ctx, &guest_regs(&ctx, 1 << 5), &ins), Some(0x7fff_0000 - 8));
+        assert_eq!(address(&ctx, &guest_regs(&ctx, 0), &ins), Some(0x4000 - 8));
+    }
+}
