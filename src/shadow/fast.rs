@@ -17,12 +17,12 @@
 //! With origins, the taint tool propagates them in the fast version too, after the checks.
 
 use super::memory::GUARD;
-use std::collections::HashMap;
 use super::propagate::{effective_address, r32, shadow_delta_of, wide_temporaries, writes, Propagation};
 use super::slot;
 use rtgrind_jit::iced_x86::{Instruction, InstructionInfo, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register, UsedMemory};
 use rtgrind_jit::instrument::code_asm::*;
 use rtgrind_jit::instrument::{tool_area, InsnSite, Inline, Version, When};
+use std::collections::HashMap;
 
 /// Whether blocks get a fast version (`RTGRIND_FAST_PATH=0` turns it off, for comparisons).
 pub fn enabled() -> bool {
@@ -67,9 +67,9 @@ fn loads_of(info: &InstructionInfo) -> impl Iterator<Item = &UsedMemory> {
 }
 
 /// Groups the loads of a block that go through one base register which stays put or moves
-/// by constants between them (the unrolled vector loads of a string routine, a function's
-/// pops and return) so the fast version checks their shadow at the first of them, with one
-/// wide load per 32 bytes (AVX-512 temporaries; without them every load is checked alone).
+/// by constants between them (the unrolled vector loads of a string routine) so the fast
+/// version checks their shadow at the first of them, with one wide load per 32 bytes (AVX-512
+/// temporaries; without them every load is checked alone).
 /// Sound because the fast version writes shadow memory only to clear it (its stores store
 /// clean values): bytes clean at the first load are clean at the later ones, and a tainted
 /// byte only sends the thread to the full version earlier. `movs`/`stos` copy shadow, so no
