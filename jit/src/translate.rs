@@ -154,11 +154,7 @@ impl BlockBuilder {
                 self.asm.restore_flags_ax(OFF_FLAGS_SAVE);
                 self.asm.load_gs(reg::RAX, OFF_FLAGS_RAX);
             }
-            for r in 0..16u8 {
-                if j.spilled & (1 << r) != 0 {
-                    self.asm.load_gs(r, spill_slot(r as usize));
-                }
-            }
+            self.reload(j.spilled);
             if !j.to_fast {
                 // No register is free here: the tool's code can only be position-independent
                 // moves of constants (assembled at 0).
@@ -196,12 +192,18 @@ impl BlockBuilder {
 
     /// Reloads the guest values of the stolen registers among `regs`.
     fn restore(&mut self, regs: u16) {
+        self.reload(self.stolen & regs);
+        self.stolen &= !regs;
+    }
+
+    /// Loads the registers `regs` from their spill slots (out-of-line paths: the state of the
+    /// code that follows in line does not change).
+    fn reload(&mut self, regs: u16) {
         for r in 0..16u8 {
-            if self.stolen & regs & (1 << r) != 0 {
+            if regs & (1 << r) != 0 {
                 self.asm.load_gs(r, spill_slot(r as usize));
             }
         }
-        self.stolen &= !regs;
     }
 
     /// After a guest instruction that wrote `written`, of which it wrote `whole` without
@@ -466,11 +468,7 @@ pub fn translate_limited(
     b.emit_to_full(tool);
     for e in std::mem::take(&mut b.taken_with_stolen) {
         b.asm.bind(e.label);
-        for r in 0..16u8 {
-            if e.stolen & (1 << r) != 0 {
-                b.asm.load_gs(r, spill_slot(r as usize));
-            }
-        }
+        b.reload(e.stolen);
         b.jmp_exit(e.pc, e.target);
     }
     b.emit_stubs();
@@ -676,8 +674,7 @@ fn body(b: &mut BlockBuilder, env: &BodyEnv, tool: &mut dyn Tool) -> Result<(u64
                 let go_on = folded < max_folded() && count < max_insns && decoder.can_decode();
                 // Only a plain `jcc` the block goes on past keeps registers stolen (see
                 // `conditional`); every other way out reloads them first.
-                let counted = matches!(ins.mnemonic(), Mnemonic::Loop | Mnemonic::Loope | Mnemonic::Loopne | Mnemonic::Jrcxz | Mnemonic::Jecxz);
-                if !go_on || control.outcome.is_some() || ins.condition_code() == ConditionCode::None || counted {
+                if !go_on || control.outcome.is_some() || ins.condition_code() == ConditionCode::None || counts_rcx(&ins) {
                     b.restore(!0);
                 }
                 if !conditional(b, &ins, raw, control.outcome, go_on) {
@@ -865,13 +862,18 @@ fn copy_insn(b: &mut BlockBuilder, encoder: &mut Encoder, ins: &Instruction, raw
     b.asm.load_gs(r, OFF_SCRATCH);
 }
 
+/// `loop`, `loopcc`, `jrcxz`/`jecxz`: branches on rcx, with rel8 forms only.
+fn counts_rcx(ins: &Instruction) -> bool {
+    matches!(ins.mnemonic(), Mnemonic::Loop | Mnemonic::Loope | Mnemonic::Loopne | Mnemonic::Jrcxz | Mnemonic::Jecxz)
+}
+
 /// jcc, loop, loopcc, jrcxz/jecxz. With `go_on`, a `jcc` leaves the block only when taken and
 /// the block goes on with the fall-through path (returns true): a not-taken branch costs what
 /// it costs natively, where a block ending at it would take a jump to the next block.
 fn conditional(b: &mut BlockBuilder, ins: &Instruction, raw: &[u8], outcome: Option<usize>, go_on: bool) -> bool {
     let (taken, fall) = (ins.near_branch_target(), ins.next_ip());
     let cc = ins.condition_code();
-    let counted = matches!(ins.mnemonic(), Mnemonic::Loop | Mnemonic::Loope | Mnemonic::Loopne | Mnemonic::Jrcxz | Mnemonic::Jecxz);
+    let counted = counts_rcx(ins);
     let go_on = go_on && cc != ConditionCode::None && !counted;
     let fall_label = b.asm.new_label();
     if let (Some(slot), false, false) = (outcome, counted, cc == ConditionCode::None) {

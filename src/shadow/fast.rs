@@ -17,7 +17,7 @@
 //! With origins, the taint tool propagates them in the fast version too, after the checks.
 
 use super::memory::GUARD;
-use super::propagate::{effective_address, r32, shadow_delta_of, wide_temporaries, writes, Propagation};
+use super::propagate::{effective_address, r32, shadow_delta_of, through_plain_base, wide_temporaries, writes, Propagation};
 use super::slot;
 use rtgrind_jit::iced_x86::{Instruction, InstructionInfo, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register, UsedMemory};
 use rtgrind_jit::instrument::code_asm::*;
@@ -109,7 +109,7 @@ fn plan_checks(insns: &[Instruction]) -> HashMap<(u64, usize), Check> {
             let disp = m.displacement() as i64;
             // (Not the stack: its shadow was mostly just written by narrower stores, which a
             // wide load cannot take from the store buffer: it would wait for them to retire.)
-            let plain = m.base().is_gpr64() && m.base() != Register::RSP && m.index() == Register::None && !matches!(m.segment(), Register::FS | Register::GS);
+            let plain = through_plain_base(m) && m.base() != Register::RSP;
             if !plain || disp.unsigned_abs() >= GUARD / 4 {
                 continue;
             }
@@ -469,7 +469,7 @@ impl FastBlock {
     /// goes into a register.
     fn shadow_of(&mut self, b: &mut Inline, m: &UsedMemory) -> (AsmRegister64, AsmRegister64, i32) {
         let disp = m.displacement() as i64;
-        let plain = m.base().is_gpr64() && m.index() == Register::None && m.segment() != Register::FS;
+        let plain = through_plain_base(m);
         if plain && disp.unsigned_abs() < GUARD / 2 {
             let x = get_gpr64(m.base()).expect("a 64-bit register");
             // (`before` kept the cached registers for this instruction.)

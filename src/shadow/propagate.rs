@@ -1390,7 +1390,7 @@ impl Propagation {
     /// that filled the registers) and where registers are short.
     fn cached_granule(&mut self, b: &mut Inline, r: Regs, m: &UsedMemory, extra: i64) -> Option<(AsmRegister64, i32)> {
         let base = m.base();
-        let plain = base.is_gpr64() && m.index() == Register::None && !matches!(m.segment(), Register::FS | Register::GS);
+        let plain = through_plain_base(m);
         let cacheable = base == Register::RSP || self.block_bases & super::fast::base_bit(base) != 0;
         if !plain || !cacheable || b.version() == Version::Full {
             return None;
@@ -1548,6 +1548,12 @@ impl Propagation {
             b.callout(string_after, self.callout_args() as *const CalloutArg as u64, s);
         }
     }
+}
+
+/// Whether access `m` is `[base + disp]` with a 64-bit base register and no index or `fs`/`gs`
+/// base: its shadow is at a constant offset from a per-block value of the base register.
+pub(crate) fn through_plain_base(m: &UsedMemory) -> bool {
+    m.base().is_gpr64() && m.index() == Register::None && !matches!(m.segment(), Register::FS | Register::GS)
 }
 
 /// See `Propagation::cached_granule`.
