@@ -238,6 +238,7 @@ const SHADOW_CASES: &[(&str, &str)] = &[
     ("across_chunks", "00010000"),
     ("later_load_of_a_span", "00000000001000000000000000000000"),
     ("vector_loads_of_a_span", "11111111111111111111111111111111"),
+    ("clean_stores_over_taint", "00000000101111110000000000000000"),
 ];
 
 /// The taint report's lines without the `==PID==` prefix and the guest pcs (libraries are

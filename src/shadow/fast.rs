@@ -6,8 +6,10 @@
 //!   at the registers its block uses and comes back when they are clean;
 //! - before each load, that the loaded bytes' shadow is clean, else the thread goes on in the
 //!   full version before the same instruction;
-//! - stores clear the shadow of the bytes they write (their value is clean); `movs`/`stos`
-//!   run first on the shadow itself;
+//! - stores through the stack pointer clear the shadow of the bytes they write (their value
+//!   is clean); other stores check it clean like loads (the full version clears it where
+//!   not), so shadow pages of clean data are never written and stay the zero page;
+//!   `movs`/`stos` run first on the shadow itself;
 //! - an instruction the checks do not handle (other string instructions, whose element count
 //!   is known only after they ran; gathers; `xsave` areas and other odd sizes) sends the
 //!   thread to the full version.
@@ -393,11 +395,22 @@ impl FastBlock {
                 Some(Check::Covered) => {}
             }
         }
+        // A store leaves its bytes' shadow clean. Off the stack, checking it clean (the full
+        // version clears it where not) beats clearing it: shadow never written stays the
+        // kernel's zero page, so clean data's shadow costs no memory and no cache, where
+        // clearing it would double the footprint of data the guest streams through. The
+        // stack's shadow is hot anyway, and a store there is cheaper than a check.
+        let (stack_stores, checked_stores): (Vec<UsedMemory>, Vec<UsedMemory>) = site
+            .info
+            .used_memory()
+            .iter()
+            .filter(|m| accesses_memory(m) && m.access() == OpAccess::Write)
+            .partition(|m| m.base() == Register::RSP);
+        loads.extend(checked_stores);
         if !loads.is_empty() {
             self.check_loads(b, &loads);
         }
-        let stores: Vec<UsedMemory> = site.info.used_memory().iter().filter(|m| accesses_memory(m) && m.access() == OpAccess::Write).copied().collect();
-        for m in &stores {
+        for m in &stack_stores {
             let (x, d, disp) = self.shadow_of(b, m);
             let a = b.asm();
             match m.memory_size().size() {
