@@ -63,17 +63,24 @@ enum Check {
 /// Longest span one check covers (four 32-byte shadow loads).
 const MAX_SPAN: i64 = 128;
 
-/// The loads of `info` the fast version checks (reads, conditional writes), in order.
-fn loads_of(info: &InstructionInfo) -> impl Iterator<Item = &UsedMemory> {
-    info.used_memory().iter().filter(|m| accesses_memory(m) && m.access() != OpAccess::Write)
+/// The accesses of `info` the fast version checks clean, in order: reads, conditional writes,
+/// and stores other than through the stack pointer (see `FastBlock::before`).
+fn checked_of(info: &InstructionInfo) -> impl Iterator<Item = &UsedMemory> {
+    info.used_memory().iter().filter(|m| accesses_memory(m) && !clears(m))
 }
 
-/// Groups the loads of a block that go through one base register which stays put or moves
-/// by constants between them (the unrolled vector loads of a string routine) so the fast
-/// version checks their shadow at the first of them, with one wide load per 32 bytes (AVX-512
-/// temporaries; without them every load is checked alone).
+/// Whether the fast version clears the shadow of access `m` (a store through the stack
+/// pointer) rather than checking it.
+fn clears(m: &UsedMemory) -> bool {
+    m.access() == OpAccess::Write && m.base() == Register::RSP
+}
+
+/// Groups the checked accesses (`checked_of`) of a block that go through one base register
+/// which stays put or moves by constants between them (the unrolled vector loads and stores of
+/// a string routine) so the fast version checks their shadow at the first of them, with one
+/// wide load per 32 bytes (AVX-512 temporaries; without them every access is checked alone).
 /// Sound because the fast version writes shadow memory only to clear it (its stores store
-/// clean values): bytes clean at the first load are clean at the later ones, and a tainted
+/// clean values): bytes clean at the first access are clean at the later ones, and a tainted
 /// byte only sends the thread to the full version earlier. `movs`/`stos` copy shadow, so no
 /// group spans one.
 fn plan_checks(insns: &[Instruction]) -> HashMap<(u64, usize), Check> {
@@ -107,7 +114,7 @@ fn plan_checks(insns: &[Instruction]) -> HashMap<(u64, usize), Check> {
             open.drain(..).for_each(|g| close(g, &mut plan));
             continue;
         }
-        for (k, m) in loads_of(info).enumerate() {
+        for (k, m) in checked_of(info).enumerate() {
             let disp = m.displacement() as i64;
             // (Not the stack: its shadow was mostly just written by narrower stores, which a
             // wide load cannot take from the store buffer: it would wait for them to retire.)
@@ -387,29 +394,23 @@ impl FastBlock {
             self.bases.clear();
             return false;
         }
+        // A store leaves its bytes' shadow clean. Off the stack, checking it clean (the full
+        // version clears it where not) beats clearing it: shadow never written stays the
+        // kernel's zero page, so clean data's shadow costs no memory and no cache, where
+        // clearing it would double the footprint of data the guest streams through. The
+        // stack's shadow is hot anyway, and a store there is cheaper than a check.
         let mut loads = Vec::new();
-        for (k, m) in loads_of(site.info).enumerate() {
+        for (k, m) in checked_of(site.info).enumerate() {
             match self.checks.get(&(site.ins.ip(), k)) {
                 None => loads.push(*m),
                 Some(&Check::Span(lo, hi)) => self.check_span(b, m, lo, hi),
                 Some(Check::Covered) => {}
             }
         }
-        // A store leaves its bytes' shadow clean. Off the stack, checking it clean (the full
-        // version clears it where not) beats clearing it: shadow never written stays the
-        // kernel's zero page, so clean data's shadow costs no memory and no cache, where
-        // clearing it would double the footprint of data the guest streams through. The
-        // stack's shadow is hot anyway, and a store there is cheaper than a check.
-        let (stack_stores, checked_stores): (Vec<UsedMemory>, Vec<UsedMemory>) = site
-            .info
-            .used_memory()
-            .iter()
-            .filter(|m| accesses_memory(m) && m.access() == OpAccess::Write)
-            .partition(|m| m.base() == Register::RSP);
-        loads.extend(checked_stores);
         if !loads.is_empty() {
             self.check_loads(b, &loads);
         }
+        let stack_stores: Vec<UsedMemory> = site.info.used_memory().iter().filter(|m| accesses_memory(m) && clears(m)).copied().collect();
         for m in &stack_stores {
             let (x, d, disp) = self.shadow_of(b, m);
             let a = b.asm();
@@ -508,6 +509,12 @@ impl FastBlock {
     /// is tainted (a `Check::Span`): one shadow load per 32 bytes, `or`ed together.
     fn check_span(&mut self, b: &mut Inline, m: &UsedMemory, lo: i32, hi: i32) {
         let (x, d, _) = self.shadow_of(b, m);
+        Self::check_bytes(b, x, d, lo, hi);
+    }
+
+    /// Goes on in the full version if any of the shadow bytes `[x + d + lo, x + d + hi)` is
+    /// not zero (qword granular: it may look up to 7 bytes further).
+    fn check_bytes(b: &mut Inline, x: AsmRegister64, d: AsmRegister64, lo: i32, hi: i32) {
         let counter = b.flags_live().then(|| b.scratch_rcx()).flatten();
         let a = b.asm();
         if hi - lo <= 8 {
@@ -534,8 +541,16 @@ impl FastBlock {
     }
 
     /// Goes on in the full version if any byte the instruction reads (or may write, for
-    /// conditional writes, which keep the old shadow where they do not write) is tainted.
+    /// conditional writes, which keep the old shadow where they do not write) or stores off
+    /// the stack is tainted.
     fn check_loads(&mut self, b: &mut Inline, loads: &[UsedMemory]) {
+        if let [m] = loads {
+            let size = m.memory_size().size() as i32;
+            if size > 8 && wide_temporaries() {
+                let (x, d, disp) = self.shadow_of(b, m);
+                return Self::check_bytes(b, x, d, disp, disp + size);
+            }
+        }
         let single = loads.len() == 1 && loads[0].memory_size().size() <= 8;
         // Flag-free where the flags are live and rcx is free: shadow bytes are 0 or 1, so the
         // sum of a few shadow qwords is zero only if all are. Elsewhere a single small load is
