@@ -1411,12 +1411,19 @@ impl Propagation {
         }
         let reg = b.scratch();
         let x = get_gpr64(base).expect("a 64-bit register");
-        // The base's value when the drift was 0, plus the residue.
-        b.asm().lea(r.u, qword_ptr(x + (residue - drift) as i32)).unwrap();
-        shadow_delta_of(b, r.u, reg, self.origin_table);
-        let a = b.asm();
-        a.pext(r.u, r.u, ta(slot::NOT7)).unwrap();
-        a.lea(reg, qword_ptr(r.u * 8 + reg)).unwrap();
+        if base == Register::RSP && self.stack_aligned {
+            // An 8-aligned address is its granule's: no rounding down (the slice is that of
+            // the stack pointer now, within the guards of its value at drift 0).
+            shadow_delta_of(b, x, reg, self.origin_table);
+            b.asm().lea(reg, qword_ptr(x + reg - drift as i32)).unwrap();
+        } else {
+            // The base's value when the drift was 0, plus the residue.
+            b.asm().lea(r.u, qword_ptr(x + (residue - drift) as i32)).unwrap();
+            shadow_delta_of(b, r.u, reg, self.origin_table);
+            let a = b.asm();
+            a.pext(r.u, r.u, ta(slot::NOT7)).unwrap();
+            a.lea(reg, qword_ptr(r.u * 8 + reg)).unwrap();
+        }
         b.keep(reg);
         self.granules.push(CachedGranule { base, residue, reg, drift });
         Some((reg, (drift + disp - rem) as i32))
