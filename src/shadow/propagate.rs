@@ -1006,11 +1006,12 @@ impl Propagation {
                 if let Some(&s) = o.src_regs.first() {
                     b.asm().mov(r.acc, ta(origin_slot(s))).unwrap();
                 } else if let Some(m) = o.src_mem.first() {
+                    // (Loaded into the accumulator itself: `r.m` is only a name here.)
+                    let r = Regs { m: r.acc, ..r };
                     self.load_origin(b, r, m);
                     if o.dst_regs.iter().any(|d| d.part == Part::W64) && policy.is_some_and(|p| p.is_main(ins.ip())) {
                         Self::undefined_takes_address(policy, b, r, m);
                     }
-                    b.asm().mov(r.acc, r.m).unwrap();
                 }
                 if let Some(p) = policy {
                     if o.src_regs.is_empty() && o.src_mem.is_empty() {
