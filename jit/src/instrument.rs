@@ -402,8 +402,9 @@ impl Inline {
         let asm = self.asm.unwrap_or_else(|| CodeAssembler::new(64).expect("64-bit assembler"));
         // A register lent but never named by the code (a tool borrows a fixed set up front)
         // needs no spill; rcx stays, for the `jrcxz` of a jump to the other version.
-        let mut factory = iced_x86::InstructionInfoFactory::new();
-        let named = asm.instructions().iter().fold(1u16 << 1 | self.slots_read, |m, i| m | used_registers(i, factory.info(i)));
+        // (Operands suffice: the only implicit register tool code uses is rcx, of `jrcxz`;
+        // rax, of `lahf`, and rsp are never lent.)
+        let named = asm.instructions().iter().fold(1u16 << 1 | self.slots_read, |m, i| m | named_registers(i));
         Finished { lent: self.lent & named, save_flags, asm, outcome: self.outcome, to_full: self.to_full }
     }
 }
@@ -418,9 +419,8 @@ pub const fn spill_slot(n: usize) -> usize {
     OFF_TOOL_SPILL + 8 * n
 }
 
-/// The general registers (bit = number, rax = 0) an instruction reads or writes, explicitly or
-/// implicitly, from its `InstructionInfo`.
-pub(crate) fn used_registers(ins: &Instruction, info: &InstructionInfo) -> u16 {
+/// The general registers (bit = number, rax = 0) an instruction names as operands.
+fn named_registers(ins: &Instruction) -> u16 {
     let mut used = 0u16;
     let mut mark = |r: Register| {
         if r.is_gpr() {
@@ -434,8 +434,11 @@ pub(crate) fn used_registers(ins: &Instruction, info: &InstructionInfo) -> u16 {
     }
     mark(ins.memory_base());
     mark(ins.memory_index());
-    for u in info.used_registers() {
-        mark(u.register());
-    }
     used
+}
+
+/// The general registers (bit = number, rax = 0) an instruction reads or writes, explicitly or
+/// implicitly, from its `InstructionInfo`.
+pub(crate) fn used_registers(ins: &Instruction, info: &InstructionInfo) -> u16 {
+    info.used_registers().iter().map(|u| u.register()).filter(|r| r.is_gpr()).fold(named_registers(ins), |m, r| m | 1 << (r.full_register().number() - Register::RAX.number()))
 }

@@ -742,15 +742,15 @@ fn emit_inline(b: &mut BlockBuilder, code: Inline, at: Point) -> Control {
         b.pc_map.push(PcEntry { host_off: b.asm.pos() as u32, guest_pc, guest_len, fixup, stolen: b.stolen, tool_stack_segment: Some(stack_segment) });
     }
     let start = b.asm.pos();
-    let result = asm.assemble_options(b.asm.here(), BlockEncoderOptions::RETURN_NEW_INSTRUCTION_OFFSETS).expect("tool code assembles");
-    b.asm.bytes(&result.inner.code_buffer);
+    let (bytes, offsets) = assemble_at(&mut asm, b.asm.here());
+    b.asm.bytes(&bytes);
     for &(index, rel) in &to_full {
         assert!(at != Point::Elsewhere, "the other version is entered at a block start or before an instruction");
         let to_fast = b.version == Version::Full;
         assert!(!to_fast || at == Point::Start, "the fast version is entered after its start only");
         // The placeholder's rel32 points at the way out, out of line.
         let label = b.asm.new_label();
-        let offset = result.inner.new_instruction_offsets[index] as usize;
+        let offset = offsets[index] as usize;
         b.asm.fixup_rel32(start + offset + rel, label);
         b.to_full.push(ToFull { label, restore_flags: save_flags, spilled: b.stolen, at, to_fast });
     }
@@ -759,6 +759,27 @@ fn emit_inline(b: &mut BlockBuilder, code: Inline, at: Point) -> Control {
         b.asm.load_gs(reg::RAX, OFF_FLAGS_RAX);
     }
     control
+}
+
+/// A tool's code assembled at `ip`, with each instruction's offset. Code that names no label
+/// (most of it) is encoded instruction by instruction: iced's block encoder, which resolves
+/// labels, costs an allocation per instruction and was a tenth of translation time.
+fn assemble_at(asm: &mut iced_x86::code_asm::CodeAssembler, ip: u64) -> (Vec<u8>, Vec<u32>) {
+    let refers_to_labels = |i: &Instruction| {
+        i.is_ip_rel_memory_operand() || (0..i.op_count()).any(|k| matches!(i.op_kind(k), OpKind::NearBranch16 | OpKind::NearBranch32 | OpKind::NearBranch64))
+    };
+    if asm.instructions().iter().any(refers_to_labels) {
+        let result = asm.assemble_options(ip, BlockEncoderOptions::RETURN_NEW_INSTRUCTION_OFFSETS).expect("tool code assembles");
+        return (result.inner.code_buffer, result.inner.new_instruction_offsets);
+    }
+    let mut encoder = Encoder::new(64);
+    let mut offsets = Vec::with_capacity(asm.instructions().len());
+    let mut at = ip;
+    for i in asm.instructions() {
+        offsets.push((at - ip) as u32);
+        at += encoder.encode(i, at).expect("tool code encodes") as u64;
+    }
+    (encoder.take_buffer(), offsets)
 }
 
 /// `rcx = gs:[off]` with the guest's rcx saved, then a flag-free `jrcxz` to `zero`; both paths
