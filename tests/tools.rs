@@ -239,6 +239,7 @@ const SHADOW_CASES: &[(&str, &str)] = &[
     ("later_load_of_a_span", "00000000001000000000000000000000"),
     ("vector_loads_of_a_span", "11111111111111111111111111111111"),
     ("clean_stores_over_taint", "00000000101111110000000000000000"),
+    ("pops_checked_at_the_first", "0000000000100100"),
 ];
 
 /// The taint report's lines without the `==PID==` prefix and the guest pcs (libraries are

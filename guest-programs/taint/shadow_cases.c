@@ -207,5 +207,13 @@ int main(void) {
                      "vmovdqu %2, %%xmm0\n\tvmovdqu %%xmm0, 16(%%rdi)"
                      : "=m"(*(char(*)[32])dst) : "m"(*(long *)clean), "m"(*(char(*)[16])clean) : "rax", "rdi", "xmm0");
     show("clean_stores_over_taint", dst, 32);
+    /* Pops checked together at the first (a block entered by a call, whose flags are dead
+     * at its start, so it runs its fast version: the pushes are in another block): the
+     * second pop's slot is tainted. */
+    reset(); taint25();
+    __asm__ volatile("push %2\n\tpush %3\n\tcall 1f\n1:\n\txor %%ecx, %%ecx\n\tpop %%rcx\n\tpop %%rax\n\tpop %%rdx\n\t"
+                     "mov %%rax, %0\n\tmov %%rdx, %1"
+                     : "=m"(*(long *)dst), "=m"(*(long *)(dst + 8)) : "m"(*(long *)src), "m"(*(long *)clean) : "rax", "rcx", "rdx");
+    show("pops_checked_at_the_first", dst, 16);
     return 0;
 }

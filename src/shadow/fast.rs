@@ -77,8 +77,12 @@ fn clears(m: &UsedMemory) -> bool {
 
 /// Groups the checked accesses (`checked_of`) of a block that go through one base register
 /// which stays put or moves by constants between them (the unrolled vector loads and stores of
-/// a string routine) so the fast version checks their shadow at the first of them, with one
-/// wide load per 32 bytes (AVX-512 temporaries; without them every access is checked alone).
+/// a string routine, the pops of an epilogue) so the fast version checks their shadow at the
+/// first of them: with one wide load per 32 bytes (AVX-512 temporaries; without them only the
+/// stack's are grouped), or for the stack one qword compare per 8 bytes (its shadow was mostly
+/// just written by qword stores, which a wider load cannot take from the store buffer: it
+/// would wait for them to retire). An epilogue's pops are then checked where the flags are
+/// free, before the arithmetic that makes them live up to the `ret`.
 /// Sound because the fast version writes shadow memory only to clear it (its stores store
 /// clean values): bytes clean at the first access are clean at the later ones, and a tainted
 /// byte only sends the thread to the full version earlier. `movs`/`stos` copy shadow, so no
@@ -100,9 +104,7 @@ fn plan_checks(insns: &[Instruction]) -> HashMap<(u64, usize), Check> {
         }
     }
     let mut plan = HashMap::new();
-    if !wide_temporaries() {
-        return plan;
-    }
+    let wide = wide_temporaries();
     let mut open: Vec<Group> = Vec::new();
     let mut factory = InstructionInfoFactory::new();
     for ins in insns {
@@ -116,9 +118,7 @@ fn plan_checks(insns: &[Instruction]) -> HashMap<(u64, usize), Check> {
         }
         for (k, m) in checked_of(info).enumerate() {
             let disp = m.displacement() as i64;
-            // (Not the stack: its shadow was mostly just written by narrower stores, which a
-            // wide load cannot take from the store buffer: it would wait for them to retire.)
-            let plain = through_plain_base(m) && m.base() != Register::RSP;
+            let plain = through_plain_base(m) && (wide || m.base() == Register::RSP);
             if !plain || disp.unsigned_abs() >= GUARD / 4 {
                 continue;
             }
@@ -506,10 +506,27 @@ impl FastBlock {
     }
 
     /// Goes on in the full version if any byte of `[lo, hi)` from the base register of `m`
-    /// is tainted (a `Check::Span`): one shadow load per 32 bytes, `or`ed together.
+    /// is tainted (a `Check::Span`): one shadow load per 32 bytes, `or`ed together, or for
+    /// the stack one qword compare per 8 bytes.
     fn check_span(&mut self, b: &mut Inline, m: &UsedMemory, lo: i32, hi: i32) {
         let (x, d, _) = self.shadow_of(b, m);
-        Self::check_bytes(b, x, d, lo, hi);
+        if m.base() != Register::RSP {
+            return Self::check_bytes(b, x, d, lo, hi);
+        }
+        let counter = b.flags_live().then(|| b.scratch_rcx()).flatten();
+        for k in (lo..hi).step_by(8) {
+            let a = b.asm();
+            match counter {
+                Some(c) => {
+                    a.mov(c, qword_ptr(x + d + k)).unwrap();
+                    b.full_version_if(When::RcxNonZero);
+                }
+                None => {
+                    a.cmp(qword_ptr(x + d + k), 0).unwrap();
+                    b.full_version_if(When::NotZero);
+                }
+            }
+        }
     }
 
     /// Goes on in the full version if any of the shadow bytes `[x + d + lo, x + d + hi)` is
