@@ -242,51 +242,20 @@ impl ShadowMemory {
         let (s0, d0) = (src & !7, dst & !7);
         if len > 0 && Self::contiguous(s0, len + (src & 7)) && Self::contiguous(d0, len + (dst & 7)) {
             let (sp, dp) = (self.addr(s0) as *const u64, self.addr(d0) as *mut u64);
-            if (dst | src) & 7 == 0 {
-                // SAFETY: two runs of 8-aligned granule slots inside reserved slices; `copy`
-                // allows overlap.
-                return unsafe { std::ptr::copy(sp, dp, len.div_ceil(8) as usize) };
-            }
-            // Unaligned (a string copy): as below, without looking each granule up.
+            // Chunk i (the 8 bytes from src + 8i) has source granule i's origin and lands on
+            // destination granules i and i + 1 (one if dst is aligned), which chunk i + 1
+            // overwrites: whatever the offsets, a copy of the granules, and the last chunk's
+            // spill into one more granule.
             let slot = |base: u64, x: u64| ((x & !7) - base) as usize / 8;
             let n = len.div_ceil(8) as usize;
-            if src & 7 == dst & 7 {
-                // Chunk i is source granule i and lands on destination granules i and i + 1,
-                // which chunk i + 1 overwrites: a copy, and the last chunk's spill.
-                // SAFETY: every index is that of a granule inside the checked runs; `copy`
-                // allows overlap (the spill's origin is read first).
-                unsafe {
-                    let spill = slot(d0, dst + len - 1) == n;
-                    let last = *sp.add(n - 1);
-                    std::ptr::copy(sp, dp, n);
-                    if spill {
-                        *dp.add(n) = last;
-                    }
-                }
-                return;
-            }
-            let (s_end, d_end) = (slot(s0, src + len - 1) + 1, slot(d0, dst + len - 1) + 1);
-            let disjoint = (dp as u64) >= sp as u64 + 8 * s_end as u64 || sp as u64 >= dp as u64 + 8 * d_end as u64;
-            if disjoint {
-                for i in 0..n as u64 {
-                    let (first, last) = (dst + 8 * i, (dst + 8 * i + 7).min(dst + len - 1));
-                    // SAFETY: as above; the runs do not overlap, so no read sees a write.
-                    unsafe {
-                        let g = *sp.add(slot(s0, src + 8 * i));
-                        for k in slot(d0, first)..=slot(d0, last) {
-                            *dp.add(k) = g;
-                        }
-                    }
-                }
-                return;
-            }
-            // SAFETY: every index is that of a granule inside the checked runs.
-            let granules: Vec<u64> = (0..len).step_by(8).map(|i| unsafe { *sp.add(slot(s0, src + i)) }).collect();
-            for (i, g) in granules.into_iter().enumerate() {
-                let (first, last) = (dst + 8 * i as u64, (dst + 8 * i as u64 + 7).min(dst + len - 1));
-                for k in slot(d0, first)..=slot(d0, last) {
-                    // SAFETY: as above.
-                    unsafe { *dp.add(k) = g };
+            // SAFETY: every index is that of a granule inside the checked runs; `copy` allows
+            // overlap (the spill's origin is read first).
+            unsafe {
+                let spill = slot(d0, dst + len - 1) == n;
+                let last = *sp.add(n - 1);
+                std::ptr::copy(sp, dp, n);
+                if spill {
+                    *dp.add(n) = last;
                 }
             }
             return;
