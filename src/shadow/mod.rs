@@ -35,10 +35,10 @@ pub mod slot {
     pub const STR_RDI: usize = 336;
     /// What a report callout found (tool-defined).
     pub const WHAT: usize = 344;
-    /// Origins: one u64 per general register, for the flags, per vector register.
+    /// Origins: one u64 per general register, for the flags (a vector register's is its lane
+    /// 0's, in `ORIGIN_LANES`; 488-623 are free).
     pub const ORIGIN_GPR: usize = 352;
     pub const ORIGIN_FLAGS: usize = 480;
-    pub const ORIGIN_VEC: usize = 488;
     /// Blocks this thread has entered, shifted into place for an origin (`origin::BLOCK_STEP`).
     pub const BLOCKS: usize = 624;
     /// The thread's index, shifted into place for an origin.

@@ -891,7 +891,12 @@ impl Propagation {
         }
     }
 
+    /// The bit of a register's origin slot in `known`: general registers and the flags from
+    /// bit 0, vector registers (their lane 0) from bit 17.
     fn known_bit(slot: usize) -> u64 {
+        if slot >= slot::ORIGIN_LANES {
+            return 1 << (17 + (slot - slot::ORIGIN_LANES) / 32);
+        }
         1 << ((slot - slot::ORIGIN_GPR) / 8)
     }
 
@@ -915,7 +920,7 @@ impl Propagation {
             } else if r.is_xmm() || r.is_ymm() || r.is_zmm() {
                 let first = if r.is_xmm() { Register::XMM0 } else if r.is_ymm() { Register::YMM0 } else { Register::ZMM0 };
                 if r.number() - first.number() < 16 {
-                    self.forget(slot::ORIGIN_VEC + 8 * (r.number() - first.number()));
+                    self.forget(lane_slot(r.number() - first.number(), 0));
                 }
             }
         }
@@ -1141,16 +1146,17 @@ impl Propagation {
     fn write_origin_regs(&self, o: &Operands, r: Regs, b: &mut Inline) {
         for &d in &o.dst_regs {
             let a = b.asm();
-            a.mov(ta(origin_slot(d)), r.acc).unwrap();
-            if let Part::Vec { .. } = d.part {
-                if wide_temporaries() {
+            match d.part {
+                Part::Vec { .. } if wide_temporaries() => {
                     a.vpbroadcastq(ymm18, r.acc).unwrap();
                     a.vmovdqu64(ta_lanes(lane_slot(d.n, 0)), ymm18).unwrap();
-                } else {
+                }
+                Part::Vec { .. } => {
                     for k in 0..4 {
                         a.mov(ta(lane_slot(d.n, k)), r.acc).unwrap();
                     }
                 }
+                _ => a.mov(ta(origin_slot(d)), r.acc).unwrap(),
             }
         }
     }
@@ -1288,7 +1294,6 @@ impl Propagation {
                         a.evex().vpermq(ymm18, ymm18, 0b01_01_01_00).unwrap();
                     }
                     a.vmovdqu64(ta_lanes(lane_slot(d.n, 0)), ymm18).unwrap();
-                    a.evex().vmovq(ta(origin_slot(*d)), xmm18).unwrap();
                     return true;
                 }
                 for k in 0..4 {
@@ -1297,9 +1302,6 @@ impl Propagation {
                         a.mov(r.m, qword_ptr(g + (off + (8 * from) as i32))).unwrap();
                     }
                     a.mov(ta(lane_slot(d.n, k)), r.m).unwrap();
-                    if k == 0 {
-                        a.mov(ta(origin_slot(*d)), r.m).unwrap();
-                    }
                 }
                 true
             }
@@ -1355,8 +1357,6 @@ impl Propagation {
                         a.mov(ta(lane_slot(d.n, k)), r.m).unwrap();
                     }
                 }
-                a.mov(r.m, ta(origin_slot(*s))).unwrap();
-                a.mov(ta(origin_slot(*d)), r.m).unwrap();
                 true
             }
             _ => false,
@@ -1605,9 +1605,12 @@ fn lane_slot(n: usize, k: usize) -> usize {
     slot::ORIGIN_LANES + 32 * n + 8 * k
 }
 
+/// Tool-area offset of register `r`'s origin: a vector register's is its lane 0's (every write
+/// but a lane copy gives all four lanes the same origin, and a lane copy's lane 0 is the one
+/// the register's computations take).
 fn origin_slot(r: Reg) -> usize {
     match r.part {
-        Part::Vec { .. } => slot::ORIGIN_VEC + 8 * r.n,
+        Part::Vec { .. } => lane_slot(r.n, 0),
         _ => slot::ORIGIN_GPR + 8 * r.n,
     }
 }
