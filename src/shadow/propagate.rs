@@ -1483,9 +1483,19 @@ impl Propagation {
             b.asm().mov(r.m, qword_ptr(first + off)).unwrap();
             return;
         }
-        effective_address(b, r.a, m, r.t);
-        granule_of(b, r.a, r.t, r.u, self.origin_table);
-        b.asm().mov(r.m, qword_ptr(r.t)).unwrap();
+        // In two registers (each one a block's loop spills and reloads): the address (a plain
+        // base as it is), then the delta in `r.m` and the granule number in `r.u`.
+        let x = match get_gpr64(m.base()) {
+            Some(x) if through_plain_base(m) && m.displacement() == 0 => x,
+            _ => {
+                effective_address(b, r.u, m, r.m);
+                r.u
+            }
+        };
+        shadow_delta_of(b, x, r.m, self.origin_table);
+        let a = b.asm();
+        a.pext(r.u, x, ta(slot::NOT7)).unwrap();
+        a.mov(r.m, qword_ptr(r.m + r.u * 8)).unwrap();
     }
 
     /// Stores origin `val` for every granule the access m covers.
