@@ -1518,23 +1518,32 @@ impl Propagation {
                 return;
             }
         }
-        effective_address(b, r.a, m, r.t);
         if size > 32 {
+            effective_address(b, r.a, m, r.t);
             out_of_line(b, r, size, Some(val), origin_store_slow, self.origin_arg());
             return;
         }
-        granule_of(b, r.a, r.t, r.u, self.origin_table);
+        // As in `load_origin`: the address (a plain base as it is), the delta in `r.u`, each
+        // granule number in `r.t`.
+        assert!(val != r.t && val != r.u, "the granules' addresses need r.t and r.u");
+        let x = match get_gpr64(m.base()) {
+            Some(x) if through_plain_base(m) && m.displacement() == 0 => x,
+            _ => {
+                effective_address(b, r.a, m, r.t);
+                r.a
+            }
+        };
+        shadow_delta_of(b, x, r.u, self.origin_table);
         let a = b.asm();
-        a.mov(qword_ptr(r.t), val).unwrap();
-        for k in 1..size / 8 {
-            a.mov(qword_ptr(r.t + (8 * k) as i32), val).unwrap();
+        a.pext(r.t, x, ta(slot::NOT7)).unwrap();
+        for k in 0..(size / 8).max(1) {
+            a.mov(qword_ptr(r.u + r.t * 8 + (8 * k) as i32), val).unwrap();
         }
         if size > 1 {
             // The granule of the last byte (the same delta: one slice).
-            assert!(val != r.v, "the last granule's address needs r.v");
-            a.lea(r.v, qword_ptr(r.a + (size - 1) as i32)).unwrap();
-            a.pext(r.v, r.v, ta(slot::NOT7)).unwrap();
-            a.mov(qword_ptr(r.v * 8 + r.u), val).unwrap();
+            a.lea(r.t, qword_ptr(x + (size - 1) as i32)).unwrap();
+            a.pext(r.t, r.t, ta(slot::NOT7)).unwrap();
+            a.mov(qword_ptr(r.u + r.t * 8), val).unwrap();
         }
     }
 
