@@ -293,9 +293,7 @@ fn used_from(insns: &[Instruction]) -> Vec<u16> {
 ///
 /// A flag an instruction leaves undefined passes through (hardware keeps some: `bt` keeps
 /// ZF, a shift by `cl` = 0 keeps them all), except where `overwrites_undefined` knows better.
-fn status_flags_dead(insns: &[Instruction]) -> Vec<bool> {
-    use iced_x86::RflagsBits;
-    const STATUS: u32 = RflagsBits::OF | RflagsBits::SF | RflagsBits::ZF | RflagsBits::AF | RflagsBits::CF | RflagsBits::PF;
+fn status_flags_dead(insns: &[Instruction], src: &mut dyn CodeSource) -> Vec<bool> {
     let mut dead = vec![false; insns.len() + 1];
     let mut live = STATUS; // after the last instruction
     for (i, ins) in insns.iter().enumerate().rev() {
@@ -305,14 +303,56 @@ fn status_flags_dead(insns: &[Instruction]) -> Vec<bool> {
         }
         let sequential = ins.flow_control() == FlowControl::Next && !matches!(ins.mnemonic(), Mnemonic::Syscall | Mnemonic::Cpuid);
         if !sequential {
-            // The other way out (a branch's target, a call's callee, the kernel) may read any.
-            live = STATUS;
+            // The other way out: a direct branch's target or call's callee reads what its
+            // first instructions read before writing; anything else (an indirect branch, a
+            // return, the kernel) may read any flag.
+            let direct = matches!(ins.op0_kind(), OpKind::NearBranch16 | OpKind::NearBranch32 | OpKind::NearBranch64);
+            let there = if direct { flags_read_at(src, ins.near_branch_target()) } else { STATUS };
+            live = match ins.flow_control() {
+                FlowControl::ConditionalBranch if direct => live | there,
+                FlowControl::UnconditionalBranch | FlowControl::Call if direct => there,
+                _ => STATUS,
+            };
         }
-        let killed = ins.rflags_written() | ins.rflags_cleared() | ins.rflags_set() | overwrites_undefined(ins);
-        live = (live & !killed | ins.rflags_read()) & STATUS;
+        live = (live & !killed_flags(ins) | ins.rflags_read()) & STATUS;
         dead[i] = live == 0;
     }
     dead
+}
+
+/// The six status flags.
+const STATUS: u32 = {
+    use iced_x86::RflagsBits;
+    RflagsBits::OF | RflagsBits::SF | RflagsBits::ZF | RflagsBits::AF | RflagsBits::CF | RflagsBits::PF
+};
+
+/// The status flags `ins` gives new values, whatever they were.
+fn killed_flags(ins: &Instruction) -> u32 {
+    ins.rflags_written() | ins.rflags_cleared() | ins.rflags_set() | overwrites_undefined(ins)
+}
+
+/// The status flags the code at `target` may read before it writes them: its straight-line
+/// start, up to its first branch (past which any may be read) or 16 instructions. A later
+/// change of that code does not revisit blocks that branch there (a program that rewrites a
+/// function's first instructions to read flags its callers left is not supported).
+fn flags_read_at(src: &mut dyn CodeSource, target: u64) -> u32 {
+    let mut buf = [0u8; 16 * 15];
+    let n = src.read_code(target, &mut buf);
+    let (mut read, mut killed) = (0, 0);
+    for ins in Decoder::with_ip(64, &buf[..n], target, DecoderOptions::NONE).iter().take(16) {
+        if ins.is_invalid() {
+            break;
+        }
+        read |= ins.rflags_read() & !killed;
+        killed |= killed_flags(&ins);
+        if killed & STATUS == STATUS {
+            return read & STATUS;
+        }
+        if ins.flow_control() != FlowControl::Next || matches!(ins.mnemonic(), Mnemonic::Syscall | Mnemonic::Cpuid) {
+            break;
+        }
+    }
+    (read | !killed) & STATUS
 }
 
 /// The flags `ins` leaves "undefined" that the hardware nonetheless computes afresh, whatever
@@ -405,7 +445,7 @@ pub fn translate_limited(
     // The straight-line code the block can reach, decoded once: the flags' liveness and a
     // tool's choice of versions look at it.
     let reach = decode_reach(&buf[..n], pc);
-    let flags_dead = status_flags_dead(&reach);
+    let flags_dead = status_flags_dead(&reach, src);
     let dead_at = |k: usize| flags_dead.get(k).copied().unwrap_or(false);
     // Indirect-branch lookups arrive here with rcx and rdx still in their save slots.
     b.asm.load_gs(reg::RCX, OFF_SAVE_RCX);
@@ -1030,4 +1070,44 @@ fn count_xmm16() -> &'static CountXmm16 {
         let low = Instruction::with3(Code::EVEX_Vpsrldq_xmm_xmmm128_imm8, Register::XMM17, Register::XMM17, 8).expect("vpsrldq");
         CountXmm16 { dec_test: encode(&[dec, test, kor]), dec_to_rcx: encode(&[dec, to_rcx]), store: encode(&[store]), load: encode(&[load, ones, low]) }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Guest code at fixed addresses.
+    struct Code(Vec<(u64, Vec<u8>)>);
+    impl CodeSource for Code {
+        fn read_code(&mut self, addr: u64, buf: &mut [u8]) -> usize {
+            let Some((at, bytes)) = self.0.iter().find(|(at, b)| (*at..*at + b.len() as u64).contains(&addr)) else { return 0 };
+            let from = &bytes[(addr - at) as usize..];
+            let n = from.len().min(buf.len());
+            buf[..n].copy_from_slice(&from[..n]);
+            n
+        }
+    }
+
+    #[test]
+    fn flags_are_dead_before_a_call_whose_callee_writes_them_first() {
+        // 0x1000: cmp edi, 1; call 0x2000          0x2000: xor eax, eax; ret
+        // 0x3000: cmp edi, 1; call 0x4000          0x4000: jb 0x4010 (reads CF first)
+        let block = |at: u64, callee: u64| {
+            let rel = (callee as i64 - (at as i64 + 8)) as i32;
+            let mut b = vec![0x83, 0xff, 0x01, 0xe8];
+            b.extend_from_slice(&rel.to_le_bytes());
+            b.push(0xcc);
+            (at, b)
+        };
+        let mut code = Code(vec![block(0x1000, 0x2000), (0x2000, vec![0x31, 0xc0, 0xc3]), block(0x3000, 0x4000), (0x4000, vec![0x72, 0x0e, 0xc3])]);
+        for (at, dead_at_call) in [(0x1000, true), (0x3000, false)] {
+            let bytes = code.0.iter().find(|c| c.0 == at).unwrap().1.clone();
+            let reach = decode_reach(&bytes, at);
+            let dead = status_flags_dead(&reach, &mut code);
+            // Before the cmp every flag is dead (it writes all six); before the call, only if
+            // the callee writes them before reading any.
+            assert!(dead[0], "{at:#x}");
+            assert_eq!(dead[1], dead_at_call, "{at:#x}");
+        }
+    }
 }
