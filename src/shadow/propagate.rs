@@ -355,6 +355,18 @@ pub fn effective_address(b: &mut Inline, dst: AsmRegister64, m: &UsedMemory, scr
     }
 }
 
+/// A register holding the address access `m` goes to: its base register itself for `[base]`,
+/// else `dst` (the effective address computed with `scratch`).
+fn address_in(b: &mut Inline, m: &UsedMemory, dst: AsmRegister64, scratch: AsmRegister64) -> AsmRegister64 {
+    match get_gpr64(m.base()) {
+        Some(x) if through_plain_base(m) && m.displacement() == 0 => x,
+        _ => {
+            effective_address(b, dst, m, scratch);
+            dst
+        }
+    }
+}
+
 /// `dst` = the 8 shadow bytes of the guest address in `addr` (non-zero if any of the 8 guest
 /// bytes there is tainted); clobbers `t`.
 pub fn shadow_qword(b: &mut Inline, addr: AsmRegister64, t: AsmRegister64, dst: AsmRegister64, table: u32) {
@@ -1485,13 +1497,7 @@ impl Propagation {
         }
         // In two registers (each one a block's loop spills and reloads): the address (a plain
         // base as it is), then the delta in `r.m` and the granule number in `r.u`.
-        let x = match get_gpr64(m.base()) {
-            Some(x) if through_plain_base(m) && m.displacement() == 0 => x,
-            _ => {
-                effective_address(b, r.u, m, r.m);
-                r.u
-            }
-        };
+        let x = address_in(b, m, r.u, r.m);
         shadow_delta_of(b, x, r.m, self.origin_table);
         let a = b.asm();
         a.pext(r.u, x, ta(slot::NOT7)).unwrap();
@@ -1526,13 +1532,7 @@ impl Propagation {
         // As in `load_origin`: the address (a plain base as it is), the delta in `r.u`, each
         // granule number in `r.t`.
         assert!(val != r.t && val != r.u, "the granules' addresses need r.t and r.u");
-        let x = match get_gpr64(m.base()) {
-            Some(x) if through_plain_base(m) && m.displacement() == 0 => x,
-            _ => {
-                effective_address(b, r.a, m, r.t);
-                r.a
-            }
-        };
+        let x = address_in(b, m, r.a, r.t);
         shadow_delta_of(b, x, r.u, self.origin_table);
         let a = b.asm();
         a.pext(r.t, x, ta(slot::NOT7)).unwrap();
