@@ -44,6 +44,20 @@ int main(void) {
     check("vector_compute_defines", &a[2], where);
     check("vector_copy_keeps_upper_granule", &a[3], where);
 
+    /* A vector register computed twice: the first definition is read by a copy between
+     * the two (so its origin must be written), the second is the stored one. */
+    {
+        unsigned long first = 0, second = 0;
+        __asm__ volatile("movdqu %4, %%xmm0\n\tlea 1f(%%rip), %%rcx\n\tmov %%rcx, %2\n\tlea 2f(%%rip), %%rcx\n\tmov %%rcx, %3\n"
+                         "1:\tpaddb %%xmm0, %%xmm0\n\tmovdqu %%xmm0, %%xmm4\n"
+                         "\tpminub %%xmm4, %%xmm0\n"
+                         "2:\tpaddb %%xmm0, %%xmm0\n\tmovdqu %%xmm4, %0\n\tmovdqu %%xmm0, %1"
+                         : "=m"(*(char(*)[16])&a[4]), "=m"(*(char(*)[16])&c[4]), "=m"(first), "=m"(second)
+                         : "m"(*(char(*)[16])&b[4]) : "rcx", "xmm0", "xmm4");
+        check("vector_copy_between_definitions", &a[4], first);
+        check("vector_last_definition", &c[4], second);
+    }
+
     /* A library copy keeps it too. */
     __asm__ volatile("mov %2, %%rax\n\tlea 1f(%%rip), %%rcx\n\tmov %%rcx, %1\n"
                      "1:\txor $0x55, %%rax\n\tmov %%rax, %0"

@@ -31,6 +31,7 @@ use rtgrind_jit::iced_x86::{
 use rtgrind_jit::instrument::code_asm::*;
 use rtgrind_jit::instrument::{tool_area, InsnSite, Inline, Version};
 use rtgrind_jit::ThreadContext;
+use std::collections::HashMap;
 
 /// A `gs`-relative qword of the tool area.
 fn ta(off: usize) -> AsmMemoryOperand {
@@ -417,6 +418,10 @@ pub struct Propagation {
     known: u64,
     /// Slots the instruction being translated makes non-zero.
     known_new: u64,
+    /// Per instruction of the block being translated (by address): vector registers whose
+    /// origin it would write for nothing (`dead_vector_origins`; set by a tool that looked
+    /// ahead, empty otherwise).
+    pub dead_vector_origins: HashMap<u64, u16>,
     /// Origin granules of base registers, in registers kept for the block (see
     /// `cached_granule`), and the instruction their bases' moves were last tracked past.
     granules: Vec<CachedGranule>,
@@ -505,7 +510,7 @@ impl Propagation {
         // SAFETY: the shadow memories outlive the propagation (their tool owns both).
         let table = |m: *mut ShadowMemory| unsafe { (*m).delta_table_addr() };
         let (taint_table, origin_table) = (table(shadow), origins.map_or(0, table));
-        Propagation { shadow, origins, sites: Sites::default(), policy: None, taint_on: true, count_blocks: false, flags_origin_unread: false, known: 0, known_new: 0, granules: Vec::new(), granules_next_pc: None, block_bases: 0, stack_aligned: false, instance: None, log: None, callout, taint_table, origin_table }
+        Propagation { shadow, origins, sites: Sites::default(), policy: None, taint_on: true, count_blocks: false, flags_origin_unread: false, known: 0, known_new: 0, dead_vector_origins: HashMap::new(), granules: Vec::new(), granules_next_pc: None, block_bases: 0, stack_aligned: false, instance: None, log: None, callout, taint_table, origin_table }
     }
 
     fn callout_args(&self) -> &CalloutArg {
@@ -717,22 +722,18 @@ impl Propagation {
         }
         let taint_on = !self.shadow.is_null() && self.taint_on;
         let origin_o = Operands { writes_flags: o.writes_flags && !flags_origin_unread, ..o.clone() };
-        let origin_on = self.origins.is_some() && !(origin_o.dst_regs.is_empty() && origin_o.dst_mem.is_empty() && !origin_o.writes_flags);
+        // (Dead only where copies alone read origins: see `dead_vector_origins`.)
+        let dead = if self.policy.is_none() && self.log.is_none() { self.dead_vector_origins.get(&ins.ip()).copied().unwrap_or(0) } else { 0 };
+        let all_dead = !origin_o.dst_regs.is_empty()
+            && origin_o.dst_mem.is_empty()
+            && !origin_o.writes_flags
+            && origin_o.dst_regs.iter().all(|d| matches!(d.part, Part::Vec { .. }) && dead & (1 << d.n) != 0);
+        let origin_on = self.origins.is_some() && !all_dead && !(origin_o.dst_regs.is_empty() && origin_o.dst_mem.is_empty() && !origin_o.writes_flags);
         if !taint_on && !origin_on {
             return;
         }
         let r = Regs::lend(b, !o.src_mem.is_empty() || !o.dst_mem.is_empty());
-        let class = if is_zeroing(ins) {
-            Class::Zero
-        } else if ins.mnemonic() == Mnemonic::Call {
-            Class::Call
-        } else if ins.mnemonic() == Mnemonic::Xchg && o.src_mem.is_empty() && ins.op_count() == 2 {
-            Class::Swap
-        } else if is_copy(ins) && o.src_regs.len() + o.src_mem.len() <= 1 {
-            Class::Copy
-        } else {
-            Class::Compute
-        };
+        let class = class_of(ins, &o);
         // Where the guest's flags are live, a copy's or a call's taint is propagated without
         // touching them (no save and restore around it).
         let taint_flag_free = !taint_on || (matches!(class, Class::Copy | Class::Call) && flag_free_operands(&o));
@@ -1575,6 +1576,74 @@ impl Propagation {
             b.callout(string_after, self.callout_args() as *const CalloutArg as u64, s);
         }
     }
+}
+
+/// How the propagation treats `ins`.
+fn class_of(ins: &Instruction, o: &Operands) -> Class {
+    if is_zeroing(ins) {
+        Class::Zero
+    } else if ins.mnemonic() == Mnemonic::Call {
+        Class::Call
+    } else if ins.mnemonic() == Mnemonic::Xchg && o.src_mem.is_empty() && ins.op_count() == 2 {
+        Class::Swap
+    } else if is_copy(ins) && o.src_regs.len() + o.src_mem.len() <= 1 {
+        Class::Copy
+    } else {
+        Class::Compute
+    }
+}
+
+/// For each instruction of a block's straight-line code `insns` (by address), the vector
+/// registers whose origin it writes for nothing: a later instruction writes the register's
+/// origin (its four lanes: every vector definition does) before any reads it, and no exit,
+/// call-out or instruction that touches every vector register (`xsave`, `vzeroupper`, …)
+/// comes between. Without a policy or a dependence log only copies read an origin (a
+/// computation defines its result's afresh), so a chain of computations into one register
+/// writes its origin once. Only for propagations without either.
+pub(crate) fn dead_vector_origins(insns: &[Instruction]) -> HashMap<u64, u16> {
+    use rtgrind_jit::iced_x86::{FlowControl, InstructionInfoFactory};
+    let mut factory = InstructionInfoFactory::new();
+    let mut dead = HashMap::new();
+    // Vector registers whose origin the code after the current instruction overwrites first.
+    let mut overwritten = 0u16;
+    for ins in insns.iter().rev() {
+        let barrier = ins.is_invalid()
+            || ins.flow_control() != FlowControl::Next
+            || is_string(ins)
+            || is_skipped(ins)
+            || {
+                use Mnemonic::*;
+                matches!(
+                    ins.mnemonic(),
+                    Xsave | Xsave64 | Xsaveopt | Xsaveopt64 | Xsavec | Xsavec64 | Xsaves | Xsaves64 | Xrstor | Xrstor64 | Xrstors
+                        | Xrstors64 | Fxsave | Fxsave64 | Fxrstor | Fxrstor64 | Vzeroall
+                )
+            };
+        if barrier {
+            overwritten = 0;
+            continue;
+        }
+        let info = factory.info(ins);
+        let vec_bit = |r: Register| {
+            [(r.is_xmm(), Register::XMM0), (r.is_ymm(), Register::YMM0), (r.is_zmm(), Register::ZMM0)]
+                .into_iter()
+                .find_map(|(is, first)| is.then(|| r.number() - first.number()))
+                .filter(|&n| n < 16)
+                .map_or(0u16, |n| 1 << n)
+        };
+        let o = operands(ins, info);
+        let vecs = |regs: &[Reg]| regs.iter().filter(|d| matches!(d.part, Part::Vec { .. })).fold(0u16, |a, d| a | 1 << d.n);
+        // (Origins read: a copy's or swap's sources, and any vector register the operands
+        // do not show, to be safe.)
+        let hidden = info.used_registers().iter().map(|u| vec_bit(u.register())).fold(0, |a, b| a | b) & !vecs(&o.src_regs) & !vecs(&o.dst_regs);
+        let read = hidden | if matches!(class_of(ins, &o), Class::Copy | Class::Swap) { vecs(&o.src_regs) } else { 0 };
+        let defined = vecs(&o.dst_regs) & !read;
+        if defined & overwritten != 0 {
+            dead.insert(ins.ip(), defined & overwritten);
+        }
+        overwritten = (overwritten & !read) | defined;
+    }
+    dead
 }
 
 /// Whether access `m` is `[base + disp]` with a 64-bit base register and no index or `fs`/`gs`

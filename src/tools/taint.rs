@@ -217,6 +217,9 @@ extern "C" fn record(ctx: *mut ThreadContext, arg: u64) {
 
 impl Tool for Taint {
     fn two_versions(&mut self, _pc: u64, insns: &[Instruction]) -> bool {
+        if self.origins.is_some() {
+            self.prop.dead_vector_origins = crate::shadow::propagate::dead_vector_origins(insns);
+        }
         if self.fast {
             self.block_use = fast::block_use(insns);
         }
