@@ -301,8 +301,7 @@ fn status_flags_dead(insns: &[Instruction], src: &mut dyn CodeSource) -> Vec<boo
             live = STATUS;
             continue;
         }
-        let sequential = ins.flow_control() == FlowControl::Next && !matches!(ins.mnemonic(), Mnemonic::Syscall | Mnemonic::Cpuid);
-        if !sequential {
+        if !straight_on(ins) {
             // The other way out: a direct branch's target or call's callee reads what its
             // first instructions read before writing; anything else (an indirect branch, a
             // return, the kernel) may read any flag.
@@ -348,11 +347,17 @@ fn flags_read_at(src: &mut dyn CodeSource, target: u64) -> u32 {
         if killed & STATUS == STATUS {
             return read & STATUS;
         }
-        if ins.flow_control() != FlowControl::Next || matches!(ins.mnemonic(), Mnemonic::Syscall | Mnemonic::Cpuid) {
+        if !straight_on(&ins) {
             break;
         }
     }
     (read | !killed) & STATUS
+}
+
+/// Whether the code after `ins` is all that can run next (not a branch, a call or a return,
+/// and not `syscall` or `cpuid`, which leave to the runtime).
+fn straight_on(ins: &Instruction) -> bool {
+    ins.flow_control() == FlowControl::Next && !matches!(ins.mnemonic(), Mnemonic::Syscall | Mnemonic::Cpuid)
 }
 
 /// The flags `ins` leaves "undefined" that the hardware nonetheless computes afresh, whatever

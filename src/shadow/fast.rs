@@ -19,7 +19,7 @@
 //! With origins, the taint tool propagates them in the fast version too, after the checks.
 
 use super::memory::GUARD;
-use super::propagate::{effective_address, r32, shadow_delta_of, through_plain_base, wide_temporaries, writes, Propagation};
+use super::propagate::{effective_address, r32, shadow_delta_of, through_plain_base, vector_number, wide_temporaries, writes, Propagation};
 use super::slot;
 use rtgrind_jit::iced_x86::{Instruction, InstructionInfo, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register, UsedMemory};
 use rtgrind_jit::instrument::code_asm::*;
@@ -209,14 +209,8 @@ pub fn block_use(insns: &[Instruction]) -> BlockUse {
         let mut mark = |r: Register| {
             if r.is_gpr() {
                 u.gprs |= 1 << (r.full_register().number() - Register::RAX.number());
-            } else if let Some(first) = [(r.is_xmm(), Register::XMM0), (r.is_ymm(), Register::YMM0), (r.is_zmm(), Register::ZMM0)]
-                .into_iter()
-                .find_map(|(is, first)| is.then_some(first))
-            {
-                let n = r.number() - first.number();
-                if n < 16 {
-                    u.vecs |= 1 << n;
-                }
+            } else if let Some(n) = vector_number(r) {
+                u.vecs |= 1 << n;
             }
         };
         for i in 0..ins.op_count() {
@@ -510,29 +504,19 @@ impl FastBlock {
     /// the stack one qword compare per 8 bytes.
     fn check_span(&mut self, b: &mut Inline, m: &UsedMemory, lo: i32, hi: i32) {
         let (x, d, _) = self.shadow_of(b, m);
-        if m.base() != Register::RSP {
-            return Self::check_bytes(b, x, d, lo, hi);
-        }
         let counter = b.flags_live().then(|| b.scratch_rcx()).flatten();
+        if m.base() != Register::RSP {
+            return Self::check_bytes(b, counter, x, d, lo, hi);
+        }
         for k in (lo..hi).step_by(8) {
-            let a = b.asm();
-            match counter {
-                Some(c) => {
-                    a.mov(c, qword_ptr(x + d + k)).unwrap();
-                    b.full_version_if(When::RcxNonZero);
-                }
-                None => {
-                    a.cmp(qword_ptr(x + d + k), 0).unwrap();
-                    b.full_version_if(When::NotZero);
-                }
-            }
+            Self::check_bytes(b, counter, x, d, k, k + 8);
         }
     }
 
     /// Goes on in the full version if any of the shadow bytes `[x + d + lo, x + d + hi)` is
-    /// not zero (qword granular: it may look up to 7 bytes further).
-    fn check_bytes(b: &mut Inline, x: AsmRegister64, d: AsmRegister64, lo: i32, hi: i32) {
-        let counter = b.flags_live().then(|| b.scratch_rcx()).flatten();
+    /// not zero (qword granular: it may look up to 7 bytes further); flag-free through
+    /// `counter` (rcx) if the flags are live.
+    fn check_bytes(b: &mut Inline, counter: Option<AsmRegister64>, x: AsmRegister64, d: AsmRegister64, lo: i32, hi: i32) {
         let a = b.asm();
         if hi - lo <= 8 {
             match counter {
@@ -565,7 +549,8 @@ impl FastBlock {
             let size = m.memory_size().size() as i32;
             if size > 8 && wide_temporaries() {
                 let (x, d, disp) = self.shadow_of(b, m);
-                return Self::check_bytes(b, x, d, disp, disp + size);
+                let counter = b.flags_live().then(|| b.scratch_rcx()).flatten();
+                return Self::check_bytes(b, counter, x, d, disp, disp + size);
             }
         }
         let single = loads.len() == 1 && loads[0].memory_size().size() <= 8;

@@ -930,11 +930,8 @@ impl Propagation {
             let r = u.register();
             if r.is_gpr() {
                 self.forget(slot::ORIGIN_GPR + 8 * (r.full_register().number() - Register::RAX.number()));
-            } else if r.is_xmm() || r.is_ymm() || r.is_zmm() {
-                let first = if r.is_xmm() { Register::XMM0 } else if r.is_ymm() { Register::YMM0 } else { Register::ZMM0 };
-                if r.number() - first.number() < 16 {
-                    self.forget(lane_slot(r.number() - first.number(), 0));
-                }
+            } else if let Some(n) = vector_number(r) {
+                self.forget(lane_slot(n, 0));
             }
         }
     }
@@ -1624,13 +1621,7 @@ pub(crate) fn dead_vector_origins(insns: &[Instruction]) -> HashMap<u64, u16> {
             continue;
         }
         let info = factory.info(ins);
-        let vec_bit = |r: Register| {
-            [(r.is_xmm(), Register::XMM0), (r.is_ymm(), Register::YMM0), (r.is_zmm(), Register::ZMM0)]
-                .into_iter()
-                .find_map(|(is, first)| is.then(|| r.number() - first.number()))
-                .filter(|&n| n < 16)
-                .map_or(0u16, |n| 1 << n)
-        };
+        let vec_bit = |r: Register| vector_number(r).map_or(0u16, |n| 1 << n);
         let o = operands(ins, info);
         let vecs = |regs: &[Reg]| regs.iter().filter(|d| matches!(d.part, Part::Vec { .. })).fold(0u16, |a, d| a | 1 << d.n);
         // (Origins read: a copy's or swap's sources, and any vector register the operands
@@ -1644,6 +1635,14 @@ pub(crate) fn dead_vector_origins(insns: &[Instruction]) -> HashMap<u64, u16> {
         overwritten = (overwritten & !read) | defined;
     }
     dead
+}
+
+/// The number of vector register `r` (xmm, ymm or zmm 0-15), if it is one.
+pub(crate) fn vector_number(r: Register) -> Option<usize> {
+    [(r.is_xmm(), Register::XMM0), (r.is_ymm(), Register::YMM0), (r.is_zmm(), Register::ZMM0)]
+        .into_iter()
+        .find_map(|(is, first)| is.then(|| r.number() - first.number()))
+        .filter(|&n| n < 16)
 }
 
 /// Whether access `m` is `[base + disp]` with a 64-bit base register and no index or `fs`/`gs`
