@@ -240,6 +240,8 @@ const SHADOW_CASES: &[(&str, &str)] = &[
     ("vector_loads_of_a_span", "11111111111111111111111111111111"),
     ("clean_stores_over_taint", "00000000101111110000000000000000"),
     ("pops_checked_at_the_first", "0000000000100100"),
+    ("movs_to_a_far_chunk", "0010010000000000"),
+    ("stos_clears_taint", "0000000000001111"),
 ];
 
 /// The taint report's lines without the `==PID==` prefix and the guest pcs (libraries are

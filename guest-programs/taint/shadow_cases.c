@@ -7,6 +7,8 @@
 #include "../include/rtgrind.h"
 
 static unsigned char src[64], dst[64], clean[64];
+/* Far from src: more than a summary chunk (256 KiB) away. */
+static unsigned char far_away[2 << 20];
 
 static void show(const char *name, const void *p, size_t n) {
     unsigned char t[64];
@@ -215,5 +217,19 @@ int main(void) {
                      "mov %%rax, %0\n\tmov %%rdx, %1"
                      : "=m"(*(long *)dst), "=m"(*(long *)(dst + 8)) : "m"(*(long *)src), "m"(*(long *)clean) : "rax", "rcx", "rdx");
     show("pops_checked_at_the_first", dst, 16);
+    /* A copy of taint far away (the full version's call-out copies it, as a fast version
+     * must not: the destination's chunk gets marked), then a load of it in a new block
+     * whose fast version checks the summary there. */
+    reset(); taint25();
+    __asm__ volatile("lea %1, %%rsi\n\tlea %2, %%rdi\n\tmov $16, %%ecx\n\trep movsb\n\tjmp 1f\n1:\n\t"
+                     "mov %2, %%rax\n\tmov %%rax, %0\n\tmov 8%2, %%rax\n\tmov %%rax, 8%0"
+                     : "=m"(*(char(*)[16])dst) : "m"(*(char(*)[16])src), "m"(*(char(*)[16])(far_away + (1 << 20))) : "rax", "rsi", "rdi", "rcx", "memory");
+    show("movs_to_a_far_chunk", dst, 16);
+    /* A clean fill over taint in a fast version: the summary is marked there, so the fill
+     * clears the shadow. */
+    reset(); RTGRIND_TAINT(dst, 16);
+    __asm__ volatile("xor %%eax, %%eax\n\tlea %0, %%rdi\n\tmov $12, %%ecx\n\trep stosb"
+                     : "=m"(*(char(*)[16])dst) : : "rax", "rdi", "rcx", "memory");
+    show("stos_clears_taint", dst, 16);
     return 0;
 }

@@ -310,7 +310,7 @@ pub fn block_start(b: &mut Inline, prop: &mut Propagation, block_use: &BlockUse,
     let aligned_stack = prop.origins.is_some() && block_use.stack;
     match b.version() {
         Version::Fast => {
-            *fast_block = FastBlock::new(prop.taint_table, prop.origins.is_some(), block_use);
+            *fast_block = FastBlock::new(prop.taint_table, prop.summary, prop.origins.is_some(), block_use);
             select(b, aligned_stack);
             b.release_scratch();
             prop.block_start(b);
@@ -335,6 +335,10 @@ pub fn mark_dirty(b: &mut Inline) {
 pub struct FastBlock {
     /// The taint shadow's delta table.
     table: u32,
+    /// Its summary (`memory.rs`), or 0: checks off the stack test the summary first.
+    summary: u32,
+    /// Emitting checks that run only where the summary is marked: no delta may be cached.
+    guarded: bool,
     /// Base registers whose slice's delta a register holds, with how far the base moved
     /// since (by constants: pushes and pops, `add`/`sub`/`lea`/`inc`/`dec`); kept from the
     /// tool's other code (`Inline::keep`). The delta stays right while the drift and the
@@ -352,8 +356,8 @@ pub struct FastBlock {
 }
 
 impl FastBlock {
-    pub fn new(table: u32, origins: bool, u: &BlockUse) -> FastBlock {
-        FastBlock { table, bases: Vec::new(), shared_bases: u.bases, origins, checks: u.checks.clone() }
+    pub fn new(table: u32, summary: u32, origins: bool, u: &BlockUse) -> FastBlock {
+        FastBlock { table, summary, guarded: false, bases: Vec::new(), shared_bases: u.bases, origins, checks: u.checks.clone() }
     }
 
     /// Forgets the cached deltas (code after `before` borrowed their registers).
@@ -378,6 +382,8 @@ impl FastBlock {
                 // The propagation's call-out after the instruction moves origins and taint
                 // (memory to memory: no register gets tainted); it may borrow any register.
                 self.bases.clear();
+            } else if self.summary != 0 {
+                self.block_move_summarized(site.ins, b);
             } else {
                 self.block_move(site.ins, b);
             }
@@ -393,16 +399,30 @@ impl FastBlock {
         // kernel's zero page, so clean data's shadow costs no memory and no cache, where
         // clearing it would double the footprint of data the guest streams through. The
         // stack's shadow is hot anyway, and a store there is cheaper than a check.
-        let mut loads = Vec::new();
+        let (mut loads, mut spans) = (Vec::new(), Vec::new());
         for (k, m) in checked_of(site.info).enumerate() {
             match self.checks.get(&(site.ins.ip(), k)) {
                 None => loads.push(*m),
-                Some(&Check::Span(lo, hi)) => self.check_span(b, m, lo, hi),
+                Some(&Check::Span(lo, hi)) => spans.push((*m, lo, hi)),
                 Some(Check::Covered) => {}
             }
         }
+        let all: Vec<UsedMemory> = loads.iter().copied().chain(spans.iter().map(|s| s.0)).collect();
+        let counter = (!all.is_empty() && b.flags_live()).then(|| b.scratch_rcx()).flatten();
+        // Off the stack, the summary first: the checks below run only where it is marked.
+        let clean = (self.summary != 0 && !all.is_empty() && all.iter().all(|m| m.base() != Register::RSP)).then(|| self.summary_test(b, &all, counter));
+        self.guarded = clean.is_some();
+        for (m, lo, hi) in &spans {
+            self.check_span(b, m, *lo, *hi, counter);
+        }
         if !loads.is_empty() {
-            self.check_loads(b, &loads);
+            self.check_loads(b, &loads, counter);
+        }
+        self.guarded = false;
+        if let Some(mut clean) = clean {
+            let a = b.asm();
+            a.set_label(&mut clean).unwrap();
+            a.zero_bytes().unwrap();
         }
         let stack_stores: Vec<UsedMemory> = site.info.used_memory().iter().filter(|m| accesses_memory(m) && clears(m)).copied().collect();
         for m in &stack_stores {
@@ -463,6 +483,44 @@ impl FastBlock {
         a.mov(other, q(saved)).unwrap();
     }
 
+    /// `movs`/`stos` with a summary. Where the summary shows the chunks around rdi (and rsi)
+    /// clean and the move is under 64 KiB (within a chunk of them), the shadow of both ranges
+    /// is zero, and stays so: nothing to do. Elsewhere a `stos` clears the destination's
+    /// shadow as `block_move` does, and a `movs` goes to the full version, whose call-out
+    /// copies the shadow and marks the summary (a copy here could carry taint unmarked).
+    fn block_move_summarized(&mut self, ins: &Instruction, b: &mut Inline) {
+        let movs = matches!(ins.mnemonic(), Mnemonic::Movsb | Mnemonic::Movsw | Mnemonic::Movsd | Mnemonic::Movsq);
+        let (t, u) = (b.scratch(), b.scratch());
+        let at = self.summary as i32 - 1;
+        let sel = qword_ptr(tool_area(slot::SUMMARY_SEL)).gs();
+        let a = b.asm();
+        if ins.has_rep_prefix() {
+            // Non-zero from 8192 elements (64 KiB of qwords) on.
+            a.mov(t, !0x1fffu64).unwrap();
+            a.pext(t, rcx, t).unwrap();
+        } else {
+            a.xor(r32(t), r32(t)).unwrap();
+        }
+        let ends: &[AsmRegister64] = if movs { &[rdi, rsi] } else { &[rdi] };
+        for &r in ends {
+            a.pext(u, r, sel).unwrap();
+            a.mov(r32(u), dword_ptr(u + at)).unwrap();
+            a.add(t, u).unwrap();
+        }
+        b.clobber_flags();
+        if movs {
+            b.full_version_if(When::NotZero);
+            return;
+        }
+        let mut clean = b.asm().create_label();
+        b.asm().je(clean).unwrap();
+        b.release_scratch();
+        self.block_move(ins, b);
+        let a = b.asm();
+        a.set_label(&mut clean).unwrap();
+        a.zero_bytes().unwrap();
+    }
+
     /// How the instruction moves the cached bases: by a constant, or anyhow (forget).
     fn track_bases(&mut self, ins: &Instruction, info: &InstructionInfo) {
         self.bases.retain_mut(|(base, _, drift)| {
@@ -487,7 +545,7 @@ impl FastBlock {
             let d = b.scratch();
             shadow_delta_of(b, x, d, self.table);
             let shared = m.base() == Register::RSP || self.shared_bases & base_bit(m.base()) != 0;
-            if shared && self.bases.len() < MAX_BASES {
+            if shared && self.bases.len() < MAX_BASES && !self.guarded {
                 b.keep(d);
                 self.bases.push((m.base(), d, 0));
             }
@@ -499,12 +557,79 @@ impl FastBlock {
         (e, d, 0)
     }
 
+    /// Jumps to the returned label (to bind after the checks of `ms`) if the summary shows
+    /// every chunk the accesses `ms` can reach clean: the four summary bytes from the chunk
+    /// before the address's (of its base register: displacements and spans stay within one
+    /// chunk of it). Flag-free through `counter` (rcx) if given: summary bytes are 0 or 1,
+    /// so a sum of a few dwords is zero only if all are.
+    fn summary_test(&mut self, b: &mut Inline, ms: &[UsedMemory], counter: Option<AsmRegister64>) -> CodeLabel {
+        let at = self.summary as i32 - 1;
+        let mut seen: Vec<(Register, Register, i32, u32)> = Vec::new();
+        let mut acc: Option<AsmRegister64> = None;
+        for m in ms {
+            let key = (m.base(), m.index(), m.displacement() as i32, m.scale());
+            if seen.contains(&key) {
+                continue;
+            }
+            seen.push(key);
+            let x = if through_plain_base(m) && (m.displacement() as i64).unsigned_abs() < GUARD / 2 {
+                get_gpr64(m.base()).expect("a 64-bit register")
+            } else {
+                let (e, t) = (b.scratch(), b.scratch());
+                effective_address(b, e, m, t);
+                e
+            };
+            let single = ms.len() == 1;
+            match (acc, counter) {
+                (None, Some(c)) => {
+                    let a = b.asm();
+                    a.pext(c, x, qword_ptr(tool_area(slot::SUMMARY_SEL)).gs()).unwrap();
+                    a.mov(r32(c), dword_ptr(c + at)).unwrap();
+                    acc = Some(c);
+                }
+                (None, None) if single => {
+                    let t = b.scratch();
+                    let a = b.asm();
+                    a.pext(t, x, qword_ptr(tool_area(slot::SUMMARY_SEL)).gs()).unwrap();
+                    a.cmp(dword_ptr(t + at), 0).unwrap();
+                }
+                (None, None) => {
+                    let t = b.scratch();
+                    let a = b.asm();
+                    a.pext(t, x, qword_ptr(tool_area(slot::SUMMARY_SEL)).gs()).unwrap();
+                    a.mov(r32(t), dword_ptr(t + at)).unwrap();
+                    acc = Some(t);
+                }
+                (Some(s), _) => {
+                    let t = b.scratch();
+                    let a = b.asm();
+                    a.pext(t, x, qword_ptr(tool_area(slot::SUMMARY_SEL)).gs()).unwrap();
+                    a.mov(r32(t), dword_ptr(t + at)).unwrap();
+                    a.lea(s, qword_ptr(s + t)).unwrap();
+                }
+            }
+        }
+        let a = b.asm();
+        let clean = a.create_label();
+        match (acc, counter) {
+            (_, Some(_)) => a.jrcxz(clean).unwrap(),
+            (Some(s), None) => {
+                a.test(s, s).unwrap();
+                a.je(clean).unwrap();
+            }
+            (None, None) => a.je(clean).unwrap(),
+        }
+        if counter.is_none() {
+            b.clobber_flags();
+        }
+        clean
+    }
+
     /// Goes on in the full version if any byte of `[lo, hi)` from the base register of `m`
     /// is tainted (a `Check::Span`): one shadow load per 32 bytes, `or`ed together, or for
     /// the stack one qword compare per 8 bytes.
-    fn check_span(&mut self, b: &mut Inline, m: &UsedMemory, lo: i32, hi: i32) {
+    fn check_span(&mut self, b: &mut Inline, m: &UsedMemory, lo: i32, hi: i32, counter: Option<AsmRegister64>) {
         let (x, d, _) = self.shadow_of(b, m);
-        let counter = b.flags_live().then(|| b.scratch_rcx()).flatten();
         if m.base() != Register::RSP {
             return Self::check_bytes(b, counter, x, d, lo, hi);
         }
@@ -544,12 +669,11 @@ impl FastBlock {
     /// Goes on in the full version if any byte the instruction reads (or may write, for
     /// conditional writes, which keep the old shadow where they do not write) or stores off
     /// the stack is tainted.
-    fn check_loads(&mut self, b: &mut Inline, loads: &[UsedMemory]) {
+    fn check_loads(&mut self, b: &mut Inline, loads: &[UsedMemory], counter: Option<AsmRegister64>) {
         if let [m] = loads {
             let size = m.memory_size().size() as i32;
             if size > 8 && wide_temporaries() {
                 let (x, d, disp) = self.shadow_of(b, m);
-                let counter = b.flags_live().then(|| b.scratch_rcx()).flatten();
                 return Self::check_bytes(b, counter, x, d, disp, disp + size);
             }
         }
@@ -557,7 +681,6 @@ impl FastBlock {
         // Flag-free where the flags are live and rcx is free: shadow bytes are 0 or 1, so the
         // sum of a few shadow qwords is zero only if all are. Elsewhere a single small load is
         // compared in place.
-        let counter = b.flags_live().then(|| b.scratch_rcx()).flatten();
         let flag_free = counter.is_some();
         let acc = counter.or_else(|| (!single).then(|| b.scratch()));
         // Where flags may be clobbered, qwords after the first are `or`ed in from memory

@@ -22,6 +22,14 @@
 //! both sides); a slice first used by a guest mapping rtgrind does not see (none is known)
 //! shares the sink.
 //!
+//! A map that fast versions check (`shadow::fast`) also keeps a summary: one byte per 256 KiB
+//! chunk of guest addresses, non-zero wherever a shadow byte of the chunk may be. Clean data's
+//! check reads the summary (a few hot cache lines for the whole address space) instead of the
+//! data's own shadow pages (one TLB entry per 4 KiB of data, even where they are all the zero
+//! page); only where the summary is set does the check look at the shadow itself. Every write
+//! of a non-zero shadow byte marks its chunk: here, and in translated code's stores
+//! (`propagate`), which mark theirs whatever they store. Marks are never cleared.
+//!
 //! Only the thread holding the scheduler's baton runs translated code or tool hooks, so the
 //! map needs no locking.
 
@@ -38,12 +46,54 @@ pub const ADDR_MASK: u64 = (1 << 47) - 1;
 /// Slack on both sides of each shadow slice for accesses that run over its ends.
 pub const GUARD: u64 = 1 << 16;
 
+/// A summary byte stands for `1 << SUMMARY_BITS` guest bytes.
+pub const SUMMARY_BITS: u32 = 18;
+/// Summary bytes: one per chunk of the 47-bit user address space.
+const SUMMARY_LEN: u64 = 1 << (47 - SUMMARY_BITS);
+/// The `pext` mask of an address's summary index: bits 18-46 (a kernel or non-canonical
+/// address gets some user chunk's index, harmless: its access faults anyway).
+pub const SUMMARY_SEL: u64 = ADDR_MASK & !((1 << SUMMARY_BITS) - 1);
+
 pub struct ShadowMemory {
     /// Per table index: what to add to a guest address to reach its shadow. In a page of its
     /// own below 2 GiB: translated code holds its address as a 32-bit displacement.
     deltas: &'static mut [u64; ENTRIES],
     /// Slices with a shadow of their own.
     covered: [bool; SLICES],
+    /// The summary's byte 0 (below 2 GiB, with a readable page on both sides: translated
+    /// code reads the four bytes from index - 1), or null.
+    summary: *mut u8,
+}
+
+/// Reserves a zeroed summary below 2 GiB (translated code holds its address as a 32-bit
+/// displacement): first just under the `MAP_32BIT` window, where nothing of a non-PIE guest
+/// is unless its `brk` heap grew past 512 MiB, then anywhere in that window.
+fn reserve_summary() -> io::Result<*mut u8> {
+    let len = (SUMMARY_LEN + 2 * 4096) as usize;
+    let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE;
+    for (hint, extra) in [(0x4000_0000 - len as u64, libc::MAP_FIXED_NOREPLACE), (0, libc::MAP_32BIT)] {
+        // SAFETY: a fresh anonymous mapping, never unmapped; MAP_FIXED_NOREPLACE never
+        // replaces an existing one.
+        let p = unsafe { libc::mmap(hint as *mut libc::c_void, len, libc::PROT_READ | libc::PROT_WRITE, flags | extra, -1, 0) };
+        if p == libc::MAP_FAILED {
+            continue;
+        }
+        if (p as u64) + (len as u64) <= 1 << 31 && (hint == 0 || p as u64 == hint) {
+            // (Read as the zero page, as the shadow slices are.)
+            // SAFETY: advice on the mapping just made.
+            unsafe { libc::madvise(p, len, libc::MADV_NOHUGEPAGE) };
+            // SAFETY: one page into the mapping.
+            return Ok(unsafe { (p as *mut u8).add(4096) });
+        }
+        // SAFETY: the mapping was just created here and is not used.
+        unsafe { libc::munmap(p, len) };
+    }
+    Err(io::Error::from_raw_os_error(libc::ENOMEM))
+}
+
+/// The summary index of `addr`, as translated code computes it (`pext` with `SUMMARY_SEL`).
+fn summary_index(addr: u64) -> u64 {
+    (addr & ADDR_MASK) >> SUMMARY_BITS
 }
 
 /// Reserves a 1 TiB slice (plus guards) in some slice nobody uses; returns its base.
@@ -113,7 +163,42 @@ impl ShadowMemory {
         for (i, d) in deltas.iter_mut().enumerate() {
             *d = delta(i, sink);
         }
-        Ok(ShadowMemory { deltas, covered: [false; SLICES] })
+        Ok(ShadowMemory { deltas, covered: [false; SLICES], summary: std::ptr::null_mut() })
+    }
+
+    /// A map with a summary (for a tool whose blocks have fast versions), where there is room
+    /// for one below 2 GiB; without, fast versions check the shadow itself.
+    pub fn with_summary() -> io::Result<ShadowMemory> {
+        let mut m = ShadowMemory::new()?;
+        m.summary = reserve_summary().unwrap_or(std::ptr::null_mut());
+        Ok(m)
+    }
+
+    /// Address of the summary's byte 0 (below 2 GiB), if the map has one.
+    pub fn summary_addr(&self) -> Option<u32> {
+        (!self.summary.is_null()).then(|| self.summary as u32)
+    }
+
+    /// Marks the chunks of `[addr, addr+len)` in the summary: their shadow may be non-zero.
+    fn mark(&mut self, addr: u64, len: u64) {
+        if self.summary.is_null() || len == 0 {
+            return;
+        }
+        let (first, last) = (summary_index(addr), summary_index(addr.saturating_add(len - 1)));
+        let last = if last < first { SUMMARY_LEN - 1 } else { last };
+        // SAFETY: indices below SUMMARY_LEN lie in the reserved summary.
+        unsafe { std::ptr::write_bytes(self.summary.add(first as usize), 1, (last - first + 1) as usize) };
+    }
+
+    /// Whether some chunk of `[addr, addr+len)` is marked (or the map has no summary).
+    fn marked(&self, addr: u64, len: u64) -> bool {
+        if self.summary.is_null() {
+            return true;
+        }
+        let (first, last) = (summary_index(addr), summary_index(addr.saturating_add(len.max(1) - 1)));
+        let last = if last < first { SUMMARY_LEN - 1 } else { last };
+        // SAFETY: as in `mark`.
+        (first..=last).any(|i| unsafe { *self.summary.add(i as usize) } != 0)
     }
 
     /// Address of the delta table (below 2 GiB, for translated code).
@@ -161,6 +246,9 @@ impl ShadowMemory {
     }
 
     pub fn set(&mut self, addr: u64, v: u8) {
+        if v != 0 {
+            self.mark(addr, 1);
+        }
         // SAFETY: as in `get`.
         unsafe { *self.addr(addr) = v };
     }
@@ -173,6 +261,9 @@ impl ShadowMemory {
     }
 
     pub fn set_range(&mut self, addr: u64, len: u64, v: u8) {
+        if v != 0 {
+            self.mark(addr, len);
+        }
         if Self::contiguous(addr, len) {
             // SAFETY: one run of shadow bytes inside a reserved slice (see `contiguous`).
             return unsafe { std::ptr::write_bytes(self.addr(addr), v, len as usize) };
@@ -194,6 +285,9 @@ impl ShadowMemory {
 
     /// Copies the shadow of `len` bytes from `src` to `dst` (as `memmove`).
     pub fn copy(&mut self, dst: u64, src: u64, len: u64) {
+        if len > 0 && self.marked(src, len) {
+            self.mark(dst, len);
+        }
         if Self::contiguous(src, len) && Self::contiguous(dst, len) {
             // SAFETY: two runs of shadow bytes inside reserved slices; `copy` allows overlap.
             return unsafe { std::ptr::copy(self.addr(src), self.addr(dst), len as usize) };
@@ -321,6 +415,36 @@ mod tests {
         // A range not aligned to granules covers every granule it touches.
         m.set64_range(a + 30, 3, 9);
         assert_eq!((m.get64(a + 24), m.get64(a + 32), m.get64(a + 40)), (9, 9, 0));
+    }
+
+    #[test]
+    fn the_summary_marks_every_chunk_that_gets_a_non_zero_shadow_byte() {
+        let mut m = ShadowMemory::with_summary().unwrap();
+        let s = m.summary_addr().unwrap() as u64;
+        assert!(s + SUMMARY_LEN < 1 << 31);
+        let chunk = 1u64 << SUMMARY_BITS;
+        let a = 0x7fff_0000_0000;
+        m.cover(a, a + 64 * chunk);
+        // Clean writes mark nothing.
+        m.set_range(a, 4 * chunk, 0);
+        m.set(a + 5, 0);
+        m.set_mask(a + 8, 8, 0);
+        assert!(!m.marked(a, 64 * chunk));
+        m.set(a + chunk + 3, 1);
+        assert!(m.marked(a + chunk, 1) && !m.marked(a, chunk) && !m.marked(a + 2 * chunk, 60 * chunk));
+        // A range marks each chunk it touches, a mask the chunks of its set bits.
+        m.set_range(a + 3 * chunk - 1, 2, 1);
+        assert!(m.marked(a + 2 * chunk, 1) && m.marked(a + 3 * chunk, 1) && !m.marked(a + 4 * chunk, 1));
+        m.set_mask(a + 5 * chunk - 4, 8, 0b1000_0000);
+        assert!(m.marked(a + 5 * chunk, 1) && !m.marked(a + 4 * chunk, chunk));
+        // A copy from a marked chunk marks the destination's; from a clean one, not.
+        m.copy(a + 10 * chunk, a + 20 * chunk, 16);
+        assert!(!m.marked(a + 10 * chunk, 1));
+        m.copy(a + 40 * chunk - 8, a + chunk, 16);
+        assert!(m.marked(a + 39 * chunk, 1) && m.marked(a + 40 * chunk, 1));
+        // Translated code's view: byte `(addr & ADDR_MASK) >> SUMMARY_BITS` of the summary.
+        // SAFETY: an index inside the summary.
+        assert_eq!(unsafe { *((s + ((a + chunk) >> SUMMARY_BITS)) as *const u8) }, 1);
     }
 
     #[test]

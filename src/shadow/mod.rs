@@ -56,7 +56,9 @@ pub mod slot {
     pub const DIRTY: usize = 696;
     /// `!7`: the `pext` mask that takes an address to its granule number.
     pub const NOT7: usize = 704;
-    pub const END: usize = 712;
+    /// The `pext` mask of an address's summary index (`memory::SUMMARY_SEL`).
+    pub const SUMMARY_SEL: usize = 712;
+    pub const END: usize = 720;
     /// Origins of the four 8-byte lanes of each ymm register (16 x 4 u64), so that a vector
     /// copy (memcpy's) keeps each granule's origin: lane k of register n at `+ 32n + 8k`.
     pub const ORIGIN_LANES: usize = 1024;
@@ -74,6 +76,7 @@ pub fn init_thread(ctx: &mut ThreadContext) {
     *word(ctx, slot::K01) = 0x0101_0101_0101_0101;
     *word(ctx, slot::SLICE_SEL) = memory::INDEX_BITS;
     *word(ctx, slot::NOT7) = !7;
+    *word(ctx, slot::SUMMARY_SEL) = memory::SUMMARY_SEL;
     for (s, m) in [(slot::PART_LOW8, 1), (slot::PART_HIGH8, 2), (slot::PART_W16, 3), (slot::PART_W32, 0xf)] {
         *word(ctx, s) = m;
     }

@@ -441,6 +441,8 @@ pub struct Propagation {
     /// The shadow memories' delta tables (below 2 GiB).
     pub taint_table: u32,
     origin_table: u32,
+    /// The taint shadow's summary (`memory.rs`), or 0.
+    pub summary: u32,
 }
 
 /// Where a propagation logs dependences: every computation (and every copy in the main
@@ -510,7 +512,9 @@ impl Propagation {
         // SAFETY: the shadow memories outlive the propagation (their tool owns both).
         let table = |m: *mut ShadowMemory| unsafe { (*m).delta_table_addr() };
         let (taint_table, origin_table) = (table(shadow), origins.map_or(0, table));
-        Propagation { shadow, origins, sites: Sites::default(), policy: None, taint_on: true, count_blocks: false, flags_origin_unread: false, known: 0, known_new: 0, dead_vector_origins: HashMap::new(), granules: Vec::new(), granules_next_pc: None, block_bases: 0, stack_aligned: false, instance: None, log: None, callout, taint_table, origin_table }
+        // SAFETY: as above.
+        let summary = unsafe { (*shadow).summary_addr() }.unwrap_or(0);
+        Propagation { shadow, origins, sites: Sites::default(), policy: None, taint_on: true, count_blocks: false, flags_origin_unread: false, known: 0, known_new: 0, dead_vector_origins: HashMap::new(), granules: Vec::new(), granules_next_pc: None, block_bases: 0, stack_aligned: false, instance: None, log: None, callout, taint_table, origin_table, summary }
     }
 
     fn callout_args(&self) -> &CalloutArg {
@@ -595,6 +599,13 @@ impl Propagation {
             return;
         }
         shadow_address(b, r, self.taint_table);
+        if self.summary != 0 {
+            // The chunk of the first byte and the next one (the last byte's), whatever the
+            // mask: marking costs less than testing it.
+            let a = b.asm();
+            a.pext(r.u, r.a, ta(slot::SUMMARY_SEL)).unwrap();
+            a.mov(word_ptr(r.u + self.summary as i32), 0x0101).unwrap();
+        }
         let a = b.asm();
         match size {
             1 => {

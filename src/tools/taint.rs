@@ -94,11 +94,11 @@ pub struct Taint {
 
 impl Taint {
     pub fn new(input: Input, track_origins: bool) -> std::io::Result<Taint> {
-        let shadow = Box::into_raw(Box::new(ShadowMemory::new()?));
+        let shadow = Box::into_raw(Box::new(ShadowMemory::with_summary()?));
         let origins = if track_origins { Some(Box::into_raw(Box::new(ShadowMemory::new()?))) } else { None };
         let input_fds = if input == Input::Stdin { HashSet::from([0]) } else { HashSet::new() };
         let prop = Propagation::new(shadow, origins);
-        Ok(Taint { input, shadow, prop, findings: Box::default(), input_fds, origins, threads: 0, fast: fast::enabled(), block_use: Default::default(), fast_block: fast::FastBlock::new(0, false, &Default::default()) })
+        Ok(Taint { input, shadow, prop, findings: Box::default(), input_fds, origins, threads: 0, fast: fast::enabled(), block_use: Default::default(), fast_block: fast::FastBlock::new(0, 0, false, &Default::default()) })
     }
 
     /// Gives guest memory `[start, end)` shadow of its own (see `shadow::memory`).

@@ -102,14 +102,14 @@ impl SuppressRun {
     }
 
     fn with_failure(plan: Plan, program: String, failure: Option<Failure>) -> std::io::Result<SuppressRun> {
-        let shadow = Box::into_raw(Box::new(ShadowMemory::new()?));
+        let shadow = Box::into_raw(Box::new(ShadowMemory::with_summary()?));
         let origins = if plan.trace { Some(Box::into_raw(Box::new(ShadowMemory::new()?))) } else { None };
         let mut prop = Propagation::new(shadow, origins);
         prop.taint_on = false;
         // Points name block instances, traced or not.
         prop.count_blocks = true;
         let state = Box::new(State { shadow, ipdoms: HashMap::new(), functions: Vec::new(), suppressed: HashMap::new(), hits: Vec::new(), main: (0, 0), armed: false, arm_requested: false });
-        Ok(SuppressRun { program, plan, prop, origins, state, guards: Vec::new(), checks: Vec::new(), threads: 0, crash: None, syscall_suppressed: false, pipes: HashMap::new(), failure, crt: Vec::new(), lifetime: Default::default(), fast: fast::enabled(), block_use: Default::default(), fast_block: fast::FastBlock::new(0, false, &Default::default()) })
+        Ok(SuppressRun { program, plan, prop, origins, state, guards: Vec::new(), checks: Vec::new(), threads: 0, crash: None, syscall_suppressed: false, pipes: HashMap::new(), failure, crt: Vec::new(), lifetime: Default::default(), fast: fast::enabled(), block_use: Default::default(), fast_block: fast::FastBlock::new(0, 0, false, &Default::default()) })
     }
 
     /// Gives guest memory `[start, end)` shadow of its own, corrupt bits and origins.
