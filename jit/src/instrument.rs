@@ -239,6 +239,14 @@ impl Inline {
         self.reusable &= !bit;
     }
 
+    /// The tool's code is done with the lent register `r`: later `scratch` calls may hand it
+    /// out again (it stays spilled).
+    pub fn give_back(&mut self, r: AsmRegister64) {
+        let bit = 1u16 << (Register::from(r).number() - Register::RAX.number());
+        assert!(self.lent & bit != 0 && self.kept & bit == 0, "only a lent register that is not kept is given back");
+        self.reusable |= bit;
+    }
+
     /// Borrows rcx (for flag-free tests with `jrcxz`), if the guest instruction does not use
     /// it and it is not lent already.
     pub fn scratch_rcx(&mut self) -> Option<AsmRegister64> {

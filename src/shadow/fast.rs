@@ -572,40 +572,42 @@ impl FastBlock {
                 continue;
             }
             seen.push(key);
-            let x = if through_plain_base(m) && (m.displacement() as i64).unsigned_abs() < GUARD / 2 {
-                get_gpr64(m.base()).expect("a 64-bit register")
+            // The address: its base register, or computed into a register of its own.
+            let (x, own) = if through_plain_base(m) && (m.displacement() as i64).unsigned_abs() < GUARD / 2 {
+                (get_gpr64(m.base()).expect("a 64-bit register"), None)
             } else {
                 let (e, t) = (b.scratch(), b.scratch());
                 effective_address(b, e, m, t);
-                e
+                b.give_back(t);
+                (e, Some(e))
             };
-            let single = ms.len() == 1;
-            match (acc, counter) {
-                (None, Some(c)) => {
-                    let a = b.asm();
-                    a.pext(c, x, qword_ptr(tool_area(slot::SUMMARY_SEL)).gs()).unwrap();
-                    a.mov(r32(c), dword_ptr(c + at)).unwrap();
-                    acc = Some(c);
+            let sel = qword_ptr(tool_area(slot::SUMMARY_SEL)).gs();
+            if let (None, Some(c)) = (acc, counter) {
+                let a = b.asm();
+                a.pext(c, x, sel).unwrap();
+                a.mov(r32(c), dword_ptr(c + at)).unwrap();
+                acc = Some(c);
+                if let Some(e) = own {
+                    b.give_back(e);
                 }
-                (None, None) if single => {
-                    let t = b.scratch();
-                    let a = b.asm();
-                    a.pext(t, x, qword_ptr(tool_area(slot::SUMMARY_SEL)).gs()).unwrap();
+                continue;
+            }
+            let t = own.unwrap_or_else(|| b.scratch());
+            let a = b.asm();
+            a.pext(t, x, sel).unwrap();
+            match acc {
+                None if ms.len() == 1 => {
                     a.cmp(dword_ptr(t + at), 0).unwrap();
+                    b.give_back(t);
                 }
-                (None, None) => {
-                    let t = b.scratch();
-                    let a = b.asm();
-                    a.pext(t, x, qword_ptr(tool_area(slot::SUMMARY_SEL)).gs()).unwrap();
+                None => {
                     a.mov(r32(t), dword_ptr(t + at)).unwrap();
                     acc = Some(t);
                 }
-                (Some(s), _) => {
-                    let t = b.scratch();
-                    let a = b.asm();
-                    a.pext(t, x, qword_ptr(tool_area(slot::SUMMARY_SEL)).gs()).unwrap();
+                Some(s) => {
                     a.mov(r32(t), dword_ptr(t + at)).unwrap();
                     a.lea(s, qword_ptr(s + t)).unwrap();
+                    b.give_back(t);
                 }
             }
         }
@@ -616,6 +618,7 @@ impl FastBlock {
             (Some(s), None) => {
                 a.test(s, s).unwrap();
                 a.je(clean).unwrap();
+                b.give_back(s);
             }
             (None, None) => a.je(clean).unwrap(),
         }
