@@ -70,6 +70,16 @@ int main(void) {
     unsigned long n = sizeof buf;
     __asm__ volatile("rep movsb" : "+S"(from), "+D"(to), "+c"(n) : : "memory");
     check("rep_movsb_keeps", copy2 + 40, where);
+    /* `rep stos` gives what it fills rax's origin, from an unaligned start to its end. */
+    {
+        unsigned char *fill = copy2 + 3;
+        unsigned long count = 50;
+        __asm__ volatile("mov %3, %%rax\n\tlea 1f(%%rip), %%rdx\n\tmov %%rdx, %2\n"
+                         "1:\tadd $7, %%rax\n\trep stosb"
+                         : "+D"(fill), "+c"(count), "=m"(where) : "m"(b[2]) : "rax", "rdx", "memory", "cc");
+        check("rep_stosb_fill_first", copy2 + 3, where);
+        check("rep_stosb_fill_last", copy2 + 52, where);
+    }
 
     /* Stack copies keep it where the stack pointer is not 8-aligned: a push then covers two
      * origin granules, and a load of its upper half reads the second. */

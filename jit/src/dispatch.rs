@@ -177,7 +177,9 @@ std::arch::global_asm!(
     "mov rax, gs:[{host_fs}]",
     "wrfsbase rax",
     "mov eax, {mask}", "xor edx, edx",
-    "xsave64 gs:[{xsave}]",
+    // (xsaveopt: components in their initial state, as the upper ymm halves after a
+    // `vzeroupper`, are not written; the area is only ever changed in between by xrstor.)
+    "xsaveopt64 gs:[{xsave}]",
     "cld",
     "push 0x1f80",
     "ldmxcsr [rsp]",

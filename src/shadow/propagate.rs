@@ -1578,11 +1578,66 @@ impl Propagation {
         if is_string(site.ins) {
             // The call-out's scratch register may be one the block's caches are kept in.
             self.forget_registers();
+            let fill = (b.version() == Version::Fast && self.summary != 0 && self.origins.is_some() && string_kind(site.ins) >> 8 & 0xff == 1)
+                .then(|| self.fill_origins(b));
             let s = b.scratch();
             let kind = string_kind(site.ins);
             b.asm().mov(ta(slot::WHAT), kind as i32).unwrap();
             b.callout(string_after, self.callout_args() as *const CalloutArg as u64, s);
+            if let Some(mut done) = fill {
+                let a = b.asm();
+                a.set_label(&mut done).unwrap();
+                a.zero_bytes().unwrap();
+            }
         }
+    }
+
+    /// After a `stos` in a fast version (rax clean): where it went up by at most 64 KiB over
+    /// chunks the summary shows clean, the taint shadow of what it wrote is zero already,
+    /// and the origins of the granules it wrote become rax's here, with a `rep stosq` on the
+    /// origin map; then a jump to the returned label. Elsewhere (down, long, marked, or
+    /// nothing written) falls through to the call-out.
+    fn fill_origins(&mut self, b: &mut Inline) -> CodeLabel {
+        let (t, u, v) = (b.scratch(), b.scratch(), b.scratch());
+        b.clobber_flags();
+        let (table, summary) = (self.origin_table, self.summary);
+        let a = b.asm();
+        let (mut slow, done) = (a.create_label(), a.create_label());
+        // t = bytes written, u = the first.
+        a.mov(t, rdi).unwrap();
+        a.mov(u, ta(slot::STR_RDI)).unwrap();
+        a.sub(t, u).unwrap();
+        a.jbe(slow).unwrap();
+        a.cmp(t, 1 << 16).unwrap();
+        a.ja(slow).unwrap();
+        a.pext(v, u, ta(slot::SUMMARY_SEL)).unwrap();
+        a.cmp(dword_ptr(v + (summary as i32 - 1)), 0).unwrap();
+        a.jne(slow).unwrap();
+        // Granules: from u's to the last byte's, t of them.
+        a.lea(t, qword_ptr(u + t - 1)).unwrap();
+        a.shr(t, 3).unwrap();
+        a.mov(v, u).unwrap();
+        a.shr(v, 3).unwrap();
+        a.sub(t, v).unwrap();
+        a.add(t, 1).unwrap();
+        a.mov(ta(slot::TMP_EA), rdi).unwrap();
+        a.mov(ta(slot::TMP_SIZE), rcx).unwrap();
+        a.mov(ta(slot::TMP_MASK), rax).unwrap();
+        granule_of(b, u, rdi, v, table);
+        let a = b.asm();
+        a.mov(rcx, t).unwrap();
+        a.mov(rax, ta(slot::ORIGIN_GPR)).unwrap();
+        a.rep().stosq().unwrap();
+        a.mov(rdi, ta(slot::TMP_EA)).unwrap();
+        a.mov(rcx, ta(slot::TMP_SIZE)).unwrap();
+        a.mov(rax, ta(slot::TMP_MASK)).unwrap();
+        a.jmp(done).unwrap();
+        a.set_label(&mut slow).unwrap();
+        a.zero_bytes().unwrap();
+        b.give_back(t);
+        b.give_back(u);
+        b.give_back(v);
+        done
     }
 }
 
