@@ -70,6 +70,13 @@ int main(void) {
     unsigned long n = sizeof buf;
     __asm__ volatile("rep movsb" : "+S"(from), "+D"(to), "+c"(n) : : "memory");
     check("rep_movsb_keeps", copy2 + 40, where);
+    /* To an unaligned destination: the last byte's granule is one more than the source's. */
+    from = buf + 40;
+    to = copy2 + 13;
+    n = 8;
+    __asm__ volatile("rep movsb" : "+S"(from), "+D"(to), "+c"(n) : : "memory");
+    check("rep_movsb_unaligned_first", copy2 + 13, where);
+    check("rep_movsb_unaligned_last", copy2 + 20, where);
     /* `rep stos` gives what it fills rax's origin, from an unaligned start to its end. */
     {
         unsigned char *fill = copy2 + 3;

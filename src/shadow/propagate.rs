@@ -1578,8 +1578,12 @@ impl Propagation {
         if is_string(site.ins) {
             // The call-out's scratch register may be one the block's caches are kept in.
             self.forget_registers();
-            let fill = (b.version() == Version::Fast && self.summary != 0 && self.origins.is_some() && string_kind(site.ins) >> 8 & 0xff == 1)
-                .then(|| self.fill_origins(b));
+            let inline = b.version() == Version::Fast && self.summary != 0 && self.origins.is_some();
+            let fill = match string_kind(site.ins) >> 8 & 0xff {
+                0 if inline => Some(self.copy_origins(b)),
+                1 if inline => Some(self.fill_origins(b)),
+                _ => None,
+            };
             let s = b.scratch();
             let kind = string_kind(site.ins);
             b.asm().mov(ta(slot::WHAT), kind as i32).unwrap();
@@ -1590,6 +1594,78 @@ impl Propagation {
                 a.zero_bytes().unwrap();
             }
         }
+    }
+
+    /// After a `movs` in a fast version: where it went up by at most 64 KiB, between chunks
+    /// the summary shows clean (no taint to move) and not onto granules after its source's
+    /// first (a forward copy of them would read what it wrote), the origins move as
+    /// `ShadowMemory::copy64` moves them, with a `rep movsq` on the origin map; then a jump to
+    /// the returned label. Elsewhere falls through to the call-out.
+    fn copy_origins(&mut self, b: &mut Inline) -> CodeLabel {
+        let (t, u, v, w) = (b.scratch(), b.scratch(), b.scratch(), b.scratch());
+        b.clobber_flags();
+        let (table, summary) = (self.origin_table, self.summary);
+        let sel = ta(slot::SUMMARY_SEL);
+        let a = b.asm();
+        let (mut slow, done, mut no_spill) = (a.create_label(), a.create_label(), a.create_label());
+        // t = bytes moved, u = the source's first, w = the destination's.
+        a.mov(t, rdi).unwrap();
+        a.mov(w, ta(slot::STR_RDI)).unwrap();
+        a.sub(t, w).unwrap();
+        a.jbe(slow).unwrap();
+        a.cmp(t, 1 << 16).unwrap();
+        a.ja(slow).unwrap();
+        a.mov(u, ta(slot::STR_RSI)).unwrap();
+        for r in [u, w] {
+            a.pext(v, r, sel).unwrap();
+            a.cmp(dword_ptr(v + (summary as i32 - 1)), 0).unwrap();
+            a.jne(slow).unwrap();
+        }
+        // The granules' origins to move, n = (t + 7) / 8, go to rcx; the spill into one more
+        // destination granule (its last byte's is granule n from its first) to ZF.
+        a.mov(ta(slot::TMP_SIZE), rcx).unwrap();
+        a.lea(rcx, qword_ptr(t + 7)).unwrap();
+        a.shr(rcx, 3).unwrap();
+        a.lea(t, qword_ptr(w + t - 1)).unwrap();
+        a.shr(t, 3).unwrap();
+        a.mov(v, w).unwrap();
+        a.shr(v, 3).unwrap();
+        a.sub(t, v).unwrap();
+        a.cmp(t, rcx).unwrap();
+        a.mov(ta(slot::TMP_EA), rdi).unwrap();
+        a.mov(ta(slot::TMP_MASK), rsi).unwrap();
+        a.setne(r8(t)).unwrap();
+        granule_of(b, u, rsi, v, table);
+        granule_of(b, w, rdi, v, table);
+        let a = b.asm();
+        // A destination after the source's first granule, within the granules: to the call-out.
+        a.lea(u, qword_ptr(rsi + rcx * 8)).unwrap();
+        a.cmp(rdi, rsi).unwrap();
+        let mut forward = a.create_label();
+        a.jbe(forward).unwrap();
+        a.cmp(rdi, u).unwrap();
+        a.jae(forward).unwrap();
+        a.mov(rsi, ta(slot::TMP_MASK)).unwrap();
+        a.mov(rdi, ta(slot::TMP_EA)).unwrap();
+        a.mov(rcx, ta(slot::TMP_SIZE)).unwrap();
+        a.jmp(slow).unwrap();
+        a.set_label(&mut forward).unwrap();
+        a.mov(u, qword_ptr(u - 8)).unwrap();
+        a.rep().movsq().unwrap();
+        a.test(r8(t), r8(t)).unwrap();
+        a.jne(no_spill).unwrap();
+        a.mov(qword_ptr(rdi), u).unwrap();
+        a.set_label(&mut no_spill).unwrap();
+        a.mov(rsi, ta(slot::TMP_MASK)).unwrap();
+        a.mov(rdi, ta(slot::TMP_EA)).unwrap();
+        a.mov(rcx, ta(slot::TMP_SIZE)).unwrap();
+        a.jmp(done).unwrap();
+        a.set_label(&mut slow).unwrap();
+        a.zero_bytes().unwrap();
+        for r in [t, u, v, w] {
+            b.give_back(r);
+        }
+        done
     }
 
     /// After a `stos` in a fast version (rax clean): where it went up by at most 64 KiB over
