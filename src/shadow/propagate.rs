@@ -1668,29 +1668,26 @@ impl Propagation {
         done
     }
 
-    /// After a `stos` in a fast version (rax clean): where it went up by at most 64 KiB over
-    /// chunks the summary shows clean, the taint shadow of what it wrote is zero already,
-    /// and the origins of the granules it wrote become rax's here, with a `rep stosq` on the
-    /// origin map; then a jump to the returned label. Elsewhere (down, long, marked, or
-    /// nothing written) falls through to the call-out.
+    /// After a `stos` in a fast version (rax clean) that went up by at most 64 KiB: the
+    /// origins of the granules it wrote become rax's, with a `rep stosq` on the origin map,
+    /// and where the summary is marked, the taint shadow of what it wrote is cleared (a
+    /// `rep stosb` of zeros; elsewhere it is zero already); then a jump to the returned label.
+    /// Elsewhere (down, long, nothing written) falls through to the call-out.
     fn fill_origins(&mut self, b: &mut Inline) -> CodeLabel {
-        let (t, u, v) = (b.scratch(), b.scratch(), b.scratch());
+        let (t, u, v, w) = (b.scratch(), b.scratch(), b.scratch(), b.scratch());
         b.clobber_flags();
-        let (table, summary) = (self.origin_table, self.summary);
+        let (table, taint_table, summary) = (self.origin_table, self.taint_table, self.summary);
         let a = b.asm();
-        let (mut slow, done) = (a.create_label(), a.create_label());
-        // t = bytes written, u = the first.
-        a.mov(t, rdi).unwrap();
+        let (mut slow, done, mut clean) = (a.create_label(), a.create_label(), a.create_label());
+        // w = bytes written, u = the first.
+        a.mov(w, rdi).unwrap();
         a.mov(u, ta(slot::STR_RDI)).unwrap();
-        a.sub(t, u).unwrap();
+        a.sub(w, u).unwrap();
         a.jbe(slow).unwrap();
-        a.cmp(t, 1 << 16).unwrap();
+        a.cmp(w, 1 << 16).unwrap();
         a.ja(slow).unwrap();
-        a.pext(v, u, ta(slot::SUMMARY_SEL)).unwrap();
-        a.cmp(dword_ptr(v + (summary as i32 - 1)), 0).unwrap();
-        a.jne(slow).unwrap();
         // Granules: from u's to the last byte's, t of them.
-        a.lea(t, qword_ptr(u + t - 1)).unwrap();
+        a.lea(t, qword_ptr(u + w - 1)).unwrap();
         a.shr(t, 3).unwrap();
         a.mov(v, u).unwrap();
         a.shr(v, 3).unwrap();
@@ -1704,15 +1701,25 @@ impl Propagation {
         a.mov(rcx, t).unwrap();
         a.mov(rax, ta(slot::ORIGIN_GPR)).unwrap();
         a.rep().stosq().unwrap();
+        a.pext(v, u, ta(slot::SUMMARY_SEL)).unwrap();
+        a.cmp(dword_ptr(v + (summary as i32 - 1)), 0).unwrap();
+        a.je(clean).unwrap();
+        shadow_delta_of(b, u, v, taint_table);
+        let a = b.asm();
+        a.lea(rdi, qword_ptr(u + v)).unwrap();
+        a.mov(rcx, w).unwrap();
+        a.xor(eax, eax).unwrap();
+        a.rep().stosb().unwrap();
+        a.set_label(&mut clean).unwrap();
         a.mov(rdi, ta(slot::TMP_EA)).unwrap();
         a.mov(rcx, ta(slot::TMP_SIZE)).unwrap();
         a.mov(rax, ta(slot::TMP_MASK)).unwrap();
         a.jmp(done).unwrap();
         a.set_label(&mut slow).unwrap();
         a.zero_bytes().unwrap();
-        b.give_back(t);
-        b.give_back(u);
-        b.give_back(v);
+        for r in [t, u, v, w] {
+            b.give_back(r);
+        }
         done
     }
 }
