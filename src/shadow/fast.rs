@@ -572,40 +572,59 @@ impl FastBlock {
                 continue;
             }
             seen.push(key);
-            // The address: its base register, or computed into a register of its own.
-            let (x, own) = if through_plain_base(m) && (m.displacement() as i64).unsigned_abs() < GUARD / 2 {
-                (get_gpr64(m.base()).expect("a 64-bit register"), None)
-            } else {
-                let (e, t) = (b.scratch(), b.scratch());
-                effective_address(b, e, m, t);
-                b.give_back(t);
-                (e, Some(e))
-            };
+            // The summary bytes: at a fixed address for a RIP-relative or absolute access, else from the
+            // `pext` of its base register or of its address computed into a register of its own.
+            let fixed = (matches!(m.base(), Register::RIP | Register::None) && m.index() == Register::None).then(|| {
+                let addr = m.displacement();
+                self.summary as u64 - 1 + ((addr & super::memory::ADDR_MASK) >> super::memory::SUMMARY_BITS)
+            });
             let sel = qword_ptr(tool_area(slot::SUMMARY_SEL)).gs();
-            if let (None, Some(c)) = (acc, counter) {
-                let a = b.asm();
-                a.pext(c, x, sel).unwrap();
-                a.mov(r32(c), dword_ptr(c + at)).unwrap();
-                acc = Some(c);
-                if let Some(e) = own {
-                    b.give_back(e);
-                }
-                continue;
-            }
-            let t = own.unwrap_or_else(|| b.scratch());
-            let a = b.asm();
-            a.pext(t, x, sel).unwrap();
-            match acc {
-                None if ms.len() == 1 => {
-                    a.cmp(dword_ptr(t + at), 0).unwrap();
-                    b.give_back(t);
-                }
+            let (bytes, held) = match fixed {
+                Some(at) => (dword_ptr(at), None),
                 None => {
-                    a.mov(r32(t), dword_ptr(t + at)).unwrap();
+                    let (x, own) = if through_plain_base(m) && (m.displacement() as i64).unsigned_abs() < GUARD / 2 {
+                        (get_gpr64(m.base()).expect("a 64-bit register"), None)
+                    } else {
+                        let (e, t) = (b.scratch(), b.scratch());
+                        effective_address(b, e, m, t);
+                        b.give_back(t);
+                        (e, Some(e))
+                    };
+                    // Into rcx if it is the first counter, else a register given back below.
+                    let t = match (acc, counter) {
+                        (None, Some(c)) => c,
+                        _ => own.unwrap_or_else(|| b.scratch()),
+                    };
+                    b.asm().pext(t, x, sel).unwrap();
+                    if let Some(e) = own.filter(|&e| e != t) {
+                        b.give_back(e);
+                    }
+                    (dword_ptr(t + at), Some(t))
+                }
+            };
+            let give_back = |b: &mut Inline, r: Option<AsmRegister64>| {
+                if let Some(r) = r.filter(|&r| Some(r) != counter) {
+                    b.give_back(r);
+                }
+            };
+            match (acc, counter) {
+                (None, Some(c)) => {
+                    b.asm().mov(r32(c), bytes).unwrap();
+                    acc = Some(c);
+                }
+                (None, None) if ms.len() == 1 => {
+                    b.asm().cmp(bytes, 0).unwrap();
+                    give_back(b, held);
+                }
+                (None, None) => {
+                    let t = held.unwrap_or_else(|| b.scratch());
+                    b.asm().mov(r32(t), bytes).unwrap();
                     acc = Some(t);
                 }
-                Some(s) => {
-                    a.mov(r32(t), dword_ptr(t + at)).unwrap();
+                (Some(s), _) => {
+                    let t = held.unwrap_or_else(|| b.scratch());
+                    let a = b.asm();
+                    a.mov(r32(t), bytes).unwrap();
                     a.lea(s, qword_ptr(s + t)).unwrap();
                     b.give_back(t);
                 }
