@@ -806,25 +806,65 @@ fn emit_inline(b: &mut BlockBuilder, code: Inline, at: Point) -> Control {
     control
 }
 
-/// A tool's code assembled at `ip`, with each instruction's offset. Code that names no label
-/// (most of it) is encoded instruction by instruction: iced's block encoder, which resolves
-/// labels, costs an allocation per instruction and was a tenth of translation time.
+/// A tool's code assembled at `ip`, with each instruction's offset, encoded instruction by
+/// instruction: iced's block encoder, which also resolves labels, costs allocations per
+/// instruction and was most of translation time. Jumps to labels (the tool's short forward
+/// skips) take their near form (`jrcxz` its only, rel8) and are patched once the labels'
+/// offsets are known; anything else that names a label (RIP-relative constants) goes to the
+/// block encoder.
 fn assemble_at(asm: &mut iced_x86::code_asm::CodeAssembler, ip: u64) -> (Vec<u8>, Vec<u32>) {
-    let refers_to_labels = |i: &Instruction| {
-        i.is_ip_rel_memory_operand() || (0..i.op_count()).any(|k| matches!(i.op_kind(k), OpKind::NearBranch16 | OpKind::NearBranch32 | OpKind::NearBranch64))
-    };
-    if asm.instructions().iter().any(refers_to_labels) {
-        let result = asm.assemble_options(ip, BlockEncoderOptions::RETURN_NEW_INSTRUCTION_OFFSETS).expect("tool code assembles");
-        return (result.inner.code_buffer, result.inner.new_instruction_offsets);
+    let label_branch = |i: &Instruction| (0..i.op_count()).any(|k| matches!(i.op_kind(k), OpKind::NearBranch16 | OpKind::NearBranch32 | OpKind::NearBranch64));
+    // (A RIP-relative operand in tool code names a label: a constant placed after it.)
+    if asm.instructions().iter().any(|i| i.is_ip_rel_memory_operand()) {
+        return assemble_with_labels(asm, ip);
     }
     let mut encoder = Encoder::new(64);
     let mut offsets = Vec::with_capacity(asm.instructions().len());
+    // (label id, offset) and (offset of the rel field, its size, label id).
+    let (mut labels, mut fixups): (Vec<(u64, u32)>, Vec<(u32, u8, u64)>) = (Vec::new(), Vec::new());
     let mut at = ip;
     for i in asm.instructions() {
-        offsets.push((at - ip) as u32);
-        at += encoder.encode(i, at).expect("tool code encodes") as u64;
+        let off = (at - ip) as u32;
+        offsets.push(off);
+        if i.ip() != 0 {
+            labels.push((i.ip(), off));
+        }
+        if !label_branch(i) {
+            at += encoder.encode(i, at).expect("tool code encodes") as u64;
+            continue;
+        }
+        let target = i.near_branch_target();
+        let bytes: &[u8] = match i.mnemonic() {
+            Mnemonic::Jmp => &[0xe9, 0, 0, 0, 0],
+            Mnemonic::Jrcxz => &[0xe3, 0],
+            _ if i.is_jcc_short_or_near() => &[0x0f, 0x80 | (i.condition_code() as u8 - 1), 0, 0, 0, 0],
+            _ => return assemble_with_labels(asm, ip),
+        };
+        let mut buf = encoder.take_buffer();
+        buf.extend_from_slice(bytes);
+        encoder.set_buffer(buf);
+        at += bytes.len() as u64;
+        let size = if bytes.len() == 2 { 1 } else { 4 };
+        fixups.push(((at - ip) as u32 - size as u32, size, target));
     }
-    (encoder.take_buffer(), offsets)
+    let mut code = encoder.take_buffer();
+    for (pos, size, label) in fixups {
+        let Some(&(_, to)) = labels.iter().find(|l| l.0 == label) else { return assemble_with_labels(asm, ip) };
+        let rel = to as i64 - (pos as i64 + size as i64);
+        if size == 1 {
+            let Ok(r) = i8::try_from(rel) else { return assemble_with_labels(asm, ip) };
+            code[pos as usize] = r as u8;
+        } else {
+            code[pos as usize..pos as usize + 4].copy_from_slice(&(rel as i32).to_le_bytes());
+        }
+    }
+    (code, offsets)
+}
+
+/// `assemble_at` through iced's block encoder, for code its own pass does not handle.
+fn assemble_with_labels(asm: &mut iced_x86::code_asm::CodeAssembler, ip: u64) -> (Vec<u8>, Vec<u32>) {
+    let result = asm.assemble_options(ip, BlockEncoderOptions::RETURN_NEW_INSTRUCTION_OFFSETS).expect("tool code assembles");
+    (result.inner.code_buffer, result.inner.new_instruction_offsets)
 }
 
 /// `rcx = gs:[off]` with the guest's rcx saved, then a flag-free `jrcxz` to `zero`; both paths
@@ -1091,6 +1131,33 @@ mod tests {
             buf[..n].copy_from_slice(&from[..n]);
             n
         }
+    }
+
+    #[test]
+    fn tool_code_jumps_to_its_labels() {
+        use iced_x86::code_asm::*;
+        let mut a = CodeAssembler::new(64).unwrap();
+        let (mut skip, mut end) = (a.create_label(), a.create_label());
+        a.jrcxz(skip).unwrap();
+        a.je(end).unwrap();
+        a.mov(rax, qword_ptr(rbx + 8)).unwrap();
+        a.set_label(&mut skip).unwrap();
+        a.jmp(end).unwrap();
+        a.db(&[0x0f, 0x85, 0, 0, 0, 0]).unwrap();
+        a.set_label(&mut end).unwrap();
+        a.zero_bytes().unwrap();
+        let ip = 0x7000_1000;
+        let (code, offsets) = assemble_at(&mut a, ip);
+        let insns: Vec<Instruction> = Decoder::with_ip(64, &code, ip, DecoderOptions::NONE).into_iter().collect();
+        let at = |k: usize| ip + offsets[k] as u64;
+        assert_eq!(insns[0].mnemonic(), Mnemonic::Jrcxz);
+        assert_eq!(insns[0].near_branch_target(), at(3));
+        assert_eq!((insns[1].mnemonic(), insns[1].near_branch_target()), (Mnemonic::Je, at(5)));
+        assert_eq!(insns[2].mnemonic(), Mnemonic::Mov);
+        assert_eq!((insns[3].mnemonic(), insns[3].near_branch_target()), (Mnemonic::Jmp, at(5)));
+        // The placeholder's bytes are kept where its offset says.
+        assert_eq!(&code[offsets[4] as usize..offsets[4] as usize + 2], &[0x0f, 0x85]);
+        assert_eq!(offsets[5] as usize, code.len());
     }
 
     #[test]
