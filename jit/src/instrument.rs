@@ -148,6 +148,22 @@ pub(crate) struct Finished {
     pub to_full: Vec<(usize, usize)>,
 }
 
+thread_local! {
+    /// Assemblers done with (`recycle`): tool code is built at every instruction, and a new
+    /// assembler costs allocations.
+    static ASSEMBLERS: std::cell::RefCell<Vec<CodeAssembler>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+fn assembler() -> CodeAssembler {
+    ASSEMBLERS.with(|p| p.borrow_mut().pop()).unwrap_or_else(|| CodeAssembler::new(64).expect("64-bit assembler"))
+}
+
+/// Gives back an assembler whose code was emitted, for the next tool code.
+pub(crate) fn recycle(mut asm: CodeAssembler) {
+    asm.reset();
+    ASSEMBLERS.with(|p| p.borrow_mut().push(asm));
+}
+
 impl Inline {
     /// A builder for code next to a guest instruction that uses the registers `guest_uses`
     /// (see `used_registers`; 0 at a block start), where the guest's status flags are live or
@@ -180,7 +196,7 @@ impl Inline {
     /// The assembler the tool writes its code with.
     pub fn asm(&mut self) -> &mut CodeAssembler {
         self.empty = false;
-        self.asm.get_or_insert_with(|| CodeAssembler::new(64).expect("64-bit assembler"))
+        self.asm.get_or_insert_with(assembler)
     }
 
     /// Borrows a 64-bit register the guest instruction does not use. Its guest value is
@@ -401,13 +417,20 @@ impl Inline {
     /// The code of a `Tool::full_entry`, which may neither borrow registers nor clobber flags.
     pub(crate) fn finish_plain(self) -> Option<Vec<u8>> {
         assert!(self.lent == 0 && !self.clobbers_flags && self.to_full.is_empty(), "full-entry code needs no register and no flags");
-        let mut asm = self.asm?;
-        Some(asm.assemble(0).expect("full-entry code assembles"))
+        let asm = self.asm?;
+        // Position-independent (no label, no RIP-relative operand): encoded one by one, without
+        // the block encoder's allocations (this code is emitted at every way into a full version).
+        let mut encoder = iced_x86::Encoder::new(64);
+        for i in asm.instructions() {
+            assert!(!i.is_ip_rel_memory_operand() && i.op_kinds().all(|k| !matches!(k, iced_x86::OpKind::NearBranch64)), "full-entry code is position-independent");
+            encoder.encode(i, 0).expect("full-entry code encodes");
+        }
+        Some(encoder.take_buffer())
     }
 
     pub(crate) fn finish(self) -> Finished {
         let save_flags = self.clobbers_flags && self.flags_live && !self.empty;
-        let asm = self.asm.unwrap_or_else(|| CodeAssembler::new(64).expect("64-bit assembler"));
+        let asm = self.asm.unwrap_or_else(assembler);
         // A register lent but never named by the code (a tool borrows a fixed set up front)
         // needs no spill; rcx stays, for the `jrcxz` of a jump to the other version.
         // (Operands suffice: the only implicit register tool code uses is rcx, of `jrcxz`;

@@ -788,6 +788,7 @@ fn emit_inline(b: &mut BlockBuilder, code: Inline, at: Point) -> Control {
     }
     let start = b.asm.pos();
     let (bytes, offsets) = assemble_at(&mut asm, b.asm.here());
+    crate::instrument::recycle(asm);
     b.asm.bytes(&bytes);
     for &(index, rel) in &to_full {
         assert!(at != Point::Elsewhere, "the other version is entered at a block start or before an instruction");
