@@ -821,8 +821,9 @@ fn assemble_at(asm: &mut iced_x86::code_asm::CodeAssembler, ip: u64) -> (Vec<u8>
     }
     let mut encoder = Encoder::new(64);
     let mut offsets = Vec::with_capacity(asm.instructions().len());
-    // (label id, offset) and (offset of the rel field, its size, label id).
-    let (mut labels, mut fixups): (Vec<(u64, u32)>, Vec<(u32, u8, u64)>) = (Vec::new(), Vec::new());
+    // (label id, offset), and (offset of the rel field, its size, label id).
+    let mut labels: Vec<(u64, u32)> = Vec::new();
+    let mut fixups: Vec<(u32, u8, u64)> = Vec::new();
     let mut at = ip;
     for i in asm.instructions() {
         let off = (at - ip) as u32;

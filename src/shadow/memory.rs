@@ -176,7 +176,7 @@ impl ShadowMemory {
 
     /// Address of the summary's byte 0 (below 2 GiB), if the map has one.
     pub fn summary_addr(&self) -> Option<u32> {
-        (!self.summary.is_null()).then(|| self.summary as u32)
+        (!self.summary.is_null()).then_some(self.summary as u32)
     }
 
     /// Marks the chunks of `[addr, addr+len)` in the summary: their shadow may be non-zero.
