@@ -1607,14 +1607,9 @@ impl Propagation {
         let (table, summary) = (self.origin_table, self.summary);
         let sel = ta(slot::SUMMARY_SEL);
         let a = b.asm();
-        let (mut slow, done, mut no_spill) = (a.create_label(), a.create_label(), a.create_label());
+        let (slow, done, mut no_spill) = (a.create_label(), a.create_label(), a.create_label());
         // t = bytes moved, u = the source's first, w = the destination's.
-        a.mov(t, rdi).unwrap();
-        a.mov(w, ta(slot::STR_RDI)).unwrap();
-        a.sub(t, w).unwrap();
-        a.jbe(slow).unwrap();
-        a.cmp(t, 1 << 16).unwrap();
-        a.ja(slow).unwrap();
+        upward_extent(a, t, w, slow);
         a.mov(u, ta(slot::STR_RSI)).unwrap();
         for r in [u, w] {
             a.pext(v, r, sel).unwrap();
@@ -1656,16 +1651,7 @@ impl Propagation {
         a.jne(no_spill).unwrap();
         a.mov(qword_ptr(rdi), u).unwrap();
         a.set_label(&mut no_spill).unwrap();
-        a.mov(rsi, ta(slot::TMP_MASK)).unwrap();
-        a.mov(rdi, ta(slot::TMP_EA)).unwrap();
-        a.mov(rcx, ta(slot::TMP_SIZE)).unwrap();
-        a.jmp(done).unwrap();
-        a.set_label(&mut slow).unwrap();
-        a.zero_bytes().unwrap();
-        for r in [t, u, v, w] {
-            b.give_back(r);
-        }
-        done
+        inline_string_end(b, rsi, slow, done, [t, u, v, w])
     }
 
     /// After a `stos` in a fast version (rax clean) that went up by at most 64 KiB: the
@@ -1678,14 +1664,9 @@ impl Propagation {
         b.clobber_flags();
         let (table, taint_table, summary) = (self.origin_table, self.taint_table, self.summary);
         let a = b.asm();
-        let (mut slow, done, mut clean) = (a.create_label(), a.create_label(), a.create_label());
+        let (slow, done, mut clean) = (a.create_label(), a.create_label(), a.create_label());
         // w = bytes written, u = the first.
-        a.mov(w, rdi).unwrap();
-        a.mov(u, ta(slot::STR_RDI)).unwrap();
-        a.sub(w, u).unwrap();
-        a.jbe(slow).unwrap();
-        a.cmp(w, 1 << 16).unwrap();
-        a.ja(slow).unwrap();
+        upward_extent(a, w, u, slow);
         // Granules: from u's to the last byte's, t of them.
         a.lea(t, qword_ptr(u + w - 1)).unwrap();
         a.shr(t, 3).unwrap();
@@ -1711,17 +1692,37 @@ impl Propagation {
         a.xor(eax, eax).unwrap();
         a.rep().stosb().unwrap();
         a.set_label(&mut clean).unwrap();
-        a.mov(rdi, ta(slot::TMP_EA)).unwrap();
-        a.mov(rcx, ta(slot::TMP_SIZE)).unwrap();
-        a.mov(rax, ta(slot::TMP_MASK)).unwrap();
-        a.jmp(done).unwrap();
-        a.set_label(&mut slow).unwrap();
         a.zero_bytes().unwrap();
-        for r in [t, u, v, w] {
-            b.give_back(r);
-        }
-        done
+        inline_string_end(b, rax, slow, done, [t, u, v, w])
     }
+}
+
+/// `len` = how far rdi went up from its value before the string instruction (`first`), or
+/// a jump to `slow` if it went down, stayed, or moved 64 KiB or more. Clobbers the flags.
+fn upward_extent(a: &mut CodeAssembler, len: AsmRegister64, first: AsmRegister64, slow: CodeLabel) {
+    a.mov(len, rdi).unwrap();
+    a.mov(first, ta(slot::STR_RDI)).unwrap();
+    a.sub(len, first).unwrap();
+    a.jbe(slow).unwrap();
+    a.cmp(len, 1 << 16).unwrap();
+    a.ja(slow).unwrap();
+}
+
+/// The end of an inline string path (`fill_origins`, `copy_origins`): the guest's rdi, rcx and
+/// `third` back from the TMP slots that path saved them in, a jump to the returned label, and
+/// `slow` (the call-out's way) here; the path's registers are given back.
+fn inline_string_end(b: &mut Inline, third: AsmRegister64, mut slow: CodeLabel, done: CodeLabel, regs: [AsmRegister64; 4]) -> CodeLabel {
+    let a = b.asm();
+    a.mov(rdi, ta(slot::TMP_EA)).unwrap();
+    a.mov(rcx, ta(slot::TMP_SIZE)).unwrap();
+    a.mov(third, ta(slot::TMP_MASK)).unwrap();
+    a.jmp(done).unwrap();
+    a.set_label(&mut slow).unwrap();
+    a.zero_bytes().unwrap();
+    for r in regs {
+        b.give_back(r);
+    }
+    done
 }
 
 /// How the propagation treats `ins`.
