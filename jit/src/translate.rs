@@ -839,6 +839,7 @@ fn assemble_at(asm: &mut iced_x86::code_asm::CodeAssembler, ip: u64) -> (Vec<u8>
         let bytes: &[u8] = match i.mnemonic() {
             Mnemonic::Jmp => &[0xe9, 0, 0, 0, 0],
             Mnemonic::Jrcxz => &[0xe3, 0],
+            // (iced's `ConditionCode` lists o, no, b, ... g after `None`: the encoding's order.)
             _ if i.is_jcc_short_or_near() => &[0x0f, 0x80 | (i.condition_code() as u8 - 1), 0, 0, 0, 0],
             _ => return assemble_with_labels(asm, ip),
         };

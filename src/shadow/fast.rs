@@ -19,7 +19,7 @@
 //! With origins, the taint tool propagates them in the fast version too, after the checks.
 
 use super::memory::GUARD;
-use super::propagate::{effective_address, r32, shadow_delta_of, through_plain_base, vector_number, wide_temporaries, writes, Propagation};
+use super::propagate::{effective_address, r32, shadow_delta_of, summary_bytes_of, through_plain_base, vector_number, wide_temporaries, writes, Propagation};
 use super::slot;
 use rtgrind_jit::iced_x86::{Instruction, InstructionInfo, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register, UsedMemory};
 use rtgrind_jit::instrument::code_asm::*;
@@ -491,8 +491,6 @@ impl FastBlock {
     fn block_move_summarized(&mut self, ins: &Instruction, b: &mut Inline) {
         let movs = matches!(ins.mnemonic(), Mnemonic::Movsb | Mnemonic::Movsw | Mnemonic::Movsd | Mnemonic::Movsq);
         let (t, u) = (b.scratch(), b.scratch());
-        let at = self.summary as i32 - 1;
-        let sel = qword_ptr(tool_area(slot::SUMMARY_SEL)).gs();
         let a = b.asm();
         if ins.has_rep_prefix() {
             // Non-zero from 8192 elements (64 KiB of qwords) on.
@@ -503,8 +501,8 @@ impl FastBlock {
         }
         let ends: &[AsmRegister64] = if movs { &[rdi, rsi] } else { &[rdi] };
         for &r in ends {
-            a.pext(u, r, sel).unwrap();
-            a.mov(r32(u), dword_ptr(u + at)).unwrap();
+            let bytes = summary_bytes_of(a, r, u, self.summary);
+            a.mov(r32(u), bytes).unwrap();
             a.add(t, u).unwrap();
         }
         b.clobber_flags();
@@ -563,7 +561,6 @@ impl FastBlock {
     /// chunk of it). Flag-free through `counter` (rcx) if given: summary bytes are 0 or 1,
     /// so a sum of a few dwords is zero only if all are.
     fn summary_test(&mut self, b: &mut Inline, ms: &[UsedMemory], counter: Option<AsmRegister64>) -> CodeLabel {
-        let at = self.summary as i32 - 1;
         let mut seen: Vec<(Register, Register, i32, u32)> = Vec::new();
         let mut acc: Option<AsmRegister64> = None;
         for m in ms {
@@ -578,7 +575,6 @@ impl FastBlock {
                 let addr = m.displacement();
                 self.summary as u64 - 1 + ((addr & super::memory::ADDR_MASK) >> super::memory::SUMMARY_BITS)
             });
-            let sel = qword_ptr(tool_area(slot::SUMMARY_SEL)).gs();
             let (bytes, held) = match fixed {
                 Some(at) => (dword_ptr(at), None),
                 None => {
@@ -595,11 +591,11 @@ impl FastBlock {
                         (None, Some(c)) => c,
                         _ => own.unwrap_or_else(|| b.scratch()),
                     };
-                    b.asm().pext(t, x, sel).unwrap();
+                    let bytes = summary_bytes_of(b.asm(), x, t, self.summary);
                     if let Some(e) = own.filter(|&e| e != t) {
                         b.give_back(e);
                     }
-                    (dword_ptr(t + at), Some(t))
+                    (bytes, Some(t))
                 }
             };
             let give_back = |b: &mut Inline, r: Option<AsmRegister64>| {

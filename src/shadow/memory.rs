@@ -96,6 +96,13 @@ fn summary_index(addr: u64) -> u64 {
     (addr & ADDR_MASK) >> SUMMARY_BITS
 }
 
+/// The summary indices of the chunks `[addr, addr+len)` touches (`len` > 0; a range that
+/// wraps past the top of the address space runs to its last chunk).
+fn summary_chunks(addr: u64, len: u64) -> std::ops::RangeInclusive<u64> {
+    let (first, last) = (summary_index(addr), summary_index(addr.saturating_add(len - 1)));
+    first..=if last < first { SUMMARY_LEN - 1 } else { last }
+}
+
 /// Reserves a 1 TiB slice (plus guards) in some slice nobody uses; returns its base.
 fn reserve_slice() -> io::Result<u64> {
     // Candidates in the middle of the address space: below PIE programs and heaps (0x55…),
@@ -184,10 +191,9 @@ impl ShadowMemory {
         if self.summary.is_null() || len == 0 {
             return;
         }
-        let (first, last) = (summary_index(addr), summary_index(addr.saturating_add(len - 1)));
-        let last = if last < first { SUMMARY_LEN - 1 } else { last };
+        let chunks = summary_chunks(addr, len);
         // SAFETY: indices below SUMMARY_LEN lie in the reserved summary.
-        unsafe { std::ptr::write_bytes(self.summary.add(first as usize), 1, (last - first + 1) as usize) };
+        unsafe { std::ptr::write_bytes(self.summary.add(*chunks.start() as usize), 1, (chunks.end() - chunks.start() + 1) as usize) };
     }
 
     /// Whether some chunk of `[addr, addr+len)` is marked (or the map has no summary).
@@ -195,10 +201,8 @@ impl ShadowMemory {
         if self.summary.is_null() {
             return true;
         }
-        let (first, last) = (summary_index(addr), summary_index(addr.saturating_add(len.max(1) - 1)));
-        let last = if last < first { SUMMARY_LEN - 1 } else { last };
         // SAFETY: as in `mark`.
-        (first..=last).any(|i| unsafe { *self.summary.add(i as usize) } != 0)
+        summary_chunks(addr, len.max(1)).any(|i| unsafe { *self.summary.add(i as usize) } != 0)
     }
 
     /// Address of the delta table (below 2 GiB, for translated code).

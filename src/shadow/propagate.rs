@@ -297,6 +297,14 @@ pub(crate) fn shadow_delta_of(b: &mut Inline, addr: AsmRegister64, dst: AsmRegis
     a.mov(dst, qword_ptr(dst * 8 + table as i32)).unwrap();
 }
 
+/// The four summary bytes (`memory.rs`) from the chunk before that of the address in `addr`,
+/// through `dst` (which gets the chunk's index): every byte an access within 64 KiB of the
+/// address can reach lies in those chunks. Flag-free.
+pub(crate) fn summary_bytes_of(a: &mut CodeAssembler, addr: AsmRegister64, dst: AsmRegister64, summary: u32) -> AsmMemoryOperand {
+    a.pext(dst, addr, ta(slot::SUMMARY_SEL)).unwrap();
+    dword_ptr(dst + (summary as i32 - 1))
+}
+
 /// `dst` = the origin-shadow address of the granule (8 aligned bytes) holding the guest
 /// address in `addr`, `delta` = the address's delta (see `shadow_delta_of`). Flag-free: the
 /// granule number is a `pext` of the address bits above the low three.
@@ -1578,17 +1586,18 @@ impl Propagation {
         if is_string(site.ins) {
             // The call-out's scratch register may be one the block's caches are kept in.
             self.forget_registers();
+            // A fast version's `movs`/`stos` goes inline where it can, else to the call-out.
+            let kind = string_kind(site.ins);
             let inline = b.version() == Version::Fast && self.summary != 0 && self.origins.is_some();
-            let fill = match string_kind(site.ins) >> 8 & 0xff {
+            let inline_done = match kind >> 8 & 0xff {
                 0 if inline => Some(self.copy_origins(b)),
                 1 if inline => Some(self.fill_origins(b)),
                 _ => None,
             };
             let s = b.scratch();
-            let kind = string_kind(site.ins);
             b.asm().mov(ta(slot::WHAT), kind as i32).unwrap();
             b.callout(string_after, self.callout_args() as *const CalloutArg as u64, s);
-            if let Some(mut done) = fill {
+            if let Some(mut done) = inline_done {
                 let a = b.asm();
                 a.set_label(&mut done).unwrap();
                 a.zero_bytes().unwrap();
@@ -1605,15 +1614,14 @@ impl Propagation {
         let (t, u, v, w) = (b.scratch(), b.scratch(), b.scratch(), b.scratch());
         b.clobber_flags();
         let (table, summary) = (self.origin_table, self.summary);
-        let sel = ta(slot::SUMMARY_SEL);
         let a = b.asm();
         let (slow, done, mut no_spill) = (a.create_label(), a.create_label(), a.create_label());
         // t = bytes moved, u = the source's first, w = the destination's.
         upward_extent(a, t, w, slow);
         a.mov(u, ta(slot::STR_RSI)).unwrap();
         for r in [u, w] {
-            a.pext(v, r, sel).unwrap();
-            a.cmp(dword_ptr(v + (summary as i32 - 1)), 0).unwrap();
+            let bytes = summary_bytes_of(a, r, v, summary);
+            a.cmp(bytes, 0).unwrap();
             a.jne(slow).unwrap();
         }
         // The granules' origins to move, n = (t + 7) / 8, go to rcx; the spill into one more
@@ -1682,8 +1690,8 @@ impl Propagation {
         a.mov(rcx, t).unwrap();
         a.mov(rax, ta(slot::ORIGIN_GPR)).unwrap();
         a.rep().stosq().unwrap();
-        a.pext(v, u, ta(slot::SUMMARY_SEL)).unwrap();
-        a.cmp(dword_ptr(v + (summary as i32 - 1)), 0).unwrap();
+        let bytes = summary_bytes_of(a, u, v, summary);
+        a.cmp(bytes, 0).unwrap();
         a.je(clean).unwrap();
         shadow_delta_of(b, u, v, taint_table);
         let a = b.asm();
