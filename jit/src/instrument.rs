@@ -133,12 +133,17 @@ pub struct Inline {
     /// Registers the guest instructions after this point in the block use: lent ones among
     /// them would be reloaded there.
     later: u16,
+    /// Registers the guest instruction writes whole without reading them (before it only):
+    /// their guest values are dead here, so lending one costs no spill and no reload.
+    dead: u16,
 }
 
 /// What the engine does with a tool's inline code (see `Inline::finish`).
 pub(crate) struct Finished {
     /// Registers to spill around the code (lent ones).
     pub lent: u16,
+    /// Lent registers whose guest values are dead (see `Inline::scratch_short`): not spilled.
+    pub dead: u16,
     pub save_flags: bool,
     pub asm: CodeAssembler,
     /// `gs` offset of the qword that decides a conditional branch (0 own, 1 taken, 2 not).
@@ -184,7 +189,15 @@ impl Inline {
             version,
             to_full: Vec::new(),
             later: 0xffff,
+            dead: 0,
         }
+    }
+
+    /// Tells which registers the guest instruction after this code writes whole without
+    /// reading them (see `scratch_short`).
+    pub(crate) fn dead_before(mut self, dead: u16) -> Inline {
+        self.dead = dead & !(1 << 0 | 1 << 4);
+        self
     }
 
     /// Tells which registers the rest of the block uses (see `scratch`).
@@ -213,7 +226,8 @@ impl Inline {
         // indirect branch's save and reload (a block entered by a `ret` has just loaded them),
         // and rcx is the one register `scratch_rcx` can give a flag-free test (`jrcxz`).
         let order = || (8..16usize).chain([3, 5, 6, 7, 2, 1]);
-        let n = match order().find(|&r| self.reusable & (1 << r) != 0) {
+        // (Dead registers given back go to `scratch_short` only: the tool may keep this one.)
+        let n = match order().find(|&r| self.reusable & !self.dead & (1 << r) != 0) {
             Some(n) => {
                 self.reusable &= !(1 << n);
                 n
@@ -224,6 +238,25 @@ impl Inline {
                 .expect("an instruction leaves a scratch register"),
         };
         self.lent |= 1 << n;
+        get_gpr64(Register::RAX + n as u32).expect("gpr")
+    }
+
+    /// Borrows a register for code that holds nothing past this point (neither kept nor
+    /// read after the guest instruction): one given back, else one the guest instruction
+    /// overwrites without reading it (its guest value is dead: no spill, and no reload after),
+    /// else as `scratch` does. Guest code that faults at the instruction leaves such a
+    /// register's old value unknown to a signal handler (the instruction would replace it).
+    pub fn scratch_short(&mut self) -> AsmRegister64 {
+        let order = || (8..16usize).chain([3, 5, 6, 7, 2, 1]);
+        let n = if let Some(n) = order().find(|&r| self.reusable & (1 << r) != 0) {
+            self.reusable &= !(1 << n);
+            n
+        } else if let Some(n) = order().find(|&r| self.dead & !self.lent & (1 << r) != 0) {
+            self.lent |= 1 << n;
+            n
+        } else {
+            return self.scratch();
+        };
         get_gpr64(Register::RAX + n as u32).expect("gpr")
     }
 
@@ -250,7 +283,7 @@ impl Inline {
     /// be lent the register: the tool must forget the value there.
     pub fn keep(&mut self, r: AsmRegister64) {
         let bit = 1u16 << (Register::from(r).number() - Register::RAX.number());
-        assert!(self.lent & bit != 0, "only a lent register is kept");
+        assert!(self.lent & bit != 0 && self.dead & bit == 0, "only a lent register the guest instruction does not write is kept");
         self.kept |= bit;
         self.reusable &= !bit;
     }
@@ -374,6 +407,7 @@ impl Inline {
     /// tool clobbers them, which it must have said before) the flags get their guest values
     /// back first.
     pub fn exit_to(&mut self, off: u64) {
+        assert!(self.lent & self.dead == 0, "code that skips the instruction borrowed no register it would overwrite");
         // Registers lent after this point still hold their guest values here.
         let spilled = self.lent | self.stolen;
         let restore_flags = self.clobbers_flags && self.flags_live;
@@ -436,7 +470,7 @@ impl Inline {
         // (Operands suffice: the only implicit register tool code uses is rcx, of `jrcxz`;
         // rax, of `lahf`, and rsp are never lent.)
         let named = asm.instructions().iter().fold(1u16 << 1 | self.slots_read, |m, i| m | named_registers(i));
-        Finished { lent: self.lent & named, save_flags, asm, outcome: self.outcome, to_full: self.to_full }
+        Finished { lent: self.lent & named, dead: self.lent & named & self.dead, save_flags, asm, outcome: self.outcome, to_full: self.to_full }
     }
 }
 
@@ -472,4 +506,34 @@ fn named_registers(ins: &Instruction) -> u16 {
 /// implicitly, from its `InstructionInfo`.
 pub(crate) fn used_registers(ins: &Instruction, info: &InstructionInfo) -> u16 {
     info.used_registers().iter().map(|u| u.register()).filter(|r| r.is_gpr()).fold(named_registers(ins), |m, r| m | 1 << (r.full_register().number() - Register::RAX.number()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iced_x86::code_asm::{r8, rdx};
+
+    #[test]
+    fn a_short_scratch_is_a_register_the_instruction_overwrites() {
+        // Before `movzx edx, byte [r13]`: rdx is the instruction's (dead here), r13 its address.
+        const RDX: u16 = 1 << 2;
+        const R13: u16 = 1 << 13;
+        let mut b = Inline::new(RDX | R13, false, 0, Version::Fast).dead_before(RDX);
+        assert_eq!(b.scratch(), r8, "a register the tool may keep is never a dead one");
+        let d = b.scratch_short();
+        assert_eq!(d, rdx);
+        b.asm().mov(d, 1u64).unwrap();
+        b.asm().mov(r8, d).unwrap();
+        let done = b.finish();
+        // Both lent; rdx needs no spill (nothing reloads it: the instruction replaces it).
+        assert_eq!(done.lent, RDX | 1 << 8);
+        assert_eq!(done.dead, RDX);
+        recycle(done.asm);
+        // Given back, a dead register goes to short uses only.
+        let mut b = Inline::new(RDX | R13, false, 0, Version::Fast).dead_before(RDX);
+        let d = b.scratch_short();
+        b.give_back(d);
+        assert_ne!(b.scratch(), rdx);
+        assert_eq!(b.scratch_short(), rdx);
+    }
 }

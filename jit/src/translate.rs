@@ -650,7 +650,7 @@ fn body(b: &mut BlockBuilder, env: &BodyEnv, tool: &mut dyn Tool) -> Result<(u64
             break;
         }
         let site = InsnSite { ins: &ins, info: &info };
-        let mut before = b.inline(uses, !dead_at(count - 1), later(count));
+        let mut before = b.inline(uses, !dead_at(count - 1), later(count)).dead_before(whole);
         tool.before_insn(&site, &mut before);
         let stack_segment = info.used_memory().iter().any(|m| matches!(m.base(), Register::RSP | Register::RBP | Register::ESP | Register::EBP));
         let control = emit_inline(b, before, Point::Before(count - 1, ins.ip(), ins.len() as u8, stack_segment));
@@ -763,7 +763,7 @@ fn emit_inline(b: &mut BlockBuilder, code: Inline, at: Point) -> Control {
     if code.is_empty() {
         return Control::default();
     }
-    let Finished { lent, save_flags, mut asm, outcome, to_full } = code.finish();
+    let Finished { lent, dead, save_flags, mut asm, outcome, to_full } = code.finish();
     let control = Control { outcome };
     if save_flags {
         // rax goes back to its guest value at once: tool code may read guest registers.
@@ -771,15 +771,16 @@ fn emit_inline(b: &mut BlockBuilder, code: Inline, at: Point) -> Control {
         b.asm.save_flags_ax(OFF_FLAGS_SAVE);
         b.asm.load_gs(reg::RAX, OFF_FLAGS_RAX);
     }
-    // Spill only what is not spilled already, and not into a slot that holds the value;
+    // Spill only what is not spilled already, and not into a slot that holds the value, nor
+    // what the instruction overwrites unread (`dead`: stolen until it ran, never reloaded);
     // reloads wait (see `BlockBuilder::stolen`).
     for r in 0..16u8 {
-        if lent & !b.stolen & !b.slot_current & (1 << r) != 0 {
+        if lent & !dead & !b.stolen & !b.slot_current & (1 << r) != 0 {
             b.asm.store_gs(spill_slot(r as usize), r);
         }
     }
     b.stolen |= lent;
-    b.slot_current |= lent;
+    b.slot_current = (b.slot_current | lent) & !dead;
     if let Point::Before(_, guest_pc, guest_len, stack_segment) = at {
         // A fault in the tool's code (its shadow access for a non-canonical guest address)
         // is the instruction's own: the guest's would fault the same way.

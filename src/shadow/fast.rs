@@ -540,16 +540,17 @@ impl FastBlock {
             if let Some(&(_, d, _)) = self.bases.iter().find(|e| e.0 == m.base()) {
                 return (x, d, disp as i32);
             }
-            let d = b.scratch();
-            shadow_delta_of(b, x, d, self.table);
             let shared = m.base() == Register::RSP || self.shared_bases & base_bit(m.base()) != 0;
-            if shared && self.bases.len() < MAX_BASES && !self.guarded {
+            let kept = shared && self.bases.len() < MAX_BASES && !self.guarded;
+            let d = if kept { b.scratch() } else { b.scratch_short() };
+            shadow_delta_of(b, x, d, self.table);
+            if kept {
                 b.keep(d);
                 self.bases.push((m.base(), d, 0));
             }
             return (x, d, disp as i32);
         }
-        let (e, d) = (b.scratch(), b.scratch());
+        let (e, d) = (b.scratch_short(), b.scratch_short());
         effective_address(b, e, m, d);
         shadow_delta_of(b, e, d, self.table);
         (e, d, 0)
@@ -581,7 +582,7 @@ impl FastBlock {
                     let (x, own) = if through_plain_base(m) && (m.displacement() as i64).unsigned_abs() < GUARD / 2 {
                         (get_gpr64(m.base()).expect("a 64-bit register"), None)
                     } else {
-                        let (e, t) = (b.scratch(), b.scratch());
+                        let (e, t) = (b.scratch_short(), b.scratch_short());
                         effective_address(b, e, m, t);
                         b.give_back(t);
                         (e, Some(e))
@@ -589,7 +590,7 @@ impl FastBlock {
                     // Into rcx if it is the first counter, else a register given back below.
                     let t = match (acc, counter) {
                         (None, Some(c)) => c,
-                        _ => own.unwrap_or_else(|| b.scratch()),
+                        _ => own.unwrap_or_else(|| b.scratch_short()),
                     };
                     let bytes = summary_bytes_of(b.asm(), x, t, self.summary);
                     if let Some(e) = own.filter(|&e| e != t) {
@@ -613,12 +614,12 @@ impl FastBlock {
                     give_back(b, held);
                 }
                 (None, None) => {
-                    let t = held.unwrap_or_else(|| b.scratch());
+                    let t = held.unwrap_or_else(|| b.scratch_short());
                     b.asm().mov(r32(t), bytes).unwrap();
                     acc = Some(t);
                 }
                 (Some(s), _) => {
-                    let t = held.unwrap_or_else(|| b.scratch());
+                    let t = held.unwrap_or_else(|| b.scratch_short());
                     let a = b.asm();
                     a.mov(r32(t), bytes).unwrap();
                     a.lea(s, qword_ptr(s + t)).unwrap();
@@ -700,11 +701,11 @@ impl FastBlock {
         // sum of a few shadow qwords is zero only if all are. Elsewhere a single small load is
         // compared in place.
         let flag_free = counter.is_some();
-        let acc = counter.or_else(|| (!single).then(|| b.scratch()));
+        let acc = counter.or_else(|| (!single).then(|| b.scratch_short()));
         // Where flags may be clobbered, qwords after the first are `or`ed in from memory
         // (whose ZF then says whether all are clean); narrower ones go through `t`.
         let narrow_after_first = loads.iter().skip(1).any(|m| m.memory_size().size() < 8);
-        let t = (!single && (flag_free || narrow_after_first)).then(|| b.scratch());
+        let t = (!single && (flag_free || narrow_after_first)).then(|| b.scratch_short());
         let mut first = true;
         for m in loads {
             let (x, d, disp) = self.shadow_of(b, m);
