@@ -302,7 +302,7 @@ fn origins_per_rule() {
         assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
         let stdout = out.stdout_str();
         let cases: Vec<&str> = stdout.lines().collect();
-        assert_eq!(cases.len(), 22, "cases printed:\n{stdout}");
+        assert_eq!(cases.len(), 25, "cases printed:\n{stdout}");
         let wrong: Vec<&&str> = cases.iter().filter(|l| !l.ends_with(": ok")).collect();
         assert!(wrong.is_empty(), "RTGRIND_FAST_PATH={fast} RTGRIND_AVX512={avx512}: {wrong:#?}");
     }

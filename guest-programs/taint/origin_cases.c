@@ -9,7 +9,7 @@
 
 static unsigned long a[8], b[8], c[8];
 static unsigned char buf[64], copy[64];
-static unsigned long grains[4], got[2];
+static unsigned long grains[4], got[2], got2[3];
 static unsigned char copy2[64];
 
 static void check(const char *name, const void *p, unsigned long want) {
@@ -114,6 +114,20 @@ int main(void) {
                      : "=m"(got[0]), "=m"(got[1]) : "m"(a[0]), "m"(grains) : "rax", "rcx", "rdx", "rdi", "cc");
     check("moved_base_unaligned_store_keeps", &got[0], add_at);
     check("moved_base_untouched_granule", &got[1], 0);
+
+    /* A general register defined (lea), loaded, copied, then computed on: the copy reads the
+     * load's origin (so the load must write it, though the register is redefined after), the
+     * computation defines afresh, and `movzx edx, dl` copies a register into itself. */
+    {
+        unsigned long second = 0;
+        __asm__ volatile("lea 1f(%%rip), %%rcx\n\tmov %%rcx, %3\n\tlea (%%rcx), %%rax\n\tmov %4, %%rax\n\tmov %%eax, %%edx\n"
+                         "1:\tadd $1, %%eax\n\tmovzx %%dl, %%edx\n\tmov %%rdx, %0\n\tmov %%rax, %1\n"
+                         "\tlea (%%rcx), %%rax\n\tmov %4, %%rax\n\tmovzx %%al, %%eax\n\tmov %%rax, %2"
+                         : "=m"(got2[0]), "=m"(got2[1]), "=m"(got2[2]), "=m"(second) : "m"(a[0]) : "rax", "rcx", "rdx", "cc");
+        check("gpr_copy_between_definitions", &got2[0], add_at);
+        check("gpr_last_definition", &got2[1], second);
+        check("gpr_self_copy_keeps", &got2[2], add_at);
+    }
 
     /* Constants define nothing: a zeroing idiom, an immediate. */
     __asm__ volatile("mov %1, %%rax\n\txor %%eax, %%eax\n\tmov %%rax, %0" : "=m"(c[1]) : "m"(a[0]) : "rax", "cc");

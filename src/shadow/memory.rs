@@ -60,6 +60,8 @@ pub struct ShadowMemory {
     deltas: &'static mut [u64; ENTRIES],
     /// Slices with a shadow of their own.
     covered: [bool; SLICES],
+    /// Where shadow bytes sit in their page relative to the guest's (see `SKEW`).
+    skew: u64,
     /// The summary's byte 0 (below 2 GiB, with a readable page on both sides: translated
     /// code reads the four bytes from index - 1), or null.
     summary: *mut u8,
@@ -133,15 +135,18 @@ fn reserve_slice() -> io::Result<u64> {
 
 /// Shadow bytes sit this far into their page relative to the guest bytes: with the same offset
 /// in the page, a shadow load right after a guest store (or the reverse) would look like a
-/// dependence to the CPU's memory disambiguation (4 KiB aliasing) and stall. A multiple of 8,
-/// so origin granules stay aligned.
+/// dependence to the CPU's memory disambiguation (4 KiB aliasing) and stall. An origin map
+/// takes another skew, so that a tool's two maps do not alias each other either (a push writes
+/// both, a pop reads both): with one skew for both, taint + origins ran `recursion` three
+/// times slower. Multiples of 8, so origin granules stay aligned.
 const SKEW: u64 = 0x840;
+const ORIGIN_SKEW: u64 = 0x480;
 
 /// What to add to an address with table index `i` to reach its shadow in the slice at
 /// `shadow`: the kernel half's indices (128-255) stand for addresses with all upper bits set.
-fn delta(i: usize, shadow: u64) -> u64 {
+fn delta(i: usize, shadow: u64, skew: u64) -> u64 {
     let base = if i < SLICES { (i as u64) << SLICE_BITS } else { 0xffff_0000_0000_0000 | (i as u64) << SLICE_BITS };
-    (shadow + SKEW).wrapping_sub(base)
+    (shadow + skew).wrapping_sub(base)
 }
 
 /// Whether `addr` is canonical: bits 47-63 all clear (user) or all set (kernel).
@@ -165,12 +170,21 @@ fn low_table() -> io::Result<&'static mut [u64; ENTRIES]> {
 impl ShadowMemory {
     /// A map whose every slice is the sink, until `cover` gives it a shadow of its own.
     pub fn new() -> io::Result<ShadowMemory> {
+        ShadowMemory::with_skew(SKEW)
+    }
+
+    /// A map for origins, beside a `new` one (see `ORIGIN_SKEW`).
+    pub fn for_origins() -> io::Result<ShadowMemory> {
+        ShadowMemory::with_skew(ORIGIN_SKEW)
+    }
+
+    fn with_skew(skew: u64) -> io::Result<ShadowMemory> {
         let sink = reserve_slice()?;
         let deltas = low_table()?;
         for (i, d) in deltas.iter_mut().enumerate() {
-            *d = delta(i, sink);
+            *d = delta(i, sink, skew);
         }
-        Ok(ShadowMemory { deltas, covered: [false; SLICES], summary: std::ptr::null_mut() })
+        Ok(ShadowMemory { deltas, covered: [false; SLICES], skew, summary: std::ptr::null_mut() })
     }
 
     /// A map with a summary (for a tool whose blocks have fast versions), where there is room
@@ -224,7 +238,7 @@ impl ShadowMemory {
             }
             match reserve_slice() {
                 Ok(at) => {
-                    self.deltas[s] = delta(s, at);
+                    self.deltas[s] = delta(s, at, self.skew);
                     self.covered[s] = true;
                 }
                 Err(e) => {
@@ -419,6 +433,19 @@ mod tests {
         // A range not aligned to granules covers every granule it touches.
         m.set64_range(a + 30, 3, 9);
         assert_eq!((m.get64(a + 24), m.get64(a + 32), m.get64(a + 40)), (9, 9, 0));
+    }
+
+    #[test]
+    fn two_maps_put_a_guest_byte_at_different_offsets_in_their_pages() {
+        // A tool's taint and origin maps (and the guest's own bytes) at one 4 KiB offset
+        // would alias in the CPU's memory disambiguation.
+        let (mut t, mut o) = (ShadowMemory::with_summary().unwrap(), ShadowMemory::for_origins().unwrap());
+        let a = 0x7fff_1234_5678;
+        t.cover(a, a + 8);
+        o.cover(a, a + 8);
+        let offsets = [a, t.addr(a) as u64, o.addr(a) as u64].map(|x| x % 4096);
+        assert!(offsets[0] != offsets[1] && offsets[0] != offsets[2] && offsets[1] != offsets[2], "{offsets:x?}");
+        assert!(offsets.iter().all(|&x| x % 8 == a % 8), "granules stay aligned: {offsets:x?}");
     }
 
     #[test]

@@ -426,10 +426,12 @@ pub struct Propagation {
     known: u64,
     /// Slots the instruction being translated makes non-zero.
     known_new: u64,
-    /// Per instruction of the block being translated (by address): vector registers whose
-    /// origin it would write for nothing (`dead_vector_origins`; set by a tool that looked
-    /// ahead, empty otherwise).
-    pub dead_vector_origins: HashMap<u64, u16>,
+    /// Per instruction of the block being translated (by address): registers whose origin
+    /// it would write for nothing (`dead_origins`; set by a tool that looked ahead, empty
+    /// otherwise).
+    pub dead_origins: HashMap<u64, u32>,
+    /// Those of the instruction being translated.
+    dead_here: u32,
     /// Origin granules of base registers, in registers kept for the block (see
     /// `cached_granule`), and the instruction their bases' moves were last tracked past.
     granules: Vec<CachedGranule>,
@@ -522,7 +524,7 @@ impl Propagation {
         let (taint_table, origin_table) = (table(shadow), origins.map_or(0, table));
         // SAFETY: as above.
         let summary = unsafe { (*shadow).summary_addr() }.unwrap_or(0);
-        Propagation { shadow, origins, sites: Sites::default(), policy: None, taint_on: true, count_blocks: false, flags_origin_unread: false, known: 0, known_new: 0, dead_vector_origins: HashMap::new(), granules: Vec::new(), granules_next_pc: None, block_bases: 0, stack_aligned: false, instance: None, log: None, callout, taint_table, origin_table, summary }
+        Propagation { shadow, origins, sites: Sites::default(), policy: None, taint_on: true, count_blocks: false, flags_origin_unread: false, known: 0, known_new: 0, dead_origins: HashMap::new(), dead_here: 0, granules: Vec::new(), granules_next_pc: None, block_bases: 0, stack_aligned: false, instance: None, log: None, callout, taint_table, origin_table, summary }
     }
 
     fn callout_args(&self) -> &CalloutArg {
@@ -717,6 +719,7 @@ impl Propagation {
         self.known_new = 0;
         self.reclaim(site, b);
         self.before_insn(site, b, flags_origin_unread);
+        self.dead_here = 0;
         self.bases_moved(site);
         self.forget_written(site);
         self.known |= self.known_new;
@@ -741,13 +744,20 @@ impl Propagation {
         }
         let taint_on = !self.shadow.is_null() && self.taint_on;
         let origin_o = Operands { writes_flags: o.writes_flags && !flags_origin_unread, ..o.clone() };
-        // (Dead only where copies alone read origins: see `dead_vector_origins`.)
-        let dead = if self.policy.is_none() && self.log.is_none() { self.dead_vector_origins.get(&ins.ip()).copied().unwrap_or(0) } else { 0 };
-        let all_dead = !origin_o.dst_regs.is_empty()
-            && origin_o.dst_mem.is_empty()
+        // (Dead only where copies alone read origins: see `dead_origins`.)
+        let dead = if self.policy.is_none() && self.log.is_none() { self.dead_origins.get(&ins.ip()).copied().unwrap_or(0) } else { 0 };
+        self.dead_here = dead;
+        let all_dead = !origin_o.dst_regs.is_empty() && origin_o.dst_mem.is_empty() && !origin_o.writes_flags && origin_o.dst_regs.iter().all(|&d| dead & origin_bit(d) != 0);
+        // A general register copied into itself (`movzx eax, al`, `mov eax, eax`) keeps its one
+        // origin slot as it is.
+        let self_copy = self.policy.is_none()
+            && self.log.is_none()
             && !origin_o.writes_flags
-            && origin_o.dst_regs.iter().all(|d| matches!(d.part, Part::Vec { .. }) && dead & (1 << d.n) != 0);
-        let origin_on = self.origins.is_some() && !all_dead && !(origin_o.dst_regs.is_empty() && origin_o.dst_mem.is_empty() && !origin_o.writes_flags);
+            && origin_o.src_mem.is_empty()
+            && origin_o.dst_mem.is_empty()
+            && matches!((origin_o.src_regs.as_slice(), origin_o.dst_regs.as_slice()), ([s], [d]) if s.n == d.n && !matches!(s.part, Part::Vec { .. }) && !matches!(d.part, Part::Vec { .. }))
+            && is_copy(ins);
+        let origin_on = self.origins.is_some() && !all_dead && !self_copy && !(origin_o.dst_regs.is_empty() && origin_o.dst_mem.is_empty() && !origin_o.writes_flags);
         if !taint_on && !origin_on {
             return;
         }
@@ -918,7 +928,7 @@ impl Propagation {
     /// [`Policy`] (the suppression tool's), definitions are what a programmer calls them.
     fn origin(&mut self, site: &InsnSite, o: &Operands, class: Class, r: Regs, b: &mut Inline) {
         if self.origin_code(site, o, class, r, b) {
-            let bits = o.dst_regs.iter().map(|&d| Self::known_bit(origin_slot(d))).fold(0, |x, y| x | y);
+            let bits = o.dst_regs.iter().filter(|&&d| self.dead_here & origin_bit(d) == 0).map(|&d| Self::known_bit(origin_slot(d))).fold(0, |x, y| x | y);
             self.known_new = bits | if o.writes_flags { Self::known_bit(slot::ORIGIN_FLAGS) } else { 0 };
         }
     }
@@ -1173,7 +1183,7 @@ impl Propagation {
     }
 
     fn write_origin_regs(&self, o: &Operands, r: Regs, b: &mut Inline) {
-        for &d in &o.dst_regs {
+        for &d in o.dst_regs.iter().filter(|&&d| self.dead_here & origin_bit(d) == 0) {
             let a = b.asm();
             match d.part {
                 Part::Vec { .. } if wide_temporaries() => {
@@ -1748,19 +1758,21 @@ fn class_of(ins: &Instruction, o: &Operands) -> Class {
     }
 }
 
-/// For each instruction of a block's straight-line code `insns` (by address), the vector
-/// registers whose origin it writes for nothing: a later instruction writes the register's
-/// origin (its four lanes: every vector definition does) before any reads it, and no exit,
-/// call-out or instruction that touches every vector register (`xsave`, `vzeroupper`, …)
-/// comes between. Without a policy or a dependence log only copies read an origin (a
-/// computation defines its result's afresh), so a chain of computations into one register
-/// writes its origin once. Only for propagations without either.
-pub(crate) fn dead_vector_origins(insns: &[Instruction]) -> HashMap<u64, u16> {
+/// For each instruction of a block's straight-line code `insns` (by address), the registers
+/// whose origin it writes for nothing (bit n: vector register n; bit 16 + n: general register
+/// n): a later instruction writes the register's whole origin (a vector's four lanes, a
+/// general register's one slot) before any reads it, and no exit, call-out or instruction that
+/// touches every vector register (`xsave`, `vzeroupper`, …) comes between. Without a policy or
+/// a dependence log only copies read an origin (a computation defines its result's afresh),
+/// so a chain of computations into one register writes its origin once, and a load's origin
+/// whose register is computed on at once is never copied. Address registers count as read (a
+/// fault's report may name their origins). Only for propagations without either.
+pub(crate) fn dead_origins(insns: &[Instruction]) -> HashMap<u64, u32> {
     use rtgrind_jit::iced_x86::{FlowControl, InstructionInfoFactory};
     let mut factory = InstructionInfoFactory::new();
     let mut dead = HashMap::new();
-    // Vector registers whose origin the code after the current instruction overwrites first.
-    let mut overwritten = 0u16;
+    // Registers whose origin the code after the current instruction overwrites first.
+    let mut overwritten = 0u32;
     for ins in insns.iter().rev() {
         let barrier = ins.is_invalid()
             || ins.flow_control() != FlowControl::Next
@@ -1779,20 +1791,41 @@ pub(crate) fn dead_vector_origins(insns: &[Instruction]) -> HashMap<u64, u16> {
             continue;
         }
         let info = factory.info(ins);
-        let vec_bit = |r: Register| vector_number(r).map_or(0u16, |n| 1 << n);
+        let bit = |r: Register| match vector_number(r) {
+            Some(n) => 1u32 << n,
+            None if r.is_gpr() => 1 << (16 + r.full_register().number() - Register::RAX.number()),
+            None => 0,
+        };
         let o = operands(ins, info);
-        let vecs = |regs: &[Reg]| regs.iter().filter(|d| matches!(d.part, Part::Vec { .. })).fold(0u16, |a, d| a | 1 << d.n);
-        // (Origins read: a copy's or swap's sources, and any vector register the operands
-        // do not show, to be safe.)
-        let hidden = info.used_registers().iter().map(|u| vec_bit(u.register())).fold(0, |a, b| a | b) & !vecs(&o.src_regs) & !vecs(&o.dst_regs);
-        let read = hidden | if matches!(class_of(ins, &o), Class::Copy | Class::Swap) { vecs(&o.src_regs) } else { 0 };
-        let defined = vecs(&o.dst_regs) & !read;
+        let bits = |regs: &[Reg]| {
+            regs.iter().fold(0u32, |a, d| match d.part {
+                Part::Vec { .. } => a | 1 << d.n,
+                _ => a | 1 << (16 + d.n),
+            })
+        };
+        // A general register's origin is whole only in a 32- or 64-bit write.
+        let whole = |regs: &[Reg]| regs.iter().filter(|d| matches!(d.part, Part::Vec { .. } | Part::W32 | Part::W64)).fold(0u32, |a, d| a | bits(std::slice::from_ref(d)));
+        // (Origins read: a copy's or swap's sources, addresses, and any register the
+        // operands do not show, to be safe.)
+        let shown = bits(&o.src_regs) | bits(&o.dst_regs);
+        let hidden = info.used_registers().iter().map(|u| bit(u.register())).fold(0, |a, b| a | b) & !shown;
+        let addresses = real_memory(info).map(|m| bit(m.base()) | bit(m.index())).fold(0, |a, b| a | b);
+        let read = hidden | addresses | if matches!(class_of(ins, &o), Class::Copy | Class::Swap) { bits(&o.src_regs) } else { 0 };
+        let defined = whole(&o.dst_regs) & !read;
         if defined & overwritten != 0 {
             dead.insert(ins.ip(), defined & overwritten);
         }
         overwritten = (overwritten & !read) | defined;
     }
     dead
+}
+
+/// A register's bit in `dead_origins`.
+fn origin_bit(d: Reg) -> u32 {
+    match d.part {
+        Part::Vec { .. } => 1 << d.n,
+        _ => 1 << (16 + d.n),
+    }
 }
 
 /// The number of vector register `r` (xmm, ymm or zmm 0-15), if it is one.

@@ -95,7 +95,7 @@ pub struct Taint {
 impl Taint {
     pub fn new(input: Input, track_origins: bool) -> std::io::Result<Taint> {
         let shadow = Box::into_raw(Box::new(ShadowMemory::with_summary()?));
-        let origins = if track_origins { Some(Box::into_raw(Box::new(ShadowMemory::new()?))) } else { None };
+        let origins = if track_origins { Some(Box::into_raw(Box::new(ShadowMemory::for_origins()?))) } else { None };
         let input_fds = if input == Input::Stdin { HashSet::from([0]) } else { HashSet::new() };
         let prop = Propagation::new(shadow, origins);
         Ok(Taint { input, shadow, prop, findings: Box::default(), input_fds, origins, threads: 0, fast: fast::enabled(), block_use: Default::default(), fast_block: fast::FastBlock::new(0, 0, false, &Default::default()) })
@@ -218,7 +218,7 @@ extern "C" fn record(ctx: *mut ThreadContext, arg: u64) {
 impl Tool for Taint {
     fn two_versions(&mut self, _pc: u64, insns: &[Instruction]) -> bool {
         if self.origins.is_some() {
-            self.prop.dead_vector_origins = crate::shadow::propagate::dead_vector_origins(insns);
+            self.prop.dead_origins = crate::shadow::propagate::dead_origins(insns);
         }
         if self.fast {
             self.block_use = fast::block_use(insns);

@@ -103,7 +103,7 @@ impl SuppressRun {
 
     fn with_failure(plan: Plan, program: String, failure: Option<Failure>) -> std::io::Result<SuppressRun> {
         let shadow = Box::into_raw(Box::new(ShadowMemory::with_summary()?));
-        let origins = if plan.trace { Some(Box::into_raw(Box::new(ShadowMemory::new()?))) } else { None };
+        let origins = if plan.trace { Some(Box::into_raw(Box::new(ShadowMemory::for_origins()?))) } else { None };
         let mut prop = Propagation::new(shadow, origins);
         prop.taint_on = false;
         // Points name block instances, traced or not.

@@ -74,7 +74,7 @@ fn qword(off: usize) -> AsmMemoryOperand {
 impl Deps {
     pub fn new(main_only: bool) -> std::io::Result<Deps> {
         let shadow = Box::into_raw(Box::new(ShadowMemory::new()?));
-        let origins = Box::into_raw(Box::new(ShadowMemory::new()?));
+        let origins = Box::into_raw(Box::new(ShadowMemory::for_origins()?));
         let mut prop = Propagation::new(shadow, Some(origins));
         prop.taint_on = false;
         let buffer = crate::kernel::raw::reserve(PLACE, CAPACITY as usize)?;
