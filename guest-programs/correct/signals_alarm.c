@@ -54,6 +54,22 @@ static unsigned long spin_until(int want)
     return x + iters; /* used only to keep the loop alive */
 }
 
+/* The same with a table on the stack read at a computed index: a tool that checks loads
+ * borrows registers for that check, which stay borrowed around the loop (its back edge links
+ * to a head inside the block); the signal must still get the thread out. */
+static unsigned long spin_table_until(int want)
+{
+    unsigned char table[256];
+    for (int i = 0; i < 256; i++)
+        table[i] = (unsigned char)(i * 7 + 1);
+    unsigned long x = 1, s = 0;
+    while (fired < want) {
+        s += table[(x >> 7) & 255];
+        x = x * 6364136223846793005ul + s;
+    }
+    return x + s;
+}
+
 int main(void)
 {
     volatile unsigned long sink;
@@ -78,6 +94,12 @@ int main(void)
     arm(ITIMER_VIRTUAL, 20, 0);
     sink = spin_until(1);
     printf("SIGVTALRM interrupted the loop: fired=%d\n", (int)fired);
+
+    /* 3b. One-shot ITIMER_REAL interrupting a loop over a table on the stack. */
+    fired = 0;
+    arm(ITIMER_REAL, 30, 0);
+    sink = spin_table_until(1);
+    printf("SIGALRM interrupted the table loop: fired=%d\n", (int)fired);
     (void)sink;
 
     /* Steps 4-6 block in the kernel until a tick arrives. The timers are periodic so that a

@@ -113,6 +113,10 @@ pub struct Exit {
     pub linked_to: Option<BlockId>,
     /// Text of an unsupported instruction, for the error message.
     pub note: Option<String>,
+    /// Non-zero for a loop back to the start of its own block with registers stolen: where a
+    /// link to that block enters (past the spills of the block's start). It links to no other
+    /// block: its stub reloads the registers first.
+    pub self_entry: u64,
 }
 
 #[derive(Default, Debug, Clone, Copy)]
@@ -278,8 +282,17 @@ impl CodeCache {
         if ex.patch_site == 0 || ex.linked_to.is_some() || !self.blocks[to as usize].valid {
             return false;
         }
+        if ex.self_entry != 0 && ex.block != to {
+            return false;
+        }
         let b = &self.blocks[to as usize];
-        let host = if ex.target <= ex.pc || self.count_all { b.check_entry } else { b.body };
+        let host = if ex.self_entry != 0 {
+            ex.self_entry
+        } else if ex.target <= ex.pc || self.count_all {
+            b.check_entry
+        } else {
+            b.body
+        };
         let site = ex.patch_site;
         if !self.write_rel32(site, host) {
             return false;

@@ -75,6 +75,10 @@ struct PendingExit {
     site: Option<usize>,
     stub: Label,
     note: Option<String>,
+    /// Registers the stub reloads first (a self-loop's exit, see `BlockBuilder::pre_steal`).
+    reload: u16,
+    /// Where a link of this exit to its own block enters (a self-loop's head).
+    self_entry: Option<Label>,
 }
 
 struct BlockBuilder {
@@ -107,6 +111,18 @@ struct BlockBuilder {
     /// Conditional exits taken with registers stolen (see `conditional`): their reloads,
     /// out of line before the stubs.
     taken_with_stolen: Vec<TakenExit>,
+    /// The guest address of the block, and whether a `jcc` back to it may link to a loop head
+    /// inside it (not with preemption counts, which every loop must pass).
+    pc: u64,
+    self_loops: bool,
+    /// Registers spilled where the fast (or only) version starts, before `loop_head`: a `jcc`
+    /// back to the block's start with just these stolen links to the head, so a loop keeps
+    /// them stolen (a reload at its end and a spill at its start would chain every iteration
+    /// through store-to-load forwarding). Found by a first translation (`wants_pre_steal`).
+    pre_steal: u16,
+    loop_head: Option<Label>,
+    /// Registers stolen at a `jcc` back to the block's start in this translation.
+    wants_pre_steal: u16,
 }
 
 /// A conditional branch's taken path out of the middle of a block while registers are stolen:
@@ -219,7 +235,7 @@ impl BlockBuilder {
         self.asm.align_rel32(1);
         self.asm.jmp_label(stub);
         let site = Some(self.asm.pos() - 4);
-        self.exits.push(PendingExit { kind: ExitKind::Direct, pc, target, site, stub, note: None });
+        self.exits.push(PendingExit { kind: ExitKind::Direct, pc, target, site, stub, note: None, reload: 0, self_entry: None });
     }
 
     /// `jcc rel32` to a new linkable exit towards `target`.
@@ -228,7 +244,44 @@ impl BlockBuilder {
         self.asm.align_rel32(2);
         self.asm.jcc_label(cc, stub);
         let site = Some(self.asm.pos() - 4);
-        self.exits.push(PendingExit { kind: ExitKind::Direct, pc, target, site, stub, note: None });
+        self.exits.push(PendingExit { kind: ExitKind::Direct, pc, target, site, stub, note: None, reload: 0, self_entry: None });
+    }
+
+    /// `jcc rel32` back to the block's start from its fast (or only) version with `pre_steal`
+    /// stolen: linked to the block itself, it enters at the loop head (the registers stay
+    /// stolen); its stub, taken while unlinked, reloads them first.
+    fn self_loop_exit(&mut self, cc: u8, pc: u64) {
+        let stub = self.asm.new_label();
+        self.asm.align_rel32(2);
+        self.asm.jcc_label(cc, stub);
+        let site = Some(self.asm.pos() - 4);
+        let (target, reload, self_entry) = (self.pc, self.pre_steal, self.loop_head);
+        self.exits.push(PendingExit { kind: ExitKind::Direct, pc, target, site, stub, note: None, reload, self_entry });
+    }
+
+    /// Whether `ins` is a plain `jcc` back to the block's start that could keep registers
+    /// stolen across the loop (see `pre_steal`).
+    fn closes_self_loop(&self, ins: &Instruction, outcome: Option<usize>) -> bool {
+        self.self_loops
+            && self.version != Version::Full
+            && outcome.is_none()
+            && ins.condition_code() != ConditionCode::None
+            && !counts_rcx(ins)
+            && ins.near_branch_target() == self.pc
+    }
+
+    /// Before a self-loop's `jcc` (with `pre_steal`): the registers stolen become exactly
+    /// `pre_steal`, as at the loop head (reloads of others, spills of missing ones).
+    fn steal_as_at_head(&mut self) {
+        let (want, now) = (self.pre_steal, self.stolen);
+        self.restore(now & !want);
+        for r in 0..16u8 {
+            if want & !now & !self.slot_current & (1 << r) != 0 {
+                self.asm.store_gs(spill_slot(r as usize), r);
+            }
+        }
+        self.stolen = want;
+        self.slot_current |= want;
     }
 
     /// An unconditional, unlinkable exit of the given kind (the stub follows inline).
@@ -236,21 +289,22 @@ impl BlockBuilder {
     fn leave_if(&mut self, cc: u8, kind: ExitKind, pc: u64, target: u64) {
         let stub = self.asm.new_label();
         self.asm.jcc_label(cc, stub);
-        self.exits.push(PendingExit { kind, pc, target, site: None, stub, note: None });
+        self.exits.push(PendingExit { kind, pc, target, site: None, stub, note: None, reload: 0, self_entry: None });
     }
 
     fn leave(&mut self, kind: ExitKind, pc: u64, target: u64, note: Option<String>) {
         let stub = self.asm.new_label();
         self.asm.jmp_label(stub);
-        self.exits.push(PendingExit { kind, pc, target, site: None, stub, note });
+        self.exits.push(PendingExit { kind, pc, target, site: None, stub, note, reload: 0, self_entry: None });
     }
 
     /// Emits all stubs: record where to continue and which exit was taken, then leave.
     fn emit_stubs(&mut self) {
         for i in 0..self.exits.len() {
             let id = self.first_exit_id + i as u32;
-            let (stub, target) = (self.exits[i].stub, self.exits[i].target);
+            let (stub, target, reload) = (self.exits[i].stub, self.exits[i].target, self.exits[i].reload);
             self.asm.bind(stub);
+            self.reload(reload);
             self.asm.store_gs_imm64(OFF_NEXT_RIP, target);
             self.asm.store_gs_imm32(OFF_EXIT_ID, id);
             self.asm.jmp_gs(OFF_EXIT_ROUTINE);
@@ -431,97 +485,112 @@ pub fn translate_limited(
         return Err(TranslateError::NotExecutable(pc));
     }
     let (arena, host) = cache.reserve(pc, MAX_HOST_BYTES)?;
-    let mut b = BlockBuilder {
-        asm: Asm::new(host),
-        pc_map: Vec::new(),
-        exits: Vec::new(),
-        first_exit_id: cache.exits.len() as u32,
-        stolen: 0,
-        slot_current: 0,
-        version: Version::Only,
-        to_full: Vec::new(),
-        full: None,
-        full_at: Vec::new(),
-        fast_body: None,
-        literals: Vec::new(),
-        taken_with_stolen: Vec::new(),
+    // A second translation if the first found a loop back to the start with registers
+    // stolen (see `BlockBuilder::pre_steal`).
+    let mut pre_steal = 0u16;
+    let (b, body_off, check_off, end, count) = loop {
+        let mut b = BlockBuilder {
+            asm: Asm::new(host),
+            pc_map: Vec::new(),
+            exits: Vec::new(),
+            first_exit_id: cache.exits.len() as u32,
+            stolen: 0,
+            slot_current: 0,
+            version: Version::Only,
+            to_full: Vec::new(),
+            full: None,
+            full_at: Vec::new(),
+            fast_body: None,
+            literals: Vec::new(),
+            taken_with_stolen: Vec::new(),
+            pc,
+            self_loops: !cache.preempt,
+            pre_steal,
+            loop_head: None,
+            wants_pre_steal: 0,
+        };
+        let max_insns = max_insns.clamp(1, MAX_BLOCK_INSNS);
+        // The straight-line code the block can reach, decoded once: the flags' liveness and a
+        // tool's choice of versions look at it.
+        let reach = decode_reach(&buf[..n], pc);
+        let flags_dead = status_flags_dead(&reach, src);
+        let dead_at = |k: usize| flags_dead.get(k).copied().unwrap_or(false);
+        // Indirect-branch lookups arrive here with rcx and rdx still in their save slots.
+        b.asm.load_gs(reg::RCX, OFF_SAVE_RCX);
+        b.asm.load_gs(reg::RDX, OFF_SAVE_RDX);
+        let check_off = b.asm.pos();
+        if cache.preempt {
+            // Count this block against the quantum; at zero, leave before running it.
+            let out = b.asm.new_label();
+            let in_xmm16 = quantum_in_xmm16();
+            if dead_at(0) {
+                // Every status flag is written before it is read in the block: the count may
+                // clobber them. The way out is the exit's stub, out of line: a block entered with
+                // quantum left falls through into its body with no taken jump.
+                if in_xmm16 {
+                    b.asm.bytes(&count_xmm16().dec_test);
+                } else {
+                    b.asm.sub_gs_1(OFF_QUANTUM);
+                }
+                b.leave_if(0x4, ExitKind::Preempt, pc, pc); // jz
+            } else {
+                // Flag-free: decrement, then `jrcxz` tests a copy in rcx.
+                let go = b.asm.new_label();
+                b.asm.store_gs(OFF_SAVE_RCX, reg::RCX);
+                if in_xmm16 {
+                    b.asm.bytes(&count_xmm16().dec_to_rcx);
+                } else {
+                    b.asm.load_gs(reg::RCX, OFF_QUANTUM);
+                    b.asm.lea_rcx_minus_1();
+                    b.asm.store_gs(OFF_QUANTUM, reg::RCX);
+                }
+                b.asm.jrcxz_label(out);
+                b.asm.load_gs(reg::RCX, OFF_SAVE_RCX);
+                b.asm.jmp_label(go);
+                b.asm.bind(out);
+                b.asm.load_gs(reg::RCX, OFF_SAVE_RCX);
+                b.leave(ExitKind::Preempt, pc, pc, None);
+                b.asm.bind(go);
+            }
+        }
+        // Forward direct links skip the count: every cycle in the program passes through a
+        // backward (or self) direct branch, an indirect branch or the dispatcher, which all enter
+        // at `check_off`, so a thread still reaches a preemption point in every loop.
+        let body_off = label_body(&mut b);
+        let versions: &[Version] = if tool.two_versions(pc, &reach) { &[Version::Fast, Version::Full] } else { &[Version::Only] };
+        let later = used_from(&reach);
+        let env = BodyEnv { code: &buf[..n], pc, max_insns, flags_dead: &flags_dead, later: &later, preempt: cache.preempt, virtual_tsc: cache.virtual_tsc };
+        let mut end = pc;
+        let mut count = 0;
+        for &v in versions {
+            b.version = v;
+            b.stolen = 0;
+            b.slot_current = 0;
+            if v == Version::Full {
+                let full = b.asm.new_label();
+                b.asm.bind(full);
+                b.full = Some(full);
+            }
+            (end, count) = body(&mut b, &env, tool)?;
+        }
+        b.emit_to_full(tool);
+        for e in std::mem::take(&mut b.taken_with_stolen) {
+            b.asm.bind(e.label);
+            b.reload(e.stolen);
+            b.jmp_exit(e.pc, e.target);
+        }
+        b.emit_stubs();
+        for (l, v) in std::mem::take(&mut b.literals) {
+            b.asm.literal(l, v);
+        }
+        b.asm.finish();
+        assert!(b.asm.buf.len() <= MAX_HOST_BYTES, "block at {pc:#x} too large");
+        if pre_steal == 0 && b.wants_pre_steal != 0 {
+            pre_steal = b.wants_pre_steal;
+            continue;
+        }
+        break (b, body_off, check_off, end, count);
     };
-    let max_insns = max_insns.clamp(1, MAX_BLOCK_INSNS);
-    // The straight-line code the block can reach, decoded once: the flags' liveness and a
-    // tool's choice of versions look at it.
-    let reach = decode_reach(&buf[..n], pc);
-    let flags_dead = status_flags_dead(&reach, src);
-    let dead_at = |k: usize| flags_dead.get(k).copied().unwrap_or(false);
-    // Indirect-branch lookups arrive here with rcx and rdx still in their save slots.
-    b.asm.load_gs(reg::RCX, OFF_SAVE_RCX);
-    b.asm.load_gs(reg::RDX, OFF_SAVE_RDX);
-    let check_off = b.asm.pos();
-    if cache.preempt {
-        // Count this block against the quantum; at zero, leave before running it.
-        let out = b.asm.new_label();
-        let in_xmm16 = quantum_in_xmm16();
-        if dead_at(0) {
-            // Every status flag is written before it is read in the block: the count may
-            // clobber them. The way out is the exit's stub, out of line: a block entered with
-            // quantum left falls through into its body with no taken jump.
-            if in_xmm16 {
-                b.asm.bytes(&count_xmm16().dec_test);
-            } else {
-                b.asm.sub_gs_1(OFF_QUANTUM);
-            }
-            b.leave_if(0x4, ExitKind::Preempt, pc, pc); // jz
-        } else {
-            // Flag-free: decrement, then `jrcxz` tests a copy in rcx.
-            let go = b.asm.new_label();
-            b.asm.store_gs(OFF_SAVE_RCX, reg::RCX);
-            if in_xmm16 {
-                b.asm.bytes(&count_xmm16().dec_to_rcx);
-            } else {
-                b.asm.load_gs(reg::RCX, OFF_QUANTUM);
-                b.asm.lea_rcx_minus_1();
-                b.asm.store_gs(OFF_QUANTUM, reg::RCX);
-            }
-            b.asm.jrcxz_label(out);
-            b.asm.load_gs(reg::RCX, OFF_SAVE_RCX);
-            b.asm.jmp_label(go);
-            b.asm.bind(out);
-            b.asm.load_gs(reg::RCX, OFF_SAVE_RCX);
-            b.leave(ExitKind::Preempt, pc, pc, None);
-            b.asm.bind(go);
-        }
-    }
-    // Forward direct links skip the count: every cycle in the program passes through a
-    // backward (or self) direct branch, an indirect branch or the dispatcher, which all enter
-    // at `check_off`, so a thread still reaches a preemption point in every loop.
-    let body_off = label_body(&mut b);
-    let versions: &[Version] = if tool.two_versions(pc, &reach) { &[Version::Fast, Version::Full] } else { &[Version::Only] };
-    let later = used_from(&reach);
-    let env = BodyEnv { code: &buf[..n], pc, max_insns, flags_dead: &flags_dead, later: &later, preempt: cache.preempt, virtual_tsc: cache.virtual_tsc };
-    let mut end = pc;
-    let mut count = 0;
-    for &v in versions {
-        b.version = v;
-        b.stolen = 0;
-        b.slot_current = 0;
-        if v == Version::Full {
-            let full = b.asm.new_label();
-            b.asm.bind(full);
-            b.full = Some(full);
-        }
-        (end, count) = body(&mut b, &env, tool)?;
-    }
-    b.emit_to_full(tool);
-    for e in std::mem::take(&mut b.taken_with_stolen) {
-        b.asm.bind(e.label);
-        b.reload(e.stolen);
-        b.jmp_exit(e.pc, e.target);
-    }
-    b.emit_stubs();
-    for (l, v) in std::mem::take(&mut b.literals) {
-        b.asm.literal(l, v);
-    }
-    b.asm.finish();
-    assert!(b.asm.buf.len() <= MAX_HOST_BYTES, "block at {pc:#x} too large");
 
     let host_start = b.asm.base;
     let exits = b
@@ -536,11 +605,13 @@ pub fn translate_limited(
             stub: 0,
             linked_to: None,
             note: e.note.clone(),
+            self_entry: 0,
         })
         .collect::<Vec<_>>();
     let mut exits = exits;
     for (e, p) in exits.iter_mut().zip(&b.exits) {
         e.stub = host_start + label_pos(&b.asm, p.stub) as u64;
+        e.self_entry = p.self_entry.map_or(0, |l| host_start + label_pos(&b.asm, l) as u64);
     }
     let block = Block {
         guest_start: pc,
@@ -587,6 +658,20 @@ fn body(b: &mut BlockBuilder, env: &BodyEnv, tool: &mut dyn Tool) -> Result<(u64
     let mut folded = 0usize;
     let mut end = pc;
     let later = |k: usize| env.later.get(k).copied().unwrap_or(0xffff);
+    if b.pre_steal != 0 && b.version != Version::Full {
+        // The loop head (see `BlockBuilder::pre_steal`): entered from outside, the registers
+        // a loop back here keeps stolen are spilled first.
+        for r in 0..16u8 {
+            if b.pre_steal & (1 << r) != 0 {
+                b.asm.store_gs(spill_slot(r as usize), r);
+            }
+        }
+        b.stolen = b.pre_steal;
+        b.slot_current = b.pre_steal;
+        let head = b.asm.new_label();
+        b.asm.bind(head);
+        b.loop_head = Some(head);
+    }
     let mut at_start = b.inline(0, !dead_at(0), later(0));
     tool.block_start(pc, &mut at_start);
     emit_inline(b, at_start, Point::Start);
@@ -717,9 +802,16 @@ fn body(b: &mut BlockBuilder, env: &BodyEnv, tool: &mut dyn Tool) -> Result<(u64
             FlowControl::ConditionalBranch => {
                 b.map(&ins, Fixup::None);
                 let go_on = folded < max_folded() && count < max_insns && decoder.can_decode();
+                let self_loop = b.closes_self_loop(&ins, control.outcome);
+                if self_loop && b.pre_steal == 0 {
+                    b.wants_pre_steal |= b.stolen;
+                }
                 // Only a plain `jcc` the block goes on past keeps registers stolen (see
-                // `conditional`); every other way out reloads them first.
-                if !go_on || control.outcome.is_some() || ins.condition_code() == ConditionCode::None || counts_rcx(&ins) {
+                // `conditional`), and one back to a loop head; every other way out reloads
+                // them first.
+                if self_loop && b.pre_steal != 0 {
+                    b.steal_as_at_head();
+                } else if !go_on || control.outcome.is_some() || ins.condition_code() == ConditionCode::None || counts_rcx(&ins) {
                     b.restore(!0);
                 }
                 if !conditional(b, &ins, raw, control.outcome, go_on) {
@@ -1003,6 +1095,16 @@ fn conditional(b: &mut BlockBuilder, ins: &Instruction, raw: &[u8], outcome: Opt
         b.jmp_exit(ins.ip(), taken);
         b.asm.bind(own);
         restore_rcx(b);
+    }
+    if b.closes_self_loop(ins, outcome) && b.pre_steal != 0 {
+        b.self_loop_exit(cc as u8 - 1, ins.ip());
+        if go_on {
+            b.asm.bind(fall_label);
+            return true;
+        }
+        b.restore(!0);
+        b.jmp_exit(ins.ip(), fall);
+        return false;
     }
     if cc != ConditionCode::None && !counted {
         if go_on && b.stolen != 0 {
