@@ -757,7 +757,8 @@ impl Propagation {
             && origin_o.dst_mem.is_empty()
             && matches!((origin_o.src_regs.as_slice(), origin_o.dst_regs.as_slice()), ([s], [d]) if s.n == d.n && !matches!(s.part, Part::Vec { .. }) && !matches!(d.part, Part::Vec { .. }))
             && is_copy(ins);
-        let origin_on = self.origins.is_some() && !all_dead && !self_copy && !(origin_o.dst_regs.is_empty() && origin_o.dst_mem.is_empty() && !origin_o.writes_flags);
+        let writes_origin = !origin_o.dst_regs.is_empty() || !origin_o.dst_mem.is_empty() || origin_o.writes_flags;
+        let origin_on = self.origins.is_some() && writes_origin && !all_dead && !self_copy;
         if !taint_on && !origin_on {
             return;
         }
