@@ -157,6 +157,30 @@ struct ToFull {
 }
 
 impl BlockBuilder {
+    /// A builder for the block at `pc`, its code at `host`.
+    fn new(cache: &CodeCache, host: u64, pc: u64, pre_steal: u16) -> BlockBuilder {
+        BlockBuilder {
+            asm: Asm::new(host),
+            pc_map: Vec::new(),
+            exits: Vec::new(),
+            first_exit_id: cache.exits.len() as u32,
+            stolen: 0,
+            slot_current: 0,
+            version: Version::Only,
+            to_full: Vec::new(),
+            full: None,
+            full_at: Vec::new(),
+            fast_body: None,
+            literals: Vec::new(),
+            taken_with_stolen: Vec::new(),
+            pc,
+            self_loops: !cache.preempt,
+            pre_steal,
+            loop_head: None,
+            wants_pre_steal: 0,
+        }
+    }
+
     /// A builder for tool code at the current point.
     fn inline(&self, guest_uses: u16, flags_live: bool, later: u16) -> Inline {
         Inline::new(guest_uses, flags_live, self.stolen, self.version).used_later(later)
@@ -470,6 +494,90 @@ pub fn translate(cache: &mut CodeCache, src: &mut dyn CodeSource, tool: &mut dyn
     translate_limited(cache, src, tool, pc, max_block_insns())
 }
 
+/// Translates the block `b` was made for, from its guest bytes `code`, up to the finished
+/// code in `b.asm`: where direct links enter (body and count), the guest end and how many
+/// instructions.
+fn build(b: &mut BlockBuilder, cache: &CodeCache, src: &mut dyn CodeSource, tool: &mut dyn Tool, code: &[u8], max_insns: usize) -> Result<(usize, usize, u64, usize), TranslateError> {
+    let pc = b.pc;
+    let max_insns = max_insns.clamp(1, MAX_BLOCK_INSNS);
+    // The straight-line code the block can reach, decoded once: the flags' liveness and a
+    // tool's choice of versions look at it.
+    let reach = decode_reach(code, pc);
+    let flags_dead = status_flags_dead(&reach, src);
+    let dead_at = |k: usize| flags_dead.get(k).copied().unwrap_or(false);
+    // Indirect-branch lookups arrive here with rcx and rdx still in their save slots.
+    b.asm.load_gs(reg::RCX, OFF_SAVE_RCX);
+    b.asm.load_gs(reg::RDX, OFF_SAVE_RDX);
+    let check_off = b.asm.pos();
+    if cache.preempt {
+        // Count this block against the quantum; at zero, leave before running it.
+        let out = b.asm.new_label();
+        let in_xmm16 = quantum_in_xmm16();
+        if dead_at(0) {
+            // Every status flag is written before it is read in the block: the count may
+            // clobber them. The way out is the exit's stub, out of line: a block entered with
+            // quantum left falls through into its body with no taken jump.
+            if in_xmm16 {
+                b.asm.bytes(&count_xmm16().dec_test);
+            } else {
+                b.asm.sub_gs_1(OFF_QUANTUM);
+            }
+            b.leave_if(0x4, ExitKind::Preempt, pc, pc); // jz
+        } else {
+            // Flag-free: decrement, then `jrcxz` tests a copy in rcx.
+            let go = b.asm.new_label();
+            b.asm.store_gs(OFF_SAVE_RCX, reg::RCX);
+            if in_xmm16 {
+                b.asm.bytes(&count_xmm16().dec_to_rcx);
+            } else {
+                b.asm.load_gs(reg::RCX, OFF_QUANTUM);
+                b.asm.lea_rcx_minus_1();
+                b.asm.store_gs(OFF_QUANTUM, reg::RCX);
+            }
+            b.asm.jrcxz_label(out);
+            b.asm.load_gs(reg::RCX, OFF_SAVE_RCX);
+            b.asm.jmp_label(go);
+            b.asm.bind(out);
+            b.asm.load_gs(reg::RCX, OFF_SAVE_RCX);
+            b.leave(ExitKind::Preempt, pc, pc, None);
+            b.asm.bind(go);
+        }
+    }
+    // Forward direct links skip the count: every cycle in the program passes through a
+    // backward (or self) direct branch, an indirect branch or the dispatcher, which all enter
+    // at `check_off`, so a thread still reaches a preemption point in every loop.
+    let body_off = label_body(b);
+    let versions: &[Version] = if tool.two_versions(pc, &reach) { &[Version::Fast, Version::Full] } else { &[Version::Only] };
+    let later = used_from(&reach);
+    let env = BodyEnv { code, pc, max_insns, flags_dead: &flags_dead, later: &later, preempt: cache.preempt, virtual_tsc: cache.virtual_tsc };
+    let mut end = pc;
+    let mut count = 0;
+    for &v in versions {
+        b.version = v;
+        b.stolen = 0;
+        b.slot_current = 0;
+        if v == Version::Full {
+            let full = b.asm.new_label();
+            b.asm.bind(full);
+            b.full = Some(full);
+        }
+        (end, count) = body(b, &env, tool)?;
+    }
+    b.emit_to_full(tool);
+    for e in std::mem::take(&mut b.taken_with_stolen) {
+        b.asm.bind(e.label);
+        b.reload(e.stolen);
+        b.jmp_exit(e.pc, e.target);
+    }
+    b.emit_stubs();
+    for (l, v) in std::mem::take(&mut b.literals) {
+        b.asm.literal(l, v);
+    }
+    b.asm.finish();
+    assert!(b.asm.buf.len() <= MAX_HOST_BYTES, "block at {pc:#x} too large");
+    Ok((body_off, check_off, end, count))
+}
+
 /// Translates a block of at most `max_insns` guest instructions (1 lets the runtime step
 /// over an instruction that writes to its own code page).
 pub fn translate_limited(
@@ -487,110 +595,14 @@ pub fn translate_limited(
     let (arena, host) = cache.reserve(pc, MAX_HOST_BYTES)?;
     // A second translation if the first found a loop back to the start with registers
     // stolen (see `BlockBuilder::pre_steal`).
-    let mut pre_steal = 0u16;
-    let (b, body_off, check_off, end, count) = loop {
-        let mut b = BlockBuilder {
-            asm: Asm::new(host),
-            pc_map: Vec::new(),
-            exits: Vec::new(),
-            first_exit_id: cache.exits.len() as u32,
-            stolen: 0,
-            slot_current: 0,
-            version: Version::Only,
-            to_full: Vec::new(),
-            full: None,
-            full_at: Vec::new(),
-            fast_body: None,
-            literals: Vec::new(),
-            taken_with_stolen: Vec::new(),
-            pc,
-            self_loops: !cache.preempt,
-            pre_steal,
-            loop_head: None,
-            wants_pre_steal: 0,
-        };
-        let max_insns = max_insns.clamp(1, MAX_BLOCK_INSNS);
-        // The straight-line code the block can reach, decoded once: the flags' liveness and a
-        // tool's choice of versions look at it.
-        let reach = decode_reach(&buf[..n], pc);
-        let flags_dead = status_flags_dead(&reach, src);
-        let dead_at = |k: usize| flags_dead.get(k).copied().unwrap_or(false);
-        // Indirect-branch lookups arrive here with rcx and rdx still in their save slots.
-        b.asm.load_gs(reg::RCX, OFF_SAVE_RCX);
-        b.asm.load_gs(reg::RDX, OFF_SAVE_RDX);
-        let check_off = b.asm.pos();
-        if cache.preempt {
-            // Count this block against the quantum; at zero, leave before running it.
-            let out = b.asm.new_label();
-            let in_xmm16 = quantum_in_xmm16();
-            if dead_at(0) {
-                // Every status flag is written before it is read in the block: the count may
-                // clobber them. The way out is the exit's stub, out of line: a block entered with
-                // quantum left falls through into its body with no taken jump.
-                if in_xmm16 {
-                    b.asm.bytes(&count_xmm16().dec_test);
-                } else {
-                    b.asm.sub_gs_1(OFF_QUANTUM);
-                }
-                b.leave_if(0x4, ExitKind::Preempt, pc, pc); // jz
-            } else {
-                // Flag-free: decrement, then `jrcxz` tests a copy in rcx.
-                let go = b.asm.new_label();
-                b.asm.store_gs(OFF_SAVE_RCX, reg::RCX);
-                if in_xmm16 {
-                    b.asm.bytes(&count_xmm16().dec_to_rcx);
-                } else {
-                    b.asm.load_gs(reg::RCX, OFF_QUANTUM);
-                    b.asm.lea_rcx_minus_1();
-                    b.asm.store_gs(OFF_QUANTUM, reg::RCX);
-                }
-                b.asm.jrcxz_label(out);
-                b.asm.load_gs(reg::RCX, OFF_SAVE_RCX);
-                b.asm.jmp_label(go);
-                b.asm.bind(out);
-                b.asm.load_gs(reg::RCX, OFF_SAVE_RCX);
-                b.leave(ExitKind::Preempt, pc, pc, None);
-                b.asm.bind(go);
-            }
-        }
-        // Forward direct links skip the count: every cycle in the program passes through a
-        // backward (or self) direct branch, an indirect branch or the dispatcher, which all enter
-        // at `check_off`, so a thread still reaches a preemption point in every loop.
-        let body_off = label_body(&mut b);
-        let versions: &[Version] = if tool.two_versions(pc, &reach) { &[Version::Fast, Version::Full] } else { &[Version::Only] };
-        let later = used_from(&reach);
-        let env = BodyEnv { code: &buf[..n], pc, max_insns, flags_dead: &flags_dead, later: &later, preempt: cache.preempt, virtual_tsc: cache.virtual_tsc };
-        let mut end = pc;
-        let mut count = 0;
-        for &v in versions {
-            b.version = v;
-            b.stolen = 0;
-            b.slot_current = 0;
-            if v == Version::Full {
-                let full = b.asm.new_label();
-                b.asm.bind(full);
-                b.full = Some(full);
-            }
-            (end, count) = body(&mut b, &env, tool)?;
-        }
-        b.emit_to_full(tool);
-        for e in std::mem::take(&mut b.taken_with_stolen) {
-            b.asm.bind(e.label);
-            b.reload(e.stolen);
-            b.jmp_exit(e.pc, e.target);
-        }
-        b.emit_stubs();
-        for (l, v) in std::mem::take(&mut b.literals) {
-            b.asm.literal(l, v);
-        }
-        b.asm.finish();
-        assert!(b.asm.buf.len() <= MAX_HOST_BYTES, "block at {pc:#x} too large");
-        if pre_steal == 0 && b.wants_pre_steal != 0 {
-            pre_steal = b.wants_pre_steal;
-            continue;
-        }
-        break (b, body_off, check_off, end, count);
-    };
+    let code = &buf[..n];
+    let mut b = BlockBuilder::new(cache, host, pc, 0);
+    let mut built = build(&mut b, cache, src, tool, code, max_insns)?;
+    if b.wants_pre_steal != 0 {
+        b = BlockBuilder::new(cache, host, pc, b.wants_pre_steal);
+        built = build(&mut b, cache, src, tool, code, max_insns)?;
+    }
+    let (body_off, check_off, end, count) = built;
 
     let host_start = b.asm.base;
     let exits = b
