@@ -222,10 +222,7 @@ impl Inline {
         // Spilled already and not needed by the rest of the block, then not needed by it
         // (one spill, no reload before the block ends), then spilled already.
         let (stolen, unused) = (self.stolen, !self.later);
-        // r8-r15 first (compiled code uses them least), rdx and rcx last: they carry every
-        // indirect branch's save and reload (a block entered by a `ret` has just loaded them),
-        // and rcx is the one register `scratch_rcx` can give a flag-free test (`jrcxz`).
-        let order = || (8..16usize).chain([3, 5, 6, 7, 2, 1]);
+        let order = lending_order;
         // (Dead registers given back go to `scratch_short` only: the tool may keep this one.)
         let n = match order().find(|&r| self.reusable & !self.dead & (1 << r) != 0) {
             Some(n) => {
@@ -247,7 +244,7 @@ impl Inline {
     /// else as `scratch` does. Guest code that faults at the instruction leaves such a
     /// register's old value unknown to a signal handler (the instruction would replace it).
     pub fn scratch_short(&mut self) -> AsmRegister64 {
-        let order = || (8..16usize).chain([3, 5, 6, 7, 2, 1]);
+        let order = lending_order;
         let n = if let Some(n) = order().find(|&r| self.reusable & (1 << r) != 0) {
             self.reusable &= !(1 << n);
             n
@@ -472,6 +469,14 @@ impl Inline {
         let named = asm.instructions().iter().fold(1u16 << 1 | self.slots_read, |m, i| m | named_registers(i));
         Finished { lent: self.lent & named, dead: self.lent & named & self.dead, save_flags, asm, outcome: self.outcome, to_full: self.to_full }
     }
+}
+
+/// The general registers `Inline` lends, in the order it prefers them: r8-r15 first (compiled
+/// code uses them least), rdx and rcx last: they carry every indirect branch's save and reload
+/// (a block entered by a `ret` has just loaded them), and rcx is the one register
+/// `scratch_rcx` can give a flag-free test (`jrcxz`). Never rax (the flag save's) or rsp.
+fn lending_order() -> impl Iterator<Item = usize> {
+    (8..16usize).chain([3, 5, 6, 7, 2, 1])
 }
 
 /// `gs`-relative offset of byte `off` of the tool's per-thread area (`ThreadContext::tool_area`).

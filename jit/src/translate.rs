@@ -264,22 +264,21 @@ impl BlockBuilder {
 
     /// `jcc rel32` to a new linkable exit towards `target`.
     fn jcc_exit(&mut self, cc: u8, pc: u64, target: u64) {
-        let stub = self.asm.new_label();
-        self.asm.align_rel32(2);
-        self.asm.jcc_label(cc, stub);
-        let site = Some(self.asm.pos() - 4);
-        self.exits.push(PendingExit { kind: ExitKind::Direct, pc, target, site, stub, note: None, reload: 0, self_entry: None });
+        self.linkable_jcc(cc, pc, target, 0, None);
     }
 
     /// `jcc rel32` back to the block's start from its fast (or only) version with `pre_steal`
     /// stolen: linked to the block itself, it enters at the loop head (the registers stay
     /// stolen); its stub, taken while unlinked, reloads them first.
     fn self_loop_exit(&mut self, cc: u8, pc: u64) {
+        self.linkable_jcc(cc, pc, self.pc, self.pre_steal, self.loop_head);
+    }
+
+    fn linkable_jcc(&mut self, cc: u8, pc: u64, target: u64, reload: u16, self_entry: Option<Label>) {
         let stub = self.asm.new_label();
         self.asm.align_rel32(2);
         self.asm.jcc_label(cc, stub);
         let site = Some(self.asm.pos() - 4);
-        let (target, reload, self_entry) = (self.pc, self.pre_steal, self.loop_head);
         self.exits.push(PendingExit { kind: ExitKind::Direct, pc, target, site, stub, note: None, reload, self_entry });
     }
 
@@ -294,8 +293,8 @@ impl BlockBuilder {
             && ins.near_branch_target() == self.pc
     }
 
-    /// Before a self-loop's `jcc` (with `pre_steal`): the registers stolen become exactly
-    /// `pre_steal`, as at the loop head (reloads of others, spills of missing ones).
+    /// At the loop head and before a self-loop's `jcc` (with `pre_steal`): the registers stolen
+    /// become exactly `pre_steal` (reloads of others, spills of missing ones).
     fn steal_as_at_head(&mut self) {
         let (want, now) = (self.pre_steal, self.stolen);
         self.restore(now & !want);
@@ -673,13 +672,7 @@ fn body(b: &mut BlockBuilder, env: &BodyEnv, tool: &mut dyn Tool) -> Result<(u64
     if b.pre_steal != 0 && b.version != Version::Full {
         // The loop head (see `BlockBuilder::pre_steal`): entered from outside, the registers
         // a loop back here keeps stolen are spilled first.
-        for r in 0..16u8 {
-            if b.pre_steal & (1 << r) != 0 {
-                b.asm.store_gs(spill_slot(r as usize), r);
-            }
-        }
-        b.stolen = b.pre_steal;
-        b.slot_current = b.pre_steal;
+        b.steal_as_at_head();
         let head = b.asm.new_label();
         b.asm.bind(head);
         b.loop_head = Some(head);

@@ -745,13 +745,13 @@ impl Propagation {
         let taint_on = !self.shadow.is_null() && self.taint_on;
         let origin_o = Operands { writes_flags: o.writes_flags && !flags_origin_unread, ..o.clone() };
         // (Dead only where copies alone read origins: see `dead_origins`.)
-        let dead = if self.policy.is_none() && self.log.is_none() { self.dead_origins.get(&ins.ip()).copied().unwrap_or(0) } else { 0 };
+        let copies_alone_read = self.policy.is_none() && self.log.is_none();
+        let dead = if copies_alone_read { self.dead_origins.get(&ins.ip()).copied().unwrap_or(0) } else { 0 };
         self.dead_here = dead;
         let all_dead = !origin_o.dst_regs.is_empty() && origin_o.dst_mem.is_empty() && !origin_o.writes_flags && origin_o.dst_regs.iter().all(|&d| dead & origin_bit(d) != 0);
         // A general register copied into itself (`movzx eax, al`, `mov eax, eax`) keeps its one
         // origin slot as it is.
-        let self_copy = self.policy.is_none()
-            && self.log.is_none()
+        let self_copy = copies_alone_read
             && !origin_o.writes_flags
             && origin_o.src_mem.is_empty()
             && origin_o.dst_mem.is_empty()
@@ -1798,14 +1798,9 @@ pub(crate) fn dead_origins(insns: &[Instruction]) -> HashMap<u64, u32> {
             None => 0,
         };
         let o = operands(ins, info);
-        let bits = |regs: &[Reg]| {
-            regs.iter().fold(0u32, |a, d| match d.part {
-                Part::Vec { .. } => a | 1 << d.n,
-                _ => a | 1 << (16 + d.n),
-            })
-        };
+        let bits = |regs: &[Reg]| regs.iter().fold(0u32, |a, &d| a | origin_bit(d));
         // A general register's origin is whole only in a 32- or 64-bit write.
-        let whole = |regs: &[Reg]| regs.iter().filter(|d| matches!(d.part, Part::Vec { .. } | Part::W32 | Part::W64)).fold(0u32, |a, d| a | bits(std::slice::from_ref(d)));
+        let whole = |regs: &[Reg]| regs.iter().filter(|d| matches!(d.part, Part::Vec { .. } | Part::W32 | Part::W64)).fold(0u32, |a, &d| a | origin_bit(d));
         // (Origins read: a copy's or swap's sources, addresses, and any register the
         // operands do not show, to be safe.)
         let shown = bits(&o.src_regs) | bits(&o.dst_regs);
