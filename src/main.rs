@@ -96,6 +96,10 @@ fn main() {
             fail(&format!("{first} (usage: rtgrind [options] --tool=NAME prog [args]; see 'rtgrind --help')"), EXIT_USAGE);
         }
     };
+    if cli.count_in_memory {
+        // (The suppression search passes it on to its runs.)
+        rtgrind_jit::context::count_in_memory();
+    }
     if cli.tool == cli::ToolName::Switch && cli.switch_at.is_none() && cli.switch_trace.is_none() && cli.switch_fork.is_none() {
         std::process::exit(switch_search(&cli));
     }
@@ -188,9 +192,8 @@ fn main() {
     reporter.info(&format!("rtgrind-{}, a dynamic binary translator; tool: {:?}", env!("CARGO_PKG_VERSION"), cli.tool).to_lowercase());
     reporter.info(&format!("Command: {}", argv.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect::<Vec<_>>().join(" ")));
 
-    if cli.count_in_memory {
-        rtgrind_jit::context::count_in_memory();
-    }
+    // Tools count blocks (the instance part of an origin) in the engine's per-thread counter.
+    rtgrind_jit::context::set_counter_step(shadow::origin::BLOCK_STEP as u32);
     let mut ctx = rtgrind_jit::ThreadContext::new_boxed();
     ctx.gpr[rtgrind_jit::context::reg::RSP as usize] = stack.rsp;
     ctx.rip = prog.start_pc();

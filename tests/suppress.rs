@@ -107,6 +107,22 @@ fn strcpy_smashing_the_return_address_is_reported_at_the_strcpy_call() {
     assert_eq!(out.status.code(), Some(0), "{}", out.describe());
 }
 
+/// The search names the same places, block instances included, whether its runs count blocks
+/// in a register (AVX-512 hosts) or in memory.
+#[test]
+fn block_counts_in_a_register_and_in_memory_find_the_same_root_cause() {
+    let exe = bug("copy_paste", "copy_paste", &|s| s);
+    let report = |opts: &[&str]| -> Vec<String> {
+        let out = run_rtgrind([&["--tool=suppress"], opts].concat(), &Cmd::new(&exe).stdin("1 2 3 100000000\n"));
+        assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+        // Without the pid prefix and the timing line.
+        out.stderr_str().lines().filter(|l| l.contains("suppress: ") && !l.contains(" runs (")).map(|l| l.split("suppress: ").nth(1).unwrap().to_string()).collect()
+    };
+    let register = report(&[]);
+    assert!(register[0].ends_with(&place("copy_paste", "root", "main")) && register[1].contains("block instance"), "{register:#?}");
+    assert_eq!(register, report(&["--count-in-memory"]));
+}
+
 /// Runs the search on `name` with `args`, asserts the root cause at the `root` marker of
 /// `func` and the number of runs, then runs `harmless` arguments and asserts "did not fail".
 /// (`expect_runs` counts every run: the original, the check that it repeats, the suppression

@@ -294,17 +294,19 @@ fn taint_input_file_must_exist() {
 #[test]
 fn origins_per_rule() {
     // Origins propagate in the fast version (nothing is tainted here) and in the full one,
-    // and the same without the AVX-512 temporaries that copy vector lanes' origins.
-    for (fast, avx512) in [("1", "1"), ("0", "1"), ("1", "0")] {
+    // the same without the AVX-512 temporaries that copy vector lanes' origins, and with the
+    // block count (the instance of a definition) in memory instead of a register.
+    for (fast, avx512, counts) in [("1", "1", ""), ("0", "1", ""), ("1", "0", "--count-in-memory")] {
         let cmd = Cmd::new(taint_guest("origin_cases")).env("RTGRIND_FAST_PATH", fast).env("RTGRIND_AVX512", avx512);
-        let out = run_rtgrind(["-q", "--tool=taint", "--track-origins=yes"], &cmd);
+        let opts = ["-q", "--tool=taint", "--track-origins=yes", counts];
+        let out = run_rtgrind(opts.into_iter().filter(|o| !o.is_empty()), &cmd);
         assert_no_panic(&out);
         assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
         let stdout = out.stdout_str();
         let cases: Vec<&str> = stdout.lines().collect();
         assert_eq!(cases.len(), 25, "cases printed:\n{stdout}");
         let wrong: Vec<&&str> = cases.iter().filter(|l| !l.ends_with(": ok")).collect();
-        assert!(wrong.is_empty(), "RTGRIND_FAST_PATH={fast} RTGRIND_AVX512={avx512}: {wrong:#?}");
+        assert!(wrong.is_empty(), "RTGRIND_FAST_PATH={fast} RTGRIND_AVX512={avx512} {counts}: {wrong:#?}");
     }
 }
 

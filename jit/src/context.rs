@@ -91,15 +91,22 @@ pub struct ThreadContext {
     pub pending: u64,
     /// Blocks left before the next preemption point (counted only in translations made with
     /// preemption checks, see `CodeCache::set_preemption`). While the thread is in the cache
-    /// the count lives in xmm16 instead when `quantum_in_xmm16` is set (see below).
+    /// the count lives in xmm16 instead when `counts_in_registers` is set (see below).
     pub quantum: u64,
-    /// Non-zero if the host has AVX-512 (F and VL) enabled: the count is kept in the low lane
-    /// of xmm16 (the high lane 0), with -1 in the low lane of xmm17 (the high lane 0), while
-    /// translated code runs. The guest never sees AVX-512
-    /// (CPUID hides it), so xmm16-31 and the mask registers are the engine's, and a count in
-    /// a register is not the loop-carried store-to-load dependency a count in memory is.
-    /// `rtg_enter` loads it, every exit and call-out stores it back.
-    pub quantum_in_xmm16: u64,
+    /// Non-zero if the host has AVX-512 (F and VL) enabled: while translated code runs, the
+    /// quantum is kept in the low lane of xmm16 (the high lane 0), with -1 in the low lane of
+    /// xmm17 (the high lane 0), and the tool's `counter` in the low lane of xmm18. The guest
+    /// never sees AVX-512 (CPUID hides it), so xmm16-31 and the mask registers are free for
+    /// the engine (xmm16-19, k1) and tools (the rest), and a count in a register is not the
+    /// loop-carried store-to-load dependency a count in memory is. `rtg_enter` loads them,
+    /// every exit and call-out stores them back.
+    pub counts_in_registers: u64,
+    /// A tool's per-thread counter (`Inline::count`, `Inline::counter_to`), grown by
+    /// `counter_step` at each `count`: in xmm18 while the thread runs in the cache if
+    /// `counts_in_registers` is set, else here (and here whenever it is outside the cache).
+    pub counter: u64,
+    /// What `Inline::count` adds: `set_counter_step`'s value, the same in every thread.
+    pub counter_step: u64,
     /// Opaque to the engine: the runtime's per-thread data (found from a signal handler
     /// through the `gs` base).
     pub runtime_data: u64,
@@ -129,7 +136,9 @@ pub struct ThreadContext {
 }
 
 pub const OFF_GPR: usize = offset_of!(ThreadContext, gpr);
-pub const OFF_QUANTUM_IN_XMM16: usize = offset_of!(ThreadContext, quantum_in_xmm16);
+pub const OFF_COUNTS_IN_REGISTERS: usize = offset_of!(ThreadContext, counts_in_registers);
+pub const OFF_COUNTER: usize = offset_of!(ThreadContext, counter);
+pub const OFF_COUNTER_STEP: usize = offset_of!(ThreadContext, counter_step);
 pub const OFF_RIP: usize = offset_of!(ThreadContext, rip);
 pub const OFF_RFLAGS: usize = offset_of!(ThreadContext, rflags);
 pub const OFF_FS_BASE: usize = offset_of!(ThreadContext, fs_base);
@@ -187,7 +196,8 @@ impl ThreadContext {
         ctx.xsave.0[28..32].copy_from_slice(&0xffffu32.to_le_bytes()); // MXCSR_MASK
         ctx.rflags = 0x202;
         ctx.host_fs = crate::dispatch::read_fs_base();
-        ctx.quantum_in_xmm16 = quantum_in_xmm16() as u64;
+        ctx.counts_in_registers = counts_in_registers() as u64;
+        ctx.counter_step = counter_step();
         ctx
     }
 
@@ -213,11 +223,12 @@ impl ThreadContext {
     }
 }
 
-/// Whether block counts live in xmm16 (see `ThreadContext::quantum_in_xmm16`): the CPU has
+/// Whether the quantum and the tool's counter live in xmm16 and xmm18 (see
+/// `ThreadContext::counts_in_registers`): the CPU has
 /// AVX-512F and AVX-512VL and the kernel saves the opmask and upper-16 vector registers
 /// (XCR0 bits 5-7), and `count_in_memory` was not called first.
-pub fn quantum_in_xmm16() -> bool {
-    *QUANTUM_IN_XMM16.get_or_init(|| {
+pub fn counts_in_registers() -> bool {
+    *COUNTS_IN_REGISTERS.get_or_init(|| {
         use std::arch::x86_64::{__cpuid_count, _xgetbv};
         let leaf1 = __cpuid_count(1, 0);
         let leaf7 = __cpuid_count(7, 0);
@@ -229,12 +240,25 @@ pub fn quantum_in_xmm16() -> bool {
     })
 }
 
-static QUANTUM_IN_XMM16: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+static COUNTS_IN_REGISTERS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+
+/// Sets what `Inline::count` adds to a thread's counter (see `ThreadContext::counter`), the
+/// same for every thread: call it before the first context is made (0 until then).
+pub fn set_counter_step(step: u32) {
+    assert!(step <= i32::MAX as u32, "the step is a 32-bit displacement");
+    COUNTER_STEP.store(u64::from(step), std::sync::atomic::Ordering::Relaxed);
+}
+
+pub(crate) fn counter_step() -> u64 {
+    COUNTER_STEP.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+static COUNTER_STEP: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// Keeps block counts in memory even where xmm16 could hold them (to compare the two; must be
 /// called before the first context is made).
 pub fn count_in_memory() {
-    let _ = QUANTUM_IN_XMM16.set(false);
+    let _ = COUNTS_IN_REGISTERS.set(false);
 }
 
 #[cfg(test)]

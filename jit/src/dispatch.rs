@@ -35,6 +35,7 @@ std::arch::global_asm!(
     "vmovq xmm16, qword ptr gs:[{quantum}]",
     "vpternlogq xmm17, xmm17, xmm17, 0xff",
     "vpsrldq xmm17, xmm17, 8",
+    "vmovq xmm18, qword ptr gs:[{counter}]",
     "4:",
     "mov rax, gs:[{fs}]",
     "wrfsbase rax",
@@ -90,6 +91,7 @@ std::arch::global_asm!(
     "cmp qword ptr gs:[{qx}], 0",
     "je 5f",
     "vmovq qword ptr gs:[{quantum}], xmm16",
+    "vmovq qword ptr gs:[{counter}], xmm18",
     "5:",
     "rdfsbase rax",
     "mov gs:[{fs}], rax",
@@ -187,6 +189,7 @@ std::arch::global_asm!(
     "cmp qword ptr gs:[{qx}], 0",
     "je 6f",
     "vmovq qword ptr gs:[{quantum}], xmm16",
+    "vmovq qword ptr gs:[{counter}], xmm18",
     "6:",
     "mov rdi, gs:[{self_ptr}]",
     "mov rsi, gs:[{carg}]",
@@ -198,6 +201,7 @@ std::arch::global_asm!(
     "vmovq xmm16, qword ptr gs:[{quantum}]",
     "vpternlogq xmm17, xmm17, xmm17, 0xff",
     "vpsrldq xmm17, xmm17, 8",
+    "vmovq xmm18, qword ptr gs:[{counter}]",
     "7:",
     "mov rax, gs:[{cfs}]",
     "wrfsbase rax",
@@ -245,8 +249,9 @@ std::arch::global_asm!(
     carg = const OFF_CALLOUT_ARG,
     cret = const OFF_CALLOUT_RET,
     self_ptr = const OFF_SELF_PTR,
-    qx = const OFF_QUANTUM_IN_XMM16,
+    qx = const OFF_COUNTS_IN_REGISTERS,
     quantum = const OFF_QUANTUM,
+    counter = const OFF_COUNTER,
 );
 
 extern "sysv64" {

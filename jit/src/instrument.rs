@@ -15,10 +15,10 @@
 //! tool pays only for the hooks it uses.
 
 use crate::context::{
-    ThreadContext, OFF_CALLOUT_ARG, OFF_CALLOUT_FN, OFF_CALLOUT_RET, OFF_CALLOUT_ROUTINE, OFF_FLAGS_RAX, OFF_FLAGS_SAVE, OFF_IBL_KEYS,
+    counter_step, counts_in_registers, ThreadContext, OFF_CALLOUT_ARG, OFF_COUNTER, OFF_COUNTER_STEP, OFF_CALLOUT_FN, OFF_CALLOUT_RET, OFF_CALLOUT_ROUTINE, OFF_FLAGS_RAX, OFF_FLAGS_SAVE, OFF_IBL_KEYS,
     OFF_IBL_MISS, OFF_IBL_VALS, OFF_SAVE_RCX, OFF_SAVE_RDX, OFF_TOOL_AREA, OFF_TOOL_SPILL,
 };
-use iced_x86::code_asm::{ax, get_gpr64, qword_ptr, rax, rcx, rdx, word_ptr, AsmRegister64, CodeAssembler};
+use iced_x86::code_asm::{ax, get_gpr64, qword_bcst, qword_ptr, rax, rcx, rdx, word_ptr, xmm18, AsmRegister64, CodeAssembler};
 use iced_x86::{Instruction, InstructionInfo, OpKind, Register};
 
 pub use iced_x86::code_asm;
@@ -367,6 +367,31 @@ impl Inline {
         let index = a.instructions().len();
         a.db(bytes).unwrap();
         self.to_full.push((index, rel));
+    }
+
+    /// Adds the counter step to the thread's counter (`ThreadContext::counter`), flag-free:
+    /// one register add where AVX-512 holds the counter in xmm18, else a read-modify-write.
+    pub fn count(&mut self) {
+        if counts_in_registers() {
+            let step = qword_bcst(OFF_COUNTER_STEP as u64).gs();
+            self.asm().evex().vpaddq(xmm18, xmm18, step).unwrap();
+        } else {
+            let t = self.scratch_short();
+            let step = counter_step() as i32;
+            let a = self.asm();
+            a.mov(t, qword_ptr(OFF_COUNTER as u64).gs()).unwrap();
+            a.lea(t, qword_ptr(t + step)).unwrap();
+            a.mov(qword_ptr(OFF_COUNTER as u64).gs(), t).unwrap();
+        }
+    }
+
+    /// `r` = the thread's counter (`ThreadContext::counter`), flag-free.
+    pub fn counter_to(&mut self, r: AsmRegister64) {
+        if counts_in_registers() {
+            self.asm().evex().vmovq(r, xmm18).unwrap();
+        } else {
+            self.asm().mov(r, qword_ptr(OFF_COUNTER as u64).gs()).unwrap();
+        }
     }
 
     /// The tool's code writes the status flags; the engine preserves the guest's if live.

@@ -511,7 +511,7 @@ fn build(b: &mut BlockBuilder, cache: &CodeCache, src: &mut dyn CodeSource, tool
     if cache.preempt {
         // Count this block against the quantum; at zero, leave before running it.
         let out = b.asm.new_label();
-        let in_xmm16 = quantum_in_xmm16();
+        let in_xmm16 = counts_in_registers();
         if dead_at(0) {
             // Every status flag is written before it is read in the block: the count may
             // clobber them. The way out is the exit's stub, out of line: a block entered with
@@ -548,7 +548,7 @@ fn build(b: &mut BlockBuilder, cache: &CodeCache, src: &mut dyn CodeSource, tool
     let body_off = label_body(b);
     let versions: &[Version] = if tool.two_versions(pc, &reach) { &[Version::Fast, Version::Full] } else { &[Version::Only] };
     let later = used_from(&reach);
-    let env = BodyEnv { code, pc, max_insns, flags_dead: &flags_dead, later: &later, preempt: cache.preempt, virtual_tsc: cache.virtual_tsc };
+    let env = BodyEnv { code, pc, max_insns, flags_dead: &flags_dead, later: &later, virtual_tsc: cache.virtual_tsc };
     let mut end = pc;
     let mut count = 0;
     for &v in versions {
@@ -650,7 +650,6 @@ struct BodyEnv<'a> {
     /// Per instruction k: the registers instructions k.. use up to the next exit (see
     /// `used_from`).
     later: &'a [u16],
-    preempt: bool,
     virtual_tsc: bool,
 }
 
@@ -778,8 +777,8 @@ fn body(b: &mut BlockBuilder, env: &BodyEnv, tool: &mut dyn Tool) -> Result<(u64
             FlowControl::Next | FlowControl::XbeginXabortXend => {
                 // The guest's `xrstor` (ld.so's lazy-binding trampoline saves and restores
                 // every component XCR0 enables, AVX-512's too) would put back an old block
-                // count in xmm16: the count steps around it.
-                let restores = env.preempt && quantum_in_xmm16() && matches!(ins.mnemonic(), Mnemonic::Xrstor | Mnemonic::Xrstor64);
+                // count in xmm16 and tool counter in xmm18: they step around it.
+                let restores = counts_in_registers() && matches!(ins.mnemonic(), Mnemonic::Xrstor | Mnemonic::Xrstor64);
                 if restores {
                     b.asm.bytes(&count_xmm16().store);
                 }
@@ -1193,15 +1192,17 @@ fn indirect(b: &mut BlockBuilder, encoder: &mut Encoder, ins: &Instruction) {
     b.asm.jmp_gs_rcx_index(OFF_IBL_VALS);
 }
 
-/// The block count in xmm16 (see `ThreadContext::quantum_in_xmm16`), encoded once.
+/// The quantum in xmm16 and the tool's counter in xmm18 (see
+/// `ThreadContext::counts_in_registers`), encoded once.
 struct CountXmm16 {
     /// `vpaddq xmm16, xmm16, xmm17; vptestmq k1, xmm16, xmm16; kortestw k1, k1`: ZF set at zero.
     dec_test: Vec<u8>,
     /// `vpaddq xmm16, xmm16, xmm17; vmovq rcx, xmm16`: flags untouched.
     dec_to_rcx: Vec<u8>,
-    /// `vmovq gs:[quantum], xmm16`.
+    /// `vmovq gs:[quantum], xmm16; vmovq gs:[counter], xmm18`.
     store: Vec<u8>,
-    /// `vmovq xmm16, gs:[quantum]` and xmm17 = (-1, 0), as `rtg_enter` does.
+    /// `vmovq xmm16, gs:[quantum]`, xmm17 = (-1, 0) and `vmovq xmm18, gs:[counter]`, as
+    /// `rtg_enter` does.
     load: Vec<u8>,
 }
 
@@ -1219,12 +1220,14 @@ fn count_xmm16() -> &'static CountXmm16 {
         let test = Instruction::with3(Code::EVEX_Vptestmq_kr_k1_xmm_xmmm128b64, Register::K1, Register::XMM16, Register::XMM16).expect("vptestmq");
         let kor = Instruction::with2(Code::VEX_Kortestw_kr_kr, Register::K1, Register::K1).expect("kortestw");
         let to_rcx = Instruction::with2(Code::EVEX_Vmovq_rm64_xmm, Register::RCX, Register::XMM16).expect("vmovq");
-        let quantum = || MemoryOperand::new(Register::None, Register::None, 1, OFF_QUANTUM as i64, 4, false, Register::GS);
-        let store = Instruction::with2(Code::EVEX_Vmovq_xmmm64_xmm, quantum(), Register::XMM16).expect("vmovq store");
-        let load = Instruction::with2(Code::EVEX_Vmovq_xmm_xmmm64, Register::XMM16, quantum()).expect("vmovq load");
+        let slot = |off: usize| MemoryOperand::new(Register::None, Register::None, 1, off as i64, 4, false, Register::GS);
+        let store = Instruction::with2(Code::EVEX_Vmovq_xmmm64_xmm, slot(OFF_QUANTUM), Register::XMM16).expect("vmovq store");
+        let load = Instruction::with2(Code::EVEX_Vmovq_xmm_xmmm64, Register::XMM16, slot(OFF_QUANTUM)).expect("vmovq load");
+        let store_counter = Instruction::with2(Code::EVEX_Vmovq_xmmm64_xmm, slot(OFF_COUNTER), Register::XMM18).expect("vmovq store");
+        let load_counter = Instruction::with2(Code::EVEX_Vmovq_xmm_xmmm64, Register::XMM18, slot(OFF_COUNTER)).expect("vmovq load");
         let ones = Instruction::with4(Code::EVEX_Vpternlogq_xmm_k1z_xmm_xmmm128b64_imm8, Register::XMM17, Register::XMM17, Register::XMM17, 0xff).expect("vpternlogq");
         let low = Instruction::with3(Code::EVEX_Vpsrldq_xmm_xmmm128_imm8, Register::XMM17, Register::XMM17, 8).expect("vpsrldq");
-        CountXmm16 { dec_test: encode(&[dec, test, kor]), dec_to_rcx: encode(&[dec, to_rcx]), store: encode(&[store]), load: encode(&[load, ones, low]) }
+        CountXmm16 { dec_test: encode(&[dec, test, kor]), dec_to_rcx: encode(&[dec, to_rcx]), store: encode(&[store, store_counter]), load: encode(&[load, ones, low, load_counter]) }
     })
 }
 

@@ -433,11 +433,11 @@ impl FastBlock {
                 2 => a.mov(word_ptr(x + d + disp), 0).unwrap(),
                 4 => a.mov(dword_ptr(x + d + disp), 0).unwrap(),
                 n @ (16 | 32) if wide_temporaries() => {
-                    a.vpxord(xmm18, xmm18, xmm18).unwrap();
+                    a.vpxord(xmm20, xmm20, xmm20).unwrap();
                     if n == 32 {
-                        a.vmovdqu64(ymmword_ptr(x + d + disp), ymm18).unwrap();
+                        a.vmovdqu64(ymmword_ptr(x + d + disp), ymm20).unwrap();
                     } else {
-                        a.vmovdqu64(xmmword_ptr(x + d + disp), xmm18).unwrap();
+                        a.vmovdqu64(xmmword_ptr(x + d + disp), xmm20).unwrap();
                     }
                 }
                 n => {
@@ -669,14 +669,14 @@ impl FastBlock {
             }
         } else {
             if hi - lo <= 16 {
-                a.vmovdqu64(xmm18, xmmword_ptr(x + d + lo)).unwrap();
+                a.vmovdqu64(xmm20, xmmword_ptr(x + d + lo)).unwrap();
             } else {
-                a.vmovdqu64(ymm18, ymmword_ptr(x + d + lo)).unwrap();
+                a.vmovdqu64(ymm20, ymmword_ptr(x + d + lo)).unwrap();
                 for k in (lo + 32..hi).step_by(32) {
-                    a.vpord(ymm18, ymm18, ymmword_ptr(x + d + k)).unwrap();
+                    a.vpord(ymm20, ymm20, ymmword_ptr(x + d + k)).unwrap();
                 }
             }
-            a.vptestmq(k2, ymm18, ymm18).unwrap();
+            a.vptestmq(k2, ymm20, ymm20).unwrap();
             match counter {
                 Some(c) => a.kmovw(r32(c), k2).unwrap(),
                 None => a.kortestw(k2, k2).unwrap(),

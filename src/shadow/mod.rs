@@ -36,13 +36,9 @@ pub mod slot {
     /// What a report callout found (tool-defined).
     pub const WHAT: usize = 344;
     /// Origins: one u64 per general register, for the flags (a vector register's is its lane
-    /// 0's, in `ORIGIN_LANES`; 488-623 are free).
+    /// 0's, in `ORIGIN_LANES`; 488-639 are free).
     pub const ORIGIN_GPR: usize = 352;
     pub const ORIGIN_FLAGS: usize = 480;
-    /// Blocks this thread has entered, shifted into place for an origin (`origin::BLOCK_STEP`).
-    pub const BLOCKS: usize = 624;
-    /// The thread's index, shifted into place for an origin.
-    pub const THREAD_BITS: usize = 632;
     /// `pext` masks of flag-free code: a guest address's delta-table index (see `memory.rs`),
     /// and the shadow bits of a register part (low byte, high byte, word, dword).
     pub const SLICE_SEL: usize = 640;
@@ -80,7 +76,7 @@ pub fn init_thread(ctx: &mut ThreadContext) {
     for (s, m) in [(slot::PART_LOW8, 1), (slot::PART_HIGH8, 2), (slot::PART_W16, 3), (slot::PART_W32, 0xf)] {
         *word(ctx, s) = m;
     }
-    *word(ctx, slot::THREAD_BITS) = origin::thread_bits(0);
+    ctx.counter = origin::thread_bits(0);
 }
 
 /// Shadow state of a new thread (`thread_start`), whose context is a copy of its creator's:
@@ -90,8 +86,7 @@ pub fn start_thread(child: &mut ThreadContext, n: u64) {
     for r in [0, 1, 11] {
         *gpr(child, r) = 0;
     }
-    *word(child, slot::THREAD_BITS) = origin::thread_bits(n);
-    *word(child, slot::BLOCKS) = 0;
+    child.counter = origin::thread_bits(n);
 }
 
 /// Origins: which instance defined a value. Bit 63: a real definition (clear for a constant,
@@ -99,15 +94,16 @@ pub fn start_thread(child: &mut ThreadContext, n: u64) {
 /// the thread; 20-1: the static site (an index into the tool's `Sites`); bit 0: the value
 /// crossed a call as an argument. Real definitions outrank constants, and among them the most
 /// recent of one thread is the larger. 0 is "no definition" (memory nobody wrote under
-/// rtgrind). `slot::BLOCKS` holds the instance already shifted, `slot::THREAD_BITS` the thread
-/// and the real-definition bit.
+/// rtgrind). A thread's instance word, the engine's per-thread counter (`ThreadContext::counter`,
+/// grown by `BLOCK_STEP` per block entered), is the origin of site 0 in its current block:
+/// the instance, the thread and the real-definition bit.
 pub mod origin {
     pub const INCOMING: u64 = 1;
     pub const REAL: u64 = 1 << 63;
     pub const SITE_SHIFT: u32 = 1;
     pub const THREAD_SHIFT: u32 = 21;
     pub const INSTANCE_SHIFT: u32 = 29;
-    /// What `slot::BLOCKS` grows by per block.
+    /// What the instance word grows by per block.
     pub const BLOCK_STEP: u64 = 1 << INSTANCE_SHIFT;
 
     pub fn site(o: u64) -> usize {
@@ -127,9 +123,9 @@ pub mod origin {
     pub fn thread_bits(n: u64) -> u64 {
         REAL | (n & 0xff) << THREAD_SHIFT
     }
-    /// The origin of site `site` now, from the thread's `BLOCKS` and `THREAD_BITS` words.
-    pub fn make(site: u32, thread_bits: u64, blocks: u64) -> u64 {
-        blocks | thread_bits | (u64::from(site) << SITE_SHIFT)
+    /// The origin of site `site` now, from the thread's instance word.
+    pub fn here(site: u32, instance_word: u64) -> u64 {
+        instance_word | (u64::from(site) << SITE_SHIFT)
     }
 }
 

@@ -30,6 +30,7 @@ use rtgrind_jit::iced_x86::{
 };
 use rtgrind_jit::instrument::code_asm::*;
 use rtgrind_jit::instrument::{tool_area, InsnSite, Inline, Version};
+use rtgrind_jit::context::counts_in_registers;
 use rtgrind_jit::ThreadContext;
 use std::collections::HashMap;
 
@@ -383,10 +384,10 @@ pub fn shadow_qword(b: &mut Inline, addr: AsmRegister64, t: AsmRegister64, dst: 
     b.asm().mov(dst, qword_ptr(dst)).unwrap();
 }
 
-/// Whether tool code may use AVX-512 temporaries (ymm18-31, and mask registers k2-k7): they
+/// Whether tool code may use AVX-512 temporaries (ymm20-31, and mask registers k2-k7): they
 /// exist only with AVX-512, which the guest's cpuid hides, so no guest value lives there
-/// (xmm16, xmm17 and k1 are the engine's: the block count of threaded programs, see
-/// `rtgrind_jit::context::quantum_in_xmm16`). Origin code uses ymm18 within
+/// (xmm16-19 and k1 are the engine's: the quantum of threaded programs and the tool's
+/// counter, see `rtgrind_jit::context::counts_in_registers`). Origin code uses ymm20 within
 /// one instruction's code only (nothing is kept across guest instructions, so a guest `xrstor`
 /// cannot undo it). `RTGRIND_AVX512=0` turns it off (the general-register code is the same
 /// shadow state, for comparisons and tests).
@@ -966,38 +967,34 @@ impl Propagation {
         }
     }
 
-    /// `r.t` = the origin "defined here, now" (clobbers `r.u`): the block's instance, the
-    /// thread and the site (`here`, shifted) are disjoint bit fields, so `lea` adds them
-    /// without touching the flags.
+    /// `r.t` = the origin "defined here, now": the thread's instance word (its block instance
+    /// and thread) and the site (`here`, shifted) are disjoint bit fields, so `lea` adds
+    /// them without touching the flags.
     fn define_here(&mut self, b: &mut Inline, r: Regs, here: u64) {
-        match self.instance_register(b, r) {
+        match self.instance_register(b) {
             Some(inst) => b.asm().lea(r.t, qword_ptr(inst + here as i32)).unwrap(),
             None => {
-                let a = b.asm();
-                a.mov(r.t, ta(slot::BLOCKS)).unwrap();
-                a.mov(r.u, ta(slot::THREAD_BITS)).unwrap();
-                a.lea(r.t, qword_ptr(r.t + r.u + here as i32)).unwrap();
+                b.counter_to(r.t);
+                b.asm().lea(r.t, qword_ptr(r.t + here as i32)).unwrap();
             }
         }
     }
 
     /// `r.t` = a constant's origin here: this site and instance without the real-definition
-    /// bit, so that any source with a real definition outranks it (clobbers `r.u`, the flags).
+    /// bit, so that any source with a real definition outranks it (clobbers the flags).
     fn constant_here(&mut self, b: &mut Inline, r: Regs, here: u64) {
         self.define_here(b, r, here);
         b.asm().btr(r.t, 63).unwrap();
     }
 
-    /// A register holding `slot::BLOCKS + slot::THREAD_BITS` for the rest of the block (its
-    /// instance and thread: `define_here` adds the site), computed at its first use (clobbers
-    /// `r.u`); None in a full version (see `cached_granule`) or where registers are short.
-    fn instance_register(&mut self, b: &mut Inline, r: Regs) -> Option<AsmRegister64> {
-        if self.instance.is_none() && b.version() != Version::Full && b.free_registers() >= 1 {
+    /// A register holding the thread's instance word for the rest of the block (`define_here`
+    /// adds the site), copied at its first use; None where the word is in a register already
+    /// (`counts_in_registers`: one instruction copies it, and no register is held), in a full
+    /// version (see `cached_granule`) or where registers are short.
+    fn instance_register(&mut self, b: &mut Inline) -> Option<AsmRegister64> {
+        if self.instance.is_none() && !counts_in_registers() && b.version() != Version::Full && b.free_registers() >= 1 {
             let inst = b.scratch();
-            let a = b.asm();
-            a.mov(inst, ta(slot::BLOCKS)).unwrap();
-            a.mov(r.u, ta(slot::THREAD_BITS)).unwrap();
-            a.lea(inst, qword_ptr(inst + r.u)).unwrap();
+            b.counter_to(inst);
             b.keep(inst);
             self.instance = Some(inst);
         }
@@ -1160,8 +1157,8 @@ impl Propagation {
         a.add(r.u, (size - 1) as i32).unwrap();
         a.and(r.u, -8).unwrap();
         a.add(r.u, r.t).unwrap();
-        a.mov(r.m, ta(slot::BLOCKS)).unwrap();
-        a.or(r.m, ta(slot::THREAD_BITS)).unwrap();
+        b.counter_to(r.m);
+        let a = b.asm();
         a.or(r.m, (here | 1) as i32).unwrap();
         a.mov(p, log.cursor).unwrap();
         a.mov(p, qword_ptr(p)).unwrap();
@@ -1188,8 +1185,8 @@ impl Propagation {
             let a = b.asm();
             match d.part {
                 Part::Vec { .. } if wide_temporaries() => {
-                    a.vpbroadcastq(ymm18, r.acc).unwrap();
-                    a.vmovdqu64(ta_lanes(lane_slot(d.n, 0)), ymm18).unwrap();
+                    a.vpbroadcastq(ymm20, r.acc).unwrap();
+                    a.vmovdqu64(ta_lanes(lane_slot(d.n, 0)), ymm20).unwrap();
                 }
                 Part::Vec { .. } => {
                     for k in 0..4 {
@@ -1261,10 +1258,9 @@ impl Propagation {
         let count = regs.len() + mems.len();
         let p = b.scratch();
         let mut full = b.asm().create_label();
-        let a = b.asm();
         // The node: this site at this block instance.
-        a.mov(r.acc, ta(slot::BLOCKS)).unwrap();
-        a.or(r.acc, ta(slot::THREAD_BITS)).unwrap();
+        b.counter_to(r.acc);
+        let a = b.asm();
         a.or(r.acc, here as i32).unwrap();
         a.mov(p, log.cursor).unwrap();
         a.mov(p, qword_ptr(p)).unwrap();
@@ -1327,13 +1323,13 @@ impl Propagation {
                 let a = b.asm();
                 if wide_temporaries() {
                     if n == 4 {
-                        a.vmovdqu64(ymm18, ymmword_ptr(g + off)).unwrap();
+                        a.vmovdqu64(ymm20, ymmword_ptr(g + off)).unwrap();
                     } else {
                         // Lanes 2 and 3 repeat the last granule read, as below.
-                        a.vmovdqu64(xmm18, xmmword_ptr(g + off)).unwrap();
-                        a.evex().vpermq(ymm18, ymm18, 0b01_01_01_00).unwrap();
+                        a.vmovdqu64(xmm20, xmmword_ptr(g + off)).unwrap();
+                        a.evex().vpermq(ymm20, ymm20, 0b01_01_01_00).unwrap();
                     }
-                    a.vmovdqu64(ta_lanes(lane_slot(d.n, 0)), ymm18).unwrap();
+                    a.vmovdqu64(ta_lanes(lane_slot(d.n, 0)), ymm20).unwrap();
                     return true;
                 }
                 for k in 0..4 {
@@ -1348,15 +1344,13 @@ impl Propagation {
             ([s], [], [], [m]) if vec(s).is_some() && m.memory_size().size() >= 16 => {
                 let n = lanes(m.memory_size().size().min(32));
                 let (g, off) = self.first_granule(b, r, m);
-                let a = b.asm();
                 if let Some(p) = self.policy {
                     // As for other stores (see `Policy`): the program's define, a library's
                     // keep what they copy and define what had no definition.
-                    a.mov(r.acc, ta(slot::BLOCKS)).unwrap();
-                    a.or(r.acc, ta(slot::THREAD_BITS)).unwrap();
+                    b.counter_to(r.acc);
+                    let a = b.asm();
                     a.or(r.acc, (u64::from(self.sites.id(pc)) << origin::SITE_SHIFT) as i32).unwrap();
                     let main = p.is_main(pc);
-                    let a = b.asm();
                     for k in 0..n {
                         if main {
                             a.mov(qword_ptr(g + (off + (8 * k) as i32)), r.acc).unwrap();
@@ -1370,13 +1364,14 @@ impl Propagation {
                     }
                     return true;
                 }
+                let a = b.asm();
                 if wide_temporaries() {
                     if n == 4 {
-                        a.vmovdqu64(ymm18, ta_lanes(lane_slot(s.n, 0))).unwrap();
-                        a.vmovdqu64(ymmword_ptr(g + off), ymm18).unwrap();
+                        a.vmovdqu64(ymm20, ta_lanes(lane_slot(s.n, 0))).unwrap();
+                        a.vmovdqu64(ymmword_ptr(g + off), ymm20).unwrap();
                     } else {
-                        a.vmovdqu64(xmm18, xmmword_ptr(tool_area(lane_slot(s.n, 0))).gs()).unwrap();
-                        a.vmovdqu64(xmmword_ptr(g + off), xmm18).unwrap();
+                        a.vmovdqu64(xmm20, xmmword_ptr(tool_area(lane_slot(s.n, 0))).gs()).unwrap();
+                        a.vmovdqu64(xmmword_ptr(g + off), xmm20).unwrap();
                     }
                     return true;
                 }
@@ -1389,8 +1384,8 @@ impl Propagation {
             ([s], [], [d], []) if vec(s).is_some() && vec(d).is_some() => {
                 let a = b.asm();
                 if wide_temporaries() {
-                    a.vmovdqu64(ymm18, ta_lanes(lane_slot(s.n, 0))).unwrap();
-                    a.vmovdqu64(ta_lanes(lane_slot(d.n, 0)), ymm18).unwrap();
+                    a.vmovdqu64(ymm20, ta_lanes(lane_slot(s.n, 0))).unwrap();
+                    a.vmovdqu64(ta_lanes(lane_slot(d.n, 0)), ymm20).unwrap();
                 } else {
                     for k in 0..4 {
                         a.mov(r.m, ta(lane_slot(s.n, k))).unwrap();
@@ -1585,11 +1580,7 @@ impl Propagation {
         if self.origins.is_none() && !self.count_blocks {
             return;
         }
-        let t = b.scratch();
-        let a = b.asm();
-        a.mov(t, ta(slot::BLOCKS)).unwrap();
-        a.lea(t, qword_ptr(t + origin::BLOCK_STEP as i32)).unwrap();
-        a.mov(ta(slot::BLOCKS), t).unwrap();
+        b.count();
     }
 
     /// Code after a guest instruction (string instructions only).

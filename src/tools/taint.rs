@@ -117,7 +117,7 @@ impl Taint {
     /// The origin a syscall at `pc` gives what it writes.
     fn syscall_origin(&mut self, ctx: &mut ThreadContext, pc: u64) -> u64 {
         let site = self.prop.sites.id(pc);
-        origin::make(site, *shadow::word(ctx, slot::THREAD_BITS), *shadow::word(ctx, slot::BLOCKS))
+        origin::here(site, ctx.counter)
     }
 
     /// "file:line (function), thread T, block instance N" for an origin.

@@ -59,9 +59,12 @@ impl Runs {
                 Some(b) => format!("--budget-blocks={b}"),
                 None => format!("--blocks-out={}", self.dir.join("blocks").display()),
             },
+            // Runs count blocks where this one does (the test that both name the same places).
+            if rtgrind_jit::context::counts_in_registers() { String::new() } else { "--count-in-memory".to_string() },
             "--".to_string(),
         ]
         .into_iter()
+        .filter(|a| !a.is_empty())
         .map(Into::into)
         .chain(self.command.iter().cloned())
         .collect();

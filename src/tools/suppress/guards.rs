@@ -236,7 +236,7 @@ pub(super) extern "C" fn point_callout(ctx: *mut ThreadContext, arg: u64) {
     // SAFETY: as above.
     let st = unsafe { &mut *c.state };
     *shadow::word(ctx, area::REDIRECT) = 0;
-    let thread = (*shadow::word(ctx, slot::THREAD_BITS) >> origin::THREAD_SHIFT) & 0xff;
+    let thread = origin::thread(ctx.counter) as u64;
     if thread != c.point.thread {
         return;
     }
@@ -245,7 +245,7 @@ pub(super) extern "C" fn point_callout(ctx: *mut ThreadContext, arg: u64) {
         // come back to this instruction in the new translation. Its block entry is counted
         // again, so the count goes back one: instances stay those of the unarmed run.
         st.arm_requested = true;
-        *shadow::word(ctx, slot::BLOCKS) -= origin::BLOCK_STEP;
+        ctx.counter -= origin::BLOCK_STEP;
         ctx.ibl_clear();
         *shadow::word(ctx, area::REDIRECT) = c.ins.ip();
         return;

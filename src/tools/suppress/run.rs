@@ -304,12 +304,16 @@ impl SuppressRun {
             let c = Box::new(PointCheck { point: p, ins: *ins, state: self.state_ptr(), spilled: b.spilled() });
             let arg = &*c as *const PointCheck as u64;
             self.checks.push(c);
-            let a = b.asm();
-            let no = a.create_label();
+            let no = b.asm().create_label();
             // Instance 0: every instance of the site (the driver escalates to it).
             if p.instance != 0 {
-                a.mov(t, p.instance << origin::INSTANCE_SHIFT).unwrap();
-                a.cmp(qword_ptr(tool_area(slot::BLOCKS)).gs(), t).unwrap();
+                let u = b.scratch();
+                b.counter_to(u);
+                let a = b.asm();
+                a.btr(u, 63).unwrap();
+                a.shr(u, origin::INSTANCE_SHIFT).unwrap();
+                a.mov(t, p.instance).unwrap();
+                a.cmp(u, t).unwrap();
                 a.jne(no).unwrap();
             }
             callout_then_leave_if_asked(b, point_callout, arg, t, no);
@@ -416,7 +420,7 @@ impl SuppressRun {
     fn named_failure(&mut self, ctx: &mut ThreadContext, nr: i64, args: &[u64; 6], ends: bool) {
         let Some(failure) = self.failure.as_mut() else { return };
         let pc = ctx.rip.wrapping_sub(2);
-        let instance = *shadow::word(ctx, slot::BLOCKS) >> origin::INSTANCE_SHIFT;
+        let instance = origin::instance(ctx.counter);
         let write = nr == libc::SYS_write && args[2] > 0;
         let mut locs = Vec::new();
         let what = match failure {
@@ -724,7 +728,7 @@ impl ToolRun for SuppressRun {
         }
         let pc = ctx.rip.wrapping_sub(2);
         let site = self.prop.sites.id(pc);
-        let defined = origin::make(site, *shadow::word(ctx, slot::THREAD_BITS), *shadow::word(ctx, slot::BLOCKS));
+        let defined = origin::here(site, ctx.counter);
         // A suppressed syscall leaves rax corrupt (set in syscall_pre); a real one defines it.
         let suppressed = std::mem::take(&mut self.syscall_suppressed);
         if !suppressed {
@@ -772,7 +776,7 @@ impl ToolRun for SuppressRun {
     fn fatal_signal(&mut self, ctx: &mut ThreadContext, sig: i32, _code: i32, addr: u64, mem: &GuestMemory) {
         // A run that does not trace names the crash only (the driver traces it again).
         let locs = if self.traced() { self.crash_locations(ctx, sig, addr, mem) } else { Vec::new() };
-        let instance = *shadow::word(ctx, slot::BLOCKS) >> origin::INSTANCE_SHIFT;
+        let instance = origin::instance(ctx.counter);
         if self.crash.is_none() {
             self.crash = Some((sig, ctx.rip, instance, locs, String::new()));
         }

@@ -141,17 +141,17 @@ impl Deps {
         a.jae(full).unwrap();
         for (k, w) in words.iter().enumerate() {
             match *w {
-                Word::Imm(v) => a.mov(t, v).unwrap(),
-                Word::Slot(off) => a.mov(t, qword(off)).unwrap(),
-                Word::Rsp => a.mov(t, rsp).unwrap(),
+                Word::Imm(v) => b.asm().mov(t, v).unwrap(),
+                Word::Slot(off) => b.asm().mov(t, qword(off)).unwrap(),
+                Word::Rsp => b.asm().mov(t, rsp).unwrap(),
                 Word::Origin(here) => {
-                    a.mov(t, qword(slot::BLOCKS)).unwrap();
-                    a.or(t, qword(slot::THREAD_BITS)).unwrap();
-                    a.or(t, here as i32).unwrap();
+                    b.counter_to(t);
+                    b.asm().or(t, here as i32).unwrap();
                 }
             }
-            a.mov(qword_ptr(p + 8 * k as i32), t).unwrap();
+            b.asm().mov(qword_ptr(p + 8 * k as i32), t).unwrap();
         }
+        let a = b.asm();
         a.lea(p, qword_ptr(p + 8 * words.len() as i32)).unwrap();
         a.mov(t, cursor).unwrap();
         a.mov(qword_ptr(t), p).unwrap();
