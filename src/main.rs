@@ -108,7 +108,7 @@ fn main() {
         if !resolve(&cli.command[0]).is_file() {
             fail(&format!("{}: no such file", cli.command[0].to_string_lossy()), 127);
         }
-        let opts = tools::suppress::driver::Options { max_runs: cli.max_runs, error_exitcode: cli.error_exitcode, stdin_file: cli.stdin_file.clone(), seed: cli.seed, failure: cli.failure.clone() };
+        let opts = tools::suppress::driver::Options { max_runs: cli.max_runs, error_exitcode: cli.error_exitcode, stdin_file: cli.stdin_file.clone(), seed: cli.seed, failure: cli.failure.clone(), show_output: !cli.json && !cli.sarif };
         if let Some(d) = &cli.dot {
             // Nothing the user has is overwritten without asking.
             if d.exists() {

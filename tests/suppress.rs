@@ -107,6 +107,19 @@ fn strcpy_smashing_the_return_address_is_reported_at_the_strcpy_call() {
     assert_eq!(out.status.code(), Some(0), "{}", out.describe());
 }
 
+/// The program's own output reaches rtgrind's standard output once (the original run's), as
+/// natively, except where a report takes standard output (`--json`).
+#[test]
+fn the_programs_output_is_shown_once() {
+    let echo = Cmd::new("/bin/echo").args(["hello", "world"]);
+    let out = run_rtgrind(["--tool=suppress"], &echo);
+    assert_eq!(out.status.code(), Some(0), "{}", out.describe());
+    assert_eq!(out.stdout_str(), "hello world\n");
+    let json = run_rtgrind(["--tool=suppress", "--json"], &echo);
+    let stdout = json.stdout_str();
+    assert!(stdout.lines().count() == 1 && stdout.starts_with("{\"tool\":\"suppress\""), "{stdout}");
+}
+
 /// The search names the same places, block instances included, whether its runs count blocks
 /// in a register (AVX-512 hosts) or in memory.
 #[test]

@@ -16,6 +16,8 @@ pub struct Options {
     pub seed: u64,
     /// A failure other than a crash, as `--failure` gave it.
     pub failure: Option<String>,
+    /// Copy the original run's standard output to rtgrind's (not when a report takes it).
+    pub show_output: bool,
 }
 
 /// Exit status when the search could not conclude.
@@ -42,6 +44,11 @@ enum Ended {
 }
 
 impl Runs {
+    /// Where run `n` (from 1) wrote the program's standard output.
+    fn stdout(&self, n: u32) -> PathBuf {
+        self.dir.join(format!("stdout-{n}"))
+    }
+
     fn run(&mut self, points: &[Point], trace: bool) -> std::io::Result<Ended> {
         self.count += 1;
         let n = self.count;
@@ -69,7 +76,7 @@ impl Runs {
         .chain(self.command.iter().cloned())
         .collect();
         let limit = self.first.map(|d| d * 20 + Duration::from_secs(20));
-        let (stdout, stderr) = (self.dir.join(format!("stdout-{n}")), self.dir.join(format!("stderr-{n}")));
+        let (stdout, stderr) = (self.stdout(n), self.dir.join(format!("stderr-{n}")));
         let Some((status, took)) = crate::tools::child::run(&args, &stdout, &stderr, limit)? else { return Ok(Ended::TimedOut) };
         if self.first.is_none() {
             self.first = Some(took);
@@ -227,6 +234,12 @@ fn search(command: Vec<std::ffi::OsString>, opts: &mut Options, dir: &Path, chai
         Ok(o) => o,
         Err(v) => return v,
     };
+    if opts.show_output {
+        // What the program printed, as it would natively: the original run's output.
+        if let Ok(mut f) = std::fs::File::open(runs.stdout(1)) {
+            let _ = std::io::copy(&mut f, &mut std::io::stdout().lock());
+        }
+    }
     let Some(crash) = first.crash.clone() else { return Verdict::NoFailure };
     let again = match next(&mut runs, &[], false) {
         Ok(o) => o,
