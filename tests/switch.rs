@@ -66,6 +66,24 @@ fn decision_table_with_ge_for_gt() {
     assert!(err.contains("(2 from the failure), which was not taken;"), "{err}");
 }
 
+/// The program's own output reaches rtgrind's standard output once (the original run's, as
+/// natively), except where the report takes standard output (`--json`).
+#[test]
+fn the_programs_output_is_shown_once() {
+    let cmd = Cmd::new(program("decision")).args(["5", "7"]);
+    let native = crate::common::run_native(&cmd).stdout_str();
+    let dir = crate::common::scratch_dir("switch-output");
+    let file = dir.join("expected");
+    std::fs::write(&file, "no advisory\nclimb\n").unwrap();
+    let expected = format!("--expected-output={}", file.display());
+    let out = run_rtgrind(["--tool=switch", &expected], &cmd);
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    assert!(!native.is_empty() && native != "no advisory\nclimb\n", "{native}");
+    assert_eq!(out.stdout_str(), native);
+    let json = run_rtgrind(["--tool=switch", "--json", &expected], &cmd).stdout_str();
+    assert!(json.lines().count() == 1 && json.starts_with("{\"tool\":\"switch\""), "{json}");
+}
+
 #[test]
 fn tokenizer_loop_test_off_by_one() {
     check("tokenizer", "main", &["to be a"], "3\n", 7, 1);

@@ -250,6 +250,12 @@ pub fn drive(command: Vec<OsString>, mut opts: Options) -> i32 {
             return 2;
         }
     };
+    if !s.opts.json && !s.opts.sarif {
+        // What the program printed, as it would natively: the original run's output.
+        if let Ok(mut f) = std::fs::File::open(&original.stdout) {
+            let _ = std::io::copy(&mut f, &mut std::io::stdout().lock());
+        }
+    }
     if s.opts.oracle.passes(&original) {
         if !s.opts.oracle.given() {
             say(&format!("no oracle given (--expected-output, --expected-stderr, --expected-exit, --oracle) and the program did not crash ({}): nothing to search for", original.ending.describe()));
