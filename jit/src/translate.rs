@@ -511,13 +511,13 @@ fn build(b: &mut BlockBuilder, cache: &CodeCache, src: &mut dyn CodeSource, tool
     if cache.preempt {
         // Count this block against the quantum; at zero, leave before running it.
         let out = b.asm.new_label();
-        let in_xmm16 = counts_in_registers();
+        let in_registers = counts_in_registers();
         if dead_at(0) {
             // Every status flag is written before it is read in the block: the count may
             // clobber them. The way out is the exit's stub, out of line: a block entered with
             // quantum left falls through into its body with no taken jump.
-            if in_xmm16 {
-                b.asm.bytes(&count_xmm16().dec_test);
+            if in_registers {
+                b.asm.bytes(&count_registers().dec_test);
             } else {
                 b.asm.sub_gs_1(OFF_QUANTUM);
             }
@@ -526,8 +526,8 @@ fn build(b: &mut BlockBuilder, cache: &CodeCache, src: &mut dyn CodeSource, tool
             // Flag-free: decrement, then `jrcxz` tests a copy in rcx.
             let go = b.asm.new_label();
             b.asm.store_gs(OFF_SAVE_RCX, reg::RCX);
-            if in_xmm16 {
-                b.asm.bytes(&count_xmm16().dec_to_rcx);
+            if in_registers {
+                b.asm.bytes(&count_registers().dec_to_rcx);
             } else {
                 b.asm.load_gs(reg::RCX, OFF_QUANTUM);
                 b.asm.lea_rcx_minus_1();
@@ -780,12 +780,12 @@ fn body(b: &mut BlockBuilder, env: &BodyEnv, tool: &mut dyn Tool) -> Result<(u64
                 // count in xmm16 and tool counter in xmm18: they step around it.
                 let restores = counts_in_registers() && matches!(ins.mnemonic(), Mnemonic::Xrstor | Mnemonic::Xrstor64);
                 if restores {
-                    b.asm.bytes(&count_xmm16().store);
+                    b.asm.bytes(&count_registers().store);
                 }
                 copy_insn(b, &mut encoder, &ins, raw, uses);
                 b.wrote(written, whole);
                 if restores {
-                    b.asm.bytes(&count_xmm16().load);
+                    b.asm.bytes(&count_registers().load);
                 }
                 let mut after = b.inline(uses, !dead_at(count), later(count));
                 tool.after_insn(&site, &mut after);
@@ -1194,7 +1194,7 @@ fn indirect(b: &mut BlockBuilder, encoder: &mut Encoder, ins: &Instruction) {
 
 /// The quantum in xmm16 and the tool's counter in xmm18 (see
 /// `ThreadContext::counts_in_registers`), encoded once.
-struct CountXmm16 {
+struct CountRegisters {
     /// `vpaddq xmm16, xmm16, xmm17; vptestmq k1, xmm16, xmm16; kortestw k1, k1`: ZF set at zero.
     dec_test: Vec<u8>,
     /// `vpaddq xmm16, xmm16, xmm17; vmovq rcx, xmm16`: flags untouched.
@@ -1206,8 +1206,8 @@ struct CountXmm16 {
     load: Vec<u8>,
 }
 
-fn count_xmm16() -> &'static CountXmm16 {
-    static SEQ: std::sync::OnceLock<CountXmm16> = std::sync::OnceLock::new();
+fn count_registers() -> &'static CountRegisters {
+    static SEQ: std::sync::OnceLock<CountRegisters> = std::sync::OnceLock::new();
     SEQ.get_or_init(|| {
         let encode = |list: &[Instruction]| -> Vec<u8> {
             let mut e = Encoder::new(64);
@@ -1227,7 +1227,7 @@ fn count_xmm16() -> &'static CountXmm16 {
         let load_counter = Instruction::with2(Code::EVEX_Vmovq_xmm_xmmm64, Register::XMM18, slot(OFF_COUNTER)).expect("vmovq load");
         let ones = Instruction::with4(Code::EVEX_Vpternlogq_xmm_k1z_xmm_xmmm128b64_imm8, Register::XMM17, Register::XMM17, Register::XMM17, 0xff).expect("vpternlogq");
         let low = Instruction::with3(Code::EVEX_Vpsrldq_xmm_xmmm128_imm8, Register::XMM17, Register::XMM17, 8).expect("vpsrldq");
-        CountXmm16 { dec_test: encode(&[dec, test, kor]), dec_to_rcx: encode(&[dec, to_rcx]), store: encode(&[store, store_counter]), load: encode(&[load, ones, low, load_counter]) }
+        CountRegisters { dec_test: encode(&[dec, test, kor]), dec_to_rcx: encode(&[dec, to_rcx]), store: encode(&[store, store_counter]), load: encode(&[load, ones, low, load_counter]) }
     })
 }
 

@@ -38,6 +38,14 @@ extern "C" fn stop_runs(sig: libc::c_int) {
     }
 }
 
+/// Copies a run's standard output (the file `path`) to rtgrind's: what the program printed, as
+/// it would natively.
+pub fn show_output(path: &Path) {
+    if let Ok(mut f) = std::fs::File::open(path) {
+        let _ = std::io::copy(&mut f, &mut std::io::stdout().lock());
+    }
+}
+
 /// Runs `rtgrind ARGS` with stdout and stderr to the given files; None if it ran longer than
 /// `limit` (it is killed), else its status and wall time.
 pub fn run(args: &[std::ffi::OsString], stdout: &Path, stderr: &Path, limit: Option<Duration>) -> std::io::Result<Option<(ExitStatus, Duration)>> {

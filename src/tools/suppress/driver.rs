@@ -55,7 +55,7 @@ impl Runs {
         let plan_path = self.dir.join(format!("plan-{n}"));
         let out_path = self.dir.join(format!("outcome-{n}"));
         std::fs::write(&plan_path, Plan { points: points.to_vec(), out: None, at_functions: Vec::new(), failure: self.opts.failure.clone(), trace }.to_text())?;
-        let args: Vec<std::ffi::OsString> = [
+        let mut args = vec![
             "--tool=suppress".to_string(),
             format!("--suppress-plan={}", plan_path.display()),
             format!("--suppress-out={}", out_path.display()),
@@ -66,15 +66,13 @@ impl Runs {
                 Some(b) => format!("--budget-blocks={b}"),
                 None => format!("--blocks-out={}", self.dir.join("blocks").display()),
             },
-            // Runs count blocks where this one does (the test that both name the same places).
-            if rtgrind_jit::context::counts_in_registers() { String::new() } else { "--count-in-memory".to_string() },
-            "--".to_string(),
-        ]
-        .into_iter()
-        .filter(|a| !a.is_empty())
-        .map(Into::into)
-        .chain(self.command.iter().cloned())
-        .collect();
+        ];
+        // Runs count blocks where this one does (the test that both name the same places).
+        if !rtgrind_jit::context::counts_in_registers() {
+            args.push("--count-in-memory".to_string());
+        }
+        args.push("--".to_string());
+        let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).chain(self.command.iter().cloned()).collect();
         let limit = self.first.map(|d| d * 20 + Duration::from_secs(20));
         let (stdout, stderr) = (self.stdout(n), self.dir.join(format!("stderr-{n}")));
         let Some((status, took)) = crate::tools::child::run(&args, &stdout, &stderr, limit)? else { return Ok(Ended::TimedOut) };
@@ -235,10 +233,7 @@ fn search(command: Vec<std::ffi::OsString>, opts: &mut Options, dir: &Path, chai
         Err(v) => return v,
     };
     if opts.show_output {
-        // What the program printed, as it would natively: the original run's output.
-        if let Ok(mut f) = std::fs::File::open(runs.stdout(1)) {
-            let _ = std::io::copy(&mut f, &mut std::io::stdout().lock());
-        }
+        crate::tools::child::show_output(&runs.stdout(1));
     }
     let Some(crash) = first.crash.clone() else { return Verdict::NoFailure };
     let again = match next(&mut runs, &[], false) {

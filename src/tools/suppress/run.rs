@@ -307,12 +307,12 @@ impl SuppressRun {
             let no = b.asm().create_label();
             // Instance 0: every instance of the site (the driver escalates to it).
             if p.instance != 0 {
+                // The thread's instance word at that instance (the call-out checks the thread
+                // again, for instance 0).
                 let u = b.scratch();
                 b.counter_to(u);
                 let a = b.asm();
-                a.btr(u, 63).unwrap();
-                a.shr(u, origin::INSTANCE_SHIFT).unwrap();
-                a.mov(t, p.instance).unwrap();
+                a.mov(t, origin::thread_bits(p.thread) | p.instance << origin::INSTANCE_SHIFT).unwrap();
                 a.cmp(u, t).unwrap();
                 a.jne(no).unwrap();
             }

@@ -251,10 +251,7 @@ pub fn drive(command: Vec<OsString>, mut opts: Options) -> i32 {
         }
     };
     if !s.opts.json && !s.opts.sarif {
-        // What the program printed, as it would natively: the original run's output.
-        if let Ok(mut f) = std::fs::File::open(&original.stdout) {
-            let _ = std::io::copy(&mut f, &mut std::io::stdout().lock());
-        }
+        child::show_output(&original.stdout);
     }
     if s.opts.oracle.passes(&original) {
         if !s.opts.oracle.given() {
