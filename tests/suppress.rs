@@ -470,3 +470,27 @@ fn suppression_runs_find_the_same_with_and_without_their_fast_version() {
         assert_eq!(chain(&exe, cmd.clone(), "1"), chain(&exe, cmd, "0"), "{name}");
     }
 }
+
+/// Issue 21, item 1: the moves of the calling convention (lazy binding's trampoline, a varargs
+/// prologue's register-save area) are transparent; the library copy that overflowed into the
+/// pointer is the root cause, at -O0 and -O2, PIE or not, lazy or immediate binding.
+#[test]
+fn a_library_copy_into_a_pointer_through_lazy_binding_and_varargs() {
+    let source = std::fs::read_to_string(repo_root().join("guest-programs/bugs/strcpy_into_pointer.c")).unwrap();
+    let long = "AAAAAAAAAAAAAAAABBBBBBB";
+    for (opt, pie, bind) in [("-O0", "-no-pie", "lazy"), ("-O0", "-pie", "now"), ("-O2", "-pie", "lazy"), ("-O2", "-no-pie", "now")] {
+        let name = format!("strcpy_into_pointer{opt}{pie}-{bind}").replace('-', "_");
+        let exe = compile_snippet(&name, "c", &source, &["-g", opt, "-fno-stack-protector", pie, &format!("-Wl,-z,{bind}")]);
+        let line = place("strcpy_into_pointer", "root", "main").replace("strcpy_into_pointer.c", &format!("{name}.c"));
+        for call in ["puts", "printf"] {
+            let out = run_rtgrind(["--tool=suppress"], &Cmd::new(&exe).args([call, long]));
+            let err = out.stderr_str();
+            assert_eq!(out.status.code(), Some(1), "{name} {call}: {}", out.describe());
+            let head = headline(&err);
+            assert!(head.contains(&format!("{line}, inside ")) && head.contains("strcpy"), "{name} {call}: expected {line}:\n{err}");
+            assert_eq!(runs(&err), 3, "{name} {call}:\n{err}");
+        }
+        let ok = run_rtgrind(["--tool=suppress"], &Cmd::new(&exe).args(["printf", "short"]));
+        assert_eq!(ok.status.code(), Some(0), "{name}: {}", ok.describe());
+    }
+}

@@ -487,7 +487,11 @@ pub mod dep {
 ///   definition. Storing a call's result (`v = f()`) is an assignment and defines.
 /// - A store in a library keeps the origin of a value the program defined (memcpy moves the
 ///   program's corruption, it does not make it) and defines the rest: strcpy of input bytes,
-///   or of data a library wrote (an overflowing strcpy of a strncpy'd copy is the corruption).
+///   or of data a library wrote (an overflowing strcpy of a strncpy'd copy is the corruption);
+///   `rep movs` and `rep stos` alike. A library's store through the stack pointer keeps any
+///   origin: saving registers in its own frame (callee-saved registers, the varargs
+///   register-save area, lazy binding's trampoline) moves a value, it defines nothing (pushes
+///   and pops are copies everywhere).
 /// - A computation in registers takes its most recent source's origin (the address of
 ///   `a[c]` comes from `c`, assigned just before, rather than from `a`, set up long ago).
 ///   Constants (an immediate moved to a register, a computation with no defined source) get
@@ -509,6 +513,12 @@ impl Policy {
 
 /// Bit of an origin saying its site is in the main program (`Sites` numbers those apart).
 const MAIN_SITE_BIT: u32 = origin::SITE_SHIFT + 19;
+
+/// A store into the frame of the code running (through the stack pointer): with a
+/// [`Policy`], a library's such store is a save or spill that moves a value without defining it.
+fn frame_store(o: &Operands) -> bool {
+    o.dst_mem.first().is_some_and(|m| m.base() == Register::RSP)
+}
 
 /// What the out-of-line call-outs of a propagation need.
 #[repr(C)]
@@ -1075,9 +1085,17 @@ impl Propagation {
                             a.btr(r.u, 0).unwrap();
                             a.cmovnc(r.u, r.t).unwrap();
                             a.mov(r.acc, r.u).unwrap();
+                        } else if frame_store(o) {
+                            // A library saving a register in its own frame (callee-saved
+                            // registers, the varargs register-save area, lazy binding's
+                            // trampoline) moves a value, it does not define one: the origin
+                            // goes with it (defined here only if it had none).
+                            a.and(r.acc, -2).unwrap();
+                            a.test(r.acc, r.acc).unwrap();
+                            a.cmovz(r.acc, r.t).unwrap();
                         } else {
-                            // Library copies (memcpy) keep what the program defined and
-                            // define the rest (strcpy of input, or of a library's data).
+                            // Other library copies (memcpy) keep what the program defined and
+                            // define the rest: strcpy of input, or of a library's data.
                             a.and(r.acc, -2).unwrap();
                             a.bt(r.acc, MAIN_SITE_BIT).unwrap();
                             a.cmovnc(r.acc, r.t).unwrap();
@@ -1344,21 +1362,27 @@ impl Propagation {
             ([s], [], [], [m]) if vec(s).is_some() && m.memory_size().size() >= 16 => {
                 let n = lanes(m.memory_size().size().min(32));
                 let (g, off) = self.first_granule(b, r, m);
-                if let Some(p) = self.policy {
+                if self.policy.is_some() {
                     // As for other stores (see `Policy`): the program's define, a library's
-                    // keep what they copy and define what had no definition.
+                    // keep what the program defined (any origin, in its own frame) and define
+                    // the rest.
                     b.counter_to(r.acc);
                     let a = b.asm();
                     a.or(r.acc, (u64::from(self.sites.id(pc)) << origin::SITE_SHIFT) as i32).unwrap();
-                    let main = p.is_main(pc);
+                    let (main, frame) = (self.policy.is_some_and(|p| p.is_main(pc)), frame_store(o));
                     for k in 0..n {
                         if main {
                             a.mov(qword_ptr(g + (off + (8 * k) as i32)), r.acc).unwrap();
                         } else {
                             a.mov(r.m, ta(lane_slot(s.n, k))).unwrap();
                             a.and(r.m, -2).unwrap();
-                            a.bt(r.m, MAIN_SITE_BIT).unwrap();
-                            a.cmovnc(r.m, r.acc).unwrap();
+                            if frame {
+                                a.test(r.m, r.m).unwrap();
+                                a.cmovz(r.m, r.acc).unwrap();
+                            } else {
+                                a.bt(r.m, MAIN_SITE_BIT).unwrap();
+                                a.cmovnc(r.m, r.acc).unwrap();
+                            }
                             a.mov(qword_ptr(g + (off + (8 * k) as i32)), r.m).unwrap();
                         }
                     }
@@ -1589,8 +1613,23 @@ impl Propagation {
             // The call-out's scratch register may be one the block's caches are kept in.
             self.forget_registers();
             // A fast version's `movs`/`stos` goes inline where it can, else to the call-out.
-            let kind = string_kind(site.ins);
-            let inline = b.version() == Version::Fast && self.summary != 0 && self.origins.is_some();
+            let mut kind = string_kind(site.ins);
+            // With a policy, a `movs` or `stos` defines what it writes (see `Policy`: in a
+            // library, unless the program defined it): the call-out takes this instance's
+            // origin from `slot::TMP_MASK`.
+            let defines = self.policy.is_some() && self.origins.is_some() && kind >> 8 & 0xff <= 1;
+            if defines {
+                let r = Regs::lend(b, false);
+                let here = u64::from(self.sites.id(site.ins.ip())) << origin::SITE_SHIFT;
+                self.define_here(b, r, here);
+                b.asm().mov(ta(slot::TMP_MASK), r.t).unwrap();
+                b.release_scratch();
+                kind |= STRING_DEFINES;
+                if self.policy.is_some_and(|p| p.is_main(site.ins.ip())) {
+                    kind |= STRING_IN_PROGRAM;
+                }
+            }
+            let inline = b.version() == Version::Fast && self.summary != 0 && self.origins.is_some() && !defines;
             let inline_done = match kind >> 8 & 0xff {
                 0 if inline => Some(self.copy_origins(b)),
                 1 if inline => Some(self.fill_origins(b)),
@@ -1880,6 +1919,29 @@ fn origin_slot(r: Reg) -> usize {
     }
 }
 
+/// Bit of `string_kind`'s word: the `movs`/`stos` defines what it writes (origin in
+/// `slot::TMP_MASK`) instead of moving its source's origins.
+const STRING_DEFINES: u32 = 1 << 18;
+
+/// ... and the instruction is in the program (it defines every byte it writes).
+const STRING_IN_PROGRAM: u32 = 1 << 19;
+
+/// With a policy, the origins of the `len` bytes a `movs` or `stos` wrote at `d` (their
+/// source's, moved already): in the program it defines them (`v`), in a library it keeps the
+/// program's definitions and defines the rest (see `Policy`).
+fn define_string(o: &mut ShadowMemory, d: u64, len: u64, v: u64, kind: u64) {
+    if kind & u64::from(STRING_IN_PROGRAM) != 0 {
+        return o.set64_range(d, len, v);
+    }
+    let mut g = d & !7;
+    while g < d.saturating_add(len) {
+        if o.get64(g) & 1 << MAIN_SITE_BIT == 0 {
+            o.set64(g, v);
+        }
+        g += 8;
+    }
+}
+
 /// Element size (low byte), operation (bits 8-15: movs, stos, lods, cmps, scas), rep prefix
 /// (bit 16) and whether it is repe/repne (bit 17) of a string instruction, for `string_after`.
 fn string_kind(ins: &Instruction) -> u32 {
@@ -1978,12 +2040,16 @@ extern "C" fn string_after(ctx: *mut ThreadContext, arg: u64) {
     };
     let rax_mask = *super::gpr(ctx, 0) & ((1u64 << size) - 1);
     let rax_origin = *super::word(ctx, slot::ORIGIN_GPR);
+    let defined = (kind & u64::from(STRING_DEFINES) != 0).then(|| *super::word(ctx, slot::TMP_MASK));
     match op {
         0 => {
             let ((s, len), (d, _)) = (range(rsi0), range(rdi0));
             mem.copy(d, s, len);
             if let Some(o) = origins {
                 o.copy64(d, s, len);
+                if let Some(v) = defined {
+                    define_string(o, d, len, v, kind);
+                }
             }
         }
         1 => {
@@ -1991,6 +2057,9 @@ extern "C" fn string_after(ctx: *mut ThreadContext, arg: u64) {
             mem.set_range(d, len, (rax_mask != 0) as u8);
             if let Some(o) = origins {
                 o.set64_range(d, len, rax_origin);
+                if let Some(v) = defined {
+                    define_string(o, d, len, v, kind);
+                }
             }
         }
         2 => {

@@ -92,6 +92,11 @@ impl TempDir {
 
 impl Drop for TempDir {
     fn drop(&mut self) {
+        // RTGRIND_KEEP_RUNS=1 keeps the runs' plans, outcomes and output (for debugging).
+        if std::env::var_os("RTGRIND_KEEP_RUNS").is_some() {
+            eprintln!("rtgrind: the runs' files are kept in {}", self.0.display());
+            return;
+        }
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }

@@ -324,10 +324,6 @@ impl SuppressRun {
     fn crash_locations(&mut self, ctx: &mut ThreadContext, sig: i32, addr: u64, mem: &GuestMemory) -> Vec<(String, u64)> {
         let pc = ctx.rip;
         let mut locs = Vec::new();
-        let reg_loc = |ctx: &mut ThreadContext, r: Register, what: &str| -> Option<(String, u64)> {
-            let n = shadow::gpr_number(r)?;
-            (r != Register::RSP).then(|| (format!("{} ({what})", format!("{r:?}").to_lowercase()), *shadow::word(ctx, slot::ORIGIN_GPR + 8 * n)))
-        };
         // Inside a library call from the program, on a heap block whose size field was
         // rewritten after the pointer to it was defined: the allocator's metadata was
         // overwritten, whatever glibc then did with it (an abort from its checks, a fault).
@@ -368,17 +364,17 @@ impl SuppressRun {
                                     locs.push((format!("return address at {a:#x} (used by `{}` at {last:#x})", fmt(&ins)), self.origin_at(a)));
                                 }
                             }
-                            _ if ins.op0_kind() == OpKind::Register => locs.extend(reg_loc(ctx, ins.op0_register(), "indirect target")),
+                            _ if ins.op0_kind() == OpKind::Register => locs.extend(reg_loc(ctx, &self.prop.sites, ins.op0_register(), "indirect target")),
                             _ => {
                                 for r in [ins.memory_base(), ins.memory_index()] {
-                                    locs.extend(reg_loc(ctx, r, "address of the indirect target"));
+                                    locs.extend(reg_loc(ctx, &self.prop.sites, r, "address of the indirect target"));
                                 }
                             }
                         }
                     }
                 } else if let Some(ins) = decode(pc) {
                     if sig == libc::SIGFPE && ins.op0_kind() == OpKind::Register {
-                        locs.extend(reg_loc(ctx, ins.op0_register(), "divisor"));
+                        locs.extend(reg_loc(ctx, &self.prop.sites, ins.op0_register(), "divisor"));
                     }
                     let info = InstructionInfoFactory::new().info(&ins).clone();
                     for m in info.used_memory() {
@@ -386,7 +382,7 @@ impl SuppressRun {
                             continue;
                         }
                         for r in [m.base(), m.index()] {
-                            locs.extend(reg_loc(ctx, r, "address"));
+                            locs.extend(reg_loc(ctx, &self.prop.sites, r, "address"));
                         }
                     }
                 }
@@ -469,6 +465,25 @@ impl SuppressRun {
         let pc = self.prop.sites.pc(origin::site(o))?;
         Some(Point { pc, thread: origin::thread(o) as u64, instance: origin::instance(o) })
     }
+}
+
+/// Register `r` as a used location, with its origin. The stack and frame pointers are
+/// computed by the calling convention (`sub rsp`, `mov rbp, rsp`): the frame pointer is a used
+/// location only where its value came from memory (a `pop rbp` or `leave` of a smashed slot:
+/// its origin is then the store that wrote the slot), the stack pointer never.
+fn reg_loc(ctx: &mut ThreadContext, sites: &shadow::Sites, r: Register, what: &str) -> Option<(String, u64)> {
+    let n = shadow::gpr_number(r)?;
+    let o = *shadow::word(ctx, slot::ORIGIN_GPR + 8 * n);
+    let frame = r == Register::RSP || (r == Register::RBP && sites.pc(origin::site(o)).and_then(decode).is_none_or(|i| moves_frame(&i)));
+    (!frame).then(|| (format!("{} ({what})", format!("{r:?}").to_lowercase()), o))
+}
+
+/// Whether the instruction computes the stack or frame pointer (rather than storing a value
+/// that a `pop rbp` later loaded).
+fn moves_frame(ins: &Instruction) -> bool {
+    let info = InstructionInfoFactory::new().info(ins).clone();
+    let stores = info.used_memory().iter().any(|m| matches!(m.access(), OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite));
+    !stores && info.used_registers().iter().any(|u| matches!(u.register().full_register(), Register::RSP | Register::RBP) && matches!(u.access(), OpAccess::Write | OpAccess::ReadWrite))
 }
 
 /// The condition of the last conditional branch in the program, as a used location.
