@@ -128,6 +128,7 @@ fn main() {
         });
         let opts = tools::suppress::driver::Options { failure, ..opts };
         let format = tools::suppress::report::Format { json: cli.json, sarif: cli.sarif, dot: cli.dot.clone() };
+        log_to_file(&cli);
         std::process::exit(tools::suppress::driver::drive(cli.command.clone(), opts, format));
     }
     let repeatable = cli.repeatable == cli::YesNo::Yes;
@@ -289,7 +290,20 @@ fn switch_search(cli: &cli::Cli) -> i32 {
         fork: cli.fork == cli::YesNo::Yes,
         jobs: cli.jobs,
     };
+    log_to_file(&cli);
     tools::switch::driver::drive(cli.command.clone(), opts)
+}
+
+/// `--log-file` for a search's driver: everything it says (its report, progress, errors)
+/// goes to the file, as a single run's messages do. Its runs write their own stderr to files
+/// of the search, so standard error is the driver's alone.
+fn log_to_file(cli: &cli::Cli) {
+    let Some(p) = &cli.log_file else { return };
+    let f = std::fs::OpenOptions::new().create(true).append(true).open(p).unwrap_or_else(|e| fail(&format!("cannot open log file '{}': {e}", p.display()), EXIT_USAGE));
+    // SAFETY: dup2 of a descriptor this process owns onto standard error.
+    if unsafe { libc::dup2(std::os::fd::AsRawFd::as_raw_fd(&f), 2) } < 0 {
+        fail(&format!("cannot write to log file '{}'", p.display()), EXIT_USAGE);
+    }
 }
 
 /// The tool `--tool` names, with its options.

@@ -494,3 +494,15 @@ fn a_library_copy_into_a_pointer_through_lazy_binding_and_varargs() {
         assert_eq!(ok.status.code(), Some(0), "{name}: {}", ok.describe());
     }
 }
+
+/// `--log-file` takes the search's report (issue 21, item 9).
+#[test]
+fn the_report_goes_to_the_log_file() {
+    let exe = bug("copy_paste", "copy_paste_log", &|s| s);
+    let log = crate::common::scratch_dir("suppress-log").join("log");
+    let out = run_rtgrind(["--tool=suppress", &format!("--log-file={}", log.display())], &Cmd::new(&exe).stdin("1 2 3 100000000\n"));
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    assert!(!out.stderr_str().contains("suppress:"), "the report went to stderr:\n{}", out.stderr_str());
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(headline(&text).ends_with(&place("copy_paste", "root", "main").replace("copy_paste.c", "copy_paste_log.c")), "{text}");
+}

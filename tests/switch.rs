@@ -286,3 +286,20 @@ fn a_search_killed_by_a_signal_takes_its_runs_with_it() {
     }
     assert_eq!(runs(""), 0, "runs of the search outlived it");
 }
+
+/// `--log-file` takes the search's report (issue 21, item 9); the program's output stays on
+/// standard output.
+#[test]
+fn the_report_goes_to_the_log_file() {
+    let cmd = Cmd::new(program("decision")).args(["5", "7"]);
+    let dir = crate::common::scratch_dir("switch-log");
+    let file = dir.join("expected");
+    std::fs::write(&file, "no advisory\nclimb\n").unwrap();
+    let log = dir.join("log");
+    let out = run_rtgrind(["--tool=switch", &format!("--expected-output={}", file.display()), &format!("--log-file={}", log.display())], &cmd);
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    assert!(!out.stderr_str().contains("switch:"), "the report went to stderr:\n{}", out.stderr_str());
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("critical predicate"), "{text}");
+    assert!(!out.stdout_str().is_empty());
+}
