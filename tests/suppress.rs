@@ -390,11 +390,18 @@ fn a_wrapper_script_that_execs_the_program_is_explained() {
 }
 
 #[test]
-fn a_suppression_run_that_never_ends_counts_as_one_without_the_crash() {
+fn a_suppression_run_that_never_ends_is_reported_as_looping() {
+    // Issue 21, item 7: a run stopped by its budget is no run without the failure; the root
+    // cause it leads to is named with that said, here and in the JSON.
     let err = check_bug("stalled_poll", "main", &["tape"], 3, &["disk"]);
     let root = place("stalled_poll", "root", "main");
-    assert!(err.contains(&format!("2. suppressing from {root}: no failure (stopped after 20 times the first run's")), "{err}");
-    assert!(err.contains("it did not end)"), "{err}");
+    assert!(err.contains(&format!("2. suppressing from {root}: the program looped (stopped after 20 times the first run's")), "{err}");
+    assert!(headline(&err).contains("(suppressing it made the program loop: no run ended without the failure)"), "{err}");
+    let exe = bug("stalled_poll", "stalled_poll", &|s| s);
+    let json = run_rtgrind(["--tool=suppress", "--json"], &Cmd::new(&exe).arg("tape")).stdout_str();
+    assert!(json.contains("\"looped\":true"), "{json}");
+    let json = run_rtgrind(["--tool=suppress", "--json"], &Cmd::new(&bug("copy_paste", "copy_paste", &|s| s)).stdin("1 2 3 100000000\n")).stdout_str();
+    assert!(json.contains("\"looped\":false") && !json.contains("\"looped\":true"), "{json}");
 }
 
 #[test]

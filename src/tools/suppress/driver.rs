@@ -111,7 +111,7 @@ fn crash_text(o: &Outcome) -> String {
         Some((sig, pc, _, what)) if *sig < 0 => format!("{what} (at {pc:#x})"),
         Some((sig, pc, _, place)) => format!("{} at {pc:#x} {place}", signame(*sig)),
         None => match &o.stopped {
-            Some(why) => format!("no failure ({why}: it did not end)"),
+            Some(why) => format!("the program looped ({why}), without the failure so far"),
             None => "no failure".into(),
         },
     }
@@ -154,6 +154,9 @@ pub struct Root {
     pub own_place: String,
     pub instruction: String,
     pub every_instance: bool,
+    /// Suppressing it made the program loop (no run ended without the failure): reported as
+    /// such, never as a plain root cause.
+    pub looped: bool,
 }
 
 /// What the search found, for the report.
@@ -293,10 +296,34 @@ fn search(command: Vec<std::ffi::OsString>, opts: &mut Options, dir: &Path, chai
             }
             o = t;
         }
+        if o.stopped.is_some() && new.len() > 1 {
+            // Suppressing them together made the program loop: each alone may end it.
+            let before = points.len() - new.len();
+            for d in new.clone() {
+                if runs.count >= max_runs {
+                    break;
+                }
+                let mut alone = points[..before].to_vec();
+                alone.push(d);
+                match next(&mut runs, &alone, false) {
+                    Ok(a) if a.crash.is_none() && a.stopped.is_none() => {
+                        chain.push((new.clone(), o));
+                        points = alone;
+                        new = vec![d];
+                        o = a;
+                        break;
+                    }
+                    Ok(_) => {}
+                    Err(v) => return v,
+                }
+            }
+        }
         let done = o.crash.is_none();
         chain.push((new, o));
         if done {
-            let (prev, (added, last)) = (&chain[chain.len() - 2].1, &chain[chain.len() - 1]);
+            // The failure analysed last (a run that looped may come between).
+            let prev = &chain.iter().rev().skip(1).find(|c| c.1.crash.is_some()).expect("a failing run before").1;
+            let (added, last) = &chain[chain.len() - 1];
             let roots = prev
                 .defs
                 .iter()
@@ -307,6 +334,7 @@ fn search(command: Vec<std::ffi::OsString>, opts: &mut Options, dir: &Path, chai
                     own_place: d.2.clone(),
                     instruction: d.3.clone(),
                     every_instance: added.iter().any(|p| p.instance == 0 && covers(p, &d.0)),
+                    looped: last.stopped.is_some(),
                 })
                 .collect();
             return Verdict::RootCause(roots);

@@ -35,6 +35,12 @@ pub fn emit(s: &Search, command: &[std::ffi::OsString], format: &Format, pid: u3
     }
 }
 
+/// The failure whose definitions run `i` of the chain suppresses: the last failing run before
+/// it (a run that looped may come between).
+fn analysed_before(s: &Search, i: usize) -> &super::plan::Outcome {
+    s.chain[..i].iter().rev().find(|c| c.1.crash.is_some()).map_or(&s.chain[i - 1].1, |c| &c.1)
+}
+
 fn text(s: &Search) -> Vec<String> {
     let mut out = Vec::new();
     match &s.verdict {
@@ -52,7 +58,9 @@ fn text(s: &Search) -> Vec<String> {
         }
         Verdict::RootCause(roots) => {
             for r in roots {
-                out.push(format!("suppress: first point of memory corruption: {}", r.place));
+                // A run that looped is not a run without the failure: said so.
+                let looped = if r.looped { " (suppressing it made the program loop: no run ended without the failure)" } else { "" };
+                out.push(format!("suppress: first point of memory corruption: {}{looped}", r.place));
                 let every = if r.every_instance { " (suppressed in every instance)" } else { "" };
                 out.push(format!("suppress:    instruction `{}` at {:#x}, thread {}, block instance {}{every}", r.instruction, r.point.pc, r.point.thread, r.point.instance));
             }
@@ -70,7 +78,7 @@ fn text(s: &Search) -> Vec<String> {
             "original run".to_string()
         } else {
             let every = if added.iter().all(|p| p.instance == 0) { " (every instance)" } else { "" };
-            format!("suppressing from {}{every}", added_places(&s.chain[i - 1].1, added, &o.hits).join(" and "))
+            format!("suppressing from {}{every}", added_places(analysed_before(s, i), added, &o.hits).join(" and "))
         };
         out.push(format!("suppress:   {}. {from}: {}", i + 1, describe_crash(o)));
         for d in &o.defs {
@@ -101,14 +109,15 @@ fn json(s: &Search, command: &[std::ffi::OsString]) -> String {
             .iter()
             .map(|r| {
                 format!(
-                    "{{\"place\":{},\"own_place\":{},\"instruction\":{},\"pc\":\"{:#x}\",\"thread\":{},\"instance\":{},\"every_instance\":{}}}",
+                    "{{\"place\":{},\"own_place\":{},\"instruction\":{},\"pc\":\"{:#x}\",\"thread\":{},\"instance\":{},\"every_instance\":{},\"looped\":{}}}",
                     js(&r.place),
                     js(&r.own_place),
                     js(&r.instruction),
                     r.point.pc,
                     r.point.thread,
                     r.point.instance,
-                    r.every_instance
+                    r.every_instance,
+                    r.looped
                 )
             })
             .collect(),
@@ -119,7 +128,7 @@ fn json(s: &Search, command: &[std::ffi::OsString]) -> String {
         .iter()
         .enumerate()
         .map(|(i, (added, o))| {
-            let from: Vec<String> = if i == 0 { Vec::new() } else { added_places(&s.chain[i - 1].1, added, &o.hits).iter().map(|p| js(p)).collect() };
+            let from: Vec<String> = if i == 0 { Vec::new() } else { added_places(analysed_before(s, i), added, &o.hits).iter().map(|p| js(p)).collect() };
             let used: Vec<String> = o.defs.iter().map(|d| format!("{{\"location\":{},\"defined_at\":{}}}", js(&d.1), js(&d.2))).collect();
             let suppressed: Vec<String> = o.suppressed.iter().map(|(w, n)| format!("{}:{n}", js(w))).collect();
             let crash = match &o.crash {
