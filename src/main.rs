@@ -290,7 +290,7 @@ fn switch_search(cli: &cli::Cli) -> i32 {
         fork: cli.fork == cli::YesNo::Yes,
         jobs: cli.jobs,
     };
-    log_to_file(&cli);
+    log_to_file(cli);
     tools::switch::driver::drive(cli.command.clone(), opts)
 }
 

@@ -1,0 +1,242 @@
+#!/bin/bash
+# Real-bug benchmark of `rtgrind --tool=suppress`: does it name the true root cause of a crash in
+# programs nobody on the project wrote? Each case is a Debian 12 source package whose
+# debian/patches holds the fix for a known memory bug; the script drops (reverse-applies) that
+# one patch, builds the program with `-g -O0` and with `-g -O2` (both -fno-stack-protector,
+# -U_FORTIFY_SOURCE), checks that the crafted input crashes it natively, runs
+# `target/release/rtgrind --tool=suppress` on it (with a timeout) and prints one table row per
+# build: program, source version, bug, the expected root cause (the line the fix is about, found
+# by its text in the reverted source), the headline rtgrind reported, the number of runs, and a
+# verdict: right line / right function / wrong / could not conclude. Rows that are not "right
+# line" are followed by rtgrind's chain of runs (its `suppress:` lines).
+#
+# The cases (3 programs, 4 bugs):
+#   unzip 6.0      CVE-2022-0529  heap overflow: strcat of "#Lxxxxxxxx" escapes (10 bytes) into a
+#                                 buffer sized 8 per character (wide_to_local_string);
+#                                 reverted: debian/patches/28-cve-2022-0529-and-cve-2022-0530.patch
+#   unzip 6.0      CVE-2014-9636  heap overflow: memcpy of a "stored" extra field longer than its
+#                                 declared size (memextract, via test_compr_eb, `unzip -t`);
+#                                 reverted: debian/patches/12-cve-2014-9636-test-compr-eb.patch
+#   giflib 5.2.1   Debian #715963 (upstream bug 153) an option missing its argument makes getarg
+#                                 read argv past its end: sscanf(NULL) (gif2rgb -s 10);
+#                                 reverted: debian/patches/fix-get-args-segment-violation.patch
+#   html2text 1.3.2a Debian #716064 `-width` as the last argument: atoi(argv[argc]) = atoi(NULL);
+#                                 reverted: debian/patches/970-fix-arg-parsing.patch
+# unzip is built with -DNO_EXCEPT_SIGNALS: its own SIGSEGV/SIGABRT handlers would otherwise turn
+# the crash into `exit(80)` (rtgrind then sees no failure). The unzip cases run with LC_ALL=C.
+#
+# Run from anywhere (it finds the project root from its own path), on Debian 12 with access to
+# the Debian package archive; it builds nothing in the repo and needs rtgrind built already:
+#   cargo build --release && bash benches/real-bugs.sh
+# Environment: TIMEOUT (seconds per rtgrind run, 600), RTGRIND (binary), KEEP=1 (keep the
+# scratch directory ${TMPDIR:-/tmp}/rtgrind-real-bugs.*). Downloaded source packages are cached
+# in ${TMPDIR:-/tmp}/rtgrind-real-bugs-src. Missing tools (gcc, g++, make, patch, python3,
+# dpkg-dev) are apt-get installed, and deb-src entries for bookworm are added to
+# /etc/apt/sources.list.d/ if apt has none (both need root; the script says when it does so).
+# Exits 0 whatever rtgrind answers: it is a benchmark, not a test.
+set -u
+root=$(cd "$(dirname "$0")/.." && pwd)
+data=$root/benches/real-bugs
+rtgrind=${RTGRIND:-$root/target/release/rtgrind}
+limit=${TIMEOUT:-600}
+base=${TMPDIR:-/tmp}
+cache=$base/rtgrind-real-bugs-src
+work=$(mktemp -d "$base/rtgrind-real-bugs.XXXXXX")
+rows=$work/rows
+details=$work/details
+: > "$rows"
+: > "$details"
+trap '[ "${KEEP:-0}" = 1 ] && echo "real-bugs: scratch directory kept: $work" >&2 || rm -rf "$work"' EXIT
+unset CFLAGS CXXFLAGS CPPFLAGS LDFLAGS MAKEFLAGS
+export LC_ALL=C
+
+say() { echo "real-bugs: $*" >&2; }
+
+# --- tools and sources ---------------------------------------------------------------------
+missing=
+for t in gcc:gcc g++:g++ make:make patch:patch python3:python3 dpkg-source:dpkg-dev \
+    timeout:coreutils; do
+    command -v "${t%%:*}" > /dev/null || missing="$missing ${t#*:}"
+done
+if [ -n "$missing" ]; then
+    say "installing missing tools:$missing (apt-get install)"
+    apt-get update -q > /dev/null && apt-get install -y -q --no-install-recommends $missing > /dev/null
+fi
+if [ -z "$(apt-cache showsrc unzip 2> /dev/null)" ]; then
+    say "no deb-src entries: adding /etc/apt/sources.list.d/rtgrind-real-bugs-src.sources and running apt-get update"
+    cat > /etc/apt/sources.list.d/rtgrind-real-bugs-src.sources << 'EOF'
+Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: bookworm bookworm-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb-src
+URIs: http://deb.debian.org/debian-security
+Suites: bookworm-security
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+EOF
+    apt-get update -q > /dev/null
+fi
+# wait_rtgrind: wait up to 10 minutes for the binary (someone may be rebuilding it)
+wait_rtgrind() {
+    n=0
+    while [ ! -x "$rtgrind" ] && [ $n -lt 60 ]; do
+        [ $n = 0 ] && say "waiting for $rtgrind"
+        sleep 10
+        n=$((n + 1))
+    done
+    [ -x "$rtgrind" ]
+}
+wait_rtgrind || { say "no rtgrind binary at $rtgrind (cargo build --release)"; exit 0; }
+
+# fetch PKG VERSION...: unpack the Debian source package (patches applied) into $work/PKG and
+# set $version; tries each VERSION in turn, then the newest the archive offers.
+fetch() {
+    pkg=$1
+    shift
+    mkdir -p "$cache/$pkg"
+    dsc=
+    for v in "$@" ""; do
+        d=$(ls "$cache/$pkg/${pkg}_${v:-}"*.dsc 2> /dev/null | tail -1)
+        if [ -z "$d" ]; then
+            (cd "$cache/$pkg" && apt-get source -q --download-only "$pkg${v:+=$v}" > /dev/null 2>&1)
+            d=$(ls "$cache/$pkg/${pkg}_${v:-}"*.dsc 2> /dev/null | tail -1)
+        fi
+        [ -n "$d" ] && { dsc=$d; break; }
+    done
+    [ -n "$dsc" ] || { say "cannot fetch the source of $pkg"; return 1; }
+    version=$(sed -n 's/^Version: //p' "$dsc")
+    rm -rf "$work/$pkg"
+    dpkg-source --no-check -x "$dsc" "$work/$pkg" > /dev/null 2>&1 || { say "cannot unpack $dsc"; return 1; }
+}
+
+# tree PKG PATCH NAME: a copy of $work/PKG with debian/patches/PATCH reverse-applied, in $work/NAME
+tree() {
+    rm -rf "$work/$3"
+    cp -a "$work/$1" "$work/$3"
+    (cd "$work/$3" && patch -R -p1 -s < "debian/patches/$2") || { say "cannot revert $2"; return 1; }
+}
+
+# expect DIR FILE TEXT [last]: the line of TEXT (fixed string) in DIR/FILE, the first or last one
+expect() {
+    m=$(grep -nF -- "$3" "$1/$2" | cut -d: -f1)
+    [ "${4:-}" = last ] && m=$(echo "$m" | tail -1) || m=$(echo "$m" | head -1)
+    echo "$2:$m"
+}
+
+# case PROGRAM VERSION BUG OPT EXPECTED FUNC DIR STDIN -- CMD...: native run, rtgrind run, row
+case_() {
+    prog=$1 ver=$2 bug=$3 opt=$4 exp=$5 func=$6 dir=$7 in=$8
+    shift 9
+    id=$prog-$opt-$(echo "$bug" | tr -c 'A-Za-z0-9\n' _)
+    if [ ! -x "$dir/$1" ] && ! command -v "$1" > /dev/null; then
+        echo "| $prog | $ver | $bug | $opt | $exp | (build failed) | - | not run |" >> "$rows"
+        return
+    fi
+    { (cd "$dir" && timeout 60 "$@" < "$in" > /dev/null 2>&1); } 2> /dev/null
+    st=$?
+    if [ $st -gt 128 ] && [ $st -ne 124 ]; then native=SIG$(kill -l $((st - 128))); else native="exit $st"; fi
+    wait_rtgrind
+    start=$(date +%s)
+    (cd "$dir" && timeout "$limit" "$rtgrind" --tool=suppress "$@" < "$in" > /dev/null 2> "$work/$id.log")
+    rc=$?
+    secs=$(($(date +%s) - start))
+    head=$(sed -n 's/.*suppress: first point of memory corruption: //p' "$work/$id.log" | head -1)
+    rep=$(echo "$head" | sed 's/, inside .*//')
+    runs=$(sed -n 's/.*suppress: \([0-9]*\) runs* (.*/\1/p; s/.*suppress: \([0-9]*\) runs*, .*/\1/p' "$work/$id.log" | head -1)
+    if [ -z "$rep" ]; then
+        case $rc in
+            124) verdict="could not conclude (timeout ${limit}s)" ;;
+            0) verdict="could not conclude (saw no failure)" ;;
+            *) verdict="could not conclude (exit $rc)" ;;
+        esac
+        rep=-
+    elif [ "${rep%% *}" = "$exp" ]; then
+        verdict="right line"
+    elif [ "$(echo "$rep" | sed -n 's/.*(\(.*\))$/\1/p')" = "$func" ]; then
+        verdict="right function"
+    else
+        verdict=wrong
+    fi
+    echo "| $prog | $ver | $bug | $opt | $exp ($func) | $rep | ${runs:--} | $verdict | $native | ${secs}s |" >> "$rows"
+    say "$prog $opt $bug: $verdict ($rep)"
+    if [ "$verdict" != "right line" ]; then
+        {
+            echo "--- $prog $opt, $bug: expected $exp ($func), rtgrind exit $rc; its chain of runs:"
+            grep 'suppress:' "$work/$id.log" | sed 's/^==[0-9]*== //'
+        } >> "$details"
+    fi
+}
+
+O0="-g -O0 -fno-stack-protector -U_FORTIFY_SOURCE"
+O2="-g -O2 -fno-stack-protector -U_FORTIFY_SOURCE"
+
+# --- unzip ---------------------------------------------------------------------------------
+if fetch unzip 6.0-28; then
+    uver=$version
+    udefs="-DACORN_FTYPE_NFS -DWILD_STOP_AT_DIR -DLARGE_FILE_SUPPORT -DUNICODE_SUPPORT \
+-DUNICODE_WCHAR -DUTF8_MAYBE_NATIVE -DNO_LCHMOD -DDATE_FORMAT=DF_YMD -DIZ_HAVE_UXUIDGID \
+-DNOMEMCPY -DNO_WORKING_ISPRINT -DNO_EXCEPT_SIGNALS" # debian/rules' DEFINES less bzip2, plus NO_EXCEPT_SIGNALS
+    python3 "$data/mkzip.py" "$work/utf8-name.zip" utf8-name 200
+    python3 "$data/mkzip.py" "$work/os2-ef.zip" os2-ef 2000
+    for o in O0 O2; do
+        eval "flags=\$$o"
+        for b in 0529:28-cve-2022-0529-and-cve-2022-0530.patch 9636:12-cve-2014-9636-test-compr-eb.patch; do
+            t=unzip-$o-${b%%:*}
+            tree unzip "${b#*:}" "$t" || continue
+            say "building $t"
+            make -C "$work/$t" -f unix/Makefile -j2 CC=gcc LF2= CF="$flags -I. $udefs" unzip > "$work/$t.build" 2>&1
+        done
+        d=$work/unzip-$o-0529
+        case_ unzip "$uver" "CVE-2022-0529 heap overflow" "-$o" \
+            "$(expect "$d" process.c 'strcat(buffer, escape_string);' last)" wide_to_local_string \
+            "$d" /dev/null -- ./unzip -t "$work/utf8-name.zip"
+        d=$work/unzip-$o-9636
+        case_ unzip "$uver" "CVE-2014-9636 heap overflow" "-$o" \
+            "$(expect "$d" extract.c 'memcpy((char *)tgt, (char *)G.inptr')" memextract \
+            "$d" /dev/null -- ./unzip -t "$work/os2-ef.zip"
+    done
+fi
+
+# --- giflib --------------------------------------------------------------------------------
+if fetch giflib 5.2.1-2.5+deb12u1 5.2.1-2.5; then
+    for o in O0 O2; do
+        eval "flags=\$$o"
+        t=giflib-$o
+        tree giflib fix-get-args-segment-violation.patch "$t" || continue
+        say "building $t"
+        make -C "$work/$t" -j2 OFLAGS="$flags" gif2rgb > "$work/$t.build" 2>&1
+        export LD_LIBRARY_PATH=$work/$t # gif2rgb links libgif.so
+        case_ giflib "$version" "Debian #715963 argv past end, NULL deref" "-$o" \
+            "$(expect "$work/$t" getarg.c 'ScanRes = sscanf(*((*argv)++), "%d",')" GAGetParmeters \
+            "$work/$t" /dev/null -- ./gif2rgb -s 10
+        unset LD_LIBRARY_PATH
+    done
+fi
+
+# --- html2text -----------------------------------------------------------------------------
+if fetch html2text 1.3.2a-28; then
+    printf '<html><body><p>Hello, <b>world</b>.</p></body></html>\n' > "$work/page.html"
+    for o in O0 O2; do
+        eval "flags=\$$o"
+        t=html2text-$o
+        tree html2text 970-fix-arg-parsing.patch "$t" || continue
+        say "building $t"
+        (cd "$work/$t" && CXX=g++ ./configure && CXXFLAGS="$flags" make -j2 html2text) > "$work/$t.build" 2>&1
+        case_ html2text "$version" "Debian #716064 argv past end, NULL deref" "-$o" \
+            "$(expect "$work/$t" html2text.C '"-width"')" main \
+            "$work/$t" "$work/page.html" -- ./html2text -width
+    done
+fi
+
+echo
+echo "| program | version | bug | opt | expected root cause | reported (headline) | runs | verdict | native | time |"
+echo "|---|---|---|---|---|---|---:|---|---|---:|"
+cat "$rows"
+if [ -s "$details" ]; then
+    echo
+    cat "$details"
+fi
+exit 0
