@@ -147,9 +147,7 @@ fn main() {
     if !rtgrind_jit::dispatch::host_supported() {
         fail("this machine's kernel does not allow FSGSBASE instructions in user space (Linux 5.9+ needed)", EXIT_INTERNAL);
     }
-    let log = cli.log_file.as_ref().map(|p| {
-        std::fs::OpenOptions::new().create(true).append(true).open(p).unwrap_or_else(|e| fail(&format!("cannot open log file '{}': {e}", p.display()), EXIT_USAGE))
-    });
+    let log = cli.log_file.as_ref().map(|p| open_log(p));
     let mut reporter = Reporter::new(cli.quiet, log);
     let tool = make_tool(&cli);
 
@@ -294,12 +292,17 @@ fn switch_search(cli: &cli::Cli) -> i32 {
     tools::switch::driver::drive(cli.command.clone(), opts)
 }
 
+/// The `--log-file` FILE, appended to (nothing the user had is lost).
+fn open_log(p: &std::path::Path) -> std::fs::File {
+    std::fs::OpenOptions::new().create(true).append(true).open(p).unwrap_or_else(|e| fail(&format!("cannot open log file '{}': {e}", p.display()), EXIT_USAGE))
+}
+
 /// `--log-file` for a search's driver: everything it says (its report, progress, errors)
 /// goes to the file, as a single run's messages do. Its runs write their own stderr to files
 /// of the search, so standard error is the driver's alone.
 fn log_to_file(cli: &cli::Cli) {
     let Some(p) = &cli.log_file else { return };
-    let f = std::fs::OpenOptions::new().create(true).append(true).open(p).unwrap_or_else(|e| fail(&format!("cannot open log file '{}': {e}", p.display()), EXIT_USAGE));
+    let f = open_log(p);
     // SAFETY: dup2 of a descriptor this process owns onto standard error.
     if unsafe { libc::dup2(std::os::fd::AsRawFd::as_raw_fd(&f), 2) } < 0 {
         fail(&format!("cannot write to log file '{}'", p.display()), EXIT_USAGE);

@@ -1926,13 +1926,9 @@ const STRING_DEFINES: u32 = 1 << 18;
 /// ... and the instruction is in the program (it defines every byte it writes).
 const STRING_IN_PROGRAM: u32 = 1 << 19;
 
-/// With a policy, the origins of the `len` bytes a `movs` or `stos` wrote at `d` (their
-/// source's, moved already): in the program it defines them (`v`), in a library it keeps the
-/// program's definitions and defines the rest (see `Policy`).
-fn define_string(o: &mut ShadowMemory, d: u64, len: u64, v: u64, kind: u64) {
-    if kind & u64::from(STRING_IN_PROGRAM) != 0 {
-        return o.set64_range(d, len, v);
-    }
+/// With a policy, after a library's `movs` moved its source's origins to the `len` bytes at
+/// `d`: the granules the program did not define are defined by the copy (`v`, see `Policy`).
+fn define_unless_program(o: &mut ShadowMemory, d: u64, len: u64, v: u64) {
     let mut g = d & !7;
     while g < d.saturating_add(len) {
         if o.get64(g) & 1 << MAIN_SITE_BIT == 0 {
@@ -2040,15 +2036,21 @@ extern "C" fn string_after(ctx: *mut ThreadContext, arg: u64) {
     };
     let rax_mask = *super::gpr(ctx, 0) & ((1u64 << size) - 1);
     let rax_origin = *super::word(ctx, slot::ORIGIN_GPR);
+    // With a policy (see `Policy`): this instance's origin, and whether the program ran it.
     let defined = (kind & u64::from(STRING_DEFINES) != 0).then(|| *super::word(ctx, slot::TMP_MASK));
+    let in_program = kind & u64::from(STRING_IN_PROGRAM) != 0;
     match op {
         0 => {
             let ((s, len), (d, _)) = (range(rsi0), range(rdi0));
             mem.copy(d, s, len);
             if let Some(o) = origins {
-                o.copy64(d, s, len);
-                if let Some(v) = defined {
-                    define_string(o, d, len, v, kind);
+                match defined {
+                    Some(v) if in_program => o.set64_range(d, len, v),
+                    Some(v) => {
+                        o.copy64(d, s, len);
+                        define_unless_program(o, d, len, v);
+                    }
+                    None => o.copy64(d, s, len),
                 }
             }
         }
@@ -2056,10 +2058,12 @@ extern "C" fn string_after(ctx: *mut ThreadContext, arg: u64) {
             let (d, len) = range(rdi0);
             mem.set_range(d, len, (rax_mask != 0) as u8);
             if let Some(o) = origins {
-                o.set64_range(d, len, rax_origin);
-                if let Some(v) = defined {
-                    define_string(o, d, len, v, kind);
-                }
+                // A library's fill keeps a value the program defined; the rest is defined here.
+                let origin = match defined {
+                    Some(v) if in_program || rax_origin & 1 << MAIN_SITE_BIT == 0 => v,
+                    _ => rax_origin,
+                };
+                o.set64_range(d, len, origin);
             }
         }
         2 => {

@@ -321,9 +321,7 @@ fn search(command: Vec<std::ffi::OsString>, opts: &mut Options, dir: &Path, chai
         let done = o.crash.is_none();
         chain.push((new, o));
         if done {
-            // The failure analysed last (a run that looped may come between).
-            let prev = &chain.iter().rev().skip(1).find(|c| c.1.crash.is_some()).expect("a failing run before").1;
-            let (added, last) = &chain[chain.len() - 1];
+            let (prev, (added, last)) = (failure_before(chain, chain.len() - 1), &chain[chain.len() - 1]);
             let roots = prev
                 .defs
                 .iter()
@@ -340,6 +338,12 @@ fn search(command: Vec<std::ffi::OsString>, opts: &mut Options, dir: &Path, chai
             return Verdict::RootCause(roots);
         }
     }
+}
+
+/// The failure whose definitions run `i` of the chain suppresses: the last failing run before
+/// it (a run that looped may come between).
+pub fn failure_before(chain: &[(Vec<Point>, Outcome)], i: usize) -> &Outcome {
+    chain[..i].iter().rev().find(|c| c.1.crash.is_some()).map_or(&chain[i - 1].1, |c| &c.1)
 }
 
 /// "SIGSEGV at 0x... place" or "no crash".

@@ -1,7 +1,7 @@
 //! The suppression search's report: text on stderr (`==PID== suppress:` lines), and on request
 //! JSON or SARIF 2.1.0 on stdout and the chain of runs as a Graphviz graph.
 
-use super::driver::{added_places, describe_crash, Search, Verdict};
+use super::driver::{added_places, describe_crash, failure_before, Search, Verdict};
 use crate::tools::sarif::{self, js};
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -33,12 +33,6 @@ pub fn emit(s: &Search, command: &[std::ffi::OsString], format: &Format, pid: u3
             eprintln!("=={pid}== suppress: cannot write {}: {e}", path.display());
         }
     }
-}
-
-/// The failure whose definitions run `i` of the chain suppresses: the last failing run before
-/// it (a run that looped may come between).
-fn analysed_before(s: &Search, i: usize) -> &super::plan::Outcome {
-    s.chain[..i].iter().rev().find(|c| c.1.crash.is_some()).map_or(&s.chain[i - 1].1, |c| &c.1)
 }
 
 fn text(s: &Search) -> Vec<String> {
@@ -78,7 +72,7 @@ fn text(s: &Search) -> Vec<String> {
             "original run".to_string()
         } else {
             let every = if added.iter().all(|p| p.instance == 0) { " (every instance)" } else { "" };
-            format!("suppressing from {}{every}", added_places(analysed_before(s, i), added, &o.hits).join(" and "))
+            format!("suppressing from {}{every}", added_places(failure_before(&s.chain, i), added, &o.hits).join(" and "))
         };
         out.push(format!("suppress:   {}. {from}: {}", i + 1, describe_crash(o)));
         for d in &o.defs {
@@ -128,7 +122,7 @@ fn json(s: &Search, command: &[std::ffi::OsString]) -> String {
         .iter()
         .enumerate()
         .map(|(i, (added, o))| {
-            let from: Vec<String> = if i == 0 { Vec::new() } else { added_places(analysed_before(s, i), added, &o.hits).iter().map(|p| js(p)).collect() };
+            let from: Vec<String> = if i == 0 { Vec::new() } else { added_places(failure_before(&s.chain, i), added, &o.hits).iter().map(|p| js(p)).collect() };
             let used: Vec<String> = o.defs.iter().map(|d| format!("{{\"location\":{},\"defined_at\":{}}}", js(&d.1), js(&d.2))).collect();
             let suppressed: Vec<String> = o.suppressed.iter().map(|(w, n)| format!("{}:{n}", js(w))).collect();
             let crash = match &o.crash {
