@@ -856,12 +856,18 @@ pub fn run_compiler(compiler: &str, args: &[OsString]) -> Result<(), String> {
     Ok(())
 }
 
-/// Writes `source` to `snippets/NAME.EXT` in the run directory and compiles it with `gcc`
-/// (`g++` for `.cc`) into `snippets/NAME`. Panics with the compiler's stderr on failure.
+/// Writes `source` to `NAME.EXT` in a directory of its own under `snippets/` in the run
+/// directory, compiles it with `gcc` (`g++` for `.cc`) there and renames the executable to
+/// `snippets/NAME`. Tests running at once may build the same snippet: the rename replaces the
+/// file whole, where writing it in place let another test run a half-written (not yet
+/// executable) file. Panics with the compiler's stderr on failure.
 pub fn compile_snippet(name: &str, ext: &str, source: &str, flags: &[&str]) -> PathBuf {
+    static BUILDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let dir = run_dir().join("snippets");
-    std::fs::create_dir_all(&dir).unwrap();
-    let src = dir.join(format!("{name}.{ext}"));
+    let build = dir.join(format!("build-{}", BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)));
+    std::fs::create_dir_all(&build).unwrap();
+    let src = build.join(format!("{name}.{ext}"));
+    let built = build.join(name);
     let exe = dir.join(name);
     std::fs::write(&src, source).unwrap();
     let compiler = if ext == "cc" || ext == "cpp" {
@@ -872,12 +878,13 @@ pub fn compile_snippet(name: &str, ext: &str, source: &str, flags: &[&str]) -> P
     let mut args: Vec<OsString> = flags.iter().map(OsString::from).collect();
     args.extend([
         "-o".into(),
-        exe.clone().into_os_string(),
+        built.clone().into_os_string(),
         src.into_os_string(),
     ]);
     if let Err(e) = run_compiler(compiler, &args) {
         panic!("cannot build the test snippet {name}.{ext}: {e}");
     }
+    std::fs::rename(&built, &exe).unwrap();
     exe
 }
 
