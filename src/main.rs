@@ -185,7 +185,7 @@ fn main() {
             libc::getrandom(random.as_mut_ptr() as *mut libc::c_void, 16, 0);
         },
     }
-    let stack = loader::stack::build(&prog, &mut mem, path.as_os_str().as_bytes(), &argv, &envp, random)
+    let stack = loader::stack::build(&prog, &mut mem, path.as_os_str().as_bytes(), &argv, &envp, random, repeatable)
         .unwrap_or_else(|e| fail(&format!("cannot set up the initial stack: {e}"), EXIT_INTERNAL));
 
     reporter.info(&format!("rtgrind-{}, a dynamic binary translator; tool: {:?}", env!("CARGO_PKG_VERSION"), cli.tool).to_lowercase());

@@ -228,9 +228,12 @@ impl Runtime {
             if self.p().tool.fork_requested() {
                 // No exit signal: a "clone child", which the guest's own wait(-1) does not see
                 // (only __WALL or __WCLONE waits do): the program cannot reap the tool's children.
+                let files = crate::kernel::raw::detach_files();
                 let r = self.fork_process(0, 0, 0);
                 if r == 0 {
-                    crate::kernel::raw::detach_files();
+                    files.install();
+                } else {
+                    files.close();
                 }
                 let (tool, ctx, _) = self.tool_view();
                 if let Some(budget) = tool.forked(ctx, r) {

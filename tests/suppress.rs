@@ -513,3 +513,43 @@ fn the_report_goes_to_the_log_file() {
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(headline(&text).ends_with(&place("copy_paste", "root", "main").replace("copy_paste.c", "copy_paste_log.c")), "{text}");
 }
+
+/// A report without the parts that differ between identical searches by nature: the process
+/// id that prefixes each line and the time taken.
+fn without_pid_and_time(stderr: &str) -> String {
+    stderr
+        .lines()
+        .map(|l| {
+            let l = l.strip_prefix("==").and_then(|r| r.split_once("== ")).map_or(l, |(_, rest)| rest);
+            match l.find(" runs (") {
+                Some(_) => l.rsplit_once(", ").map_or(l, |(head, _)| head).to_string(),
+                None => l.to_string(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Same command, same answer: the search's report does not depend on the working directory's
+/// path or on the environment's size (both move the initial stack natively).
+#[test]
+fn a_stack_smash_search_gives_the_same_report_from_any_directory_and_environment() {
+    let exe = bug("long_smash", "long_smash", &|s| s);
+    let short = crate::common::scratch_dir("smash-cwd");
+    let long = crate::common::scratch_dir("smash-cwd-in-a-directory-whose-name-is-much-longer-than-the-other");
+    for size in [400, 1200] {
+        let arg = "A".repeat(size);
+        let mut reports = Vec::new();
+        for (i, dir) in [&short, &long, &short, &long, &short].into_iter().enumerate() {
+            let cmd = Cmd::new(&exe).arg(&arg).cwd(dir).env("RTGRIND_TEST_PADDING", "x".repeat(37 * i));
+            let out = run_rtgrind(["--tool=suppress"], &cmd);
+            let err = out.stderr_str();
+            assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+            assert!(headline(&err).contains(&format!("{}, inside ", place("long_smash", "root", "greet"))), "{err}");
+            reports.push(without_pid_and_time(&err));
+        }
+        for r in &reports[1..] {
+            assert_eq!(r, &reports[0], "{size} characters: the reports differ");
+        }
+    }
+}

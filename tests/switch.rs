@@ -303,3 +303,40 @@ fn the_report_goes_to_the_log_file() {
     assert!(text.contains("critical predicate"), "{text}");
     assert!(!out.stdout_str().is_empty());
 }
+
+/// Two reads of standard input with branches between them (issue 21, items 8 and 10): every
+/// forked child reads the second four bytes as the original run did, so no switch looks
+/// critical; the fork search and re-execution agree, every time (a child sharing its parent's
+/// offset read other bytes, and the answer depended on which process read first).
+#[test]
+fn forked_children_read_standard_input_from_the_offset_at_the_fork() {
+    let dir = crate::common::scratch_dir("switch-two-reads");
+    let file = dir.join("expected");
+    std::fs::write(&file, "2\n").unwrap();
+    let cmd = Cmd::new(program("two_reads")).stdin("xaxb!zzz");
+    let mut reports = Vec::new();
+    for fork in ["--fork=yes", "--fork=no", "--fork=yes", "--fork=yes", "--fork=yes", "--fork=yes"] {
+        let out = run_rtgrind(["--tool=switch", &format!("--expected-output={}", file.display()), fork], &cmd);
+        let err = out.stderr_str();
+        assert_eq!(out.status.code(), Some(2), "{fork}: {}", out.describe());
+        let verdict = err.lines().find(|l| l.contains("switch: no single switch")).unwrap_or_else(|| panic!("{fork}:\n{err}"));
+        reports.push(verdict.split("switch: ").nth(1).unwrap().split(';').next().unwrap().to_string());
+    }
+    assert!(reports.iter().all(|r| r == &reports[0]), "{reports:#?}");
+}
+
+/// The replay command printed with an answer runs as printed (issue 21, item 8): it carries
+/// the flags the address needs, and the switched run writes the expected output.
+#[test]
+fn the_printed_replay_command_switches_the_same_instance() {
+    let (code, err) = search("decision", &["5", "7"], "no advisory\nclimb\n", &[]);
+    assert_eq!(code, Some(1), "{err}");
+    let line = err.lines().find(|l| l.contains("to replay it: ")).unwrap_or_else(|| panic!("no replay command:\n{err}"));
+    let command = line.split("to replay it: ").nth(1).unwrap();
+    let rest = command.strip_prefix("rtgrind ").unwrap_or_else(|| panic!("{command}"));
+    let mut sh = std::process::Command::new("/bin/sh");
+    sh.arg("-c").arg(format!("'{}' {rest}", crate::common::rtgrind_bin().display()));
+    let out = crate::common::run_command(sh, crate::common::Input::Null);
+    assert_eq!(out.stdout_str(), "no advisory\nclimb\n", "{command}\n{}", out.describe());
+    assert!(out.stderr_str().contains("instance 1 of the branch at") && out.stderr_str().contains("switched to"), "{command}\n{}", out.describe());
+}

@@ -133,14 +133,20 @@ pub fn reserve(place: u64, len: usize) -> std::io::Result<u64> {
     Ok(p as u64)
 }
 
-/// In a child a tool asked for (`ToolRun::fork_requested`): a forked process shares its open
+/// For a child a tool asked for (`ToolRun::fork_requested`): a forked process shares its open
 /// files' offsets with its parent, so a child reading its input would move the parent's (which
-/// then reads nothing: a fork search over `sort` lost a sixth of its candidates so).
-/// Every regular file open by name for reading only gets a description of its own, at the
-/// same offset and with the same flags. Files open for writing stay shared, so what parent and
-/// children write to one (a log) is appended, not written over.
-pub fn detach_files() {
-    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else { return };
+/// then reads nothing: a fork search over `sort` lost a sixth of its candidates so), and the
+/// parent reading on would move the child's.
+/// Before the fork, every regular file open by name for reading only gets a second description
+/// at its current offset, with the same flags; the child puts them in place of the shared ones
+/// (`Detached::install`), the parent closes them (`Detached::close`). Made before the fork, the
+/// offsets are the fork's whatever either process reads next. Files open for writing stay
+/// shared, so what parent and children write to one (a log) is appended, not written over.
+pub struct Detached(Vec<(i32, i32, i32)>);
+
+pub fn detach_files() -> Detached {
+    let mut own_files = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else { return Detached(own_files) };
     let fds: Vec<i32> = dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect();
     for fd in fds {
         let Some(st) = fstat(fd) else { continue };
@@ -150,8 +156,7 @@ pub fn detach_files() {
             continue;
         }
         let Ok(cpath) = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()) else { continue };
-        // SAFETY: plain fcntl/lseek/open/dup2/close on descriptors this process owns; the new
-        // description replaces the old one under the same number.
+        // SAFETY: plain fcntl/lseek/open/close on descriptors this process owns.
         unsafe {
             let flags = libc::fcntl(fd, libc::F_GETFL);
             let fd_flags = libc::fcntl(fd, libc::F_GETFD);
@@ -159,14 +164,39 @@ pub fn detach_files() {
             if flags < 0 || offset < 0 || flags & libc::O_ACCMODE != libc::O_RDONLY {
                 continue;
             }
-            let own = libc::open(cpath.as_ptr(), flags & !(libc::O_CREAT | libc::O_TRUNC | libc::O_EXCL));
+            let own = libc::open(cpath.as_ptr(), (flags & !(libc::O_CREAT | libc::O_TRUNC | libc::O_EXCL)) | libc::O_CLOEXEC);
             if own < 0 {
                 continue;
             }
-            if libc::lseek(own, offset, libc::SEEK_SET) == offset && libc::dup2(own, fd) == fd {
-                libc::fcntl(fd, libc::F_SETFD, fd_flags.max(0));
+            if libc::lseek(own, offset, libc::SEEK_SET) != offset {
+                libc::close(own);
+                continue;
             }
-            libc::close(own);
+            own_files.push((fd, own, fd_flags.max(0)));
+        }
+    }
+    Detached(own_files)
+}
+
+impl Detached {
+    /// In the child: each file's own description replaces the shared one under its number.
+    pub fn install(self) {
+        for (fd, own, fd_flags) in self.0 {
+            // SAFETY: dup2/fcntl/close on descriptors this process owns.
+            unsafe {
+                if libc::dup2(own, fd) == fd {
+                    libc::fcntl(fd, libc::F_SETFD, fd_flags);
+                }
+                libc::close(own);
+            }
+        }
+    }
+
+    /// In the parent (or when the fork failed): the child's descriptions are not wanted here.
+    pub fn close(self) {
+        for (_, own, _) in self.0 {
+            // SAFETY: closing a descriptor detach_files opened.
+            unsafe { libc::close(own) };
         }
     }
 }

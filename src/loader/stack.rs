@@ -34,6 +34,26 @@ impl Writer {
     }
 }
 
+/// How far below the top of the stack a repeatable run's stack pointer starts: room for the
+/// command's strings and a usual environment (larger environments move it by whole steps).
+const FIXED_RESERVE: u64 = 256 << 10;
+
+struct Strings {
+    rand_p: u64,
+    platform: u64,
+    execfn_p: u64,
+    argv_p: Vec<u64>,
+    envp_p: Vec<u64>,
+}
+
+/// Pushes strings so that the first ends up lowest, as the kernel lays out argv and envp;
+/// returns their addresses in the order given.
+fn push_strs(w: &mut Writer, strs: &[Vec<u8>]) -> Vec<u64> {
+    let mut p: Vec<u64> = strs.iter().rev().map(|s| w.push_str(s)).collect();
+    p.reverse();
+    p
+}
+
 pub fn build(
     prog: &LoadedProgram,
     mem: &mut GuestMemory,
@@ -41,6 +61,7 @@ pub fn build(
     argv: &[Vec<u8>],
     envp: &[Vec<u8>],
     random: [u8; 16],
+    fixed: bool,
 ) -> std::io::Result<InitialStack> {
     let total: usize = argv.iter().chain(envp).map(|a| a.len() + 1).sum();
     if total > (STACK_SIZE / 4) as usize {
@@ -51,13 +72,30 @@ pub fn build(
         Err(_) => mem.reserve(0, STACK_SIZE, false)?,
     };
     mem.map_anon_fixed(lo, STACK_SIZE, libc::PROT_READ | libc::PROT_WRITE, "[stack]")?;
-    let mut w = Writer { sp: lo + STACK_SIZE };
+    let top = lo + STACK_SIZE;
+    let mut w = Writer { sp: top };
     w.push_u64(0);
-    let execfn_p = w.push_str(execfn);
-    let envp_p: Vec<u64> = envp.iter().rev().map(|e| w.push_str(e)).collect::<Vec<_>>().into_iter().rev().collect();
-    let argv_p: Vec<u64> = argv.iter().rev().map(|a| w.push_str(a)).collect::<Vec<_>>().into_iter().rev().collect();
-    let platform = w.push_str(b"x86_64");
-    let rand_p = w.push_bytes(&random);
+    let strings;
+    if fixed {
+        // A repeatable run must not depend on the environment's size (a longer PWD, one more
+        // variable): what the program computes from are placed first, at addresses fixed by the
+        // command alone, and the stack pointer at a fixed distance below them; the environment's
+        // strings fill the gap from above and its pointer array sits above the stack pointer.
+        let rand_p = w.push_bytes(&random);
+        let platform = w.push_str(b"x86_64");
+        let execfn_p = w.push_str(execfn);
+        let argv_p = push_strs(&mut w, argv);
+        let envp_p = push_strs(&mut w, envp);
+        strings = Strings { rand_p, platform, execfn_p, argv_p, envp_p };
+    } else {
+        let execfn_p = w.push_str(execfn);
+        let envp_p = push_strs(&mut w, envp);
+        let argv_p = push_strs(&mut w, argv);
+        let platform = w.push_str(b"x86_64");
+        let rand_p = w.push_bytes(&random);
+        strings = Strings { rand_p, platform, execfn_p, argv_p, envp_p };
+    }
+    let Strings { rand_p, platform, execfn_p, argv_p, envp_p } = strings;
     w.sp &= !15;
 
     // SAFETY: getauxval has no preconditions.
@@ -92,7 +130,15 @@ pub fn build(
     auxv.push((libc::AT_NULL, 0));
 
     let words = 1 + argv_p.len() + 1 + envp_p.len() + 1 + auxv.len() * 2;
-    if words % 2 == 1 {
+    if fixed {
+        // The arrays end where they must so that the stack pointer lands on the fixed spot; a
+        // gap between them and the strings is allowed (the ABI only orders the arrays).
+        let mut rsp = (top - FIXED_RESERVE) & !15;
+        while rsp + (words as u64) * 8 > w.sp && rsp > lo + STACK_SIZE / 2 {
+            rsp -= FIXED_RESERVE;
+        }
+        w.sp = rsp + (words as u64) * 8;
+    } else if words % 2 == 1 {
         w.push_u64(0);
     }
     for &(k, v) in auxv.iter().rev() {
@@ -109,5 +155,8 @@ pub fn build(
     }
     w.push_u64(argv.len() as u64);
     debug_assert_eq!(w.sp % 16, 0);
+    if fixed && w.sp < lo + STACK_SIZE / 2 {
+        return Err(std::io::Error::from_raw_os_error(libc::E2BIG));
+    }
     Ok(InitialStack { rsp: w.sp })
 }

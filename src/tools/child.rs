@@ -9,6 +9,31 @@ use std::time::{Duration, Instant};
 
 /// Captures rtgrind's own standard input into `dir/stdin` (nothing from a terminal), so every
 /// run reads the same bytes.
+/// The file standard input reads, when it is a regular file opened by name (`< FILE`).
+pub fn stdin_source() -> Option<PathBuf> {
+    let path = std::fs::read_link("/proc/self/fd/0").ok()?;
+    let regular = std::fs::metadata("/proc/self/fd/0").is_ok_and(|m| m.is_file());
+    (regular && path.is_absolute() && !path.to_string_lossy().ends_with(" (deleted)")).then_some(path)
+}
+
+/// Words joined for a POSIX shell: each quoted unless made only of characters the shell
+/// takes literally.
+pub fn shell_words(words: &[std::ffi::OsString]) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./=:+,@%".contains(c);
+    words
+        .iter()
+        .map(|w| {
+            let w = w.to_string_lossy();
+            if !w.is_empty() && w.chars().all(plain) {
+                w.into_owned()
+            } else {
+                format!("'{}'", w.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 pub fn capture_stdin(dir: &Path) -> std::io::Result<PathBuf> {
     let path = dir.join("stdin");
     let mut data = Vec::new();

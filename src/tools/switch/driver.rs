@@ -164,6 +164,15 @@ struct Search {
     command: Vec<OsString>,
     opts: Options,
     runs: u32,
+    input: Replay,
+}
+
+/// Where the program's standard input came from, for the replay command.
+enum Replay {
+    StdinFile(std::path::PathBuf),
+    Redirect(std::path::PathBuf),
+    /// A pipe or terminal: the search read it once; the replay needs it again.
+    Captured,
 }
 
 impl Search {
@@ -171,6 +180,30 @@ impl Search {
         let mut a: Vec<OsString> = vec!["--repeatable=yes".into(), format!("--seed={}", self.opts.seed).into()];
         a.push(format!("--stdin-file={}", self.opts.stdin_file.as_ref().expect("stdin captured").display()).into());
         a
+    }
+
+    /// The command that runs the program with instance `n` of the branch at `pc` switched, as
+    /// the search ran it: the same address needs the same layout (`--repeatable`, its seed),
+    /// the same input.
+    fn replay(&self, pc: u64, n: u64) -> String {
+        let mut words: Vec<OsString> = vec!["rtgrind".into(), "--tool=switch".into(), format!("--switch-at={pc:#x}:{n}").into(), "--repeatable=yes".into()];
+        if self.opts.seed != 0 {
+            words.push(format!("--seed={}", self.opts.seed).into());
+        }
+        if let Replay::StdinFile(f) = &self.input {
+            words.push(format!("--stdin-file={}", f.display()).into());
+        }
+        words.push("--".into());
+        words.extend(self.command.iter().cloned());
+        let mut line = child::shell_words(&words);
+        match &self.input {
+            Replay::Redirect(f) => line += &format!(" < {}", child::shell_words(&[f.clone().into()])),
+            Replay::Captured if std::fs::metadata(self.opts.stdin_file.as_ref().expect("stdin captured")).is_ok_and(|m| m.len() > 0) => {
+                line += " < (the same standard input)"
+            }
+            _ => {}
+        }
+        line
     }
 
     /// Runs rtgrind with `tool_args`, the program after; its result, or an error message.
@@ -223,6 +256,11 @@ pub fn drive(command: Vec<OsString>, mut opts: Options) -> i32 {
             return 2;
         }
     };
+    // How the replay command printed with an answer gets the same input.
+    let input = match &opts.stdin_file {
+        Some(f) => Replay::StdinFile(f.clone()),
+        None => child::stdin_source().map_or(Replay::Captured, Replay::Redirect),
+    };
     if opts.stdin_file.is_none() {
         match child::capture_stdin(&dir.0) {
             Ok(p) => opts.stdin_file = Some(p),
@@ -232,7 +270,7 @@ pub fn drive(command: Vec<OsString>, mut opts: Options) -> i32 {
             }
         }
     }
-    let mut s = Search { dir, command, opts, runs: 0 };
+    let mut s = Search { dir, command, opts, runs: 0, input };
     // The trace run: the original execution, every branch instance up to the failure.
     let trace_file = s.dir.0.join("trace");
     let blocks_file = s.dir.0.join("blocks");
@@ -440,6 +478,7 @@ pub fn drive(command: Vec<OsString>, mut opts: Options) -> i32 {
         say(&format!("{head}: {place}, the branch at {pc:#x}"));
         let was = f.outcome.as_ref().map_or(String::new(), |o| format!(", which was {o}"));
         say(&format!("   instance {} of its site ({} from the failure){was}; inverting it makes the run pass", f.candidate.forward, f.candidate.backward));
+        say(&format!("   to replay it: {}", s.replay(*pc, f.candidate.forward)));
         let distance = trace.distance.as_ref().and_then(|d| d.get(&f.candidate.index));
         match (s.opts.order, distance) {
             (Order::Prior, Some(d)) => say(&format!("   the failure depends on it through {d} dynamic dependences")),
