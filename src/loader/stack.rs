@@ -75,8 +75,7 @@ pub fn build(
     let top = lo + STACK_SIZE;
     let mut w = Writer { sp: top };
     w.push_u64(0);
-    let strings;
-    if fixed {
+    let strings = if fixed {
         // A repeatable run must not depend on the environment's size (a longer PWD, one more
         // variable): what the program computes from are placed first, at addresses fixed by the
         // command alone, and the stack pointer at a fixed distance below them; the environment's
@@ -86,15 +85,15 @@ pub fn build(
         let execfn_p = w.push_str(execfn);
         let argv_p = push_strs(&mut w, argv);
         let envp_p = push_strs(&mut w, envp);
-        strings = Strings { rand_p, platform, execfn_p, argv_p, envp_p };
+        Strings { rand_p, platform, execfn_p, argv_p, envp_p }
     } else {
         let execfn_p = w.push_str(execfn);
         let envp_p = push_strs(&mut w, envp);
         let argv_p = push_strs(&mut w, argv);
         let platform = w.push_str(b"x86_64");
         let rand_p = w.push_bytes(&random);
-        strings = Strings { rand_p, platform, execfn_p, argv_p, envp_p };
-    }
+        Strings { rand_p, platform, execfn_p, argv_p, envp_p }
+    };
     let Strings { rand_p, platform, execfn_p, argv_p, envp_p } = strings;
     w.sp &= !15;
 
