@@ -553,3 +553,69 @@ fn a_stack_smash_search_gives_the_same_report_from_any_directory_and_environment
         }
     }
 }
+
+/// Builds `guest-programs/bugs/NAME.c` at `-O0` and `-O2`, PIE and not, lazy and immediate
+/// binding (the four mixes), and asserts each search's root cause is the line marked `root`
+/// in `func` (inside a library function when `inside` names it) in the runs given per
+/// optimisation level (-O0, -O2); returns the reports.
+fn check_variants(name: &str, func: &str, args: &[&str], inside: Option<&str>, expect_runs: (u32, u32)) -> Vec<String> {
+    let source = std::fs::read_to_string(repo_root().join("guest-programs/bugs").join(format!("{name}.c"))).unwrap();
+    let mut reports = Vec::new();
+    for (opt, pie, bind) in [("-O0", "-no-pie", "lazy"), ("-O0", "-pie", "now"), ("-O2", "-pie", "lazy"), ("-O2", "-no-pie", "now")] {
+        let exe_name = format!("{name}{opt}{pie}-{bind}").replace('-', "_");
+        let exe = compile_snippet(&exe_name, "c", &source, &["-g", opt, "-fno-stack-protector", pie, &format!("-Wl,-z,{bind}")]);
+        let out = run_rtgrind(["--tool=suppress"], &Cmd::new(&exe).args(args));
+        let err = out.stderr_str();
+        assert_eq!(out.status.code(), Some(1), "{exe_name}: {}", out.describe());
+        let line = place(name, "root", func).replace(&format!("{name}.c"), &format!("{exe_name}.c"));
+        // At -O2 a helper may be inlined into its caller: the line is what matters there.
+        let line = if opt == "-O2" { line.split(" (").next().unwrap().to_string() } else { line };
+        let head = headline(&err);
+        let at_line = head.ends_with(&line) || head.contains(&format!("{line} (")) || head.contains(&format!("{line},"));
+        match inside {
+            Some(f) => assert!(at_line && head.contains(", inside ") && head.contains(f), "{exe_name}: expected {line} inside {f}:\n{err}"),
+            None => assert!(at_line, "{exe_name}: expected {line}:\n{err}"),
+        }
+        assert_eq!(runs(&err), if opt == "-O0" { expect_runs.0 } else { expect_runs.1 }, "{exe_name}:\n{err}");
+        reports.push(err);
+    }
+    reports
+}
+
+/// A double free after an early return (issue 21, item 3): glibc aborts in the second `free`;
+/// the first `free` is the root cause (it wrote the block's list link and glibc's double-free
+/// key, which the second one read), not the allocation and not the caller's error check.
+#[test]
+fn a_double_free_after_an_early_return_is_found_at_the_first_free() {
+    for err in check_variants("double_free_early_return", "process", &["5"], Some("tcache_put"), (3, 5)) {
+        assert!(err.contains("1. original run: SIGABRT") && err.contains("word of the heap block"), "{err}");
+    }
+}
+
+/// A free of a stack buffer (issue 21, item 3): the pointer passed is what the abort used.
+#[test]
+fn a_free_of_stack_memory_is_found_where_the_pointer_was_set() {
+    let exe = bug("free_of_stack", "free_of_stack", &|s| s);
+    let out = run_rtgrind(["--tool=suppress"], &Cmd::new(&exe).arg("bob"));
+    let err = out.stderr_str();
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    assert!(headline(&err).ends_with(&place("free_of_stack", "root", "main")), "{err}");
+    assert!(err.contains("it used first argument of the call returning to"), "{err}");
+    assert_eq!(runs(&err), 3, "{err}");
+    let ok = run_rtgrind(["--tool=suppress"], &Cmd::new(&exe).arg("a name longer than the thirty-two bytes of the buffer"));
+    assert_eq!(ok.status.code(), Some(0), "{}", ok.describe());
+}
+
+/// Stack smashes conclude (issue 21, item 4): 80, 400 and 1200 characters into a 64-byte
+/// buffer, every build. Where suppressing one of strcpy's stores leaves the return address
+/// corrupt (its loop and its tail both wrote it), the call is suppressed whole.
+#[test]
+fn stack_smashes_of_any_length_conclude_at_the_strcpy() {
+    for size in [80, 400, 1200] {
+        let arg = "A".repeat(size);
+        let reports = check_variants("long_smash", "greet", &[&arg], Some("strcpy"), if size == 80 { (3, 3) } else { (5, 3) });
+        if size == 400 {
+            assert!(reports[0].contains("(the call suppressed whole)"), "{}", reports[0]);
+        }
+    }
+}

@@ -446,6 +446,9 @@ pub struct Propagation {
     pub stack_aligned: bool,
     /// The block's instance, in a register kept for the block (see `instance_register`).
     instance: Option<AsmRegister64>,
+    /// The instruction being instrumented is a library's under a policy with a call word:
+    /// its definitions take their instance from that word (see `Policy`).
+    library_call: Option<usize>,
     /// Log the dynamic dependence graph (origins without a policy only; see [`DepLog`]).
     pub log: Option<DepLog>,
     callout: Box<CalloutArg>,
@@ -499,10 +502,17 @@ pub mod dep {
 ///   so a mask or a base address never outranks the data it is combined with.
 /// - A pointer-sized load in the program from memory nobody defined takes its address's
 ///   origin (a NULL read from a never-written slot is blamed on how the slot was chosen).
+/// - A library's definitions are named by the program's call they belong to (`call_word`):
+///   their instance is that of the program's innermost call into the library, so the stores
+///   of one `strcpy` are one instance of each of its instructions, and a `sscanf` in `parse`
+///   is not one in `main`.
 #[derive(Clone, Copy, Debug)]
 pub struct Policy {
     /// The main program's code range.
     pub main: (u64, u64),
+    /// Tool-area word holding the instance word of the program's innermost call (the tool
+    /// sets it at each call in the program), for the instance of a library's definitions.
+    pub call_word: Option<usize>,
 }
 
 impl Policy {
@@ -535,7 +545,7 @@ impl Propagation {
         let (taint_table, origin_table) = (table(shadow), origins.map_or(0, table));
         // SAFETY: as above.
         let summary = unsafe { (*shadow).summary_addr() }.unwrap_or(0);
-        Propagation { shadow, origins, sites: Sites::default(), policy: None, taint_on: true, count_blocks: false, flags_origin_unread: false, known: 0, known_new: 0, dead_origins: HashMap::new(), dead_here: 0, granules: Vec::new(), granules_next_pc: None, block_bases: 0, stack_aligned: false, instance: None, log: None, callout, taint_table, origin_table, summary }
+        Propagation { shadow, origins, sites: Sites::default(), policy: None, taint_on: true, count_blocks: false, flags_origin_unread: false, known: 0, known_new: 0, dead_origins: HashMap::new(), dead_here: 0, granules: Vec::new(), granules_next_pc: None, block_bases: 0, stack_aligned: false, instance: None, library_call: None, log: None, callout, taint_table, origin_table, summary }
     }
 
     fn callout_args(&self) -> &CalloutArg {
@@ -738,6 +748,7 @@ impl Propagation {
 
     fn before_insn(&mut self, site: &InsnSite, b: &mut Inline, flags_origin_unread: bool) {
         let ins = site.ins;
+        self.library_call = self.policy.and_then(|p| p.call_word.filter(|_| !p.is_main(ins.ip())));
         if is_string(ins) {
             // Remember where the string instruction starts; `after` replays it.
             let a = b.asm();
@@ -984,9 +995,18 @@ impl Propagation {
         match self.instance_register(b) {
             Some(inst) => b.asm().lea(r.t, qword_ptr(inst + here as i32)).unwrap(),
             None => {
-                b.counter_to(r.t);
+                self.instance_to(b, r.t);
                 b.asm().lea(r.t, qword_ptr(r.t + here as i32)).unwrap();
             }
+        }
+    }
+
+    /// `dst` = the instance word of a definition here: the thread's block instance, or in a
+    /// library under a call word, the program's call's (see `Policy`).
+    fn instance_to(&self, b: &mut Inline, dst: AsmRegister64) {
+        match self.library_call {
+            Some(w) => b.asm().mov(dst, ta(w)).unwrap(),
+            None => b.counter_to(dst),
         }
     }
 
@@ -1004,7 +1024,7 @@ impl Propagation {
     fn instance_register(&mut self, b: &mut Inline) -> Option<AsmRegister64> {
         if self.instance.is_none() && !counts_in_registers() && b.version() != Version::Full && b.free_registers() >= 1 {
             let inst = b.scratch();
-            b.counter_to(inst);
+            self.instance_to(b, inst);
             b.keep(inst);
             self.instance = Some(inst);
         }
@@ -1366,7 +1386,7 @@ impl Propagation {
                     // As for other stores (see `Policy`): the program's define, a library's
                     // keep what the program defined (any origin, in its own frame) and define
                     // the rest.
-                    b.counter_to(r.acc);
+                    self.instance_to(b, r.acc);
                     let a = b.asm();
                     a.or(r.acc, (u64::from(self.sites.id(pc)) << origin::SITE_SHIFT) as i32).unwrap();
                     let (main, frame) = (self.policy.is_some_and(|p| p.is_main(pc)), frame_store(o));

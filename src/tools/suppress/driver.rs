@@ -119,7 +119,7 @@ fn crash_text(o: &Outcome) -> String {
 
 /// Suppression point `p` includes instance `d` (instance 0: every instance of the site).
 fn covers(p: &Point, d: &Point) -> bool {
-    p.pc == d.pc && p.thread == d.thread && (p.instance == 0 || p.instance == d.instance)
+    (p.pc == d.pc || p.call()) && p.thread == d.thread && (p.instance == 0 || p.instance == d.instance)
 }
 
 /// The place a point is reported at: its own line, or for code in a library the main
@@ -154,6 +154,8 @@ pub struct Root {
     pub own_place: String,
     pub instruction: String,
     pub every_instance: bool,
+    /// It is a library's, and the program's call it belongs to was suppressed whole.
+    pub whole_call: bool,
     /// Suppressing it made the program loop (no run ended without the failure): reported as
     /// such, never as a plain root cause.
     pub looped: bool,
@@ -254,12 +256,26 @@ fn search(command: Vec<std::ffi::OsString>, opts: &mut Options, dir: &Path, chai
         if defs.is_empty() {
             return Verdict::Inconclusive(format!("the crash ({}) used no location with a known definition", crash_text(current)));
         }
-        let mut new: Vec<Point> = defs.iter().copied().filter(|d| !points.contains(d)).collect();
+        // A library's definition in a program's call where one of that call's was suppressed
+        // already (the same again: the location its suppressed store left corrupt): the
+        // call's stores go together (strcpy's loop and its tail, free's list links and the
+        // next block's header), so the call is suppressed whole.
+        let library = |p: &Point| !p.call() && !(current.main.0..current.main.1).contains(&p.pc);
+        let mut new: Vec<Point> = defs
+            .iter()
+            .map(|d| match library(d) && points.iter().any(|p| library(p) && p.thread == d.thread && p.instance == d.instance && p.instance != 0) {
+                true => Point { pc: 0, ..*d },
+                false => *d,
+            })
+            .filter(|d| !points.contains(d))
+            .collect();
+        new.sort();
+        new.dedup();
         // A statement whose other instance was suppressed already comes back: the crash feeds
         // on its every instance (a loop, an allocator walking its lists); suppress them all at
         // once rather than one instance per run.
         for d in &mut new {
-            if points.iter().any(|p| p.pc == d.pc && p.thread == d.thread) {
+            if !d.call() && points.iter().any(|p| p.pc == d.pc && p.thread == d.thread) {
                 d.instance = 0;
             }
         }
@@ -332,6 +348,7 @@ fn search(command: Vec<std::ffi::OsString>, opts: &mut Options, dir: &Path, chai
                     own_place: d.2.clone(),
                     instruction: d.3.clone(),
                     every_instance: added.iter().any(|p| p.instance == 0 && covers(p, &d.0)),
+                    whole_call: added.iter().any(|p| p.call() && covers(p, &d.0)),
                     looped: last.stopped.is_some(),
                 })
                 .collect();

@@ -240,23 +240,14 @@ pub(super) extern "C" fn point_callout(ctx: *mut ThreadContext, arg: u64) {
     if thread != c.point.thread {
         return;
     }
-    if !st.armed {
-        // The first point: have every block retranslated with guards and corrupt bits, and
-        // come back to this instruction in the new translation. Its block entry is counted
-        // again, so the count goes back one: instances stay those of the unarmed run.
-        st.arm_requested = true;
-        ctx.counter -= origin::BLOCK_STEP;
-        ctx.ibl_clear();
-        *shadow::word(ctx, area::REDIRECT) = c.ins.ip();
+    if !arm(ctx, st, &c.ins) {
         return;
     }
     let ins = &c.ins;
     let bad_address = address_corrupt(ctx, ins);
     let regs = guest_regs(ctx, c.spilled);
     corrupt_destinations(ctx, st, ins, !bad_address, &regs);
-    let main = st.main;
-    let sites: Vec<u64> = frames(ctx, ctx.callout_regs[4]).iter().map(|f| f.1).filter(|r| (main.0..main.1).contains(r)).collect();
-    st.hits.push((c.point, sites));
+    hit(ctx, st, c.point);
     // A plain store is not performed; other definitions run and their results are corrupt.
     let info = InstructionInfoFactory::new().info(ins).clone();
     let writes_regs = info.used_registers().iter().any(|u| u.register().full_register() != Register::RSP && matches!(u.access(), OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite));
@@ -267,6 +258,93 @@ pub(super) extern "C" fn point_callout(ctx: *mut ThreadContext, arg: u64) {
     }
 }
 
+/// A point fires: before the first, has every block retranslated with guards and corrupt
+/// bits and comes back to this instruction in the new translation (its block entry is counted
+/// again, so the count goes back one: instances stay those of the unarmed run); false then.
+fn arm(ctx: &mut ThreadContext, st: &mut State, ins: &Instruction) -> bool {
+    if st.armed {
+        return true;
+    }
+    st.arm_requested = true;
+    ctx.counter -= origin::BLOCK_STEP;
+    ctx.ibl_clear();
+    *shadow::word(ctx, area::REDIRECT) = ins.ip();
+    false
+}
+
+/// Records that `point` was reached, with the program's calls that led there.
+fn hit(ctx: &mut ThreadContext, st: &mut State, point: Point) {
+    let main = st.main;
+    let rsp = ctx.callout_regs[4];
+    let sites: Vec<u64> = frames(ctx, rsp).iter().map(|f| f.1).filter(|r| (main.0..main.1).contains(r)).collect();
+    st.hits.push((point, sites));
+}
+
+/// A library's store for a program's call that is suppressed whole (`Point::call`): a store
+/// into the call's own frames (its locals, its saved registers: below the call's return
+/// address, down to the red zone) runs; any other (the caller's frames, the heap, globals) is
+/// not made and what it would have written is corrupt, as for a suppressed store. A string
+/// store is skipped whole, its registers moved on as if it had run.
+pub(super) extern "C" fn call_store_callout(ctx: *mut ThreadContext, arg: u64) {
+    // SAFETY: as in `guard_callout` (`arg` is a boxed PointCheck).
+    let (ctx, c) = unsafe { (&mut *ctx, &*(arg as *const PointCheck)) };
+    // SAFETY: as above.
+    let st = unsafe { &mut *c.state };
+    *shadow::word(ctx, area::REDIRECT) = 0;
+    let ins = &c.ins;
+    let regs = guest_regs(ctx, c.spilled);
+    let frame = *shadow::word(ctx, area::CALL_FRAME);
+    let rsp = regs[4];
+    if rsp > frame {
+        // The call is over (left by a longjmp): its word is stale.
+        return;
+    }
+    let string = ins.is_string_instruction();
+    let (ea, len) = if string {
+        let size = u64::from(ins.memory_size().size().max(1) as u32);
+        let n = if ins.has_rep_prefix() { regs[1] } else { 1 };
+        (regs[7], n.saturating_mul(size))
+    } else {
+        match address(ctx, &regs, ins) {
+            Some(ea) => (ea, info_store_size(ins)),
+            None => return,
+        }
+    };
+    if ea >= rsp.saturating_sub(128) && ea.saturating_add(len) <= frame {
+        return;
+    }
+    if !arm(ctx, st, ins) {
+        return;
+    }
+    if st.hits.last().is_none_or(|h| h.0 != c.point) {
+        hit(ctx, st, c.point);
+    }
+    st.count("stores of a suppressed call");
+    if string {
+        st.mem().set_range(ea, len.min(1 << 30), 1);
+        ctx.callout_regs[7] = ea.wrapping_add(len);
+        if matches!(ins.mnemonic(), Mnemonic::Movsb | Mnemonic::Movsw | Mnemonic::Movsd | Mnemonic::Movsq) {
+            ctx.callout_regs[6] = regs[6].wrapping_add(len);
+        }
+        if ins.has_rep_prefix() {
+            ctx.callout_regs[1] = 0;
+        }
+    } else {
+        corrupt_destinations(ctx, st, ins, true, &regs);
+    }
+    *shadow::word(ctx, area::REDIRECT) = ins.next_ip();
+}
+
+/// Bytes an instruction's memory destination covers.
+fn info_store_size(ins: &Instruction) -> u64 {
+    let info = InstructionInfoFactory::new().info(ins).clone();
+    info.used_memory()
+        .iter()
+        .filter(|m| matches!(m.access(), OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite))
+        .map(|m| m.memory_size().size().max(1) as u64)
+        .max()
+        .unwrap_or(8)
+}
 
 #[cfg(test)]
 mod tests {

@@ -30,5 +30,14 @@ pub(crate) mod area {
     /// failed `assert` or an error exit was decided on).
     pub const LAST_BRANCH: usize = slot::END + 48;
     pub const LAST_BRANCH_ORIGIN: usize = slot::END + 56;
+    /// The instance word of the program's innermost call (set at each call in the program):
+    /// the instance of a library's definitions (`propagate::Policy::call_word`), and where
+    /// that call's return address lies (the bottom of the frames it may write freely).
+    pub const CALL_WORD: usize = slot::END + 64;
+    pub const CALL_FRAME: usize = slot::END + 72;
+    /// Where the next entry of this thread's log of the program's calls goes (`frames::CallLog`).
+    pub const CALL_LOG: usize = slot::END + 80;
+    /// Scratch for the code that appends to that log.
+    pub const CALL_TMP: usize = slot::END + 88;
 }
 

@@ -13,6 +13,11 @@ pub struct Point {
 }
 
 impl Point {
+    /// Every store that the library makes for the program's call at this instance, outside
+    /// the call's own frames: the call suppressed whole (pc 0; the instance is the call's).
+    pub fn call(&self) -> bool {
+        self.pc == 0
+    }
     fn parse(f: &[&str]) -> Option<Point> {
         let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok();
         Some(Point { pc: hex(f.first()?)?, thread: f.get(1)?.parse().ok()?, instance: f.get(2)?.parse().ok()? })
@@ -77,6 +82,8 @@ pub struct Outcome {
     pub suppressed: Vec<(String, u64)>,
     /// The run did not end and was stopped (why): the driver's note, never in the text form.
     pub stopped: Option<String>,
+    /// The main program's code range (a point elsewhere is a library's).
+    pub main: (u64, u64),
 }
 
 impl Outcome {
@@ -94,6 +101,7 @@ impl Outcome {
         for (what, n) in &self.suppressed {
             s += &format!("suppressed\t{n}\t{what}\n");
         }
+        s += &format!("main\t{:#x}\t{:#x}\n", self.main.0, self.main.1);
         s
     }
 
@@ -118,6 +126,10 @@ impl Outcome {
                     }
                 }
                 "suppressed" => o.suppressed.push((field(2), field(1).parse().unwrap_or(0))),
+                "main" => {
+                    let hex = |s: String| u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap_or(0);
+                    o.main = (hex(field(1)), hex(field(2)));
+                }
                 _ => {}
             }
         }
@@ -142,6 +154,7 @@ mod tests {
             hits: vec![(p, "a.c:9 (main)".into())],
             suppressed: vec![("stores of a corrupt value".into(), 3)],
             stopped: None,
+            main: (0x400000, 0x402000),
         };
         assert_eq!(Outcome::parse(&o.to_text()), o);
     }

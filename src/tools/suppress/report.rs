@@ -55,7 +55,13 @@ fn text(s: &Search) -> Vec<String> {
                 // A run that looped is not a run without the failure: said so.
                 let looped = if r.looped { " (suppressing it made the program loop: no run ended without the failure)" } else { "" };
                 out.push(format!("suppress: first point of memory corruption: {}{looped}", r.place));
-                let every = if r.every_instance { " (suppressed in every instance)" } else { "" };
+                let every = if r.every_instance {
+                    " (suppressed in every instance)"
+                } else if r.whole_call {
+                    " (the call suppressed whole)"
+                } else {
+                    ""
+                };
                 out.push(format!("suppress:    instruction `{}` at {:#x}, thread {}, block instance {}{every}", r.instruction, r.point.pc, r.point.thread, r.point.instance));
             }
         }
@@ -71,7 +77,13 @@ fn text(s: &Search) -> Vec<String> {
         let from = if added.is_empty() {
             "original run".to_string()
         } else {
-            let every = if added.iter().all(|p| p.instance == 0) { " (every instance)" } else { "" };
+            let every = if added.iter().all(|p| p.instance == 0) {
+                " (every instance)"
+            } else if added.iter().all(|p| p.call()) {
+                " (the whole call)"
+            } else {
+                ""
+            };
             format!("suppressing from {}{every}", added_places(failure_before(&s.chain, i), added, &o.hits).join(" and "))
         };
         out.push(format!("suppress:   {}. {from}: {}", i + 1, describe_crash(o)));
@@ -103,7 +115,7 @@ fn json(s: &Search, command: &[std::ffi::OsString]) -> String {
             .iter()
             .map(|r| {
                 format!(
-                    "{{\"place\":{},\"own_place\":{},\"instruction\":{},\"pc\":\"{:#x}\",\"thread\":{},\"instance\":{},\"every_instance\":{},\"looped\":{}}}",
+                    "{{\"place\":{},\"own_place\":{},\"instruction\":{},\"pc\":\"{:#x}\",\"thread\":{},\"instance\":{},\"every_instance\":{},\"whole_call\":{},\"looped\":{}}}",
                     js(&r.place),
                     js(&r.own_place),
                     js(&r.instruction),
@@ -111,6 +123,7 @@ fn json(s: &Search, command: &[std::ffi::OsString]) -> String {
                     r.point.thread,
                     r.point.instance,
                     r.every_instance,
+                    r.whole_call,
                     r.looped
                 )
             })

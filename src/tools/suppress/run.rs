@@ -11,8 +11,8 @@
 //! suppression points.
 
 use super::area;
-use super::frames::{frame_entries, init_table, CALLEE_SAVED};
-use super::guards::{guard_callout, point_callout, Guard, GuardKind, PointCheck, State};
+use super::frames::{frame_entries, init_call_log, init_table, logged_call, CALLEE_SAVED, CALL_LOG_WRAP_BIT};
+use super::guards::{call_store_callout, guard_callout, point_callout, Guard, GuardKind, PointCheck, State};
 use super::plan::{Outcome, Plan, Point};
 use crate::kernel::guest_mem;
 use crate::tools::expected::ExpectedOutput;
@@ -266,6 +266,34 @@ impl SuppressRun {
         for r in ARG_REGS.into_iter().filter(|_| traced) {
             a.or(qword_ptr(tool_area(slot::ORIGIN_GPR + 8 * r)).gs(), origin::INCOMING as i32).unwrap();
         }
+        if (self.state.main.0..self.state.main.1).contains(&ins.ip()) {
+            // A call in the program: what a library does until the next one belongs to it.
+            if traced {
+                // The call, its first argument and that argument's origin, in the thread's log
+                // (a double free tells the same pointer freed twice from a copy freed after
+                // the other). The argument is the table entry's (s2), copied first.
+                let a = b.asm();
+                a.mov(s1, qword_ptr(s2 + 72)).unwrap();
+                a.mov(qword_ptr(tool_area(area::CALL_TMP)).gs(), s1).unwrap();
+                a.mov(s1, qword_ptr(tool_area(area::CALL_LOG)).gs()).unwrap();
+                b.counter_to(s2);
+                let a = b.asm();
+                a.mov(qword_ptr(s1), s2).unwrap();
+                a.mov(s2, qword_ptr(tool_area(slot::ORIGIN_GPR + 8 * 7)).gs()).unwrap();
+                a.mov(qword_ptr(s1 + 8), s2).unwrap();
+                a.mov(s2, qword_ptr(tool_area(area::CALL_TMP)).gs()).unwrap();
+                a.mov(qword_ptr(s1 + 16), s2).unwrap();
+                a.lea(s1, qword_ptr(s1 + 32)).unwrap();
+                a.btr(s1, CALL_LOG_WRAP_BIT).unwrap();
+                a.mov(qword_ptr(tool_area(area::CALL_LOG)).gs(), s1).unwrap();
+            }
+            // (After the log, which reads the table entry from s2.)
+            b.counter_to(s1);
+            let a = b.asm();
+            a.mov(qword_ptr(tool_area(area::CALL_WORD)).gs(), s1).unwrap();
+            a.lea(s1, qword_ptr(rsp - 8)).unwrap();
+            a.mov(qword_ptr(tool_area(area::CALL_FRAME)).gs(), s1).unwrap();
+        }
         b.release_scratch();
     }
 
@@ -308,9 +336,13 @@ impl SuppressRun {
             // Instance 0: every instance of the site (the driver escalates to it).
             if p.instance != 0 {
                 // The thread's instance word at that instance (the call-out checks the thread
-                // again, for instance 0).
+                // again, for instance 0); in a library, the program's call's (see `Policy`).
                 let u = b.scratch();
-                b.counter_to(u);
+                if self.in_main(p.pc) {
+                    b.counter_to(u);
+                } else {
+                    b.asm().mov(u, qword_ptr(tool_area(area::CALL_WORD)).gs()).unwrap();
+                }
                 let a = b.asm();
                 a.mov(t, origin::thread_bits(p.thread) | p.instance << origin::INSTANCE_SHIFT).unwrap();
                 a.cmp(u, t).unwrap();
@@ -320,25 +352,76 @@ impl SuppressRun {
         }
     }
 
+    fn in_main(&self, pc: u64) -> bool {
+        (self.state.main.0..self.state.main.1).contains(&pc)
+    }
+
+    /// Stores a library makes for a program's call that is suppressed whole (a point with pc
+    /// 0, see `Point::call`): each is checked against the call, in a call-out, which lets it
+    /// write the call's own frames and suppresses the rest.
+    fn call_checks(&mut self, site: &InsnSite, b: &mut Inline) {
+        let ins = site.ins;
+        let stores = ins.is_string_instruction() && matches!(ins.mnemonic(), Mnemonic::Movsb | Mnemonic::Movsw | Mnemonic::Movsd | Mnemonic::Movsq | Mnemonic::Stosb | Mnemonic::Stosw | Mnemonic::Stosd | Mnemonic::Stosq)
+            || (!ins.is_string_instruction() && !matches!(ins.mnemonic(), Mnemonic::Push | Mnemonic::Call) && site.info.used_memory().iter().any(|m| matches!(m.access(), OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite)));
+        if !stores || self.in_main(ins.ip()) {
+            return;
+        }
+        let calls: Vec<Point> = self.plan.points.iter().filter(|p| p.call()).copied().collect();
+        for p in calls {
+            b.clobber_flags();
+            let (t, u) = (b.scratch(), b.scratch());
+            let c = Box::new(PointCheck { point: p, ins: *ins, state: self.state_ptr(), spilled: b.spilled() });
+            let arg = &*c as *const PointCheck as u64;
+            self.checks.push(c);
+            let a = b.asm();
+            let no = a.create_label();
+            a.mov(u, qword_ptr(tool_area(area::CALL_WORD)).gs()).unwrap();
+            a.mov(t, origin::thread_bits(p.thread) | p.instance << origin::INSTANCE_SHIFT).unwrap();
+            a.cmp(u, t).unwrap();
+            a.jne(no).unwrap();
+            callout_then_leave_if_asked(b, call_store_callout, arg, t, no);
+        }
+    }
+
     /// The locations the instruction that failed used, with their origins.
     fn crash_locations(&mut self, ctx: &mut ThreadContext, sig: i32, addr: u64, mem: &GuestMemory) -> Vec<(String, u64)> {
         let pc = ctx.rip;
         let mut locs = Vec::new();
-        // Inside a library call from the program, on a heap block whose size field was
-        // rewritten after the pointer to it was defined: the allocator's metadata was
-        // overwritten, whatever glibc then did with it (an abort from its checks, a fault).
+        // Inside a library call from the program, on a heap block whose header (or, for an
+        // abort, the first 16 bytes, where a free block keeps its list links and glibc's
+        // double-free key) was rewritten after the pointer to it was defined: the allocator's
+        // metadata was overwritten (by an overflow) or the block was freed before (a double
+        // free: the earlier `free` wrote them), whatever glibc then did with it.
         let main = self.state.main;
         let innermost = frame_entries(ctx, ctx.gpr[4]).into_iter().find(|e| (main.0..main.1).contains(&e[1]));
         let in_library = !(main.0..main.1).contains(&pc) && decode(pc).is_some();
         if let (Some(e), true) = (innermost, in_library) {
             let (ret, rdi_origin, p) = (e[1], e[2], e[9]);
-            // On the stack: in the mapping the thread's stack pointer is in (a heap mapped
-            // just below the stack is not the stack).
-            let on_stack = mem.region_at(ctx.gpr[4]).is_some_and(|(start, r)| (start..r.end).contains(&p));
-            let heap_block = p >= 16 && p % 16 == 0 && !on_stack && guest_mem::read_u64(p - 8).is_some();
-            let size_origin = if heap_block { self.origin_at(p - 8) } else { 0 };
-            if size_origin & !origin::INCOMING != 0 && origin::instance(size_origin) > origin::instance(rdi_origin) {
-                locs.push((format!("size field of the heap block {p:#x} passed to the call returning to {ret:#x}"), size_origin));
+            // Allocator memory: the brk heap or an anonymous mapping (glibc's arenas and large
+            // blocks), never the stack, a global or a file.
+            // (The brk heap starts right after the program's data, in its last page.)
+            let allocator_memory = (mem.brk_start..mem.brk_cur).contains(&p) || mem.region_at(p).is_some_and(|(_, r)| r.name.as_deref().is_none_or(|n| n == "[heap]"));
+            let heap_block = p >= 16 && p % 16 == 0 && guest_mem::read_u64(p - 8).is_some() && allocator_memory;
+            // The size field whoever wrote it; the first words only as the allocator's own
+            // (a block's contents are the program's business, even copied by memset).
+            let library_site = |o: u64| origin::site(o) as u32 & shadow::MAIN_SITE == 0;
+            let granules: &[(i64, &str)] = if sig == libc::SIGABRT { &[(-8, "size field"), (0, "first word"), (8, "second word")] } else { &[(-8, "size field")] };
+            let newest = granules
+                .iter()
+                .filter(|_| heap_block)
+                .map(|&(off, what)| (what, p.wrapping_add_signed(off), self.origin_at(p.wrapping_add_signed(off))))
+                .filter(|&(_, at, o)| o & !origin::INCOMING != 0 && origin::instance(o) > origin::instance(rdi_origin) && (at == p - 8 || (library_site(o) && o & origin::REAL != 0)))
+                .fold(None, |best: Option<(&str, u64, u64)>, g| if best.is_none_or(|b| origin::instance(g.2) > origin::instance(b.2)) { Some(g) } else { best });
+            // The allocator's own words, written by an earlier call given the same pointer
+            // from another definition (two owners of one block, one a wrong copy): the
+            // pointer is what was wrong (the dissertation's Fig. 5.1, line 15); the same
+            // definition freed twice: the earlier call is.
+            let copy_freed_before = newest.is_some_and(|(_, at, o)| {
+                let call = logged_call(ctx, o & !(origin::INCOMING | 0xf_ffff << origin::SITE_SHIFT));
+                at != p - 8 && call.is_some_and(|(value, first)| value == p && first & !origin::INCOMING != rdi_origin & !origin::INCOMING)
+            });
+            if let Some((what, at, o)) = newest.filter(|_| !copy_freed_before) {
+                locs.push((format!("{what} of the heap block {p:#x} (at {at:#x}) passed to the call returning to {ret:#x}"), o));
                 return locs;
             }
         }
@@ -405,7 +488,6 @@ impl SuppressRun {
                 }
             }
         }
-        let _ = mem;
         locs.retain(|l| l.1 & !origin::INCOMING != 0);
         locs
     }
@@ -465,6 +547,12 @@ impl SuppressRun {
         let pc = self.prop.sites.pc(origin::site(o))?;
         Some(Point { pc, thread: origin::thread(o) as u64, instance: origin::instance(o) })
     }
+}
+
+/// Before the thread's first call in the program, a library's definitions are instance 1 of
+/// the thread (never 0, which names every instance).
+fn init_call_word(ctx: &mut ThreadContext) {
+    *shadow::word(ctx, area::CALL_WORD) = (ctx.counter & (origin::REAL | 0xff << origin::THREAD_SHIFT)) | origin::BLOCK_STEP;
 }
 
 /// Register `r` as a used location, with its origin. The stack and frame pointers are
@@ -537,7 +625,7 @@ impl Tool for SuppressRun {
         if fast {
             // A suppression point makes what its instruction defines corrupt: the full
             // version runs it.
-            if self.plan.points.iter().any(|p| p.pc == pc) {
+            if self.plan.points.iter().any(|p| p.pc == pc || (p.call() && !self.in_main(pc))) {
                 return b.full_version_if(When::Always);
             }
             if !self.fast_block.before(site, b) {
@@ -657,6 +745,7 @@ impl Tool for SuppressRun {
         self.prop.before(site, b);
         b.release_scratch();
         self.point_checks(ins, b);
+        self.call_checks(site, b);
     }
 
     fn after_insn(&mut self, site: &InsnSite, b: &mut Inline) {
@@ -683,9 +772,11 @@ impl ToolRun for SuppressRun {
         }
         shadow::init_thread(ctx);
         init_table(ctx);
+        init_call_word(ctx);
+        init_call_log(ctx);
         let (path, main) = super::super::main_module(mem, &self.program);
         self.state.main = main;
-        self.prop.policy = Some(Policy { main });
+        self.prop.policy = Some(Policy { main, call_word: Some(area::CALL_WORD) });
         self.prop.sites.main = Some(main);
         let functions = crate::report::symbols::functions(&path, mem);
         self.state.functions = functions.iter().map(|f| (f.0, f.1)).collect();
@@ -706,6 +797,8 @@ impl ToolRun for SuppressRun {
         self.lifetime.started();
         shadow::start_thread(child, self.threads);
         init_table(child);
+        init_call_word(child);
+        init_call_log(child);
     }
 
     fn syscall_pre(&mut self, ctx: &mut ThreadContext, nr: u64, args: &[u64; 6]) -> Option<i64> {
@@ -820,6 +913,7 @@ impl ToolRun for SuppressRun {
                 out.hits.push((p, first));
             }
         }
+        out.main = main;
         let mut s: Vec<(String, u64)> = self.state.suppressed.iter().map(|(k, v)| (k.to_string(), *v)).collect();
         s.sort();
         out.suppressed = s;
