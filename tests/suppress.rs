@@ -556,8 +556,9 @@ fn a_stack_smash_search_gives_the_same_report_from_any_directory_and_environment
 
 /// Builds `guest-programs/bugs/NAME.c` at `-O0` and `-O2`, PIE and not, lazy and immediate
 /// binding (the four mixes), and asserts each search's root cause is the line marked `root`
-/// in `func` (inside a library function when `inside` names it) in the runs given per
-/// optimisation level (-O0, -O2); returns the reports.
+/// in `func` (inside a library function when `inside` names it) in at most the runs given per
+/// optimisation level (-O0, -O2: the path strcpy takes, and so which of its stores wrote what,
+/// follows the argument's alignment, which the program's name moves); returns the reports.
 fn check_variants(name: &str, func: &str, args: &[&str], inside: Option<&str>, expect_runs: (u32, u32)) -> Vec<String> {
     let source = std::fs::read_to_string(repo_root().join("guest-programs/bugs").join(format!("{name}.c"))).unwrap();
     let mut reports = Vec::new();
@@ -576,7 +577,8 @@ fn check_variants(name: &str, func: &str, args: &[&str], inside: Option<&str>, e
             Some(f) => assert!(at_line && head.contains(", inside ") && head.contains(f), "{exe_name}: expected {line} inside {f}:\n{err}"),
             None => assert!(at_line, "{exe_name}: expected {line}:\n{err}"),
         }
-        assert_eq!(runs(&err), if opt == "-O0" { expect_runs.0 } else { expect_runs.1 }, "{exe_name}:\n{err}");
+        let most = if opt == "-O0" { expect_runs.0 } else { expect_runs.1 };
+        assert!(runs(&err) <= most, "{exe_name}: more than {most} runs:\n{err}");
         reports.push(err);
     }
     reports
@@ -607,15 +609,38 @@ fn a_free_of_stack_memory_is_found_where_the_pointer_was_set() {
 }
 
 /// Stack smashes conclude (issue 21, item 4): 80, 400 and 1200 characters into a 64-byte
-/// buffer, every build. Where suppressing one of strcpy's stores leaves the return address
-/// corrupt (its loop and its tail both wrote it), the call is suppressed whole.
+/// buffer, every build. A return address a library wrote for the program's call is a smash:
+/// that call is suppressed whole at once (one of strcpy's stores alone left the saved frame
+/// pointer or the caller's return address written, and the run went astray).
 #[test]
 fn stack_smashes_of_any_length_conclude_at_the_strcpy() {
     for size in [80, 400, 1200] {
         let arg = "A".repeat(size);
-        let reports = check_variants("long_smash", "greet", &[&arg], Some("strcpy"), if size == 80 { (3, 3) } else { (5, 3) });
-        if size == 400 {
-            assert!(reports[0].contains("(the call suppressed whole)"), "{}", reports[0]);
+        for err in check_variants("long_smash", "greet", &[&arg], Some("strcpy"), (3, 3)) {
+            assert!(err.contains("(the call suppressed whole)"), "{err}");
+        }
+    }
+}
+
+/// Library points are named by the program's call they belong to (issue 21, item 5): sscanf in
+/// `parse` overflows a global into the pointer after it, twice; main's earlier sscanf with the
+/// same conversion is not the answer.
+#[test]
+fn a_library_store_is_reported_at_its_own_call_site() {
+    let a = "A".repeat(20);
+    let b = "B".repeat(20);
+    check_variants("sscanf_call_sites", "parse", &[&a, &b], Some("vfscanf"), (3, 3));
+}
+
+/// A sscanf smash (issue 21, item 4), where at -O2 the NUL that ends 40 characters rewrites
+/// only the low byte of the return address: the `ret` goes into libc's code, and the crash
+/// comes a few instructions later; the return that went astray is what it used.
+#[test]
+fn a_sscanf_smash_and_a_return_address_changed_by_one_byte() {
+    for size in [40, 200] {
+        let arg = format!("{} 5", "A".repeat(size));
+        for err in check_variants("sscanf_smash", "parse", &[&arg], Some("vfscanf"), (3, 3)) {
+            assert!(err.contains("it used return address at"), "{err}");
         }
     }
 }

@@ -125,7 +125,11 @@ fn covers(p: &Point, d: &Point) -> bool {
 /// The place a point is reported at: its own line, or for code in a library the main
 /// program's call that led there.
 fn headline(def: &(Point, String, String, String), hits: &[(Point, String)]) -> String {
-    match hits.iter().find(|h| covers(&h.0, &def.0)).map(|h| h.1.as_str()).filter(|s| !s.is_empty()) {
+    // The hit at the definition's own instance (the run records a point of every instance at
+    // the instances it fired at), else any of its instruction's.
+    let exact = hits.iter().find(|h| covers(&h.0, &def.0));
+    let hit = exact.or_else(|| hits.iter().find(|h| h.0.pc == def.0.pc && h.0.thread == def.0.thread));
+    match hit.map(|h| h.1.as_str()).filter(|s| !s.is_empty()) {
         Some(call) => format!("{call}, inside {}", def.2),
         None => def.2.clone(),
     }
@@ -253,6 +257,11 @@ fn search(command: Vec<std::ffi::OsString>, opts: &mut Options, dir: &Path, chai
     loop {
         let current = &chain.last().unwrap().1;
         let defs: Vec<Point> = current.defs.iter().map(|d| d.0).collect();
+        // A return address written by a library for a program's call is a smash of the
+        // caller's frames, never a value the program meant: that call is suppressed whole at
+        // once (one of its stores alone left the frame pointer or the next frame's return
+        // address written, and the run went astray).
+        let smashed: Vec<Point> = current.defs.iter().filter(|d| d.1.starts_with("return address at")).map(|d| d.0).collect();
         if defs.is_empty() {
             return Verdict::Inconclusive(format!("the crash ({}) used no location with a known definition", crash_text(current)));
         }
@@ -263,7 +272,7 @@ fn search(command: Vec<std::ffi::OsString>, opts: &mut Options, dir: &Path, chai
         let library = |p: &Point| !p.call() && !(current.main.0..current.main.1).contains(&p.pc);
         let mut new: Vec<Point> = defs
             .iter()
-            .map(|d| match library(d) && points.iter().any(|p| library(p) && p.thread == d.thread && p.instance == d.instance && p.instance != 0) {
+            .map(|d| match library(d) && (smashed.contains(d) || points.iter().any(|p| library(p) && p.thread == d.thread && p.instance == d.instance && p.instance != 0)) {
                 true => Point { pc: 0, ..*d },
                 false => *d,
             })

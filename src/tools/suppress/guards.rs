@@ -247,7 +247,19 @@ pub(super) extern "C" fn point_callout(ctx: *mut ThreadContext, arg: u64) {
     let bad_address = address_corrupt(ctx, ins);
     let regs = guest_regs(ctx, c.spilled);
     corrupt_destinations(ctx, st, ins, !bad_address, &regs);
-    hit(ctx, st, c.point);
+    // A point of every instance is recorded at the instances it fired at (a few per site):
+    // a library's is named by the program's call, and the report names that call, not the
+    // first one that reached the instruction.
+    let point = match c.point.instance {
+        0 => {
+            let word = if (st.main.0..st.main.1).contains(&c.point.pc) { ctx.counter } else { *shadow::word(ctx, area::CALL_WORD) };
+            Point { instance: origin::instance(word), ..c.point }
+        }
+        _ => c.point,
+    };
+    if !st.hits.iter().any(|h| h.0 == point) && st.hits.iter().filter(|h| h.0.pc == point.pc).count() < 64 {
+        hit(ctx, st, point);
+    }
     // A plain store is not performed; other definitions run and their results are corrupt.
     let info = InstructionInfoFactory::new().info(ins).clone();
     let writes_regs = info.used_registers().iter().any(|u| u.register().full_register() != Register::RSP && matches!(u.access(), OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite));

@@ -39,5 +39,9 @@ pub(crate) mod area {
     pub const CALL_LOG: usize = slot::END + 80;
     /// Scratch for the code that appends to that log.
     pub const CALL_TMP: usize = slot::END + 88;
+    /// The last `ret` (in a run that traces): the return address its call recorded (0: no
+    /// call matched) and the address it went to.
+    pub const LAST_RET_EXPECTED: usize = slot::END + 96;
+    pub const LAST_RET_TARGET: usize = slot::END + 104;
 }
 

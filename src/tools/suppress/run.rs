@@ -309,6 +309,15 @@ impl SuppressRun {
         a.mov(s1, qword_ptr(s2 + s1 * 8)).unwrap();
         a.mov(qword_ptr(tool_area(area::LAST_RET_KEY)).gs(), s1).unwrap();
         a.movzx(r32(s1), r16(rtgrind_jit::instrument::code_asm::rsp)).unwrap();
+        if self.traced() {
+            // Where the matching call would return, and where this `ret` goes (a return
+            // address partly overwritten can still point at code: the crash comes later).
+            a.mov(s1, qword_ptr(s2 + s1 * 8 + 8)).unwrap();
+            a.mov(qword_ptr(tool_area(area::LAST_RET_EXPECTED)).gs(), s1).unwrap();
+            a.mov(s1, qword_ptr(rtgrind_jit::instrument::code_asm::rsp)).unwrap();
+            a.mov(qword_ptr(tool_area(area::LAST_RET_TARGET)).gs(), s1).unwrap();
+            a.movzx(r32(s1), r16(rtgrind_jit::instrument::code_asm::rsp)).unwrap();
+        }
         a.mov(qword_ptr(s2 + s1 * 8), 0).unwrap();
         b.release_scratch();
     }
@@ -422,6 +431,18 @@ impl SuppressRun {
             });
             if let Some((what, at, o)) = newest.filter(|_| !copy_freed_before) {
                 locs.push((format!("{what} of the heap block {p:#x} (at {at:#x}) passed to the call returning to {ret:#x}"), o));
+                return locs;
+            }
+        }
+        // The last `ret` matched a call but went elsewhere than that call's return address:
+        // its slot was overwritten (perhaps only a byte, leaving an address inside code).
+        let last = *shadow::word(ctx, slot::END + 8);
+        let (key, expected, target) = (*shadow::word(ctx, area::LAST_RET_KEY), *shadow::word(ctx, area::LAST_RET_EXPECTED), *shadow::word(ctx, area::LAST_RET_TARGET));
+        if sig != libc::SIGABRT && key != 0 && expected != 0 && target != expected && decode(last).is_some_and(|i| i.flow_control() == FlowControl::Return) {
+            let what = decode(last).map(|i| fmt(&i)).unwrap_or_default();
+            locs.push((format!("return address at {key:#x} (used by `{what}` at {last:#x}, which went to {target:#x}, not {expected:#x})"), self.origin_at(key)));
+            locs.retain(|l| l.1 & !origin::INCOMING != 0);
+            if !locs.is_empty() {
                 return locs;
             }
         }
