@@ -644,3 +644,22 @@ fn a_sscanf_smash_and_a_return_address_changed_by_one_byte() {
         }
     }
 }
+
+/// A heap overflow made a few bytes at a time by the calls of a loop at one line (a reduction
+/// of unzip's CVE-2022-0529), every build: 20 characters reach the next block's header (glibc
+/// aborts freeing it), 40 rewrite it with bytes from several calls (every call made at the line
+/// is suppressed), 80 reach the top chunk (glibc aborts in printf's allocation: the walk of
+/// the heap finds the header).
+#[test]
+fn an_overflow_by_the_calls_of_a_loop_is_found_at_the_loop_s_strcat() {
+    for size in [20, 40, 80] {
+        let arg = "A".repeat(size);
+        let reports = check_variants("strcat_loop", "escape", &[&arg], Some("strcat"), (5, 5));
+        if size == 40 {
+            assert!(reports.iter().all(|r| r.contains("(every call from that line, whole)")), "{}", reports[0]);
+        }
+        if size == 80 {
+            assert!(reports.iter().all(|r| r.contains("where a walk of the heap goes astray")), "{}", reports[0]);
+        }
+    }
+}

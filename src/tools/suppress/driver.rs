@@ -119,16 +119,16 @@ fn crash_text(o: &Outcome) -> String {
 
 /// Suppression point `p` includes instance `d` (instance 0: every instance of the site).
 fn covers(p: &Point, d: &Point) -> bool {
-    (p.pc == d.pc || p.call()) && p.thread == d.thread && (p.instance == 0 || p.instance == d.instance)
+    (p.pc == d.pc || p.call() || p.call_site().is_some()) && p.thread == d.thread && (p.instance == 0 || p.instance == d.instance)
 }
 
 /// The place a point is reported at: its own line, or for code in a library the main
 /// program's call that led there.
 fn headline(def: &(Point, String, String, String), hits: &[(Point, String)]) -> String {
     // The hit at the definition's own instance (the run records a point of every instance at
-    // the instances it fired at), else any of its instruction's.
+    // the instances it fired at), else any of its instruction's (or its call site's).
     let exact = hits.iter().find(|h| covers(&h.0, &def.0));
-    let hit = exact.or_else(|| hits.iter().find(|h| h.0.pc == def.0.pc && h.0.thread == def.0.thread));
+    let hit = exact.or_else(|| hits.iter().find(|h| covers(&Point { instance: 0, ..h.0 }, &def.0)));
     match hit.map(|h| h.1.as_str()).filter(|s| !s.is_empty()) {
         Some(call) => format!("{call}, inside {}", def.2),
         None => def.2.clone(),
@@ -254,8 +254,11 @@ fn search(command: Vec<std::ffi::OsString>, opts: &mut Options, dir: &Path, chai
     }
     chain.push((Vec::new(), first));
     let mut points: Vec<Point> = Vec::new();
+    // The program's call site (return address) of each library definition and point seen.
+    let mut call_sites: std::collections::HashMap<Point, u64> = std::collections::HashMap::new();
     loop {
         let current = &chain.last().unwrap().1;
+        call_sites.extend(current.def_sites.iter().copied());
         let defs: Vec<Point> = current.defs.iter().map(|d| d.0).collect();
         // A return address written by a library for a program's call is a smash of the
         // caller's frames, never a value the program meant: that call is suppressed whole at
@@ -269,22 +272,34 @@ fn search(command: Vec<std::ffi::OsString>, opts: &mut Options, dir: &Path, chai
         // already (the same again: the location its suppressed store left corrupt): the
         // call's stores go together (strcpy's loop and its tail, free's list links and the
         // next block's header), so the call is suppressed whole.
-        let library = |p: &Point| !p.call() && !(current.main.0..current.main.1).contains(&p.pc);
+        // A library's definition in another call made at the same site of the program as a
+        // call already suppressed (strcat in a loop, each call overflowing): every call made
+        // there is suppressed whole.
+        let library = |p: &Point| !p.call() && p.call_site().is_none() && !(current.main.0..current.main.1).contains(&p.pc);
+        let site_of = |p: &Point| call_sites.get(p).copied();
         let mut new: Vec<Point> = defs
             .iter()
-            .map(|d| match library(d) && (smashed.contains(d) || points.iter().any(|p| library(p) && p.thread == d.thread && p.instance == d.instance && p.instance != 0)) {
-                true => Point { pc: 0, ..*d },
-                false => *d,
+            .map(|d| {
+                let same_site = site_of(d).filter(|&r| points.iter().any(|p| (library(p) || p.call()) && p.thread == d.thread && p.instance != d.instance && site_of(p) == Some(r)));
+                match (library(d), same_site) {
+                    (true, Some(r)) => Point { pc: r | 1 << 63, instance: 0, ..*d },
+                    (true, None) if smashed.contains(d) || points.iter().any(|p| library(p) && p.thread == d.thread && p.instance == d.instance && p.instance != 0) => Point { pc: 0, ..*d },
+                    _ => *d,
+                }
             })
             .filter(|d| !points.contains(d))
             .collect();
+        let new_sites: Vec<(Point, u64)> = new.iter().filter_map(|d| Some((*d, defs.iter().filter(|x| x.thread == d.thread && (x.instance == d.instance || d.call_site().is_some())).find_map(site_of)?))).collect();
+        for (d, r) in new_sites {
+            call_sites.entry(d).or_insert(r);
+        }
         new.sort();
         new.dedup();
         // A statement whose other instance was suppressed already comes back: the crash feeds
         // on its every instance (a loop, an allocator walking its lists); suppress them all at
         // once rather than one instance per run.
         for d in &mut new {
-            if !d.call() && points.iter().any(|p| p.pc == d.pc && p.thread == d.thread) {
+            if !d.call() && d.call_site().is_none() && points.iter().any(|p| p.pc == d.pc && p.thread == d.thread) {
                 d.instance = 0;
             }
         }
@@ -301,6 +316,15 @@ fn search(command: Vec<std::ffi::OsString>, opts: &mut Options, dir: &Path, chai
         if runs.count >= max_runs {
             return Verdict::Inconclusive(format!("no run without a crash within --max-runs={max_runs}"));
         }
+        // A call suppressed whole subsumes its single stores (whose check would leave the
+        // instruction before the call's could see it), and a call site its calls.
+        points.retain(|p| {
+            !new.iter().any(|n| {
+                let subsumed_by_call = n.call() && library(p) && p.thread == n.thread && p.instance == n.instance;
+                let subsumed_by_site = n.call_site().is_some() && (library(p) || p.call()) && p.thread == n.thread && call_sites.get(p).copied() == n.call_site();
+                subsumed_by_call || subsumed_by_site
+            })
+        });
         points.extend(&new);
         let mut o = match next(&mut runs, &points, false) {
             Ok(o) => o,
@@ -356,8 +380,8 @@ fn search(command: Vec<std::ffi::OsString>, opts: &mut Options, dir: &Path, chai
                     place: headline(d, &last.hits),
                     own_place: d.2.clone(),
                     instruction: d.3.clone(),
-                    every_instance: added.iter().any(|p| p.instance == 0 && covers(p, &d.0)),
-                    whole_call: added.iter().any(|p| p.call() && covers(p, &d.0)),
+                    every_instance: added.iter().any(|p| p.instance == 0 && p.call_site().is_none() && covers(p, &d.0)),
+                    whole_call: added.iter().any(|p| (p.call() || p.call_site().is_some()) && covers(p, &d.0)),
                     looped: last.stopped.is_some(),
                 })
                 .collect();

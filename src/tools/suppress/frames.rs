@@ -54,7 +54,7 @@ pub(super) fn init_table(ctx: &mut ThreadContext) {
 }
 
 /// The last calls the program made (in a run that traces), in a ring per thread: the call's
-/// instance word, its first argument's origin and value, 32 bytes each. The ring is aligned to twice
+/// instance word, its first argument's origin and value, its return address, 32 bytes each. The ring is aligned to twice
 /// its size, so the code that appends wraps by clearing one bit.
 pub(super) const CALL_LOG_BYTES: usize = 1 << 20;
 pub(super) const CALL_LOG_WRAP_BIT: u32 = 20;
@@ -67,9 +67,9 @@ pub(super) fn init_call_log(ctx: &mut ThreadContext) {
     *shadow::word(ctx, area::CALL_LOG) = ring as u64;
 }
 
-/// The first argument (its value, its origin) of the program's call whose instance word is
-/// `word`, if the thread's log still holds it.
-pub(super) fn logged_call(ctx: &mut ThreadContext, word: u64) -> Option<(u64, u64)> {
+/// The program's call whose instance word is `word`, if the thread's log still holds it: its
+/// first argument's value and origin, and its return address.
+pub(super) fn logged_call(ctx: &mut ThreadContext, word: u64) -> Option<(u64, u64, u64)> {
     let pos = *shadow::word(ctx, area::CALL_LOG);
     if pos == 0 {
         return None;
@@ -77,7 +77,7 @@ pub(super) fn logged_call(ctx: &mut ThreadContext, word: u64) -> Option<(u64, u6
     let base = pos & !((2 * CALL_LOG_BYTES as u64) - 1);
     // SAFETY: the ring is CALL_LOG_BYTES long from `base` (see `init_call_log`).
     let ring = unsafe { std::slice::from_raw_parts(base as *const u64, CALL_LOG_BYTES / 8) };
-    ring.chunks_exact(4).find(|e| e[0] == word).map(|e| (e[2], e[1]))
+    ring.chunks_exact(4).find(|e| e[0] == word).map(|e| (e[2], e[1], e[3]))
 }
 
 /// Leaves the current function as if it returned a corrupt value: to the innermost frame's

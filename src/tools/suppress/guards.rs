@@ -261,13 +261,22 @@ pub(super) extern "C" fn point_callout(ctx: *mut ThreadContext, arg: u64) {
         hit(ctx, st, point);
     }
     // A plain store is not performed; other definitions run and their results are corrupt.
-    let info = InstructionInfoFactory::new().info(ins).clone();
+    if plain_store(ins) {
+        *shadow::word(ctx, area::REDIRECT) = ins.next_ip();
+    }
+}
+
+/// A store that writes memory only (no register but rsp, no control flow, not a push or a
+/// string instruction): a point there skips it.
+pub(super) fn plain_store(ins: &Instruction) -> bool {
+    plain_store_of(ins, &InstructionInfoFactory::new().info(ins).clone())
+}
+
+pub(super) fn plain_store_of(ins: &Instruction, info: &rtgrind_jit::iced_x86::InstructionInfo) -> bool {
     let writes_regs = info.used_registers().iter().any(|u| u.register().full_register() != Register::RSP && matches!(u.access(), OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite));
     let stores = info.used_memory().iter().any(|m| matches!(m.access(), OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite));
     let sequential = ins.flow_control() == FlowControl::Next;
-    if stores && !writes_regs && sequential && !matches!(ins.mnemonic(), Mnemonic::Push) && !ins.is_string_instruction() {
-        *shadow::word(ctx, area::REDIRECT) = ins.next_ip();
-    }
+    stores && !writes_regs && sequential && !matches!(ins.mnemonic(), Mnemonic::Push) && !ins.is_string_instruction()
 }
 
 /// A point fires: before the first, has every block retranslated with guards and corrupt
@@ -303,6 +312,9 @@ pub(super) extern "C" fn call_store_callout(ctx: *mut ThreadContext, arg: u64) {
     // SAFETY: as above.
     let st = unsafe { &mut *c.state };
     *shadow::word(ctx, area::REDIRECT) = 0;
+    if origin::thread(ctx.counter) as u64 != c.point.thread {
+        return;
+    }
     let ins = &c.ins;
     let regs = guest_regs(ctx, c.spilled);
     let frame = *shadow::word(ctx, area::CALL_FRAME);
@@ -328,8 +340,13 @@ pub(super) extern "C" fn call_store_callout(ctx: *mut ThreadContext, arg: u64) {
     if !arm(ctx, st, ins) {
         return;
     }
-    if st.hits.last().is_none_or(|h| h.0 != c.point) {
-        hit(ctx, st, c.point);
+    // (A point of every call at a site: at the call it fired in, as for every instance.)
+    let point = match c.point.call_site() {
+        Some(_) => Point { instance: origin::instance(*shadow::word(ctx, area::CALL_WORD)), ..c.point },
+        None => c.point,
+    };
+    if !st.hits.iter().any(|h| h.0 == point) && st.hits.len() < 4096 {
+        hit(ctx, st, point);
     }
     st.count("stores of a suppressed call");
     if string {

@@ -43,5 +43,8 @@ pub(crate) mod area {
     /// call matched) and the address it went to.
     pub const LAST_RET_EXPECTED: usize = slot::END + 96;
     pub const LAST_RET_TARGET: usize = slot::END + 104;
+    /// The return address of the program's innermost call (with `CALL_WORD`): which call site
+    /// a library's store belongs to.
+    pub const CALL_SITE: usize = slot::END + 112;
 }
 

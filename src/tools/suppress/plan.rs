@@ -18,6 +18,11 @@ impl Point {
     pub fn call(&self) -> bool {
         self.pc == 0
     }
+    /// Every store that the library makes for every call the program makes at one site,
+    /// outside the call's frames: the return address of that site (pc with bit 63 set).
+    pub fn call_site(&self) -> Option<u64> {
+        (self.pc >> 63 == 1).then_some(self.pc & !(1 << 63))
+    }
     fn parse(f: &[&str]) -> Option<Point> {
         let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok();
         Some(Point { pc: hex(f.first()?)?, thread: f.get(1)?.parse().ok()?, instance: f.get(2)?.parse().ok()? })
@@ -84,6 +89,9 @@ pub struct Outcome {
     pub stopped: Option<String>,
     /// The main program's code range (a point elsewhere is a library's).
     pub main: (u64, u64),
+    /// For definitions made in a library: the return address of the program's call they
+    /// belong to.
+    pub def_sites: Vec<(Point, u64)>,
 }
 
 impl Outcome {
@@ -100,6 +108,9 @@ impl Outcome {
         }
         for (what, n) in &self.suppressed {
             s += &format!("suppressed\t{n}\t{what}\n");
+        }
+        for (p, ret) in &self.def_sites {
+            s += &format!("site\t{}\t{ret:#x}\n", p.text());
         }
         s += &format!("main\t{:#x}\t{:#x}\n", self.main.0, self.main.1);
         s
@@ -126,6 +137,11 @@ impl Outcome {
                     }
                 }
                 "suppressed" => o.suppressed.push((field(2), field(1).parse().unwrap_or(0))),
+                "site" => {
+                    if let Some(p) = Point::parse(&f[1..]) {
+                        o.def_sites.push((p, u64::from_str_radix(field(4).trim_start_matches("0x"), 16).unwrap_or(0)));
+                    }
+                }
                 "main" => {
                     let hex = |s: String| u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap_or(0);
                     o.main = (hex(field(1)), hex(field(2)));
@@ -155,6 +171,7 @@ mod tests {
             suppressed: vec![("stores of a corrupt value".into(), 3)],
             stopped: None,
             main: (0x400000, 0x402000),
+            def_sites: vec![(p, 0x401234)],
         };
         assert_eq!(Outcome::parse(&o.to_text()), o);
     }

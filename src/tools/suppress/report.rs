@@ -77,7 +77,9 @@ fn text(s: &Search) -> Vec<String> {
         let from = if added.is_empty() {
             "original run".to_string()
         } else {
-            let every = if added.iter().all(|p| p.instance == 0) {
+            let every = if added.iter().all(|p| p.call_site().is_some()) {
+                " (every call from that line, whole)"
+            } else if added.iter().all(|p| p.instance == 0) {
                 " (every instance)"
             } else if added.iter().all(|p| p.call()) {
                 " (the whole call)"

@@ -12,7 +12,7 @@
 
 use super::area;
 use super::frames::{frame_entries, init_call_log, init_table, logged_call, CALLEE_SAVED, CALL_LOG_WRAP_BIT};
-use super::guards::{call_store_callout, guard_callout, point_callout, Guard, GuardKind, PointCheck, State};
+use super::guards::{call_store_callout, guard_callout, plain_store_of, point_callout, Guard, GuardKind, PointCheck, State};
 use super::plan::{Outcome, Plan, Point};
 use crate::kernel::guest_mem;
 use crate::tools::expected::ExpectedOutput;
@@ -43,6 +43,9 @@ pub struct SuppressRun {
     checks: Vec<Box<PointCheck>>,
     threads: u64,
     crash: Option<Crash>,
+    /// For the failure's definitions made in a library: (origin, return address of the
+    /// program's call they belong to), from the call log.
+    def_sites: Vec<(u64, u64)>,
     /// The syscall being handled was suppressed (`syscall_pre` said so).
     syscall_suppressed: bool,
     failure: Option<Failure>,
@@ -109,7 +112,7 @@ impl SuppressRun {
         // Points name block instances, traced or not.
         prop.count_blocks = true;
         let state = Box::new(State { shadow, ipdoms: HashMap::new(), functions: Vec::new(), suppressed: HashMap::new(), hits: Vec::new(), main: (0, 0), armed: false, arm_requested: false });
-        Ok(SuppressRun { program, plan, prop, origins, state, guards: Vec::new(), checks: Vec::new(), threads: 0, crash: None, syscall_suppressed: false, pipes: HashMap::new(), failure, crt: Vec::new(), lifetime: Default::default(), fast: fast::enabled(), block_use: Default::default(), fast_block: fast::FastBlock::new(0, 0, false, &Default::default()) })
+        Ok(SuppressRun { program, plan, prop, origins, state, guards: Vec::new(), checks: Vec::new(), threads: 0, crash: None, def_sites: Vec::new(), syscall_suppressed: false, pipes: HashMap::new(), failure, crt: Vec::new(), lifetime: Default::default(), fast: fast::enabled(), block_use: Default::default(), fast_block: fast::FastBlock::new(0, 0, false, &Default::default()) })
     }
 
     /// Gives guest memory `[start, end)` shadow of its own, corrupt bits and origins.
@@ -283,6 +286,8 @@ impl SuppressRun {
                 a.mov(qword_ptr(s1 + 8), s2).unwrap();
                 a.mov(s2, qword_ptr(tool_area(area::CALL_TMP)).gs()).unwrap();
                 a.mov(qword_ptr(s1 + 16), s2).unwrap();
+                a.mov(s2, ins.next_ip()).unwrap();
+                a.mov(qword_ptr(s1 + 24), s2).unwrap();
                 a.lea(s1, qword_ptr(s1 + 32)).unwrap();
                 a.btr(s1, CALL_LOG_WRAP_BIT).unwrap();
                 a.mov(qword_ptr(tool_area(area::CALL_LOG)).gs(), s1).unwrap();
@@ -291,6 +296,8 @@ impl SuppressRun {
             b.counter_to(s1);
             let a = b.asm();
             a.mov(qword_ptr(tool_area(area::CALL_WORD)).gs(), s1).unwrap();
+            a.mov(s1, ins.next_ip()).unwrap();
+            a.mov(qword_ptr(tool_area(area::CALL_SITE)).gs(), s1).unwrap();
             a.lea(s1, qword_ptr(rsp - 8)).unwrap();
             a.mov(qword_ptr(tool_area(area::CALL_FRAME)).gs(), s1).unwrap();
         }
@@ -375,7 +382,7 @@ impl SuppressRun {
         if !stores || self.in_main(ins.ip()) {
             return;
         }
-        let calls: Vec<Point> = self.plan.points.iter().filter(|p| p.call()).copied().collect();
+        let calls: Vec<Point> = self.plan.points.iter().filter(|p| p.call() || p.call_site().is_some()).copied().collect();
         for p in calls {
             b.clobber_flags();
             let (t, u) = (b.scratch(), b.scratch());
@@ -384,8 +391,14 @@ impl SuppressRun {
             self.checks.push(c);
             let a = b.asm();
             let no = a.create_label();
-            a.mov(u, qword_ptr(tool_area(area::CALL_WORD)).gs()).unwrap();
-            a.mov(t, origin::thread_bits(p.thread) | p.instance << origin::INSTANCE_SHIFT).unwrap();
+            // One call (its instance word), or every call made at one site (its return
+            // address; the call-out checks the thread).
+            let (word, value) = match p.call_site() {
+                Some(ret) => (area::CALL_SITE, ret),
+                None => (area::CALL_WORD, origin::thread_bits(p.thread) | p.instance << origin::INSTANCE_SHIFT),
+            };
+            a.mov(u, qword_ptr(tool_area(word)).gs()).unwrap();
+            a.mov(t, value).unwrap();
             a.cmp(u, t).unwrap();
             a.jne(no).unwrap();
             callout_then_leave_if_asked(b, call_store_callout, arg, t, no);
@@ -427,7 +440,7 @@ impl SuppressRun {
             // definition freed twice: the earlier call is.
             let copy_freed_before = newest.is_some_and(|(_, at, o)| {
                 let call = logged_call(ctx, o & !(origin::INCOMING | 0xf_ffff << origin::SITE_SHIFT));
-                at != p - 8 && call.is_some_and(|(value, first)| value == p && first & !origin::INCOMING != rdi_origin & !origin::INCOMING)
+                at != p - 8 && call.is_some_and(|(value, first, _)| value == p && first & !origin::INCOMING != rdi_origin & !origin::INCOMING)
             });
             if let Some((what, at, o)) = newest.filter(|_| !copy_freed_before) {
                 locs.push((format!("{what} of the heap block {p:#x} (at {at:#x}) passed to the call returning to {ret:#x}"), o));
@@ -501,6 +514,16 @@ impl SuppressRun {
                     let call = e[1].saturating_sub(5);
                     branch < call && call - branch <= 64 && decode(branch).is_some_and(|b| b.near_branch_target() >= e[1])
                 });
+                // glibc's checks abort on a chunk header an overflow rewrote: a walk of the brk
+                // heap from its first chunk goes astray at it ("corrupted top size" when
+                // printf's buffer is allocated past a block the program overflowed).
+                if let Some(at) = heap_walk_astray(mem) {
+                    let o = self.origin_at(at);
+                    if o & origin::REAL != 0 && !decided {
+                        locs.push((format!("size field of the heap chunk at {:#x} (where a walk of the heap goes astray)", at - 8), o));
+                        return locs;
+                    }
+                }
                 match innermost {
                     // A pointer handed to the library (to `free`): its definition.
                     Some(e) if !decided && !origin::is_constant(e[2]) && e[2] & !origin::INCOMING != 0 => locs.push((format!("first argument of the call returning to {:#x}", e[1]), e[2])),
@@ -561,6 +584,7 @@ impl SuppressRun {
             locs.retain(|l| !origin::is_constant(l.1));
         }
         locs.truncate(1);
+        self.def_sites = call_sites(ctx, &locs);
         self.crash = Some((-1, pc, instance, locs, what));
     }
 
@@ -568,6 +592,36 @@ impl SuppressRun {
         let pc = self.prop.sites.pc(origin::site(o))?;
         Some(Point { pc, thread: origin::thread(o) as u64, instance: origin::instance(o) })
     }
+}
+
+/// The size field where a walk of the brk heap's chunks (glibc's layout: each chunk's size at
+/// its second word, the next chunk that many bytes on, the last one, the top, ending at the
+/// break) goes astray: a size too small, misaligned, or running past the break.
+fn heap_walk_astray(mem: &GuestMemory) -> Option<u64> {
+    let (start, end) = ((mem.brk_start + 15) & !15, mem.brk_cur);
+    let mut p = start;
+    for _ in 0..(1 << 20) {
+        if p + 16 > end {
+            return None;
+        }
+        let size = guest_mem::read_u64(p + 8)? & !7;
+        if p + size == end {
+            return None;
+        }
+        if size < 32 || size % 16 != 0 || p + size > end {
+            return Some(p + 8);
+        }
+        p += size;
+    }
+    None
+}
+
+/// The program's call sites (return addresses) of the library definitions among `locs`.
+fn call_sites(ctx: &mut ThreadContext, locs: &[(String, u64)]) -> Vec<(u64, u64)> {
+    locs.iter()
+        .filter(|l| origin::site(l.1) as u32 & shadow::MAIN_SITE == 0)
+        .filter_map(|l| Some((l.1, logged_call(ctx, l.1 & !(origin::INCOMING | 0xf_ffff << origin::SITE_SHIFT))?.2)))
+        .collect()
 }
 
 /// Before the thread's first call in the program, a library's definitions are instance 1 of
@@ -646,7 +700,7 @@ impl Tool for SuppressRun {
         if fast {
             // A suppression point makes what its instruction defines corrupt: the full
             // version runs it.
-            if self.plan.points.iter().any(|p| p.pc == pc || (p.call() && !self.in_main(pc))) {
+            if self.plan.points.iter().any(|p| p.pc == pc || ((p.call() || p.call_site().is_some()) && !self.in_main(pc))) {
                 return b.full_version_if(When::Always);
             }
             if !self.fast_block.before(site, b) {
@@ -763,10 +817,21 @@ impl Tool for SuppressRun {
             }
             return;
         }
+        // A store a point skips is left before its origin code, so the location keeps its
+        // last definition's origin (as it keeps its old value: the next run's analysis finds
+        // the store before). Other points mark what their instruction wrote corrupt after
+        // its propagation, which would clear the marks.
+        let skips = plain_store_of(ins, site.info);
+        if skips {
+            self.point_checks(ins, b);
+        }
+        self.call_checks(site, b);
+        b.release_scratch();
         self.prop.before(site, b);
         b.release_scratch();
-        self.point_checks(ins, b);
-        self.call_checks(site, b);
+        if !skips {
+            self.point_checks(ins, b);
+        }
     }
 
     fn after_insn(&mut self, site: &InsnSite, b: &mut Inline) {
@@ -907,6 +972,7 @@ impl ToolRun for SuppressRun {
         let locs = if self.traced() { self.crash_locations(ctx, sig, addr, mem) } else { Vec::new() };
         let instance = origin::instance(ctx.counter);
         if self.crash.is_none() {
+            self.def_sites = call_sites(ctx, &locs);
             self.crash = Some((sig, ctx.rip, instance, locs, String::new()));
         }
     }
@@ -920,6 +986,9 @@ impl ToolRun for SuppressRun {
             for (what, o) in locs {
                 let Some(p) = self.point_of(o) else { continue };
                 let place = lines.describe(&[p.pc], mem).pop().unwrap_or_default();
+                if let Some(&(_, ret)) = self.def_sites.iter().find(|d| d.0 == o) {
+                    out.def_sites.push((p, ret));
+                }
                 out.defs.push((p, what, place, decode(p.pc).map(|i| fmt(&i)).unwrap_or_default()));
             }
         }
