@@ -7,8 +7,9 @@
 # `target/release/rtgrind --tool=suppress` on it (with a timeout) and prints one table row per
 # build: program, source version, bug, the expected root cause (the line the fix is about, found
 # by its text in the reverted source), the headline rtgrind reported, the number of runs, and a
-# verdict: right line / right function / wrong / could not conclude. Rows that are not "right
-# line" are followed by rtgrind's chain of runs (its `suppress:` lines).
+# verdict: right line / right function / wrong / could not conclude, marked "(run looped)" or
+# "(then failed otherwise)" where rtgrind qualified its answer so. Rows that are not a plain
+# "right line" are followed by rtgrind's chain of runs (its `suppress:` lines).
 #
 # The cases (3 programs, 4 bugs):
 #   unzip 6.0      CVE-2022-0529  heap overflow: strcat of "#Lxxxxxxxx" escapes (10 bytes) into a
@@ -160,6 +161,12 @@ case_() {
     else
         verdict=wrong
     fi
+    # A root cause the search qualified (its suppression run looped, or failed otherwise on
+    # nothing defined) is marked so.
+    case $head in
+        *"made the program loop"*) verdict="$verdict (run looped)" ;;
+        *"failed otherwise"*) verdict="$verdict (then failed otherwise)" ;;
+    esac
     echo "| $prog | $ver | $bug | $opt | $exp ($func) | $rep | ${runs:--} | $verdict | $native | ${secs}s |" >> "$rows"
     say "$prog $opt $bug: $verdict ($rep)"
     if [ "$verdict" != "right line" ]; then

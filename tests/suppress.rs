@@ -655,6 +655,10 @@ fn an_overflow_by_the_calls_of_a_loop_is_found_at_the_loop_s_strcat() {
     for size in [20, 40, 80] {
         let arg = "A".repeat(size);
         let reports = check_variants("strcat_loop", "escape", &[&arg], Some("strcat"), (5, 5));
+        if size == 20 {
+            // A heap header a library wrote for the program is an overflow: the call goes whole.
+            assert!(reports.iter().all(|r| r.contains("(the call suppressed whole)")), "{}", reports[0]);
+        }
         if size == 40 {
             assert!(reports.iter().all(|r| r.contains("(every call from that line, whole)")), "{}", reports[0]);
         }

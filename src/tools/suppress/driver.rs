@@ -163,6 +163,9 @@ pub struct Root {
     /// Suppressing it made the program loop (no run ended without the failure): reported as
     /// such, never as a plain root cause.
     pub looped: bool,
+    /// Suppressing it avoided the failure, but the run then failed otherwise, on nothing
+    /// defined (how): reported as such, never as a plain root cause.
+    pub failed_otherwise: Option<String>,
 }
 
 /// What the search found, for the report.
@@ -260,12 +263,21 @@ fn search(command: Vec<std::ffi::OsString>, opts: &mut Options, dir: &Path, chai
         let current = &chain.last().unwrap().1;
         call_sites.extend(current.def_sites.iter().copied());
         let defs: Vec<Point> = current.defs.iter().map(|d| d.0).collect();
-        // A return address written by a library for a program's call is a smash of the
-        // caller's frames, never a value the program meant: that call is suppressed whole at
-        // once (one of its stores alone left the frame pointer or the next frame's return
-        // address written, and the run went astray).
-        let smashed: Vec<Point> = current.defs.iter().filter(|d| d.1.starts_with("return address at")).map(|d| d.0).collect();
+        // A return address or a heap chunk's size written by a library for a program's call is
+        // an overflow out of the caller's buffer, never a value the program meant: that call
+        // is suppressed whole at once (one of its stores alone left the frame pointer or the
+        // next frame's return address written, and the run went astray).
+        let smashed: Vec<Point> = current.defs.iter().filter(|d| d.1.starts_with("return address at") || d.1.starts_with("size field of the heap")).map(|d| d.0).collect();
         if defs.is_empty() {
+            // A suppression run that failed otherwise than the program did (another signal or
+            // place), on nothing defined: the points it added avoided the failure, and the
+            // suppression itself went astray. Their root cause is reported as such, never as
+            // a plain one; the same failure again is inconclusive.
+            let same = current.crash.as_ref().map(|c| (c.0, c.1)) == Some((crash.0, crash.1));
+            if chain.len() > 1 && !same {
+                let why = format!("{}, which used no location with a known definition", crash_text(current));
+                return Verdict::RootCause(roots(chain, None, Some(why)));
+            }
             return Verdict::Inconclusive(format!("the crash ({}) used no location with a known definition", crash_text(current)));
         }
         // A library's definition in a program's call where one of that call's was suppressed
@@ -370,24 +382,30 @@ fn search(command: Vec<std::ffi::OsString>, opts: &mut Options, dir: &Path, chai
         let done = o.crash.is_none();
         chain.push((new, o));
         if done {
-            let (prev, (added, last)) = (failure_before(chain, chain.len() - 1), &chain[chain.len() - 1]);
-            let roots = prev
-                .defs
-                .iter()
-                .filter(|d| added.iter().any(|p| covers(p, &d.0)))
-                .map(|d| Root {
-                    point: d.0,
-                    place: headline(d, &last.hits),
-                    own_place: d.2.clone(),
-                    instruction: d.3.clone(),
-                    every_instance: added.iter().any(|p| p.instance == 0 && p.call_site().is_none() && covers(p, &d.0)),
-                    whole_call: added.iter().any(|p| (p.call() || p.call_site().is_some()) && covers(p, &d.0)),
-                    looped: last.stopped.is_some(),
-                })
-                .collect();
-            return Verdict::RootCause(roots);
+            let looped = chain[chain.len() - 1].1.stopped.is_some();
+            return Verdict::RootCause(roots(chain, Some(looped), None));
         }
     }
+}
+
+/// The root causes the chain's last run stands for: the previous failure's definitions that
+/// its added points cover (`looped`: that run looped; `failed_otherwise`: it failed anew).
+fn roots(chain: &[(Vec<Point>, Outcome)], looped: Option<bool>, failed_otherwise: Option<String>) -> Vec<Root> {
+    let (prev, (added, last)) = (failure_before(chain, chain.len() - 1), &chain[chain.len() - 1]);
+    prev.defs
+        .iter()
+        .filter(|d| added.iter().any(|p| covers(p, &d.0)))
+        .map(|d| Root {
+            point: d.0,
+            place: headline(d, &last.hits),
+            own_place: d.2.clone(),
+            instruction: d.3.clone(),
+            every_instance: added.iter().any(|p| p.instance == 0 && p.call_site().is_none() && covers(p, &d.0)),
+            whole_call: added.iter().any(|p| (p.call() || p.call_site().is_some()) && covers(p, &d.0)),
+            looped: looped.unwrap_or(false),
+            failed_otherwise: failed_otherwise.clone(),
+        })
+        .collect()
 }
 
 /// The failure whose definitions run `i` of the chain suppresses: the last failing run before

@@ -54,7 +54,9 @@ fn text(s: &Search) -> Vec<String> {
             for r in roots {
                 // A run that looped is not a run without the failure: said so.
                 let looped = if r.looped { " (suppressing it made the program loop: no run ended without the failure)" } else { "" };
-                out.push(format!("suppress: first point of memory corruption: {}{looped}", r.place));
+                // Nor is a run that failed anew on nothing defined.
+                let otherwise = r.failed_otherwise.as_ref().map_or(String::new(), |f| format!(" (suppressing it avoided the failure, but the run then failed otherwise: {f})"));
+                out.push(format!("suppress: first point of memory corruption: {}{looped}{otherwise}", r.place));
                 let every = if r.every_instance {
                     " (suppressed in every instance)"
                 } else if r.whole_call {
@@ -117,7 +119,7 @@ fn json(s: &Search, command: &[std::ffi::OsString]) -> String {
             .iter()
             .map(|r| {
                 format!(
-                    "{{\"place\":{},\"own_place\":{},\"instruction\":{},\"pc\":\"{:#x}\",\"thread\":{},\"instance\":{},\"every_instance\":{},\"whole_call\":{},\"looped\":{}}}",
+                    "{{\"place\":{},\"own_place\":{},\"instruction\":{},\"pc\":\"{:#x}\",\"thread\":{},\"instance\":{},\"every_instance\":{},\"whole_call\":{},\"looped\":{},\"failed_otherwise\":{}}}",
                     js(&r.place),
                     js(&r.own_place),
                     js(&r.instruction),
@@ -126,7 +128,8 @@ fn json(s: &Search, command: &[std::ffi::OsString]) -> String {
                     r.point.instance,
                     r.every_instance,
                     r.whole_call,
-                    r.looped
+                    r.looped,
+                    r.failed_otherwise.as_ref().map_or("null".to_string(), |f| js(f))
                 )
             })
             .collect(),
