@@ -667,3 +667,29 @@ fn an_overflow_by_the_calls_of_a_loop_is_found_at_the_loop_s_strcat() {
         }
     }
 }
+
+/// A program that lists the directory it runs in and leaves a file there before it crashes
+/// (issue 21, items 6 and 10): each run's file is moved away after it, so every run finds the
+/// directory as the first did, and the search concludes; the first run's file is put back.
+/// Where the file goes elsewhere, the report says how the repeat differs.
+#[test]
+fn files_a_crashing_run_leaves_behind_do_not_move_the_next_runs() {
+    let exe = bug("leftover_file", "leftover_file", &|s| s);
+    let cwd = crate::common::scratch_dir("suppress-leftover-cwd");
+    crate::common::reset_dir(&cwd);
+    let out = run_rtgrind(["--tool=suppress"], &Cmd::new(&exe).arg("A".repeat(20)).cwd(&cwd));
+    let err = out.stderr_str();
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    assert!(headline(&err).contains(&format!("{}, inside ", place("leftover_file", "root", "main"))), "{err}");
+    assert_eq!(runs(&err), 3, "{err}");
+    let left: Vec<String> = std::fs::read_dir(&cwd).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert_eq!(left, vec!["leftover-2".to_string()], "the first run's file, as natively");
+
+    // The same program writing into another directory: the repeat reaches the same crash later.
+    let elsewhere = crate::common::scratch_dir("suppress-leftover-elsewhere");
+    crate::common::reset_dir(&elsewhere);
+    let out = run_rtgrind(["--tool=suppress"], &Cmd::new(&exe).args(["A".repeat(20), elsewhere.display().to_string()]).cwd(&cwd));
+    let err = out.stderr_str();
+    assert_eq!(out.status.code(), Some(2), "{}", out.describe());
+    assert!(err.contains("does not reproduce") && err.contains("they differ in only the time: the same failure at the same place,") && err.contains("blocks later"), "{err}");
+}

@@ -104,6 +104,63 @@ pub fn run(args: &[std::ffi::OsString], stdout: &Path, stderr: &Path, limit: Opt
     Ok(ended)
 }
 
+/// What a search's runs leave in the directory the program runs in. A run that creates a file
+/// there (a crash leaving a lock or a partial output behind) changes what the next run finds
+/// (a directory listed at start: more entries, more blocks, other instances), so after each
+/// run its new entries are moved into the search's directory; the first run's are put back
+/// when the search ends (as a native run would have left them), the others' are discarded with
+/// the search's directory. Entries that cannot be moved (another file system: a directory, or
+/// a file that cannot be copied) stay.
+pub struct Leftovers {
+    cwd: PathBuf,
+    before: std::collections::HashSet<std::ffi::OsString>,
+    stash: PathBuf,
+    first: Vec<std::ffi::OsString>,
+}
+
+fn entries(dir: &Path) -> std::collections::HashSet<std::ffi::OsString> {
+    std::fs::read_dir(dir).map(|d| d.filter_map(|e| Some(e.ok()?.file_name())).collect()).unwrap_or_default()
+}
+
+impl Leftovers {
+    pub fn new(stash: PathBuf) -> Option<Leftovers> {
+        let cwd = std::env::current_dir().ok()?;
+        let before = entries(&cwd);
+        Some(Leftovers { cwd, before, stash, first: Vec::new() })
+    }
+
+    /// After run `n` (from 1): moves what it created away.
+    pub fn clear(&mut self, n: u32) {
+        let new: Vec<std::ffi::OsString> = entries(&self.cwd).into_iter().filter(|e| !self.before.contains(e)).collect();
+        if new.is_empty() {
+            return;
+        }
+        let to = self.stash.join(format!("left-by-run-{n}"));
+        if std::fs::create_dir_all(&to).is_err() {
+            return;
+        }
+        for name in new {
+            let (from, dest) = (self.cwd.join(&name), to.join(&name));
+            let moved = std::fs::rename(&from, &dest).is_ok() || (from.is_file() && std::fs::copy(&from, &dest).is_ok() && std::fs::remove_file(&from).is_ok());
+            if moved && n == 1 {
+                self.first.push(name);
+            }
+        }
+    }
+}
+
+impl Drop for Leftovers {
+    fn drop(&mut self) {
+        let from = self.stash.join("left-by-run-1");
+        for name in &self.first {
+            let dest = self.cwd.join(name);
+            if !dest.exists() && std::fs::rename(from.join(name), &dest).is_err() {
+                let _ = std::fs::copy(from.join(name), &dest);
+            }
+        }
+    }
+}
+
 /// A temporary directory for one search, removed when dropped.
 pub struct TempDir(pub PathBuf);
 

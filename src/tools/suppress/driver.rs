@@ -32,6 +32,8 @@ struct Runs {
     first: Option<Duration>,
     /// Block budget of the runs after the first (20 times its block count).
     budget: Option<u64>,
+    /// What the runs leave in the program's directory, moved away after each.
+    leftovers: Option<crate::tools::child::Leftovers>,
 }
 
 enum Ended {
@@ -75,7 +77,11 @@ impl Runs {
         let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).chain(self.command.iter().cloned()).collect();
         let limit = self.first.map(|d| d * 20 + Duration::from_secs(20));
         let (stdout, stderr) = (self.stdout(n), self.dir.join(format!("stderr-{n}")));
-        let Some((status, took)) = crate::tools::child::run(&args, &stdout, &stderr, limit)? else { return Ok(Ended::TimedOut) };
+        let ended = crate::tools::child::run(&args, &stdout, &stderr, limit);
+        if let Some(l) = self.leftovers.as_mut() {
+            l.clear(n);
+        }
+        let Some((status, took)) = ended? else { return Ok(Ended::TimedOut) };
         if self.first.is_none() {
             self.first = Some(took);
             let blocks: u64 = std::fs::read_to_string(self.dir.join("blocks")).ok().and_then(|t| t.trim().parse().ok()).unwrap_or(0);
@@ -117,6 +123,22 @@ fn crash_text(o: &Outcome) -> String {
     }
 }
 
+/// How a failure's repeat differs from it: which of signal, place and block instance.
+fn difference(first: &(i32, u64, u64, String), again: Option<&(i32, u64, u64, String)>) -> String {
+    let Some(again) = again else { return "the second run did not fail".into() };
+    if again.0 != first.0 {
+        return format!("the failure ({} then {})", signame(first.0), signame(again.0));
+    }
+    if again.1 != first.1 {
+        return format!("the place ({:#x} then {:#x})", first.1, again.1);
+    }
+    let (a, b) = (first.2, again.2);
+    let (n, way) = if b > a { (b - a, "later") } else { (a - b, "earlier") };
+    format!(
+        "only the time: the same failure at the same place, {n} blocks {way} (block instance {a}, then {b}): the program ran differently before it (a file an earlier run left, the time, its input), and points named by instance would miss"
+    )
+}
+
 /// Suppression point `p` includes instance `d` (instance 0: every instance of the site).
 fn covers(p: &Point, d: &Point) -> bool {
     (p.pc == d.pc || p.call() || p.call_site().is_some()) && p.thread == d.thread && (p.instance == 0 || p.instance == d.instance)
@@ -140,7 +162,8 @@ pub enum Verdict {
     /// The first run did not crash.
     NoFailure,
     /// The crash did not repeat: (first run, second run).
-    NotReproducible(String, String),
+    /// (first run, second run, how they differ).
+    NotReproducible(String, String, String),
     /// The first point(s) of memory corruption: (point as the crash analysis named it, the
     /// place to report, suppressed in every instance).
     RootCause(Vec<Root>),
@@ -217,7 +240,8 @@ fn search(command: Vec<std::ffi::OsString>, opts: &mut Options, dir: &Path, chai
         }
     }
     let max_runs = opts.max_runs;
-    let mut runs = Runs { dir: dir.to_path_buf(), command, opts: opts.clone(), count: 0, first: None, budget: None };
+    let leftovers = crate::tools::child::Leftovers::new(dir.to_path_buf());
+    let mut runs = Runs { dir: dir.to_path_buf(), command, opts: opts.clone(), count: 0, first: None, budget: None, leftovers };
     // A suppression run that does not end (suppression sent the program round a loop) did
     // not fail where the program failed: it stands for a run without the failure, marked as
     // stopped. The original run and its repeat must end.
@@ -253,7 +277,7 @@ fn search(command: Vec<std::ffi::OsString>, opts: &mut Options, dir: &Path, chai
         Err(v) => return v,
     };
     if again.crash.as_ref().map(|c| (c.0, c.1, c.2)) != Some((crash.0, crash.1, crash.2)) {
-        return Verdict::NotReproducible(crash_text(&first), crash_text(&again));
+        return Verdict::NotReproducible(crash_text(&first), crash_text(&again), difference(&crash, again.crash.as_ref()));
     }
     chain.push((Vec::new(), first));
     let mut points: Vec<Point> = Vec::new();

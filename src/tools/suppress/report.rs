@@ -42,8 +42,8 @@ fn text(s: &Search) -> Vec<String> {
             out.push("suppress: the program did not fail (no crash); nothing to find. A corruption that does not crash in this memory layout would need variable re-ordering to show (planned as --tool=reorder, not available yet).".into());
             return out;
         }
-        Verdict::NotReproducible(a, b) => {
-            out.push(format!("suppress: the failure does not reproduce in repeatable mode: run 1: {a}; run 2: {b}"));
+        Verdict::NotReproducible(a, b, how) => {
+            out.push(format!("suppress: the failure does not reproduce in repeatable mode: run 1: {a}; run 2: {b}; they differ in {how}"));
             return out;
         }
         Verdict::CannotRun(_, line) => {
@@ -108,7 +108,7 @@ fn text(s: &Search) -> Vec<String> {
 fn json(s: &Search, command: &[std::ffi::OsString]) -> String {
     let (result, reason) = match &s.verdict {
         Verdict::NoFailure => ("no-failure", String::new()),
-        Verdict::NotReproducible(a, b) => ("not-reproducible", format!("run 1: {a}; run 2: {b}")),
+        Verdict::NotReproducible(a, b, how) => ("not-reproducible", format!("run 1: {a}; run 2: {b}; they differ in {how}")),
         Verdict::RootCause(_) => ("root-cause", String::new()),
         Verdict::Inconclusive(why) => ("inconclusive", why.clone()),
         Verdict::CannotRun(_, line) => ("cannot-run", line.clone()),

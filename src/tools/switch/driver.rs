@@ -160,6 +160,9 @@ fn candidates(trace: &Trace, order: Order) -> Vec<Candidate> {
 }
 
 struct Search {
+    /// What the runs leave in the program's directory, moved away after each (first: it is
+    /// dropped, putting the first run's back, before `dir` is removed).
+    leftovers: Option<child::Leftovers>,
     dir: TempDir,
     command: Vec<OsString>,
     opts: Options,
@@ -216,7 +219,11 @@ impl Search {
         args.extend(self.common());
         args.push("--".into());
         args.extend(self.command.iter().cloned());
-        let r = child::run(&args, &out, &err, limit).map_err(|e| format!("cannot run rtgrind: {e}"))?;
+        let r = child::run(&args, &out, &err, limit).map_err(|e| format!("cannot run rtgrind: {e}"));
+        if let Some(l) = self.leftovers.as_mut() {
+            l.clear(n);
+        }
+        let r = r?;
         let log_text = std::fs::read_to_string(&log).unwrap_or_default();
         let (ending, took) = match r {
             None => (Ending::TimedOut, limit.unwrap_or_default()),
@@ -270,7 +277,8 @@ pub fn drive(command: Vec<OsString>, mut opts: Options) -> i32 {
             }
         }
     }
-    let mut s = Search { dir, command, opts, runs: 0, input };
+    let leftovers = child::Leftovers::new(dir.0.clone());
+    let mut s = Search { dir, command, opts, runs: 0, input, leftovers };
     // The trace run: the original execution, every branch instance up to the failure.
     let trace_file = s.dir.0.join("trace");
     let blocks_file = s.dir.0.join("blocks");
