@@ -693,3 +693,30 @@ fn files_a_crashing_run_leaves_behind_do_not_move_the_next_runs() {
     assert_eq!(out.status.code(), Some(2), "{}", out.describe());
     assert!(err.contains("does not reproduce") && err.contains("they differ in only the time: the same failure at the same place,") && err.contains("blocks later"), "{err}");
 }
+
+/// A crash's address computed from a wild pointer and a fresh loop counter (issue 21, item 2):
+/// the frame slots it was computed from are followed back, and the pointer, which points
+/// nowhere, is what the crash used (`k = 0`, the most recent source, was blamed before).
+#[test]
+fn a_wild_pointer_indexed_by_a_fresh_counter_is_found_at_the_pointer() {
+    for n in ["6", "8"] {
+        let err = check_bug("pointer_and_index", "main", &[n], 3, &["4"]);
+        assert!(err.contains("it used the 8-byte value") && err.contains("which the address was computed from"), "{err}");
+    }
+}
+
+/// A good table pointer indexed by a number from the input (issue 21, item 2): the index is
+/// what took the access out of bounds, not the table's allocation; at -O2 (both in registers)
+/// the index register is chosen by the same test, inside the inlined `atoi`.
+#[test]
+fn an_index_from_the_input_is_found_where_it_was_read() {
+    check_bug("index_from_input", "main", &["100000000"], 3, &["3"]);
+    let source = std::fs::read_to_string(repo_root().join("guest-programs/bugs/index_from_input.c")).unwrap();
+    let exe = compile_snippet("index_from_input_o2", "c", &source, &["-g", "-O2", "-fno-stack-protector"]);
+    let out = run_rtgrind(["--tool=suppress"], &Cmd::new(&exe).arg("100000000"));
+    let err = out.stderr_str();
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    let roots: Vec<&str> = err.lines().filter(|l| l.contains("first point of memory corruption:")).collect();
+    assert_eq!(roots.len(), 1, "one root, the index's:\n{err}");
+    assert!(roots[0].contains("(atoi)") && !roots[0].contains("malloc"), "{err}");
+}

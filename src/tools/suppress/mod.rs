@@ -10,6 +10,7 @@ mod guards;
 pub mod plan;
 pub mod report;
 pub mod run;
+mod slice;
 
 /// Tool-area offsets of the suppression tool's own words (after the shadow registers).
 pub(crate) mod area {

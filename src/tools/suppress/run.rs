@@ -494,12 +494,25 @@ impl SuppressRun {
                         locs.extend(reg_loc(ctx, &self.prop.sites, ins.op0_register(), "divisor"));
                     }
                     let info = InstructionInfoFactory::new().info(&ins).clone();
-                    for m in info.used_memory() {
-                        if m.access() == OpAccess::NoMemAccess {
-                            continue;
-                        }
-                        for r in [m.base(), m.index()] {
-                            locs.extend(reg_loc(ctx, &self.prop.sites, r, "address"));
+                    let sliced = self.address_slots(ctx, &ins, &info, mem);
+                    if !sliced.is_empty() {
+                        locs.extend(sliced);
+                    } else {
+                        for m in info.used_memory() {
+                            if m.access() == OpAccess::NoMemAccess {
+                                continue;
+                            }
+                            // Base and index both in registers: a base that points nowhere is
+                            // what went wrong, else the index that took it out of bounds.
+                            let value = |r: Register| shadow::gpr_number(r).map(|n| ctx.gpr[n]);
+                            let regs = match (value(m.base()), value(m.index())) {
+                                (Some(b), Some(_)) if mem.region_at(b).is_some() => vec![m.index()],
+                                (Some(_), Some(_)) => vec![m.base()],
+                                _ => vec![m.base(), m.index()],
+                            };
+                            for r in regs {
+                                locs.extend(reg_loc(ctx, &self.prop.sites, r, "address"));
+                            }
                         }
                     }
                 }
@@ -534,6 +547,28 @@ impl SuppressRun {
         }
         locs.retain(|l| l.1 & !origin::INCOMING != 0);
         locs
+    }
+
+    /// For a fault in the program: the frame slots its address was computed from (`slice`),
+    /// as used locations, told apart by their values: a pointer that points nowhere is what
+    /// went wrong; with none, the other parts (indexes) took a good pointer out of bounds.
+    fn address_slots(&mut self, ctx: &mut ThreadContext, ins: &Instruction, info: &rtgrind_jit::iced_x86::InstructionInfo, mem: &GuestMemory) -> Vec<(String, u64)> {
+        let pc = ins.ip();
+        let Some(func) = self.state.functions.iter().find(|f| (f.0..f.1).contains(&pc)).copied() else { return Vec::new() };
+        if !self.in_main(pc) {
+            return Vec::new();
+        }
+        let wanted: Vec<Register> = info.used_memory().iter().filter(|m| m.access() != OpAccess::NoMemAccess).flat_map(|m| [m.base(), m.index()]).filter(|r| *r != Register::None).collect();
+        let regs: [u64; 16] = std::array::from_fn(|r| ctx.gpr[r]);
+        let loads = super::slice::loads_behind(pc, func, &regs, &wanted, &|a, n| guest_mem::read_vec(a, n));
+        let nowhere = |v: u64| mem.region_at(v).is_none();
+        let pointers: Vec<&super::slice::Load> = loads.iter().filter(|l| l.size == 8 && nowhere(l.value)).collect();
+        let parts: Vec<&super::slice::Load> = if pointers.is_empty() { loads.iter().filter(|l| l.size != 8 || nowhere(l.value)).collect() } else { pointers };
+        parts
+            .into_iter()
+            .map(|l| (format!("the {}-byte value {:#x} at {:#x}, which the address was computed from", l.size, l.value, l.addr), self.origin_at(l.addr)))
+            .filter(|l| l.1 & !origin::INCOMING != 0)
+            .collect()
     }
 
     /// Checks a syscall against `--failure`; the first match is the run's failure, with the
