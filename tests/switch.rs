@@ -340,3 +340,22 @@ fn the_printed_replay_command_switches_the_same_instance() {
     assert_eq!(out.stdout_str(), "no advisory\nclimb\n", "{command}\n{}", out.describe());
     assert!(out.stderr_str().contains("instance 1 of the branch at") && out.stderr_str().contains("switched to"), "{command}\n{}", out.describe());
 }
+
+/// A program that lists its directory and leaves a file there (issue 21, items 6 and 8): every
+/// run finds the directory as the first did (the runs' files are moved away after each), the
+/// search re-executes rather than forks (children would see their parent's file), it finds
+/// the faulty test, and the directory is left as one native run leaves it.
+#[test]
+fn a_program_that_changes_files_is_searched_by_re_execution() {
+    let dir = crate::common::scratch_dir("switch-counts-files");
+    crate::common::reset_dir(&dir);
+    let expected = crate::common::scratch_dir("switch-counts-files-expected").join("expected");
+    std::fs::write(&expected, "big\n").unwrap();
+    let out = run_rtgrind(["--tool=switch", &format!("--expected-output={}", expected.display())], &Cmd::new(program("counts_files")).cwd(&dir));
+    let err = out.stderr_str();
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    assert!(err.contains(&format!("switch: critical predicate: {}, the branch at", faulty("counts_files", "main"))), "{err}");
+    assert!(err.contains("re-executed: the program changes files"), "{err}");
+    let left: Vec<String> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert_eq!(left, vec!["made-by-run".to_string()]);
+}

@@ -70,13 +70,15 @@ struct Trace {
     failure: String,
     /// Threads the program created.
     threads: u64,
+    /// How the program changed the file system before the failure, if it did.
+    changes_files: Option<String>,
     /// Dependence distance from the failure by trace position (`--order=prior`); None if the
     /// dependence log overflowed.
     distance: Option<HashMap<usize, u32>>,
 }
 
 fn parse_trace(text: &str) -> Trace {
-    let mut t = Trace { sites: Vec::new(), ids: Vec::new(), taken: Vec::new(), failure: String::new(), threads: 0, distance: None };
+    let mut t = Trace { sites: Vec::new(), ids: Vec::new(), taken: Vec::new(), failure: String::new(), threads: 0, changes_files: None, distance: None };
     for line in text.lines() {
         let f: Vec<&str> = line.splitn(5, '\t').collect();
         match f[0] {
@@ -86,6 +88,7 @@ fn parse_trace(text: &str) -> Trace {
             }
             "failure" => t.failure = f.get(1).unwrap_or(&"").to_string(),
             "threads" => t.threads = f.get(1).and_then(|n| n.parse().ok()).unwrap_or(0),
+            "files" => t.changes_files = f.get(1).map(|w| w.to_string()),
             "distance" => {
                 let pairs = f.get(1).unwrap_or(&"").split_whitespace().filter_map(|p| {
                     let (i, d) = p.split_once(':')?;
@@ -362,8 +365,10 @@ pub fn drive(command: Vec<OsString>, mut opts: Options) -> i32 {
     let limit = took * 20 + Duration::from_secs(10);
     let mut found: Vec<Found> = Vec::new();
     let (mut tried, mut stopped) = (0u64, 0u64);
-    // A fork copies only the forking thread: programs with threads are searched by re-running.
-    let fork = s.opts.fork && !s.opts.libs && trace.threads == 0;
+    // A fork copies only the forking thread: programs with threads are searched by re-running;
+    // so are programs that change files (forked children share the file system with their
+    // parent and each other: a child listing a directory saw the file its parent made).
+    let fork = s.opts.fork && !s.opts.libs && trace.threads == 0 && trace.changes_files.is_none();
     if fork {
         // Forward runs fork at the candidates in order, in batches growing fourfold: an answer
         // near the front of the order costs one short batch, a long search few forward runs.
@@ -510,6 +515,8 @@ pub fn drive(command: Vec<OsString>, mut opts: Options) -> i32 {
         "forked from forward runs"
     } else if trace.threads > 0 {
         "re-executed: the program has threads"
+    } else if trace.changes_files.is_some() && s.opts.fork {
+        "re-executed: the program changes files"
     } else {
         "re-executed"
     };
@@ -535,7 +542,7 @@ mod tests {
     use super::*;
 
     fn trace(ids: &[usize]) -> Trace {
-        Trace { sites: vec![(0x10, String::new()), (0x20, String::new())], ids: ids.to_vec(), taken: vec![false; ids.len()], failure: String::new(), threads: 0, distance: None }
+        Trace { sites: vec![(0x10, String::new()), (0x20, String::new())], ids: ids.to_vec(), taken: vec![false; ids.len()], failure: String::new(), threads: 0, changes_files: None, distance: None }
     }
 
     #[test]

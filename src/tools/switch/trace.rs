@@ -43,6 +43,9 @@ pub struct SwitchTrace {
     cursor: Box<u64>,
     /// Threads the program created (the fork search cannot fork those).
     threads: u64,
+    /// The first call by which the program changed the file system before its failure (the
+    /// fork search's children would see each other's changes, and their parent's).
+    changes_files: Option<String>,
     /// Expected standard output, compared as the program writes.
     expected: Option<ExpectedOutput>,
     /// The trace length at the failure point.
@@ -56,7 +59,7 @@ pub struct SwitchTrace {
 
 impl SwitchTrace {
     pub fn new(out: PathBuf, main_only: bool, program: String, expected: Option<Vec<u8>>) -> SwitchTrace {
-        SwitchTrace { out, main_only, main: (0, 0), program, ids: HashMap::new(), pcs: Vec::new(), buffer: 0, cursor: Box::new(0), threads: 0, expected: expected.map(|e| ExpectedOutput::new(e, 0)), cut: None, what: String::new(), deps: None, lifetime: Default::default() }
+        SwitchTrace { out, main_only, main: (0, 0), program, ids: HashMap::new(), pcs: Vec::new(), buffer: 0, cursor: Box::new(0), threads: 0, expected: expected.map(|e| ExpectedOutput::new(e, 0)), cut: None, what: String::new(), deps: None, lifetime: Default::default(), changes_files: None }
     }
 
     /// Entries in the main thread's buffer now.
@@ -161,6 +164,9 @@ impl ToolRun for SwitchTrace {
         if let Some(d) = &mut self.deps {
             d.syscall_pre(ctx, nr, args, ends);
         }
+        if self.changes_files.is_none() {
+            self.changes_files = changes_files(nr, args);
+        }
         let out = self.expected.as_mut()?;
         if let Some(m) = out.check(nr, args) {
             self.what = format!("standard output differs from the expected at byte {}", m.offset);
@@ -196,6 +202,9 @@ impl ToolRun for SwitchTrace {
             text += &format!("failure\t{}\n", self.what);
         }
         text += &format!("length\t{len}\nthreads\t{}\n", self.threads);
+        if let Some(what) = &self.changes_files {
+            text += &format!("files\t{what}\n");
+        }
         match self.deps.as_ref().map(|d| d.distances()) {
             Some(Some(d)) => text += &format!("distance\t{}\n", d.iter().map(|(i, d)| format!("{i}:{d}")).collect::<Vec<_>>().join(" ")),
             Some(None) => text += "distance-overflow\n",
@@ -219,3 +228,21 @@ impl ToolRun for SwitchTrace {
     }
 }
 
+/// The system call's name if it changes the file system: creates, truncates, opens for writing,
+/// removes or renames a file or directory.
+fn changes_files(nr: u64, args: &[u64; 6]) -> Option<String> {
+    let writing = |flags: u64| flags as i32 & (libc::O_WRONLY | libc::O_RDWR | libc::O_CREAT | libc::O_TRUNC) != 0;
+    let name = match nr as i64 {
+        libc::SYS_open if writing(args[1]) => "open for writing",
+        libc::SYS_openat if writing(args[2]) => "openat for writing",
+        libc::SYS_creat => "creat",
+        libc::SYS_mkdir | libc::SYS_mkdirat => "mkdir",
+        libc::SYS_unlink | libc::SYS_unlinkat => "unlink",
+        libc::SYS_rmdir => "rmdir",
+        libc::SYS_rename | libc::SYS_renameat | libc::SYS_renameat2 => "rename",
+        libc::SYS_link | libc::SYS_linkat | libc::SYS_symlink | libc::SYS_symlinkat => "link",
+        libc::SYS_truncate | libc::SYS_ftruncate => "truncate",
+        _ => return None,
+    };
+    Some(name.to_string())
+}
