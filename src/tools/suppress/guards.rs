@@ -59,6 +59,9 @@ pub(super) struct State {
     pub(super) armed: bool,
     /// A point fired before `armed`: the runtime is to drop every translation.
     pub(super) arm_requested: bool,
+    /// A point fired at a `syscall`: what the kernel writes for it is corrupt (it is made;
+    /// the guards then treat what it wrote as a suppressed store's).
+    pub(super) syscall_writes_corrupt: bool,
 }
 
 impl State {
@@ -259,6 +262,9 @@ pub(super) extern "C" fn point_callout(ctx: *mut ThreadContext, arg: u64) {
     };
     if !st.hits.iter().any(|h| h.0 == point) && st.hits.iter().filter(|h| h.0.pc == point.pc).count() < 64 {
         hit(ctx, st, point);
+    }
+    if ins.mnemonic() == Mnemonic::Syscall {
+        st.syscall_writes_corrupt = true;
     }
     // A plain store is not performed; other definitions run and their results are corrupt.
     if plain_store(ins) {

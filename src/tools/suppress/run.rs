@@ -111,7 +111,7 @@ impl SuppressRun {
         prop.taint_on = false;
         // Points name block instances, traced or not.
         prop.count_blocks = true;
-        let state = Box::new(State { shadow, ipdoms: HashMap::new(), functions: Vec::new(), suppressed: HashMap::new(), hits: Vec::new(), main: (0, 0), armed: false, arm_requested: false });
+        let state = Box::new(State { shadow, ipdoms: HashMap::new(), functions: Vec::new(), suppressed: HashMap::new(), hits: Vec::new(), main: (0, 0), armed: false, arm_requested: false, syscall_writes_corrupt: false });
         Ok(SuppressRun { program, plan, prop, origins, state, guards: Vec::new(), checks: Vec::new(), threads: 0, crash: None, def_sites: Vec::new(), syscall_suppressed: false, pipes: HashMap::new(), failure, crt: Vec::new(), lifetime: Default::default(), fast: fast::enabled(), block_use: Default::default(), fast_block: fast::FastBlock::new(0, 0, false, &Default::default()) })
     }
 
@@ -366,6 +366,15 @@ impl SuppressRun {
             }
             callout_then_leave_if_asked(b, point_callout, arg, t, no);
         }
+    }
+
+    /// The point of a call suppressed whole (or of its call site) that the thread's innermost
+    /// program call is, if any: the point as it is recorded (at the call's instance).
+    fn in_suppressed_call(&mut self, ctx: &mut ThreadContext) -> Option<Point> {
+        let (word, site) = (*shadow::word(ctx, area::CALL_WORD), *shadow::word(ctx, area::CALL_SITE));
+        let thread = origin::thread(ctx.counter) as u64;
+        let instance = origin::instance(word);
+        self.plan.points.iter().find(|p| p.thread == thread && ((p.call() && p.instance == instance) || p.call_site() == Some(site))).map(|p| Point { instance, ..*p })
     }
 
     fn in_main(&self, pc: u64) -> bool {
@@ -970,6 +979,26 @@ impl ToolRun for SuppressRun {
         }
         if let Some((start, end)) = shadow::mapped_by(nr, a, ret, mem) {
             self.cover(start, end);
+        }
+        // A syscall a point names, or one a call suppressed whole makes: what the kernel
+        // wrote is corrupt and keeps its last definition (a `read` past a buffer's end).
+        let by_point = std::mem::take(&mut self.state.syscall_writes_corrupt);
+        let by_call = self.in_suppressed_call(ctx);
+        if let (Some((buf, len)), true) = (super::super::taint::written_buffer(nr, a, ret), by_point || by_call.is_some()) {
+            // (A call suppressed whole may make no store before: the guards come now.)
+            if !self.state.armed {
+                self.state.arm_requested = true;
+            }
+            self.state.mem().set_range(buf, len, 1);
+            self.state.count("syscall results suppressed");
+            if let Some(p) = by_call {
+                if !self.state.hits.iter().any(|h| h.0 == p) {
+                    let main = self.state.main;
+                    let sites: Vec<u64> = frame_entries(ctx, ctx.gpr[4]).iter().map(|e| e[1]).filter(|r| (main.0..main.1).contains(r)).collect();
+                    self.state.hits.push((p, sites));
+                }
+            }
+            return;
         }
         if let Some((buf, len)) = super::super::taint::written_buffer(nr, a, ret) {
             if !suppressed {
