@@ -531,7 +531,8 @@ fn without_pid_and_time(stderr: &str) -> String {
 }
 
 /// Same command, same answer: the search's report does not depend on the working directory's
-/// path or on the environment's size (both move the initial stack natively).
+/// path or on the environment's size (both move the initial stack natively) or its number of
+/// variables (the dynamic loader scans each: instances restart at the program's entry).
 #[test]
 fn a_stack_smash_search_gives_the_same_report_from_any_directory_and_environment() {
     let exe = bug("long_smash", "long_smash", &|s| s);
@@ -541,7 +542,11 @@ fn a_stack_smash_search_gives_the_same_report_from_any_directory_and_environment
         let arg = "A".repeat(size);
         let mut reports = Vec::new();
         for (i, dir) in [&short, &long, &short, &long, &short].into_iter().enumerate() {
-            let cmd = Cmd::new(&exe).arg(&arg).cwd(dir).env("RTGRIND_TEST_PADDING", "x".repeat(37 * i));
+            // A longer variable each time, and from the third on, more variables too.
+            let mut cmd = Cmd::new(&exe).arg(&arg).cwd(dir).env("RTGRIND_TEST_PADDING", "x".repeat(37 * i));
+            for k in 2..i {
+                cmd = cmd.env(format!("RTGRIND_TEST_EXTRA_{k}"), "1");
+            }
             let out = run_rtgrind(["--tool=suppress"], &cmd);
             let err = out.stderr_str();
             assert_eq!(out.status.code(), Some(1), "{}", out.describe());

@@ -14,6 +14,8 @@ struct FileSyms {
     /// Lowest PT_LOAD vaddr (page-aligned): the file's address where its first mapping starts.
     first_vaddr: u64,
     is_dyn: bool,
+    /// The ELF entry point (vaddr).
+    entry: u64,
 }
 
 fn parse(path: &str) -> Option<FileSyms> {
@@ -37,7 +39,7 @@ fn parse(path: &str) -> Option<FileSyms> {
         .filter(|p| p.p_type == goblin::elf::program_header::PT_LOAD)
         .map(|p| p.p_vaddr & !0xfff)
         .min()?;
-    Some(FileSyms { syms, first_vaddr, is_dyn: elf.header.e_type == goblin::elf::header::ET_DYN })
+    Some(FileSyms { syms, first_vaddr, is_dyn: elf.header.e_type == goblin::elf::header::ET_DYN, entry: elf.header.e_entry })
 }
 
 impl SymbolCache {
@@ -90,4 +92,12 @@ pub fn function_address(path: &str, mem: &GuestMemory, name: &str) -> Option<u64
     let (fs, base) = (parse(path)?, mem.lowest_start_named(path)?);
     let bias = if fs.is_dyn { base - fs.first_vaddr } else { 0 };
     fs.syms.iter().find(|s| s.2 == name).map(|s| s.0 + bias)
+}
+
+/// The guest address of the entry point of module `path` mapped in `mem` (where the program's
+/// own code starts, after the dynamic loader's).
+pub fn entry_address(path: &str, mem: &GuestMemory) -> Option<u64> {
+    let (fs, base) = (parse(path)?, mem.lowest_start_named(path)?);
+    let bias = if fs.is_dyn { base - fs.first_vaddr } else { 0 };
+    Some(fs.entry + bias)
 }

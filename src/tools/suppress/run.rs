@@ -52,6 +52,10 @@ pub struct SuppressRun {
     /// Ranges of the C runtime's functions in the program.
     crt: Vec<(u64, u64)>,
     lifetime: crate::tools::Lifetime,
+    /// The program's entry point, where instances restart (`restart_count`), and whether they
+    /// have (boxed: translations hold its address).
+    entry: Option<u64>,
+    restarted: Box<std::sync::atomic::AtomicBool>,
     /// Bytes in flight in pipes (by inode): their origin and corrupt bit, so both survive a
     /// round trip through the kernel.
     pipes: HashMap<u64, std::collections::VecDeque<(u64, u8)>>,
@@ -112,7 +116,7 @@ impl SuppressRun {
         // Points name block instances, traced or not.
         prop.count_blocks = true;
         let state = Box::new(State { shadow, ipdoms: HashMap::new(), functions: Vec::new(), suppressed: HashMap::new(), hits: Vec::new(), main: (0, 0), armed: false, arm_requested: false, syscall_writes_corrupt: false });
-        Ok(SuppressRun { program, plan, prop, origins, state, guards: Vec::new(), checks: Vec::new(), threads: 0, crash: None, def_sites: Vec::new(), syscall_suppressed: false, pipes: HashMap::new(), failure, crt: Vec::new(), lifetime: Default::default(), fast: fast::enabled(), block_use: Default::default(), fast_block: fast::FastBlock::new(0, 0, false, &Default::default()) })
+        Ok(SuppressRun { program, plan, prop, origins, state, guards: Vec::new(), checks: Vec::new(), threads: 0, crash: None, def_sites: Vec::new(), syscall_suppressed: false, pipes: HashMap::new(), failure, crt: Vec::new(), lifetime: Default::default(), entry: None, restarted: Box::default(), fast: fast::enabled(), block_use: Default::default(), fast_block: fast::FastBlock::new(0, 0, false, &Default::default()) })
     }
 
     /// Gives guest memory `[start, end)` shadow of its own, corrupt bits and origins.
@@ -668,6 +672,28 @@ fn call_sites(ctx: &mut ThreadContext, locs: &[(String, u64)]) -> Vec<(u64, u64)
         .collect()
 }
 
+/// How many blocks a thread's instance count jumps to when the program's own code starts
+/// (more than the dynamic loader runs before it).
+const ENTRY_INSTANCE: u64 = 1 << 24;
+
+/// At the program's entry point, once: the main thread's block count jumps to
+/// `ENTRY_INSTANCE`. What the dynamic loader and the C library's start-up do before depends on
+/// the environment (one more variable, more blocks scanning it); from here on, instances do not,
+/// so a search names the same instances whatever the environment holds. Still increasing, so
+/// "most recent" comparisons hold across the jump.
+extern "C" fn restart_count(ctx: *mut ThreadContext, arg: u64) {
+    // SAFETY: rtg_callout passes this thread's context; `arg` is the tool's boxed flag, which
+    // lives as long as translations exist.
+    let (ctx, done) = unsafe { (&mut *ctx, &*(arg as *const std::sync::atomic::AtomicBool)) };
+    if done.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        return;
+    }
+    let keep = origin::REAL | 0xff << origin::THREAD_SHIFT | (origin::BLOCK_STEP - 1);
+    if origin::instance(ctx.counter) < ENTRY_INSTANCE {
+        ctx.counter = (ctx.counter & keep) | ENTRY_INSTANCE << origin::INSTANCE_SHIFT;
+    }
+}
+
 /// Before the thread's first call in the program, a library's definitions are instance 1 of
 /// the thread (never 0, which names every instance).
 fn init_call_word(ctx: &mut ThreadContext) {
@@ -729,8 +755,14 @@ impl Tool for SuppressRun {
         two
     }
 
-    fn block_start(&mut self, _pc: u64, b: &mut Inline) {
+    fn block_start(&mut self, pc: u64, b: &mut Inline) {
         fast::block_start(b, &mut self.prop, &self.block_use, &mut self.fast_block);
+        if Some(pc) == self.entry {
+            // The program's entry: its instances start at a fixed count (see `restart_count`).
+            let t = b.scratch();
+            b.callout(restart_count, &*self.restarted as *const std::sync::atomic::AtomicBool as u64, t);
+            b.release_scratch();
+        }
     }
 
     fn full_entry(&mut self, b: &mut Inline) {
@@ -908,6 +940,7 @@ impl ToolRun for SuppressRun {
         self.state.main = main;
         self.prop.policy = Some(Policy { main, call_word: Some(area::CALL_WORD) });
         self.prop.sites.main = Some(main);
+        self.entry = crate::report::symbols::entry_address(&path, mem);
         let functions = crate::report::symbols::functions(&path, mem);
         self.state.functions = functions.iter().map(|f| (f.0, f.1)).collect();
         // The C runtime's code in the program (start-up, destructors) decides nothing the
