@@ -749,3 +749,11 @@ fn stack_smashes_by_read_memcpy_sprintf_and_sscanf_conclude() {
         }
     }
 }
+
+/// An argument list read past its end (the class of giflib's #715963 and html2text's
+/// #716064): the NULL that ends argv, which nobody in the program defined, is blamed on how
+/// the pointer reached it, every build.
+#[test]
+fn an_argument_list_read_past_its_end_is_found_where_the_pointer_moved() {
+    check_variants("argv_past_end", "next_number", &["5"], None, (3, 3));
+}

@@ -311,7 +311,8 @@ fn search(command: Vec<std::ffi::OsString>, opts: &mut Options, dir: &Path, chai
         // A library's definition in another call made at the same site of the program as a
         // call already suppressed (strcat in a loop, each call overflowing): every call made
         // there is suppressed whole.
-        let library = |p: &Point| !p.call() && p.call_site().is_none() && !(current.main.0..current.main.1).contains(&p.pc);
+        // (Instance 1: the library ran before the program's first call, for no call of its.)
+        let library = |p: &Point| !p.call() && p.call_site().is_none() && p.instance > 1 && !(current.main.0..current.main.1).contains(&p.pc);
         let site_of = |p: &Point| call_sites.get(p).copied();
         let mut new: Vec<Point> = defs
             .iter()

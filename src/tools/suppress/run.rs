@@ -558,7 +558,10 @@ impl SuppressRun {
                 }
             }
         }
-        locs.retain(|l| l.1 & !origin::INCOMING != 0);
+        // A frame's set-up (`sub rsp`, `mov rbp, rsp`) defines no value a crash can blame (a
+        // pointer into the initial stack, computed from the stack pointer by the loader).
+        let sites = &self.prop.sites;
+        locs.retain(|l| l.1 & !origin::INCOMING != 0 && sites.pc(origin::site(l.1)).and_then(decode).is_none_or(|i| !moves_frame(&i)));
         locs
     }
 
