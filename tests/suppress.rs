@@ -757,3 +757,13 @@ fn stack_smashes_by_read_memcpy_sprintf_and_sscanf_conclude() {
 fn an_argument_list_read_past_its_end_is_found_where_the_pointer_moved() {
     check_variants("argv_past_end", "next_number", &["5"], None, (3, 3));
 }
+
+/// Two of the test bugs, every build: a heap overflow through `memcpy` into the next
+/// block's pointer, used by `printf("%s")` (the memcpy's line, inside memcpy), and an
+/// off-by-one in a loop writing a global array into the next global's pointer (the loop's
+/// store).
+#[test]
+fn a_memcpy_into_a_neighbour_and_an_off_by_one_into_the_next_global() {
+    check_variants("memcpy_neighbour", "main", &[&"A".repeat(40)], Some("memcpy"), (3, 3));
+    check_variants("global_off_by_one", "main", &["x"], None, (3, 3));
+}
