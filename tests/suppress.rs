@@ -767,3 +767,13 @@ fn a_memcpy_into_a_neighbour_and_an_off_by_one_into_the_next_global() {
     check_variants("memcpy_neighbour", "main", &[&"A".repeat(40)], Some("memcpy"), (3, 3));
     check_variants("global_off_by_one", "main", &["x"], None, (3, 3));
 }
+
+/// memset's stores of the program's fill byte define what they write (issue 21, item 1): a
+/// pointer read from the filled block is blamed on the memset, not on the block's malloc (a
+/// load of a constant's origin ranked below its address's), every build, small and large.
+#[test]
+fn a_pointer_read_from_a_memset_block_is_found_at_the_memset() {
+    for n in ["16", "300"] {
+        check_variants("memset_pointer", "main", &[n], None, (3, 3));
+    }
+}

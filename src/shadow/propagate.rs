@@ -1115,10 +1115,14 @@ impl Propagation {
                             a.cmovz(r.acc, r.t).unwrap();
                         } else {
                             // Other library copies (memcpy) keep what the program defined and
-                            // define the rest: strcpy of input, or of a library's data.
+                            // define the rest: strcpy of input, or of a library's data. What
+                            // they write is a real definition even where it keeps a constant's
+                            // origin (memset's fill byte: the program's `mov esi, 'x'`), or a
+                            // load of it would rank below its address.
                             a.and(r.acc, -2).unwrap();
                             a.bt(r.acc, MAIN_SITE_BIT).unwrap();
                             a.cmovnc(r.acc, r.t).unwrap();
+                            a.bts(r.acc, 63).unwrap();
                         }
                     }
                 }
@@ -1402,6 +1406,7 @@ impl Propagation {
                             } else {
                                 a.bt(r.m, MAIN_SITE_BIT).unwrap();
                                 a.cmovnc(r.m, r.acc).unwrap();
+                                a.bts(r.m, 63).unwrap();
                             }
                             a.mov(qword_ptr(g + (off + (8 * k) as i32)), r.m).unwrap();
                         }
@@ -2081,7 +2086,9 @@ extern "C" fn string_after(ctx: *mut ThreadContext, arg: u64) {
                 // A library's fill keeps a value the program defined; the rest is defined here.
                 let origin = match defined {
                     Some(v) if in_program || rax_origin & 1 << MAIN_SITE_BIT == 0 => v,
-                    _ => rax_origin,
+                    // (A real definition, as for other library stores.)
+                    Some(_) => rax_origin | origin::REAL,
+                    None => rax_origin,
                 };
                 o.set64_range(d, len, origin);
             }
