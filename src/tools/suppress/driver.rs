@@ -281,17 +281,11 @@ fn search(command: Vec<std::ffi::OsString>, opts: &mut Options, dir: &Path, chai
     }
     chain.push((Vec::new(), first));
     let mut points: Vec<Point> = Vec::new();
-    // The program's call site (return address) of each library definition and point seen.
-    let mut call_sites: std::collections::HashMap<Point, u64> = std::collections::HashMap::new();
+    let mut calls = super::calls::Calls::new();
     loop {
         let current = &chain.last().unwrap().1;
-        call_sites.extend(current.def_sites.iter().copied());
+        calls.learn(current);
         let defs: Vec<Point> = current.defs.iter().map(|d| d.0).collect();
-        // A return address or a heap chunk's size written by a library for a program's call is
-        // an overflow out of the caller's buffer, never a value the program meant: that call
-        // is suppressed whole at once (one of its stores alone left the frame pointer or the
-        // next frame's return address written, and the run went astray).
-        let smashed: Vec<Point> = current.defs.iter().filter(|d| d.1.starts_with("return address at") || d.1.starts_with("size field of the heap")).map(|d| d.0).collect();
         if defs.is_empty() {
             // A suppression run that failed otherwise than the program did (another signal or
             // place), on nothing defined: the points it added avoided the failure, and the
@@ -304,32 +298,8 @@ fn search(command: Vec<std::ffi::OsString>, opts: &mut Options, dir: &Path, chai
             }
             return Verdict::Inconclusive(format!("the crash ({}) used no location with a known definition", crash_text(current)));
         }
-        // A library's definition in a program's call where one of that call's was suppressed
-        // already (the same again: the location its suppressed store left corrupt): the
-        // call's stores go together (strcpy's loop and its tail, free's list links and the
-        // next block's header), so the call is suppressed whole.
-        // A library's definition in another call made at the same site of the program as a
-        // call already suppressed (strcat in a loop, each call overflowing): every call made
-        // there is suppressed whole.
-        // (Instance 1: the library ran before the program's first call, for no call of its.)
-        let library = |p: &Point| !p.call() && p.call_site().is_none() && p.instance > 1 && !(current.main.0..current.main.1).contains(&p.pc);
-        let site_of = |p: &Point| call_sites.get(p).copied();
-        let mut new: Vec<Point> = defs
-            .iter()
-            .map(|d| {
-                let same_site = site_of(d).filter(|&r| points.iter().any(|p| (library(p) || p.call()) && p.thread == d.thread && p.instance != d.instance && site_of(p) == Some(r)));
-                match (library(d), same_site) {
-                    (true, Some(r)) => Point { pc: r | 1 << 63, instance: 0, ..*d },
-                    (true, None) if smashed.contains(d) || points.iter().any(|p| library(p) && p.thread == d.thread && p.instance == d.instance && p.instance != 0) => Point { pc: 0, ..*d },
-                    _ => *d,
-                }
-            })
-            .filter(|d| !points.contains(d))
-            .collect();
-        let new_sites: Vec<(Point, u64)> = new.iter().filter_map(|d| Some((*d, defs.iter().filter(|x| x.thread == d.thread && (x.instance == d.instance || d.call_site().is_some())).find_map(site_of)?))).collect();
-        for (d, r) in new_sites {
-            call_sites.entry(d).or_insert(r);
-        }
+        // Library definitions widened to their calls (`calls.rs`).
+        let mut new: Vec<Point> = calls.widen(&current.defs, &points).into_iter().filter(|d| !points.contains(d)).collect();
         new.sort();
         new.dedup();
         // A statement whose other instance was suppressed already comes back: the crash feeds
@@ -353,15 +323,7 @@ fn search(command: Vec<std::ffi::OsString>, opts: &mut Options, dir: &Path, chai
         if runs.count >= max_runs {
             return Verdict::Inconclusive(format!("no run without a crash within --max-runs={max_runs}"));
         }
-        // A call suppressed whole subsumes its single stores (whose check would leave the
-        // instruction before the call's could see it), and a call site its calls.
-        points.retain(|p| {
-            !new.iter().any(|n| {
-                let subsumed_by_call = n.call() && library(p) && p.thread == n.thread && p.instance == n.instance;
-                let subsumed_by_site = n.call_site().is_some() && (library(p) || p.call()) && p.thread == n.thread && call_sites.get(p).copied() == n.call_site();
-                subsumed_by_call || subsumed_by_site
-            })
-        });
+        points.retain(|p| !calls.subsumed(p, &new));
         points.extend(&new);
         let mut o = match next(&mut runs, &points, false) {
             Ok(o) => o,

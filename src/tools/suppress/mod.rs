@@ -2,6 +2,7 @@
 //! execution suppression (`driver`), each run tracing and suppressing at once (`run`), with
 //! branches skipped to their immediate post-dominator (`cfg`); `report` prints what it found.
 
+mod calls;
 pub mod cfg;
 pub mod driver;
 mod flags;

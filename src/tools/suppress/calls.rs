@@ -1,0 +1,81 @@
+//! Library definitions as the program's calls (issue 21, items 3-5): a library's definitions
+//! are named by the program's call they belong to (`Policy::call_word`), and the search widens a
+//! library point to the whole call, or to every call made at one site of the program, when the
+//! single store is not the unit that corrupted (see ARCHITECTURE, "The suppression tool").
+
+use super::plan::{Outcome, Point};
+use std::collections::HashMap;
+
+/// What the search knows of the program's calls: its code range and the call site (return
+/// address) of each library definition and point seen.
+pub struct Calls {
+    main: (u64, u64),
+    sites: HashMap<Point, u64>,
+}
+
+impl Calls {
+    pub fn new() -> Calls {
+        Calls { main: (0, 0), sites: HashMap::new() }
+    }
+
+    /// Learns from a traced failing run: the program's range and its definitions' call sites.
+    pub fn learn(&mut self, o: &Outcome) {
+        self.main = o.main;
+        self.sites.extend(o.def_sites.iter().copied());
+    }
+
+    /// A single point in a library, made for a program's call (instance 1: the library ran
+    /// before the program's first call, for no call of its).
+    pub fn library(&self, p: &Point) -> bool {
+        !p.call() && p.call_site().is_none() && p.instance > 1 && !(self.main.0..self.main.1).contains(&p.pc)
+    }
+
+    fn site(&self, p: &Point) -> Option<u64> {
+        self.sites.get(p).copied()
+    }
+
+    /// The points to suppress for the failure's definitions `defs`, given those suppressed
+    /// already:
+    /// - a library's definition in another call made at the same site as a call (or a store of
+    ///   one) suppressed already (strcat in a loop, each call overflowing): every call made at
+    ///   that site, whole;
+    /// - one of a call one of whose stores is suppressed already (the same again: the location
+    ///   its suppressed store left corrupt; or another: strcpy's loop and its tail), or one that
+    ///   wrote a return address or a heap chunk's size (an overflow out of the caller's buffer,
+    ///   never a value the program meant): that call, whole;
+    /// - anything else as it is.
+    pub fn widen(&mut self, defs: &[(Point, String, String, String)], points: &[Point]) -> Vec<Point> {
+        let smashed = |what: &str| what.starts_with("return address at") || what.starts_with("size field of the heap");
+        let new: Vec<Point> = defs
+            .iter()
+            .map(|(d, what, _, _)| {
+                let same_site = self.site(d).filter(|&r| points.iter().any(|p| (self.library(p) || p.call()) && p.thread == d.thread && p.instance != d.instance && self.site(p) == Some(r)));
+                let same_call = points.iter().any(|p| self.library(p) && p.thread == d.thread && p.instance == d.instance);
+                match (self.library(d), same_site) {
+                    (true, Some(r)) => Point { pc: r | 1 << 63, instance: 0, ..*d },
+                    (true, None) if smashed(what) || same_call => Point { pc: 0, ..*d },
+                    _ => *d,
+                }
+            })
+            .collect();
+        // What a whole call or a site stands for: its definitions' site.
+        for n in &new {
+            let site = defs.iter().map(|d| d.0).filter(|x| x.thread == n.thread && (x.instance == n.instance || n.call_site().is_some())).find_map(|x| self.site(&x));
+            if let Some(r) = site {
+                self.sites.entry(*n).or_insert(r);
+            }
+        }
+        new
+    }
+
+    /// Whether point `p` is subsumed by one of `new`: a call suppressed whole its single
+    /// stores (whose check would leave the instruction before the call's could see it), a site
+    /// its calls.
+    pub fn subsumed(&self, p: &Point, new: &[Point]) -> bool {
+        new.iter().any(|n| {
+            let by_call = n.call() && self.library(p) && p.thread == n.thread && p.instance == n.instance;
+            let by_site = n.call_site().is_some() && (self.library(p) || p.call()) && p.thread == n.thread && self.site(p) == n.call_site();
+            by_call || by_site
+        })
+    }
+}
