@@ -34,8 +34,10 @@ row() {
 O0="-g -O0 -fno-stack-protector"
 O2="-g -O2 -fno-stack-protector"
 for b in copy_paste stack_smash local_pointer global_overflow heap_overflow small_alloc double_free \
-    null_return use_after_free two_inputs pipe_copy assert_fail status_flag thread_overflow stalled_poll unset_base; do
-    build $b $b $O0
+    null_return use_after_free two_inputs pipe_copy assert_fail status_flag thread_overflow stalled_poll unset_base \
+    strcpy_into_pointer long_smash double_free_early_return free_of_stack sscanf_smash sscanf_call_sites strcat_loop \
+    pointer_and_index index_from_input leftover_file smash_by argv_past_end memcpy_neighbour global_off_by_one memset_pointer; do
+    build $b $b $O0 -w
 done
 build stack_smash stack_canary -g -O0 -fstack-protector-strong
 for b in global_overflow heap_overflow pipe_copy; do build $b ${b}_o2 $O2; done
@@ -65,3 +67,19 @@ row "pipe_copy, -O2" "" -- "$dir/pipe_copy_o2" "$(A 23)"
 row "thread_overflow (worker thread)" "" -- "$dir/thread_overflow" "$(A 24)"
 row "stalled_poll (suppression run stopped by its budget)" "" -- "$dir/stalled_poll" tape
 row "unset_base (a pointer computed from nothing defined)" "" -- "$dir/unset_base"
+row "strcpy_into_pointer, puts" "" -- "$dir/strcpy_into_pointer" puts "$(A 23)"
+row "long_smash, 1200 characters" "" -- "$dir/long_smash" "$(A 1200)"
+row "double_free_early_return" "" -- "$dir/double_free_early_return" 5
+row "free_of_stack" "" -- "$dir/free_of_stack" bob
+row "sscanf_smash, 200 characters" "" -- "$dir/sscanf_smash" "$(A 200) 5"
+row "sscanf_call_sites" "" -- "$dir/sscanf_call_sites" "$(A 20)" "$(A 20)"
+row "strcat_loop, 40 characters (every call from the line)" "" -- "$dir/strcat_loop" "$(A 40)"
+row "strcat_loop, 80 characters (top chunk)" "" -- "$dir/strcat_loop" "$(A 80)"
+row "pointer_and_index, 8" "" -- "$dir/pointer_and_index" 8
+row "index_from_input" "" -- "$dir/index_from_input" 100000000
+(mkdir "$dir/cwd" && cd "$dir/cwd" && row "leftover_file (leaves a file, lists its directory)" "" -- "$dir/leftover_file" "$(A 20)")
+row "smash_by read" "$(A 100)" -- "$dir/smash_by" read "$(A 100)"
+row "argv_past_end" "" -- "$dir/argv_past_end" 5
+row "memcpy_neighbour" "" -- "$dir/memcpy_neighbour" "$(A 40)"
+row "global_off_by_one" "" -- "$dir/global_off_by_one" x
+row "memset_pointer" "" -- "$dir/memset_pointer" 16
