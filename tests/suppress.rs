@@ -726,17 +726,17 @@ fn an_index_from_the_input_is_found_where_it_was_read() {
     assert!(roots[0].contains("(atoi)") && !roots[0].contains("malloc"), "{err}");
 }
 
-/// Stack smashes by `read`, `memcpy`, `sprintf` and `sscanf` (issue 21, item 4), with and
+/// Stack smashes by `read`, `memcpy`, `sprintf`, `gets` and `sscanf` (issue 21, item 4), with and
 /// without frame pointers: each concludes at its own line (the `read`'s bytes are the kernel's:
 /// the point at its `syscall` makes what it wrote corrupt).
 #[test]
-fn stack_smashes_by_read_memcpy_sprintf_and_sscanf_conclude() {
+fn stack_smashes_by_read_memcpy_sprintf_gets_and_sscanf_conclude() {
     let source = std::fs::read_to_string(repo_root().join("guest-programs/bugs/smash_by.c")).unwrap();
     let text = "A".repeat(100);
     for opt in ["-O0", "-O2"] {
         let name = format!("smash_by{opt}").replace('-', "_");
         let exe = compile_snippet(&name, "c", &source, &["-g", opt, "-fno-stack-protector", "-w"]);
-        for (k, how) in ["read", "memcpy", "sprintf", "sscanf"].into_iter().enumerate() {
+        for (k, how) in ["read", "memcpy", "sprintf", "gets", "sscanf"].into_iter().enumerate() {
             let out = run_rtgrind(["--tool=suppress"], &Cmd::new(&exe).args([how, &text]).stdin(text.clone()));
             let err = out.stderr_str();
             assert_eq!(out.status.code(), Some(1), "{name} {how}: {}", out.describe());
