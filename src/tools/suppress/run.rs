@@ -938,7 +938,9 @@ impl ToolRun for SuppressRun {
         shadow::init_thread(ctx);
         init_table(ctx);
         init_call_word(ctx);
-        init_call_log(ctx);
+        if self.traced() {
+            init_call_log(ctx);
+        }
         let (path, main) = super::super::main_module(mem, &self.program);
         self.state.main = main;
         self.prop.policy = Some(Policy { main, call_word: Some(area::CALL_WORD) });
@@ -964,7 +966,9 @@ impl ToolRun for SuppressRun {
         shadow::start_thread(child, self.threads);
         init_table(child);
         init_call_word(child);
-        init_call_log(child);
+        if self.traced() {
+            init_call_log(child);
+        }
     }
 
     fn syscall_pre(&mut self, ctx: &mut ThreadContext, nr: u64, args: &[u64; 6]) -> Option<i64> {
