@@ -40,6 +40,25 @@ impl SourceLines {
     }
 }
 
+impl SourceLines {
+    /// `file:line (function)` of `pc` in the code its programmer wrote: where code from a
+    /// system header was inlined there (glibc's `atoi`, calling `strtol`), the line that used
+    /// it, from the frames of inlining (`addr2line -i`); else as `describe`.
+    pub fn describe_written(&mut self, pc: u64, mem: &GuestMemory) -> String {
+        let written = self.syms.file_address(pc, mem).and_then(|(path, va)| {
+            let out = Command::new("addr2line").args(["-f", "-i", "-C", "-e", &path, &format!("{va:#x}")]).stderr(Stdio::null()).output().ok()?;
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            let lines: Vec<&str> = text.lines().collect();
+            // Pairs (function, place), innermost first; the place of frame k is in the function
+            // of frame k + 1 (addr2line names each frame's function with the place inside it).
+            let frames: Vec<(&str, &str)> = lines.chunks_exact(2).map(|c| (c[0], c[1].split(" (discriminator").next().unwrap_or(c[1]))).collect();
+            let pick = frames.iter().find(|f| !f.1.starts_with("??") && !f.1.starts_with("/usr/include/"))?;
+            (frames.len() > 1 && frames[0].1.starts_with("/usr/include/")).then(|| format!("{} ({})", pick.1.rsplit('/').next().unwrap_or(pick.1), pick.0))
+        });
+        written.unwrap_or_else(|| self.describe(&[pc], mem).pop().unwrap_or_default())
+    }
+}
+
 fn short(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }

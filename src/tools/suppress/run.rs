@@ -1097,10 +1097,12 @@ impl ToolRun for SuppressRun {
             }
         }
         let main = self.state.main;
+        let mut call_places: HashMap<u64, String> = HashMap::new();
         for (p, sites) in std::mem::take(&mut self.state.hits) {
-            // For a point inside a library: the main program's call that led there.
+            // For a point inside a library: the main program's call that led there (once per
+            // call site: each asks addr2line).
             let first = match sites.first() {
-                Some(&r) if !(main.0..main.1).contains(&p.pc) => lines.describe(&[r - 1], mem).pop().unwrap_or_default(),
+                Some(&r) if !(main.0..main.1).contains(&p.pc) => call_places.entry(r).or_insert_with(|| lines.describe_written(r - 1, mem)).clone(),
                 _ => String::new(),
             };
             if !out.hits.iter().any(|h: &(Point, String)| h.0 == p) {
