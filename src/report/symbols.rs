@@ -101,3 +101,43 @@ pub fn entry_address(path: &str, mem: &GuestMemory) -> Option<u64> {
     let bias = if fs.is_dyn { base - fs.first_vaddr } else { 0 };
     Some(fs.entry + bias)
 }
+
+/// The name of the function the program's call returning to `ret` called through the PLT or a
+/// GOT slot (`call f@plt`, `call [rip+f@GOTPCREL]`): the dynamic relocation of the GOT slot
+/// the call (or its PLT stub) jumps through.
+pub fn callee_of(path: &str, mem: &GuestMemory, ret: u64) -> Option<String> {
+    use rtgrind_jit::iced_x86::{Decoder, DecoderOptions, Mnemonic, OpKind};
+    let decode_at = |at: u64| -> Option<rtgrind_jit::iced_x86::Instruction> {
+        let bytes = crate::kernel::guest_mem::read_vec(at, 16)?;
+        Some(Decoder::with_ip(64, &bytes, at, DecoderOptions::NONE).decode())
+    };
+    let rip_slot = |i: &rtgrind_jit::iced_x86::Instruction| (i.op0_kind() == OpKind::Memory && i.is_ip_rel_memory_operand()).then(|| i.ip_rel_memory_address());
+    // The call: `call rel32` (5 bytes) to a PLT stub, or `call [rip+disp]` (6) through the GOT.
+    let call = [5, 6].into_iter().filter_map(|n| decode_at(ret - n)).find(|i| i.mnemonic() == Mnemonic::Call && i.next_ip() == ret)?;
+    let slot = match rip_slot(&call) {
+        Some(slot) => slot,
+        None => {
+            // The stub: a `jmp [rip+disp]` among its first instructions (after `endbr64`).
+            let mut at = call.near_branch_target();
+            let mut found = None;
+            for _ in 0..3 {
+                let i = decode_at(at)?;
+                if i.mnemonic() == Mnemonic::Jmp {
+                    found = rip_slot(&i);
+                    break;
+                }
+                at = i.next_ip();
+            }
+            found?
+        }
+    };
+    let bytes = std::fs::read(path).ok()?;
+    let elf = goblin::elf::Elf::parse(&bytes).ok()?;
+    let base = mem.lowest_start_named(path)?;
+    let first_vaddr = elf.program_headers.iter().filter(|p| p.p_type == goblin::elf::program_header::PT_LOAD).map(|p| p.p_vaddr & !0xfff).min()?;
+    let bias = if elf.header.e_type == goblin::elf::header::ET_DYN { base - first_vaddr } else { 0 };
+    let va = slot.checked_sub(bias)?;
+    let reloc = elf.pltrelocs.iter().chain(elf.dynrelas.iter()).find(|r| r.r_offset == va)?;
+    let sym = elf.dynsyms.get(reloc.r_sym)?;
+    elf.dynstrtab.get_at(sym.st_name).map(|n| n.to_string())
+}

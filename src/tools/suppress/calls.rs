@@ -51,7 +51,7 @@ impl Calls {
             .map(|(d, what, _, _)| {
                 let same_site = self.site(d).filter(|&r| points.iter().any(|p| (self.library(p) || p.call()) && p.thread == d.thread && p.instance != d.instance && self.site(p) == Some(r)));
                 let same_call = points.iter().any(|p| self.library(p) && p.thread == d.thread && p.instance == d.instance);
-                match (self.library(d), same_site) {
+                match (self.library(d) || d.call(), same_site) {
                     (true, Some(r)) => Point { pc: r | 1 << 63, instance: 0, ..*d },
                     (true, None) if smashed(what) || same_call => Point { pc: 0, ..*d },
                     _ => *d,
@@ -66,6 +66,15 @@ impl Calls {
             }
         }
         new
+    }
+
+    /// Every instance of what `d` names: of a whole call, every call made at its site (when
+    /// known); of an instruction, its every instance.
+    pub fn every(&self, d: &Point) -> Point {
+        match (d.call(), self.site(d)) {
+            (true, Some(r)) => Point { pc: r | 1 << 63, instance: 0, ..*d },
+            _ => Point { instance: 0, ..*d },
+        }
     }
 
     /// Whether point `p` is subsumed by one of `new`: a call suppressed whole its single

@@ -286,12 +286,21 @@ fn search(command: Vec<std::ffi::OsString>, opts: &mut Options, dir: &Path, chai
         let current = &chain.last().unwrap().1;
         calls.learn(current);
         let defs: Vec<Point> = current.defs.iter().map(|d| d.0).collect();
+        // Suppressing whole the library calls that overflowed avoided the failure if the run
+        // then failed otherwise: what the copy should have written in bounds is missing, and
+        // that is no corruption of its own to follow (unzip's strcat, suppressed, left a name
+        // unterminated that printf then read past).
+        let (added, _) = &chain[chain.len() - 1];
+        let whole_calls = !added.is_empty() && added.iter().all(|p| p.call() || p.call_site().is_some());
+        let same = current.crash.as_ref().map(|c| (c.0, c.1)) == Some((crash.0, crash.1));
+        if whole_calls && !same {
+            return Verdict::RootCause(roots(chain, None, Some(crash_text(current))));
+        }
         if defs.is_empty() {
             // A suppression run that failed otherwise than the program did (another signal or
             // place), on nothing defined: the points it added avoided the failure, and the
             // suppression itself went astray. Their root cause is reported as such, never as
             // a plain one; the same failure again is inconclusive.
-            let same = current.crash.as_ref().map(|c| (c.0, c.1)) == Some((crash.0, crash.1));
             if chain.len() > 1 && !same {
                 let why = format!("{}, which used no location with a known definition", crash_text(current));
                 return Verdict::RootCause(roots(chain, None, Some(why)));
@@ -315,7 +324,7 @@ fn search(command: Vec<std::ffi::OsString>, opts: &mut Options, dir: &Path, chai
             // Suppressing the instance did not avoid the crash (another instance of the same
             // statement wrote part of the same word, which origins do not tell apart):
             // suppress every instance of the statement.
-            new = defs.iter().map(|d| Point { instance: 0, ..*d }).filter(|d| !points.contains(d)).collect();
+            new = defs.iter().map(|d| calls.every(d)).filter(|d| !points.contains(d)).collect();
         }
         if new.is_empty() {
             return Verdict::Inconclusive("suppressing the crash's definitions did not avoid it".into());

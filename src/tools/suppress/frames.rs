@@ -80,6 +80,23 @@ pub(super) fn logged_call(ctx: &mut ThreadContext, word: u64) -> Option<(u64, u6
     ring.chunks_exact(4).find(|e| e[0] == word).map(|e| (e[2], e[1], e[3]))
 }
 
+/// The thread's logged calls after instance word `after` whose first argument pointed into
+/// `[lo, hi)`, the destination nearest `hi` first, then the earliest: (instance word, return
+/// address). (A copy of bytes made at `after` into that block is among them.)
+pub(super) fn calls_into(ctx: &mut ThreadContext, lo: u64, hi: u64, after: u64) -> Vec<(u64, u64)> {
+    let pos = *shadow::word(ctx, area::CALL_LOG);
+    if pos == 0 {
+        return Vec::new();
+    }
+    let base = pos & !((2 * CALL_LOG_BYTES as u64) - 1);
+    let thread = |w: u64| w & (crate::shadow::origin::REAL | 0xff << crate::shadow::origin::THREAD_SHIFT);
+    // SAFETY: the ring is CALL_LOG_BYTES long from `base` (see `init_call_log`).
+    let ring = unsafe { std::slice::from_raw_parts(base as *const u64, CALL_LOG_BYTES / 8) };
+    let mut calls: Vec<&[u64]> = ring.chunks_exact(4).filter(|e| e[0] >= after && thread(e[0]) == thread(after) && (lo..hi).contains(&e[2])).collect();
+    calls.sort_by_key(|e| (std::cmp::Reverse(e[2]), e[0]));
+    calls.into_iter().map(|e| (e[0], e[3])).collect()
+}
+
 /// Leaves the current function as if it returned a corrupt value: to the innermost frame's
 /// return address, with rsp past it. False if no frame is known.
 pub(super) fn return_corrupt(ctx: &mut ThreadContext) -> bool {

@@ -11,7 +11,7 @@
 //! suppression points.
 
 use super::area;
-use super::frames::{frame_entries, init_call_log, init_table, logged_call, CALLEE_SAVED, CALL_LOG_WRAP_BIT};
+use super::frames::{calls_into, frame_entries, init_call_log, init_table, logged_call, CALLEE_SAVED, CALL_LOG_WRAP_BIT};
 use super::guards::{call_store_callout, guard_callout, plain_store_of, point_callout, Guard, GuardKind, PointCheck, State};
 use super::plan::{Outcome, Plan, Point};
 use crate::kernel::guest_mem;
@@ -46,12 +46,17 @@ pub struct SuppressRun {
     /// For the failure's definitions made in a library: (origin, return address of the
     /// program's call they belong to), from the call log.
     def_sites: Vec<(u64, u64)>,
+    /// Definitions that are a whole library call (what, the call's instance word, its return
+    /// address, the callee): a copy that moved the program's bytes where they corrupted.
+    call_defs: Vec<(String, u64, u64, String)>,
     /// The syscall being handled was suppressed (`syscall_pre` said so).
     syscall_suppressed: bool,
     failure: Option<Failure>,
     /// Ranges of the C runtime's functions in the program.
     crt: Vec<(u64, u64)>,
     lifetime: crate::tools::Lifetime,
+    /// The main program's mapping name (for its symbols and relocations).
+    main_path: String,
     /// The program's entry point, where instances restart (`restart_count`), and whether they
     /// have (boxed: translations hold its address).
     entry: Option<u64>,
@@ -116,7 +121,7 @@ impl SuppressRun {
         // Points name block instances, traced or not.
         prop.count_blocks = true;
         let state = Box::new(State { shadow, ipdoms: HashMap::new(), functions: Vec::new(), suppressed: HashMap::new(), hits: Vec::new(), main: (0, 0), armed: false, arm_requested: false, syscall_writes_corrupt: false });
-        Ok(SuppressRun { program, plan, prop, origins, state, guards: Vec::new(), checks: Vec::new(), threads: 0, crash: None, def_sites: Vec::new(), syscall_suppressed: false, pipes: HashMap::new(), failure, crt: Vec::new(), lifetime: Default::default(), entry: None, restarted: Box::default(), fast: fast::enabled(), block_use: Default::default(), fast_block: fast::FastBlock::new(0, 0, false, &Default::default()) })
+        Ok(SuppressRun { program, plan, prop, origins, state, guards: Vec::new(), checks: Vec::new(), threads: 0, crash: None, def_sites: Vec::new(), call_defs: Vec::new(), syscall_suppressed: false, pipes: HashMap::new(), failure, crt: Vec::new(), lifetime: Default::default(), main_path: String::new(), entry: None, restarted: Box::default(), fast: fast::enabled(), block_use: Default::default(), fast_block: fast::FastBlock::new(0, 0, false, &Default::default()) })
     }
 
     /// Gives guest memory `[start, end)` shadow of its own, corrupt bits and origins.
@@ -381,6 +386,22 @@ impl SuppressRun {
         self.plan.points.iter().find(|p| p.thread == thread && ((p.call() && p.instance == instance) || p.call_site() == Some(site))).map(|p| Point { instance, ..*p })
     }
 
+    /// Bytes the program made (origin `o`, a site of the program) found in a heap header at
+    /// `at`, past the chunk at `before`: a library's copy keeps their origin, so their writer is
+    /// the copy -- a call to a copying function of the C library (named through the PLT) made
+    /// after them with its destination in that chunk (the nearest the header, then the first):
+    /// its instance word, return address and name. None where the program stored them itself.
+    fn copy_into(&self, ctx: &mut ThreadContext, mem: &GuestMemory, before: u64, at: u64, o: u64) -> Option<(u64, u64, String)> {
+        if origin::site(o) as u32 & shadow::MAIN_SITE == 0 {
+            return None;
+        }
+        let word = o & !(origin::INCOMING | 0xf_ffff << origin::SITE_SHIFT);
+        calls_into(ctx, before + 16, at, word).into_iter().find_map(|(call, ret)| {
+            let name = crate::report::symbols::callee_of(&self.main_path, mem, ret)?;
+            COPIES.contains(&name.as_str()).then(|| (call, ret, format!("`{name}`")))
+        })
+    }
+
     fn in_main(&self, pc: u64) -> bool {
         (self.state.main.0..self.state.main.1).contains(&pc)
     }
@@ -456,7 +477,15 @@ impl SuppressRun {
                 at != p - 8 && call.is_some_and(|(value, first, _)| value == p && first & !origin::INCOMING != rdi_origin & !origin::INCOMING)
             });
             if let Some((what, at, o)) = newest.filter(|_| !copy_freed_before) {
-                locs.push((format!("{what} of the heap block {p:#x} (at {at:#x}) passed to the call returning to {ret:#x}"), o));
+                let what = format!("{what} of the heap block {p:#x} (at {at:#x}) passed to the call returning to {ret:#x}");
+                if at == p - 8 {
+                    let before = heap_chunks(mem).into_iter().take_while(|&c| c < p - 16).last();
+                    if let Some((call, ret, name)) = before.and_then(|b| self.copy_into(ctx, mem, b, at, o)) {
+                        self.call_defs.push((format!("{what}, written by {name}"), call, ret, name));
+                        return locs;
+                    }
+                }
+                locs.push((what, o));
                 return locs;
             }
         }
@@ -543,10 +572,15 @@ impl SuppressRun {
                 // glibc's checks abort on a chunk header an overflow rewrote: a walk of the brk
                 // heap from its first chunk goes astray at it ("corrupted top size" when
                 // printf's buffer is allocated past a block the program overflowed).
-                if let Some(at) = heap_walk_astray(mem) {
+                if let Some((at, before)) = heap_walk_astray(mem) {
                     let o = self.origin_at(at);
                     if o & origin::REAL != 0 && !decided {
-                        locs.push((format!("size field of the heap chunk at {:#x} (where a walk of the heap goes astray)", at - 8), o));
+                        let what = format!("size field of the heap chunk at {:#x} (where a walk of the heap goes astray)", at - 8);
+                        if let Some((call, ret, name)) = before.and_then(|b| self.copy_into(ctx, mem, b, at, o)) {
+                            self.call_defs.push((format!("{what}, written by {name}"), call, ret, name));
+                            return locs;
+                        }
+                        locs.push((what, o));
                         return locs;
                     }
                 }
@@ -648,9 +682,10 @@ impl SuppressRun {
 /// The size field where a walk of the brk heap's chunks (glibc's layout: each chunk's size at
 /// its second word, the next chunk that many bytes on, the last one, the top, ending at the
 /// break) goes astray: a size too small, misaligned, or running past the break.
-fn heap_walk_astray(mem: &GuestMemory) -> Option<u64> {
+/// With it, the chunk before (whose block the overflow ran out of), if any.
+fn heap_walk_astray(mem: &GuestMemory) -> Option<(u64, Option<u64>)> {
     let (start, end) = ((mem.brk_start + 15) & !15, mem.brk_cur);
-    let mut p = start;
+    let (mut p, mut before) = (start, None);
     for _ in 0..(1 << 20) {
         if p + 16 > end {
             return None;
@@ -660,11 +695,28 @@ fn heap_walk_astray(mem: &GuestMemory) -> Option<u64> {
             return None;
         }
         if size < 32 || size % 16 != 0 || p + size > end {
-            return Some(p + 8);
+            return Some((p + 8, before));
         }
+        before = Some(p);
         p += size;
     }
     None
+}
+
+/// The brk heap's chunks from the first, as far as their size fields lead.
+fn heap_chunks(mem: &GuestMemory) -> Vec<u64> {
+    let (start, end) = ((mem.brk_start + 15) & !15, mem.brk_cur);
+    let mut chunks = Vec::new();
+    let mut p = start;
+    while p + 16 <= end && chunks.len() < (1 << 20) {
+        chunks.push(p);
+        let Some(size) = guest_mem::read_u64(p + 8).map(|s| s & !7) else { break };
+        if size < 32 || size % 16 != 0 || p + size > end {
+            break;
+        }
+        p += size;
+    }
+    chunks
 }
 
 /// The program's call sites (return addresses) of the library definitions among `locs`.
@@ -696,6 +748,9 @@ extern "C" fn restart_count(ctx: *mut ThreadContext, arg: u64) {
         ctx.counter = (ctx.counter & keep) | ENTRY_INSTANCE << origin::INSTANCE_SHIFT;
     }
 }
+
+/// The C library's functions that copy into their first argument.
+const COPIES: [&str; 16] = ["strcpy", "strcat", "strncpy", "strncat", "stpcpy", "memcpy", "memmove", "mempcpy", "sprintf", "vsprintf", "snprintf", "vsnprintf", "gets", "fgets", "read", "fread"];
 
 /// Before the thread's first call in the program, a library's definitions are instance 1 of
 /// the thread (never 0, which names every instance).
@@ -946,6 +1001,7 @@ impl ToolRun for SuppressRun {
         self.prop.policy = Some(Policy { main, call_word: Some(area::CALL_WORD) });
         self.prop.sites.main = Some(main);
         self.entry = crate::report::symbols::entry_address(&path, mem);
+        self.main_path = path.clone();
         let functions = crate::report::symbols::functions(&path, mem);
         self.state.functions = functions.iter().map(|f| (f.0, f.1)).collect();
         // The C runtime's code in the program (start-up, destructors) decides nothing the
@@ -1095,6 +1151,11 @@ impl ToolRun for SuppressRun {
                 }
                 out.defs.push((p, what, place, decode(p.pc).map(|i| fmt(&i)).unwrap_or_default()));
             }
+        }
+        for (what, word, ret, name) in std::mem::take(&mut self.call_defs) {
+            let p = Point { pc: 0, thread: origin::thread(word) as u64, instance: origin::instance(word) };
+            out.def_sites.push((p, ret));
+            out.defs.push((p, what, name, "call".into()));
         }
         let main = self.state.main;
         let mut call_places: HashMap<u64, String> = HashMap::new();
