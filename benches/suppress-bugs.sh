@@ -36,7 +36,8 @@ O2="-g -O2 -fno-stack-protector"
 for b in copy_paste stack_smash local_pointer global_overflow heap_overflow small_alloc double_free \
     null_return use_after_free two_inputs pipe_copy assert_fail status_flag thread_overflow stalled_poll unset_base \
     strcpy_into_pointer long_smash double_free_early_return free_of_stack sscanf_smash sscanf_call_sites strcat_loop \
-    pointer_and_index index_from_input leftover_file smash_by argv_past_end memcpy_neighbour global_off_by_one memset_pointer; do
+    pointer_and_index index_from_input leftover_file smash_by argv_past_end memcpy_neighbour global_off_by_one memset_pointer \
+    escape_concat; do
     build $b $b $O0 -w
 done
 build stack_smash stack_canary -g -O0 -fstack-protector-strong
@@ -83,3 +84,4 @@ row "argv_past_end" "" -- "$dir/argv_past_end" 5
 row "memcpy_neighbour" "" -- "$dir/memcpy_neighbour" "$(A 40)"
 row "global_off_by_one" "" -- "$dir/global_off_by_one" x
 row "memset_pointer" "" -- "$dir/memset_pointer" 16
+row "escape_concat (strcat of the program's escapes past a buffer)" "" -- "$dir/escape_concat" "$(A 20)"
