@@ -51,9 +51,10 @@ impl SourceLines {
             let lines: Vec<&str> = text.lines().collect();
             // Pairs (function, place), innermost first; the place of frame k is in the function
             // of frame k + 1 (addr2line names each frame's function with the place inside it).
-            let frames: Vec<(&str, &str)> = lines.chunks_exact(2).map(|c| (c[0], c[1].split(" (discriminator").next().unwrap_or(c[1]))).collect();
-            let pick = frames.iter().find(|f| !f.1.starts_with("??") && !f.1.starts_with("/usr/include/"))?;
-            (frames.len() > 1 && frames[0].1.starts_with("/usr/include/")).then(|| format!("{} ({})", pick.1.rsplit('/').next().unwrap_or(pick.1), pick.0))
+            let frames: Vec<(&str, &str)> = lines.chunks_exact(2).map(|c| (c[0], c[1])).collect();
+            let system = |place: &str| place.starts_with("/usr/include/");
+            let pick = frames.iter().filter(|f| !system(f.1)).find_map(|f| line_text(f.0, f.1))?;
+            (frames.len() > 1 && system(frames[0].1)).then_some(pick)
         });
         written.unwrap_or_else(|| self.describe(&[pc], mem).pop().unwrap_or_default())
     }
@@ -70,15 +71,16 @@ fn addr2line(module: &str, addrs: impl Iterator<Item = u64>) -> Vec<Option<Strin
     let Ok(out) = out else { return vec![None; addrs.len()] };
     let text = String::from_utf8_lossy(&out.stdout);
     let lines: Vec<&str> = text.lines().collect();
-    (0..addrs.len())
-        .map(|i| {
-            let (func, place) = (lines.get(2 * i)?, lines.get(2 * i + 1)?);
-            let place = place.split(" (discriminator").next().unwrap_or(place);
-            if place.starts_with("??") {
-                return None;
-            }
-            let file = place.rsplit('/').next().unwrap_or(place);
-            Some(format!("{file} ({func})"))
-        })
-        .collect()
+    (0..addrs.len()).map(|i| line_text(lines.get(2 * i)?, lines.get(2 * i + 1)?)).collect()
+}
+
+/// `file:line (function)` from one frame of addr2line's output (function, then place); None
+/// where it knows no line.
+fn line_text(func: &str, place: &str) -> Option<String> {
+    let place = place.split(" (discriminator").next().unwrap_or(place);
+    if place.starts_with("??") {
+        return None;
+    }
+    let file = place.rsplit('/').next().unwrap_or(place);
+    Some(format!("{file} ({func})"))
 }

@@ -16,6 +16,9 @@ struct FileSyms {
     is_dyn: bool,
     /// The ELF entry point (vaddr).
     entry: u64,
+    /// The functions the dynamic relocations bind, by the address of the slot they fill (a
+    /// GOT slot the PLT jumps through): (vaddr, name).
+    slots: Vec<(u64, String)>,
 }
 
 fn parse(path: &str) -> Option<FileSyms> {
@@ -39,7 +42,8 @@ fn parse(path: &str) -> Option<FileSyms> {
         .filter(|p| p.p_type == goblin::elf::program_header::PT_LOAD)
         .map(|p| p.p_vaddr & !0xfff)
         .min()?;
-    Some(FileSyms { syms, first_vaddr, is_dyn: elf.header.e_type == goblin::elf::header::ET_DYN, entry: elf.header.e_entry })
+    let slots = elf.pltrelocs.iter().chain(elf.dynrelas.iter()).filter(|r| r.r_sym != 0).filter_map(|r| Some((r.r_offset, elf.dynstrtab.get_at(elf.dynsyms.get(r.r_sym)?.st_name)?.to_string()))).collect();
+    Some(FileSyms { syms, first_vaddr, is_dyn: elf.header.e_type == goblin::elf::header::ET_DYN, entry: elf.header.e_entry, slots })
 }
 
 impl SymbolCache {
@@ -72,10 +76,16 @@ impl SymbolCache {
     }
 }
 
+/// Module `path` as it is mapped in `mem`: its symbols and the bias of its addresses.
+fn mapped(path: &str, mem: &GuestMemory) -> Option<(FileSyms, u64)> {
+    let (fs, base) = (parse(path)?, mem.lowest_start_named(path)?);
+    let bias = if fs.is_dyn { base - fs.first_vaddr } else { 0 };
+    Some((fs, bias))
+}
+
 /// The functions (guest range and name) of the module `path` mapped in `mem`, from its symbols.
 pub fn functions(path: &str, mem: &GuestMemory) -> Vec<(u64, u64, String)> {
-    let (Some(fs), Some(base)) = (parse(path), mem.lowest_start_named(path)) else { return Vec::new() };
-    let bias = if fs.is_dyn { base - fs.first_vaddr } else { 0 };
+    let Some((fs, bias)) = mapped(path, mem) else { return Vec::new() };
     // A symbol without a size (the C runtime's, hand-written assembly) runs to the next one.
     fs.syms
         .iter()
@@ -89,16 +99,14 @@ pub fn functions(path: &str, mem: &GuestMemory) -> Vec<(u64, u64, String)> {
 
 /// The guest address of function `name` in module `path` mapped in `mem`.
 pub fn function_address(path: &str, mem: &GuestMemory, name: &str) -> Option<u64> {
-    let (fs, base) = (parse(path)?, mem.lowest_start_named(path)?);
-    let bias = if fs.is_dyn { base - fs.first_vaddr } else { 0 };
+    let (fs, bias) = mapped(path, mem)?;
     fs.syms.iter().find(|s| s.2 == name).map(|s| s.0 + bias)
 }
 
 /// The guest address of the entry point of module `path` mapped in `mem` (where the program's
 /// own code starts, after the dynamic loader's).
 pub fn entry_address(path: &str, mem: &GuestMemory) -> Option<u64> {
-    let (fs, base) = (parse(path)?, mem.lowest_start_named(path)?);
-    let bias = if fs.is_dyn { base - fs.first_vaddr } else { 0 };
+    let (fs, bias) = mapped(path, mem)?;
     Some(fs.entry + bias)
 }
 
@@ -131,13 +139,7 @@ pub fn callee_of(path: &str, mem: &GuestMemory, ret: u64) -> Option<String> {
             found?
         }
     };
-    let bytes = std::fs::read(path).ok()?;
-    let elf = goblin::elf::Elf::parse(&bytes).ok()?;
-    let base = mem.lowest_start_named(path)?;
-    let first_vaddr = elf.program_headers.iter().filter(|p| p.p_type == goblin::elf::program_header::PT_LOAD).map(|p| p.p_vaddr & !0xfff).min()?;
-    let bias = if elf.header.e_type == goblin::elf::header::ET_DYN { base - first_vaddr } else { 0 };
+    let (fs, bias) = mapped(path, mem)?;
     let va = slot.checked_sub(bias)?;
-    let reloc = elf.pltrelocs.iter().chain(elf.dynrelas.iter()).find(|r| r.r_offset == va)?;
-    let sym = elf.dynsyms.get(reloc.r_sym)?;
-    elf.dynstrtab.get_at(sym.st_name).map(|n| n.to_string())
+    fs.slots.into_iter().find(|s| s.0 == va).map(|s| s.1)
 }

@@ -119,6 +119,15 @@ pub mod origin {
     pub fn is_constant(o: u64) -> bool {
         o & !INCOMING != 0 && o & REAL == 0
     }
+    /// The instance word an origin was made from (the thread's block instance and thread,
+    /// `REAL`): the origin without its site and its call-boundary mark.
+    pub fn instance_word(o: u64) -> u64 {
+        o & !(INCOMING | 0xf_ffff << SITE_SHIFT)
+    }
+    /// The thread part of an instance word (`REAL` and the thread).
+    pub fn thread_part(w: u64) -> u64 {
+        w & (REAL | 0xff << THREAD_SHIFT)
+    }
     /// `THREAD_BITS` of thread `n`.
     pub fn thread_bits(n: u64) -> u64 {
         REAL | (n & 0xff) << THREAD_SHIFT

@@ -54,8 +54,8 @@ pub(super) fn init_table(ctx: &mut ThreadContext) {
 }
 
 /// The last calls the program made (in a run that traces), in a ring per thread: the call's
-/// instance word, its first argument's origin and value, its return address, 32 bytes each. The ring is aligned to twice
-/// its size, so the code that appends wraps by clearing one bit.
+/// instance word, its first argument's origin and value, its return address, 32 bytes each.
+/// The ring is aligned to twice its size, so the code that appends wraps by clearing one bit.
 pub(super) const CALL_LOG_BYTES: usize = 1 << 20;
 pub(super) const CALL_LOG_WRAP_BIT: u32 = 20;
 
@@ -67,32 +67,30 @@ pub(super) fn init_call_log(ctx: &mut ThreadContext) {
     *shadow::word(ctx, area::CALL_LOG) = ring as u64;
 }
 
-/// The program's call whose instance word is `word`, if the thread's log still holds it: its
-/// first argument's value and origin, and its return address.
-pub(super) fn logged_call(ctx: &mut ThreadContext, word: u64) -> Option<(u64, u64, u64)> {
+/// The thread's call log (see `init_call_log`), in a run that traces.
+fn call_log(ctx: &mut ThreadContext) -> Option<&'static [u64]> {
     let pos = *shadow::word(ctx, area::CALL_LOG);
     if pos == 0 {
         return None;
     }
     let base = pos & !((2 * CALL_LOG_BYTES as u64) - 1);
-    // SAFETY: the ring is CALL_LOG_BYTES long from `base` (see `init_call_log`).
-    let ring = unsafe { std::slice::from_raw_parts(base as *const u64, CALL_LOG_BYTES / 8) };
-    ring.chunks_exact(4).find(|e| e[0] == word).map(|e| (e[2], e[1], e[3]))
+    // SAFETY: the ring is CALL_LOG_BYTES long from `base` (see `init_call_log`), never freed.
+    Some(unsafe { std::slice::from_raw_parts(base as *const u64, CALL_LOG_BYTES / 8) })
+}
+
+/// The program's call whose instance word is `word`, if the thread's log still holds it: its
+/// first argument's value and origin, and its return address.
+pub(super) fn logged_call(ctx: &mut ThreadContext, word: u64) -> Option<(u64, u64, u64)> {
+    call_log(ctx)?.chunks_exact(4).find(|e| e[0] == word).map(|e| (e[2], e[1], e[3]))
 }
 
 /// The thread's logged calls after instance word `after` whose first argument pointed into
 /// `[lo, hi)`, the destination nearest `hi` first, then the earliest: (instance word, return
 /// address). (A copy of bytes made at `after` into that block is among them.)
 pub(super) fn calls_into(ctx: &mut ThreadContext, lo: u64, hi: u64, after: u64) -> Vec<(u64, u64)> {
-    let pos = *shadow::word(ctx, area::CALL_LOG);
-    if pos == 0 {
-        return Vec::new();
-    }
-    let base = pos & !((2 * CALL_LOG_BYTES as u64) - 1);
-    let thread = |w: u64| w & (crate::shadow::origin::REAL | 0xff << crate::shadow::origin::THREAD_SHIFT);
-    // SAFETY: the ring is CALL_LOG_BYTES long from `base` (see `init_call_log`).
-    let ring = unsafe { std::slice::from_raw_parts(base as *const u64, CALL_LOG_BYTES / 8) };
-    let mut calls: Vec<&[u64]> = ring.chunks_exact(4).filter(|e| e[0] >= after && thread(e[0]) == thread(after) && (lo..hi).contains(&e[2])).collect();
+    use crate::shadow::origin::thread_part;
+    let Some(ring) = call_log(ctx) else { return Vec::new() };
+    let mut calls: Vec<&[u64]> = ring.chunks_exact(4).filter(|e| e[0] >= after && thread_part(e[0]) == thread_part(after) && (lo..hi).contains(&e[2])).collect();
     calls.sort_by_key(|e| (std::cmp::Reverse(e[2]), e[0]));
     calls.into_iter().map(|e| (e[0], e[3])).collect()
 }

@@ -9,6 +9,7 @@ use super::plan::Point;
 use super::run::fmt;
 use crate::kernel::guest_mem;
 use crate::shadow::memory::ShadowMemory;
+use crate::shadow::propagate::writes;
 use crate::shadow::{self, origin, slot};
 use rtgrind_jit::iced_x86::{FlowControl, Instruction, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register};
 use rtgrind_jit::ThreadContext;
@@ -261,7 +262,7 @@ pub(super) extern "C" fn point_callout(ctx: *mut ThreadContext, arg: u64) {
         _ => c.point,
     };
     if !st.hits.iter().any(|h| h.0 == point) && st.hits.iter().filter(|h| h.0.pc == point.pc).count() < 64 {
-        hit(ctx, st, point);
+        hit(ctx, st, point, ctx.callout_regs[4]);
     }
     if ins.mnemonic() == Mnemonic::Syscall {
         st.syscall_writes_corrupt = true;
@@ -279,8 +280,8 @@ pub(super) fn plain_store(ins: &Instruction) -> bool {
 }
 
 pub(super) fn plain_store_of(ins: &Instruction, info: &rtgrind_jit::iced_x86::InstructionInfo) -> bool {
-    let writes_regs = info.used_registers().iter().any(|u| u.register().full_register() != Register::RSP && matches!(u.access(), OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite));
-    let stores = info.used_memory().iter().any(|m| matches!(m.access(), OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite));
+    let writes_regs = info.used_registers().iter().any(|u| u.register().full_register() != Register::RSP && writes(u.access()));
+    let stores = info.used_memory().iter().any(|m| writes(m.access()));
     let sequential = ins.flow_control() == FlowControl::Next;
     stores && !writes_regs && sequential && !matches!(ins.mnemonic(), Mnemonic::Push) && !ins.is_string_instruction()
 }
@@ -299,10 +300,10 @@ fn arm(ctx: &mut ThreadContext, st: &mut State, ins: &Instruction) -> bool {
     false
 }
 
-/// Records that `point` was reached, with the program's calls that led there.
-fn hit(ctx: &mut ThreadContext, st: &mut State, point: Point) {
+/// Records that `point` was reached, with the program's calls that led there (the frames
+/// above `rsp`).
+pub(super) fn hit(ctx: &mut ThreadContext, st: &mut State, point: Point, rsp: u64) {
     let main = st.main;
-    let rsp = ctx.callout_regs[4];
     let sites: Vec<u64> = frames(ctx, rsp).iter().map(|f| f.1).filter(|r| (main.0..main.1).contains(r)).collect();
     st.hits.push((point, sites));
 }
@@ -352,7 +353,7 @@ pub(super) extern "C" fn call_store_callout(ctx: *mut ThreadContext, arg: u64) {
         None => c.point,
     };
     if !st.hits.iter().any(|h| h.0 == point) && st.hits.len() < 4096 {
-        hit(ctx, st, point);
+        hit(ctx, st, point, ctx.callout_regs[4]);
     }
     st.count("stores of a suppressed call");
     if string {
@@ -375,7 +376,7 @@ fn info_store_size(ins: &Instruction) -> u64 {
     let info = InstructionInfoFactory::new().info(ins).clone();
     info.used_memory()
         .iter()
-        .filter(|m| matches!(m.access(), OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite))
+        .filter(|m| writes(m.access()))
         .map(|m| m.memory_size().size().max(1) as u64)
         .max()
         .unwrap_or(8)

@@ -12,7 +12,7 @@
 
 use super::area;
 use super::frames::{calls_into, frame_entries, init_call_log, init_table, logged_call, CALLEE_SAVED, CALL_LOG_WRAP_BIT};
-use super::guards::{call_store_callout, guard_callout, plain_store_of, point_callout, Guard, GuardKind, PointCheck, State};
+use super::guards::{call_store_callout, guard_callout, hit, plain_store_of, point_callout, Guard, GuardKind, PointCheck, State};
 use super::plan::{Outcome, Plan, Point};
 use crate::kernel::guest_mem;
 use crate::tools::expected::ExpectedOutput;
@@ -278,7 +278,7 @@ impl SuppressRun {
         for r in ARG_REGS.into_iter().filter(|_| traced) {
             a.or(qword_ptr(tool_area(slot::ORIGIN_GPR + 8 * r)).gs(), origin::INCOMING as i32).unwrap();
         }
-        if (self.state.main.0..self.state.main.1).contains(&ins.ip()) {
+        if self.in_main(ins.ip()) {
             // A call in the program: what a library does until the next one belongs to it.
             if traced {
                 // The call, its first argument and that argument's origin, in the thread's log
@@ -395,8 +395,7 @@ impl SuppressRun {
         if origin::site(o) as u32 & shadow::MAIN_SITE == 0 {
             return None;
         }
-        let word = o & !(origin::INCOMING | 0xf_ffff << origin::SITE_SHIFT);
-        calls_into(ctx, before + 16, at, word).into_iter().find_map(|(call, ret)| {
+        calls_into(ctx, before + 16, at, origin::instance_word(o)).into_iter().find_map(|(call, ret)| {
             let name = crate::report::symbols::callee_of(&self.main_path, mem, ret)?;
             COPIES.contains(&name.as_str()).then(|| (call, ret, format!("`{name}`")))
         })
@@ -412,7 +411,7 @@ impl SuppressRun {
     fn call_checks(&mut self, site: &InsnSite, b: &mut Inline) {
         let ins = site.ins;
         let stores = ins.is_string_instruction() && matches!(ins.mnemonic(), Mnemonic::Movsb | Mnemonic::Movsw | Mnemonic::Movsd | Mnemonic::Movsq | Mnemonic::Stosb | Mnemonic::Stosw | Mnemonic::Stosd | Mnemonic::Stosq)
-            || (!ins.is_string_instruction() && !matches!(ins.mnemonic(), Mnemonic::Push | Mnemonic::Call) && site.info.used_memory().iter().any(|m| matches!(m.access(), OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite)));
+            || (!ins.is_string_instruction() && !matches!(ins.mnemonic(), Mnemonic::Push | Mnemonic::Call) && site.info.used_memory().iter().any(|m| crate::shadow::propagate::writes(m.access())));
         if !stores || self.in_main(ins.ip()) {
             return;
         }
@@ -473,13 +472,13 @@ impl SuppressRun {
             // pointer is what was wrong (the dissertation's Fig. 5.1, line 15); the same
             // definition freed twice: the earlier call is.
             let copy_freed_before = newest.is_some_and(|(_, at, o)| {
-                let call = logged_call(ctx, o & !(origin::INCOMING | 0xf_ffff << origin::SITE_SHIFT));
+                let call = logged_call(ctx, origin::instance_word(o));
                 at != p - 8 && call.is_some_and(|(value, first, _)| value == p && first & !origin::INCOMING != rdi_origin & !origin::INCOMING)
             });
             if let Some((what, at, o)) = newest.filter(|_| !copy_freed_before) {
                 let what = format!("{what} of the heap block {p:#x} (at {at:#x}) passed to the call returning to {ret:#x}");
                 if at == p - 8 {
-                    let before = heap_chunks(mem).into_iter().take_while(|&c| c < p - 16).last();
+                    let before = heap_walk(mem).0.into_iter().take_while(|&c| c < p - 16).last();
                     if let Some((call, ret, name)) = before.and_then(|b| self.copy_into(ctx, mem, b, at, o)) {
                         self.call_defs.push((format!("{what}, written by {name}"), call, ret, name));
                         return locs;
@@ -679,51 +678,41 @@ impl SuppressRun {
     }
 }
 
-/// The size field where a walk of the brk heap's chunks (glibc's layout: each chunk's size at
-/// its second word, the next chunk that many bytes on, the last one, the top, ending at the
-/// break) goes astray: a size too small, misaligned, or running past the break.
-/// With it, the chunk before (whose block the overflow ran out of), if any.
-fn heap_walk_astray(mem: &GuestMemory) -> Option<(u64, Option<u64>)> {
-    let (start, end) = ((mem.brk_start + 15) & !15, mem.brk_cur);
-    let (mut p, mut before) = (start, None);
-    for _ in 0..(1 << 20) {
-        if p + 16 > end {
-            return None;
-        }
-        let size = guest_mem::read_u64(p + 8)? & !7;
-        if p + size == end {
-            return None;
-        }
-        if size < 32 || size % 16 != 0 || p + size > end {
-            return Some((p + 8, before));
-        }
-        before = Some(p);
-        p += size;
-    }
-    None
-}
-
-/// The brk heap's chunks from the first, as far as their size fields lead.
-fn heap_chunks(mem: &GuestMemory) -> Vec<u64> {
+/// The brk heap's chunks from the first, in glibc's layout (each chunk's size at its second
+/// word, the next chunk that many bytes on, the last one, the top, ending at the break), as far
+/// as their sizes lead; and whether the walk went astray at the last one (a size too small,
+/// misaligned, or running past the break).
+fn heap_walk(mem: &GuestMemory) -> (Vec<u64>, bool) {
     let (start, end) = ((mem.brk_start + 15) & !15, mem.brk_cur);
     let mut chunks = Vec::new();
     let mut p = start;
     while p + 16 <= end && chunks.len() < (1 << 20) {
         chunks.push(p);
         let Some(size) = guest_mem::read_u64(p + 8).map(|s| s & !7) else { break };
-        if size < 32 || size % 16 != 0 || p + size > end {
+        if p + size == end {
             break;
+        }
+        if size < 32 || size % 16 != 0 || p + size > end {
+            return (chunks, true);
         }
         p += size;
     }
-    chunks
+    (chunks, false)
+}
+
+/// The size field where the walk of the heap goes astray, with the chunk before (whose block
+/// the overflow ran out of), if any.
+fn heap_walk_astray(mem: &GuestMemory) -> Option<(u64, Option<u64>)> {
+    let (chunks, astray) = heap_walk(mem);
+    let n = chunks.len();
+    astray.then(|| (chunks[n - 1] + 8, n.checked_sub(2).map(|k| chunks[k])))
 }
 
 /// The program's call sites (return addresses) of the library definitions among `locs`.
 fn call_sites(ctx: &mut ThreadContext, locs: &[(String, u64)]) -> Vec<(u64, u64)> {
     locs.iter()
         .filter(|l| origin::site(l.1) as u32 & shadow::MAIN_SITE == 0)
-        .filter_map(|l| Some((l.1, logged_call(ctx, l.1 & !(origin::INCOMING | 0xf_ffff << origin::SITE_SHIFT))?.2)))
+        .filter_map(|l| Some((l.1, logged_call(ctx, origin::instance_word(l.1))?.2)))
         .collect()
 }
 
@@ -743,9 +732,8 @@ extern "C" fn restart_count(ctx: *mut ThreadContext, arg: u64) {
     if done.swap(true, std::sync::atomic::Ordering::Relaxed) {
         return;
     }
-    let keep = origin::REAL | 0xff << origin::THREAD_SHIFT | (origin::BLOCK_STEP - 1);
     if origin::instance(ctx.counter) < ENTRY_INSTANCE {
-        ctx.counter = (ctx.counter & keep) | ENTRY_INSTANCE << origin::INSTANCE_SHIFT;
+        ctx.counter = origin::thread_part(ctx.counter) | (ctx.counter & (origin::BLOCK_STEP - 1)) | ENTRY_INSTANCE << origin::INSTANCE_SHIFT;
     }
 }
 
@@ -755,7 +743,7 @@ const COPIES: [&str; 16] = ["strcpy", "strcat", "strncpy", "strncat", "stpcpy", 
 /// Before the thread's first call in the program, a library's definitions are instance 1 of
 /// the thread (never 0, which names every instance).
 fn init_call_word(ctx: &mut ThreadContext) {
-    *shadow::word(ctx, area::CALL_WORD) = (ctx.counter & (origin::REAL | 0xff << origin::THREAD_SHIFT)) | origin::BLOCK_STEP;
+    *shadow::word(ctx, area::CALL_WORD) = origin::thread_part(ctx.counter) | origin::BLOCK_STEP;
 }
 
 /// Register `r` as a used location, with its origin. The stack and frame pointers are
@@ -1080,23 +1068,20 @@ impl ToolRun for SuppressRun {
         // wrote is corrupt and keeps its last definition (a `read` past a buffer's end).
         let by_point = std::mem::take(&mut self.state.syscall_writes_corrupt);
         let by_call = self.in_suppressed_call(ctx);
-        if let (Some((buf, len)), true) = (super::super::taint::written_buffer(nr, a, ret), by_point || by_call.is_some()) {
+        let written = super::super::taint::written_buffer(nr, a, ret);
+        if let (Some((buf, len)), true) = (written, by_point || by_call.is_some()) {
             // (A call suppressed whole may make no store before: the guards come now.)
             if !self.state.armed {
                 self.state.arm_requested = true;
             }
             self.state.mem().set_range(buf, len, 1);
             self.state.count("syscall results suppressed");
-            if let Some(p) = by_call {
-                if !self.state.hits.iter().any(|h| h.0 == p) {
-                    let main = self.state.main;
-                    let sites: Vec<u64> = frame_entries(ctx, ctx.gpr[4]).iter().map(|e| e[1]).filter(|r| (main.0..main.1).contains(r)).collect();
-                    self.state.hits.push((p, sites));
-                }
+            if let Some(p) = by_call.filter(|p| !self.state.hits.iter().any(|h| h.0 == *p)) {
+                hit(ctx, &mut self.state, p, ctx.gpr[4]);
             }
             return;
         }
-        if let Some((buf, len)) = super::super::taint::written_buffer(nr, a, ret) {
+        if let Some((buf, len)) = written {
             if !suppressed {
                 self.state.mem().set_range(buf, len, 0);
                 if let Some(o) = self.origin_mem() {
