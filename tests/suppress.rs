@@ -791,3 +791,14 @@ fn a_library_copy_of_the_programs_bytes_past_a_block_is_found_at_the_copy() {
         assert!(err.contains("written by `strcat`"), "{err}");
     }
 }
+
+/// Two ints in one 8-byte word (issue 21, item 2): origins are kept per word, so the index
+/// the crash used would take the origin of the count stored beside it after it. The repeat run
+/// watches the index's four bytes and names their own last store: the line that read the
+/// index from the input, every build, for a global struct and a local one filled by a helper.
+#[test]
+fn an_int_beside_another_in_one_word_keeps_its_own_definition() {
+    for name in ["adjacent_ints", "adjacent_locals"] {
+        check_variants(name, "main", &["100000000"], None, (3, 3));
+    }
+}

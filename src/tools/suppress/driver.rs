@@ -51,12 +51,12 @@ impl Runs {
         self.dir.join(format!("stdout-{n}"))
     }
 
-    fn run(&mut self, points: &[Point], trace: bool) -> std::io::Result<Ended> {
+    fn run(&mut self, points: &[Point], trace: bool, watch: &[(u64, u64)]) -> std::io::Result<Ended> {
         self.count += 1;
         let n = self.count;
         let plan_path = self.dir.join(format!("plan-{n}"));
         let out_path = self.dir.join(format!("outcome-{n}"));
-        std::fs::write(&plan_path, Plan { points: points.to_vec(), out: None, at_functions: Vec::new(), failure: self.opts.failure.clone(), trace }.to_text())?;
+        std::fs::write(&plan_path, Plan { points: points.to_vec(), out: None, at_functions: Vec::new(), failure: self.opts.failure.clone(), trace, watch: watch.to_vec() }.to_text())?;
         let mut args = vec![
             "--tool=suppress".to_string(),
             format!("--suppress-plan={}", plan_path.display()),
@@ -246,10 +246,10 @@ fn search(command: Vec<std::ffi::OsString>, opts: &mut Options, dir: &Path, chai
     // not fail where the program failed: it stands for a run without the failure, marked as
     // stopped. The original run and its repeat must end.
     let stopped = |why: String| Outcome { stopped: Some(why), ..Outcome::default() };
-    let mut next = |runs: &mut Runs, points: &[Point], trace: bool| -> Result<Outcome, Verdict> {
+    let mut next = |runs: &mut Runs, points: &[Point], trace: bool, watch: &[(u64, u64)]| -> Result<Outcome, Verdict> {
         let traced = if trace && !points.is_empty() { ", traced" } else { "" };
         crate::tools::child::progress(&format!("suppress: run {} ({} suppression points{traced})", runs.count + 1, points.len()));
-        let r = runs.run(points, trace);
+        let r = runs.run(points, trace, watch);
         *runs_done = runs.count;
         match r {
             Ok(Ended::Outcome(o)) => Ok(o),
@@ -264,7 +264,7 @@ fn search(command: Vec<std::ffi::OsString>, opts: &mut Options, dir: &Path, chai
             Err(e) => Err(Verdict::Inconclusive(format!("cannot run rtgrind: {e}"))),
         }
     };
-    let first = match next(&mut runs, &[], true) {
+    let first = match next(&mut runs, &[], true, &[]) {
         Ok(o) => o,
         Err(v) => return v,
     };
@@ -272,14 +272,16 @@ fn search(command: Vec<std::ffi::OsString>, opts: &mut Options, dir: &Path, chai
         crate::tools::child::show_output(&runs.stdout(1));
     }
     let Some(crash) = first.crash.clone() else { return Verdict::NoFailure };
-    let again = match next(&mut runs, &[], false) {
+    // The check that the failure repeats watches the locations narrower than their origin
+    // granule that it used (`watch.rs`), if any: then its definitions are the finer ones.
+    let again = match next(&mut runs, &[], !first.narrow.is_empty(), &first.narrow) {
         Ok(o) => o,
         Err(v) => return v,
     };
     if again.crash.as_ref().map(|c| (c.0, c.1, c.2)) != Some((crash.0, crash.1, crash.2)) {
         return Verdict::NotReproducible(crash_text(&first), crash_text(&again), difference(&crash, again.crash.as_ref()));
     }
-    chain.push((Vec::new(), first));
+    chain.push((Vec::new(), if first.narrow.is_empty() { first } else { again }));
     let mut points: Vec<Point> = Vec::new();
     let mut calls = super::calls::Calls::new();
     loop {
@@ -334,7 +336,7 @@ fn search(command: Vec<std::ffi::OsString>, opts: &mut Options, dir: &Path, chai
         }
         points.retain(|p| !calls.subsumed(p, &new));
         points.extend(&new);
-        let mut o = match next(&mut runs, &points, false) {
+        let mut o = match next(&mut runs, &points, false, &[]) {
             Ok(o) => o,
             Err(v) => return v,
         };
@@ -344,12 +346,23 @@ fn search(command: Vec<std::ffi::OsString>, opts: &mut Options, dir: &Path, chai
                 return Verdict::Inconclusive(format!("no room within --max-runs={max_runs} to trace the last run's failure"));
             }
             *traced_again += 1;
-            let t = match next(&mut runs, &points, true) {
+            let mut t = match next(&mut runs, &points, true, &[]) {
                 Ok(t) => t,
                 Err(v) => return v,
             };
             if t.crash.as_ref().map(|t| (t.0, t.1, t.2)) != Some((c.0, c.1, c.2)) {
                 return Verdict::Inconclusive(format!("run {} did not fail the same way when traced: {}, then {}", runs.count - 1, crash_text(&o), crash_text(&t)));
+            }
+            if !t.narrow.is_empty() && runs.count < max_runs {
+                // Once more, watching what it used narrower than a granule.
+                *traced_again += 1;
+                let w = match next(&mut runs, &points, true, &t.narrow) {
+                    Ok(w) => w,
+                    Err(v) => return v,
+                };
+                if w.crash.as_ref().map(|w| (w.0, w.1, w.2)) == Some((c.0, c.1, c.2)) {
+                    t = w;
+                }
             }
             o = t;
         }
@@ -362,7 +375,7 @@ fn search(command: Vec<std::ffi::OsString>, opts: &mut Options, dir: &Path, chai
                 }
                 let mut alone = points[..before].to_vec();
                 alone.push(d);
-                match next(&mut runs, &alone, false) {
+                match next(&mut runs, &alone, false, &[]) {
                     Ok(a) if a.crash.is_none() && a.stopped.is_none() => {
                         chain.push((new.clone(), o));
                         points = alone;

@@ -63,6 +63,12 @@ pub(super) struct State {
     /// A point fired at a `syscall`: what the kernel writes for it is corrupt (it is made;
     /// the guards then treat what it wrote as a suppressed store's).
     pub(super) syscall_writes_corrupt: bool,
+    /// The origin map in a run that traces (null otherwise), for the watch.
+    pub(super) origins: *mut ShadowMemory,
+    /// Locations watched at a finer grain than origins keep (`watch`), and the range the
+    /// string store about to run writes.
+    pub(super) watches: Vec<super::watch::Watched>,
+    pub(super) watch_pending: Option<(u64, u64)>,
 }
 
 impl State {

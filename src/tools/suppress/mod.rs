@@ -12,6 +12,7 @@ pub mod plan;
 pub mod report;
 pub mod run;
 mod slice;
+mod watch;
 
 /// Tool-area offsets of the suppression tool's own words (after the shadow registers).
 pub(crate) mod area {

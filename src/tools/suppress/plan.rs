@@ -45,6 +45,9 @@ pub struct Plan {
     pub trace: bool,
     /// Where the run writes its `Outcome`.
     pub out: Option<PathBuf>,
+    /// Locations (address, size) whose last store the run watches (`watch`): their
+    /// definitions at a finer grain than an origin granule.
+    pub watch: Vec<(u64, u64)>,
 }
 
 impl Plan {
@@ -56,6 +59,9 @@ impl Plan {
         if self.trace {
             s += "trace\n";
         }
+        for (addr, size) in &self.watch {
+            s += &format!("watch\t{addr:#x}\t{size}\n");
+        }
         s
     }
     pub fn parse(text: &str) -> Result<Plan, String> {
@@ -66,6 +72,7 @@ impl Plan {
                 "point" => plan.points.push(Point::parse(&f[1..]).ok_or(format!("plan line {}: bad point", i + 1))?),
                 "failure" => plan.failure = Some(f[1..].join("\t")),
                 "trace" => plan.trace = true,
+                "watch" => plan.watch.push(range(&f[1..]).ok_or(format!("plan line {}: bad watch", i + 1))?),
                 "at" => plan.at_functions.push(f.get(1).ok_or(format!("plan line {}: `at` needs a function", i + 1))?.to_string()),
                 "" => {}
                 other => return Err(format!("plan line {}: unknown entry `{other}`", i + 1)),
@@ -92,6 +99,9 @@ pub struct Outcome {
     /// For definitions made in a library: the return address of the program's call they
     /// belong to.
     pub def_sites: Vec<(Point, u64)>,
+    /// Locations the failure used that are narrower than an origin granule, whose granule a
+    /// narrow store defined last (perhaps of another variable): to watch in a run again.
+    pub narrow: Vec<(u64, u64)>,
 }
 
 impl Outcome {
@@ -111,6 +121,9 @@ impl Outcome {
         }
         for (p, ret) in &self.def_sites {
             s += &format!("site\t{}\t{ret:#x}\n", p.text());
+        }
+        for (addr, size) in &self.narrow {
+            s += &format!("narrow\t{addr:#x}\t{size}\n");
         }
         s += &format!("main\t{:#x}\t{:#x}\n", self.main.0, self.main.1);
         s
@@ -142,6 +155,7 @@ impl Outcome {
                         o.def_sites.push((p, u64::from_str_radix(field(4).trim_start_matches("0x"), 16).unwrap_or(0)));
                     }
                 }
+                "narrow" => o.narrow.extend(range(&f[1..])),
                 "main" => {
                     let hex = |s: String| u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap_or(0);
                     o.main = (hex(field(1)), hex(field(2)));
@@ -153,6 +167,11 @@ impl Outcome {
     }
 }
 
+/// `ADDR\tSIZE` (hex address, decimal size).
+fn range(f: &[&str]) -> Option<(u64, u64)> {
+    Some((u64::from_str_radix(f.first()?.trim_start_matches("0x"), 16).ok()?, f.get(1)?.parse().ok()?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -160,10 +179,11 @@ mod tests {
     #[test]
     fn plan_and_outcome_round_trip() {
         let p = Point { pc: 0x401000, thread: 0, instance: 42 };
-        let plan = Plan { points: vec![p], out: None, at_functions: vec![], failure: Some("stderr:a\tb".into()), trace: true };
+        let plan = Plan { points: vec![p], out: None, at_functions: vec![], failure: Some("stderr:a\tb".into()), trace: true, watch: vec![(0x7ffc_0010, 4)] };
         assert_eq!(Plan::parse(&plan.to_text()).unwrap().failure, plan.failure);
         assert!(Plan::parse(&plan.to_text()).unwrap().trace);
         assert_eq!(Plan::parse(&plan.to_text()).unwrap().points, vec![p]);
+        assert_eq!(Plan::parse(&plan.to_text()).unwrap().watch, plan.watch);
         let o = Outcome {
             crash: Some((11, 0x401234, 7, "a.c:3 (main)".into())),
             defs: vec![(p, "rax (address)".into(), "a.c:2 (main)".into(), "mov [rbp-8],rax".into())],
@@ -172,6 +192,7 @@ mod tests {
             stopped: None,
             main: (0x400000, 0x402000),
             def_sites: vec![(p, 0x401234)],
+            narrow: vec![(0x7ffc_0014, 4)],
         };
         assert_eq!(Outcome::parse(&o.to_text()), o);
     }

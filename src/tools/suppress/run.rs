@@ -14,16 +14,17 @@ use super::area;
 use super::frames::{calls_into, frame_entries, init_call_log, init_table, logged_call, CALLEE_SAVED, CALL_LOG_WRAP_BIT};
 use super::guards::{call_store_callout, guard_callout, hit, plain_store_of, point_callout, Guard, GuardKind, PointCheck, State};
 use super::plan::{Outcome, Plan, Point};
+use super::watch::{self, WatchCheck, Watched};
 use crate::kernel::guest_mem;
 use crate::tools::expected::ExpectedOutput;
 use crate::kernel::memory::GuestMemory;
 use crate::report::lines::SourceLines;
 use crate::report::Reporter;
 use crate::shadow::memory::ShadowMemory;
-use crate::shadow::propagate::{r16, r32, Policy, Propagation};
+use crate::shadow::propagate::{effective_address, r16, r32, writes, Policy, Propagation};
 use crate::shadow::{self, fast, origin, slot};
 use crate::tools::{decode, ToolRun};
-use rtgrind_jit::iced_x86::{ConditionCode, FlowControl, Instruction, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register};
+use rtgrind_jit::iced_x86::{ConditionCode, FlowControl, Instruction, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register, UsedMemory};
 use rtgrind_jit::instrument::code_asm::{qword_ptr, AsmRegister64};
 use rtgrind_jit::instrument::{tool_area, InsnSite, Inline, Tool, Version, When};
 use rtgrind_jit::ThreadContext;
@@ -41,6 +42,10 @@ pub struct SuppressRun {
     guards: Vec<Box<Guard>>,
     #[allow(clippy::vec_box)]
     checks: Vec<Box<PointCheck>>,
+    #[allow(clippy::vec_box)]
+    watch_checks: Vec<Box<WatchCheck>>,
+    /// Locations the failure used narrower than their origin granule (`Outcome::narrow`).
+    narrow: Vec<(u64, u64)>,
     threads: u64,
     crash: Option<Crash>,
     /// For the failure's definitions made in a library: (origin, return address of the
@@ -120,8 +125,9 @@ impl SuppressRun {
         prop.taint_on = false;
         // Points name block instances, traced or not.
         prop.count_blocks = true;
-        let state = Box::new(State { shadow, ipdoms: HashMap::new(), functions: Vec::new(), suppressed: HashMap::new(), hits: Vec::new(), main: (0, 0), armed: false, arm_requested: false, syscall_writes_corrupt: false });
-        Ok(SuppressRun { program, plan, prop, origins, state, guards: Vec::new(), checks: Vec::new(), threads: 0, crash: None, def_sites: Vec::new(), call_defs: Vec::new(), syscall_suppressed: false, pipes: HashMap::new(), failure, crt: Vec::new(), lifetime: Default::default(), main_path: String::new(), entry: None, restarted: Box::default(), fast: fast::enabled(), block_use: Default::default(), fast_block: fast::FastBlock::new(0, 0, false, &Default::default()) })
+        let watches = plan.watch.iter().map(|&(addr, size)| Watched { addr, size, origin: 0 }).collect();
+        let state = Box::new(State { shadow, ipdoms: HashMap::new(), functions: Vec::new(), suppressed: HashMap::new(), hits: Vec::new(), main: (0, 0), armed: false, arm_requested: false, syscall_writes_corrupt: false, origins: origins.unwrap_or(std::ptr::null_mut()), watches, watch_pending: None });
+        Ok(SuppressRun { program, plan, prop, origins, state, guards: Vec::new(), checks: Vec::new(), watch_checks: Vec::new(), narrow: Vec::new(), threads: 0, crash: None, def_sites: Vec::new(), call_defs: Vec::new(), syscall_suppressed: false, pipes: HashMap::new(), failure, crt: Vec::new(), lifetime: Default::default(), main_path: String::new(), entry: None, restarted: Box::default(), fast: fast::enabled(), block_use: Default::default(), fast_block: fast::FastBlock::new(0, 0, false, &Default::default()) })
     }
 
     /// Gives guest memory `[start, end)` shadow of its own, corrupt bits and origins.
@@ -140,6 +146,24 @@ impl SuppressRun {
     /// The origin of the 8 bytes at `addr` (0 in a run that does not trace).
     fn origin_at(&mut self, addr: u64) -> u64 {
         self.origin_mem().map_or(0, |o| o.get64(addr))
+    }
+
+    /// The origin of the `size` bytes at `addr`: a watched location's own (0 if no store
+    /// wrote it), else its granule's, noted as `narrow` when the location is narrower than the
+    /// granule and a narrow store defined the granule last (it may have been a neighbour's).
+    fn location_origin(&mut self, addr: u64, size: u64) -> u64 {
+        if self.plan.watch.contains(&(addr, size)) {
+            return self.state.watched(addr, size).unwrap_or(0);
+        }
+        let o = self.origin_at(addr);
+        let narrow_store = self.prop.sites.pc(origin::site(o)).and_then(decode).is_some_and(|i| {
+            let info = InstructionInfoFactory::new().info(&i).clone();
+            info.used_memory().iter().any(|m| writes(m.access()) && m.memory_size().size() < 8)
+        });
+        if (size < 8 || addr % 8 + size > 8) && narrow_store && !self.narrow.contains(&(addr, size)) {
+            self.narrow.push((addr, size));
+        }
+        o
     }
 
     fn traced(&self) -> bool {
@@ -438,6 +462,52 @@ impl SuppressRun {
         }
     }
 
+    /// In a run that watches locations (`watch`): each store is tested against them inline
+    /// and a call-out records the origin a store that wrote one gave it. A string store
+    /// notes its range before and records after, when its origins have moved.
+    fn watch_stores(&mut self, site: &InsnSite, b: &mut Inline) {
+        if self.state.watches.is_empty() || !self.traced() {
+            return;
+        }
+        let ins = site.ins;
+        // (A scatter's vector index has no one address: not watched.)
+        let stores: Vec<UsedMemory> = site.info.used_memory().iter().filter(|m| writes(m.access()) && !m.index().is_vector_register()).copied().collect();
+        let Some(&first) = stores.first() else { return };
+        if b.version() == Version::Fast {
+            // The fast block's cached registers may be lent below.
+            self.fast_block.forget_stack();
+        }
+        b.release_scratch();
+        let string = ins.is_string_instruction();
+        for m in if string { vec![first] } else { stores } {
+            let c = Box::new(WatchCheck { mem: m, ins: *ins, state: self.state_ptr(), spilled: b.spilled() });
+            let arg = &*c as *const WatchCheck as u64;
+            self.watch_checks.push(c);
+            if string {
+                let t = b.scratch();
+                b.callout(watch::string_before, arg, t);
+                break;
+            }
+            let (lo, span) = watch::window(&self.state.watches, m.memory_size().size().max(1) as u64);
+            b.clobber_flags();
+            let (t, u) = (b.scratch(), b.scratch());
+            effective_address(b, t, &m, u);
+            let a = b.asm();
+            let mut no = a.create_label();
+            a.mov(u, lo).unwrap();
+            a.sub(t, u).unwrap();
+            a.mov(u, span).unwrap();
+            a.cmp(t, u).unwrap();
+            a.jae(no).unwrap();
+            b.callout(watch::store_callout, arg, t);
+            let a = b.asm();
+            a.set_label(&mut no).unwrap();
+            a.zero_bytes().unwrap();
+            b.release_scratch();
+        }
+        b.release_scratch();
+    }
+
     /// The locations the instruction that failed used, with their origins.
     fn crash_locations(&mut self, ctx: &mut ThreadContext, sig: i32, addr: u64, mem: &GuestMemory) -> Vec<(String, u64)> {
         let pc = ctx.rip;
@@ -615,7 +685,7 @@ impl SuppressRun {
         let parts: Vec<&super::slice::Load> = if pointers.is_empty() { loads.iter().filter(|l| l.size != 8 || nowhere(l.value)).collect() } else { pointers };
         parts
             .into_iter()
-            .map(|l| (format!("the {}-byte value {:#x} at {:#x}, which the address was computed from", l.size, l.value, l.addr), self.origin_at(l.addr)))
+            .map(|l| (format!("the {}-byte value {:#x} at {:#x}, which the address was computed from", l.size, l.value, l.addr), self.location_origin(l.addr, l.size as u64)))
             .filter(|l| l.1 & !origin::INCOMING != 0)
             .collect()
     }
@@ -936,6 +1006,7 @@ impl Tool for SuppressRun {
             if self.traced() {
                 b.release_scratch();
                 self.prop.before_origins_only(site, b);
+                self.watch_stores(site, b);
             }
             return;
         }
@@ -954,12 +1025,21 @@ impl Tool for SuppressRun {
         if !skips {
             self.point_checks(ins, b);
         }
+        self.watch_stores(site, b);
     }
 
     fn after_insn(&mut self, site: &InsnSite, b: &mut Inline) {
         // (Traced, the fast version's `movs`/`stos` move origins in a call-out.)
         if b.version() != Version::Fast || self.traced() {
             self.prop.after(site, b);
+        }
+        if site.ins.is_string_instruction() && !self.state.watches.is_empty() && self.traced() && site.info.used_memory().iter().any(|m| writes(m.access())) {
+            let c = Box::new(WatchCheck { mem: site.info.used_memory()[0], ins: *site.ins, state: self.state_ptr(), spilled: b.spilled() });
+            let arg = &*c as *const WatchCheck as u64;
+            self.watch_checks.push(c);
+            let t = b.scratch();
+            b.callout(watch::string_after, arg, t);
+            b.release_scratch();
         }
     }
 }
@@ -1087,6 +1167,7 @@ impl ToolRun for SuppressRun {
                 if let Some(o) = self.origin_mem() {
                     o.set64_range(buf, len, defined);
                 }
+                self.state.watch_store(buf, len);
             }
         }
         if suppressed {
@@ -1156,6 +1237,7 @@ impl ToolRun for SuppressRun {
             }
         }
         out.main = main;
+        out.narrow = std::mem::take(&mut self.narrow);
         let mut s: Vec<(String, u64)> = self.state.suppressed.iter().map(|(k, v)| (k.to_string(), *v)).collect();
         s.sort();
         out.suppressed = s;

@@ -4,7 +4,7 @@
 //! crash, the straight-line code before the faulting instruction is decoded again (from its
 //! function's start, so instruction boundaries are sure) and followed backwards from the
 //! address registers to the memory loads they were computed from (frame slots, whose addresses
-//! the frame and stack pointers still give). The loaded values then say which part went wrong:
+//! the frame and stack pointers still give, and globals). The loaded values then say which part went wrong:
 //! a pointer that points nowhere, else the indexes that took a good pointer out of bounds.
 
 use rtgrind_jit::iced_x86::{Decoder, DecoderOptions, FlowControl, Instruction, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register};
@@ -60,8 +60,9 @@ pub(super) fn loads_behind(pc: u64, func: (u64, u64), regs: &[u64; 16], wanted: 
             let mem = used.used_memory().iter().find(|m| m.access() == OpAccess::Read).copied();
             match mem {
                 // A load from a frame slot: one of the places the address came from.
-                Some(m) if matches!(m.base(), Register::RBP | Register::RSP) && m.index() == Register::None => {
-                    let base = regs[m.base().number() - Register::RAX.number()];
+                Some(m) if matches!(m.base(), Register::RBP | Register::RSP | Register::RIP | Register::None) && m.index() == Register::None => {
+                    // (A global's address: iced gives a rip-relative displacement resolved.)
+                    let base = if matches!(m.base(), Register::RBP | Register::RSP) { regs[m.base().number() - Register::RAX.number()] } else { 0 };
                     let addr = base.wrapping_add(m.displacement());
                     let size = m.memory_size().size().clamp(1, 8);
                     let value = read(addr, size).map_or(0, |b| b.iter().rev().fold(0u64, |v, &x| v << 8 | u64::from(x)));
