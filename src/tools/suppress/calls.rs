@@ -68,6 +68,12 @@ impl Calls {
         new
     }
 
+    /// Whether definition `d` is another call made at the site of call point `p` (a copy in a
+    /// loop whose earlier calls overflowed too).
+    pub fn another_at_site(&self, p: &Point, d: &Point) -> bool {
+        (p.call() || p.call_site().is_some()) && d.call() && p.thread == d.thread && p.instance != d.instance && self.site(p).is_some_and(|r| self.site(d) == Some(r))
+    }
+
     /// Every instance of what `d` names: of a whole call, every call made at its site (when
     /// known); of an instruction, its every instance.
     pub fn every(&self, d: &Point) -> Point {

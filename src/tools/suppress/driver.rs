@@ -183,6 +183,8 @@ pub struct Root {
     pub every_instance: bool,
     /// It is a library's, and the program's call it belongs to was suppressed whole.
     pub whole_call: bool,
+    /// With `whole_call`: every call the program made from that line was (a copy in a loop).
+    pub every_call: bool,
     /// Suppressing it made the program loop (no run ended without the failure): reported as
     /// such, never as a plain root cause.
     pub looped: bool,
@@ -295,7 +297,10 @@ fn search(command: Vec<std::ffi::OsString>, opts: &mut Options, dir: &Path, chai
         let (added, _) = &chain[chain.len() - 1];
         let whole_calls = !added.is_empty() && added.iter().all(|p| p.call() || p.call_site().is_some());
         let same = current.crash.as_ref().map(|c| (c.0, c.1)) == Some((crash.0, crash.1));
-        if whole_calls && !same {
+        // (Unless the new failure used what an earlier call at the same site overflowed:
+        // strcat in a loop, every call past the end; then the search goes on to that site.)
+        let again_at_site = current.defs.iter().any(|d| added.iter().any(|p| calls.another_at_site(p, &d.0)));
+        if whole_calls && !same && !again_at_site {
             return Verdict::RootCause(roots(chain, None, Some(crash_text(current))));
         }
         if defs.is_empty() {
@@ -411,6 +416,7 @@ fn roots(chain: &[(Vec<Point>, Outcome)], looped: Option<bool>, failed_otherwise
             instruction: d.3.clone(),
             every_instance: added.iter().any(|p| p.instance == 0 && p.call_site().is_none() && covers(p, &d.0)),
             whole_call: added.iter().any(|p| (p.call() || p.call_site().is_some()) && covers(p, &d.0)),
+            every_call: added.iter().any(|p| p.call_site().is_some() && covers(p, &d.0)),
             looped: looped.unwrap_or(false),
             failed_otherwise: failed_otherwise.clone(),
         })

@@ -59,6 +59,8 @@ fn text(s: &Search) -> Vec<String> {
                 out.push(format!("suppress: first point of memory corruption: {}{looped}{otherwise}", r.place));
                 let every = if r.every_instance {
                     " (suppressed in every instance)"
+                } else if r.every_call {
+                    " (every call from that line suppressed whole)"
                 } else if r.whole_call {
                     " (the call suppressed whole)"
                 } else {
@@ -119,7 +121,7 @@ fn json(s: &Search, command: &[std::ffi::OsString]) -> String {
             .iter()
             .map(|r| {
                 format!(
-                    "{{\"place\":{},\"own_place\":{},\"instruction\":{},\"pc\":\"{:#x}\",\"thread\":{},\"instance\":{},\"every_instance\":{},\"whole_call\":{},\"looped\":{},\"failed_otherwise\":{}}}",
+                    "{{\"place\":{},\"own_place\":{},\"instruction\":{},\"pc\":\"{:#x}\",\"thread\":{},\"instance\":{},\"every_instance\":{},\"whole_call\":{},\"every_call\":{},\"looped\":{},\"failed_otherwise\":{}}}",
                     js(&r.place),
                     js(&r.own_place),
                     js(&r.instruction),
@@ -128,6 +130,7 @@ fn json(s: &Search, command: &[std::ffi::OsString]) -> String {
                     r.point.instance,
                     r.every_instance,
                     r.whole_call,
+                    r.every_call,
                     r.looped,
                     r.failed_otherwise.as_ref().map_or("null".to_string(), |f| js(f))
                 )

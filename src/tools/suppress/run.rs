@@ -411,18 +411,32 @@ impl SuppressRun {
     }
 
     /// Bytes the program made (origin `o`, a site of the program) found in a heap header at
-    /// `at`, past the chunk at `before`: a library's copy keeps their origin, so their writer is
-    /// the copy -- a call to a copying function of the C library (named through the PLT) made
-    /// after them with its destination in that chunk (the nearest the header, then the first):
-    /// its instance word, return address and name. None where the program stored them itself.
-    fn copy_into(&self, ctx: &mut ThreadContext, mem: &GuestMemory, before: u64, at: u64, o: u64) -> Option<(u64, u64, String)> {
-        if origin::site(o) as u32 & shadow::MAIN_SITE == 0 {
+    /// `at`: a library's copy keeps their origin, so their writer is the copy -- a call to a
+    /// copying function of the C library (named through the PLT) made after them with its
+    /// destination in a chunk before (of `chunks`, the chunks before the header in address
+    /// order: the nearest first, and one further back only while the headers between hold the
+    /// program's bytes too, the overflow having run through them): its instance word, return
+    /// address and name. None where the program stored them itself.
+    fn copy_into(&mut self, ctx: &mut ThreadContext, mem: &GuestMemory, chunks: &[u64], at: u64, o: u64) -> Option<(u64, u64, String)> {
+        let programs = |o: u64| origin::site(o) as u32 & shadow::MAIN_SITE != 0 && o & origin::REAL != 0;
+        if !programs(o) {
             return None;
         }
-        calls_into(ctx, before + 16, at, origin::instance_word(o)).into_iter().find_map(|(call, ret)| {
-            let name = crate::report::symbols::callee_of(&self.main_path, mem, ret)?;
-            COPIES.contains(&name.as_str()).then(|| (call, ret, format!("`{name}`")))
-        })
+        let mut header = at;
+        for &c in chunks.iter().rev().take(8) {
+            if header != at && !programs(self.origin_at(header)) {
+                break;
+            }
+            let found = calls_into(ctx, c + 16, at, origin::instance_word(o)).into_iter().find_map(|(call, ret)| {
+                let name = crate::report::symbols::callee_of(&self.main_path, mem, ret)?;
+                COPIES.contains(&name.as_str()).then(|| (call, ret, format!("`{name}`")))
+            });
+            if found.is_some() {
+                return found;
+            }
+            header = c + 8;
+        }
+        None
     }
 
     fn in_main(&self, pc: u64) -> bool {
@@ -548,8 +562,8 @@ impl SuppressRun {
             if let Some((what, at, o)) = newest.filter(|_| !copy_freed_before) {
                 let what = format!("{what} of the heap block {p:#x} (at {at:#x}) passed to the call returning to {ret:#x}");
                 if at == p - 8 {
-                    let before = heap_walk(mem).0.into_iter().take_while(|&c| c < p - 16).last();
-                    if let Some((call, ret, name)) = before.and_then(|b| self.copy_into(ctx, mem, b, at, o)) {
+                    let before: Vec<u64> = heap_walk(mem).0.into_iter().take_while(|&c| c < p - 16).collect();
+                    if let Some((call, ret, name)) = self.copy_into(ctx, mem, &before, at, o) {
                         self.call_defs.push((format!("{what}, written by {name}"), call, ret, name));
                         return locs;
                     }
@@ -645,7 +659,7 @@ impl SuppressRun {
                     let o = self.origin_at(at);
                     if o & origin::REAL != 0 && !decided {
                         let what = format!("size field of the heap chunk at {:#x} (where a walk of the heap goes astray)", at - 8);
-                        if let Some((call, ret, name)) = before.and_then(|b| self.copy_into(ctx, mem, b, at, o)) {
+                        if let Some((call, ret, name)) = self.copy_into(ctx, mem, &before, at, o) {
                             self.call_defs.push((format!("{what}, written by {name}"), call, ret, name));
                             return locs;
                         }
@@ -770,12 +784,12 @@ fn heap_walk(mem: &GuestMemory) -> (Vec<u64>, bool) {
     (chunks, false)
 }
 
-/// The size field where the walk of the heap goes astray, with the chunk before (whose block
-/// the overflow ran out of), if any.
-fn heap_walk_astray(mem: &GuestMemory) -> Option<(u64, Option<u64>)> {
-    let (chunks, astray) = heap_walk(mem);
-    let n = chunks.len();
-    astray.then(|| (chunks[n - 1] + 8, n.checked_sub(2).map(|k| chunks[k])))
+/// The size field where the walk of the heap goes astray, with the chunks before (one of whose
+/// blocks the overflow ran out of).
+fn heap_walk_astray(mem: &GuestMemory) -> Option<(u64, Vec<u64>)> {
+    let (mut chunks, astray) = heap_walk(mem);
+    let last = chunks.pop()?;
+    astray.then(|| (last + 8, chunks))
 }
 
 /// The program's call sites (return addresses) of the library definitions among `locs`.
