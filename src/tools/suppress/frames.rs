@@ -95,6 +95,16 @@ pub(super) fn calls_into(ctx: &mut ThreadContext, lo: u64, hi: u64, after: u64) 
     calls.into_iter().map(|e| (e[0], e[3])).collect()
 }
 
+/// The thread's logged calls before instance word `before` whose first argument was `value`,
+/// the latest first: (instance word, the argument's origin, return address).
+pub(super) fn calls_with(ctx: &mut ThreadContext, value: u64, before: u64) -> Vec<(u64, u64, u64)> {
+    use crate::shadow::origin::thread_part;
+    let Some(ring) = call_log(ctx) else { return Vec::new() };
+    let mut calls: Vec<(u64, u64, u64)> = ring.chunks_exact(4).filter(|e| e[0] != 0 && e[0] < before && thread_part(e[0]) == thread_part(before) && e[2] == value).map(|e| (e[0], e[1], e[3])).collect();
+    calls.sort_by_key(|c| std::cmp::Reverse(c.0));
+    calls
+}
+
 /// Leaves the current function as if it returned a corrupt value: to the innermost frame's
 /// return address, with rsp past it. False if no frame is known.
 pub(super) fn return_corrupt(ctx: &mut ThreadContext) -> bool {

@@ -11,7 +11,7 @@
 //! suppression points.
 
 use super::area;
-use super::frames::{calls_into, frame_entries, init_call_log, init_table, logged_call, CALLEE_SAVED, CALL_LOG_WRAP_BIT};
+use super::frames::{calls_into, calls_with, frame_entries, init_call_log, init_table, logged_call, CALLEE_SAVED, CALL_LOG_WRAP_BIT};
 use super::guards::{call_store_callout, guard_callout, hit, plain_store_of, point_callout, Guard, GuardKind, PointCheck, State};
 use super::plan::{Outcome, Plan, Point};
 use super::watch::{self, WatchCheck, Watched};
@@ -439,6 +439,24 @@ impl SuppressRun {
         None
     }
 
+    /// The program's innermost call `e` (a return-address table entry) frees a pointer that an
+    /// earlier call from the program freed already, had from the same definition (the block
+    /// freed twice): that earlier call, whole, as the definition. (Had from another definition,
+    /// the block may have been allocated again in between, or have two owners: not this.)
+    fn freed_before(&mut self, ctx: &mut ThreadContext, mem: &GuestMemory, e: [u64; 10]) -> Option<(String, u64, u64, String)> {
+        let (ret, arg_origin, p) = (e[1], e[2], e[9]);
+        let frees = |name: &str| FREES.contains(&name);
+        if p == 0 || arg_origin & !origin::INCOMING == 0 || !crate::report::symbols::callee_of(&self.main_path, mem, ret).is_some_and(|n| frees(&n)) {
+            return None;
+        }
+        let word = *shadow::word(ctx, area::CALL_WORD);
+        let (call, first_origin, first_ret, name) = calls_with(ctx, p, word).into_iter().find_map(|(call, o, r)| {
+            let name = crate::report::symbols::callee_of(&self.main_path, mem, r).filter(|n| frees(n))?;
+            Some((call, o, r, name))
+        })?;
+        (first_origin & !origin::INCOMING == arg_origin & !origin::INCOMING).then(|| (format!("the block {p:#x} passed to the call returning to {ret:#x}, freed before by the call returning to {first_ret:#x}"), call, first_ret, format!("`{name}`")))
+    }
+
     fn in_main(&self, pc: u64) -> bool {
         (self.state.main.0..self.state.main.1).contains(&pc)
     }
@@ -535,6 +553,13 @@ impl SuppressRun {
         let innermost = frame_entries(ctx, ctx.gpr[4]).into_iter().find(|e| (main.0..main.1).contains(&e[1]));
         let in_library = !(main.0..main.1).contains(&pc) && decode(pc).is_some();
         if let (Some(e), true) = (innermost, in_library) {
+            // A block the program freed before from the same definition, freed again: the
+            // first free, whatever glibc did with the block (cached it, put it in a fast bin,
+            // merged it, unmapped it) and checks now.
+            if let Some(call_def) = self.freed_before(ctx, mem, e) {
+                self.call_defs.push(call_def);
+                return locs;
+            }
             let (ret, rdi_origin, p) = (e[1], e[2], e[9]);
             // Allocator memory: the brk heap or an anonymous mapping (glibc's arenas and large
             // blocks), never the stack, a global or a file.
@@ -823,6 +848,10 @@ extern "C" fn restart_count(ctx: *mut ThreadContext, arg: u64) {
 
 /// The C library's functions that copy into their first argument.
 const COPIES: [&str; 16] = ["strcpy", "strcat", "strncpy", "strncat", "stpcpy", "memcpy", "memmove", "mempcpy", "sprintf", "vsprintf", "snprintf", "vsnprintf", "gets", "fgets", "read", "fread"];
+
+/// The C library's and C++ runtime's functions that free the block their first argument
+/// points to.
+const FREES: [&str; 6] = ["free", "realloc", "_ZdlPv", "_ZdlPvm", "_ZdaPv", "_ZdaPvm"];
 
 /// Before the thread's first call in the program, a library's definitions are instance 1 of
 /// the thread (never 0, which names every instance).
@@ -1118,6 +1147,17 @@ impl ToolRun for SuppressRun {
         }
         if matches!(nr, libc::SYS_exit | libc::SYS_exit_group | libc::SYS_rt_sigreturn) {
             return None;
+        }
+        // A call suppressed whole unmaps nothing (free of an mmapped block): its stores are
+        // not made, and neither is what would destroy memory the program goes on to use.
+        if matches!(nr, libc::SYS_munmap | libc::SYS_madvise) {
+            if let Some(p) = self.in_suppressed_call(ctx) {
+                if !self.state.hits.iter().any(|h| h.0 == p) {
+                    hit(ctx, &mut self.state, p, ctx.gpr[4]);
+                }
+                self.state.count("syscalls of a suppressed call");
+                return Some(0);
+            }
         }
         let n = super::super::taint::arg_count(nr);
         let corrupt_arg = SYSCALL_ARGS.iter().take(n).any(|&r| *shadow::gpr(ctx, r) != 0);
