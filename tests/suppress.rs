@@ -773,6 +773,16 @@ fn an_argument_list_read_past_its_end_is_found_where_the_pointer_moved() {
     check_variants("argv_past_end", "next_number", &["5"], None, (3, 3));
 }
 
+/// The same through an option parser's argv cursor (giflib's #715963 as gcc -O2 builds it): at
+/// -O2 the cursor is a register the loader's argv was stepped into (by a `lea`, or folded into
+/// the load's displacement), so the NULL loaded past the end would take the loader's origin,
+/// which names no line of the program; the load defines it instead: the line that read the
+/// option's argument, every build.
+#[test]
+fn an_argv_cursor_in_a_register_read_past_its_end_is_found_at_the_read() {
+    check_variants("argv_cursor", "take_numbers", &["-s", "10"], None, (3, 3));
+}
+
 /// Two of the test bugs, every build: a heap overflow through `memcpy` into the next
 /// block's pointer, used by `printf("%s")` (the memcpy's line, inside memcpy), and an
 /// off-by-one in a loop writing a global array into the next global's pointer (the loop's

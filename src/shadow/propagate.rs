@@ -513,6 +513,9 @@ pub struct Policy {
     /// Tool-area word holding the instance word of the program's innermost call (the tool
     /// sets it at each call in the program), for the instance of a library's definitions.
     pub call_word: Option<usize>,
+    /// The instance the program's own code starts at (a power of two): origins below it are
+    /// the loader's (see `undefined_takes_address`).
+    pub first_instance: u64,
 }
 
 impl Policy {
@@ -1082,7 +1085,7 @@ impl Propagation {
                     let r = Regs { m: r.acc, ..r };
                     self.load_origin(b, r, m);
                     if o.dst_regs.iter().any(|d| d.part == Part::W64) && policy.is_some_and(|p| p.is_main(ins.ip())) {
-                        Self::undefined_takes_address(policy, b, r, m);
+                        self.undefined_takes_address(b, r, m, here);
                     }
                 }
                 if let Some(p) = policy {
@@ -1448,19 +1451,30 @@ impl Propagation {
     }
 
     /// With a policy: a load from memory nobody defined takes the origin of its address (the
-    /// index register's, else the base's; not the stack or frame pointer's). Only for
-    /// pointer-sized loads into general registers in the program: library copies (memcpy's
-    /// vector loads of input bytes) must keep "no definition".
-    fn undefined_takes_address(policy: Option<Policy>, b: &mut Inline, r: Regs, m: &UsedMemory) {
-        if policy.is_none() {
-            return;
-        }
+    /// index register's, else the base's; not the stack or frame pointer's), or is defined
+    /// here if the address is the loader's too (made before the program's first instance,
+    /// `Policy::first_instance`: argv stepped past its end in a register, where `-O0` would
+    /// have stored the step). Only for pointer-sized loads into general registers in the
+    /// program: library copies (memcpy's vector loads of input bytes) must keep "no
+    /// definition". Flag-free after the test (`lea`s and moves).
+    fn undefined_takes_address(&mut self, b: &mut Inline, r: Regs, m: &UsedMemory, here: u64) {
+        let Some(policy) = self.policy else { return };
         let usable = |x: Register| x.is_gpr64() && !matches!(x, Register::RSP | Register::RBP);
         let from = if usable(m.index()) { m.index() } else if usable(m.base()) { m.base() } else { return };
         let n = from.number() - Register::RAX.number();
+        // Instances below `first_instance` (a power of two) have no bit at or above its own.
+        let shift = 1 + origin::INSTANCE_SHIFT + policy.first_instance.trailing_zeros();
         let a = b.asm();
+        a.mov(r.u, ta(slot::ORIGIN_GPR + 8 * n)).unwrap();
+        a.mov(r.t, r.u).unwrap();
+        a.shl(r.t, 1).unwrap();
+        a.shr(r.t, shift).unwrap();
+        a.test(r.t, r.t).unwrap();
+        self.define_here(b, r, here);
+        let a = b.asm();
+        a.cmovz(r.u, r.t).unwrap();
         a.test(r.m, r.m).unwrap();
-        a.cmovz(r.m, ta(slot::ORIGIN_GPR + 8 * n)).unwrap();
+        a.cmovz(r.m, r.u).unwrap();
     }
 
     /// The origin granule of byte `extra` of access `m` through a plain base register the

@@ -105,6 +105,17 @@ pub(super) fn calls_with(ctx: &mut ThreadContext, value: u64, before: u64) -> Ve
     calls
 }
 
+/// The return addresses of the thread's logged calls made between instance words `after` and
+/// `before` (exclusive), each once.
+pub(super) fn call_sites_between(ctx: &mut ThreadContext, after: u64, before: u64) -> Vec<u64> {
+    use crate::shadow::origin::thread_part;
+    let Some(ring) = call_log(ctx) else { return Vec::new() };
+    let mut rets: Vec<u64> = ring.chunks_exact(4).filter(|e| e[0] > after && e[0] < before && thread_part(e[0]) == thread_part(before)).map(|e| e[3]).collect();
+    rets.sort();
+    rets.dedup();
+    rets
+}
+
 /// Leaves the current function as if it returned a corrupt value: to the innermost frame's
 /// return address, with rsp past it. False if no frame is known.
 pub(super) fn return_corrupt(ctx: &mut ThreadContext) -> bool {

@@ -11,7 +11,7 @@
 //! suppression points.
 
 use super::area;
-use super::frames::{calls_into, calls_with, frame_entries, init_call_log, init_table, logged_call, CALLEE_SAVED, CALL_LOG_WRAP_BIT};
+use super::frames::{call_sites_between, calls_into, calls_with, frame_entries, init_call_log, init_table, logged_call, CALLEE_SAVED, CALL_LOG_WRAP_BIT};
 use super::guards::{call_store_callout, guard_callout, hit, plain_store_of, point_callout, Guard, GuardKind, PointCheck, State};
 use super::plan::{Outcome, Plan, Point};
 use super::watch::{self, WatchCheck, Watched};
@@ -440,9 +440,10 @@ impl SuppressRun {
     }
 
     /// The program's innermost call `e` (a return-address table entry) frees a pointer that an
-    /// earlier call from the program freed already, had from the same definition (the block
-    /// freed twice): that earlier call, whole, as the definition. (Had from another definition,
-    /// the block may have been allocated again in between, or have two owners: not this.)
+    /// earlier call from the program freed already, had from the same definition made before
+    /// that call, with no allocation by the program between (the block freed twice): that
+    /// earlier call, whole, as the definition. (Otherwise the block may have been allocated
+    /// again at the same address, or have two owners: not this.)
     fn freed_before(&mut self, ctx: &mut ThreadContext, mem: &GuestMemory, e: [u64; 10]) -> Option<(String, u64, u64, String)> {
         let (ret, arg_origin, p) = (e[1], e[2], e[9]);
         let frees = |name: &str| FREES.contains(&name);
@@ -454,7 +455,12 @@ impl SuppressRun {
             let name = crate::report::symbols::callee_of(&self.main_path, mem, r).filter(|n| frees(n))?;
             Some((call, o, r, name))
         })?;
-        (first_origin & !origin::INCOMING == arg_origin & !origin::INCOMING).then(|| (format!("the block {p:#x} passed to the call returning to {ret:#x}, freed before by the call returning to {first_ret:#x}"), call, first_ret, format!("`{name}`")))
+        // The pointer defined before that call, and no allocation by the program since (a
+        // pointer malloc returns keeps the origin of the one freed there, which the allocator
+        // stored in its lists): the same block, not a new one at the same address.
+        let allocated_since = call_sites_between(ctx, call, word).into_iter().any(|r| crate::report::symbols::callee_of(&self.main_path, mem, r).is_some_and(|n| ALLOCS.contains(&n.as_str())));
+        let same = first_origin & !origin::INCOMING == arg_origin & !origin::INCOMING && origin::instance(arg_origin) < origin::instance(call) && !allocated_since;
+        same.then(|| (format!("the block {p:#x} passed to the call returning to {ret:#x}, freed before by the call returning to {first_ret:#x}"), call, first_ret, format!("`{name}`")))
     }
 
     fn in_main(&self, pc: u64) -> bool {
@@ -853,6 +859,9 @@ const COPIES: [&str; 16] = ["strcpy", "strcat", "strncpy", "strncat", "stpcpy", 
 /// points to.
 const FREES: [&str; 6] = ["free", "realloc", "_ZdlPv", "_ZdlPvm", "_ZdaPv", "_ZdaPvm"];
 
+/// Functions that return a block of the heap.
+const ALLOCS: [&str; 13] = ["malloc", "calloc", "realloc", "reallocarray", "strdup", "strndup", "aligned_alloc", "memalign", "posix_memalign", "valloc", "_Znwm", "_Znam", "asprintf"];
+
 /// Before the thread's first call in the program, a library's definitions are instance 1 of
 /// the thread (never 0, which names every instance).
 fn init_call_word(ctx: &mut ThreadContext) {
@@ -1109,7 +1118,7 @@ impl ToolRun for SuppressRun {
         }
         let (path, main) = super::super::main_module(mem, &self.program);
         self.state.main = main;
-        self.prop.policy = Some(Policy { main, call_word: Some(area::CALL_WORD) });
+        self.prop.policy = Some(Policy { main, call_word: Some(area::CALL_WORD), first_instance: ENTRY_INSTANCE });
         self.prop.sites.main = Some(main);
         self.entry = crate::report::symbols::entry_address(&path, mem);
         self.main_path = path.clone();
