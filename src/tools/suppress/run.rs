@@ -439,6 +439,21 @@ impl SuppressRun {
         None
     }
 
+    /// Bytes the program made (origin `o`) found in a return-address slot at `at`: the program
+    /// never stores there, so a library's copy put them there keeping their origin (strcpy of a
+    /// string the program built): the copying call made after them with its destination below
+    /// the slot (the nearest, then the first; within 1 MiB): its instance word, return address
+    /// and name.
+    fn copy_below(&mut self, ctx: &mut ThreadContext, mem: &GuestMemory, at: u64, o: u64) -> Option<(u64, u64, String)> {
+        if origin::site(o) as u32 & shadow::MAIN_SITE == 0 || o & origin::REAL == 0 {
+            return None;
+        }
+        calls_into(ctx, at.saturating_sub(1 << 20), at, origin::instance_word(o)).into_iter().find_map(|(call, ret)| {
+            let name = crate::report::symbols::callee_of(&self.main_path, mem, ret)?;
+            COPIES.contains(&name.as_str()).then(|| (call, ret, format!("`{name}`")))
+        })
+    }
+
     /// The program's innermost call `e` (a return-address table entry) frees a pointer that an
     /// earlier call from the program freed already, had from the same definition made before
     /// that call, with no allocation by the program between (the block freed twice): that
@@ -609,7 +624,13 @@ impl SuppressRun {
         let (key, expected, target) = (*shadow::word(ctx, area::LAST_RET_KEY), *shadow::word(ctx, area::LAST_RET_EXPECTED), *shadow::word(ctx, area::LAST_RET_TARGET));
         if sig != libc::SIGABRT && key != 0 && expected != 0 && target != expected && decode(last).is_some_and(|i| i.flow_control() == FlowControl::Return) {
             let what = decode(last).map(|i| fmt(&i)).unwrap_or_default();
-            locs.push((format!("return address at {key:#x} (used by `{what}` at {last:#x}, which went to {target:#x}, not {expected:#x})"), self.origin_at(key)));
+            let what = format!("return address at {key:#x} (used by `{what}` at {last:#x}, which went to {target:#x}, not {expected:#x})");
+            let o = self.origin_at(key);
+            if let Some((call, ret, name)) = self.copy_below(ctx, mem, key, o) {
+                self.call_defs.push((format!("{what}, written by {name}"), call, ret, name));
+                return locs;
+            }
+            locs.push((what, o));
             locs.retain(|l| l.1 & !origin::INCOMING != 0);
             if !locs.is_empty() {
                 return locs;
@@ -634,7 +655,12 @@ impl SuppressRun {
                                     let what = decode(icall).map(|i| fmt(&i)).unwrap_or_default();
                                     locs.push((format!("target of `{what}` at {icall:#x} (control then reached `ret` at {last:#x}, which no call matched)"), o));
                                 } else {
-                                    locs.push((format!("return address at {a:#x} (used by `{}` at {last:#x})", fmt(&ins)), self.origin_at(a)));
+                                    let what = format!("return address at {a:#x} (used by `{}` at {last:#x})", fmt(&ins));
+                                    let o = self.origin_at(a);
+                                    match self.copy_below(ctx, mem, a, o) {
+                                        Some((call, ret, name)) => self.call_defs.push((format!("{what}, written by {name}"), call, ret, name)),
+                                        None => locs.push((what, o)),
+                                    }
                                 }
                             }
                             _ if ins.op0_kind() == OpKind::Register => locs.extend(reg_loc(ctx, &self.prop.sites, ins.op0_register(), "indirect target")),
