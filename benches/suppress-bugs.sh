@@ -37,11 +37,11 @@ for b in copy_paste stack_smash local_pointer global_overflow heap_overflow smal
     null_return use_after_free two_inputs pipe_copy assert_fail status_flag thread_overflow stalled_poll unset_base \
     strcpy_into_pointer long_smash double_free_early_return free_of_stack sscanf_smash sscanf_call_sites strcat_loop \
     pointer_and_index index_from_input leftover_file smash_by argv_past_end memcpy_neighbour global_off_by_one memset_pointer \
-    escape_concat; do
+    escape_concat adjacent_ints adjacent_locals double_free_kinds argv_cursor smash_made; do
     build $b $b $O0 -w
 done
 build stack_smash stack_canary -g -O0 -fstack-protector-strong
-for b in global_overflow heap_overflow pipe_copy; do build $b ${b}_o2 $O2; done
+for b in global_overflow heap_overflow pipe_copy escape_concat argv_cursor double_free_kinds; do build $b ${b}_o2 $O2; done
 
 A() { printf "%${1}s" | tr ' ' A; }
 echo "| bug | runs | time | traced again | reported first point of memory corruption |"
@@ -85,3 +85,15 @@ row "memcpy_neighbour" "" -- "$dir/memcpy_neighbour" "$(A 40)"
 row "global_off_by_one" "" -- "$dir/global_off_by_one" x
 row "memset_pointer" "" -- "$dir/memset_pointer" 16
 row "escape_concat (strcat of the program's escapes past a buffer)" "" -- "$dir/escape_concat" "$(A 20)"
+row "escape_concat, 40 characters, -O2 (earlier strcats overflowed too)" "" -- "$dir/escape_concat_o2" "$(A 40)"
+row "adjacent_ints (an int beside the loop count, global)" "" -- "$dir/adjacent_ints" 100000000
+row "adjacent_locals (the same in a local struct)" "" -- "$dir/adjacent_locals" 100000000
+row "double_free_kinds, fast bin" "" -- "$dir/double_free_kinds" 32 7
+row "double_free_kinds, merged into top" "" -- "$dir/double_free_kinds" 2000 0
+row "double_free_kinds, consolidated" "" -- "$dir/double_free_kinds" 2000 7
+row "double_free_kinds, mmapped (second free faults)" "" -- "$dir/double_free_kinds" 200000 0
+row "double_free_kinds, fast bin, -O2" "" -- "$dir/double_free_kinds_o2" 32 7
+row "argv_cursor" "" -- "$dir/argv_cursor" -s 10
+row "argv_cursor, -O2 (cursor in a register)" "" -- "$dir/argv_cursor_o2" -s 10
+row "smash_made, strcpy of the program's own string" "" -- "$dir/smash_made" 100 strcpy
+row "smash_made, sprintf" "" -- "$dir/smash_made" 100 sprintf
