@@ -4,20 +4,6 @@ use clap::{Parser, ValueEnum};
 use std::path::PathBuf;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum ToolName {
-    /// Run the program under the JIT with no instrumentation.
-    None,
-    /// Count instructions, blocks, loads, stores and conditional branches (inline counters).
-    Count,
-    /// Track which branches, addresses and syscall arguments depend on input bytes.
-    Taint,
-    /// Invert the outcome of one instance of one conditional branch.
-    Switch,
-    /// Find the first point of memory corruption behind a crash (iterated suppression).
-    Suppress,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum YesNo {
     Yes,
     No,
@@ -28,8 +14,8 @@ pub enum YesNo {
 #[command(name = "rtgrind", version, about, trailing_var_arg = true, after_help = "Example: rtgrind --tool=none ./prog arg1 arg2")]
 pub struct Cli {
     /// The tool to run the program under.
-    #[arg(long, value_enum, default_value = "none")]
-    pub tool: ToolName,
+    #[arg(long, default_value = "none", value_parser = crate::tools::tool_names())]
+    pub tool: String,
 
     /// Print nothing of rtgrind's own except errors.
     #[arg(short, long)]
@@ -77,80 +63,6 @@ pub struct Cli {
     #[arg(long, value_name = "THREAD:INSTANCE", help_heading = "Repeatable runs")]
     pub stop_at: Option<String>,
 
-    /// count: also break the counts down by function.
-    #[arg(long, help_heading = "Tool options")]
-    pub per_function: bool,
-
-    /// taint: where input comes from: stdin, argv or a file's path.
-    #[arg(long, value_name = "stdin|argv|FILE", help_heading = "Tool options")]
-    pub taint_input: Option<String>,
-
-    /// taint: also track which instruction instance defined each value (origins), and say
-    /// where each tainted branch's flags were defined.
-    #[arg(long, value_enum, default_value = "no", value_name = "yes|no", help_heading = "Tool options")]
-    pub track_origins: YesNo,
-
-    /// switch: the branch instance to invert: ADDR (hex guest address of a conditional
-    /// branch) and N (its N-th execution, from 1).
-    #[arg(long, value_name = "ADDR:N", help_heading = "Tool options")]
-    pub switch_at: Option<String>,
-
-    /// switch: the expected standard output of a correct run (byte for byte).
-    #[arg(long, value_name = "FILE", help_heading = "Tool options")]
-    pub expected_output: Option<PathBuf>,
-
-    /// switch: the expected standard error of a correct run.
-    #[arg(long, value_name = "FILE", help_heading = "Tool options")]
-    pub expected_stderr: Option<PathBuf>,
-
-    /// switch: the expected exit status of a correct run.
-    #[arg(long, value_name = "N", help_heading = "Tool options")]
-    pub expected_exit: Option<i32>,
-
-    /// switch: a shell command that judges a run: it gets the run's standard output on its
-    /// standard input and its files' paths in $RTGRIND_STDOUT and $RTGRIND_STDERR; exit 0 = pass.
-    #[arg(long, value_name = "CMD", help_heading = "Tool options")]
-    pub oracle: Option<String>,
-
-    /// switch: candidate order: lefs (last executed first), last-instance-first, prior (by
-    /// dynamic dependence distance from the failure).
-    #[arg(long, default_value = "lefs", value_name = "ORDER", help_heading = "Tool options")]
-    pub order: String,
-
-    /// switch: also switch branches in libraries.
-    #[arg(long, value_enum, default_value = "no", value_name = "yes|no", help_heading = "Tool options")]
-    pub switch_libs: YesNo,
-
-    /// switch: keep searching after the first success and list every successful switch.
-    #[arg(long, help_heading = "Tool options")]
-    pub all: bool,
-
-    /// switch: a switched run may enter this many times more blocks than the original run.
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Tool options")]
-    pub budget_factor: u64,
-
-    /// switch: search by forking at each candidate from forward runs of the program (yes), or
-    /// by re-running the program once per candidate (no).
-    #[arg(long, value_enum, default_value = "yes", value_name = "yes|no", help_heading = "Tool options")]
-    pub fork: YesNo,
-
-    /// switch: switched runs (forked children) at once.
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Tool options")]
-    pub jobs: u64,
-
-    /// switch (internal): the forward pass of the fork search, with its files in DIR (DIR/at:
-    /// the branch instances to fork at; `--budget-blocks` is each child's budget).
-    #[arg(long, value_name = "DIR", hide = true)]
-    pub switch_fork: Option<PathBuf>,
-
-    /// switch (internal): record every conditional branch instance into FILE.
-    #[arg(long, value_name = "FILE", hide = true)]
-    pub switch_trace: Option<PathBuf>,
-
-    /// switch (internal): the trace run also logs dynamic dependences (for --order=prior).
-    #[arg(long, value_enum, default_value = "no", value_name = "yes|no", hide = true)]
-    pub switch_deps: YesNo,
-
     /// Keep block counts in memory even where AVX-512's xmm16 could hold them (to compare).
     #[arg(long, hide = true)]
     pub count_in_memory: bool,
@@ -163,47 +75,69 @@ pub struct Cli {
     #[arg(long, value_name = "FILE", hide = true)]
     pub blocks_out: Option<PathBuf>,
 
-    /// suppress: most program runs the search may take.
-    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(3..), help_heading = "Tool options")]
-    pub max_runs: u32,
+    // Each tool's own options, under its heading (a tool refuses another's: `main`).
+    #[command(flatten)]
+    pub count: crate::tools::count::Options,
 
-    /// suppress, switch: exit status when a root cause or critical predicate was reported.
-    #[arg(long, default_value_t = 1, help_heading = "Tool options")]
-    pub error_exitcode: i32,
+    #[command(flatten)]
+    pub taint: crate::tools::taint::Options,
 
-    /// suppress: the failure to explain when it is not a crash: exit-code (a non-zero exit
-    /// status), stderr:REGEX (standard error matches), output:FILE (standard output differs
-    /// from FILE).
-    #[arg(long, value_name = "KIND", help_heading = "Tool options")]
-    pub failure: Option<String>,
+    #[command(flatten)]
+    pub switch: crate::tools::switch::Options,
 
-    /// suppress, switch: also print the result as JSON on stdout.
-    #[arg(long, help_heading = "Tool options")]
-    pub json: bool,
+    #[command(flatten)]
+    pub suppress: crate::tools::suppress::Options,
 
-    /// suppress, switch: also print the result as SARIF 2.1.0 on stdout.
-    #[arg(long, help_heading = "Tool options")]
-    pub sarif: bool,
-
-    /// suppress: write the chain of runs as a Graphviz graph to FILE.
-    #[arg(long, value_name = "FILE", help_heading = "Tool options")]
-    pub dot: Option<PathBuf>,
-
-    /// suppress (internal): run once with the suppression points in FILE.
-    #[arg(long, value_name = "FILE", hide = true)]
-    pub suppress_plan: Option<PathBuf>,
-
-    /// suppress (internal): where that run writes its outcome.
-    #[arg(long, value_name = "FILE", hide = true)]
-    pub suppress_out: Option<PathBuf>,
+    #[command(flatten)]
+    pub search: crate::tools::SearchOptions,
 
     /// The program to run, and its arguments.
     #[arg(required = true, num_args = 1.., value_name = "PROG [ARGS]...")]
     pub command: Vec<std::ffi::OsString>,
 }
 
+/// Options that describe one process, never passed on to a program it starts: its input, its
+/// files, its stops and budgets, a search's internal protocol, and the tool and tracing, which
+/// the child gets explicitly.
+const PER_PROCESS: [&str; 13] = ["tool", "trace_children", "command", "stdin_file", "record_schedule", "stop_at", "blocks_out", "budget_blocks", "suppress_plan", "suppress_out", "switch_fork", "switch_trace", "dot"];
+
+/// The options for a program started under `--trace-children=yes`: every option given on the
+/// command line (each tool's own included), but the per-process ones.
+pub fn child_options(matches: &clap::ArgMatches, command: &clap::Command, tool: &str) -> Vec<String> {
+    let mut opts = vec![format!("--tool={tool}"), "--trace-children=yes".to_string()];
+    for arg in command.get_arguments() {
+        let id = arg.get_id().as_str();
+        if PER_PROCESS.contains(&id) || matches.value_source(id) != Some(clap::parser::ValueSource::CommandLine) {
+            continue;
+        }
+        let Some(long) = arg.get_long() else { continue };
+        if !arg.get_action().takes_values() {
+            opts.push(format!("--{long}"));
+            continue;
+        }
+        for v in matches.get_raw(id).into_iter().flatten() {
+            opts.push(format!("--{long}={}", v.to_string_lossy()));
+        }
+    }
+    opts
+}
+
 #[cfg(test)]
 mod tests {
+    /// A traced child gets every option given but the per-process ones (issue 22).
+    #[test]
+    fn children_get_every_option_but_the_per_process_ones() {
+        use clap::CommandFactory;
+        let command = super::Cli::command();
+        let argv = ["rtgrind", "--tool=taint", "--sched=random:7", "--track-origins=yes", "--taint-input=argv", "--stdin-file=in", "--trace-children=yes", "-q", "prog", "--sched=x"];
+        let matches = command.clone().try_get_matches_from(argv).unwrap();
+        let opts = super::child_options(&matches, &command, "taint");
+        for o in ["--tool=taint", "--trace-children=yes", "--sched=random:7", "--track-origins=yes", "--taint-input=argv", "--quiet"] {
+            assert!(opts.contains(&o.to_string()), "{o} missing from {opts:?}");
+        }
+        assert!(!opts.iter().any(|o| o.starts_with("--stdin-file") || o == "--sched=x" || o.starts_with("--seed")), "{opts:?}");
+    }
+
     #[test]
     fn cli_is_consistent() {
         use clap::CommandFactory;

@@ -11,7 +11,6 @@ mod run;
 mod shadow;
 mod tools;
 
-use clap::Parser;
 use kernel::memory::GuestMemory;
 use kernel::signals::Signals;
 use report::Reporter;
@@ -82,8 +81,9 @@ fn shebang(path: &Path) -> Option<(PathBuf, Option<Vec<u8>>)> {
 
 fn main() {
     keep_heap_apart();
-    let cli = match cli::Cli::try_parse() {
-        Ok(c) => c,
+    let command = <cli::Cli as clap::CommandFactory>::command();
+    let matches = match command.clone().try_get_matches() {
+        Ok(m) => m,
         Err(e) => {
             use clap::error::ErrorKind;
             if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
@@ -96,40 +96,18 @@ fn main() {
             fail(&format!("{first} (usage: rtgrind [options] --tool=NAME prog [args]; see 'rtgrind --help')"), EXIT_USAGE);
         }
     };
+    let cli = <cli::Cli as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|e| fail(&e.to_string(), EXIT_USAGE));
+    let spec = tools::spec(&cli.tool);
+    if let Some((flag, owners)) = tools::foreign_option(spec, &matches, &command) {
+        let owners: Vec<String> = owners.iter().map(|o| format!("--tool={o}")).collect();
+        fail(&format!("{flag} is an option of {}, not of --tool={}", owners.join(" and "), spec.name), EXIT_USAGE);
+    }
     if cli.count_in_memory {
         // (The suppression search passes it on to its runs.)
         rtgrind_jit::context::count_in_memory();
     }
-    if cli.tool == cli::ToolName::Switch && cli.switch_at.is_none() && cli.switch_trace.is_none() && cli.switch_fork.is_none() {
-        std::process::exit(switch_search(&cli));
-    }
-    if cli.tool == cli::ToolName::Suppress && cli.suppress_plan.is_none() {
-        // The search: runs of this program under rtgrind, each with a plan.
-        if !resolve(&cli.command[0]).is_file() {
-            fail(&format!("{}: no such file", cli.command[0].to_string_lossy()), 127);
-        }
-        let opts = tools::suppress::driver::Options { max_runs: cli.max_runs, error_exitcode: cli.error_exitcode, stdin_file: cli.stdin_file.clone(), seed: cli.seed, failure: cli.failure.clone(), show_output: !cli.json && !cli.sarif };
-        if let Some(d) = &cli.dot {
-            // Nothing the user has is overwritten without asking.
-            if d.exists() {
-                fail(&format!("--dot: '{}' exists; not overwriting it", d.display()), EXIT_USAGE);
-            }
-        }
-        if let Some(f) = &cli.failure {
-            let known = f == "exit-code" || f.strip_prefix("stderr:").is_some_and(|r| regex::Regex::new(r).is_ok()) || f.strip_prefix("output:").is_some_and(|p| std::path::Path::new(p).is_file());
-            if !known {
-                fail(&format!("invalid --failure '{f}' (expected exit-code, stderr:REGEX with a valid expression, or output:FILE naming a file)"), EXIT_USAGE);
-            }
-        }
-        // The runs may not share the driver's idea of a relative path.
-        let failure = cli.failure.clone().map(|f| match f.strip_prefix("output:") {
-            Some(p) => format!("output:{}", std::fs::canonicalize(p).map(|c| c.display().to_string()).unwrap_or(p.to_string())),
-            None => f,
-        });
-        let opts = tools::suppress::driver::Options { failure, ..opts };
-        let format = tools::suppress::report::Format { json: cli.json, sarif: cli.sarif, dot: cli.dot.clone() };
-        log_to_file(&cli);
-        std::process::exit(tools::suppress::driver::drive(cli.command.clone(), opts, format));
+    if let Some(search) = spec.search.as_ref().filter(|s| (s.wanted)(&cli)) {
+        std::process::exit((search.run)(&cli).unwrap_or_else(|e| fail(&e.message, e.code)));
     }
     let repeatable = cli.repeatable == cli::YesNo::Yes;
     if let Some(f) = &cli.stdin_file {
@@ -149,7 +127,7 @@ fn main() {
     }
     let log = cli.log_file.as_ref().map(|p| open_log(p));
     let mut reporter = Reporter::new(cli.quiet, log);
-    let tool = make_tool(&cli);
+    let tool = (spec.make)(&cli).unwrap_or_else(|e| fail(&e.message, e.code));
 
     let mut argv: Vec<Vec<u8>> = cli.command.iter().map(|a| a.as_bytes().to_vec()).collect();
     let mut path = resolve(&cli.command[0]);
@@ -188,7 +166,7 @@ fn main() {
     let stack = loader::stack::build(&prog, &mut mem, path.as_os_str().as_bytes(), &argv, &envp, random, repeatable)
         .unwrap_or_else(|e| fail(&format!("cannot set up the initial stack: {e}"), EXIT_INTERNAL));
 
-    reporter.info(&format!("rtgrind-{}, a dynamic binary translator; tool: {:?}", env!("CARGO_PKG_VERSION"), cli.tool).to_lowercase());
+    reporter.info(&format!("rtgrind-{}, a dynamic binary translator; tool: {}", env!("CARGO_PKG_VERSION"), spec.name));
     reporter.info(&format!("Command: {}", argv.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect::<Vec<_>>().join(" ")));
 
     // Tools count blocks (the instance part of an origin) in the engine's per-thread counter.
@@ -200,21 +178,7 @@ fn main() {
     cache.virtual_tsc = repeatable;
     let sig = Signals::install(&mut ctx, &mut cache);
 
-    let mut child_opts = vec![format!("--tool={:?}", cli.tool).to_lowercase(), "--trace-children=yes".to_string()];
-    if cli.quiet {
-        child_opts.push("-q".into());
-    }
-    if let Some(l) = &cli.log_file {
-        child_opts.push(format!("--log-file={}", l.display()));
-    }
-    if cli.stats {
-        child_opts.push("--stats".into());
-    }
-    child_opts.push(format!("--quantum={}", cli.quantum));
-    if repeatable {
-        child_opts.push("--repeatable=yes".into());
-        child_opts.push(format!("--seed={}", cli.seed));
-    }
+    let child_opts = cli::child_options(&matches, &command, spec.name);
     let self_exe = std::fs::read_link("/proc/self/exe").unwrap_or_else(|_| PathBuf::from("rtgrind"));
     let policy = sched_policy(&cli.sched);
     let record = cli.record_schedule.as_ref().map(|p| {
@@ -236,11 +200,11 @@ fn main() {
         repeat,
         stop_at: cli.stop_at.as_deref().map(parse_stop_at),
         // In the fork search's forward pass the budget is each child's, not the run's.
-        budget: if cli.switch_fork.is_some() { None } else { cli.budget_blocks },
+        budget: if cli.switch.switch_fork.is_some() { None } else { cli.budget_blocks },
         blocks_out: cli.blocks_out.clone(),
         cpus: None,
     }));
-    if process.budget.is_some() || process.blocks_out.is_some() || cli.switch_fork.is_some() {
+    if process.budget.is_some() || process.blocks_out.is_some() || cli.switch.switch_fork.is_some() {
         // Budgets count block entries (backward, indirect and dispatched ones suffice: every
         // loop passes one).
         process.cache.set_preemption(true);
@@ -259,39 +223,6 @@ fn main() {
     rt.run();
 }
 
-/// `--tool=switch` with an oracle: the predicate-switching search.
-fn switch_search(cli: &cli::Cli) -> i32 {
-    if !resolve(&cli.command[0]).is_file() {
-        fail(&format!("{}: no such file", cli.command[0].to_string_lossy()), 127);
-    }
-    let read = |p: &PathBuf, what: &str| std::fs::read(p).unwrap_or_else(|e| fail(&format!("{what}: cannot read '{}': {e}", p.display()), EXIT_USAGE));
-    let oracle = tools::switch::oracle::Oracle {
-        output: cli.expected_output.as_ref().map(|p| read(p, "--expected-output")),
-        stderr: cli.expected_stderr.as_ref().map(|p| read(p, "--expected-stderr")),
-        exit: cli.expected_exit,
-        command: cli.oracle.clone(),
-    };
-    let order = tools::switch::driver::Order::parse(&cli.order)
-        .unwrap_or_else(|| fail(&format!("invalid --order '{}' (expected lefs, last-instance-first or prior)", cli.order), EXIT_USAGE));
-    let opts = tools::switch::driver::Options {
-        oracle,
-        order,
-        libs: cli.switch_libs == cli::YesNo::Yes,
-        all: cli.all,
-        budget_factor: cli.budget_factor,
-        error_exitcode: cli.error_exitcode,
-        seed: cli.seed,
-        stdin_file: cli.stdin_file.clone(),
-        expected_output_path: cli.expected_output.as_ref().map(|p| std::fs::canonicalize(p).unwrap_or(p.clone())),
-        json: cli.json,
-        sarif: cli.sarif,
-        fork: cli.fork == cli::YesNo::Yes,
-        jobs: cli.jobs,
-    };
-    log_to_file(cli);
-    tools::switch::driver::drive(cli.command.clone(), opts)
-}
-
 /// The `--log-file` FILE, appended to (nothing the user had is lost).
 fn open_log(p: &std::path::Path) -> std::fs::File {
     std::fs::OpenOptions::new().create(true).append(true).open(p).unwrap_or_else(|e| fail(&format!("cannot open log file '{}': {e}", p.display()), EXIT_USAGE))
@@ -306,61 +237,6 @@ fn log_to_file(cli: &cli::Cli) {
     // SAFETY: dup2 of a descriptor this process owns onto standard error.
     if unsafe { libc::dup2(std::os::fd::AsRawFd::as_raw_fd(&f), 2) } < 0 {
         fail(&format!("cannot write to log file '{}'", p.display()), EXIT_USAGE);
-    }
-}
-
-/// The tool `--tool` names, with its options.
-fn make_tool(cli: &cli::Cli) -> Box<dyn tools::ToolRun> {
-    match cli.tool {
-        cli::ToolName::None => Box::new(rtgrind_jit::instrument::NoInstrumentation),
-        cli::ToolName::Count => Box::new(tools::count::Count::new(cli.per_function)),
-        cli::ToolName::Switch if cli.switch_fork.is_some() => {
-            let expected = cli.expected_output.as_ref().map(|p| std::fs::read(p).unwrap_or_else(|e| fail(&format!("--expected-output: cannot read '{}': {e}", p.display()), EXIT_USAGE)));
-            let program = std::fs::canonicalize(resolve(&cli.command[0])).map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
-            let dir = cli.switch_fork.clone().unwrap_or_default();
-            let at: Vec<u64> = std::fs::read_to_string(dir.join("at")).unwrap_or_default().split_whitespace().filter_map(|x| x.parse().ok()).collect();
-            let budget = cli.budget_blocks.unwrap_or(1 << 40);
-            Box::new(tools::switch::fork::SwitchFork::new(dir, at, cli.jobs as usize, budget, expected, program))
-        }
-        cli::ToolName::Switch if cli.switch_trace.is_some() => {
-            let expected = cli.expected_output.as_ref().map(|p| std::fs::read(p).unwrap_or_else(|e| fail(&format!("--expected-output: cannot read '{}': {e}", p.display()), EXIT_USAGE)));
-            let program = std::fs::canonicalize(resolve(&cli.command[0])).map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
-            let mut trace = tools::switch::trace::SwitchTrace::new(cli.switch_trace.clone().unwrap_or_default(), cli.switch_libs == cli::YesNo::No, program, expected);
-            if cli.switch_deps == cli::YesNo::Yes {
-                let deps = tools::switch::deps::Deps::new(cli.switch_libs == cli::YesNo::No).unwrap_or_else(|e| fail(&format!("cannot reserve the dependence log: {e}"), 2));
-                trace.deps = Some(deps);
-            }
-            Box::new(trace)
-        }
-        cli::ToolName::Switch => {
-            let spec = cli.switch_at.as_deref().unwrap_or_else(|| fail("--tool=switch needs --switch-at=ADDR:N", EXIT_USAGE));
-            let (site, n) = tools::switch::Switch::parse(spec)
-                .unwrap_or_else(|| fail(&format!("invalid --switch-at value '{spec}' (expected ADDR:N, e.g. 0x401136:3)"), EXIT_USAGE));
-            Box::new(tools::switch::Switch::new(site, n))
-        }
-        cli::ToolName::Suppress => {
-            let path = cli.suppress_plan.as_ref().expect("a plan");
-            let text = std::fs::read_to_string(path).unwrap_or_else(|e| fail(&format!("cannot read plan '{}': {e}", path.display()), EXIT_USAGE));
-            let mut plan = tools::suppress::plan::Plan::parse(&text).unwrap_or_else(|e| fail(&format!("bad plan '{}': {e}", path.display()), EXIT_USAGE));
-            plan.out = cli.suppress_out.clone();
-            let program = std::fs::canonicalize(resolve(&cli.command[0])).map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
-            match tools::suppress::run::SuppressRun::new(plan, program) {
-                Ok(t) => Box::new(t),
-                Err(e) => fail(&e, EXIT_USAGE),
-            }
-        }
-        cli::ToolName::Taint => {
-            let input = tools::taint::Input::parse(cli.taint_input.as_deref().unwrap_or("stdin"));
-            if let tools::taint::Input::File(p) = &input {
-                if !p.exists() {
-                    fail(&format!("--taint-input: no such file '{}'", p.display()), EXIT_USAGE);
-                }
-            }
-            match tools::taint::Taint::new(input, cli.track_origins == cli::YesNo::Yes) {
-                Ok(t) => Box::new(t),
-                Err(e) => fail(&format!("cannot reserve shadow memory: {e}"), EXIT_INTERNAL),
-            }
-        }
     }
 }
 

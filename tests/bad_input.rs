@@ -188,6 +188,33 @@ fn unknown_tool() {
     );
 }
 
+/// Each tool's options are refused with another tool (issue 22): one line naming the option and
+/// the tools that take it, exit 2, the program not run.
+#[test]
+fn a_tools_options_are_refused_with_another_tool() {
+    let cases: [(&str, &str, &str); 8] = [
+        ("count", "--per-function", "--tool=count"),
+        ("none", "--per-function", "--tool=count"),
+        ("suppress", "--taint-input=argv", "--tool=taint"),
+        ("count", "--track-origins=yes", "--tool=taint"),
+        ("taint", "--switch-at=0x401000:1", "--tool=switch"),
+        ("suppress", "--order=prior", "--tool=switch"),
+        ("switch", "--max-runs=5", "--tool=suppress"),
+        ("taint", "--json", "--tool=suppress"),
+    ];
+    for (tool, option, owner) in cases {
+        if format!("--tool={tool}") == owner {
+            continue;
+        }
+        let o = common::rtgrind_raw([&format!("--tool={tool}"), option, "/bin/echo", "ran"]);
+        check_error(&o, false, 2, &[option.split('=').next().unwrap(), owner, &format!("not of --tool={tool}")]);
+        assert!(o.stdout.is_empty(), "the program ran:\n{}", o.describe());
+    }
+    // Its own tool takes it.
+    let o = common::rtgrind_raw(["--tool=count", "--per-function", "/bin/echo", "ran"]);
+    assert_eq!(o.status.code(), Some(0), "{}", o.describe());
+}
+
 // ---------------------------------------------------------------------------------------------
 // Instructions rtgrind cannot translate
 

@@ -413,3 +413,25 @@ int main(int argc, char **argv) {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--trace-children=yes` passes each tool's options on to the programs the guest starts
+/// (issue 22; they were rebuilt by hand and tools' options lost): count's per-function table in
+/// every process, taint's input and origins in the child.
+#[test]
+fn traced_children_get_the_tools_options() {
+    let out = run_rtgrind(["--tool=count", "--per-function", "--trace-children=yes"], &Cmd::new("/bin/sh").args(["-c", "/bin/echo hi; /bin/true"]));
+    assert_eq!(out.status.code(), Some(0), "{}", out.describe());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let tables = err.lines().filter(|l| l.contains("count:") && l.contains("instructions") && l.ends_with("function")).count();
+    assert_eq!(tables, 3, "a per-function table for sh, echo and true:\n{err}");
+
+    let line = marked_line("input_branch", "dependent");
+    let guest = taint_guest("input_branch");
+    let cmd = Cmd::new("/bin/sh").args(["-c", &format!("exec {} xyz", guest.display())]);
+    let out = run_rtgrind(["--tool=taint", "--taint-input=argv", "--track-origins=yes", "--trace-children=yes"], &cmd);
+    assert_eq!(out.status.code(), Some(0), "{}", out.describe());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = err.lines().collect();
+    let at = lines.iter().position(|l| l.contains("conditional branch") && l.contains(&format!("input_branch.c:{line} (main)"))).unwrap_or_else(|| panic!("the child's argv is not its input:\n{err}"));
+    assert!(lines[at + 1].contains("its flags were defined at"), "the child tracks no origins:\n{err}");
+}

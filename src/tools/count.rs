@@ -64,6 +64,20 @@ impl Totals {
     }
 }
 
+/// `--tool=count`'s options.
+#[derive(clap::Args, Debug, Clone, Default)]
+#[command(next_help_heading = "Options of --tool=count")]
+pub struct Options {
+    /// Also break the counts down by function.
+    #[arg(long)]
+    pub per_function: bool,
+}
+
+/// `--tool=count`: the run's instrumentation.
+pub fn make(cli: &crate::cli::Cli) -> Result<Box<dyn ToolRun>, super::Error> {
+    Ok(Box::new(Count::new(cli.count.per_function)))
+}
+
 pub struct Count {
     per_function: bool,
     /// Each block's (executions, branch taken) counters.

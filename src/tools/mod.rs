@@ -17,6 +17,111 @@ use rtgrind_jit::instrument::code_asm::{AsmRegister64, CodeAssembler};
 use rtgrind_jit::instrument::{NoInstrumentation, Tool};
 use rtgrind_jit::ThreadContext;
 
+/// Why a tool cannot run as asked: a one-line message and rtgrind's exit status.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct Error {
+    pub message: String,
+    pub code: i32,
+}
+
+impl Error {
+    /// Bad usage (an option's value, a file that cannot be read).
+    pub fn usage(message: String) -> Error {
+        Error { message, code: crate::EXIT_USAGE }
+    }
+    /// rtgrind itself cannot go on (memory it cannot reserve).
+    pub fn internal(message: String) -> Error {
+        Error { message, code: crate::EXIT_INTERNAL }
+    }
+}
+
+/// Options every search tool has (suppress, switch).
+#[derive(clap::Args, Debug, Clone)]
+#[command(next_help_heading = "Options of the searches (--tool=switch, --tool=suppress)")]
+pub struct SearchOptions {
+    /// Exit status when a root cause or critical predicate was reported.
+    #[arg(long, default_value_t = 1)]
+    pub error_exitcode: i32,
+
+    /// Also print the result as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Also print the result as SARIF 2.1.0 on stdout.
+    #[arg(long)]
+    pub sarif: bool,
+}
+
+/// The ids of an option group's arguments.
+pub fn ids<T: clap::Args>() -> Vec<String> {
+    T::augment_args(clap::Command::new("group")).get_arguments().map(|a| a.get_id().to_string()).collect()
+}
+
+/// A tool, as `main` sees it: its name, what it does, the options it owns, how to make the
+/// run's instrumentation and, for a search, when the options ask for one and how to run it.
+pub struct ToolSpec {
+    pub name: &'static str,
+    pub about: &'static str,
+    /// Ids of the options only it takes (the others' are refused with it).
+    pub options: fn() -> Vec<String>,
+    pub make: fn(&crate::cli::Cli) -> Result<Box<dyn ToolRun>, Error>,
+    pub search: Option<Search>,
+}
+
+/// A search over runs of the program: whether the options ask for it, and the search itself
+/// (its exit status).
+pub struct Search {
+    pub wanted: fn(&crate::cli::Cli) -> bool,
+    pub run: fn(&crate::cli::Cli) -> Result<i32, Error>,
+}
+
+fn none_make(_: &crate::cli::Cli) -> Result<Box<dyn ToolRun>, Error> {
+    Ok(Box::new(NoInstrumentation))
+}
+
+/// Every tool, in `--help`'s order.
+pub const TOOLS: &[ToolSpec] = &[
+    ToolSpec { name: "none", about: "Run the program under the JIT with no instrumentation.", options: Vec::new, make: none_make, search: None },
+    ToolSpec { name: "count", about: "Count instructions, blocks, loads, stores and conditional branches (inline counters).", options: ids::<count::Options>, make: count::make, search: None },
+    ToolSpec { name: "taint", about: "Track which branches, addresses and syscall arguments depend on input bytes.", options: ids::<taint::Options>, make: taint::make, search: None },
+    ToolSpec {
+        name: "switch",
+        about: "Invert the outcome of one instance of one conditional branch.",
+        options: switch::option_ids,
+        make: switch::make,
+        search: Some(Search { wanted: switch::wants_search, run: switch::search }),
+    },
+    ToolSpec {
+        name: "suppress",
+        about: "Find the first point of memory corruption behind a crash (iterated suppression).",
+        options: suppress::option_ids,
+        make: suppress::make,
+        search: Some(Search { wanted: suppress::wants_search, run: suppress::search }),
+    },
+];
+
+/// The tool named `name` (clap checked it is one).
+pub fn spec(name: &str) -> &'static ToolSpec {
+    TOOLS.iter().find(|t| t.name == name).expect("a tool clap accepted")
+}
+
+/// `--tool`'s possible values, from the list.
+pub fn tool_names() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(TOOLS.iter().map(|t| clap::builder::PossibleValue::new(t.name).help(t.about)))
+}
+
+/// The first option given on the command line that `tool` does not take but another tool
+/// does: its flag and the tools that take it.
+pub fn foreign_option(tool: &ToolSpec, matches: &clap::ArgMatches, command: &clap::Command) -> Option<(String, Vec<&'static str>)> {
+    let own = (tool.options)();
+    let given = |id: &str| matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
+    let id = TOOLS.iter().flat_map(|t| (t.options)()).find(|id| !own.contains(id) && given(id))?;
+    let owners = TOOLS.iter().filter(|t| (t.options)().contains(&id)).map(|t| t.name).collect();
+    let long = command.get_arguments().find(|a| a.get_id().as_str() == id).and_then(|a| a.get_long()).unwrap_or(&id).to_string();
+    Some((format!("--{long}"), owners))
+}
+
 /// Client request codes (must match `guest-programs/include/rtgrind.h`).
 pub const REQ_RUNNING_ON_RTGRIND: u64 = 0x1000;
 pub const REQ_TAINT: u64 = 0x2001;

@@ -23,6 +23,34 @@ use rtgrind_jit::ThreadContext;
 use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
 
+/// `--tool=taint`'s options.
+#[derive(clap::Args, Debug, Clone)]
+#[command(next_help_heading = "Options of --tool=taint")]
+pub struct Options {
+    /// Where input comes from: stdin, argv or a file's path.
+    #[arg(long, value_name = "stdin|argv|FILE")]
+    pub taint_input: Option<String>,
+
+    /// Also track which instruction instance defined each value (origins), and say where each
+    /// tainted branch's flags were defined.
+    #[arg(long, value_enum, default_value = "no", value_name = "yes|no")]
+    pub track_origins: crate::cli::YesNo,
+}
+
+/// `--tool=taint`: the run's instrumentation.
+pub fn make(cli: &crate::cli::Cli) -> Result<Box<dyn ToolRun>, super::Error> {
+    let input = Input::parse(cli.taint.taint_input.as_deref().unwrap_or("stdin"));
+    if let Input::File(p) = &input {
+        if !p.exists() {
+            return Err(super::Error::usage(format!("--taint-input: no such file '{}'", p.display())));
+        }
+    }
+    match Taint::new(input, cli.taint.track_origins == crate::cli::YesNo::Yes) {
+        Ok(t) => Ok(Box::new(t)),
+        Err(e) => Err(super::Error::internal(format!("cannot reserve shadow memory: {e}"))),
+    }
+}
+
 /// Where input comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Input {

@@ -14,6 +14,84 @@ pub mod run;
 mod slice;
 mod watch;
 
+use super::{Error, ToolRun};
+use crate::cli::Cli;
+use std::path::PathBuf;
+
+/// `--tool=suppress`'s options (and, hidden, those of the search's own runs).
+#[derive(clap::Args, Debug, Clone)]
+#[command(next_help_heading = "Options of --tool=suppress")]
+pub struct Options {
+    /// Most program runs the search may take.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(3..))]
+    pub max_runs: u32,
+
+    /// The failure to explain when it is not a crash: exit-code (a non-zero exit status),
+    /// stderr:REGEX (standard error matches), output:FILE (standard output differs from FILE).
+    #[arg(long, value_name = "KIND")]
+    pub failure: Option<String>,
+
+    /// Write the chain of runs as a Graphviz graph to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub dot: Option<PathBuf>,
+
+    /// (Internal) run once with the suppression points in FILE.
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub suppress_plan: Option<PathBuf>,
+
+    /// (Internal) where that run writes its outcome.
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub suppress_out: Option<PathBuf>,
+}
+
+/// Ids of the options the tool owns.
+pub fn option_ids() -> Vec<String> {
+    [super::ids::<Options>(), super::ids::<super::SearchOptions>()].concat()
+}
+
+/// One run of the search, with its plan (`--suppress-plan`).
+pub fn make(cli: &Cli) -> Result<Box<dyn ToolRun>, Error> {
+    let o = &cli.suppress;
+    let path = o.suppress_plan.as_ref().ok_or_else(|| Error::usage("--tool=suppress runs with a plan only inside a search".into()))?;
+    let text = std::fs::read_to_string(path).map_err(|e| Error::usage(format!("cannot read plan '{}': {e}", path.display())))?;
+    let mut plan = plan::Plan::parse(&text).map_err(|e| Error::usage(format!("bad plan '{}': {e}", path.display())))?;
+    plan.out = o.suppress_out.clone();
+    let program = std::fs::canonicalize(crate::resolve(&cli.command[0])).map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
+    Ok(Box::new(run::SuppressRun::new(plan, program).map_err(Error::usage)?))
+}
+
+/// Without a plan: the search (runs of this program under rtgrind, each with a plan).
+pub fn wants_search(cli: &Cli) -> bool {
+    cli.suppress.suppress_plan.is_none()
+}
+
+/// The search; its exit status.
+pub fn search(cli: &Cli) -> Result<i32, Error> {
+    let o = &cli.suppress;
+    if !crate::resolve(&cli.command[0]).is_file() {
+        return Err(Error { message: format!("{}: no such file", cli.command[0].to_string_lossy()), code: 127 });
+    }
+    if let Some(d) = &o.dot {
+        // Nothing the user has is overwritten without asking.
+        if d.exists() {
+            return Err(Error::usage(format!("--dot: '{}' exists; not overwriting it", d.display())));
+        }
+    }
+    if let Some(f) = &o.failure {
+        run::check_failure(f).map_err(|_| Error::usage(format!("invalid --failure '{f}' (expected exit-code, stderr:REGEX with a valid expression, or output:FILE naming a file)")))?;
+    }
+    // The runs may not share the driver's idea of a relative path.
+    let failure = o.failure.clone().map(|f| match f.strip_prefix("output:") {
+        Some(p) => format!("output:{}", std::fs::canonicalize(p).map(|c| c.display().to_string()).unwrap_or(p.to_string())),
+        None => f,
+    });
+    let (json, sarif) = (cli.search.json, cli.search.sarif);
+    let opts = driver::Options { max_runs: o.max_runs, error_exitcode: cli.search.error_exitcode, stdin_file: cli.stdin_file.clone(), seed: cli.seed, failure, show_output: !json && !sarif };
+    let format = report::Format { json, sarif, dot: o.dot.clone() };
+    crate::log_to_file(cli);
+    Ok(driver::drive(cli.command.clone(), opts, format))
+}
+
 /// Tool-area offsets of the suppression tool's own words (after the shadow registers).
 pub(crate) mod area {
     use crate::shadow::slot;

@@ -93,6 +93,11 @@ enum Failure {
     Output(ExpectedOutput),
 }
 
+/// Whether `--failure`'s value is one the runs accept (the search checks it once, up front).
+pub fn check_failure(spec: &str) -> Result<(), String> {
+    Failure::parse(spec).map(|_| ())
+}
+
 impl Failure {
     fn parse(spec: &str) -> Result<Failure, String> {
         if spec == "exit-code" {
