@@ -50,8 +50,7 @@ struct Cell {
 }
 
 fn main() {
-    let (mut runs, mut names, mut filters) =
-        (5, "native,rtgrind,valgrind,qemu".to_string(), vec![]);
+    let (mut runs, mut names, mut filters) = (5, "native,rtgrind,valgrind,qemu".to_string(), vec![]);
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -149,38 +148,21 @@ fn tool(name: &str) -> Tool {
             .map(|p| Some(p.display().to_string()))
             .ok_or(format!("{program} not found in PATH")),
     };
-    let prefix = found.map(|p| {
-        p.into_iter()
-            .chain(args.iter().map(|a| a.to_string()))
-            .collect()
-    });
-    Tool {
-        name,
-        title,
-        prefix,
-    }
+    let prefix = found.map(|p| p.into_iter().chain(args.iter().map(|a| a.to_string())).collect());
+    Tool { name, title, prefix }
 }
 
 /// The kernels, gzip and python, filtered by name; builds what is missing or stale.
 fn workloads(root: &Path, bin_dir: &Path, filters: &[String]) -> Vec<Workload> {
     let src_dir = root.join("guest-programs/bench");
-    let wanted =
-        |name: &str| filters.is_empty() || filters.iter().any(|f| name.contains(f.as_str()));
-    let mut sources: Vec<PathBuf> = std::fs::read_dir(&src_dir)
-        .map(|dir| dir.map(|e| e.unwrap().path()).collect())
-        .unwrap_or_default();
+    let wanted = |name: &str| filters.is_empty() || filters.iter().any(|f| name.contains(f.as_str()));
+    let mut sources: Vec<PathBuf> = std::fs::read_dir(&src_dir).map(|dir| dir.map(|e| e.unwrap().path()).collect()).unwrap_or_default();
     sources.sort();
     let mut out = Vec::new();
-    for src in sources
-        .iter()
-        .filter(|p| p.extension().is_some_and(|e| e == "c"))
-    {
+    for src in sources.iter().filter(|p| p.extension().is_some_and(|e| e == "c")) {
         let name = src.file_stem().unwrap().to_string_lossy().to_string();
         if name != "gen_data" && wanted(&name) {
-            out.push(Workload {
-                name,
-                argv: vec![build(src, bin_dir)],
-            });
+            out.push(Workload { name, argv: vec![build(src, bin_dir)] });
         }
     }
     if wanted("gzip") {
@@ -188,26 +170,13 @@ fn workloads(root: &Path, bin_dir: &Path, filters: &[String]) -> Vec<Workload> {
         if !input.exists() {
             generate_data(&src_dir, bin_dir, &input);
         }
-        let argv = [
-            "/usr/bin/gzip",
-            "-9",
-            "-n",
-            "-c",
-            &input.display().to_string(),
-        ]
-        .map(String::from);
-        out.push(Workload {
-            name: "gzip".into(),
-            argv: argv.into(),
-        });
+        let argv = ["/usr/bin/gzip", "-9", "-n", "-c", &input.display().to_string()].map(String::from);
+        out.push(Workload { name: "gzip".into(), argv: argv.into() });
     }
     let script = src_dir.join("python_workload.py");
     if wanted("python") && script.exists() {
         let argv = vec!["/usr/bin/python3".into(), script.display().to_string()];
-        out.push(Workload {
-            name: "python".into(),
-            argv,
-        });
+        out.push(Workload { name: "python".into(), argv });
     }
     out
 }
@@ -217,17 +186,8 @@ fn build(src: &Path, bin_dir: &Path) -> String {
     let exe = bin_dir.join(src.file_stem().unwrap());
     let mtime = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
     if mtime(&exe).is_none() || mtime(&exe) < mtime(src) {
-        let status = Command::new("gcc")
-            .arg("-O2")
-            .arg(src)
-            .arg("-o")
-            .arg(&exe)
-            .status();
-        assert!(
-            status.expect("cannot run gcc").success(),
-            "gcc failed on {}",
-            src.display()
-        );
+        let status = Command::new("gcc").arg("-O2").arg(src).arg("-o").arg(&exe).status();
+        assert!(status.expect("cannot run gcc").success(), "gcc failed on {}", src.display());
     }
     exe.display().to_string()
 }
@@ -237,10 +197,7 @@ fn generate_data(src_dir: &Path, bin_dir: &Path, input: &Path) {
     let partial = input.with_extension("partial");
     let gen = build(&src_dir.join("gen_data.c"), bin_dir);
     let status = Command::new(gen).arg(&partial).status();
-    assert!(
-        status.expect("cannot run gen_data").success(),
-        "gen_data failed"
-    );
+    assert!(status.expect("cannot run gen_data").success(), "gen_data failed");
     std::fs::rename(&partial, input).unwrap();
 }
 
@@ -254,11 +211,7 @@ struct Outcome {
 
 impl std::fmt::Display for Outcome {
     fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        write!(
-            f,
-            "{}, stdout {} bytes, FNV-1a {:016x}",
-            self.status, self.stdout_len, self.stdout_hash
-        )
+        write!(f, "{}, stdout {} bytes, FNV-1a {:016x}", self.status, self.stdout_len, self.stdout_hash)
     }
 }
 
@@ -304,21 +257,10 @@ fn run(argv: &[String]) -> Result<(Outcome, f64), String> {
     let (stdout_hash, stdout_len) = digest.join().unwrap();
     let stderr = errors.join().unwrap();
     if !status.success() {
-        let first = stderr
-            .lines()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("")
-            .trim();
+        let first = stderr.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
         return Err(format!("{status}: {first}"));
     }
-    Ok((
-        Outcome {
-            status: status.to_string(),
-            stdout_len,
-            stdout_hash,
-        },
-        secs,
-    ))
+    Ok((Outcome { status: status.to_string(), stdout_len, stdout_hash }, secs))
 }
 
 fn median(times: &[f64]) -> f64 {
@@ -334,11 +276,7 @@ fn geomean(ratios: &[f64]) -> f64 {
 /// The markdown report: a row per workload, a geometric-mean row, notes on failures.
 fn render(workloads: &[Workload], tools: &[Tool], table: &[Vec<Cell>], runs: usize) -> String {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let cpu = cpuinfo
-        .lines()
-        .find_map(|l| l.strip_prefix("model name"))
-        .unwrap_or(":")
-        .trim_start_matches([' ', '\t', ':']);
+    let cpu = cpuinfo.lines().find_map(|l| l.strip_prefix("model name")).unwrap_or(":").trim_start_matches([' ', '\t', ':']);
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut s = format!(
         "# Engine benchmarks\n\nMedian wall time of {runs} interleaved runs; in parentheses the ratio \
@@ -372,11 +310,7 @@ fn render(workloads: &[Workload], tools: &[Tool], table: &[Vec<Cell>], runs: usi
     }
     s += "| **geometric mean** | |";
     for r in &ratios[1..] {
-        s += &if r.is_empty() {
-            " – |".to_string()
-        } else {
-            format!(" **{:.2}x** |", geomean(r))
-        };
+        s += &if r.is_empty() { " – |".to_string() } else { format!(" **{:.2}x** |", geomean(r)) };
     }
     s += "\n";
     if !notes.is_empty() {
@@ -391,10 +325,7 @@ fn render(workloads: &[Workload], tools: &[Tool], table: &[Vec<Cell>], runs: usi
     if let Some(t) = tools.iter().position(|t| t.name == "rtgrind") {
         s += &match ratios[t].len() {
             0 => "\nrtgrind/native geometric mean: n/a (no successful rtgrind run)\n".to_string(),
-            n => format!(
-                "\nrtgrind/native geometric mean: {:.2}x over {n} workloads\n",
-                geomean(&ratios[t])
-            ),
+            n => format!("\nrtgrind/native geometric mean: {:.2}x over {n} workloads\n", geomean(&ratios[t])),
         };
     }
     s

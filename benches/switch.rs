@@ -55,7 +55,14 @@ fn main() {
                 let out = cmd.output().unwrap();
                 let secs = t.elapsed().as_secs_f64();
                 let err = String::from_utf8_lossy(&out.stderr);
-                let runs = err.lines().find_map(|l| l.split("switch: ").nth(1).and_then(|r| r.strip_suffix("").filter(|r| r.contains(" switched runs of ")).map(|r| r.split_whitespace().next().unwrap_or("?").to_string()))).unwrap_or_else(|| "?".into());
+                let runs = err
+                    .lines()
+                    .find_map(|l| {
+                        l.split("switch: ").nth(1).and_then(|r| {
+                            r.strip_suffix("").filter(|r| r.contains(" switched runs of ")).map(|r| r.split_whitespace().next().unwrap_or("?").to_string())
+                        })
+                    })
+                    .unwrap_or_else(|| "?".into());
                 if candidates.is_empty() {
                     candidates = err.lines().find_map(|l| l.split("); ").nth(1).and_then(|r| r.split(' ').next()).map(str::to_string)).unwrap_or_default();
                 }

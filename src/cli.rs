@@ -99,7 +99,21 @@ pub struct Cli {
 /// Options that describe one process, never passed on to a program it starts: its input, its
 /// files, its stops and budgets, a search's internal protocol, and the tool and tracing, which
 /// the child gets explicitly.
-const PER_PROCESS: [&str; 13] = ["tool", "trace_children", "command", "stdin_file", "record_schedule", "stop_at", "blocks_out", "budget_blocks", "suppress_plan", "suppress_out", "switch_fork", "switch_trace", "dot"];
+const PER_PROCESS: [&str; 13] = [
+    "tool",
+    "trace_children",
+    "command",
+    "stdin_file",
+    "record_schedule",
+    "stop_at",
+    "blocks_out",
+    "budget_blocks",
+    "suppress_plan",
+    "suppress_out",
+    "switch_fork",
+    "switch_trace",
+    "dot",
+];
 
 /// The options for a program started under `--trace-children=yes`: every option given on the
 /// command line (each tool's own included), but the per-process ones.
@@ -129,7 +143,18 @@ mod tests {
     fn children_get_every_option_but_the_per_process_ones() {
         use clap::CommandFactory;
         let command = super::Cli::command();
-        let argv = ["rtgrind", "--tool=taint", "--sched=random:7", "--track-origins=yes", "--taint-input=argv", "--stdin-file=in", "--trace-children=yes", "-q", "prog", "--sched=x"];
+        let argv = [
+            "rtgrind",
+            "--tool=taint",
+            "--sched=random:7",
+            "--track-origins=yes",
+            "--taint-input=argv",
+            "--stdin-file=in",
+            "--trace-children=yes",
+            "-q",
+            "prog",
+            "--sched=x",
+        ];
         let matches = command.clone().try_get_matches_from(argv).unwrap();
         let opts = super::child_options(&matches, &command, "taint");
         for o in ["--tool=taint", "--trace-children=yes", "--sched=random:7", "--track-origins=yes", "--taint-input=argv", "--quiet"] {

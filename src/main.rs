@@ -181,9 +181,10 @@ fn main() {
     let child_opts = cli::child_options(&matches, &command, spec.name);
     let self_exe = std::fs::read_link("/proc/self/exe").unwrap_or_else(|_| PathBuf::from("rtgrind"));
     let policy = sched_policy(&cli.sched);
-    let record = cli.record_schedule.as_ref().map(|p| {
-        std::fs::File::create(p).unwrap_or_else(|e| fail(&format!("cannot create schedule file '{}': {e}", p.display()), EXIT_USAGE))
-    });
+    let record = cli
+        .record_schedule
+        .as_ref()
+        .map(|p| std::fs::File::create(p).unwrap_or_else(|e| fail(&format!("cannot create schedule file '{}': {e}", p.display()), EXIT_USAGE)));
     // SAFETY: getpid/gettid have no preconditions; the main thread's tid is the pid.
     let main_tid = unsafe { libc::getpid() };
     let sched = kernel::sched::Scheduler::new(policy, cli.quantum, record, main_tid, sig.inbox.clone());

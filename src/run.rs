@@ -485,9 +485,18 @@ impl Runtime {
         let c = p.cache.stats;
         let s = &p.stats;
         let lines = [
-            format!("stats: {} blocks translated ({} guest instructions), {} KiB of code in {} arenas", c.blocks_translated, c.guest_insns_translated, c.bytes_used / 1024, c.arenas),
+            format!(
+                "stats: {} blocks translated ({} guest instructions), {} KiB of code in {} arenas",
+                c.blocks_translated,
+                c.guest_insns_translated,
+                c.bytes_used / 1024,
+                c.arenas
+            ),
             format!("stats: {} block links, {} blocks invalidated ({} by writes to code)", c.links, c.invalidated, s.smc_invalidations),
-            format!("stats: {} exits to dispatcher, {} indirect-branch lookup misses, {} syscalls, {} faults, {} threads created", s.dispatches, s.ibl_misses, s.syscalls, s.faults, s.threads),
+            format!(
+                "stats: {} exits to dispatcher, {} indirect-branch lookup misses, {} syscalls, {} faults, {} threads created",
+                s.dispatches, s.ibl_misses, s.syscalls, s.faults, s.threads
+            ),
         ];
         for l in lines {
             p.report.line(&l);

@@ -16,51 +16,25 @@ const PREFIX: &str = "rtgrind: error: ";
 /// stdout must be empty.
 fn check_error(o: &Output, quiet: bool, code: i32, phrases: &[&str]) {
     assert_no_panic(o);
-    assert!(
-        !o.timed_out && o.status.code() == Some(code),
-        "expected exit {code}:\n{}",
-        o.describe()
-    );
+    assert!(!o.timed_out && o.status.code() == Some(code), "expected exit {code}:\n{}", o.describe());
     let err = o.stderr_str();
     let lines: Vec<&str> = err.lines().filter(|l| l.starts_with(PREFIX)).collect();
-    assert!(
-        lines.len() == 1,
-        "expected exactly one `{PREFIX}...` line on stderr:\n{}",
-        o.describe()
-    );
+    assert!(lines.len() == 1, "expected exactly one `{PREFIX}...` line on stderr:\n{}", o.describe());
     if quiet {
-        assert!(
-            err.lines().count() == 1 && err.ends_with('\n'),
-            "with -q, stderr must be that one line:\n{}",
-            o.describe()
-        );
+        assert!(err.lines().count() == 1 && err.ends_with('\n'), "with -q, stderr must be that one line:\n{}", o.describe());
         assert!(o.stdout.is_empty(), "unexpected stdout:\n{}", o.describe());
     }
     let line = lines[0].to_lowercase();
     for p in phrases {
-        assert!(
-            line.contains(&p.to_lowercase()),
-            "the error line does not mention {p:?}:\n{}",
-            o.describe()
-        );
+        assert!(line.contains(&p.to_lowercase()), "the error line does not mention {p:?}:\n{}", o.describe());
     }
 }
 
 /// `rtgrind -q PROG` and `rtgrind PROG` both fail the same clear way.
 fn expect_error(prog: impl Into<OsString>, code: i32, phrases: &[&str]) {
     let prog = prog.into();
-    check_error(
-        &common::rtgrind_raw([OsString::from("-q"), prog.clone()]),
-        true,
-        code,
-        phrases,
-    );
-    check_error(
-        &common::rtgrind_raw([prog, OsString::from("arg")]),
-        false,
-        code,
-        phrases,
-    );
+    check_error(&common::rtgrind_raw([OsString::from("-q"), prog.clone()]), true, code, phrases);
+    check_error(&common::rtgrind_raw([prog, OsString::from("arg")]), false, code, phrases);
 }
 
 fn write_file(dir: &Path, name: &str, bytes: &[u8], mode: u32) -> PathBuf {
@@ -128,12 +102,7 @@ fn elf64_aarch64_is_not_x86_64() {
 
 #[test]
 fn missing_interpreter() {
-    let exe = common::compile_snippet(
-        "bad-interp",
-        "c",
-        "int main(void) { return 0; }\n",
-        &["-O2", "-Wl,--dynamic-linker=/nonexistent/ld.so"],
-    );
+    let exe = common::compile_snippet("bad-interp", "c", "int main(void) { return 0; }\n", &["-O2", "-Wl,--dynamic-linker=/nonexistent/ld.so"]);
     expect_error(&exe, 126, &["interpreter", "/nonexistent/ld.so"]);
 }
 
@@ -141,16 +110,8 @@ fn missing_interpreter() {
 fn unknown_option() {
     let o = common::rtgrind_raw(["--bogus", "/usr/bin/true"]);
     assert_no_panic(&o);
-    assert!(
-        o.status.code() == Some(2),
-        "expected exit 2 (usage error):\n{}",
-        o.describe()
-    );
-    assert!(
-        o.stderr_str().contains("--bogus"),
-        "the message does not name the option:\n{}",
-        o.describe()
-    );
+    assert!(o.status.code() == Some(2), "expected exit 2 (usage error):\n{}", o.describe());
+    assert!(o.stderr_str().contains("--bogus"), "the message does not name the option:\n{}", o.describe());
     assert!(o.stdout.is_empty(), "{}", o.describe());
 }
 
@@ -159,16 +120,8 @@ fn no_program() {
     for args in [&[][..], &["-q"][..], &["--tool=none"][..]] {
         let o = common::rtgrind_raw(args);
         assert_no_panic(&o);
-        assert!(
-            matches!(o.status.code(), Some(1 | 2)),
-            "expected exit 2 (or 1) with usage:\n{}",
-            o.describe()
-        );
-        assert!(
-            o.stderr_str().to_lowercase().contains("usage"),
-            "no usage message:\n{}",
-            o.describe()
-        );
+        assert!(matches!(o.status.code(), Some(1 | 2)), "expected exit 2 (or 1) with usage:\n{}", o.describe());
+        assert!(o.stderr_str().to_lowercase().contains("usage"), "no usage message:\n{}", o.describe());
     }
 }
 
@@ -176,16 +129,8 @@ fn no_program() {
 fn unknown_tool() {
     let o = common::rtgrind_raw(["--tool=no-such-tool", "/usr/bin/true"]);
     assert_no_panic(&o);
-    assert!(
-        matches!(o.status.code(), Some(1 | 2)),
-        "expected a usage error:\n{}",
-        o.describe()
-    );
-    assert!(
-        o.stderr_str().contains("no-such-tool"),
-        "the message does not name the tool:\n{}",
-        o.describe()
-    );
+    assert!(matches!(o.status.code(), Some(1 | 2)), "expected a usage error:\n{}", o.describe());
+    assert!(o.stderr_str().contains("no-such-tool"), "the message does not name the tool:\n{}", o.describe());
 }
 
 /// Each tool's options are refused with another tool (issue 22): one line naming the option and
@@ -254,18 +199,9 @@ msg:
         .lines()
         .find_map(|l| {
             let mut f = l.split_whitespace();
-            (f.next() == Some("bad_insn"))
-                .then(|| f.nth(1))
-                .flatten()
-                .and_then(|v| u64::from_str_radix(v, 16).ok())
+            (f.next() == Some("bad_insn")).then(|| f.nth(1)).flatten().and_then(|v| u64::from_str_radix(v, 16).ok())
         })
-        .unwrap_or_else(|| {
-            panic!(
-                "no bad_insn symbol in {}:\n{}",
-                exe.display(),
-                nm.stdout_str()
-            )
-        });
+        .unwrap_or_else(|| panic!("no bad_insn symbol in {}:\n{}", exe.display(), nm.stdout_str()));
     (exe, addr)
 }
 
@@ -276,12 +212,7 @@ fn expect_unsupported(exe: &Path, addr: u64, insn_words: &[&str]) {
     let mut phrases = vec![addr.as_str()];
     phrases.extend_from_slice(insn_words);
     let quiet = common::rtgrind_raw([OsString::from("-q"), exe.into()]);
-    assert_eq!(
-        quiet.stdout_str(),
-        BEFORE,
-        "the guest's output before the instruction is missing:\n{}",
-        quiet.describe()
-    );
+    assert_eq!(quiet.stdout_str(), BEFORE, "the guest's output before the instruction is missing:\n{}", quiet.describe());
     let mut rest = quiet;
     rest.stdout.clear();
     check_error(&rest, true, 125, &phrases);
@@ -357,12 +288,7 @@ fn elf64_with_code(machine: u16, code: &[u8]) -> Vec<u8> {
 
 /// A minimal AArch64 ELF64 executable (`e_machine` 183): `mov x8,#93; mov x0,#0; svc #0`.
 fn elf64_aarch64() -> Vec<u8> {
-    elf64_with_code(
-        183,
-        &[
-            0xa8, 0x0b, 0x80, 0xd2, 0x00, 0x00, 0x80, 0xd2, 0x01, 0x00, 0x00, 0xd4,
-        ],
-    )
+    elf64_with_code(183, &[0xa8, 0x0b, 0x80, 0xd2, 0x00, 0x00, 0x80, 0xd2, 0x01, 0x00, 0x00, 0xd4])
 }
 
 /// A minimal x86-64 ELF64 executable: `write(1, "ok\n", 3); exit(7)`.

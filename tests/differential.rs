@@ -96,13 +96,7 @@ fn check_guest(name: &str) {
     let _ = std::fs::remove_dir_all(&dir);
     if !failed.is_empty() {
         let all: Vec<&str> = guest.builds.iter().map(|(v, _)| *v).collect();
-        panic!(
-            "guest program {name} ({}) failed in variants {} of {}:\n\n{}",
-            guest.source.display(),
-            failed.join(","),
-            all.join(","),
-            reports.join("\n\n")
-        );
+        panic!("guest program {name} ({}) failed in variants {} of {}:\n\n{}", guest.source.display(), failed.join(","), all.join(","), reports.join("\n\n"));
     }
 }
 
@@ -115,9 +109,7 @@ fn every_guest_program_has_a_test() {
     let mut problems = Vec::new();
     for n in &names {
         if !GUEST_TESTS.contains(&n.as_str()) {
-            problems.push(format!(
-                "{n}: no test; add `{n},` to guest_tests! in tests/differential.rs"
-            ));
+            problems.push(format!("{n}: no test; add `{n},` to guest_tests! in tests/differential.rs"));
         }
         if let Err(e) = common::guest_spec(n) {
             problems.push(format!("{n}: {e}"));
@@ -125,15 +117,8 @@ fn every_guest_program_has_a_test() {
     }
     for t in GUEST_TESTS {
         if !names.iter().any(|n| n == t) {
-            problems.push(format!(
-                "{t}: listed in tests/differential.rs but missing from {}",
-                common::correct_dir().display()
-            ));
+            problems.push(format!("{t}: listed in tests/differential.rs but missing from {}", common::correct_dir().display()));
         }
     }
-    assert!(
-        problems.is_empty(),
-        "guest programs and tests disagree:\n  {}",
-        problems.join("\n  ")
-    );
+    assert!(problems.is_empty(), "guest programs and tests disagree:\n  {}", problems.join("\n  "));
 }

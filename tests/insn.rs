@@ -123,10 +123,7 @@ fn has_feature(f: &str) -> bool {
 }
 
 fn rtgrind() -> PathBuf {
-    std::env::var_os("RTGRIND_BIN").map_or_else(
-        || PathBuf::from(env!("CARGO_BIN_EXE_rtgrind")),
-        PathBuf::from,
-    )
+    std::env::var_os("RTGRIND_BIN").map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_rtgrind")), PathBuf::from)
 }
 
 /// Generate `programs` programs of about `ops` instructions each, run each natively (twice: the
@@ -136,9 +133,7 @@ fn run_class(class: &str, programs: u64, ops: usize, generate: fn(&mut Gen, usiz
     std::fs::create_dir_all(&dir).unwrap();
     let mut failures = Vec::new();
     for n in 0..programs {
-        let seed = class.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-            (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
-        }) + n;
+        let seed = class.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3)) + n;
         let mut g = Gen::new(seed);
         generate(&mut g, ops);
         let program = g.finish();
@@ -147,22 +142,11 @@ fn run_class(class: &str, programs: u64, ops: usize, generate: fn(&mut Gen, usiz
         std::fs::write(&source, &program.source).unwrap();
         assemble(&source, &exe);
 
-        let native = run(&mut Command::new(&exe))
-            .unwrap_or_else(|e| panic!("{} natively: {e}", exe.display()));
-        assert_eq!(
-            native.len(),
-            program.out_len,
-            "{}: native dump has the wrong size",
-            exe.display()
-        );
+        let native = run(&mut Command::new(&exe)).unwrap_or_else(|e| panic!("{} natively: {e}", exe.display()));
+        assert_eq!(native.len(), program.out_len, "{}: native dump has the wrong size", exe.display());
         let again = run(&mut Command::new(&exe)).unwrap();
         let drift = describe(&program, &native, &again);
-        assert!(
-            drift.is_empty(),
-            "{} is not deterministic natively (a generator bug):\n{}",
-            source.display(),
-            drift.join("\n")
-        );
+        assert!(drift.is_empty(), "{} is not deterministic natively (a generator bug):\n{}", source.display(), drift.join("\n"));
 
         // Plain translation, and with taint propagation inline around every instruction
         // (which must not change a register, flag or byte the program sees): its fast version
@@ -191,54 +175,27 @@ fn run_class(class: &str, programs: u64, ops: usize, generate: fn(&mut Gen, usiz
             let problem = match run(&mut cmd) {
                 Err(e) => vec![format!("rtgrind run failed: {e}")],
                 Ok(out) if out.len() != native.len() => {
-                    vec![format!(
-                        "rtgrind wrote {} bytes, native {}",
-                        out.len(),
-                        native.len()
-                    )]
+                    vec![format!("rtgrind wrote {} bytes, native {}", out.len(), native.len())]
                 }
                 Ok(out) => describe(&program, &native, &out),
             };
             if !problem.is_empty() {
-                failures.push(format!(
-                    "{class} program {n} ({}) {tool}:\n  {}",
-                    source.display(),
-                    problem.join("\n  ")
-                ));
+                failures.push(format!("{class} program {n} ({}) {tool}:\n  {}", source.display(), problem.join("\n  ")));
             }
         }
     }
-    assert!(
-        failures.is_empty(),
-        "native and rtgrind differ:\n{}",
-        failures.join("\n")
-    );
+    assert!(failures.is_empty(), "native and rtgrind differ:\n{}", failures.join("\n"));
 }
 
 fn assemble(source: &Path, exe: &Path) {
-    let out = Command::new("gcc")
-        .args(["-nostdlib", "-static", "-no-pie", "-o"])
-        .arg(exe)
-        .arg(source)
-        .output()
-        .expect("failed to run gcc");
-    assert!(
-        out.status.success(),
-        "gcc failed on {} (a generator bug):\n{}",
-        source.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = Command::new("gcc").args(["-nostdlib", "-static", "-no-pie", "-o"]).arg(exe).arg(source).output().expect("failed to run gcc");
+    assert!(out.status.success(), "gcc failed on {} (a generator bug):\n{}", source.display(), String::from_utf8_lossy(&out.stderr));
 }
 
 /// Run with stdin closed; stdout if the process exits 0 with an empty stderr (taint summary
 /// lines aside) within `TIMEOUT`.
 fn run(cmd: &mut Command) -> Result<Vec<u8>, String> {
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
+    let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
     let mut stdout = child.stdout.take().unwrap();
     let mut stderr = child.stderr.take().unwrap();
     let out = std::thread::spawn(move || {
@@ -277,11 +234,7 @@ fn u64_at(b: &[u8], off: usize) -> u64 {
 }
 
 fn flag_names(v: u64, mask: u64) -> String {
-    let set: Vec<&str> = FLAG_NAMES
-        .iter()
-        .filter(|(f, _)| f & mask & v != 0)
-        .map(|(_, n)| *n)
-        .collect();
+    let set: Vec<&str> = FLAG_NAMES.iter().filter(|(f, _)| f & mask & v != 0).map(|(_, n)| *n).collect();
     format!("[{}]", set.join(" "))
 }
 
@@ -308,17 +261,11 @@ fn describe(p: &Program, a: &[u8], b: &[u8]) -> Vec<String> {
                 ));
             }
             SlotKind::Gprs => {
-                lines.push(format!(
-                    "first divergence: registers at the checkpoint after {}:",
-                    insn(first.insn)
-                ));
+                lines.push(format!("first divergence: registers at the checkpoint after {}:", insn(first.insn)));
                 lines.extend(gpr_diffs(a, b, first.off));
             }
             SlotKind::Ymm => {
-                lines.push(format!(
-                    "first divergence: ymm registers at the checkpoint after {}:",
-                    insn(first.insn)
-                ));
+                lines.push(format!("first divergence: ymm registers at the checkpoint after {}:", insn(first.insn)));
                 lines.extend(ymm_diffs(a, b, first.off));
             }
         }
@@ -327,51 +274,27 @@ fn describe(p: &Program, a: &[u8], b: &[u8]) -> Vec<String> {
             more => lines.push(format!("({more} more diverging log records after it)")),
         }
     }
-    lines.extend(
-        gpr_diffs(a, b, GPRS)
-            .into_iter()
-            .map(|l| format!("final {l}")),
-    );
+    lines.extend(gpr_diffs(a, b, GPRS).into_iter().map(|l| format!("final {l}")));
     let mask = OBSERVED & !p.final_undef;
     let (x, y) = (u64_at(a, RFLAGS), u64_at(b, RFLAGS));
     if (x ^ y) & mask != 0 {
-        lines.push(format!(
-            "final rflags: native {} rtgrind {}",
-            flag_names(x, mask),
-            flag_names(y, mask)
-        ));
+        lines.push(format!("final rflags: native {} rtgrind {}", flag_names(x, mask), flag_names(y, mask)));
     }
     let (x, y) = (&a[MXCSR..MXCSR + 4], &b[MXCSR..MXCSR + 4]);
     if x != y {
-        lines.push(format!(
-            "final mxcsr: native {:#x} rtgrind {:#x}",
-            u32::from_le_bytes(x.try_into().unwrap()),
-            u32::from_le_bytes(y.try_into().unwrap())
-        ));
+        lines.push(format!("final mxcsr: native {:#x} rtgrind {:#x}", u32::from_le_bytes(x.try_into().unwrap()), u32::from_le_bytes(y.try_into().unwrap())));
     }
-    lines.extend(
-        ymm_diffs(a, b, YMM)
-            .into_iter()
-            .map(|l| format!("final {l}")),
-    );
+    lines.extend(ymm_diffs(a, b, YMM).into_iter().map(|l| format!("final {l}")));
     // The stack below the red zone is dead: a translator may use it (valgrind does, for `bt`).
     // %rbp points into the middle of the buffer at the end: that locates `out`.
     let out_addr = u64_at(a, GPRS + 8 * 5).wrapping_sub(BUF as u64 + 2048);
-    let red_zone = u64_at(a, GPRS + 8 * 4)
-        .wrapping_sub(128)
-        .wrapping_sub(out_addr + STACK as u64);
+    let red_zone = u64_at(a, GPRS + 8 * 4).wrapping_sub(128).wrapping_sub(out_addr + STACK as u64);
     let live = STACK + (red_zone.min(STACK_LEN as u64) as usize & !7);
-    for (name, base, start, end) in [
-        ("buf", BUF, BUF, BUF + BUF_LEN),
-        ("stack", STACK, live, STACK + STACK_LEN),
-    ] {
+    for (name, base, start, end) in [("buf", BUF, BUF, BUF + BUF_LEN), ("stack", STACK, live, STACK + STACK_LEN)] {
         for q in (start..end).step_by(8) {
             let (x, y) = (u64_at(a, q), u64_at(b, q));
             if x != y {
-                lines.push(format!(
-                    "{name}+{:#x} (qword): native {x:#018x} rtgrind {y:#018x}",
-                    q - base
-                ));
+                lines.push(format!("{name}+{:#x} (qword): native {x:#018x} rtgrind {y:#018x}", q - base));
             }
         }
     }
@@ -387,16 +310,9 @@ fn ymm_diffs(a: &[u8], b: &[u8], off: usize) -> Vec<String> {
     let mut lines = Vec::new();
     for i in 0..16 {
         for lane in 0..4 {
-            let (x, y) = (
-                u64_at(a, off + 32 * i + 8 * lane),
-                u64_at(b, off + 32 * i + 8 * lane),
-            );
+            let (x, y) = (u64_at(a, off + 32 * i + 8 * lane), u64_at(b, off + 32 * i + 8 * lane));
             if x != y {
-                lines.push(format!(
-                    "ymm{i} bits {}..{}: native {x:#018x} rtgrind {y:#018x}",
-                    64 * lane,
-                    64 * lane + 63
-                ));
+                lines.push(format!("ymm{i} bits {}..{}: native {x:#018x} rtgrind {y:#018x}", 64 * lane, 64 * lane + 63));
             }
         }
     }

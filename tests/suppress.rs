@@ -129,7 +129,11 @@ fn block_counts_in_a_register_and_in_memory_find_the_same_root_cause() {
         let out = run_rtgrind([&["--tool=suppress"], opts].concat(), &Cmd::new(&exe).stdin("1 2 3 100000000\n"));
         assert_eq!(out.status.code(), Some(1), "{}", out.describe());
         // Without the pid prefix and the timing line.
-        out.stderr_str().lines().filter(|l| l.contains("suppress: ") && !l.contains(" runs (")).map(|l| l.split("suppress: ").nth(1).unwrap().to_string()).collect()
+        out.stderr_str()
+            .lines()
+            .filter(|l| l.contains("suppress: ") && !l.contains(" runs ("))
+            .map(|l| l.split("suppress: ").nth(1).unwrap().to_string())
+            .collect()
     };
     let register = report(&[]);
     assert!(register[0].ends_with(&place("copy_paste", "root", "main")) && register[1].contains("block instance"), "{register:#?}");
@@ -261,9 +265,20 @@ fn json_sarif_and_dot_reports() {
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.len(), 2, "one JSON line and one SARIF line:\n{stdout}");
     let root = place("copy_paste", "root", "main");
-    assert!(lines[0].starts_with("{\"tool\":\"suppress\"") && lines[0].contains("\"result\":\"root-cause\"") && lines[0].contains(&format!("\"place\":\"{root}\"")) && lines[0].contains("\"runs\":7,\"traced_again\":2"), "{}", lines[0]);
+    assert!(
+        lines[0].starts_with("{\"tool\":\"suppress\"")
+            && lines[0].contains("\"result\":\"root-cause\"")
+            && lines[0].contains(&format!("\"place\":\"{root}\""))
+            && lines[0].contains("\"runs\":7,\"traced_again\":2"),
+        "{}",
+        lines[0]
+    );
     let line = root.split(':').nth(1).unwrap().split(' ').next().unwrap();
-    assert!(lines[1].contains("\"version\":\"2.1.0\"") && lines[1].contains("\"uri\":\"copy_paste.c\"") && lines[1].contains(&format!("\"startLine\":{line}")), "{}", lines[1]);
+    assert!(
+        lines[1].contains("\"version\":\"2.1.0\"") && lines[1].contains("\"uri\":\"copy_paste.c\"") && lines[1].contains(&format!("\"startLine\":{line}")),
+        "{}",
+        lines[1]
+    );
     let graph = std::fs::read_to_string(&dot).unwrap();
     assert!(graph.starts_with("digraph suppression") && graph.contains(&root) && graph.matches("-> run").count() == 3, "{graph}");
     // An existing file is not overwritten.
@@ -315,7 +330,13 @@ fn a_failure_that_does_not_repeat_is_reported_with_both_outcomes() {
     let out = run_rtgrind(["--tool=suppress"], &Cmd::new(&exe).arg(&marker));
     let err = out.stderr_str();
     assert_eq!(out.status.code(), Some(2), "{}", out.describe());
-    assert!(err.contains("does not reproduce") && err.contains("run 1: SIGSEGV") && err.contains(&place("flaky", "crash", "main")) && err.contains("run 2: no failure"), "{err}");
+    assert!(
+        err.contains("does not reproduce")
+            && err.contains("run 1: SIGSEGV")
+            && err.contains(&place("flaky", "crash", "main"))
+            && err.contains("run 2: no failure"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -411,7 +432,8 @@ fn a_skipped_region_makes_the_stack_slots_it_writes_corrupt() {
     // borrowed it at the branch, see the unit test in guards.rs: a lent rbp once marked a wrong
     // address and this run went on forever); the loop's test then reads a corrupt counter,
     // its region is skipped, and the run ends.
-    let exe = bug("stalled_poll", "skipped_counter", &|s| s.replace("static int seen;", "/* seen: a local */").replace("int polls = 0;", "int polls = 0, seen = 0;"));
+    let exe =
+        bug("stalled_poll", "skipped_counter", &|s| s.replace("static int seen;", "/* seen: a local */").replace("int polls = 0;", "int polls = 0, seen = 0;"));
     let out = run_rtgrind(["--tool=suppress"], &Cmd::new(&exe).arg("tape"));
     let err = out.stderr_str();
     assert_eq!(out.status.code(), Some(1), "{}", out.describe());
@@ -470,7 +492,12 @@ fn suppression_runs_find_the_same_with_and_without_their_fast_version() {
         lines
     };
     let long = "A".repeat(42);
-    for (name, args, stdin) in [("copy_paste", vec![], "1 2 3 100000000\n"), ("small_alloc", vec!["20"], ""), ("heap_overflow", vec![long.as_str()], ""), ("pipe_copy", vec!["AAAAAAAAAAAAAAAAAAAAAAA"], "")] {
+    for (name, args, stdin) in [
+        ("copy_paste", vec![], "1 2 3 100000000\n"),
+        ("small_alloc", vec!["20"], ""),
+        ("heap_overflow", vec![long.as_str()], ""),
+        ("pipe_copy", vec!["AAAAAAAAAAAAAAAAAAAAAAA"], ""),
+    ] {
         // A name of its own: other tests build (rewrite) `name` while they run.
         let exe = bug(name, &format!("{name}_fast_or_full"), &|s| s);
         let cmd = Cmd::new(&exe).args(&args).stdin(stdin);
@@ -715,7 +742,10 @@ fn files_a_crashing_run_leaves_behind_do_not_move_the_next_runs() {
     let out = run_rtgrind(["--tool=suppress"], &Cmd::new(&exe).args(["A".repeat(20), elsewhere.display().to_string()]).cwd(&cwd));
     let err = out.stderr_str();
     assert_eq!(out.status.code(), Some(2), "{}", out.describe());
-    assert!(err.contains("does not reproduce") && err.contains("they differ in only the time: the same failure at the same place,") && err.contains("blocks later"), "{err}");
+    assert!(
+        err.contains("does not reproduce") && err.contains("they differ in only the time: the same failure at the same place,") && err.contains("blocks later"),
+        "{err}"
+    );
 }
 
 /// A crash's address computed from a wild pointer and a fresh loop counter (issue 21, item 2):
@@ -764,7 +794,10 @@ fn stack_smashes_by_read_memcpy_sprintf_gets_and_sscanf_conclude() {
             let src = std::fs::read_to_string(repo_root().join("guest-programs/bugs/smash_by.c")).unwrap();
             let line = src.lines().enumerate().filter(|(_, l)| l.contains("/* root */")).nth(k).unwrap().0 + 1;
             let head = headline(&err);
-            assert!(head.contains(&format!("{name}.c:{line} (fill), inside ")) && !head.contains("failed otherwise"), "{name} {how}: expected line {line}:\n{err}");
+            assert!(
+                head.contains(&format!("{name}.c:{line} (fill), inside ")) && !head.contains("failed otherwise"),
+                "{name} {how}: expected line {line}:\n{err}"
+            );
             assert!(runs(&err) <= 5, "{name} {how}:\n{err}");
         }
     }

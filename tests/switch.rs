@@ -116,7 +116,11 @@ fn crash_avoided_by_switching_a_bounds_check() {
     let err = out.stderr_str();
     assert_eq!(out.status.code(), Some(1), "{}", out.describe());
     assert!(err.contains("fails (signal 11"), "{err}");
-    assert!(err.contains(&format!("switch: critical predicate: {}, the branch at", faulty("bounds_crash", "main"))) && err.contains("instance 5 of its site (1 from the failure)"), "{err}");
+    assert!(
+        err.contains(&format!("switch: critical predicate: {}, the branch at", faulty("bounds_crash", "main")))
+            && err.contains("instance 5 of its site (1 from the failure)"),
+        "{err}"
+    );
     // The same program with an index in range does not fail: nothing to search for.
     let out = run_rtgrind(["--tool=switch"], &Cmd::new(&exe).arg("3"));
     assert_eq!(out.status.code(), Some(2), "{}", out.describe());
@@ -166,8 +170,20 @@ fn json_and_sarif_reports() {
     assert_eq!(lines.len(), 2, "{stdout}");
     let place = faulty("decision", "advise");
     let line = place.split(':').nth(1).unwrap().split(' ').next().unwrap();
-    assert!(lines[0].contains("\"uri\":\"decision.c\"") && lines[0].contains(&format!("\"startLine\":{line}")) && lines[0].contains("\"ruleId\":\"critical-predicate\""), "{}", lines[0]);
-    assert!(lines[1].starts_with("{\"tool\":\"switch\",\"result\":\"found\"") && lines[1].contains(&format!("\"place\":\"{place}\"")) && lines[1].contains("\"instance\":1"), "{}", lines[1]);
+    assert!(
+        lines[0].contains("\"uri\":\"decision.c\"")
+            && lines[0].contains(&format!("\"startLine\":{line}"))
+            && lines[0].contains("\"ruleId\":\"critical-predicate\""),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[1].starts_with("{\"tool\":\"switch\",\"result\":\"found\"")
+            && lines[1].contains(&format!("\"place\":\"{place}\""))
+            && lines[1].contains("\"instance\":1"),
+        "{}",
+        lines[1]
+    );
 }
 
 /// A search on a threaded program of `guest-programs/switch/` (built with -pthread) that must
@@ -235,7 +251,12 @@ fn a_search_over_a_real_program_switches_every_candidate() {
     let out = run_rtgrind(["--tool=switch", &format!("--expected-output={}", expected.display())], &Cmd::new("/usr/bin/sort").arg(&input));
     let err = out.stderr_str();
     assert_eq!(out.status.code(), Some(2), "{}", out.describe());
-    let candidates: u64 = err.split(" branch instances before the failure").next().and_then(|h| h.rsplit(' ').next()).and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("{err}"));
+    let candidates: u64 = err
+        .split(" branch instances before the failure")
+        .next()
+        .and_then(|h| h.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{err}"));
     assert!(candidates > 100, "{err}");
     assert!(err.contains(&format!("no single switch makes the run pass: search exhausted after {candidates} switched runs")), "{err}");
 }

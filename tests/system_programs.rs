@@ -5,9 +5,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::common::{
-    self, assert_exit, assert_no_panic, assert_same, run_native, run_rtgrind, Cmd, Input,
-};
+use crate::common::{self, assert_exit, assert_no_panic, assert_same, run_native, run_rtgrind, Cmd, Input};
 
 /// Runs `cmd` natively (which must exit with `code`) and under `rtgrind -q OPTS`; asserts the
 /// runs are identical. Returns the native stdout.
@@ -23,10 +21,7 @@ fn same_as_native(cmd: &Cmd, extra_opts: &[&str], code: i32) -> Vec<u8> {
 
 /// A command with a stable environment for tools whose output depends on the locale.
 fn sys(program: &str) -> Cmd {
-    assert!(
-        Path::new(program).exists(),
-        "{program} is not installed (see .ci/run)"
-    );
+    assert!(Path::new(program).exists(), "{program} is not installed (see .ci/run)");
     Cmd::new(program).env("LC_ALL", "C").env("TZ", "UTC")
 }
 
@@ -43,10 +38,7 @@ fn sort_generated_input() {
     let out = same_as_native(&sys("/usr/bin/sort").stdin(input.clone()), &[], 0);
     let mut lines: Vec<&[u8]> = input.split_inclusive(|&b| b == b'\n').collect();
     lines.sort();
-    assert!(
-        out == lines.concat(),
-        "native sort disagrees with Rust's sort of the same lines"
-    );
+    assert!(out == lines.concat(), "native sort disagrees with Rust's sort of the same lines");
 }
 
 #[test]
@@ -56,10 +48,7 @@ fn sha256sum_generated_file() {
     let data: Vec<u8> = (0..4 << 20).map(|_| rng.next() as u8).collect();
     std::fs::write(dir.join("data.bin"), &data).unwrap();
     let out = same_as_native(&sys("/usr/bin/sha256sum").arg("data.bin").cwd(&dir), &[], 0);
-    assert!(
-        out.ends_with(b"  data.bin\n"),
-        "unexpected sha256sum output"
-    );
+    assert!(out.ends_with(b"  data.bin\n"), "unexpected sha256sum output");
 }
 
 #[test]
@@ -84,11 +73,7 @@ fn gzip_compress_then_decompress() {
         assert_no_panic(o);
         assert!(o.stderr.is_empty(), "unexpected stderr:\n{}", o.describe());
     }
-    assert!(
-        decompress.stdout == text,
-        "the round trip through two rtgrind'ed gzips changed the data:\n{}",
-        common::diff(&text, &decompress.stdout)
-    );
+    assert!(decompress.stdout == text, "the round trip through two rtgrind'ed gzips changed the data:\n{}", common::diff(&text, &decompress.stdout));
 }
 
 const PYTHON_SCRIPT: &str = r#"
@@ -150,15 +135,9 @@ sys.exit(3)
 #[test]
 fn python3_json_hashlib_re_classes_exceptions() {
     // /usr/bin/python3 itself, not a pyenv shim (a shell script that would exec it).
-    let cmd = sys("/usr/bin/python3")
-        .args(["-c", PYTHON_SCRIPT])
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .env("PYTHONHASHSEED", "0");
+    let cmd = sys("/usr/bin/python3").args(["-c", PYTHON_SCRIPT]).env("PYTHONDONTWRITEBYTECODE", "1").env("PYTHONHASHSEED", "0");
     let out = same_as_native(&cmd, &[], 3);
-    assert!(
-        String::from_utf8_lossy(&out).contains("cause: ZeroDivisionError"),
-        "unexpected python output"
-    );
+    assert!(String::from_utf8_lossy(&out).contains("cause: ZeroDivisionError"), "unexpected python output");
 }
 
 const PERL_SCRIPT: &str = r#"
@@ -196,15 +175,10 @@ fn bash_loop_and_pipeline() {
 
 #[test]
 fn bash_loop_and_pipeline_trace_children() {
-    same_as_native(
-        &sys("/usr/bin/bash").args(["-c", BASH_SCRIPT]),
-        &["--trace-children=yes"],
-        5,
-    );
+    same_as_native(&sys("/usr/bin/bash").args(["-c", BASH_SCRIPT]), &["--trace-children=yes"], 5);
 }
 
-const HELLO_C: &str =
-    "#include <stdio.h>\nint main(void) { printf(\"hello, %s\\n\", \"world\"); return 0; }\n";
+const HELLO_C: &str = "#include <stdio.h>\nint main(void) { printf(\"hello, %s\\n\", \"world\"); return 0; }\n";
 
 /// `gcc -c hello.c`: gcc runs cc1 and as through execve. Natively or under rtgrind (default:
 /// children native; `--trace-children=yes`: children under rtgrind too), the object files must be
@@ -212,11 +186,7 @@ const HELLO_C: &str =
 fn gcc_c(extra_opts: &[&str]) {
     let dir = common::scratch_dir("gcc-c");
     std::fs::write(dir.join("hello.c"), HELLO_C).unwrap();
-    let gcc = |out: &str| {
-        sys("/usr/bin/gcc")
-            .args(["-g0", "-O2", "-c", "hello.c", "-o", out])
-            .cwd(&dir)
-    };
+    let gcc = |out: &str| sys("/usr/bin/gcc").args(["-g0", "-O2", "-c", "hello.c", "-o", out]).cwd(&dir);
     let native = run_native(&gcc("native.o"));
     assert_exit(&native, 0);
     let mut opts = vec!["-q"];
@@ -224,22 +194,10 @@ fn gcc_c(extra_opts: &[&str]) {
     let rt = run_rtgrind(&opts, &gcc("rtgrind.o"));
     assert_same(&native, &rt);
     let a = std::fs::read(dir.join("native.o")).unwrap();
-    let b = std::fs::read(dir.join("rtgrind.o")).unwrap_or_else(|e| {
-        panic!(
-            "gcc under rtgrind exited 0 but wrote no object file: {e}\n{}",
-            rt.describe()
-        )
-    });
+    let b = std::fs::read(dir.join("rtgrind.o")).unwrap_or_else(|e| panic!("gcc under rtgrind exited 0 but wrote no object file: {e}\n{}", rt.describe()));
     if a != b {
-        let dump = |f: &str| {
-            run_native(&Cmd::new("/usr/bin/objdump").args(["-d", "-r", f]).cwd(&dir)).stdout
-        };
-        panic!(
-            "object files differ ({} vs {} bytes); objdump -d -r:\n{}",
-            a.len(),
-            b.len(),
-            common::diff(&dump("native.o"), &dump("rtgrind.o"))
-        );
+        let dump = |f: &str| run_native(&Cmd::new("/usr/bin/objdump").args(["-d", "-r", f]).cwd(&dir)).stdout;
+        panic!("object files differ ({} vs {} bytes); objdump -d -r:\n{}", a.len(), b.len(), common::diff(&dump("native.o"), &dump("rtgrind.o")));
     }
 }
 
@@ -298,10 +256,7 @@ int main() {
 
 #[test]
 fn cxx_throw_and_catch() {
-    for (name, flags) in [
-        ("cxx-throw-pie", &["-O2", "-g"][..]),
-        ("cxx-throw-static", &["-O2", "-g", "-static"][..]),
-    ] {
+    for (name, flags) in [("cxx-throw-pie", &["-O2", "-g"][..]), ("cxx-throw-static", &["-O2", "-g", "-static"][..])] {
         let exe = common::compile_snippet(name, "cc", CXX_THROW, flags);
         let out = same_as_native(&Cmd::new(exe), &[], 0);
         assert!(String::from_utf8_lossy(&out).contains("caught AppError 'bottom' code=42"));
@@ -323,8 +278,7 @@ int main(int argc, char **argv) {
 
 fn talker() -> std::path::PathBuf {
     static EXE: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
-    EXE.get_or_init(|| common::compile_snippet("talker", "c", TALKER_C, &["-O2", "-g"]))
-        .clone()
+    EXE.get_or_init(|| common::compile_snippet("talker", "c", TALKER_C, &["-O2", "-g"])).clone()
 }
 
 /// Without `-q` but with `--log-file=F`, the guest's stdout, stderr and status are untouched and
@@ -338,12 +292,8 @@ fn log_file_takes_rtgrind_output() {
     assert_exit(&native, 3);
     let rt = run_rtgrind([format!("--log-file={}", log.display())], &cmd);
     assert_same(&native, &rt);
-    let text = std::fs::read_to_string(&log)
-        .unwrap_or_else(|e| panic!("no log file {}: {e}\n{}", log.display(), rt.describe()));
-    assert!(
-        text.to_lowercase().contains("rtgrind"),
-        "the log file has no banner naming rtgrind:\n{text}"
-    );
+    let text = std::fs::read_to_string(&log).unwrap_or_else(|e| panic!("no log file {}: {e}\n{}", log.display(), rt.describe()));
+    assert!(text.to_lowercase().contains("rtgrind"), "the log file has no banner naming rtgrind:\n{text}");
 }
 
 /// Without `-q` and without a log file, rtgrind adds its banner on stderr and changes nothing else.
@@ -356,16 +306,8 @@ fn banner_without_quiet() {
     assert_eq!(rt.status.code(), Some(3), "{}", rt.describe());
     assert_eq!(rt.stdout, native.stdout, "{}", rt.describe());
     let err = rt.stderr_str();
-    assert!(
-        err.contains("a line on stderr\n"),
-        "the guest's stderr is missing:\n{}",
-        rt.describe()
-    );
-    assert!(
-        err.len() > native.stderr.len() && err.to_lowercase().contains("rtgrind"),
-        "no banner:\n{}",
-        rt.describe()
-    );
+    assert!(err.contains("a line on stderr\n"), "the guest's stderr is missing:\n{}", rt.describe());
+    assert!(err.len() > native.stderr.len() && err.to_lowercase().contains("rtgrind"), "no banner:\n{}", rt.describe());
 }
 
 /// A statistics line mentions blocks translated and has a positive count.
@@ -374,9 +316,7 @@ fn has_stats(text: &str) -> bool {
     lower.contains("blocks")
         && lower.contains("translated")
         && lower.lines().any(|l| {
-            (l.contains("blocks") || l.contains("translated"))
-                && l.split(|c: char| !c.is_ascii_digit())
-                    .any(|n| n.parse::<u64>().is_ok_and(|n| n > 0))
+            (l.contains("blocks") || l.contains("translated")) && l.split(|c: char| !c.is_ascii_digit()).any(|n| n.parse::<u64>().is_ok_and(|n| n > 0))
         })
 }
 
@@ -387,15 +327,8 @@ fn stats_on_stderr() {
     let rt = run_rtgrind(["--stats"], &cmd);
     assert_no_panic(&rt);
     assert_eq!(rt.status.code(), Some(3), "{}", rt.describe());
-    assert_eq!(
-        rt.stdout, native.stdout,
-        "--stats must not write to the guest's stdout"
-    );
-    assert!(
-        has_stats(&rt.stderr_str()),
-        "--stats printed no `blocks ... translated` count:\n{}",
-        rt.describe()
-    );
+    assert_eq!(rt.stdout, native.stdout, "--stats must not write to the guest's stdout");
+    assert!(has_stats(&rt.stderr_str()), "--stats printed no `blocks ... translated` count:\n{}", rt.describe());
 }
 
 #[test]
@@ -404,19 +337,10 @@ fn stats_in_log_file() {
     let log = dir.join("stats.log");
     let cmd = Cmd::new(talker());
     let native = run_native(&cmd);
-    let rt = run_rtgrind(
-        [
-            "--stats".to_owned(),
-            format!("--log-file={}", log.display()),
-        ],
-        &cmd,
-    );
+    let rt = run_rtgrind(["--stats".to_owned(), format!("--log-file={}", log.display())], &cmd);
     assert_same(&native, &rt);
     let text = std::fs::read_to_string(&log).unwrap_or_default();
-    assert!(
-        has_stats(&text),
-        "--stats --log-file=F wrote no `blocks ... translated` count to F:\n{text}"
-    );
+    assert!(has_stats(&text), "--stats --log-file=F wrote no `blocks ... translated` count to F:\n{text}");
 }
 
 #[test]
@@ -429,11 +353,7 @@ fn help_and_version() {
     }
     let version = common::rtgrind_raw(["--version"]);
     assert_exit(&version, 0);
-    assert!(
-        version.stdout_str().contains(env!("CARGO_PKG_VERSION")),
-        "{}",
-        version.describe()
-    );
+    assert!(version.stdout_str().contains(env!("CARGO_PKG_VERSION")), "{}", version.describe());
 }
 
 /// Options after the program are the guest's, even when they look like rtgrind's.

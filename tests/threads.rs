@@ -16,10 +16,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::common::{
-    self, assert_no_panic, compare, run_native, run_rtgrind, run_rtgrind_within, Cmd, GuestProgram,
-    Output,
-};
+use crate::common::{self, assert_no_panic, compare, run_native, run_rtgrind, run_rtgrind_within, Cmd, GuestProgram, Output};
 
 // ---------------------------------------------------------------------------------------------
 // Differential tests
@@ -92,13 +89,9 @@ fn check_thread_guest(name: &str) {
             ));
             continue;
         }
-        let mut runs: Vec<(String, Vec<&str>)> =
-            vec![(variant.to_string(), vec!["-q", "--tool=none"])];
+        let mut runs: Vec<(String, Vec<&str>)> = vec![(variant.to_string(), vec!["-q", "--tool=none"])];
         if i == 0 {
-            runs.push((
-                format!("{variant} {sched} --quantum=997"),
-                vec!["-q", "--tool=none", &sched, "--quantum=997"],
-            ));
+            runs.push((format!("{variant} {sched} --quantum=997"), vec!["-q", "--tool=none", &sched, "--quantum=997"]));
         }
         for (label, opts) in runs {
             common::reset_dir(&dir);
@@ -132,21 +125,13 @@ fn check_thread_guest(name: &str) {
 #[test]
 fn every_thread_program_has_a_test() {
     let mut problems = Vec::new();
-    for (dir, listed, list_name) in [
-        (common::threads_dir(), THREAD_TESTS, "thread_tests!"),
-        (
-            common::threads_special_dir(),
-            SPECIAL_PROGRAMS,
-            "SPECIAL_PROGRAMS",
-        ),
-    ] {
+    for (dir, listed, list_name) in
+        [(common::threads_dir(), THREAD_TESTS, "thread_tests!"), (common::threads_special_dir(), SPECIAL_PROGRAMS, "SPECIAL_PROGRAMS")]
+    {
         let names = common::guest_names_in(&dir);
         for n in &names {
             if !listed.contains(&n.as_str()) {
-                problems.push(format!(
-                    "{}/{n}: no test; add `{n}` to {list_name} in tests/threads.rs",
-                    dir.display()
-                ));
+                problems.push(format!("{}/{n}: no test; add `{n}` to {list_name} in tests/threads.rs", dir.display()));
             }
             if let Err(e) = common::guest_spec_in(&dir, n) {
                 problems.push(format!("{n}: {e}"));
@@ -154,40 +139,25 @@ fn every_thread_program_has_a_test() {
         }
         for t in listed {
             if !names.iter().any(|n| n == t) {
-                problems.push(format!(
-                    "{t}: listed in {list_name} in tests/threads.rs but missing from {}",
-                    dir.display()
-                ));
+                problems.push(format!("{t}: listed in {list_name} in tests/threads.rs but missing from {}", dir.display()));
             }
         }
     }
-    assert!(
-        problems.is_empty(),
-        "threads programs and tests disagree:\n  {}",
-        problems.join("\n  ")
-    );
+    assert!(problems.is_empty(), "threads programs and tests disagree:\n  {}", problems.join("\n  "));
 }
 
 /// A correctly synchronized program prints the same under every scheduling policy, including a
 /// switch every 50 blocks and PCT priorities.
 #[test]
 fn scheduling_policies_keep_correct_output() {
-    let guest =
-        common::guest_in(&common::threads_dir(), "condvar_pc").unwrap_or_else(|e| panic!("{e}"));
+    let guest = common::guest_in(&common::threads_dir(), "condvar_pc").unwrap_or_else(|e| panic!("{e}"));
     let cmd = guest.cmd(&guest.builds[0].1);
     let native = run_native(&cmd);
-    guest
-        .spec
-        .expect
-        .check(&native)
-        .unwrap_or_else(|e| panic!("native run of condvar_pc: {e}\n{}", native.describe()));
+    guest.spec.expect.check(&native).unwrap_or_else(|e| panic!("native run of condvar_pc: {e}\n{}", native.describe()));
     let mut errors = Vec::new();
-    for opts in [
-        &["--sched=rr", "--quantum=50"][..],
-        &["--sched=random:11", "--quantum=200"][..],
-        &["--sched=pct:5:3"][..],
-        &["--sched=pct:9:5", "--quantum=1000"][..],
-    ] {
+    for opts in
+        [&["--sched=rr", "--quantum=50"][..], &["--sched=random:11", "--quantum=200"][..], &["--sched=pct:5:3"][..], &["--sched=pct:9:5", "--quantum=1000"][..]]
+    {
         let mut all = vec!["-q", "--tool=none"];
         all.extend_from_slice(opts);
         let rt = run_rtgrind(&all, &cmd);
@@ -265,20 +235,12 @@ print("event woke:", sorted(seen), "alive now:", threading.active_count())
 #[test]
 fn python3_threading() {
     let python = Path::new("/usr/bin/python3");
-    assert!(
-        python.exists(),
-        "/usr/bin/python3 is not installed (see .ci/run)"
-    );
-    let cmd = Cmd::new(python)
-        .args(["-c", PYTHON_THREADS])
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .env("PYTHONHASHSEED", "0");
+    assert!(python.exists(), "/usr/bin/python3 is not installed (see .ci/run)");
+    let cmd = Cmd::new(python).args(["-c", PYTHON_THREADS]).env("PYTHONDONTWRITEBYTECODE", "1").env("PYTHONHASHSEED", "0");
     let native = run_native(&cmd);
     common::assert_exit(&native, 0);
     assert!(
-        native
-            .stdout_str()
-            .contains("items: 18000 sum: 4526991000 per-thread order kept: True"),
+        native.stdout_str().contains("items: 18000 sum: 4526991000 per-thread order kept: True"),
         "unexpected native python output:\n{}",
         native.describe()
     );
@@ -296,11 +258,7 @@ fn special(name: &str) -> &'static GuestProgram {
 
 /// The executable of `variant` of `g`.
 fn build<'a>(g: &'a GuestProgram, variant: &str) -> &'a Path {
-    g.builds
-        .iter()
-        .find(|(v, _)| *v == variant)
-        .map(|(_, p)| p.as_path())
-        .unwrap_or_else(|| panic!("{} has no {variant} build", g.name))
+    g.builds.iter().find(|(v, _)| *v == variant).map(|(_, p)| p.as_path()).unwrap_or_else(|| panic!("{} has no {variant} build", g.name))
 }
 
 /// The result of one racy_counter run under rtgrind with a recorded schedule.
@@ -330,25 +288,10 @@ fn racy_run(sched_opts: &[&str], schedule_file: &Path) -> RacyRun {
         .and_then(|t| t.strip_suffix(" of 600000\n"))
         .and_then(|n| n.parse::<u64>().ok())
         .filter(|&n| n > 0 && n <= 600_000)
-        .unwrap_or_else(|| {
-            panic!(
-                "racy_counter printed an unexpected line:\n{}",
-                out.describe()
-            )
-        });
-    let schedule = std::fs::read(schedule_file).unwrap_or_else(|e| {
-        panic!(
-            "rtgrind did not write the schedule file {} ({e}):\n{}",
-            schedule_file.display(),
-            out.describe()
-        )
-    });
-    assert!(
-        !schedule.is_empty(),
-        "the recorded schedule {} is empty although three threads ran:\n{}",
-        schedule_file.display(),
-        out.describe()
-    );
+        .unwrap_or_else(|| panic!("racy_counter printed an unexpected line:\n{}", out.describe()));
+    let schedule = std::fs::read(schedule_file)
+        .unwrap_or_else(|e| panic!("rtgrind did not write the schedule file {} ({e}):\n{}", schedule_file.display(), out.describe()));
+    assert!(!schedule.is_empty(), "the recorded schedule {} is empty although three threads ran:\n{}", schedule_file.display(), out.describe());
     // Each decision: `N TO QUANTUM FROM BLOCKS`, numbered from 1, and a thread's block count
     // at its switches never goes back.
     let mut last: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
@@ -358,11 +301,7 @@ fn racy_run(sched_opts: &[&str], schedule_file: &Path) -> RacyRun {
         let prev = last.insert(f[3], f[4]).unwrap_or(0);
         assert!(f[4] >= prev, "schedule line {}: thread {} at block {} after {prev}", i + 1, f[3], f[4]);
     }
-    RacyRun {
-        out,
-        counter,
-        schedule,
-    }
+    RacyRun { out, counter, schedule }
 }
 
 /// The first line where two schedule files differ, for messages.
@@ -372,14 +311,7 @@ fn first_schedule_difference(a: &[u8], b: &[u8]) -> String {
     for i in 0..la.len().max(lb.len()) {
         let (x, y) = (la.get(i), lb.get(i));
         if x != y {
-            return format!(
-                "line {}: {:?} vs {:?} ({} vs {} lines)",
-                i + 1,
-                x,
-                y,
-                la.len(),
-                lb.len()
-            );
+            return format!("line {}: {:?} vs {:?} ({} vs {} lines)", i + 1, x, y, la.len(), lb.len());
         }
     }
     "identical".to_owned()
@@ -392,30 +324,15 @@ fn racy_counter_same_seed_same_run() {
     let first = racy_run(&["--sched=random:7"], &dir.join("schedule-0.txt"));
     let mut problems = Vec::new();
     for k in 1..20 {
-        let run = racy_run(
-            &["--sched=random:7"],
-            &dir.join(format!("schedule-{k}.txt")),
-        );
+        let run = racy_run(&["--sched=random:7"], &dir.join(format!("schedule-{k}.txt")));
         if run.out.stdout != first.out.stdout {
-            problems.push(format!(
-                "run {k}: stdout {:?}, run 0: {:?}",
-                run.out.stdout_str(),
-                first.out.stdout_str()
-            ));
+            problems.push(format!("run {k}: stdout {:?}, run 0: {:?}", run.out.stdout_str(), first.out.stdout_str()));
         }
         if run.schedule != first.schedule {
-            problems.push(format!(
-                "run {k}: the recorded schedule differs from run 0's: {}",
-                first_schedule_difference(&first.schedule, &run.schedule)
-            ));
+            problems.push(format!("run {k}: the recorded schedule differs from run 0's: {}", first_schedule_difference(&first.schedule, &run.schedule)));
         }
     }
-    assert!(
-        problems.is_empty(),
-        "racy_counter under --sched=random:7 is not repeatable (files in {}):\n  {}",
-        dir.display(),
-        problems.join("\n  ")
-    );
+    assert!(problems.is_empty(), "racy_counter under --sched=random:7 is not repeatable (files in {}):\n  {}", dir.display(), problems.join("\n  "));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -427,10 +344,7 @@ fn racy_counter_seeds_give_different_outputs() {
     let mut seen = BTreeSet::new();
     let mut tried = 0;
     for seed in 1..=50 {
-        let run = racy_run(
-            &[&format!("--sched=random:{seed}")],
-            &dir.join("schedule.txt"),
-        );
+        let run = racy_run(&[&format!("--sched=random:{seed}")], &dir.join("schedule.txt"));
         tried += 1;
         seen.insert(run.counter);
         if seen.len() >= 2 {
@@ -452,26 +366,14 @@ fn replay_reproduces_recorded_runs() {
     let dir = common::scratch_dir("racy-replay");
     let mut problems = Vec::new();
     let mut counters = BTreeSet::new();
-    for (k, sched) in [
-        "--sched=random:3",
-        "--sched=random:17",
-        "--sched=random:42",
-        "--sched=pct:5:3",
-    ]
-    .iter()
-    .enumerate()
-    {
+    for (k, sched) in ["--sched=random:3", "--sched=random:17", "--sched=random:42", "--sched=pct:5:3"].iter().enumerate() {
         let recorded_file = dir.join(format!("recorded-{k}.txt"));
         let recorded = racy_run(&[sched], &recorded_file);
         counters.insert(recorded.counter);
         let replay = format!("--sched=replay:{}", recorded_file.display());
         let replayed = racy_run(&[&replay], &dir.join(format!("replayed-{k}.txt")));
         if replayed.out.stdout != recorded.out.stdout {
-            problems.push(format!(
-                "{sched}: recorded run printed {:?}, its replay {:?}",
-                recorded.out.stdout_str(),
-                replayed.out.stdout_str()
-            ));
+            problems.push(format!("{sched}: recorded run printed {:?}, its replay {:?}", recorded.out.stdout_str(), replayed.out.stdout_str()));
         }
         if replayed.schedule != recorded.schedule {
             problems.push(format!(
@@ -489,7 +391,6 @@ fn replay_reproduces_recorded_runs() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-
 // ---------------------------------------------------------------------------------------------
 // Deadlock
 
@@ -501,10 +402,7 @@ fn abba_deadlock_is_reported() {
     let g = special("abba_deadlock");
     let cmd = g.cmd(build(g, "pie"));
     let mut problems = Vec::new();
-    for opts in [
-        &["-q", "--tool=none"][..],
-        &["-q", "--tool=none", "--sched=random:5", "--quantum=500"][..],
-    ] {
+    for opts in [&["-q", "--tool=none"][..], &["-q", "--tool=none", "--sched=random:5", "--quantum=500"][..]] {
         let out = run_rtgrind_within(opts, &cmd, Duration::from_secs(30));
         if let Err(e) = check_deadlock_report(&out) {
             problems.push(format!("[{}] {e}\n{}", opts.join(" "), out.describe()));
@@ -539,35 +437,17 @@ fn check_deadlock_report(out: &Output) -> Result<(), String> {
     }
     let mut problems = Vec::new();
     if out.status.code() != Some(123) {
-        problems.push(format!(
-            "expected exit status 123, got {}",
-            out.status_text()
-        ));
+        problems.push(format!("expected exit status 123, got {}", out.status_text()));
     }
     if out.stdout_str() != "starting two threads that lock A,B and B,A\n" {
-        problems.push(format!(
-            "the guest's stdout should be its first line only, got {:?}",
-            out.stdout_str()
-        ));
+        problems.push(format!("the guest's stdout should be its first line only, got {:?}", out.stdout_str()));
     }
     let (report, _) = common::split_report_lines(&out.stderr);
-    let own: Vec<&String> = report
-        .iter()
-        .filter(|l| common::report_line_pid(l) == Some(out.pid))
-        .collect();
-    if !own
-        .iter()
-        .any(|l| l.to_ascii_lowercase().contains("deadlock"))
-    {
-        problems.push(format!(
-            "no `=={}== ...deadlock...` line on stderr (report lines: {report:#?})",
-            out.pid
-        ));
+    let own: Vec<&String> = report.iter().filter(|l| common::report_line_pid(l) == Some(out.pid)).collect();
+    if !own.iter().any(|l| l.to_ascii_lowercase().contains("deadlock")) {
+        problems.push(format!("no `=={}== ...deadlock...` line on stderr (report lines: {report:#?})", out.pid));
     }
-    let per_thread = own
-        .iter()
-        .filter(|l| (l.contains("futex") || l.contains("mutex")) && l.contains("0x"))
-        .count();
+    let per_thread = own.iter().filter(|l| (l.contains("futex") || l.contains("mutex")) && l.contains("0x")).count();
     if per_thread < 3 {
         problems.push(format!(
             "expected a line for each of the 3 blocked threads naming the futex/mutex it waits \
@@ -595,10 +475,7 @@ fn racy_env_is_repeatable() {
         common::assert_exit(&n2, 0);
         if n1.stdout == n2.stdout {
             // Not a failure: only a sign that this check would not notice much on this machine.
-            eprintln!(
-                "note: two native runs of racy_env ({variant}) printed the same line: {}",
-                n1.stdout_str().trim_end()
-            );
+            eprintln!("note: two native runs of racy_env ({variant}) printed the same line: {}", n1.stdout_str().trim_end());
         }
         let mut first: Option<Output> = None;
         for k in 0..runs {
@@ -612,19 +489,14 @@ fn racy_env_is_repeatable() {
             );
             match &first {
                 None => first = Some(out),
-                Some(f) if f.stdout != out.stdout => problems.push(format!(
-                    "[{variant}] run {k} differs from run 0 in {}",
-                    field_differences(&f.stdout_str(), &out.stdout_str())
-                )),
+                Some(f) if f.stdout != out.stdout => {
+                    problems.push(format!("[{variant}] run {k} differs from run 0 in {}", field_differences(&f.stdout_str(), &out.stdout_str())))
+                }
                 Some(_) => {}
             }
         }
     }
-    assert!(
-        problems.is_empty(),
-        "racy_env under --repeatable=yes is not repeatable:\n{}",
-        problems.join("\n")
-    );
+    assert!(problems.is_empty(), "racy_env under --repeatable=yes is not repeatable:\n{}", problems.join("\n"));
 }
 
 /// Which `key=value` fields of two racy_env lines differ: `time (1 vs 2), pid (5 vs 6)`.
@@ -641,17 +513,8 @@ fn field_differences(a: &str, b: &str) -> String {
     if fa.len() != fb.len() || fa.iter().zip(&fb).any(|(x, y)| x.0 != y.0) {
         return format!("its shape:\n{}", common::diff(a.as_bytes(), b.as_bytes()));
     }
-    let diffs: Vec<String> = fa
-        .iter()
-        .zip(&fb)
-        .filter(|(x, y)| x.1 != y.1)
-        .map(|(x, y)| format!("{} ({} vs {})", x.0, x.1, y.1))
-        .collect();
-    format!(
-        "{}: {}",
-        if diffs.len() == 1 { "field" } else { "fields" },
-        diffs.join(", ")
-    )
+    let diffs: Vec<String> = fa.iter().zip(&fb).filter(|(x, y)| x.1 != y.1).map(|(x, y)| format!("{} ({} vs {})", x.0, x.1, y.1)).collect();
+    format!("{}: {}", if diffs.len() == 1 { "field" } else { "fields" }, diffs.join(", "))
 }
 
 /// The random bytes of a repeatable run come from `--seed`: another seed, other bytes.
@@ -672,16 +535,8 @@ fn repeatable_seed_changes_random_bytes() {
         out
     };
     let (a, a2, b) = (run("--seed=1"), run("--seed=1"), run("--seed=2"));
-    assert_eq!(
-        a.stdout_str(),
-        a2.stdout_str(),
-        "two --repeatable=yes --seed=1 runs differ"
-    );
-    assert_ne!(
-        field(&a, "getrandom="),
-        field(&b, "getrandom="),
-        "getrandom returned the same bytes under --seed=1 and --seed=2"
-    );
+    assert_eq!(a.stdout_str(), a2.stdout_str(), "two --repeatable=yes --seed=1 runs differ");
+    assert_ne!(field(&a, "getrandom="), field(&b, "getrandom="), "getrandom returned the same bytes under --seed=1 and --seed=2");
 }
 
 /// `--stop-at=THREAD:INSTANCE` lines of one run (the `stop-at:` report and register dump).
@@ -691,11 +546,7 @@ fn stop_at_report(prog: &Path, opts: &[&str]) -> Vec<String> {
     let out = run_rtgrind(&all, &common::Cmd::new(prog));
     assert_no_panic(&out);
     common::assert_exit(&out, 0);
-    let lines: Vec<String> = out
-        .stderr_str()
-        .lines()
-        .filter_map(|l| l.split_once("== stop-at: ").map(|(_, r)| r.to_string()))
-        .collect();
+    let lines: Vec<String> = out.stderr_str().lines().filter_map(|l| l.split_once("== stop-at: ").map(|(_, r)| r.to_string())).collect();
     assert!(lines.len() >= 5, "no stop-at report with registers:\n{}", out.describe());
     lines
 }

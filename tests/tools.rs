@@ -8,7 +8,10 @@ use std::process::Command;
 /// The value of the `count: NAME: N` line of a count report.
 fn count_of(stderr: &str, name: &str) -> u64 {
     let prefix = format!("count: {name}:");
-    let line = stderr.lines().find_map(|l| l.split_once("== ").map(|x| x.1).filter(|l| l.starts_with(&prefix))).unwrap_or_else(|| panic!("no '{prefix}' in:\n{stderr}"));
+    let line = stderr
+        .lines()
+        .find_map(|l| l.split_once("== ").map(|x| x.1).filter(|l| l.starts_with(&prefix)))
+        .unwrap_or_else(|| panic!("no '{prefix}' in:\n{stderr}"));
     line[prefix.len()..].split_whitespace().next().unwrap().parse().unwrap()
 }
 
@@ -319,7 +322,8 @@ fn taint_names_where_a_branch_flags_were_defined() {
     assert_eq!(out.status.code(), Some(0));
     let err = String::from_utf8_lossy(&out.stderr);
     let lines: Vec<&str> = err.lines().collect();
-    let at = lines.iter().position(|l| l.contains("conditional branch") && l.contains(&format!("input_branch.c:{line} (main)"))).unwrap_or_else(|| panic!("{err}"));
+    let at =
+        lines.iter().position(|l| l.contains("conditional branch") && l.contains(&format!("input_branch.c:{line} (main)"))).unwrap_or_else(|| panic!("{err}"));
     // The `cmp` right before the `je` on the same line defined the flags.
     assert!(lines[at + 1].contains("its flags were defined at") && lines[at + 1].contains(&format!("input_branch.c:{line} (main)")), "{}", lines[at + 1]);
     // With origins too, the fast path reports what the full propagation does (the block
@@ -373,7 +377,11 @@ fn switch_inverts_exactly_one_branch_instance() {
 
 #[test]
 fn switch_needs_a_valid_instance() {
-    for bad in [vec!["--tool=switch", "/bin/true"], vec!["--tool=switch", "--switch-at=zz:1", "/bin/true"], vec!["--tool=switch", "--switch-at=0x401000:0", "/bin/true"]] {
+    for bad in [
+        vec!["--tool=switch", "/bin/true"],
+        vec!["--tool=switch", "--switch-at=zz:1", "/bin/true"],
+        vec!["--tool=switch", "--switch-at=0x401000:0", "/bin/true"],
+    ] {
         let out = crate::common::rtgrind_raw(&bad);
         assert_eq!(out.status.code(), Some(2), "{bad:?}");
         assert_eq!(out.stderr_str().lines().count(), 1, "{bad:?}: {}", out.stderr_str());
@@ -405,7 +413,12 @@ int main(int argc, char **argv) {
     for (arg, want) in [("base", libc::SIGBUS), ("other", libc::SIGSEGV)] {
         let native = crate::common::run_native(&Cmd::new(&exe).arg(arg));
         assert_eq!(native.status.signal(), Some(want), "natively, {arg}");
-        for (fast, tool) in [("1", vec!["--tool=none"]), ("1", vec!["--tool=taint", "--track-origins=yes"]), ("0", vec!["--tool=taint", "--track-origins=yes"]), ("1", vec!["--tool=suppress", trace_opt.as_str()])] {
+        for (fast, tool) in [
+            ("1", vec!["--tool=none"]),
+            ("1", vec!["--tool=taint", "--track-origins=yes"]),
+            ("0", vec!["--tool=taint", "--track-origins=yes"]),
+            ("1", vec!["--tool=suppress", trace_opt.as_str()]),
+        ] {
             let out = run_rtgrind(&tool, &Cmd::new(&exe).arg(arg).env("RTGRIND_FAST_PATH", fast));
             assert_no_panic(&out);
             assert_eq!(out.status.signal(), Some(want), "{arg} under {tool:?} (RTGRIND_FAST_PATH={fast}): {}", out.stderr_str());
@@ -432,6 +445,9 @@ fn traced_children_get_the_tools_options() {
     assert_eq!(out.status.code(), Some(0), "{}", out.describe());
     let err = String::from_utf8_lossy(&out.stderr);
     let lines: Vec<&str> = err.lines().collect();
-    let at = lines.iter().position(|l| l.contains("conditional branch") && l.contains(&format!("input_branch.c:{line} (main)"))).unwrap_or_else(|| panic!("the child's argv is not its input:\n{err}"));
+    let at = lines
+        .iter()
+        .position(|l| l.contains("conditional branch") && l.contains(&format!("input_branch.c:{line} (main)")))
+        .unwrap_or_else(|| panic!("the child's argv is not its input:\n{err}"));
     assert!(lines[at + 1].contains("its flags were defined at"), "the child tracks no origins:\n{err}");
 }

@@ -15,8 +15,8 @@
 //! tool pays only for the hooks it uses.
 
 use crate::context::{
-    counter_step, counts_in_registers, ThreadContext, OFF_CALLOUT_ARG, OFF_COUNTER, OFF_COUNTER_STEP, OFF_CALLOUT_FN, OFF_CALLOUT_RET, OFF_CALLOUT_ROUTINE, OFF_FLAGS_RAX, OFF_FLAGS_SAVE, OFF_IBL_KEYS,
-    OFF_IBL_MISS, OFF_IBL_VALS, OFF_SAVE_RCX, OFF_SAVE_RDX, OFF_TOOL_AREA, OFF_TOOL_SPILL,
+    counter_step, counts_in_registers, ThreadContext, OFF_CALLOUT_ARG, OFF_CALLOUT_FN, OFF_CALLOUT_RET, OFF_CALLOUT_ROUTINE, OFF_COUNTER, OFF_COUNTER_STEP,
+    OFF_FLAGS_RAX, OFF_FLAGS_SAVE, OFF_IBL_KEYS, OFF_IBL_MISS, OFF_IBL_VALS, OFF_SAVE_RCX, OFF_SAVE_RDX, OFF_TOOL_AREA, OFF_TOOL_SPILL,
 };
 use iced_x86::code_asm::{ax, get_gpr64, qword_bcst, qword_ptr, rax, rcx, rdx, word_ptr, xmm18, AsmRegister64, CodeAssembler};
 use iced_x86::{Instruction, InstructionInfo, OpKind, Register};
@@ -478,7 +478,10 @@ impl Inline {
         // the block encoder's allocations (this code is emitted at every way into a full version).
         let mut encoder = iced_x86::Encoder::new(64);
         for i in asm.instructions() {
-            assert!(!i.is_ip_rel_memory_operand() && i.op_kinds().all(|k| !matches!(k, iced_x86::OpKind::NearBranch64)), "full-entry code is position-independent");
+            assert!(
+                !i.is_ip_rel_memory_operand() && i.op_kinds().all(|k| !matches!(k, iced_x86::OpKind::NearBranch64)),
+                "full-entry code is position-independent"
+            );
             encoder.encode(i, 0).expect("full-entry code encodes");
         }
         Some(encoder.take_buffer())
@@ -535,7 +538,11 @@ fn named_registers(ins: &Instruction) -> u16 {
 /// The general registers (bit = number, rax = 0) an instruction reads or writes, explicitly or
 /// implicitly, from its `InstructionInfo`.
 pub(crate) fn used_registers(ins: &Instruction, info: &InstructionInfo) -> u16 {
-    info.used_registers().iter().map(|u| u.register()).filter(|r| r.is_gpr()).fold(named_registers(ins), |m, r| m | 1 << (r.full_register().number() - Register::RAX.number()))
+    info.used_registers()
+        .iter()
+        .map(|u| u.register())
+        .filter(|r| r.is_gpr())
+        .fold(named_registers(ins), |m, r| m | 1 << (r.full_register().number() - Register::RAX.number()))
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ pub mod emit;
 pub mod instrument;
 pub mod translate;
 
-pub use iced_x86;
 pub use cache::{BlockId, CodeCache, ExitId, ExitKind, Fixup};
 pub use context::ThreadContext;
+pub use iced_x86;
 pub use translate::{translate, translate_limited, CodeSource, TranslateError};

@@ -9,10 +9,10 @@
 use crate::cache::{Block, BlockId, CacheError, CodeCache, Exit, ExitKind, Fixup, PcEntry};
 use crate::context::{reg, *};
 use crate::emit::{Asm, Label};
-use crate::instrument::{spill_slot, used_registers, Finished, InsnSite, Inline, Tool, Version, CLIENT_REQUEST};
+use crate::instrument::{spill_slot, used_registers, Finished, Inline, InsnSite, Tool, Version, CLIENT_REQUEST};
 use iced_x86::{
-    BlockEncoderOptions, Code, ConditionCode, Decoder, DecoderError, DecoderOptions, Encoder, FlowControl, Formatter, Instruction,
-    InstructionInfoFactory, MemoryOperand, Mnemonic, NasmFormatter, OpKind, Register,
+    BlockEncoderOptions, Code, ConditionCode, Decoder, DecoderError, DecoderOptions, Encoder, FlowControl, Formatter, Instruction, InstructionInfoFactory,
+    MemoryOperand, Mnemonic, NasmFormatter, OpKind, Register,
 };
 
 /// Longest block, in guest instructions.
@@ -34,9 +34,7 @@ const MAX_HOST_BYTES: usize = 256 * 1024;
 /// debugging aid that isolates block-level translation bugs from instruction-level ones).
 fn max_block_insns() -> usize {
     static N: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *N.get_or_init(|| {
-        std::env::var("RTGRIND_BLOCK_INSNS").ok().and_then(|v| v.parse().ok()).map_or(MAX_BLOCK_INSNS, |n: usize| n.clamp(1, MAX_BLOCK_INSNS))
-    })
+    *N.get_or_init(|| std::env::var("RTGRIND_BLOCK_INSNS").ok().and_then(|v| v.parse().ok()).map_or(MAX_BLOCK_INSNS, |n: usize| n.clamp(1, MAX_BLOCK_INSNS)))
 }
 
 /// Where the translator reads guest code from. Implemented by the runtime, which knows the
@@ -459,8 +457,7 @@ fn unsupported(ins: &Instruction) -> bool {
     use Mnemonic::*;
     if matches!(
         ins.mnemonic(),
-        Rdgsbase | Wrgsbase | Swapgs | Lgs | Xbegin | Sysenter | Sysexit | Sysret | Iret | Iretd | Iretq | Int
-            | Into | Int1 | Retf | Enclu | Lfs
+        Rdgsbase | Wrgsbase | Swapgs | Lgs | Xbegin | Sysenter | Sysexit | Sysret | Iret | Iretd | Iretq | Int | Into | Int1 | Retf | Enclu | Lfs
     ) {
         return true;
     }
@@ -496,7 +493,14 @@ pub fn translate(cache: &mut CodeCache, src: &mut dyn CodeSource, tool: &mut dyn
 /// Translates the block `b` was made for, from its guest bytes `code`, up to the finished
 /// code in `b.asm`: where direct links enter (body and count), the guest end and how many
 /// instructions.
-fn build(b: &mut BlockBuilder, cache: &CodeCache, src: &mut dyn CodeSource, tool: &mut dyn Tool, code: &[u8], max_insns: usize) -> Result<(usize, usize, u64, usize), TranslateError> {
+fn build(
+    b: &mut BlockBuilder,
+    cache: &CodeCache,
+    src: &mut dyn CodeSource,
+    tool: &mut dyn Tool,
+    code: &[u8],
+    max_insns: usize,
+) -> Result<(usize, usize, u64, usize), TranslateError> {
     let pc = b.pc;
     let max_insns = max_insns.clamp(1, MAX_BLOCK_INSNS);
     // The straight-line code the block can reach, decoded once: the flags' liveness and a
@@ -579,13 +583,7 @@ fn build(b: &mut BlockBuilder, cache: &CodeCache, src: &mut dyn CodeSource, tool
 
 /// Translates a block of at most `max_insns` guest instructions (1 lets the runtime step
 /// over an instruction that writes to its own code page).
-pub fn translate_limited(
-    cache: &mut CodeCache,
-    src: &mut dyn CodeSource,
-    tool: &mut dyn Tool,
-    pc: u64,
-    max_insns: usize,
-) -> Result<BlockId, TranslateError> {
+pub fn translate_limited(cache: &mut CodeCache, src: &mut dyn CodeSource, tool: &mut dyn Tool, pc: u64, max_insns: usize) -> Result<BlockId, TranslateError> {
     let mut buf = vec![0u8; FETCH_BYTES];
     let n = src.read_code(pc, &mut buf);
     if n == 0 {
@@ -988,10 +986,48 @@ fn written_registers(ins: &Instruction, info: &iced_x86::InstructionInfo) -> (u1
     use Mnemonic::*;
     let always = matches!(
         ins.mnemonic(),
-        Mov | Movzx | Movsx | Movsxd | Lea | Pop | Movd | Movq | Vmovd | Vmovq | Imul | Pext | Pdep | Shlx | Shrx | Sarx
-            | Rorx | Andn | Popcnt | Lzcnt | Tzcnt | Pmovmskb | Vpmovmskb | Movmskps | Movmskpd | Vmovmskps | Vmovmskpd
-            | Cvttsd2si | Cvttss2si | Cvtsd2si | Cvtss2si | Vcvttsd2si | Vcvttss2si | Vcvtsd2si | Vcvtss2si | Pextrb | Pextrw
-            | Pextrd | Pextrq | Vpextrb | Vpextrw | Vpextrd | Vpextrq
+        Mov | Movzx
+            | Movsx
+            | Movsxd
+            | Lea
+            | Pop
+            | Movd
+            | Movq
+            | Vmovd
+            | Vmovq
+            | Imul
+            | Pext
+            | Pdep
+            | Shlx
+            | Shrx
+            | Sarx
+            | Rorx
+            | Andn
+            | Popcnt
+            | Lzcnt
+            | Tzcnt
+            | Pmovmskb
+            | Vpmovmskb
+            | Movmskps
+            | Movmskpd
+            | Vmovmskps
+            | Vmovmskpd
+            | Cvttsd2si
+            | Cvttss2si
+            | Cvtsd2si
+            | Cvtss2si
+            | Vcvttsd2si
+            | Vcvttss2si
+            | Vcvtsd2si
+            | Vcvtss2si
+            | Pextrb
+            | Pextrw
+            | Pextrd
+            | Pextrq
+            | Vpextrb
+            | Vpextrw
+            | Vpextrd
+            | Vpextrq
     );
     let (mut written, mut read, mut whole) = (0u16, 0u16, 0u16);
     for u in info.used_registers() {
@@ -1225,9 +1261,15 @@ fn count_registers() -> &'static CountRegisters {
         let load = Instruction::with2(Code::EVEX_Vmovq_xmm_xmmm64, Register::XMM16, slot(OFF_QUANTUM)).expect("vmovq load");
         let store_counter = Instruction::with2(Code::EVEX_Vmovq_xmmm64_xmm, slot(OFF_COUNTER), Register::XMM18).expect("vmovq store");
         let load_counter = Instruction::with2(Code::EVEX_Vmovq_xmm_xmmm64, Register::XMM18, slot(OFF_COUNTER)).expect("vmovq load");
-        let ones = Instruction::with4(Code::EVEX_Vpternlogq_xmm_k1z_xmm_xmmm128b64_imm8, Register::XMM17, Register::XMM17, Register::XMM17, 0xff).expect("vpternlogq");
+        let ones =
+            Instruction::with4(Code::EVEX_Vpternlogq_xmm_k1z_xmm_xmmm128b64_imm8, Register::XMM17, Register::XMM17, Register::XMM17, 0xff).expect("vpternlogq");
         let low = Instruction::with3(Code::EVEX_Vpsrldq_xmm_xmmm128_imm8, Register::XMM17, Register::XMM17, 8).expect("vpsrldq");
-        CountRegisters { dec_test: encode(&[dec, test, kor]), dec_to_rcx: encode(&[dec, to_rcx]), store: encode(&[store, store_counter]), load: encode(&[load, ones, low, load_counter]) }
+        CountRegisters {
+            dec_test: encode(&[dec, test, kor]),
+            dec_to_rcx: encode(&[dec, to_rcx]),
+            store: encode(&[store, store_counter]),
+            load: encode(&[load, ones, low, load_counter]),
+        }
     })
 }
 

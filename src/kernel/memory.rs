@@ -149,8 +149,7 @@ impl GuestMemory {
         let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | if hint != 0 { libc::MAP_FIXED_NOREPLACE } else { 0 };
         let at = match raw_mmap(hint, len, libc::PROT_NONE, flags, -1, 0) {
             Ok(p) => p,
-            Err(_) if !fixed => raw_mmap(0, len, libc::PROT_NONE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0)
-                .map_err(std::io::Error::from_raw_os_error)?,
+            Err(_) if !fixed => raw_mmap(0, len, libc::PROT_NONE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0).map_err(std::io::Error::from_raw_os_error)?,
             Err(e) => return Err(std::io::Error::from_raw_os_error(e)),
         };
         if fixed && at != hint {
@@ -168,8 +167,7 @@ impl GuestMemory {
     }
 
     pub fn map_anon_fixed(&mut self, at: u64, len: u64, prot: i32, name: &str) -> std::io::Result<()> {
-        raw_mmap(at, len, prot, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED, -1, 0)
-            .map_err(std::io::Error::from_raw_os_error)?;
+        raw_mmap(at, len, prot, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED, -1, 0).map_err(std::io::Error::from_raw_os_error)?;
         self.add(at, len, prot, Some(name.to_string()));
         Ok(())
     }
@@ -347,7 +345,6 @@ impl GuestMemory {
         }
         v
     }
-
 }
 
 impl GuestMemory {

@@ -126,7 +126,9 @@ pub fn current_cpu() -> Option<u32> {
 /// which only the part written is ever touched.
 pub fn reserve(place: u64, len: usize) -> std::io::Result<u64> {
     // SAFETY: a fresh anonymous mapping (no MAP_FIXED: nothing existing is replaced).
-    let p = unsafe { libc::mmap(place as *mut libc::c_void, len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE, -1, 0) };
+    let p = unsafe {
+        libc::mmap(place as *mut libc::c_void, len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE, -1, 0)
+    };
     if p == libc::MAP_FAILED {
         return Err(std::io::Error::last_os_error());
     }

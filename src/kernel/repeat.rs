@@ -64,8 +64,7 @@ pub fn ensure_no_aslr() {
     }
     // SAFETY: sets a flag that takes effect at the next execve.
     unsafe { libc::personality(cur as libc::c_ulong | ADDR_NO_RANDOMIZE) };
-    let args: Vec<std::ffi::CString> =
-        std::env::args_os().map(|a| std::ffi::CString::new(a.into_encoded_bytes()).unwrap_or_default()).collect();
+    let args: Vec<std::ffi::CString> = std::env::args_os().map(|a| std::ffi::CString::new(a.into_encoded_bytes()).unwrap_or_default()).collect();
     let mut argv: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
     argv.push(std::ptr::null());
     // SAFETY: NULL-terminated argv of live C strings; the environment is inherited.

@@ -28,7 +28,10 @@ pub enum Policy {
     RoundRobin,
     Random(u64),
     /// Probabilistic concurrency testing: random priorities, DEPTH-1 priority change points.
-    Pct { seed: u64, depth: u32 },
+    Pct {
+        seed: u64,
+        depth: u32,
+    },
     /// Decisions read from a recorded schedule.
     Replay(Vec<Decision>),
 }
@@ -102,7 +105,6 @@ fn park<'a>(mut st: MutexGuard<'a, State>, cv: &Condvar, me: usize) -> MutexGuar
     PARKED.with(|p| p.set(false));
     st
 }
-
 
 impl Scheduler {
     /// A scheduler whose only thread (index 0, the main thread) holds the baton.
@@ -285,10 +287,15 @@ impl Scheduler {
     /// Returns Ok(None) if threads in syscalls may still come back.
     fn unstick(&self, st: &mut State) -> Result<Option<Decision>, Deadlock> {
         let waiters = |pred: &dyn Fn(&Slot) -> bool| {
-            st.slots.iter().enumerate().filter(|(_, s)| pred(s)).min_by_key(|(_, s)| match s.state {
-                TState::Futex { seq, .. } => seq,
-                _ => u64::MAX,
-            }).map(|(i, _)| i)
+            st.slots
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| pred(s))
+                .min_by_key(|(_, s)| match s.state {
+                    TState::Futex { seq, .. } => seq,
+                    _ => u64::MAX,
+                })
+                .map(|(i, _)| i)
         };
         let interrupted = waiters(&|s| matches!(s.state, TState::Futex { .. }) && s.inbox.pending_bits() & !s.mask != 0);
         let timed = waiters(&|s| matches!(s.state, TState::Futex { timed: true, .. }));
@@ -302,7 +309,10 @@ impl Scheduler {
                 let mut lines = vec![format!("deadlock: all {} live threads wait forever", st.slots.iter().filter(|s| s.state != TState::Exited).count())];
                 for (i, s) in st.slots.iter().enumerate() {
                     if let TState::Futex { addr, .. } = s.state {
-                        lines.push(format!("deadlock:   thread {i} (tid {}) waits on futex {addr:#x} (a mutex, condition or join) at guest pc {:#x}", s.tid, s.pc));
+                        lines.push(format!(
+                            "deadlock:   thread {i} (tid {}) waits on futex {addr:#x} (a mutex, condition or join) at guest pc {:#x}",
+                            s.tid, s.pc
+                        ));
                     }
                 }
                 return Err(Deadlock(lines));

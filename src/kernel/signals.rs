@@ -256,9 +256,7 @@ impl Signals {
     pub fn apply_mask(&self) {
         let real = real_mask(self.mask);
         // SAFETY: setting this thread's mask from a fully initialised 8-byte set.
-        unsafe {
-            super::raw::syscall6(libc::SYS_rt_sigprocmask as u64, [libc::SIG_SETMASK as u64, &real as *const u64 as u64, 0, 8, 0, 0])
-        };
+        unsafe { super::raw::syscall6(libc::SYS_rt_sigprocmask as u64, [libc::SIG_SETMASK as u64, &real as *const u64 as u64, 0, 8, 0, 0]) };
     }
 
     pub fn sigprocmask(&mut self, how: i32, set: u64, old: u64, size: u64) -> i64 {

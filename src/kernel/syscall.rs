@@ -11,9 +11,26 @@ use rtgrind_jit::context::reg;
 pub fn restartable(nr: u64) -> bool {
     use libc as l;
     [
-        l::SYS_read, l::SYS_write, l::SYS_readv, l::SYS_writev, l::SYS_pread64, l::SYS_pwrite64, l::SYS_ioctl,
-        l::SYS_wait4, l::SYS_waitid, l::SYS_open, l::SYS_openat, l::SYS_futex, l::SYS_accept, l::SYS_accept4,
-        l::SYS_recvfrom, l::SYS_recvmsg, l::SYS_sendto, l::SYS_sendmsg, l::SYS_flock, l::SYS_fcntl,
+        l::SYS_read,
+        l::SYS_write,
+        l::SYS_readv,
+        l::SYS_writev,
+        l::SYS_pread64,
+        l::SYS_pwrite64,
+        l::SYS_ioctl,
+        l::SYS_wait4,
+        l::SYS_waitid,
+        l::SYS_open,
+        l::SYS_openat,
+        l::SYS_futex,
+        l::SYS_accept,
+        l::SYS_accept4,
+        l::SYS_recvfrom,
+        l::SYS_recvmsg,
+        l::SYS_sendto,
+        l::SYS_sendmsg,
+        l::SYS_flock,
+        l::SYS_fcntl,
     ]
     .contains(&(nr as i64))
 }
@@ -22,11 +39,37 @@ pub fn restartable(nr: u64) -> bool {
 fn may_block(nr: u64) -> bool {
     use libc as l;
     [
-        l::SYS_read, l::SYS_write, l::SYS_readv, l::SYS_writev, l::SYS_pread64, l::SYS_pwrite64, l::SYS_wait4,
-        l::SYS_waitid, l::SYS_nanosleep, l::SYS_clock_nanosleep, l::SYS_poll, l::SYS_ppoll, l::SYS_select,
-        l::SYS_pselect6, l::SYS_epoll_wait, l::SYS_epoll_pwait, l::SYS_accept, l::SYS_accept4, l::SYS_connect,
-        l::SYS_recvfrom, l::SYS_recvmsg, l::SYS_sendto, l::SYS_sendmsg, l::SYS_pause, l::SYS_flock, l::SYS_msgrcv,
-        l::SYS_semop, l::SYS_open, l::SYS_openat, l::SYS_rt_sigtimedwait, l::SYS_fcntl,
+        l::SYS_read,
+        l::SYS_write,
+        l::SYS_readv,
+        l::SYS_writev,
+        l::SYS_pread64,
+        l::SYS_pwrite64,
+        l::SYS_wait4,
+        l::SYS_waitid,
+        l::SYS_nanosleep,
+        l::SYS_clock_nanosleep,
+        l::SYS_poll,
+        l::SYS_ppoll,
+        l::SYS_select,
+        l::SYS_pselect6,
+        l::SYS_epoll_wait,
+        l::SYS_epoll_pwait,
+        l::SYS_accept,
+        l::SYS_accept4,
+        l::SYS_connect,
+        l::SYS_recvfrom,
+        l::SYS_recvmsg,
+        l::SYS_sendto,
+        l::SYS_sendmsg,
+        l::SYS_pause,
+        l::SYS_flock,
+        l::SYS_msgrcv,
+        l::SYS_semop,
+        l::SYS_open,
+        l::SYS_openat,
+        l::SYS_rt_sigtimedwait,
+        l::SYS_fcntl,
     ]
     .contains(&(nr as i64))
 }
@@ -200,7 +243,7 @@ impl Runtime {
                 // SAFETY: as in `passthrough`; the process state is not touched meanwhile.
                 let r = if self.sig.pending_under(self.sig.mask) { -(libc::EINTR as i64) } else { unsafe { guarded_syscall6(nr, a) } };
                 let q = self.p().sched.syscall_end(self.index);
-                        self.set_quantum(q);
+                self.set_quantum(q);
                 r
             }
             _ if may_block(nr) => {
@@ -320,7 +363,7 @@ impl Runtime {
         let vm = flags & libc::CLONE_VM as u64 != 0;
         let vfork = flags & libc::CLONE_VFORK as u64 != 0;
         if vm && !vfork {
-                return self.clone_thread(a);
+            return self.clone_thread(a);
         }
         let new_flags = flags & !((libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_SETTLS) as u64);
         let r = self.fork_process(new_flags, a[2], a[3]);
@@ -340,8 +383,7 @@ impl Runtime {
         if !self.p().config.trace_children {
             return self.passthrough(libc::SYS_execve as u64, [path_p, argv_p, envp_p, 0, 0, 0]);
         }
-        let (Some(path), Some(argv), Some(envp)) =
-            (guest_mem::read_cstr(path_p, 4096), guest_mem::read_str_array(argv_p), guest_mem::read_str_array(envp_p))
+        let (Some(path), Some(argv), Some(envp)) = (guest_mem::read_cstr(path_p, 4096), guest_mem::read_str_array(argv_p), guest_mem::read_str_array(envp_p))
         else {
             return -(libc::EFAULT as i64);
         };

@@ -211,21 +211,9 @@ fn map_object(path: &Path, bytes: &[u8], elf: &Elf, pie_base: Option<u64>, mem: 
         }
     }
     let _ = bytes;
-    let phdr = elf
-        .program_headers
-        .iter()
-        .find(|p| p.p_type == ph::PT_PHDR)
-        .map(|p| p.p_vaddr)
-        .unwrap_or_else(|| {
-            let first = loads[0];
-            first.p_vaddr - first.p_offset + elf.header.e_phoff
-        })
-        + bias;
-    Ok(LoadedObject {
-        bias,
-        entry: elf.header.e_entry + bias,
-        phdr,
-        phnum: elf.header.e_phnum as u64,
-        end: hi + bias,
-    })
+    let phdr = elf.program_headers.iter().find(|p| p.p_type == ph::PT_PHDR).map(|p| p.p_vaddr).unwrap_or_else(|| {
+        let first = loads[0];
+        first.p_vaddr - first.p_offset + elf.header.e_phoff
+    }) + bias;
+    Ok(LoadedObject { bias, entry: elf.header.e_entry + bias, phdr, phnum: elf.header.e_phnum as u64, end: hi + bias })
 }

@@ -17,9 +17,38 @@ pub struct Reporter {
 
 pub fn signal_name(sig: i32) -> String {
     let names = [
-        "", "SIGHUP", "SIGINT", "SIGQUIT", "SIGILL", "SIGTRAP", "SIGABRT", "SIGBUS", "SIGFPE", "SIGKILL", "SIGUSR1",
-        "SIGSEGV", "SIGUSR2", "SIGPIPE", "SIGALRM", "SIGTERM", "SIGSTKFLT", "SIGCHLD", "SIGCONT", "SIGSTOP", "SIGTSTP",
-        "SIGTTIN", "SIGTTOU", "SIGURG", "SIGXCPU", "SIGXFSZ", "SIGVTALRM", "SIGPROF", "SIGWINCH", "SIGIO", "SIGPWR", "SIGSYS",
+        "",
+        "SIGHUP",
+        "SIGINT",
+        "SIGQUIT",
+        "SIGILL",
+        "SIGTRAP",
+        "SIGABRT",
+        "SIGBUS",
+        "SIGFPE",
+        "SIGKILL",
+        "SIGUSR1",
+        "SIGSEGV",
+        "SIGUSR2",
+        "SIGPIPE",
+        "SIGALRM",
+        "SIGTERM",
+        "SIGSTKFLT",
+        "SIGCHLD",
+        "SIGCONT",
+        "SIGSTOP",
+        "SIGTSTP",
+        "SIGTTIN",
+        "SIGTTOU",
+        "SIGURG",
+        "SIGXCPU",
+        "SIGXFSZ",
+        "SIGVTALRM",
+        "SIGPROF",
+        "SIGWINCH",
+        "SIGIO",
+        "SIGPWR",
+        "SIGSYS",
     ];
     names.get(sig as usize).map(|s| s.to_string()).unwrap_or_else(|| format!("SIGRT{}", sig - 32))
 }
@@ -103,12 +132,8 @@ impl Reporter {
     }
 
     pub fn fatal_signal_line(&mut self, info: &SigInfo, pc: u64, mem: &GuestMemory) -> String {
-        let mut l = format!(
-            "Process terminating with default action of signal {} ({}) at {pc:#x}{}",
-            info.sig,
-            signal_name(info.sig),
-            self.describe_pc(pc, mem)
-        );
+        let mut l =
+            format!("Process terminating with default action of signal {} ({}) at {pc:#x}{}", info.sig, signal_name(info.sig), self.describe_pc(pc, mem));
         if let Some(c) = fault_cause(info) {
             l.push_str(": ");
             l.push_str(&c);

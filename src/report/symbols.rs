@@ -36,13 +36,14 @@ fn parse(path: &str) -> Option<FileSyms> {
     }
     syms.sort();
     syms.dedup_by_key(|s| s.0);
-    let first_vaddr = elf
-        .program_headers
+    let first_vaddr = elf.program_headers.iter().filter(|p| p.p_type == goblin::elf::program_header::PT_LOAD).map(|p| p.p_vaddr & !0xfff).min()?;
+    let slots = elf
+        .pltrelocs
         .iter()
-        .filter(|p| p.p_type == goblin::elf::program_header::PT_LOAD)
-        .map(|p| p.p_vaddr & !0xfff)
-        .min()?;
-    let slots = elf.pltrelocs.iter().chain(elf.dynrelas.iter()).filter(|r| r.r_sym != 0).filter_map(|r| Some((r.r_offset, elf.dynstrtab.get_at(elf.dynsyms.get(r.r_sym)?.st_name)?.to_string()))).collect();
+        .chain(elf.dynrelas.iter())
+        .filter(|r| r.r_sym != 0)
+        .filter_map(|r| Some((r.r_offset, elf.dynstrtab.get_at(elf.dynsyms.get(r.r_sym)?.st_name)?.to_string())))
+        .collect();
     Some(FileSyms { syms, first_vaddr, is_dyn: elf.header.e_type == goblin::elf::header::ET_DYN, entry: elf.header.e_entry, slots })
 }
 

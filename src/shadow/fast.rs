@@ -23,7 +23,7 @@ use super::propagate::{effective_address, r32, shadow_delta_of, summary_bytes_of
 use super::slot;
 use rtgrind_jit::iced_x86::{Instruction, InstructionInfo, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register, UsedMemory};
 use rtgrind_jit::instrument::code_asm::*;
-use rtgrind_jit::instrument::{tool_area, InsnSite, Inline, Version, When};
+use rtgrind_jit::instrument::{tool_area, Inline, InsnSite, Version, When};
 use std::collections::HashMap;
 
 /// Whether blocks get a fast version (`RTGRIND_FAST_PATH=0` turns it off, for comparisons).
@@ -167,9 +167,11 @@ fn accesses_memory(m: &UsedMemory) -> bool {
 /// one address each, no string instruction.
 fn handled(ins: &Instruction, info: &InstructionInfo) -> bool {
     !(ins.is_string_instruction() || ins.has_rep_prefix() || ins.has_repne_prefix() || ins.mnemonic() == Mnemonic::Enter)
-        && info.used_memory().iter().filter(|m| accesses_memory(m)).all(|m| {
-            fast_size(m.memory_size().size()) && !(m.index().is_xmm() || m.index().is_ymm() || m.index().is_zmm())
-        })
+        && info
+            .used_memory()
+            .iter()
+            .filter(|m| accesses_memory(m))
+            .all(|m| fast_size(m.memory_size().size()) && !(m.index().is_xmm() || m.index().is_ymm() || m.index().is_zmm()))
 }
 
 /// `movs`/`stos` with flat 64-bit addressing, which the fast version replays on the shadow.
@@ -521,9 +523,7 @@ impl FastBlock {
 
     /// How the instruction moves the cached bases: by a constant, or anyhow (forget).
     fn track_bases(&mut self, ins: &Instruction, info: &InstructionInfo) {
-        self.bases.retain_mut(|(base, _, drift)| {
-            base_step(*base, ins, info).map(|s| *drift += s).is_some() && drift.unsigned_abs() < GUARD / 2
-        });
+        self.bases.retain_mut(|(base, _, drift)| base_step(*base, ins, info).map(|s| *drift += s).is_some() && drift.unsigned_abs() < GUARD / 2);
     }
 
     /// `(x, d, disp)` such that `[x + d + disp]` is the shadow of access `m`, in registers

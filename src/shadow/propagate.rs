@@ -25,12 +25,10 @@
 
 use super::memory::{ShadowMemory, GUARD};
 use super::{gpr_slot, origin, slot, Sites};
-use rtgrind_jit::iced_x86::{
-    Code, EncodingKind, Instruction, InstructionInfo, MemoryOperand, Mnemonic, OpAccess, OpKind, Register, UsedMemory,
-};
-use rtgrind_jit::instrument::code_asm::*;
-use rtgrind_jit::instrument::{tool_area, InsnSite, Inline, Version};
 use rtgrind_jit::context::counts_in_registers;
+use rtgrind_jit::iced_x86::{Code, EncodingKind, Instruction, InstructionInfo, MemoryOperand, Mnemonic, OpAccess, OpKind, Register, UsedMemory};
+use rtgrind_jit::instrument::code_asm::*;
+use rtgrind_jit::instrument::{tool_area, Inline, InsnSite, Version};
 use rtgrind_jit::ThreadContext;
 use std::collections::HashMap;
 
@@ -69,7 +67,10 @@ enum Part {
     W32,
     W64,
     /// A vector register: 16 (xmm) or 32 (ymm) bytes; `vex`: a VEX write clears the upper half.
-    Vec { bytes: u32, vex: bool },
+    Vec {
+        bytes: u32,
+        vex: bool,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -136,9 +137,9 @@ pub(crate) fn writes(a: OpAccess) -> bool {
 
 /// Memory accesses with a real address (not `lea`, not VSIB gathers, known size).
 fn real_memory(info: &InstructionInfo) -> impl Iterator<Item = &UsedMemory> {
-    info.used_memory().iter().filter(|m| {
-        m.access() != OpAccess::NoMemAccess && !m.index().is_xmm() && !m.index().is_ymm() && !m.index().is_zmm() && m.memory_size().size() > 0
-    })
+    info.used_memory()
+        .iter()
+        .filter(|m| m.access() != OpAccess::NoMemAccess && !m.index().is_xmm() && !m.index().is_ymm() && !m.index().is_zmm() && m.memory_size().size() > 0)
 }
 
 fn operands(ins: &Instruction, info: &InstructionInfo) -> Operands {
@@ -189,9 +190,8 @@ fn operands(ins: &Instruction, info: &InstructionInfo) -> Operands {
 fn is_copy(ins: &Instruction) -> bool {
     use Mnemonic::*;
     match ins.mnemonic() {
-        Mov | Movzx | Push | Pop | Movd | Movq | Movdqa | Movdqu | Movaps | Movups | Movapd | Movupd | Lddqu | Movnti | Movntdq
-        | Movntps | Movntpd | Vmovd | Vmovq | Vmovdqa | Vmovdqu | Vmovaps | Vmovups | Vmovapd | Vmovupd | Vlddqu | Vmovntdq
-        | Vmovntps | Vmovntpd | Movbe => true,
+        Mov | Movzx | Push | Pop | Movd | Movq | Movdqa | Movdqu | Movaps | Movups | Movapd | Movupd | Lddqu | Movnti | Movntdq | Movntps | Movntpd | Vmovd
+        | Vmovq | Vmovdqa | Vmovdqu | Vmovaps | Vmovups | Vmovapd | Vmovupd | Vlddqu | Vmovntdq | Vmovntps | Vmovntpd | Movbe => true,
         // Only the memory forms zero the rest of the register; reg-reg forms merge.
         Movss | Movsd | Vmovss | Vmovsd => ins.op_kind(0) == OpKind::Memory || ins.op_kind(1) == OpKind::Memory,
         _ => false,
@@ -202,8 +202,28 @@ fn is_zeroing(ins: &Instruction) -> bool {
     use Mnemonic::*;
     let zeroing = matches!(
         ins.mnemonic(),
-        Xor | Sub | Sbb | Pxor | Xorps | Xorpd | Vpxor | Vxorps | Vxorpd | Psubb | Psubw | Psubd | Psubq | Vpsubb | Vpsubw
-            | Vpsubd | Vpsubq | Pcmpeqb | Pcmpeqw | Pcmpeqd | Vpcmpeqb | Vpcmpeqw | Vpcmpeqd
+        Xor | Sub
+            | Sbb
+            | Pxor
+            | Xorps
+            | Xorpd
+            | Vpxor
+            | Vxorps
+            | Vxorpd
+            | Psubb
+            | Psubw
+            | Psubd
+            | Psubq
+            | Vpsubb
+            | Vpsubw
+            | Vpsubd
+            | Vpsubq
+            | Pcmpeqb
+            | Pcmpeqw
+            | Pcmpeqd
+            | Vpcmpeqb
+            | Vpcmpeqw
+            | Vpcmpeqd
     ) && ins.mnemonic() != Sbb;
     if !zeroing || ins.op_count() < 2 {
         return false;
@@ -214,7 +234,8 @@ fn is_zeroing(ins: &Instruction) -> bool {
 }
 
 fn is_string(ins: &Instruction) -> bool {
-    ins.is_string_instruction() && !matches!(ins.mnemonic(), Mnemonic::Insb | Mnemonic::Insw | Mnemonic::Insd | Mnemonic::Outsb | Mnemonic::Outsw | Mnemonic::Outsd)
+    ins.is_string_instruction()
+        && !matches!(ins.mnemonic(), Mnemonic::Insb | Mnemonic::Insw | Mnemonic::Insd | Mnemonic::Outsb | Mnemonic::Outsw | Mnemonic::Outsd)
 }
 
 /// Skipped by propagation: no data moves, or a hook handles it.
@@ -222,8 +243,23 @@ fn is_skipped(ins: &Instruction) -> bool {
     use Mnemonic::*;
     matches!(
         ins.mnemonic(),
-        Syscall | Nop | Endbr64 | Pause | Lfence | Sfence | Mfence | Prefetchnta | Prefetcht0 | Prefetcht1 | Prefetcht2 | Prefetchw
-            | Vzeroupper | Jmp | Ret | Ud2 | Int3
+        Syscall
+            | Nop
+            | Endbr64
+            | Pause
+            | Lfence
+            | Sfence
+            | Mfence
+            | Prefetchnta
+            | Prefetcht0
+            | Prefetcht1
+            | Prefetcht2
+            | Prefetchw
+            | Vzeroupper
+            | Jmp
+            | Ret
+            | Ud2
+            | Int3
     ) || ins.is_jcc_short_or_near()
         || ins.is_loop()
         || ins.is_loopcc()
@@ -548,7 +584,30 @@ impl Propagation {
         let (taint_table, origin_table) = (table(shadow), origins.map_or(0, table));
         // SAFETY: as above.
         let summary = unsafe { (*shadow).summary_addr() }.unwrap_or(0);
-        Propagation { shadow, origins, sites: Sites::default(), policy: None, taint_on: true, count_blocks: false, flags_origin_unread: false, known: 0, known_new: 0, dead_origins: HashMap::new(), dead_here: 0, granules: Vec::new(), granules_next_pc: None, block_bases: 0, stack_aligned: false, instance: None, library_call: None, log: None, callout, taint_table, origin_table, summary }
+        Propagation {
+            shadow,
+            origins,
+            sites: Sites::default(),
+            policy: None,
+            taint_on: true,
+            count_blocks: false,
+            flags_origin_unread: false,
+            known: 0,
+            known_new: 0,
+            dead_origins: HashMap::new(),
+            dead_here: 0,
+            granules: Vec::new(),
+            granules_next_pc: None,
+            block_bases: 0,
+            stack_aligned: false,
+            instance: None,
+            library_call: None,
+            log: None,
+            callout,
+            taint_table,
+            origin_table,
+            summary,
+        }
     }
 
     fn callout_args(&self) -> &CalloutArg {
@@ -773,7 +832,10 @@ impl Propagation {
         let copies_alone_read = self.policy.is_none() && self.log.is_none();
         let dead = if copies_alone_read { self.dead_origins.get(&ins.ip()).copied().unwrap_or(0) } else { 0 };
         self.dead_here = dead;
-        let all_dead = !origin_o.dst_regs.is_empty() && origin_o.dst_mem.is_empty() && !origin_o.writes_flags && origin_o.dst_regs.iter().all(|&d| dead & origin_bit(d) != 0);
+        let all_dead = !origin_o.dst_regs.is_empty()
+            && origin_o.dst_mem.is_empty()
+            && !origin_o.writes_flags
+            && origin_o.dst_regs.iter().all(|&d| dead & origin_bit(d) != 0);
         // A general register copied into itself (`movzx eax, al`, `mov eax, eax`) keeps its one
         // origin slot as it is.
         let self_copy = copies_alone_read
@@ -1460,7 +1522,13 @@ impl Propagation {
     fn undefined_takes_address(&mut self, b: &mut Inline, r: Regs, m: &UsedMemory, here: u64) {
         let Some(policy) = self.policy else { return };
         let usable = |x: Register| x.is_gpr64() && !matches!(x, Register::RSP | Register::RBP);
-        let from = if usable(m.index()) { m.index() } else if usable(m.base()) { m.base() } else { return };
+        let from = if usable(m.index()) {
+            m.index()
+        } else if usable(m.base()) {
+            m.base()
+        } else {
+            return;
+        };
         let n = from.number() - Register::RAX.number();
         // Instances below `first_instance` (a power of two) have no bit at or above its own.
         let shift = 1 + origin::INSTANCE_SHIFT + policy.first_instance.trailing_zeros();
@@ -1534,7 +1602,9 @@ impl Propagation {
     /// tracked for), else they are forgotten.
     fn reclaim(&mut self, site: &InsnSite, b: &mut Inline) {
         // An instruction that uses many registers leaves too few for its code with these.
-        if b.free_registers() < 8 + self.granules.len() as u32 + u32::from(self.instance.is_some()) || self.granules_next_pc.is_some_and(|pc| pc != site.ins.ip()) {
+        if b.free_registers() < 8 + self.granules.len() as u32 + u32::from(self.instance.is_some())
+            || self.granules_next_pc.is_some_and(|pc| pc != site.ins.ip())
+        {
             self.granules.clear();
         }
         if b.free_registers() < 9 {
@@ -1563,14 +1633,12 @@ impl Propagation {
         if super::fast::base_step(Register::RSP, site.ins, site.info).is_none_or(|s| s % 8 != 0) {
             self.stack_aligned = false;
         }
-        self.granules.retain_mut(|g| {
-            match super::fast::base_step(g.base, site.ins, site.info) {
-                Some(step) if step % 8 == 0 && (g.drift + step).unsigned_abs() < GUARD / 2 => {
-                    g.drift += step;
-                    true
-                }
-                _ => false,
+        self.granules.retain_mut(|g| match super::fast::base_step(g.base, site.ins, site.info) {
+            Some(step) if step % 8 == 0 && (g.drift + step).unsigned_abs() < GUARD / 2 => {
+                g.drift += step;
+                true
             }
+            _ => false,
         });
         self.granules_next_pc = Some(site.ins.next_ip());
     }
@@ -1844,18 +1912,29 @@ pub(crate) fn dead_origins(insns: &[Instruction]) -> HashMap<u64, u32> {
     // Registers whose origin the code after the current instruction overwrites first.
     let mut overwritten = 0u32;
     for ins in insns.iter().rev() {
-        let barrier = ins.is_invalid()
-            || ins.flow_control() != FlowControl::Next
-            || is_string(ins)
-            || is_skipped(ins)
-            || {
-                use Mnemonic::*;
-                matches!(
-                    ins.mnemonic(),
-                    Xsave | Xsave64 | Xsaveopt | Xsaveopt64 | Xsavec | Xsavec64 | Xsaves | Xsaves64 | Xrstor | Xrstor64 | Xrstors
-                        | Xrstors64 | Fxsave | Fxsave64 | Fxrstor | Fxrstor64 | Vzeroall
-                )
-            };
+        let barrier = ins.is_invalid() || ins.flow_control() != FlowControl::Next || is_string(ins) || is_skipped(ins) || {
+            use Mnemonic::*;
+            matches!(
+                ins.mnemonic(),
+                Xsave
+                    | Xsave64
+                    | Xsaveopt
+                    | Xsaveopt64
+                    | Xsavec
+                    | Xsavec64
+                    | Xsaves
+                    | Xsaves64
+                    | Xrstor
+                    | Xrstor64
+                    | Xrstors
+                    | Xrstors64
+                    | Fxsave
+                    | Fxsave64
+                    | Fxrstor
+                    | Fxrstor64
+                    | Vzeroall
+            )
+        };
         if barrier {
             overwritten = 0;
             continue;

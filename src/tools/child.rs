@@ -86,7 +86,13 @@ pub fn run(args: &[std::ffi::OsString], stdout: &Path, stderr: &Path, limit: Opt
     let start = Instant::now();
     // A process group of its own: a run killed for its time limit takes every process it made
     // with it (a repeatable run is three: rtgrind, the pid namespace's reaper, the program).
-    let mut child = Command::new(exe).args(args).process_group(0).stdin(Stdio::null()).stdout(std::fs::File::create(stdout)?).stderr(std::fs::File::create(stderr)?).spawn()?;
+    let mut child = Command::new(exe)
+        .args(args)
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(stdout)?)
+        .stderr(std::fs::File::create(stderr)?)
+        .spawn()?;
     RUNNING.store(child.id() as i32, Ordering::SeqCst);
     let ended = loop {
         if let Some(s) = child.try_wait()? {

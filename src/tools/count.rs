@@ -15,9 +15,9 @@ use super::{cmov_cc, ToolRun};
 use crate::kernel::memory::GuestMemory;
 use crate::report::symbols::SymbolCache;
 use crate::report::Reporter;
-use rtgrind_jit::instrument::code_asm::*;
-use rtgrind_jit::instrument::{InsnSite, Inline, Tool};
 use rtgrind_jit::iced_x86::{FlowControl, Mnemonic, OpAccess};
+use rtgrind_jit::instrument::code_asm::*;
+use rtgrind_jit::instrument::{Inline, InsnSite, Tool};
 use std::collections::{BTreeMap, HashMap};
 
 /// Counter pages are never freed or moved: translated code holds their addresses.

@@ -83,8 +83,20 @@ fn none_make(_: &crate::cli::Cli) -> Result<Box<dyn ToolRun>, Error> {
 /// Every tool, in `--help`'s order.
 pub const TOOLS: &[ToolSpec] = &[
     ToolSpec { name: "none", about: "Run the program under the JIT with no instrumentation.", options: Vec::new, make: none_make, search: None },
-    ToolSpec { name: "count", about: "Count instructions, blocks, loads, stores and conditional branches (inline counters).", options: ids::<count::Options>, make: count::make, search: None },
-    ToolSpec { name: "taint", about: "Track which branches, addresses and syscall arguments depend on input bytes.", options: ids::<taint::Options>, make: taint::make, search: None },
+    ToolSpec {
+        name: "count",
+        about: "Count instructions, blocks, loads, stores and conditional branches (inline counters).",
+        options: ids::<count::Options>,
+        make: count::make,
+        search: None,
+    },
+    ToolSpec {
+        name: "taint",
+        about: "Track which branches, addresses and syscall arguments depend on input bytes.",
+        options: ids::<taint::Options>,
+        make: taint::make,
+        search: None,
+    },
     ToolSpec {
         name: "switch",
         about: "Invert the outcome of one instance of one conditional branch.",
@@ -197,7 +209,6 @@ pub fn cmov_cc(asm: &mut CodeAssembler, cc: ConditionCode, dst: AsmRegister64, s
     }
     .unwrap();
 }
-
 
 /// The main program's path and mapped range (from its first to its last mapping).
 pub fn main_module(mem: &GuestMemory, program: &str) -> (String, (u64, u64)) {

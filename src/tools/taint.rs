@@ -18,7 +18,7 @@ use crate::shadow::propagate::Propagation;
 use crate::shadow::{self, fast, origin, slot};
 use rtgrind_jit::iced_x86::{FlowControl, Instruction, OpAccess, OpKind, Register};
 use rtgrind_jit::instrument::code_asm::{qword_ptr, rcx, AsmRegister64};
-use rtgrind_jit::instrument::{tool_area, InsnSite, Inline, Tool, Version};
+use rtgrind_jit::instrument::{tool_area, Inline, InsnSite, Tool, Version};
 use rtgrind_jit::ThreadContext;
 use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
@@ -126,7 +126,18 @@ impl Taint {
         let origins = if track_origins { Some(Box::into_raw(Box::new(ShadowMemory::for_origins()?))) } else { None };
         let input_fds = if input == Input::Stdin { HashSet::from([0]) } else { HashSet::new() };
         let prop = Propagation::new(shadow, origins);
-        Ok(Taint { input, shadow, prop, findings: Box::default(), input_fds, origins, threads: 0, fast: fast::enabled(), block_use: Default::default(), fast_block: fast::FastBlock::new(0, 0, false, &Default::default()) })
+        Ok(Taint {
+            input,
+            shadow,
+            prop,
+            findings: Box::default(),
+            input_fds,
+            origins,
+            threads: 0,
+            fast: fast::enabled(),
+            block_use: Default::default(),
+            fast_block: fast::FastBlock::new(0, 0, false, &Default::default()),
+        })
     }
 
     /// Gives guest memory `[start, end)` shadow of its own (see `shadow::memory`).
@@ -315,16 +326,49 @@ impl Tool for Taint {
 /// Arguments a syscall takes (the others are not checked); unknown ones are checked in full.
 pub(crate) fn arg_count(nr: i64) -> usize {
     match nr {
-        libc::SYS_close | libc::SYS_brk | libc::SYS_exit | libc::SYS_exit_group | libc::SYS_dup | libc::SYS_set_tid_address
-        | libc::SYS_uname | libc::SYS_pipe => 1,
-        libc::SYS_munmap | libc::SYS_fstat | libc::SYS_stat | libc::SYS_lstat | libc::SYS_dup2 | libc::SYS_clock_gettime
-        | libc::SYS_gettimeofday | libc::SYS_arch_prctl | libc::SYS_pipe2 | libc::SYS_kill | libc::SYS_access
+        libc::SYS_close
+        | libc::SYS_brk
+        | libc::SYS_exit
+        | libc::SYS_exit_group
+        | libc::SYS_dup
+        | libc::SYS_set_tid_address
+        | libc::SYS_uname
+        | libc::SYS_pipe => 1,
+        libc::SYS_munmap
+        | libc::SYS_fstat
+        | libc::SYS_stat
+        | libc::SYS_lstat
+        | libc::SYS_dup2
+        | libc::SYS_clock_gettime
+        | libc::SYS_gettimeofday
+        | libc::SYS_arch_prctl
+        | libc::SYS_pipe2
+        | libc::SYS_kill
+        | libc::SYS_access
         | libc::SYS_set_robust_list => 2,
-        libc::SYS_read | libc::SYS_write | libc::SYS_open | libc::SYS_lseek | libc::SYS_mprotect | libc::SYS_ioctl
-        | libc::SYS_readv | libc::SYS_writev | libc::SYS_getrandom | libc::SYS_fcntl | libc::SYS_getdents64 | libc::SYS_madvise
-        | libc::SYS_tgkill | libc::SYS_readlink => 3,
-        libc::SYS_openat | libc::SYS_newfstatat | libc::SYS_pread64 | libc::SYS_pwrite64 | libc::SYS_rt_sigaction
-        | libc::SYS_rt_sigprocmask | libc::SYS_wait4 | libc::SYS_prlimit64 | libc::SYS_readlinkat => 4,
+        libc::SYS_read
+        | libc::SYS_write
+        | libc::SYS_open
+        | libc::SYS_lseek
+        | libc::SYS_mprotect
+        | libc::SYS_ioctl
+        | libc::SYS_readv
+        | libc::SYS_writev
+        | libc::SYS_getrandom
+        | libc::SYS_fcntl
+        | libc::SYS_getdents64
+        | libc::SYS_madvise
+        | libc::SYS_tgkill
+        | libc::SYS_readlink => 3,
+        libc::SYS_openat
+        | libc::SYS_newfstatat
+        | libc::SYS_pread64
+        | libc::SYS_pwrite64
+        | libc::SYS_rt_sigaction
+        | libc::SYS_rt_sigprocmask
+        | libc::SYS_wait4
+        | libc::SYS_prlimit64
+        | libc::SYS_readlinkat => 4,
         libc::SYS_mremap => 5,
         _ => 6,
     }
@@ -453,11 +497,15 @@ impl ToolRun for Taint {
         let sites: Vec<u64> = f.keys().map(|k| k.1).collect();
         let mut lines = SourceLines::default();
         let places = lines.describe(&sites, mem);
-        report.line(&format!("taint: input from {}; {} input-dependent sites", match &self.input {
-            Input::Stdin => "stdin".to_string(),
-            Input::Argv => "the arguments".to_string(),
-            Input::File(p) => p.display().to_string(),
-        }, f.len()));
+        report.line(&format!(
+            "taint: input from {}; {} input-dependent sites",
+            match &self.input {
+                Input::Stdin => "stdin".to_string(),
+                Input::Argv => "the arguments".to_string(),
+                Input::File(p) => p.display().to_string(),
+            },
+            f.len()
+        ));
         for (((kind, pc, detail), (n, o)), place) in f.iter().zip(places) {
             let detail = if detail.is_empty() { String::new() } else { format!(" ({detail})") };
             report.line(&format!("taint: {:<20} at {pc:#x} {place}{detail}: {n} times", kind.describe()));

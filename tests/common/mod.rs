@@ -112,10 +112,7 @@ pub fn reset_dir(dir: &Path) {
 
 /// Per-run wall-clock limit; a run that exceeds it is killed (with its whole process group).
 pub fn run_timeout() -> Duration {
-    let secs = std::env::var("RTGRIND_TEST_TIMEOUT")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(60);
+    let secs = std::env::var("RTGRIND_TEST_TIMEOUT").ok().and_then(|s| s.parse().ok()).unwrap_or(60);
     Duration::from_secs(secs)
 }
 
@@ -231,18 +228,14 @@ pub struct Cmd {
 
 impl Cmd {
     pub fn new(program: impl Into<PathBuf>) -> Cmd {
-        Cmd {
-            program: program.into(),
-            ..Cmd::default()
-        }
+        Cmd { program: program.into(), ..Cmd::default() }
     }
     pub fn arg(mut self, a: impl AsRef<OsStr>) -> Cmd {
         self.args.push(a.as_ref().to_owned());
         self
     }
     pub fn args<I: IntoIterator<Item = S>, S: AsRef<OsStr>>(mut self, args: I) -> Cmd {
-        self.args
-            .extend(args.into_iter().map(|a| a.as_ref().to_owned()));
+        self.args.extend(args.into_iter().map(|a| a.as_ref().to_owned()));
         self
     }
     pub fn stdin(mut self, bytes: impl Into<Vec<u8>>) -> Cmd {
@@ -254,8 +247,7 @@ impl Cmd {
         self
     }
     pub fn env(mut self, k: impl AsRef<OsStr>, v: impl AsRef<OsStr>) -> Cmd {
-        self.env
-            .push((k.as_ref().to_owned(), v.as_ref().to_owned()));
+        self.env.push((k.as_ref().to_owned(), v.as_ref().to_owned()));
         self
     }
 
@@ -300,11 +292,7 @@ pub fn run_rtgrind<I: IntoIterator<Item = S>, S: AsRef<OsStr>>(opts: I, cmd: &Cm
 
 /// `run_rtgrind` with its own time limit instead of `run_timeout()` (for runs that must finish
 /// quickly, e.g. a deadlock that must be reported and not hang).
-pub fn run_rtgrind_within<I: IntoIterator<Item = S>, S: AsRef<OsStr>>(
-    opts: I,
-    cmd: &Cmd,
-    limit: Duration,
-) -> Output {
+pub fn run_rtgrind_within<I: IntoIterator<Item = S>, S: AsRef<OsStr>>(opts: I, cmd: &Cmd, limit: Duration) -> Output {
     let opts = opts.into_iter().map(|s| s.as_ref().to_owned()).collect();
     spawn(cmd.command(Some((&rtgrind_bin(), opts))), cmd.input(), true).wait_within(limit)
 }
@@ -325,11 +313,7 @@ pub fn run_command(cmd: Command, input: Input) -> Output {
 /// Runs `first | second` (a real pipe); returns both outputs (`first.stdout` stays empty).
 pub fn run_pipeline(first: Command, first_input: Input, second: Command) -> (Output, Output) {
     let mut a = spawn(first, first_input, false);
-    let pipe = a
-        .child
-        .stdout
-        .take()
-        .expect("first stage has a piped stdout");
+    let pipe = a.child.stdout.take().expect("first stage has a piped stdout");
     let b = spawn(second, Input::Stdio(Stdio::from(pipe)), true).wait();
     (a.wait(), b)
 }
@@ -366,10 +350,7 @@ fn spawn(mut cmd: Command, input: Input, capture_stdout: bool) -> Running {
     // is async-signal-safe; it touches no memory shared with the parent.
     unsafe {
         cmd.pre_exec(|| {
-            let zero = libc::rlimit {
-                rlim_cur: 0,
-                rlim_max: 0,
-            };
+            let zero = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
             libc::setrlimit(libc::RLIMIT_CORE, &zero);
             Ok(())
         });
@@ -411,13 +392,7 @@ fn spawn(mut cmd: Command, input: Input, capture_stdout: bool) -> Running {
             let _ = tx.send((fd, buf));
         });
     }
-    Running {
-        command,
-        child,
-        start,
-        rx,
-        readers,
-    }
+    Running { command, child, start, rx, readers }
 }
 
 impl Running {
@@ -455,9 +430,7 @@ impl Running {
         let mut stderr = Vec::new();
         let mut got = 0;
         while got < self.readers {
-            let left = deadline
-                .saturating_duration_since(Instant::now())
-                .max(Duration::from_secs(2));
+            let left = deadline.saturating_duration_since(Instant::now()).max(Duration::from_secs(2));
             match self.rx.recv_timeout(left) {
                 Ok((1, b)) => (stdout, got) = (b, got + 1),
                 Ok((_, b)) => (stderr, got) = (b, got + 1),
@@ -468,16 +441,7 @@ impl Running {
                 Err(_) => break,
             }
         }
-        Output {
-            command: self.command,
-            pid,
-            stdout,
-            stderr,
-            status,
-            timed_out,
-            elapsed: self.start.elapsed(),
-            limit,
-        }
+        Output { command: self.command, pid, stdout, stderr, status, timed_out, elapsed: self.start.elapsed(), limit }
     }
 }
 
@@ -492,10 +456,7 @@ fn describe_command(cmd: &Command) -> String {
 
 fn shell_quote(s: &OsStr) -> String {
     let s = s.to_string_lossy();
-    if !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./=,:+%@".contains(c))
-    {
+    if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=,:+%@".contains(c)) {
         s.into_owned()
     } else {
         format!("'{}'", s.replace('\'', r"'\''"))
@@ -566,11 +527,7 @@ pub fn compare(native: &Output, rt: &Output) -> Result<(), String> {
     match (native.status.signal(), rt.status.signal()) {
         (Some(ns), Some(rs)) => {
             if ns != rs {
-                problems.push(format!(
-                    "fatal signal: native {}, rtgrind {}",
-                    signal_name(ns),
-                    signal_name(rs)
-                ));
+                problems.push(format!("fatal signal: native {}, rtgrind {}", signal_name(ns), signal_name(rs)));
             }
             let name = signal_name(ns);
             match report.as_slice() {
@@ -582,41 +539,25 @@ pub fn compare(native: &Output, rt: &Output) -> Result<(), String> {
                         problems.push(format!("the crash report line must name {name} and `at 0x<guest pc>`: {line:?}"));
                     }
                 }
-                lines => problems.push(format!(
-                    "expected exactly one `=={}== ...{name}... at 0x...` line on stderr, found {}: {lines:#?}",
-                    rt.pid,
-                    lines.len()
-                )),
+                lines => {
+                    problems.push(format!("expected exactly one `=={}== ...{name}... at 0x...` line on stderr, found {}: {lines:#?}", rt.pid, lines.len()))
+                }
             }
         }
         _ => {
-            if native.status.code() != rt.status.code()
-                || native.status.signal() != rt.status.signal()
-            {
-                problems.push(format!(
-                    "status: native {}, rtgrind {}",
-                    native.status_text(),
-                    rt.status_text()
-                ));
+            if native.status.code() != rt.status.code() || native.status.signal() != rt.status.signal() {
+                problems.push(format!("status: native {}, rtgrind {}", native.status_text(), rt.status_text()));
             }
             if !report.is_empty() && native.status.signal().is_none() {
-                problems.push(format!(
-                    "rtgrind printed its own lines although the guest was not killed by a signal: {report:#?}"
-                ));
+                problems.push(format!("rtgrind printed its own lines although the guest was not killed by a signal: {report:#?}"));
             }
         }
     }
     if native.stdout != rt.stdout {
-        problems.push(format!(
-            "stdout differs:\n{}",
-            diff(&native.stdout, &rt.stdout)
-        ));
+        problems.push(format!("stdout differs:\n{}", diff(&native.stdout, &rt.stdout)));
     }
     if native.stderr != guest_stderr {
-        problems.push(format!(
-            "stderr differs (rtgrind's `==PID==` lines removed):\n{}",
-            diff(&native.stderr, &guest_stderr)
-        ));
+        problems.push(format!("stderr differs (rtgrind's `==PID==` lines removed):\n{}", diff(&native.stderr, &guest_stderr)));
     }
     if problems.is_empty() {
         return Ok(());
@@ -625,12 +566,7 @@ pub fn compare(native: &Output, rt: &Output) -> Result<(), String> {
     for p in problems {
         let _ = writeln!(msg, "  * {}", p.replace('\n', "\n    "));
     }
-    let _ = write!(
-        msg,
-        "native:  {}\nrtgrind: {}",
-        native.status_text(),
-        rt.describe()
-    );
+    let _ = write!(msg, "native:  {}\nrtgrind: {}", native.status_text(), rt.describe());
     Err(msg)
 }
 
@@ -643,52 +579,26 @@ pub fn assert_same(native: &Output, rt: &Output) {
 
 /// Panics unless `o` is a normal exit with status `code` (the message shows the output).
 pub fn assert_exit(o: &Output, code: i32) {
-    assert!(
-        !o.timed_out && o.status.code() == Some(code),
-        "expected exit {code}:\n{}",
-        o.describe()
-    );
+    assert!(!o.timed_out && o.status.code() == Some(code), "expected exit {code}:\n{}", o.describe());
 }
 
 /// Panics if `o`'s stderr contains a Rust panic message.
 pub fn assert_no_panic(o: &Output) {
-    assert!(
-        !o.stderr_str().contains("panicked at"),
-        "rtgrind panicked:\n{}",
-        o.describe()
-    );
+    assert!(!o.stderr_str().contains("panicked at"), "rtgrind panicked:\n{}", o.describe());
 }
 
 /// A unified line diff of two outputs (`-` native, `+` rtgrind), 3 lines of context, capped.
 pub fn diff(a: &[u8], b: &[u8]) -> String {
-    let first = a
-        .iter()
-        .zip(b)
-        .position(|(x, y)| x != y)
-        .unwrap_or(a.len().min(b.len()));
-    let mut out = format!(
-        "    ({} vs {} bytes; first difference at byte {first})\n",
-        a.len(),
-        b.len()
-    );
+    let first = a.iter().zip(b).position(|(x, y)| x != y).unwrap_or(a.len().min(b.len()));
+    let mut out = format!("    ({} vs {} bytes; first difference at byte {first})\n", a.len(), b.len());
     if !is_text(a) || !is_text(b) {
-        let _ = writeln!(
-            out,
-            "    -{}\n    +{}\n    (- native, + rtgrind; binary)",
-            hex_around(a, first),
-            hex_around(b, first)
-        );
+        let _ = writeln!(out, "    -{}\n    +{}\n    (- native, + rtgrind; binary)", hex_around(a, first), hex_around(b, first));
         return out;
     }
     let la: Vec<&[u8]> = a.split_inclusive(|&c| c == b'\n').collect();
     let lb: Vec<&[u8]> = b.split_inclusive(|&c| c == b'\n').collect();
     let pre = la.iter().zip(&lb).take_while(|(x, y)| x == y).count();
-    let suf = la[pre..]
-        .iter()
-        .rev()
-        .zip(lb[pre..].iter().rev())
-        .take_while(|(x, y)| x == y)
-        .count();
+    let suf = la[pre..].iter().rev().zip(lb[pre..].iter().rev()).take_while(|(x, y)| x == y).count();
     let (ma, mb) = (&la[pre..la.len() - suf], &lb[pre..lb.len() - suf]);
     // Edit script over the differing middle: LCS when small enough, else delete-all/insert-all.
     let mut ops: Vec<(char, &[u8])> = Vec::new();
@@ -697,11 +607,7 @@ pub fn diff(a: &[u8], b: &[u8]) -> String {
         let mut t = vec![0u32; (n + 1) * (m + 1)];
         for i in (0..n).rev() {
             for j in (0..m).rev() {
-                t[i * (m + 1) + j] = if ma[i] == mb[j] {
-                    t[(i + 1) * (m + 1) + j + 1] + 1
-                } else {
-                    t[(i + 1) * (m + 1) + j].max(t[i * (m + 1) + j + 1])
-                };
+                t[i * (m + 1) + j] = if ma[i] == mb[j] { t[(i + 1) * (m + 1) + j + 1] + 1 } else { t[(i + 1) * (m + 1) + j].max(t[i * (m + 1) + j + 1]) };
             }
         }
         let (mut i, mut j) = (0, 0);
@@ -725,13 +631,7 @@ pub fn diff(a: &[u8], b: &[u8]) -> String {
     let mut all: Vec<(char, &[u8])> = la[..pre].iter().map(|l| (' ', *l)).collect();
     all.extend(ops);
     all.extend(la[la.len() - suf..].iter().map(|l| (' ', *l)));
-    let show: Vec<bool> = (0..all.len())
-        .map(|k| {
-            all[k.saturating_sub(3)..(k + 4).min(all.len())]
-                .iter()
-                .any(|(c, _)| *c != ' ')
-        })
-        .collect();
+    let show: Vec<bool> = (0..all.len()).map(|k| all[k.saturating_sub(3)..(k + 4).min(all.len())].iter().any(|(c, _)| *c != ' ')).collect();
     let mut printed = 0;
     let mut skipped = false;
     for (k, (c, line)) in all.iter().enumerate() {
@@ -761,15 +661,7 @@ pub fn diff(a: &[u8], b: &[u8]) -> String {
 
 /// Control characters (other than tab) escaped, the rest as is.
 fn visible(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_control() && c != '\t' {
-                c.escape_debug().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
+    s.chars().map(|c| if c.is_control() && c != '\t' { c.escape_debug().to_string() } else { c.to_string() }).collect()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -798,21 +690,13 @@ const SIGNALS: &[(i32, &str)] = &[
 
 /// `SIGSEGV` for 11 (or `signal N` for one not in the table).
 pub fn signal_name(sig: i32) -> String {
-    SIGNALS
-        .iter()
-        .find(|(n, _)| *n == sig)
-        .map(|(_, s)| s.to_string())
-        .unwrap_or_else(|| format!("signal {sig}"))
+    SIGNALS.iter().find(|(n, _)| *n == sig).map(|(_, s)| s.to_string()).unwrap_or_else(|| format!("signal {sig}"))
 }
 
 /// 11 for `SIGSEGV` or `SEGV`.
 pub fn signal_number(name: &str) -> Option<i32> {
     let name = name.trim().to_ascii_uppercase();
-    let full = if name.starts_with("SIG") {
-        name
-    } else {
-        format!("SIG{name}")
-    };
+    let full = if name.starts_with("SIG") { name } else { format!("SIG{name}") };
     SIGNALS.iter().find(|(_, s)| *s == full).map(|(n, _)| *n)
 }
 
@@ -823,10 +707,7 @@ pub fn signal_number(name: &str) -> Option<i32> {
 fn with_compile_slot<T>(f: impl FnOnce() -> T) -> T {
     static SLOTS: OnceLock<(Mutex<usize>, Condvar)> = OnceLock::new();
     let (m, cv) = SLOTS.get_or_init(|| {
-        let n = std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(2)
-            .min(8);
+        let n = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).min(8);
         (Mutex::new(n), Condvar::new())
     });
     let mut free = cv.wait_while(m.lock().unwrap(), |f| *f == 0).unwrap();
@@ -870,17 +751,9 @@ pub fn compile_snippet(name: &str, ext: &str, source: &str, flags: &[&str]) -> P
     let built = build.join(name);
     let exe = dir.join(name);
     std::fs::write(&src, source).unwrap();
-    let compiler = if ext == "cc" || ext == "cpp" {
-        "g++"
-    } else {
-        "gcc"
-    };
+    let compiler = if ext == "cc" || ext == "cpp" { "g++" } else { "gcc" };
     let mut args: Vec<OsString> = flags.iter().map(OsString::from).collect();
-    args.extend([
-        "-o".into(),
-        built.clone().into_os_string(),
-        src.into_os_string(),
-    ]);
+    args.extend(["-o".into(), built.clone().into_os_string(), src.into_os_string()]);
     if let Err(e) = run_compiler(compiler, &args) {
         panic!("cannot build the test snippet {name}.{ext}: {e}");
     }
@@ -974,10 +847,7 @@ fn lang_of(path: &Path) -> Option<Lang> {
     }
 }
 
-type Entry = (
-    Result<PathBuf, String>,
-    OnceLock<Result<GuestProgram, String>>,
-);
+type Entry = (Result<PathBuf, String>, OnceLock<Result<GuestProgram, String>>);
 
 /// Every program in `guest-programs/correct/` by name (file stem). A name with two sources is an
 /// error entry.
@@ -1014,13 +884,7 @@ fn scan_guest_dir(dir: &Path) -> BTreeMap<String, Entry> {
         .into_iter()
         .map(|(name, mut paths)| {
             paths.sort();
-            let src = if paths.len() == 1 {
-                Ok(paths.pop().unwrap())
-            } else {
-                Err(format!(
-                    "guest program {name} has more than one source: {paths:?}"
-                ))
-            };
+            let src = if paths.len() == 1 { Ok(paths.pop().unwrap()) } else { Err(format!("guest program {name} has more than one source: {paths:?}")) };
             (name, (src, OnceLock::new()))
         })
         .collect()
@@ -1044,18 +908,14 @@ pub fn guest_spec(name: &str) -> Result<Spec, String> {
 /// Parses the directives of the guest program `name` in `dir`.
 pub fn guest_spec_in(dir: &Path, name: &str) -> Result<Spec, String> {
     let src = guest_source_in(dir, name)?;
-    let text =
-        std::fs::read_to_string(&src).map_err(|e| format!("cannot read {}: {e}", src.display()))?;
+    let text = std::fs::read_to_string(&src).map_err(|e| format!("cannot read {}: {e}", src.display()))?;
     parse_spec(&text, lang_of(&src).unwrap()).map_err(|e| format!("{}: {e}", src.display()))
 }
 
 fn guest_source_in(dir: &Path, name: &str) -> Result<PathBuf, String> {
     match guest_table_in(dir).get(name) {
         Some((src, _)) => src.clone(),
-        None => Err(format!(
-            "guest program `{name}` not found: no {name}.c, {name}.cc or {name}.S in {}",
-            dir.display()
-        )),
+        None => Err(format!("guest program `{name}` not found: no {name}.c, {name}.cc or {name}.S in {}", dir.display())),
     }
 }
 
@@ -1069,12 +929,8 @@ pub fn guest(name: &str) -> Result<&'static GuestProgram, String> {
 /// another directory into `guests-<its path under guest-programs, '/' as '-'>/`.
 pub fn guest_in(dir: &Path, name: &str) -> Result<&'static GuestProgram, String> {
     let source = guest_source_in(dir, name)?;
-    let (_, cell) = guest_table_in(dir)
-        .get(name)
-        .expect("checked by guest_source_in");
-    cell.get_or_init(|| build_guest(dir, name, &source))
-        .as_ref()
-        .map_err(Clone::clone)
+    let (_, cell) = guest_table_in(dir).get(name).expect("checked by guest_source_in");
+    cell.get_or_init(|| build_guest(dir, name, &source)).as_ref().map_err(Clone::clone)
 }
 
 /// Where the programs of `dir` are built.
@@ -1084,11 +940,7 @@ fn build_dir_for(dir: &Path) -> PathBuf {
     }
     let base = repo_root().join("guest-programs");
     let rel = dir.strip_prefix(&base).unwrap_or(dir);
-    let tag: Vec<String> = rel
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
-        .filter(|c| c != "/")
-        .collect();
+    let tag: Vec<String> = rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).filter(|c| c != "/").collect();
     run_dir().join(format!("guests-{}", tag.join("-")))
 }
 
@@ -1106,39 +958,20 @@ fn build_guest(src_dir: &Path, name: &str, source: &Path) -> Result<GuestProgram
         .map(|&v| {
             let exe = dir.join(format!("{name}.{v}"));
             let mut args: Vec<OsString> = variant_flags(v).iter().map(OsString::from).collect();
-            args.extend([
-                "-o".into(),
-                exe.clone().into_os_string(),
-                source.as_os_str().to_owned(),
-            ]);
+            args.extend(["-o".into(), exe.clone().into_os_string(), source.as_os_str().to_owned()]);
             args.extend(spec.cflags.iter().map(OsString::from));
             (v, exe, args)
         })
         .collect();
     let results: Vec<Result<(), String>> = std::thread::scope(|s| {
-        let handles: Vec<_> = jobs
-            .iter()
-            .map(|(_, _, args)| s.spawn(move || run_compiler(compiler, args)))
-            .collect();
+        let handles: Vec<_> = jobs.iter().map(|(_, _, args)| s.spawn(move || run_compiler(compiler, args))).collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
-    let errors: Vec<String> = jobs
-        .iter()
-        .zip(&results)
-        .filter_map(|((v, _, _), r)| r.as_ref().err().map(|e| format!("[{v}] {e}")))
-        .collect();
+    let errors: Vec<String> = jobs.iter().zip(&results).filter_map(|((v, _, _), r)| r.as_ref().err().map(|e| format!("[{v}] {e}"))).collect();
     if !errors.is_empty() {
-        return Err(format!(
-            "cannot build guest program {name}:\n{}",
-            errors.join("\n")
-        ));
+        return Err(format!("cannot build guest program {name}:\n{}", errors.join("\n")));
     }
-    Ok(GuestProgram {
-        name: name.to_owned(),
-        source: source.to_owned(),
-        builds: jobs.into_iter().map(|(v, exe, _)| (v, exe)).collect(),
-        spec,
-    })
+    Ok(GuestProgram { name: name.to_owned(), source: source.to_owned(), builds: jobs.into_iter().map(|(v, exe, _)| (v, exe)).collect(), spec })
 }
 
 fn parse_spec(text: &str, lang: Lang) -> Result<Spec, String> {
@@ -1149,10 +982,7 @@ fn parse_spec(text: &str, lang: Lang) -> Result<Spec, String> {
     let mut expect: Option<Expect> = None;
     for (lineno, line) in text.lines().take(20).enumerate() {
         let t = line.trim_start();
-        let Some(body) = ["//", "#", "/*", "*"]
-            .iter()
-            .find_map(|p| t.strip_prefix(p))
-        else {
+        let Some(body) = ["//", "#", "/*", "*"].iter().find_map(|p| t.strip_prefix(p)) else {
             continue;
         };
         let Some(directive) = body.trim_start().strip_prefix("rtgrind-test:") else {
@@ -1160,9 +990,7 @@ fn parse_spec(text: &str, lang: Lang) -> Result<Spec, String> {
         };
         let directive = directive.trim().trim_end_matches("*/").trim_end();
         let at = format!("line {}", lineno + 1);
-        let (key, value) = directive
-            .split_once('=')
-            .ok_or_else(|| format!("{at}: directive must be KEY=VALUE: {directive:?}"))?;
+        let (key, value) = directive.split_once('=').ok_or_else(|| format!("{at}: directive must be KEY=VALUE: {directive:?}"))?;
         let (key, value) = (key.trim(), value.trim());
         match key {
             "variants" => {
@@ -1171,9 +999,7 @@ fn parse_spec(text: &str, lang: Lang) -> Result<Spec, String> {
                 }
                 let mut vs = Vec::new();
                 for v in value.split(',').map(str::trim).filter(|v| !v.is_empty()) {
-                    let known = VARIANTS.iter().find(|k| **k == v).ok_or_else(|| {
-                        format!("{at}: unknown variant {v:?} (known: {})", VARIANTS.join(", "))
-                    })?;
+                    let known = VARIANTS.iter().find(|k| **k == v).ok_or_else(|| format!("{at}: unknown variant {v:?} (known: {})", VARIANTS.join(", ")))?;
                     vs.push(*known);
                 }
                 if vs.is_empty() {
@@ -1212,13 +1038,7 @@ fn parse_spec(text: &str, lang: Lang) -> Result<Spec, String> {
         Lang::Cxx => vec!["pie", "static"],
         Lang::Asm => vec!["nostdlib"],
     });
-    Ok(Spec {
-        variants,
-        cflags,
-        args: args.unwrap_or_default(),
-        stdin,
-        expect: expect.unwrap_or(Expect::Exit(0)),
-    })
+    Ok(Spec { variants, cflags, args: args.unwrap_or_default(), stdin, expect: expect.unwrap_or(Expect::Exit(0)) })
 }
 
 /// Splits on whitespace; double quotes group words (`a "b c"` is two words).
@@ -1272,16 +1092,9 @@ fn unescape(s: &str) -> Result<Vec<u8>, String> {
             Some('\\') => out.push(b'\\'),
             Some('x') => {
                 let hex: String = it.by_ref().take(2).collect();
-                out.push(
-                    u8::from_str_radix(&hex, 16).map_err(|_| format!("bad \\x escape in {s:?}"))?,
-                );
+                out.push(u8::from_str_radix(&hex, 16).map_err(|_| format!("bad \\x escape in {s:?}"))?);
             }
-            other => {
-                return Err(format!(
-                    "unknown escape \\{} in {s:?}",
-                    other.map(String::from).unwrap_or_default()
-                ))
-            }
+            other => return Err(format!("unknown escape \\{} in {s:?}", other.map(String::from).unwrap_or_default())),
         }
     }
     Ok(out)
@@ -1305,9 +1118,8 @@ impl Rng {
     /// Lines of lowercase pseudo-words, `n` lines, up to 8 words each.
     pub fn text(&mut self, n: usize) -> Vec<u8> {
         const WORDS: &[&str] = &[
-            "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india",
-            "juliet", "kilo", "lima", "mike", "november", "oscar", "papa", "quebec", "romeo",
-            "sierra", "tango",
+            "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima", "mike", "november", "oscar", "papa",
+            "quebec", "romeo", "sierra", "tango",
         ];
         let mut out = Vec::new();
         for _ in 0..n {
@@ -1345,32 +1157,20 @@ fn spec_parsing() {
     assert_eq!((a.variants, a.expect), (vec!["nostdlib"], Expect::Exit(7)));
     assert!(parse_spec("// rtgrind-test: variant=pie\n", Lang::C).is_err());
     assert!(parse_spec("// rtgrind-test: variants=arm\n", Lang::C).is_err());
-    assert!(parse_spec(
-        "// rtgrind-test: exit=1\n// rtgrind-test: signal=SIGABRT\n",
-        Lang::C
-    )
-    .is_err());
-    assert_eq!(
-        parse_spec("int x;\n", Lang::Cxx).unwrap().variants,
-        ["pie", "static"]
-    );
+    assert!(parse_spec("// rtgrind-test: exit=1\n// rtgrind-test: signal=SIGABRT\n", Lang::C).is_err());
+    assert_eq!(parse_spec("int x;\n", Lang::Cxx).unwrap().variants, ["pie", "static"]);
 }
 
 #[test]
 fn diff_is_readable() {
     let d = diff(b"a\nb\nc\nd\n", b"a\nb\nX\nd\ne");
-    assert!(
-        d.contains("    -c\n    +X\n     d\n    +e\\ (no newline at end)\n"),
-        "{d}"
-    );
+    assert!(d.contains("    -c\n    +X\n     d\n    +e\\ (no newline at end)\n"), "{d}");
     assert!(d.contains("     a\n     b\n"), "{d}");
 }
 
 #[test]
 fn report_lines_are_recognized() {
-    let (r, rest) = split_report_lines(
-        b"guest\n==123== Process terminating with SIGSEGV at 0x401000\n==x== no\n",
-    );
+    let (r, rest) = split_report_lines(b"guest\n==123== Process terminating with SIGSEGV at 0x401000\n==x== no\n");
     assert_eq!(r, ["==123== Process terminating with SIGSEGV at 0x401000"]);
     assert_eq!(rest, b"guest\n==x== no\n");
 }

@@ -95,27 +95,15 @@ pub fn rip_relative(g: &mut Gen, n: usize) {
                 op!(g, "mov{s} {imm}, {m}"; Fx::NONE);
             }
             3 | 4 => {
-                let (op, fx) = g.rng.pick(&[
-                    ("add", Fx::ARITH),
-                    ("sub", Fx::ARITH),
-                    ("and", Fx::LOGIC),
-                    ("cmp", Fx::ARITH),
-                    ("adc", Fx::CARRY),
-                    ("test", Fx::LOGIC),
-                ]);
+                let (op, fx) =
+                    g.rng.pick(&[("add", Fx::ARITH), ("sub", Fx::ARITH), ("and", Fx::LOGIC), ("cmp", Fx::ARITH), ("adc", Fx::CARRY), ("test", Fx::LOGIC)]);
                 let imm = g.rng.imm(w);
                 op!(g, "{op}{s} {imm}, {m}"; fx);
             }
             5 => {
                 let r = g.reg(w);
-                let (op, fx) =
-                    g.rng
-                        .pick(&[("add", Fx::ARITH), ("xor", Fx::LOGIC), ("sbb", Fx::CARRY)]);
-                let text = if g.rng.chance(50) {
-                    format!("{op}{s} {r}, {m}")
-                } else {
-                    format!("{op}{s} {m}, {r}")
-                };
+                let (op, fx) = g.rng.pick(&[("add", Fx::ARITH), ("xor", Fx::LOGIC), ("sbb", Fx::CARRY)]);
+                let text = if g.rng.chance(50) { format!("{op}{s} {r}, {m}") } else { format!("{op}{s} {m}, {r}") };
                 g.op(&text, fx);
             }
             6 => {
@@ -136,11 +124,7 @@ pub fn rip_relative(g: &mut Gen, n: usize) {
                     ("shl", Fx::writes(ARITH, AF | OF | CF)),
                     ("rol", Fx::writes(CF | OF, OF)),
                 ]);
-                let text = if op.ends_with('l') {
-                    format!("{op}{s} ${}, {m}", g.rng.range(2, 7))
-                } else {
-                    format!("{op}{s} {m}")
-                };
+                let text = if op.ends_with('l') { format!("{op}{s} ${}, {m}", g.rng.range(2, 7)) } else { format!("{op}{s} {m}") };
                 g.op(&text, fx);
             }
             9 => {
@@ -198,19 +182,8 @@ pub fn rip_relative(g: &mut Gen, n: usize) {
                 // xchg with memory is locked: keep it aligned (no split lock)
                 let r = g.regs(w, 1);
                 let m = g.mem_rip(w.bytes(), w.bytes());
-                let text = if g.rng.chance(50) {
-                    format!("xchg{s} {}, {m}", r.names[0])
-                } else {
-                    format!("cmpxchg{s} {}, {m}", r.names[0])
-                };
-                g.op(
-                    &text,
-                    if text.starts_with("cmpxchg") {
-                        Fx::ARITH
-                    } else {
-                        Fx::NONE
-                    },
-                );
+                let text = if g.rng.chance(50) { format!("xchg{s} {}, {m}", r.names[0]) } else { format!("cmpxchg{s} {}, {m}", r.names[0]) };
+                g.op(&text, if text.starts_with("cmpxchg") { Fx::ARITH } else { Fx::NONE });
             }
         }
     }
@@ -404,11 +377,7 @@ pub fn control_flow(g: &mut Gen, n: usize) {
                 // indirect call through a register
                 let (f, undef) = function(g, 4);
                 let r = reg(g.free_reg(), Sz::Q);
-                let load = if g.rng.chance(50) {
-                    format!("leaq {f}(%rip), {r}")
-                } else {
-                    format!("movq ${f}, {r}")
-                };
+                let load = if g.rng.chance(50) { format!("leaq {f}(%rip), {r}") } else { format!("movq ${f}, {r}") };
                 g.op(&load, Fx::NONE);
                 op!(g, "call *{r}"; Fx::NONE);
                 g.set_undef(undef);

@@ -45,15 +45,7 @@ pub const OF: u64 = 0x800;
 pub const ARITH: u64 = CF | PF | AF | ZF | SF | OF;
 /// Every flag the tests compare.
 pub const OBSERVED: u64 = ARITH | DF;
-pub const FLAG_NAMES: [(u64, &str); 7] = [
-    (CF, "CF"),
-    (PF, "PF"),
-    (AF, "AF"),
-    (ZF, "ZF"),
-    (SF, "SF"),
-    (DF, "DF"),
-    (OF, "OF"),
-];
+pub const FLAG_NAMES: [(u64, &str); 7] = [(CF, "CF"), (PF, "PF"), (AF, "AF"), (ZF, "ZF"), (SF, "SF"), (DF, "DF"), (OF, "OF")];
 
 pub const GPRS: usize = 0;
 pub const RFLAGS: usize = 128;
@@ -210,67 +202,27 @@ pub struct Fx {
 }
 
 impl Fx {
-    pub const NONE: Fx = Fx {
-        reads: 0,
-        writes: 0,
-        undef: 0,
-    };
+    pub const NONE: Fx = Fx { reads: 0, writes: 0, undef: 0 };
     /// add, sub, cmp, neg, xadd, cmpxchg, cmps, scas.
-    pub const ARITH: Fx = Fx {
-        reads: 0,
-        writes: ARITH,
-        undef: 0,
-    };
+    pub const ARITH: Fx = Fx { reads: 0, writes: ARITH, undef: 0 };
     /// and, or, xor, test: AF undefined.
-    pub const LOGIC: Fx = Fx {
-        reads: 0,
-        writes: ARITH,
-        undef: AF,
-    };
+    pub const LOGIC: Fx = Fx { reads: 0, writes: ARITH, undef: AF };
     /// adc, sbb.
-    pub const CARRY: Fx = Fx {
-        reads: CF,
-        writes: ARITH,
-        undef: 0,
-    };
+    pub const CARRY: Fx = Fx { reads: CF, writes: ARITH, undef: 0 };
     /// inc, dec: CF unaffected.
-    pub const INC: Fx = Fx {
-        reads: 0,
-        writes: ARITH & !CF,
-        undef: 0,
-    };
+    pub const INC: Fx = Fx { reads: 0, writes: ARITH & !CF, undef: 0 };
     /// mul, imul: only CF and OF defined.
-    pub const MUL: Fx = Fx {
-        reads: 0,
-        writes: ARITH,
-        undef: SF | ZF | AF | PF,
-    };
+    pub const MUL: Fx = Fx { reads: 0, writes: ARITH, undef: SF | ZF | AF | PF };
     /// div, idiv: all undefined.
-    pub const DIV: Fx = Fx {
-        reads: 0,
-        writes: ARITH,
-        undef: ARITH,
-    };
+    pub const DIV: Fx = Fx { reads: 0, writes: ARITH, undef: ARITH };
     /// bt, bts, btr, btc: CF defined, ZF unaffected.
-    pub const BT: Fx = Fx {
-        reads: 0,
-        writes: ARITH & !ZF,
-        undef: OF | SF | AF | PF,
-    };
+    pub const BT: Fx = Fx { reads: 0, writes: ARITH & !ZF, undef: OF | SF | AF | PF };
     /// Reads the flags it names, writes none (jcc, cmovcc, setcc).
     pub fn reads(flags: u64) -> Fx {
-        Fx {
-            reads: flags,
-            writes: 0,
-            undef: 0,
-        }
+        Fx { reads: flags, writes: 0, undef: 0 }
     }
     pub fn writes(flags: u64, undef: u64) -> Fx {
-        Fx {
-            reads: 0,
-            writes: flags,
-            undef,
-        }
+        Fx { reads: 0, writes: flags, undef }
     }
 }
 
@@ -355,17 +307,9 @@ impl Gen {
         self.undef = (self.undef & !fx.writes) | fx.undef;
         if fx.writes != 0 {
             let off = self.alloc_log(8);
-            writeln!(
-                self.text,
-                "\tpushfq\n\tpopq out+{off}(%rip)\n\tmovq $0, -8(%rsp)"
-            )
-            .unwrap();
+            writeln!(self.text, "\tpushfq\n\tpopq out+{off}(%rip)\n\tmovq $0, -8(%rsp)").unwrap();
             let mask = OBSERVED & !self.undef;
-            self.slots.push(Slot {
-                off,
-                kind: SlotKind::Flags { mask },
-                insn: n,
-            });
+            self.slots.push(Slot { off, kind: SlotKind::Flags { mask }, insn: n });
         }
         if self.texts.len().is_multiple_of(8) {
             self.checkpoint();
@@ -377,29 +321,15 @@ impl Gen {
         let insn = self.texts.len().saturating_sub(1);
         let off = self.alloc_log(128);
         for r in 0..16u8 {
-            writeln!(
-                self.text,
-                "\tmovq {}, out+{}(%rip)",
-                reg(r, Sz::Q),
-                off + 8 * r as usize
-            )
-            .unwrap();
+            writeln!(self.text, "\tmovq {}, out+{}(%rip)", reg(r, Sz::Q), off + 8 * r as usize).unwrap();
         }
-        self.slots.push(Slot {
-            off,
-            kind: SlotKind::Gprs,
-            insn,
-        });
+        self.slots.push(Slot { off, kind: SlotKind::Gprs, insn });
         if self.vector_checkpoints {
             let off = self.alloc_log(512);
             for i in 0..16 {
                 writeln!(self.text, "\tvmovdqu %ymm{i}, out+{}(%rip)", off + 32 * i).unwrap();
             }
-            self.slots.push(Slot {
-                off,
-                kind: SlotKind::Ymm,
-                insn,
-            });
+            self.slots.push(Slot { off, kind: SlotKind::Ymm, insn });
         }
     }
 
@@ -413,10 +343,7 @@ impl Gen {
     pub fn define_flags(&mut self) {
         let w = self.rng.pick(&Sz::ALL);
         let r = self.regs(w, 2);
-        self.op(
-            &format!("cmp{} {}, {}", w.suffix(), r.names[0], r.names[1]),
-            Fx::ARITH,
-        );
+        self.op(&format!("cmp{} {}, {}", w.suffix(), r.names[0], r.names[1]), Fx::ARITH);
     }
 
     /// Flags currently undefined.
@@ -483,9 +410,7 @@ impl Gen {
                 }
             }
         }
-        let names: Vec<String> = (0..n)
-            .map(|_| pool[self.rng.below(pool.len() as u64) as usize].clone())
-            .collect();
+        let names: Vec<String> = (0..n).map(|_| pool[self.rng.below(pool.len() as u64) as usize].clone()).collect();
         let legacy = names.iter().any(|n| n.ends_with('h'));
         Regs { names, legacy }
     }
@@ -505,9 +430,7 @@ impl Gen {
     }
 
     fn index_reg(&mut self, legacy: bool) -> Option<u8> {
-        let free: Vec<u8> = (0..16)
-            .filter(|&r| self.is_free(r) && (!legacy || r < 8))
-            .collect();
+        let free: Vec<u8> = (0..16).filter(|&r| self.is_free(r) && (!legacy || r < 8)).collect();
         (!free.is_empty()).then(|| self.rng.pick(&free))
     }
 
@@ -529,19 +452,12 @@ impl Gen {
             (9, _) => format!("out+{}", BUF as i64 + o),
             (10, Some(b)) => {
                 let d = self.rng.range(-128, 127);
-                self.op(
-                    &format!("leaq out+{}(%rip), {}", BUF as i64 + o - d, reg(b, Sz::Q)),
-                    Fx::NONE,
-                );
+                self.op(&format!("leaq out+{}(%rip), {}", BUF as i64 + o - d, reg(b, Sz::Q)), Fx::NONE);
                 format!("{d}({})", reg(b, Sz::Q))
             }
             (11, Some(i)) => {
                 self.op(&format!("movl ${k}, {}", reg(i, Sz::L)), Fx::NONE);
-                format!(
-                    "out+{}(,{},{scale})",
-                    BUF as i64 + o - k * scale,
-                    reg(i, Sz::Q)
-                )
+                format!("out+{}(,{},{scale})", BUF as i64 + o - k * scale, reg(i, Sz::Q))
             }
             _ => format!("{}(%rbp)", o - 2048),
         }
@@ -575,11 +491,7 @@ impl Gen {
         writeln!(s, "\tleaq out+{}(%rip), %rsp", STACK + STACK_LEN).unwrap();
         if self.uses_fs {
             // arch_prctl(ARCH_SET_FS, buf)
-            writeln!(
-                s,
-                "\tmovl $158, %eax\n\tmovl $0x1002, %edi\n\tleaq out+{BUF}(%rip), %rsi\n\tsyscall"
-            )
-            .unwrap();
+            writeln!(s, "\tmovl $158, %eax\n\tmovl $0x1002, %edi\n\tleaq out+{BUF}(%rip), %rsi\n\tsyscall").unwrap();
         }
         writeln!(s, "\tpushq ${:#x}\n\tpopfq", 0x202 | (rng.next() & ARITH)).unwrap();
         for i in 0..16 {
@@ -596,19 +508,9 @@ impl Gen {
         s.push_str(&self.text);
         s.push_str("/* epilogue: dump the state */\n");
         for r in 0..16u8 {
-            writeln!(
-                s,
-                "\tmovq {}, out+{}(%rip)",
-                reg(r, Sz::Q),
-                GPRS + 8 * r as usize
-            )
-            .unwrap();
+            writeln!(s, "\tmovq {}, out+{}(%rip)", reg(r, Sz::Q), GPRS + 8 * r as usize).unwrap();
         }
-        writeln!(
-            s,
-            "\tpushfq\n\tpopq out+{RFLAGS}(%rip)\n\tmovq $0, -8(%rsp)"
-        )
-        .unwrap();
+        writeln!(s, "\tpushfq\n\tpopq out+{RFLAGS}(%rip)\n\tmovq $0, -8(%rsp)").unwrap();
         writeln!(s, "\tandq ${OBSERVED:#x}, out+{RFLAGS}(%rip)").unwrap();
         writeln!(s, "\tstmxcsr out+{MXCSR}(%rip)\n\tcld").unwrap();
         for i in 0..16 {
@@ -650,12 +552,6 @@ impl Gen {
         }
         s.push_str(&self.data);
         s.push_str("\t.section .note.GNU-stack,\"\",@progbits\n");
-        Program {
-            source: s,
-            slots: self.slots,
-            texts: self.texts,
-            out_len,
-            final_undef: self.undef,
-        }
+        Program { source: s, slots: self.slots, texts: self.texts, out_len, final_undef: self.undef }
     }
 }

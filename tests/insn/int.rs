@@ -34,9 +34,7 @@ fn binop_fx(op: &str) -> Fx {
 /// One random ALU instruction: add adc sub sbb and or xor cmp test inc dec neg not at any width,
 /// with register, immediate and memory operands. Also the filler of the control-flow class.
 pub fn alu_one(g: &mut Gen) {
-    const BIN: [&str; 9] = [
-        "add", "adc", "sub", "sbb", "and", "or", "xor", "cmp", "test",
-    ];
+    const BIN: [&str; 9] = ["add", "adc", "sub", "sbb", "and", "or", "xor", "cmp", "test"];
     let w = g.rng.pick(&Sz::ALL);
     let s = w.suffix();
     if g.rng.chance(75) {
@@ -51,12 +49,7 @@ pub fn alu_one(g: &mut Gen) {
         };
         op!(g, "{op}{s} {src}, {dst}"; binop_fx(op));
     } else {
-        let (op, fx) = g.rng.pick(&[
-            ("inc", Fx::INC),
-            ("dec", Fx::INC),
-            ("neg", Fx::ARITH),
-            ("not", Fx::NONE),
-        ]);
+        let (op, fx) = g.rng.pick(&[("inc", Fx::INC), ("dec", Fx::INC), ("neg", Fx::ARITH), ("not", Fx::NONE)]);
         let dst = g.rm(w, false);
         op!(g, "{op}{s} {dst}"; fx);
     }
@@ -91,9 +84,7 @@ fn count(g: &mut Gen, raw: u32, cl: bool) -> String {
 }
 
 fn shift_one(g: &mut Gen) {
-    let op = g
-        .rng
-        .pick(&["shl", "sal", "shr", "sar", "rol", "ror", "rcl", "rcr"]);
+    let op = g.rng.pick(&["shl", "sal", "shr", "sar", "rol", "ror", "rcl", "rcr"]);
     let w = g.rng.pick(&Sz::ALL);
     let bits = w.bits();
     let raw = match g.rng.below(4) {
@@ -113,11 +104,7 @@ fn shift_one(g: &mut Gen) {
     } else if op.starts_with("rc") {
         // 8/16-bit rcl/rcr rotate by m mod (bits + 1): a full turn leaves CF as it was
         let wraps = bits < 32 && m % (bits + 1) == 0;
-        Fx {
-            reads: CF,
-            writes: CF | OF,
-            undef: when(m != 1, OF) | when(wraps, CF),
-        }
+        Fx { reads: CF, writes: CF | OF, undef: when(m != 1, OF) | when(wraps, CF) }
     } else if op.starts_with("ro") {
         Fx::writes(CF | OF, when(m != 1, OF))
     } else {
@@ -137,22 +124,14 @@ fn double_shift(g: &mut Gen) {
     let w = g.rng.pick(&Sz::WIDE);
     let m = g.rng.below(if w == Sz::W { 16 } else { w.bits() as u64 }) as u32;
     // the count is masked to 5 bits (6 for 64-bit): an out-of-range immediate is fine
-    let raw = if w != Sz::Q && g.rng.chance(20) {
-        m + 32
-    } else {
-        m
-    };
+    let raw = if w != Sz::Q && g.rng.chance(20) { m + 32 } else { m };
     let cl = g.is_free(RCX) && g.rng.chance(50);
     if cl {
         g.reserve(RCX);
     }
     let src = g.reg(w);
     let dst = g.rm(w, false);
-    let fx = if m == 0 {
-        Fx::NONE
-    } else {
-        Fx::writes(ARITH, AF | when(m != 1, OF))
-    };
+    let fx = if m == 0 { Fx::NONE } else { Fx::writes(ARITH, AF | when(m != 1, OF)) };
     let c = count(g, raw, cl);
     op!(g, "{op}{} {c}, {src}, {dst}", w.suffix(); fx);
 }
@@ -176,11 +155,7 @@ fn bit_test(g: &mut Gen) {
             let k = g.rng.range(-512, 511);
             let disp = g.rng.range(-2048 / 8 + 8, 2047 / 8 - 9) * w.bytes() as i64;
             op!(g, "movq ${k}, {}", reg(r, Sz::Q); Fx::NONE);
-            let lock = if op != "bt" && g.rng.chance(30) {
-                "lock "
-            } else {
-                ""
-            };
+            let lock = if op != "bt" && g.rng.chance(30) { "lock " } else { "" };
             op!(g, "{lock}{op}{s} {}, {disp}(%rbp)", reg(r, w); Fx::BT);
         }
     }
@@ -218,11 +193,7 @@ fn divide(g: &mut Gen) {
     let s = w.suffix();
     g.reserve(RAX);
     g.reserve(RDX);
-    let divisor = if g.rng.chance(60) {
-        g.regs(w, 1).names.remove(0)
-    } else {
-        g.mem(w.bytes(), w.bytes(), false)
-    };
+    let divisor = if g.rng.chance(60) { g.regs(w, 1).names.remove(0) } else { g.mem(w.bytes(), w.bytes(), false) };
     g.release(RAX);
     g.release(RDX);
     let high = ["%ah", "%dx", "%edx", "%rdx"][w as usize];
@@ -239,16 +210,8 @@ fn divide(g: &mut Gen) {
         // divisor >= 2^(n-1) > high half of the dividend
         let top = ["$0x80", "$0x8000", "$0x80000000", "$-0x80000000"][w as usize];
         op!(g, "or{s} {top}, {divisor}"; Fx::LOGIC);
-        let clear = [
-            "andb $0x7f, %ah",
-            "andw $0x7fff, %dx",
-            "andl $0x7fffffff, %edx",
-            "btrq $63, %rdx",
-        ];
-        g.op(
-            clear[w as usize],
-            if w == Sz::Q { Fx::BT } else { Fx::LOGIC },
-        );
+        let clear = ["andb $0x7f, %ah", "andw $0x7fff, %dx", "andl $0x7fffffff, %edx", "btrq $63, %rdx"];
+        g.op(clear[w as usize], if w == Sz::Q { Fx::BT } else { Fx::LOGIC });
     }
     let op = if signed { "idiv" } else { "div" };
     op!(g, "{op}{s} {divisor}"; Fx::DIV);
@@ -274,11 +237,7 @@ pub fn cmov_setcc(g: &mut Gen, n: usize) {
             }
             _ => {
                 let (cc, flags) = g.rng.pick(&CONDS);
-                let dst = if g.rng.chance(60) {
-                    g.regs(Sz::B, 1).names.remove(0)
-                } else {
-                    g.mem(1, 1, false)
-                };
+                let dst = if g.rng.chance(60) { g.regs(Sz::B, 1).names.remove(0) } else { g.mem(1, 1, false) };
                 op!(g, "set{cc} {dst}"; Fx::reads(flags));
             }
         }
@@ -290,11 +249,8 @@ pub fn bitops(g: &mut Gen, n: usize) {
         let w = g.rng.pick(&Sz::LQ);
         match g.rng.below(14) {
             0 => {
-                let (op, fx) = g.rng.pick(&[
-                    ("popcnt", Fx::ARITH),
-                    ("lzcnt", Fx::writes(ARITH, OF | SF | PF | AF)),
-                    ("tzcnt", Fx::writes(ARITH, OF | SF | PF | AF)),
-                ]);
+                let (op, fx) =
+                    g.rng.pick(&[("popcnt", Fx::ARITH), ("lzcnt", Fx::writes(ARITH, OF | SF | PF | AF)), ("tzcnt", Fx::writes(ARITH, OF | SF | PF | AF))]);
                 let w = g.rng.pick(&Sz::WIDE);
                 let (src, dst) = (g.rm(w, false), g.reg(w));
                 op!(g, "{op} {src}, {dst}"; fx);
@@ -316,11 +272,8 @@ pub fn bitops(g: &mut Gen, n: usize) {
                 op!(g, "andn {src2}, {src1}, {dst}"; Fx::writes(ARITH, AF | PF));
             }
             4 => {
-                let (op, fx) = g.rng.pick(&[
-                    ("blsi", Fx::writes(ARITH, AF | PF)),
-                    ("blsr", Fx::writes(ARITH, AF | PF)),
-                    ("blsmsk", Fx::writes(ARITH, AF | PF)),
-                ]);
+                let (op, fx) =
+                    g.rng.pick(&[("blsi", Fx::writes(ARITH, AF | PF)), ("blsr", Fx::writes(ARITH, AF | PF)), ("blsmsk", Fx::writes(ARITH, AF | PF))]);
                 let (src, dst) = (g.rm(w, false), g.reg(w));
                 op!(g, "{op} {src}, {dst}"; fx);
             }
@@ -364,21 +317,13 @@ pub fn bitops(g: &mut Gen, n: usize) {
             10 => {
                 let sw = g.rng.pick(&Sz::ALL);
                 let src = g.rm(sw, false);
-                let dst = if sw == Sz::Q {
-                    g.reg(Sz::Q)
-                } else {
-                    g.reg(Sz::L)
-                };
+                let dst = if sw == Sz::Q { g.reg(Sz::Q) } else { g.reg(Sz::L) };
                 op!(g, "crc32{} {src}, {dst}", sw.suffix(); Fx::NONE);
             }
             11 => {
                 let w = g.rng.pick(&Sz::WIDE);
                 let (r, m) = (g.reg(w), g.mem(w.bytes(), 1, false));
-                let text = if g.rng.chance(50) {
-                    format!("movbe {m}, {r}")
-                } else {
-                    format!("movbe {r}, {m}")
-                };
+                let text = if g.rng.chance(50) { format!("movbe {m}, {r}") } else { format!("movbe {r}, {m}") };
                 g.op(&text, Fx::NONE);
             }
             _ => alu_one(g),
@@ -413,11 +358,7 @@ pub fn misc(g: &mut Gen, n: usize) {
                 } else {
                     r.names[1].clone()
                 };
-                let lock = if dst.contains('(') && g.rng.chance(50) {
-                    "lock "
-                } else {
-                    ""
-                };
+                let lock = if dst.contains('(') && g.rng.chance(50) { "lock " } else { "" };
                 op!(g, "{lock}cmpxchg{s} {}, {dst}", r.names[0]; Fx::ARITH);
             }
             4 => {
@@ -430,11 +371,7 @@ pub fn misc(g: &mut Gen, n: usize) {
                     g.release(r);
                 }
                 if g.rng.chance(50) {
-                    let (lo, hi) = if bytes == 8 {
-                        ("%eax", "%edx")
-                    } else {
-                        ("%rax", "%rdx")
-                    };
+                    let (lo, hi) = if bytes == 8 { ("%eax", "%edx") } else { ("%rax", "%rdx") };
                     op!(g, "mov {lo}, {m}"; Fx::NONE);
                     op!(g, "mov {hi}, {}", add_disp(&m, bytes / 2); Fx::NONE);
                 }
@@ -443,50 +380,24 @@ pub fn misc(g: &mut Gen, n: usize) {
             }
             5 => {
                 let r = g.regs(w, 2);
-                let dst = if g.rng.chance(50) {
-                    g.mem(w.bytes(), w.bytes(), r.legacy)
-                } else {
-                    r.names[1].clone()
-                };
-                let lock = if dst.contains('(') && g.rng.chance(60) {
-                    "lock "
-                } else {
-                    ""
-                };
+                let dst = if g.rng.chance(50) { g.mem(w.bytes(), w.bytes(), r.legacy) } else { r.names[1].clone() };
+                let lock = if dst.contains('(') && g.rng.chance(60) { "lock " } else { "" };
                 op!(g, "{lock}xadd{s} {}, {dst}", r.names[0]; Fx::ARITH);
             }
             6 | 7 => {
-                let ops = [
-                    ("add", Fx::ARITH),
-                    ("sub", Fx::ARITH),
-                    ("and", Fx::LOGIC),
-                    ("or", Fx::LOGIC),
-                    ("xor", Fx::LOGIC),
-                    ("adc", Fx::CARRY),
-                    ("sbb", Fx::CARRY),
-                ];
+                let ops =
+                    [("add", Fx::ARITH), ("sub", Fx::ARITH), ("and", Fx::LOGIC), ("or", Fx::LOGIC), ("xor", Fx::LOGIC), ("adc", Fx::CARRY), ("sbb", Fx::CARRY)];
                 let (op, fx) = g.rng.pick(&ops);
                 let r = g.regs(w, 1);
                 let m = g.mem(w.bytes(), w.bytes(), r.legacy);
-                let src = if g.rng.chance(50) {
-                    g.rng.imm(w)
-                } else {
-                    r.names[0].clone()
-                };
+                let src = if g.rng.chance(50) { g.rng.imm(w) } else { r.names[0].clone() };
                 op!(g, "lock {op}{s} {src}, {m}"; fx);
-                let (op, fx) = g.rng.pick(&[
-                    ("inc", Fx::INC),
-                    ("dec", Fx::INC),
-                    ("neg", Fx::ARITH),
-                    ("not", Fx::NONE),
-                ]);
+                let (op, fx) = g.rng.pick(&[("inc", Fx::INC), ("dec", Fx::INC), ("neg", Fx::ARITH), ("not", Fx::NONE)]);
                 let m = g.mem(w.bytes(), w.bytes(), false);
                 op!(g, "lock {op}{s} {m}"; fx);
             }
             8 => {
-                let t = g
-                    .rng
-                    .pick(&["cbtw", "cwtl", "cltq", "cwtd", "cltd", "cqto"]);
+                let t = g.rng.pick(&["cbtw", "cwtl", "cltq", "cwtd", "cltd", "cqto"]);
                 g.op(t, Fx::NONE)
             }
             9 => {
@@ -512,25 +423,10 @@ pub fn misc(g: &mut Gen, n: usize) {
                 ];
                 let (op, from, to) = g.rng.pick(&forms);
                 // a REX.W destination excludes %ah..%bh sources
-                let r = if to == Sz::Q {
-                    Regs {
-                        names: vec![g.reg(from)],
-                        legacy: false,
-                    }
-                } else {
-                    g.regs(from, 1)
-                };
+                let r = if to == Sz::Q { Regs { names: vec![g.reg(from)], legacy: false } } else { g.regs(from, 1) };
                 let legacy = r.legacy;
-                let src = if g.rng.chance(40) {
-                    g.mem(from.bytes(), 1, legacy)
-                } else {
-                    r.names[0].clone()
-                };
-                let dst = if legacy {
-                    reg(g.rng.pick(&[RAX, RCX, RDX, RBX, RSI, RDI]), to)
-                } else {
-                    g.reg(to)
-                };
+                let src = if g.rng.chance(40) { g.mem(from.bytes(), 1, legacy) } else { r.names[0].clone() };
+                let dst = if legacy { reg(g.rng.pick(&[RAX, RCX, RDX, RBX, RSI, RDI]), to) } else { g.reg(to) };
                 op!(g, "{op} {src}, {dst}"; Fx::NONE);
             }
             12 | 13 => lea(g),
@@ -622,22 +518,9 @@ fn lea(g: &mut Gen) {
     let addr = match g.rng.below(7) {
         0 => format!("{disp}({})", reg(any(g), aw)),
         1 => format!("{disp}({},{},{scale})", reg(any(g), aw), reg(index(g), aw)),
-        2 => format!(
-            "{}(,{},{scale})",
-            if disp.is_empty() { "0" } else { &disp },
-            reg(index(g), aw)
-        ),
-        3 => format!(
-            "{}({})",
-            disp,
-            g.rng.pick(&["%rsp", "%r12", "%rbp", "%r13"])
-        ),
-        4 => format!(
-            "{}({},{},{scale})",
-            disp,
-            g.rng.pick(&["%rsp", "%r12", "%rbp", "%r13"]),
-            reg(index(g), Sz::Q)
-        ),
+        2 => format!("{}(,{},{scale})", if disp.is_empty() { "0" } else { &disp }, reg(index(g), aw)),
+        3 => format!("{}({})", disp, g.rng.pick(&["%rsp", "%r12", "%rbp", "%r13"])),
+        4 => format!("{}({},{},{scale})", disp, g.rng.pick(&["%rsp", "%r12", "%rbp", "%r13"]), reg(index(g), Sz::Q)),
         5 => format!("out+{}(%rip)", g.rng.below(BUF_LEN as u64)),
         _ => format!("_start+{}(%rip)", g.rng.below(64)),
     };

@@ -68,11 +68,7 @@ pub fn sse(g: &mut Gen, n: usize) {
             0..=5 => {
                 let op = g.rng.pick(SSE_BIN);
                 let s = src(g, 16, if op.ends_with('u') { 1 } else { 16 });
-                let s = if op == "lddqu" && !is_mem(&s) {
-                    g.mem(16, 1, false)
-                } else {
-                    s
-                }; // memory only
+                let s = if op == "lddqu" && !is_mem(&s) { g.mem(16, 1, false) } else { s }; // memory only
                 op!(g, "{op} {s}, {}", x(b); Fx::NONE);
             }
             6 | 7 => {
@@ -92,10 +88,7 @@ pub fn sse(g: &mut Gen, n: usize) {
             }
             11 => {
                 // shifts by an immediate, and whole-register byte shifts
-                let op = g.rng.pick(&[
-                    "psllw", "pslld", "psllq", "psrlw", "psrld", "psrlq", "psraw", "psrad",
-                    "pslldq", "psrldq",
-                ]);
+                let op = g.rng.pick(&["psllw", "pslld", "psllq", "psrlw", "psrld", "psrlq", "psraw", "psrad", "pslldq", "psrldq"]);
                 op!(g, "{op} ${}, {}", g.rng.below(70), x(b); Fx::NONE);
             }
             12 | 13 => {
@@ -110,59 +103,14 @@ pub fn sse(g: &mut Gen, n: usize) {
                     5 => format!("movmskps {}, {r32}", x(a)),
                     6 => format!("pextrb ${}, {}, {r32}", g.rng.below(16), x(a)),
                     7 => format!("pextrw ${}, {}, {r32}", g.rng.below(8), x(a)),
-                    8 => format!(
-                        "pextrd ${}, {}, {}",
-                        g.rng.below(4),
-                        x(a),
-                        if g.rng.chance(50) {
-                            r32
-                        } else {
-                            g.mem(4, 1, false)
-                        }
-                    ),
-                    9 => format!(
-                        "pextrq ${}, {}, {}",
-                        g.rng.below(2),
-                        x(a),
-                        if g.rng.chance(50) {
-                            r64
-                        } else {
-                            g.mem(8, 1, false)
-                        }
-                    ),
+                    8 => format!("pextrd ${}, {}, {}", g.rng.below(4), x(a), if g.rng.chance(50) { r32 } else { g.mem(4, 1, false) }),
+                    9 => format!("pextrq ${}, {}, {}", g.rng.below(2), x(a), if g.rng.chance(50) { r64 } else { g.mem(8, 1, false) }),
                     10 => format!("pinsrb ${}, {r32}, {}", g.rng.below(16), x(b)),
-                    11 => format!(
-                        "pinsrw ${}, {}, {}",
-                        g.rng.below(8),
-                        if g.rng.chance(50) {
-                            r32
-                        } else {
-                            g.mem(2, 1, false)
-                        },
-                        x(b)
-                    ),
-                    12 => format!(
-                        "pinsrq ${}, {}, {}",
-                        g.rng.below(2),
-                        if g.rng.chance(50) {
-                            r64
-                        } else {
-                            g.mem(8, 1, false)
-                        },
-                        x(b)
-                    ),
-                    13 => format!(
-                        "cvtsi2sd{} {}, {}",
-                        g.rng.pick(&["l", "q"]),
-                        g.mem(8, 1, false),
-                        x(b)
-                    ),
+                    11 => format!("pinsrw ${}, {}, {}", g.rng.below(8), if g.rng.chance(50) { r32 } else { g.mem(2, 1, false) }, x(b)),
+                    12 => format!("pinsrq ${}, {}, {}", g.rng.below(2), if g.rng.chance(50) { r64 } else { g.mem(8, 1, false) }, x(b)),
+                    13 => format!("cvtsi2sd{} {}, {}", g.rng.pick(&["l", "q"]), g.mem(8, 1, false), x(b)),
                     14 => format!("cvtsi2ss {r64}, {}", x(b)),
-                    _ => format!(
-                        "{} {}, {r64}",
-                        g.rng.pick(&["cvttsd2si", "cvtsd2si", "cvttss2si"]),
-                        x(a)
-                    ),
+                    _ => format!("{} {}, {r64}", g.rng.pick(&["cvttsd2si", "cvtsd2si", "cvttss2si"]), x(a)),
                 };
                 g.op(&text, Fx::NONE);
             }
@@ -179,18 +127,12 @@ pub fn sse(g: &mut Gen, n: usize) {
                 g.op(&text, Fx::NONE);
             }
             15 => {
-                let op = g
-                    .rng
-                    .pick(&["movhlps", "movlhps", "movsd", "movss", "movq", "unpcklps"]);
+                let op = g.rng.pick(&["movhlps", "movlhps", "movsd", "movss", "movq", "unpcklps"]);
                 op!(g, "{op} {}, {}", x(a), x(b); Fx::NONE);
             }
             16 => {
                 // SSE4.2 string compare: writes %ecx (or %xmm0) and the flags
-                let (op, imm) = (
-                    g.rng
-                        .pick(&["pcmpistri", "pcmpestri", "pcmpistrm", "pcmpestrm"]),
-                    g.rng.below(128),
-                );
+                let (op, imm) = (g.rng.pick(&["pcmpistri", "pcmpestri", "pcmpistrm", "pcmpestrm"]), g.rng.below(128));
                 let s = src(g, 16, 16);
                 op!(g, "{op} ${imm}, {s}, {}", x(b); Fx::ARITH);
             }
@@ -298,11 +240,7 @@ pub fn avx(g: &mut Gen, n: usize) {
                 let (op, ymm, narrow, bytes) = g.rng.pick(AVX_UN);
                 let dst = if ymm { y(c) } else { x(c) };
                 let reg = if narrow || !ymm { x(a) } else { y(a) };
-                let s = if op == "vmovdqa" {
-                    src_aligned(g, bytes, reg)
-                } else {
-                    src(g, bytes, reg)
-                };
+                let s = if op == "vmovdqa" { src_aligned(g, bytes, reg) } else { src(g, bytes, reg) };
                 op!(g, "{op} {s}, {dst}"; Fx::NONE);
             }
             9 | 10 => {
@@ -310,11 +248,7 @@ pub fn avx(g: &mut Gen, n: usize) {
                 // vpermq/vpermpd exist only for ymm
                 let ymm = (ymm && wide) || op.starts_with("vperm") && !op.starts_with("vpermil");
                 let v = |i| if ymm { y(i) } else { x(i) };
-                let s = if mem {
-                    src(g, if ymm { 32 } else { 16 }, v(a))
-                } else {
-                    v(a)
-                };
+                let s = if mem { src(g, if ymm { 32 } else { 16 }, v(a)) } else { v(a) };
                 op!(g, "{op} ${}, {s}, {}", g.rng.below(bound), v(c); Fx::NONE);
             }
             11 | 12 => {
@@ -327,37 +261,10 @@ pub fn avx(g: &mut Gen, n: usize) {
             13 => {
                 // lane moves and 4-operand blends
                 let text = match g.rng.below(5) {
-                    0 => format!(
-                        "vinserti128 ${}, {}, {}, {}",
-                        g.rng.below(2),
-                        src(g, 16, x(a)),
-                        y(b),
-                        y(c)
-                    ),
-                    1 => format!(
-                        "vextracti128 ${}, {}, {}",
-                        g.rng.below(2),
-                        y(a),
-                        if g.rng.chance(50) {
-                            x(c)
-                        } else {
-                            g.mem(16, 1, false)
-                        }
-                    ),
-                    2 => format!(
-                        "vpblendvb {}, {}, {}, {}",
-                        v(g.rng.below(16)),
-                        src(g, vbytes, v(a)),
-                        v(b),
-                        v(c)
-                    ),
-                    3 => format!(
-                        "vblendvps {}, {}, {}, {}",
-                        v(g.rng.below(16)),
-                        src(g, vbytes, v(a)),
-                        v(b),
-                        v(c)
-                    ),
+                    0 => format!("vinserti128 ${}, {}, {}, {}", g.rng.below(2), src(g, 16, x(a)), y(b), y(c)),
+                    1 => format!("vextracti128 ${}, {}, {}", g.rng.below(2), y(a), if g.rng.chance(50) { x(c) } else { g.mem(16, 1, false) }),
+                    2 => format!("vpblendvb {}, {}, {}, {}", v(g.rng.below(16)), src(g, vbytes, v(a)), v(b), v(c)),
+                    3 => format!("vblendvps {}, {}, {}, {}", v(g.rng.below(16)), src(g, vbytes, v(a)), v(b), v(c)),
                     _ => format!("vpermd {}, {}, {}", src(g, 32, y(a)), y(b), y(c)),
                 };
                 g.op(&text, Fx::NONE);
@@ -388,49 +295,27 @@ pub fn avx(g: &mut Gen, n: usize) {
             }
             16 => {
                 // masked loads and stores: masked-out elements are not accessed
-                let op = g
-                    .rng
-                    .pick(&["vmaskmovps", "vpmaskmovd", "vpmaskmovq", "vmaskmovpd"]);
+                let op = g.rng.pick(&["vmaskmovps", "vpmaskmovd", "vpmaskmovq", "vmaskmovpd"]);
                 let m = g.mem(vbytes, 1, false);
-                let text = if g.rng.chance(50) {
-                    format!("{op} {m}, {}, {}", v(a), v(c))
-                } else {
-                    format!("{op} {}, {}, {m}", v(c), v(a))
-                };
+                let text = if g.rng.chance(50) { format!("{op} {m}, {}, {}", v(a), v(c)) } else { format!("{op} {}, {}, {m}", v(c), v(a)) };
                 g.op(&text, Fx::NONE);
             }
             17 => gather(g, wide),
             18 if g.rng.chance(30) => {
-                let t = if g.rng.chance(80) {
-                    "vzeroupper"
-                } else {
-                    "vzeroall"
-                };
+                let t = if g.rng.chance(80) { "vzeroupper" } else { "vzeroall" };
                 g.op(t, Fx::NONE)
             }
             19 => {
                 // VEX-128 zeroes the upper half, legacy SSE keeps it
                 let op = g.rng.pick(&["vpaddd", "vpxor", "vaddps", "vmovaps"]);
-                let text = if op == "vmovaps" {
-                    format!("{op} {}, {}", x(a), x(c))
-                } else {
-                    format!("{op} {}, {}, {}", x(a), x(b), x(c))
-                };
+                let text = if op == "vmovaps" { format!("{op} {}, {}", x(a), x(c)) } else { format!("{op} {}, {}, {}", x(a), x(b), x(c)) };
                 g.op(&text, Fx::NONE);
                 op!(g, "paddd {}, {}", x(a), x(b); Fx::NONE);
             }
             20 => {
                 let op = g.rng.pick(&["vcvtps2ph", "vcvtpd2psy", "vcvttpd2dqy"]);
-                let s = if op == "vcvtps2ph" {
-                    format!("${}, ", g.rng.below(8))
-                } else {
-                    String::new()
-                };
-                let d = if g.rng.chance(50) || op != "vcvtps2ph" {
-                    x(c)
-                } else {
-                    g.mem(16, 1, false)
-                };
+                let s = if op == "vcvtps2ph" { format!("${}, ", g.rng.below(8)) } else { String::new() };
+                let d = if g.rng.chance(50) || op != "vcvtps2ph" { x(c) } else { g.mem(16, 1, false) };
                 op!(g, "{op} {s}{}, {d}", y(a); Fx::NONE);
             }
             _ => alu_one(g),
@@ -440,12 +325,7 @@ pub fn avx(g: &mut Gen, n: usize) {
 
 /// vpgatherdd/vgatherdps/vpgatherqq with indices in range and a mask from the data.
 fn gather(g: &mut Gen, wide: bool) {
-    let (op, scale, qidx) = g.rng.pick(&[
-        ("vpgatherdd", 4, false),
-        ("vgatherdps", 4, false),
-        ("vpgatherqq", 8, true),
-        ("vgatherdpd", 8, false),
-    ]);
+    let (op, scale, qidx) = g.rng.pick(&[("vpgatherdd", 4, false), ("vgatherdps", 4, false), ("vpgatherqq", 8, true), ("vgatherdpd", 8, false)]);
     // three distinct registers: index, mask, destination
     let mut regs = [0u64; 3];
     for i in 0..3 {

@@ -49,7 +49,9 @@ impl Calls {
         let new: Vec<Point> = defs
             .iter()
             .map(|(d, what, _, _)| {
-                let same_site = self.site(d).filter(|&r| points.iter().any(|p| (self.library(p) || p.call()) && p.thread == d.thread && p.instance != d.instance && self.site(p) == Some(r)));
+                let same_site = self.site(d).filter(|&r| {
+                    points.iter().any(|p| (self.library(p) || p.call()) && p.thread == d.thread && p.instance != d.instance && self.site(p) == Some(r))
+                });
                 let same_call = points.iter().any(|p| self.library(p) && p.thread == d.thread && p.instance == d.instance);
                 match (self.library(d) || d.call(), same_site) {
                     (true, Some(r)) => Point { pc: r | 1 << 63, instance: 0, ..*d },
@@ -60,7 +62,8 @@ impl Calls {
             .collect();
         // What a whole call or a site stands for: its definitions' site.
         for n in &new {
-            let site = defs.iter().map(|d| d.0).filter(|x| x.thread == n.thread && (x.instance == n.instance || n.call_site().is_some())).find_map(|x| self.site(&x));
+            let site =
+                defs.iter().map(|d| d.0).filter(|x| x.thread == n.thread && (x.instance == n.instance || n.call_site().is_some())).find_map(|x| self.site(&x));
             if let Some(r) = site {
                 self.sites.entry(*n).or_insert(r);
             }
@@ -71,7 +74,11 @@ impl Calls {
     /// Whether definition `d` is another call made at the site of call point `p` (a copy in a
     /// loop whose earlier calls overflowed too).
     pub fn another_at_site(&self, p: &Point, d: &Point) -> bool {
-        (p.call() || p.call_site().is_some()) && d.call() && p.thread == d.thread && p.instance != d.instance && self.site(p).is_some_and(|r| self.site(d) == Some(r))
+        (p.call() || p.call_site().is_some())
+            && d.call()
+            && p.thread == d.thread
+            && p.instance != d.instance
+            && self.site(p).is_some_and(|r| self.site(d) == Some(r))
     }
 
     /// Every instance of what `d` names: of a whole call, every call made at its site (when

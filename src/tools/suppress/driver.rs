@@ -56,7 +56,10 @@ impl Runs {
         let n = self.count;
         let plan_path = self.dir.join(format!("plan-{n}"));
         let out_path = self.dir.join(format!("outcome-{n}"));
-        std::fs::write(&plan_path, Plan { points: points.to_vec(), out: None, at_functions: Vec::new(), failure: self.opts.failure.clone(), trace, watch: watch.to_vec() }.to_text())?;
+        std::fs::write(
+            &plan_path,
+            Plan { points: points.to_vec(), out: None, at_functions: Vec::new(), failure: self.opts.failure.clone(), trace, watch: watch.to_vec() }.to_text(),
+        )?;
         let mut args = vec![
             "--tool=suppress".to_string(),
             format!("--suppress-plan={}", plan_path.display()),
@@ -211,7 +214,13 @@ pub fn drive(command: Vec<std::ffi::OsString>, opts: Options, format: super::rep
     let error_exitcode = opts.error_exitcode;
     let search = match crate::tools::child::TempDir::new("suppress") {
         Ok(dir) => run_search(command.clone(), opts, &dir.0, started),
-        Err(e) => Search { verdict: Verdict::Inconclusive(format!("cannot create a temporary directory: {e}")), chain: Vec::new(), runs: 0, traced_again: 0, seconds: 0.0 },
+        Err(e) => Search {
+            verdict: Verdict::Inconclusive(format!("cannot create a temporary directory: {e}")),
+            chain: Vec::new(),
+            runs: 0,
+            traced_again: 0,
+            seconds: 0.0,
+        },
     };
     crate::tools::child::progress_done();
     super::report::emit(&search, &command, &format, pid);
@@ -233,7 +242,14 @@ fn run_search(command: Vec<std::ffi::OsString>, mut opts: Options, dir: &Path, s
 /// The search. Only the runs whose failure is analysed trace (origins cost most of a run):
 /// the first one, and a suppression run that fails, made again with tracing. The check that
 /// the failure repeats and the suppression runs that end without one do not.
-fn search(command: Vec<std::ffi::OsString>, opts: &mut Options, dir: &Path, chain: &mut Vec<(Vec<Point>, Outcome)>, runs_done: &mut u32, traced_again: &mut u32) -> Verdict {
+fn search(
+    command: Vec<std::ffi::OsString>,
+    opts: &mut Options,
+    dir: &Path,
+    chain: &mut Vec<(Vec<Point>, Outcome)>,
+    runs_done: &mut u32,
+    traced_again: &mut u32,
+) -> Verdict {
     if opts.stdin_file.is_none() {
         // Every run reads the same input: captured once.
         match crate::tools::child::capture_stdin(dir) {
@@ -356,7 +372,12 @@ fn search(command: Vec<std::ffi::OsString>, opts: &mut Options, dir: &Path, chai
                 Err(v) => return v,
             };
             if t.crash.as_ref().map(|t| (t.0, t.1, t.2)) != Some((c.0, c.1, c.2)) {
-                return Verdict::Inconclusive(format!("run {} did not fail the same way when traced: {}, then {}", runs.count - 1, crash_text(&o), crash_text(&t)));
+                return Verdict::Inconclusive(format!(
+                    "run {} did not fail the same way when traced: {}, then {}",
+                    runs.count - 1,
+                    crash_text(&o),
+                    crash_text(&t)
+                ));
             }
             if !t.narrow.is_empty() && runs.count < max_runs {
                 // Once more, watching what it used narrower than a granule.

@@ -32,7 +32,8 @@ pub(super) fn frame_entries(ctx: &mut ThreadContext, rsp: u64) -> Vec<[u64; 10]>
     }
     // SAFETY: the table is this thread's, TABLE_BYTES long, allocated in `init_table`.
     let words = unsafe { std::slice::from_raw_parts(table as *const u64, TABLE_BYTES / 8) };
-    let mut out: Vec<[u64; 10]> = words.chunks(ENTRY_BYTES / 8).filter(|e| e[0] >= rsp && e[0] < rsp + (64 << 20)).map(|e| e[..10].try_into().unwrap()).collect();
+    let mut out: Vec<[u64; 10]> =
+        words.chunks(ENTRY_BYTES / 8).filter(|e| e[0] >= rsp && e[0] < rsp + (64 << 20)).map(|e| e[..10].try_into().unwrap()).collect();
     out.sort();
     // Live if the slot still holds the return address: the stack read once, not per entry.
     let top = out.last().map_or(rsp, |e| e[0] + 8);
@@ -90,7 +91,8 @@ pub(super) fn logged_call(ctx: &mut ThreadContext, word: u64) -> Option<(u64, u6
 pub(super) fn calls_into(ctx: &mut ThreadContext, lo: u64, hi: u64, after: u64) -> Vec<(u64, u64)> {
     use crate::shadow::origin::thread_part;
     let Some(ring) = call_log(ctx) else { return Vec::new() };
-    let mut calls: Vec<&[u64]> = ring.chunks_exact(4).filter(|e| e[0] >= after && thread_part(e[0]) == thread_part(after) && (lo..hi).contains(&e[2])).collect();
+    let mut calls: Vec<&[u64]> =
+        ring.chunks_exact(4).filter(|e| e[0] >= after && thread_part(e[0]) == thread_part(after) && (lo..hi).contains(&e[2])).collect();
     calls.sort_by_key(|e| (std::cmp::Reverse(e[2]), e[0]));
     calls.into_iter().map(|e| (e[0], e[3])).collect()
 }
@@ -100,7 +102,11 @@ pub(super) fn calls_into(ctx: &mut ThreadContext, lo: u64, hi: u64, after: u64) 
 pub(super) fn calls_with(ctx: &mut ThreadContext, value: u64, before: u64) -> Vec<(u64, u64, u64)> {
     use crate::shadow::origin::thread_part;
     let Some(ring) = call_log(ctx) else { return Vec::new() };
-    let mut calls: Vec<(u64, u64, u64)> = ring.chunks_exact(4).filter(|e| e[0] != 0 && e[0] < before && thread_part(e[0]) == thread_part(before) && e[2] == value).map(|e| (e[0], e[1], e[3])).collect();
+    let mut calls: Vec<(u64, u64, u64)> = ring
+        .chunks_exact(4)
+        .filter(|e| e[0] != 0 && e[0] < before && thread_part(e[0]) == thread_part(before) && e[2] == value)
+        .map(|e| (e[0], e[1], e[3]))
+        .collect();
     calls.sort_by_key(|c| std::cmp::Reverse(c.0));
     calls
 }
@@ -133,4 +139,3 @@ pub(super) fn return_corrupt(ctx: &mut ThreadContext) -> bool {
     *shadow::word(ctx, area::REDIRECT) = ret;
     true
 }
-

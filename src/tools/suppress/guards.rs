@@ -100,11 +100,17 @@ pub(super) fn address(ctx: &ThreadContext, regs: &[u64; 16], ins: &Instruction) 
             ins.next_ip()
         } else {
             let v = regs[r.full_register().number() - Register::RAX.number()];
-            if r.size() == 4 { v & 0xffff_ffff } else { v }
+            if r.size() == 4 {
+                v & 0xffff_ffff
+            } else {
+                v
+            }
         }
     };
     (0..ins.op_count()).find(|&i| ins.op_kind(i) == OpKind::Memory)?;
-    let ea = val(ins.memory_base()).wrapping_add(val(ins.memory_index()).wrapping_mul(u64::from(ins.memory_index_scale()))).wrapping_add(ins.memory_displacement64());
+    let ea = val(ins.memory_base())
+        .wrapping_add(val(ins.memory_index()).wrapping_mul(u64::from(ins.memory_index_scale())))
+        .wrapping_add(ins.memory_displacement64());
     Some(if ins.segment_prefix() == Register::FS { ea.wrapping_add(ctx.callout_fs) } else { ea })
 }
 
@@ -120,7 +126,14 @@ pub(super) fn corrupt_destinations(ctx: &mut ThreadContext, st: &mut State, ins:
         if r.is_gpr() && r.full_register() != Register::RSP {
             *shadow::gpr(ctx, r.full_register().number() - Register::RAX.number()) = 0xff;
         } else if r.is_xmm() || r.is_ymm() || r.is_zmm() {
-            let n = r.number() - if r.is_xmm() { Register::XMM0.number() } else if r.is_ymm() { Register::YMM0.number() } else { Register::ZMM0.number() };
+            let n = r.number()
+                - if r.is_xmm() {
+                    Register::XMM0.number()
+                } else if r.is_ymm() {
+                    Register::YMM0.number()
+                } else {
+                    Register::ZMM0.number()
+                };
             if n < 16 {
                 *shadow::word(ctx, slot::VEC + 8 * n) = 0xffff_ffff;
             }
@@ -211,9 +224,7 @@ pub(super) extern "C" fn guard_callout(ctx: *mut ThreadContext, arg: u64) {
             let target = if g.kind == GuardKind::Branch {
                 let functions = &st.functions;
                 let func = functions.iter().find(|f| (f.0..f.1).contains(&pc)).copied();
-                let (target, region) = st.ipdoms.entry(pc).or_insert_with(|| {
-                    cfg::region(pc, &guest_mem::read_some, func)
-                }).clone();
+                let (target, region) = st.ipdoms.entry(pc).or_insert_with(|| cfg::region(pc, &guest_mem::read_some, func)).clone();
                 if target.is_some() {
                     // What either path would have defined is corrupt: registers, and stack
                     // slots (addressed from rsp or rbp, whose values are known here).
@@ -380,12 +391,7 @@ pub(super) extern "C" fn call_store_callout(ctx: *mut ThreadContext, arg: u64) {
 /// Bytes an instruction's memory destination covers.
 fn info_store_size(ins: &Instruction) -> u64 {
     let info = InstructionInfoFactory::new().info(ins).clone();
-    info.used_memory()
-        .iter()
-        .filter(|m| writes(m.access()))
-        .map(|m| m.memory_size().size().max(1) as u64)
-        .max()
-        .unwrap_or(8)
+    info.used_memory().iter().filter(|m| writes(m.access())).map(|m| m.memory_size().size().max(1) as u64).max().unwrap_or(8)
 }
 
 #[cfg(test)]

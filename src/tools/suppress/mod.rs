@@ -78,7 +78,9 @@ pub fn search(cli: &Cli) -> Result<i32, Error> {
         }
     }
     if let Some(f) = &o.failure {
-        run::check_failure(f).map_err(|_| Error::usage(format!("invalid --failure '{f}' (expected exit-code, stderr:REGEX with a valid expression, or output:FILE naming a file)")))?;
+        run::check_failure(f).map_err(|_| {
+            Error::usage(format!("invalid --failure '{f}' (expected exit-code, stderr:REGEX with a valid expression, or output:FILE naming a file)"))
+        })?;
     }
     // The runs may not share the driver's idea of a relative path.
     let failure = o.failure.clone().map(|f| match f.strip_prefix("output:") {
@@ -86,7 +88,14 @@ pub fn search(cli: &Cli) -> Result<i32, Error> {
         None => f,
     });
     let (json, sarif) = (cli.search.json, cli.search.sarif);
-    let opts = driver::Options { max_runs: o.max_runs, error_exitcode: cli.search.error_exitcode, stdin_file: cli.stdin_file.clone(), seed: cli.seed, failure, show_output: !json && !sarif };
+    let opts = driver::Options {
+        max_runs: o.max_runs,
+        error_exitcode: cli.search.error_exitcode,
+        stdin_file: cli.stdin_file.clone(),
+        seed: cli.seed,
+        failure,
+        show_output: !json && !sarif,
+    };
     let format = report::Format { json, sarif, dot: o.dot.clone() };
     crate::log_to_file(cli);
     Ok(driver::drive(cli.command.clone(), opts, format))
@@ -128,4 +137,3 @@ pub(crate) mod area {
     /// a library's store belongs to.
     pub const CALL_SITE: usize = slot::END + 112;
 }
-

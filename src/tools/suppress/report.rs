@@ -55,7 +55,10 @@ fn text(s: &Search) -> Vec<String> {
                 // A run that looped is not a run without the failure: said so.
                 let looped = if r.looped { " (suppressing it made the program loop: no run ended without the failure)" } else { "" };
                 // Nor is a run that failed anew on nothing defined.
-                let otherwise = r.failed_otherwise.as_ref().map_or(String::new(), |f| format!(" (suppressing it avoided the failure, but the run then failed otherwise: {f})"));
+                let otherwise = r
+                    .failed_otherwise
+                    .as_ref()
+                    .map_or(String::new(), |f| format!(" (suppressing it avoided the failure, but the run then failed otherwise: {f})"));
                 out.push(format!("suppress: first point of memory corruption: {}{looped}{otherwise}", r.place));
                 let every = if r.every_instance {
                     " (suppressed in every instance)"
@@ -66,7 +69,10 @@ fn text(s: &Search) -> Vec<String> {
                 } else {
                     ""
                 };
-                out.push(format!("suppress:    instruction `{}` at {:#x}, thread {}, block instance {}{every}", r.instruction, r.point.pc, r.point.thread, r.point.instance));
+                out.push(format!(
+                    "suppress:    instruction `{}` at {:#x}, thread {}, block instance {}{every}",
+                    r.instruction, r.point.pc, r.point.thread, r.point.instance
+                ));
             }
         }
         Verdict::Inconclusive(_) => {}
@@ -150,7 +156,13 @@ fn json(s: &Search, command: &[std::ffi::OsString]) -> String {
                 Some(_) => js(&describe_crash(o)),
                 None => "null".into(),
             };
-            format!("{{\"run\":{},\"suppressing_from\":[{}],\"crash\":{crash},\"used\":[{}],\"suppressed\":{{{}}}}}", i + 1, from.join(","), used.join(","), suppressed.join(","))
+            format!(
+                "{{\"run\":{},\"suppressing_from\":[{}],\"crash\":{crash},\"used\":[{}],\"suppressed\":{{{}}}}}",
+                i + 1,
+                from.join(","),
+                used.join(","),
+                suppressed.join(",")
+            )
         })
         .collect();
     format!(
@@ -167,7 +179,9 @@ fn json(s: &Search, command: &[std::ffi::OsString]) -> String {
 
 fn sarif(s: &Search) -> String {
     let results: Vec<(String, String)> = match &s.verdict {
-        Verdict::RootCause(roots) => roots.iter().map(|r| (format!("first point of memory corruption: `{}` at {} ({} runs)", r.instruction, r.place, s.runs), r.place.clone())).collect(),
+        Verdict::RootCause(roots) => {
+            roots.iter().map(|r| (format!("first point of memory corruption: `{}` at {} ({} runs)", r.instruction, r.place, s.runs), r.place.clone())).collect()
+        }
         _ => Vec::new(),
     };
     sarif::document("first-point-of-memory-corruption", "The first point of memory corruption behind a crash, found by execution suppression", &results)

@@ -16,17 +16,17 @@ use super::guards::{call_store_callout, guard_callout, hit, plain_store_of, poin
 use super::plan::{Outcome, Plan, Point};
 use super::watch::{self, WatchCheck, Watched};
 use crate::kernel::guest_mem;
-use crate::tools::expected::ExpectedOutput;
 use crate::kernel::memory::GuestMemory;
 use crate::report::lines::SourceLines;
 use crate::report::Reporter;
 use crate::shadow::memory::ShadowMemory;
 use crate::shadow::propagate::{effective_address, r16, r32, writes, Policy, Propagation};
 use crate::shadow::{self, fast, origin, slot};
+use crate::tools::expected::ExpectedOutput;
 use crate::tools::{decode, ToolRun};
 use rtgrind_jit::iced_x86::{ConditionCode, FlowControl, Instruction, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register, UsedMemory};
 use rtgrind_jit::instrument::code_asm::{qword_ptr, AsmRegister64};
-use rtgrind_jit::instrument::{tool_area, InsnSite, Inline, Tool, Version, When};
+use rtgrind_jit::instrument::{tool_area, Inline, InsnSite, Tool, Version, When};
 use rtgrind_jit::ThreadContext;
 use std::collections::HashMap;
 
@@ -115,7 +115,6 @@ impl Failure {
 const ARG_REGS: [usize; 6] = [7, 6, 2, 1, 8, 9]; // rdi rsi rdx rcx r8 r9
 const SYSCALL_ARGS: [usize; 6] = [7, 6, 2, 10, 8, 9]; // rdi rsi rdx r10 r8 r9
 
-
 impl SuppressRun {
     /// `program`: the main program's path (canonical), whose code counts as "the program".
     pub fn new(plan: Plan, program: String) -> Result<SuppressRun, String> {
@@ -131,8 +130,46 @@ impl SuppressRun {
         // Points name block instances, traced or not.
         prop.count_blocks = true;
         let watches = plan.watch.iter().map(|&(addr, size)| Watched { addr, size, origin: 0 }).collect();
-        let state = Box::new(State { shadow, ipdoms: HashMap::new(), functions: Vec::new(), suppressed: HashMap::new(), hits: Vec::new(), main: (0, 0), armed: false, arm_requested: false, syscall_writes_corrupt: false, origins: origins.unwrap_or(std::ptr::null_mut()), watches, watch_pending: None });
-        Ok(SuppressRun { program, plan, prop, origins, state, guards: Vec::new(), checks: Vec::new(), watch_checks: Vec::new(), narrow: Vec::new(), threads: 0, crash: None, def_sites: Vec::new(), call_defs: Vec::new(), syscall_suppressed: false, pipes: HashMap::new(), failure, crt: Vec::new(), lifetime: Default::default(), main_path: String::new(), entry: None, restarted: Box::default(), fast: fast::enabled(), block_use: Default::default(), fast_block: fast::FastBlock::new(0, 0, false, &Default::default()) })
+        let state = Box::new(State {
+            shadow,
+            ipdoms: HashMap::new(),
+            functions: Vec::new(),
+            suppressed: HashMap::new(),
+            hits: Vec::new(),
+            main: (0, 0),
+            armed: false,
+            arm_requested: false,
+            syscall_writes_corrupt: false,
+            origins: origins.unwrap_or(std::ptr::null_mut()),
+            watches,
+            watch_pending: None,
+        });
+        Ok(SuppressRun {
+            program,
+            plan,
+            prop,
+            origins,
+            state,
+            guards: Vec::new(),
+            checks: Vec::new(),
+            watch_checks: Vec::new(),
+            narrow: Vec::new(),
+            threads: 0,
+            crash: None,
+            def_sites: Vec::new(),
+            call_defs: Vec::new(),
+            syscall_suppressed: false,
+            pipes: HashMap::new(),
+            failure,
+            crt: Vec::new(),
+            lifetime: Default::default(),
+            main_path: String::new(),
+            entry: None,
+            restarted: Box::default(),
+            fast: fast::enabled(),
+            block_use: Default::default(),
+            fast_block: fast::FastBlock::new(0, 0, false, &Default::default()),
+        })
     }
 
     /// Gives guest memory `[start, end)` shadow of its own, corrupt bits and origins.
@@ -226,7 +263,16 @@ impl SuppressRun {
     /// is zero only if all are) and tested with `jrcxz`, and the slow path tests the redirect
     /// word the same way, so the flags need no save.
     #[allow(clippy::too_many_arguments)]
-    fn guard_flag_free(&mut self, b: &mut Inline, c: AsmRegister64, u: AsmRegister64, v: AsmRegister64, arg: u64, slots: &[usize], mem_value: Option<&rtgrind_jit::iced_x86::UsedMemory>) {
+    fn guard_flag_free(
+        &mut self,
+        b: &mut Inline,
+        c: AsmRegister64,
+        u: AsmRegister64,
+        v: AsmRegister64,
+        arg: u64,
+        slots: &[usize],
+        mem_value: Option<&rtgrind_jit::iced_x86::UsedMemory>,
+    ) {
         let a = b.asm();
         a.mov(c, 0u64).unwrap();
         for &s in slots {
@@ -412,7 +458,11 @@ impl SuppressRun {
         let (word, site) = (*shadow::word(ctx, area::CALL_WORD), *shadow::word(ctx, area::CALL_SITE));
         let thread = origin::thread(ctx.counter) as u64;
         let instance = origin::instance(word);
-        self.plan.points.iter().find(|p| p.thread == thread && ((p.call() && p.instance == instance) || p.call_site() == Some(site))).map(|p| Point { instance, ..*p })
+        self.plan
+            .points
+            .iter()
+            .find(|p| p.thread == thread && ((p.call() && p.instance == instance) || p.call_site() == Some(site)))
+            .map(|p| Point { instance, ..*p })
     }
 
     /// Bytes the program made (origin `o`, a site of the program) found in a heap header at
@@ -478,9 +528,19 @@ impl SuppressRun {
         // The pointer defined before that call, and no allocation by the program since (a
         // pointer malloc returns keeps the origin of the one freed there, which the allocator
         // stored in its lists): the same block, not a new one at the same address.
-        let allocated_since = call_sites_between(ctx, call, word).into_iter().any(|r| crate::report::symbols::callee_of(&self.main_path, mem, r).is_some_and(|n| ALLOCS.contains(&n.as_str())));
-        let same = first_origin & !origin::INCOMING == arg_origin & !origin::INCOMING && origin::instance(arg_origin) < origin::instance(call) && !allocated_since;
-        same.then(|| (format!("the block {p:#x} passed to the call returning to {ret:#x}, freed before by the call returning to {first_ret:#x}"), call, first_ret, format!("`{name}`")))
+        let allocated_since = call_sites_between(ctx, call, word)
+            .into_iter()
+            .any(|r| crate::report::symbols::callee_of(&self.main_path, mem, r).is_some_and(|n| ALLOCS.contains(&n.as_str())));
+        let same =
+            first_origin & !origin::INCOMING == arg_origin & !origin::INCOMING && origin::instance(arg_origin) < origin::instance(call) && !allocated_since;
+        same.then(|| {
+            (
+                format!("the block {p:#x} passed to the call returning to {ret:#x}, freed before by the call returning to {first_ret:#x}"),
+                call,
+                first_ret,
+                format!("`{name}`"),
+            )
+        })
     }
 
     fn in_main(&self, pc: u64) -> bool {
@@ -492,8 +552,14 @@ impl SuppressRun {
     /// write the call's own frames and suppresses the rest.
     fn call_checks(&mut self, site: &InsnSite, b: &mut Inline) {
         let ins = site.ins;
-        let stores = ins.is_string_instruction() && matches!(ins.mnemonic(), Mnemonic::Movsb | Mnemonic::Movsw | Mnemonic::Movsd | Mnemonic::Movsq | Mnemonic::Stosb | Mnemonic::Stosw | Mnemonic::Stosd | Mnemonic::Stosq)
-            || (!ins.is_string_instruction() && !matches!(ins.mnemonic(), Mnemonic::Push | Mnemonic::Call) && site.info.used_memory().iter().any(|m| crate::shadow::propagate::writes(m.access())));
+        let stores = ins.is_string_instruction()
+            && matches!(
+                ins.mnemonic(),
+                Mnemonic::Movsb | Mnemonic::Movsw | Mnemonic::Movsd | Mnemonic::Movsq | Mnemonic::Stosb | Mnemonic::Stosw | Mnemonic::Stosd | Mnemonic::Stosq
+            )
+            || (!ins.is_string_instruction()
+                && !matches!(ins.mnemonic(), Mnemonic::Push | Mnemonic::Call)
+                && site.info.used_memory().iter().any(|m| crate::shadow::propagate::writes(m.access())));
         if !stores || self.in_main(ins.ip()) {
             return;
         }
@@ -590,18 +656,27 @@ impl SuppressRun {
             // Allocator memory: the brk heap or an anonymous mapping (glibc's arenas and large
             // blocks), never the stack, a global or a file.
             // (The brk heap starts right after the program's data, in its last page.)
-            let allocator_memory = (mem.brk_start..mem.brk_cur).contains(&p) || mem.region_at(p).is_some_and(|(_, r)| r.name.as_deref().is_none_or(|n| n == "[heap]"));
+            let allocator_memory =
+                (mem.brk_start..mem.brk_cur).contains(&p) || mem.region_at(p).is_some_and(|(_, r)| r.name.as_deref().is_none_or(|n| n == "[heap]"));
             let heap_block = p >= 16 && p % 16 == 0 && guest_mem::read_u64(p - 8).is_some() && allocator_memory;
             // The size field whoever wrote it; the first words only as the allocator's own
             // (a block's contents are the program's business, even copied by memset).
             let library_site = |o: u64| origin::site(o) as u32 & shadow::MAIN_SITE == 0;
-            let granules: &[(i64, &str)] = if sig == libc::SIGABRT { &[(-8, "size field"), (0, "first word"), (8, "second word")] } else { &[(-8, "size field")] };
+            let granules: &[(i64, &str)] =
+                if sig == libc::SIGABRT { &[(-8, "size field"), (0, "first word"), (8, "second word")] } else { &[(-8, "size field")] };
             let newest = granules
                 .iter()
                 .filter(|_| heap_block)
                 .map(|&(off, what)| (what, p.wrapping_add_signed(off), self.origin_at(p.wrapping_add_signed(off))))
-                .filter(|&(_, at, o)| o & !origin::INCOMING != 0 && origin::instance(o) > origin::instance(rdi_origin) && (at == p - 8 || (library_site(o) && o & origin::REAL != 0)))
-                .fold(None, |best: Option<(&str, u64, u64)>, g| if best.is_none_or(|b| origin::instance(g.2) > origin::instance(b.2)) { Some(g) } else { best });
+                .filter(|&(_, at, o)| {
+                    o & !origin::INCOMING != 0
+                        && origin::instance(o) > origin::instance(rdi_origin)
+                        && (at == p - 8 || (library_site(o) && o & origin::REAL != 0))
+                })
+                .fold(
+                    None,
+                    |best: Option<(&str, u64, u64)>, g| if best.is_none_or(|b| origin::instance(g.2) > origin::instance(b.2)) { Some(g) } else { best },
+                );
             // The allocator's own words, written by an earlier call given the same pointer
             // from another definition (two owners of one block, one a wrong copy): the
             // pointer is what was wrong (the dissertation's Fig. 5.1, line 15); the same
@@ -626,7 +701,8 @@ impl SuppressRun {
         // The last `ret` matched a call but went elsewhere than that call's return address:
         // its slot was overwritten (perhaps only a byte, leaving an address inside code).
         let last = *shadow::word(ctx, slot::END + 8);
-        let (key, expected, target) = (*shadow::word(ctx, area::LAST_RET_KEY), *shadow::word(ctx, area::LAST_RET_EXPECTED), *shadow::word(ctx, area::LAST_RET_TARGET));
+        let (key, expected, target) =
+            (*shadow::word(ctx, area::LAST_RET_KEY), *shadow::word(ctx, area::LAST_RET_EXPECTED), *shadow::word(ctx, area::LAST_RET_TARGET));
         if sig != libc::SIGABRT && key != 0 && expected != 0 && target != expected && decode(last).is_some_and(|i| i.flow_control() == FlowControl::Return) {
             let what = decode(last).map(|i| fmt(&i)).unwrap_or_default();
             let what = format!("return address at {key:#x} (used by `{what}` at {last:#x}, which went to {target:#x}, not {expected:#x})");
@@ -658,7 +734,10 @@ impl SuppressRun {
                                     // at the last indirect call or jump.
                                     let o = *shadow::word(ctx, area::LAST_ICALL_ORIGIN);
                                     let what = decode(icall).map(|i| fmt(&i)).unwrap_or_default();
-                                    locs.push((format!("target of `{what}` at {icall:#x} (control then reached `ret` at {last:#x}, which no call matched)"), o));
+                                    locs.push((
+                                        format!("target of `{what}` at {icall:#x} (control then reached `ret` at {last:#x}, which no call matched)"),
+                                        o,
+                                    ));
                                 } else {
                                     let what = format!("return address at {a:#x} (used by `{}` at {last:#x})", fmt(&ins));
                                     let o = self.origin_at(a);
@@ -731,7 +810,9 @@ impl SuppressRun {
                 }
                 match innermost {
                     // A pointer handed to the library (to `free`): its definition.
-                    Some(e) if !decided && !origin::is_constant(e[2]) && e[2] & !origin::INCOMING != 0 => locs.push((format!("first argument of the call returning to {:#x}", e[1]), e[2])),
+                    Some(e) if !decided && !origin::is_constant(e[2]) && e[2] & !origin::INCOMING != 0 => {
+                        locs.push((format!("first argument of the call returning to {:#x}", e[1]), e[2]))
+                    }
                     // A constant (an assertion's text) or none: what the program last decided on.
                     _ => locs.extend(last_branch(ctx)),
                 }
@@ -747,13 +828,25 @@ impl SuppressRun {
     /// For a fault in the program: the frame slots its address was computed from (`slice`),
     /// as used locations, told apart by their values: a pointer that points nowhere is what
     /// went wrong; with none, the other parts (indexes) took a good pointer out of bounds.
-    fn address_slots(&mut self, ctx: &mut ThreadContext, ins: &Instruction, info: &rtgrind_jit::iced_x86::InstructionInfo, mem: &GuestMemory) -> Vec<(String, u64)> {
+    fn address_slots(
+        &mut self,
+        ctx: &mut ThreadContext,
+        ins: &Instruction,
+        info: &rtgrind_jit::iced_x86::InstructionInfo,
+        mem: &GuestMemory,
+    ) -> Vec<(String, u64)> {
         let pc = ins.ip();
         let Some(func) = self.state.functions.iter().find(|f| (f.0..f.1).contains(&pc)).copied() else { return Vec::new() };
         if !self.in_main(pc) {
             return Vec::new();
         }
-        let wanted: Vec<Register> = info.used_memory().iter().filter(|m| m.access() != OpAccess::NoMemAccess).flat_map(|m| [m.base(), m.index()]).filter(|r| *r != Register::None).collect();
+        let wanted: Vec<Register> = info
+            .used_memory()
+            .iter()
+            .filter(|m| m.access() != OpAccess::NoMemAccess)
+            .flat_map(|m| [m.base(), m.index()])
+            .filter(|r| *r != Register::None)
+            .collect();
         let regs: [u64; 16] = std::array::from_fn(|r| ctx.gpr[r]);
         let loads = super::slice::loads_behind(pc, func, &regs, &wanted, &|a, n| guest_mem::read_vec(a, n));
         let nowhere = |v: u64| mem.region_at(v).is_none();
@@ -761,7 +854,12 @@ impl SuppressRun {
         let parts: Vec<&super::slice::Load> = if pointers.is_empty() { loads.iter().filter(|l| l.size != 8 || nowhere(l.value)).collect() } else { pointers };
         parts
             .into_iter()
-            .map(|l| (format!("the {}-byte value {:#x} at {:#x}, which the address was computed from", l.size, l.value, l.addr), self.location_origin(l.addr, l.size as u64)))
+            .map(|l| {
+                (
+                    format!("the {}-byte value {:#x} at {:#x}, which the address was computed from", l.size, l.value, l.addr),
+                    self.location_origin(l.addr, l.size as u64),
+                )
+            })
             .filter(|l| l.1 & !origin::INCOMING != 0)
             .collect()
     }
@@ -884,14 +982,32 @@ extern "C" fn restart_count(ctx: *mut ThreadContext, arg: u64) {
 }
 
 /// The C library's functions that copy into their first argument.
-const COPIES: [&str; 16] = ["strcpy", "strcat", "strncpy", "strncat", "stpcpy", "memcpy", "memmove", "mempcpy", "sprintf", "vsprintf", "snprintf", "vsnprintf", "gets", "fgets", "read", "fread"];
+const COPIES: [&str; 16] = [
+    "strcpy",
+    "strcat",
+    "strncpy",
+    "strncat",
+    "stpcpy",
+    "memcpy",
+    "memmove",
+    "mempcpy",
+    "sprintf",
+    "vsprintf",
+    "snprintf",
+    "vsnprintf",
+    "gets",
+    "fgets",
+    "read",
+    "fread",
+];
 
 /// The C library's and C++ runtime's functions that free the block their first argument
 /// points to.
 const FREES: [&str; 6] = ["free", "realloc", "_ZdlPv", "_ZdlPvm", "_ZdaPv", "_ZdaPvm"];
 
 /// Functions that return a block of the heap.
-const ALLOCS: [&str; 13] = ["malloc", "calloc", "realloc", "reallocarray", "strdup", "strndup", "aligned_alloc", "memalign", "posix_memalign", "valloc", "_Znwm", "_Znam", "asprintf"];
+const ALLOCS: [&str; 13] =
+    ["malloc", "calloc", "realloc", "reallocarray", "strdup", "strndup", "aligned_alloc", "memalign", "posix_memalign", "valloc", "_Znwm", "_Znam", "asprintf"];
 
 /// Before the thread's first call in the program, a library's definitions are instance 1 of
 /// the thread (never 0, which names every instance).
@@ -915,7 +1031,11 @@ fn reg_loc(ctx: &mut ThreadContext, sites: &shadow::Sites, r: Register, what: &s
 fn moves_frame(ins: &Instruction) -> bool {
     let info = InstructionInfoFactory::new().info(ins).clone();
     let stores = info.used_memory().iter().any(|m| matches!(m.access(), OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite));
-    !stores && info.used_registers().iter().any(|u| matches!(u.register().full_register(), Register::RSP | Register::RBP) && matches!(u.access(), OpAccess::Write | OpAccess::ReadWrite))
+    !stores
+        && info
+            .used_registers()
+            .iter()
+            .any(|u| matches!(u.register().full_register(), Register::RSP | Register::RBP) && matches!(u.access(), OpAccess::Write | OpAccess::ReadWrite))
 }
 
 /// The condition of the last conditional branch in the program, as a used location.
@@ -924,10 +1044,15 @@ fn last_branch(ctx: &mut ThreadContext) -> Option<(String, u64)> {
     (pc != 0).then(|| (format!("the condition of the branch at {pc:#x}"), *shadow::word(ctx, area::LAST_BRANCH_ORIGIN)))
 }
 
-
 /// Calls `f(arg)` out (clobbering `t`), then leaves the block for the tool-area `REDIRECT`
 /// pc if the call-out set one; `done` is bound after, where the code goes on.
-fn callout_then_leave_if_asked(b: &mut Inline, f: rtgrind_jit::instrument::Callout, arg: u64, t: AsmRegister64, mut done: rtgrind_jit::instrument::code_asm::CodeLabel) {
+fn callout_then_leave_if_asked(
+    b: &mut Inline,
+    f: rtgrind_jit::instrument::Callout,
+    arg: u64,
+    t: AsmRegister64,
+    mut done: rtgrind_jit::instrument::code_asm::CodeLabel,
+) {
     b.callout(f, arg, t);
     let a = b.asm();
     a.cmp(qword_ptr(tool_area(area::REDIRECT)).gs(), 0).unwrap();
@@ -942,7 +1067,6 @@ fn callout_then_leave_if_asked(b: &mut Inline, f: rtgrind_jit::instrument::Callo
 pub(super) fn fmt(ins: &Instruction) -> String {
     rtgrind_jit::translate::format_insn(ins)
 }
-
 
 impl Tool for SuppressRun {
     fn two_versions(&mut self, _pc: u64, insns: &[Instruction]) -> bool {
@@ -1002,7 +1126,15 @@ impl Tool for SuppressRun {
             }
             FlowControl::Return => {
                 self.last_indirect(pc, b);
-                let m = rtgrind_jit::iced_x86::UsedMemory::new(Register::None, Register::RSP, Register::None, 1, 0, rtgrind_jit::iced_x86::MemorySize::UInt64, OpAccess::Read);
+                let m = rtgrind_jit::iced_x86::UsedMemory::new(
+                    Register::None,
+                    Register::RSP,
+                    Register::None,
+                    1,
+                    0,
+                    rtgrind_jit::iced_x86::MemorySize::UInt64,
+                    OpAccess::Read,
+                );
                 self.guard(b, GuardKind::Ret, ins, &[], Some(&m));
                 // After the guard, which reads the entry.
                 self.at_return(b);
@@ -1046,7 +1178,10 @@ impl Tool for SuppressRun {
                 slots.extend(shadow::gpr_number(ins.op0_register()).map(shadow::gpr_slot));
             }
             self.guard(b, GuardKind::Divide, ins, &slots, None);
-        } else if ins.flow_control() == FlowControl::Next && !ins.is_string_instruction() && !matches!(ins.mnemonic(), Mnemonic::Push | Mnemonic::Pop | Mnemonic::Lea | Mnemonic::Nop | Mnemonic::Leave) {
+        } else if ins.flow_control() == FlowControl::Next
+            && !ins.is_string_instruction()
+            && !matches!(ins.mnemonic(), Mnemonic::Push | Mnemonic::Pop | Mnemonic::Lea | Mnemonic::Nop | Mnemonic::Leave)
+        {
             let mems: Vec<_> = site.info.used_memory().iter().filter(|m| m.access() != OpAccess::NoMemAccess).copied().collect();
             if !mems.is_empty() {
                 let mut slots: Vec<usize> = Vec::new();
@@ -1157,7 +1292,8 @@ impl ToolRun for SuppressRun {
         self.state.functions = functions.iter().map(|f| (f.0, f.1)).collect();
         // The C runtime's code in the program (start-up, destructors) decides nothing the
         // program's author wrote.
-        const CRT: [&str; 8] = ["_start", "_init", "_fini", "__do_global_dtors_aux", "frame_dummy", "register_tm_clones", "deregister_tm_clones", "__libc_csu_init"];
+        const CRT: [&str; 8] =
+            ["_start", "_init", "_fini", "__do_global_dtors_aux", "frame_dummy", "register_tm_clones", "deregister_tm_clones", "__libc_csu_init"];
         self.crt = functions.iter().filter(|f| CRT.contains(&f.2.as_str())).map(|f| (f.0, f.1)).collect();
         for f in self.plan.at_functions.clone() {
             match crate::report::symbols::function_address(&path, mem, &f) {
@@ -1345,4 +1481,3 @@ impl ToolRun for SuppressRun {
 fn pipe_inode(fd: u64) -> Option<u64> {
     crate::kernel::raw::fstat(fd as i32).filter(|st| st.st_mode & libc::S_IFMT == libc::S_IFIFO).map(|st| st.st_ino)
 }
-

@@ -49,7 +49,12 @@ pub(super) fn loads_behind(pc: u64, func: (u64, u64), regs: &[u64; 16], wanted: 
             break;
         }
         let used = info.info(ins);
-        let writes: Vec<Register> = used.used_registers().iter().filter(|u| matches!(u.access(), OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite)).map(|u| u.register().full_register()).collect();
+        let writes: Vec<Register> = used
+            .used_registers()
+            .iter()
+            .filter(|u| matches!(u.access(), OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite))
+            .map(|u| u.register().full_register())
+            .collect();
         // The frame or stack pointer moved: addresses from them would be wrong further back.
         if writes.iter().any(|r| matches!(r, Register::RSP | Register::RBP)) {
             break;
@@ -75,7 +80,11 @@ pub(super) fn loads_behind(pc: u64, func: (u64, u64), regs: &[u64; 16], wanted: 
                     if ins.mnemonic() != Mnemonic::Xor || ins.op0_register() != ins.op1_register() {
                         for u in used.used_registers() {
                             let r = u.register().full_register();
-                            if matches!(u.access(), OpAccess::Read | OpAccess::ReadWrite | OpAccess::CondRead) && r.is_gpr64() && !matches!(r, Register::RSP | Register::RBP) && !need.contains(&r) {
+                            if matches!(u.access(), OpAccess::Read | OpAccess::ReadWrite | OpAccess::CondRead)
+                                && r.is_gpr64()
+                                && !matches!(r, Register::RSP | Register::RBP)
+                                && !need.contains(&r)
+                            {
                                 need.push(r);
                             }
                         }

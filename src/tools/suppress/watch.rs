@@ -73,12 +73,24 @@ fn address(ctx: &ThreadContext, regs: &[u64; 16], m: &UsedMemory, ins: &Instruct
             Register::RIP | Register::EIP => ins.next_ip(),
             r => {
                 let v = regs[r.full_register().number() - Register::RAX.number()];
-                if r.size() == 4 { v & 0xffff_ffff } else { v }
+                if r.size() == 4 {
+                    v & 0xffff_ffff
+                } else {
+                    v
+                }
             }
         }
     };
-    let ea = if m.base() == Register::RIP { m.displacement() } else { val(m.base()).wrapping_add(val(m.index()).wrapping_mul(u64::from(m.scale()))).wrapping_add(m.displacement()) };
-    if m.segment() == Register::FS { ea.wrapping_add(ctx.callout_fs) } else { ea }
+    let ea = if m.base() == Register::RIP {
+        m.displacement()
+    } else {
+        val(m.base()).wrapping_add(val(m.index()).wrapping_mul(u64::from(m.scale()))).wrapping_add(m.displacement())
+    };
+    if m.segment() == Register::FS {
+        ea.wrapping_add(ctx.callout_fs)
+    } else {
+        ea
+    }
 }
 
 /// A store's range came within the watch window (the inline test): the exact check.

@@ -25,7 +25,7 @@ use crate::shadow::{self, origin, slot};
 use crate::tools::suppress::cfg;
 use rtgrind_jit::iced_x86::{Decoder, DecoderOptions, FlowControl, InstructionInfoFactory, OpAccess};
 use rtgrind_jit::instrument::code_asm::*;
-use rtgrind_jit::instrument::{tool_area, InsnSite, Inline};
+use rtgrind_jit::instrument::{tool_area, Inline, InsnSite};
 use rtgrind_jit::ThreadContext;
 use std::collections::{HashMap, VecDeque};
 

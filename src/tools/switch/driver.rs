@@ -285,7 +285,8 @@ pub fn drive(command: Vec<OsString>, mut opts: Options) -> i32 {
     // The trace run: the original execution, every branch instance up to the failure.
     let trace_file = s.dir.0.join("trace");
     let blocks_file = s.dir.0.join("blocks");
-    let mut targs: Vec<OsString> = vec!["--tool=switch".into(), format!("--switch-trace={}", trace_file.display()).into(), format!("--blocks-out={}", blocks_file.display()).into()];
+    let mut targs: Vec<OsString> =
+        vec!["--tool=switch".into(), format!("--switch-trace={}", trace_file.display()).into(), format!("--blocks-out={}", blocks_file.display()).into()];
     if s.opts.libs {
         targs.push("--switch-libs=yes".into());
     }
@@ -304,7 +305,10 @@ pub fn drive(command: Vec<OsString>, mut opts: Options) -> i32 {
     }
     if s.opts.oracle.passes(&original) {
         if !s.opts.oracle.given() {
-            say(&format!("no oracle given (--expected-output, --expected-stderr, --expected-exit, --oracle) and the program did not crash ({}): nothing to search for", original.ending.describe()));
+            say(&format!(
+                "no oracle given (--expected-output, --expected-stderr, --expected-exit, --oracle) and the program did not crash ({}): nothing to search for",
+                original.ending.describe()
+            ));
             return 2;
         }
         say(&format!("the run already passes the oracle ({}); nothing to find", original.ending.describe()));
@@ -320,7 +324,12 @@ pub fn drive(command: Vec<OsString>, mut opts: Options) -> i32 {
     };
     let same_output = std::fs::read(&again.stdout).ok() == std::fs::read(&original.stdout).ok();
     if again.ending != original.ending || !same_output {
-        say(&format!("the failure does not reproduce: the first run ended with {}, the second with {}{}", original.ending.describe(), again.ending.describe(), if same_output { "" } else { " and a different output" }));
+        say(&format!(
+            "the failure does not reproduce: the first run ended with {}, the second with {}{}",
+            original.ending.describe(),
+            again.ending.describe(),
+            if same_output { "" } else { " and a different output" }
+        ));
         return 2;
     }
     let Ok(trace_text) = std::fs::read_to_string(&trace_file) else {
@@ -451,7 +460,8 @@ pub fn drive(command: Vec<OsString>, mut opts: Options) -> i32 {
             if tried % 16 == 1 {
                 crate::tools::child::progress(&format!("switch: switched run {tried} of {}", cands.len()));
             }
-            let args: Vec<OsString> = vec!["--tool=switch".into(), format!("--switch-at={pc:#x}:{}", c.forward).into(), format!("--budget-blocks={budget}").into()];
+            let args: Vec<OsString> =
+                vec!["--tool=switch".into(), format!("--switch-at={pc:#x}:{}", c.forward).into(), format!("--budget-blocks={budget}").into()];
             let (r, _, log) = match s.run(args, Some(limit)) {
                 Ok(r) => r,
                 Err(e) => {
@@ -520,19 +530,41 @@ pub fn drive(command: Vec<OsString>, mut opts: Options) -> i32 {
     } else {
         "re-executed"
     };
-    say(&format!("{tried} switched runs of {} candidates ({order} order, {how}; {stopped} stopped by their budget), {} runs in all, {:.2} s", cands.len(), s.runs, secs));
+    say(&format!(
+        "{tried} switched runs of {} candidates ({order} order, {how}; {stopped} stopped by their budget), {} runs in all, {:.2} s",
+        cands.len(),
+        s.runs,
+        secs
+    ));
     if s.opts.sarif {
         let results: Vec<(String, String)> = found
             .iter()
             .map(|f| {
                 let (pc, place) = &trace.sites[f.candidate.site];
-                (format!("critical predicate: the branch at {pc:#x}, instance {} ({} from the failure): inverting it makes the run pass", f.candidate.forward, f.candidate.backward), place.clone())
+                (
+                    format!(
+                        "critical predicate: the branch at {pc:#x}, instance {} ({} from the failure): inverting it makes the run pass",
+                        f.candidate.forward, f.candidate.backward
+                    ),
+                    place.clone(),
+                )
             })
             .collect();
-        println!("{}", crate::tools::sarif::document("critical-predicate", "A branch instance whose inverted outcome makes a failing run pass (predicate switching)", &results));
+        println!(
+            "{}",
+            crate::tools::sarif::document(
+                "critical-predicate",
+                "A branch instance whose inverted outcome makes a failing run pass (predicate switching)",
+                &results
+            )
+        );
     }
     if s.opts.json {
-        println!("{{\"tool\":\"switch\",\"result\":\"found\",\"predicates\":[{}],\"tried\":{tried},\"candidates\":{},\"seconds\":{secs:.3}}}", json.join(","), cands.len());
+        println!(
+            "{{\"tool\":\"switch\",\"result\":\"found\",\"predicates\":[{}],\"tried\":{tried},\"candidates\":{},\"seconds\":{secs:.3}}}",
+            json.join(","),
+            cands.len()
+        );
     }
     s.opts.error_exitcode
 }
@@ -542,7 +574,15 @@ mod tests {
     use super::*;
 
     fn trace(ids: &[usize]) -> Trace {
-        Trace { sites: vec![(0x10, String::new()), (0x20, String::new())], ids: ids.to_vec(), taken: vec![false; ids.len()], failure: String::new(), threads: 0, changes_files: None, distance: None }
+        Trace {
+            sites: vec![(0x10, String::new()), (0x20, String::new())],
+            ids: ids.to_vec(),
+            taken: vec![false; ids.len()],
+            failure: String::new(),
+            threads: 0,
+            changes_files: None,
+            distance: None,
+        }
     }
 
     #[test]

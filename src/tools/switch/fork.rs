@@ -10,13 +10,13 @@
 //! switched run does (`Switch`), with "the next execution" as its instance.
 
 use super::run::Switch;
-use crate::tools::expected::ExpectedOutput;
 use crate::kernel::memory::GuestMemory;
 use crate::report::Reporter;
+use crate::tools::expected::ExpectedOutput;
 use crate::tools::ToolRun;
 use rtgrind_jit::iced_x86::{ConditionCode, FlowControl};
 use rtgrind_jit::instrument::code_asm::qword_ptr;
-use rtgrind_jit::instrument::{tool_area, InsnSite, Inline, Tool};
+use rtgrind_jit::instrument::{tool_area, Inline, InsnSite, Tool};
 use rtgrind_jit::ThreadContext;
 use std::path::PathBuf;
 
@@ -99,7 +99,13 @@ impl SwitchFork {
                 let r = unsafe { libc::waitpid(pid, &mut status, libc::__WALL | libc::WNOHANG) };
                 if r == pid || r < 0 {
                     // r < 0: not our child any more (cannot happen; never wait forever on it).
-                    let code = if r < 0 { -1 } else if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { -libc::WTERMSIG(status) };
+                    let code = if r < 0 {
+                        -1
+                    } else if libc::WIFEXITED(status) {
+                        libc::WEXITSTATUS(status)
+                    } else {
+                        -libc::WTERMSIG(status)
+                    };
                     self.running.swap_remove(i);
                     self.done.push((index, code));
                     reaped = true;

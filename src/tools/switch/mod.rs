@@ -132,7 +132,8 @@ pub fn search(cli: &Cli) -> Result<i32, Error> {
         exit: o.expected_exit,
         command: o.oracle.clone(),
     };
-    let order = driver::Order::parse(&o.order).ok_or_else(|| Error::usage(format!("invalid --order '{}' (expected lefs, last-instance-first or prior)", o.order)))?;
+    let order =
+        driver::Order::parse(&o.order).ok_or_else(|| Error::usage(format!("invalid --order '{}' (expected lefs, last-instance-first or prior)", o.order)))?;
     let opts = driver::Options {
         oracle,
         order,

@@ -8,13 +8,13 @@
 //! outcome the guest's flags give (`cmov`, before anything touches the flags) and hands it to
 //! the engine through `Inline::branch_outcome_from` on the N-th execution only.
 
-use crate::tools::{cmov_cc, ToolRun};
 use crate::kernel::memory::GuestMemory;
 use crate::report::lines::SourceLines;
 use crate::report::Reporter;
+use crate::tools::{cmov_cc, ToolRun};
 use rtgrind_jit::iced_x86::{ConditionCode, FlowControl};
 use rtgrind_jit::instrument::code_asm::*;
-use rtgrind_jit::instrument::{tool_area, InsnSite, Inline, Tool};
+use rtgrind_jit::instrument::{tool_area, Inline, InsnSite, Tool};
 
 /// Tool-area slot the engine reads the forced outcome from.
 const OUTCOME: usize = 0;

@@ -7,16 +7,16 @@
 //! its end for the other oracles. The trace file lists the sites (number, pc, source line),
 //! the number of threads the program created, and then the instances as site numbers.
 
-use crate::tools::expected::ExpectedOutput;
 use crate::kernel::memory::GuestMemory;
 use crate::report::lines::SourceLines;
 use crate::report::Reporter;
+use crate::shadow::propagate::r32;
+use crate::tools::expected::ExpectedOutput;
 use crate::tools::ToolRun;
 use rtgrind_jit::iced_x86::{ConditionCode, FlowControl};
 use rtgrind_jit::instrument::code_asm::{dword_ptr, qword_ptr};
-use rtgrind_jit::instrument::{InsnSite, Inline, Tool};
+use rtgrind_jit::instrument::{Inline, InsnSite, Tool};
 use rtgrind_jit::ThreadContext;
-use crate::shadow::propagate::r32;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
@@ -59,7 +59,23 @@ pub struct SwitchTrace {
 
 impl SwitchTrace {
     pub fn new(out: PathBuf, main_only: bool, program: String, expected: Option<Vec<u8>>) -> SwitchTrace {
-        SwitchTrace { out, main_only, main: (0, 0), program, ids: HashMap::new(), pcs: Vec::new(), buffer: 0, cursor: Box::new(0), threads: 0, expected: expected.map(|e| ExpectedOutput::new(e, 0)), cut: None, what: String::new(), deps: None, lifetime: Default::default(), changes_files: None }
+        SwitchTrace {
+            out,
+            main_only,
+            main: (0, 0),
+            program,
+            ids: HashMap::new(),
+            pcs: Vec::new(),
+            buffer: 0,
+            cursor: Box::new(0),
+            threads: 0,
+            expected: expected.map(|e| ExpectedOutput::new(e, 0)),
+            cut: None,
+            what: String::new(),
+            deps: None,
+            lifetime: Default::default(),
+            changes_files: None,
+        }
     }
 
     /// Entries in the main thread's buffer now.
