@@ -3,7 +3,7 @@
 //! library point to the whole call, or to every call made at one site of the program, when the
 //! single store is not the unit that corrupted (see ARCHITECTURE, "The suppression tool").
 
-use super::plan::{Outcome, Point};
+use super::plan::{Def, Outcome, Point};
 use std::collections::HashMap;
 
 /// What the search knows of the program's calls: its code range and the call site (return
@@ -44,11 +44,11 @@ impl Calls {
     ///   wrote a return address or a heap chunk's size (an overflow out of the caller's buffer,
     ///   never a value the program meant): that call, whole;
     /// - anything else as it is.
-    pub fn widen(&mut self, defs: &[(Point, String, String, String)], points: &[Point]) -> Vec<Point> {
+    pub fn widen(&mut self, defs: &[Def], points: &[Point]) -> Vec<Point> {
         let smashed = |what: &str| what.starts_with("return address at") || what.starts_with("size field of the heap");
         let new: Vec<Point> = defs
             .iter()
-            .map(|(d, what, _, _)| {
+            .map(|Def { point: d, location: what, .. }| {
                 let same_site = self.site(d).filter(|&r| {
                     points.iter().any(|p| (self.library(p) || p.call()) && p.thread == d.thread && p.instance != d.instance && self.site(p) == Some(r))
                 });
@@ -62,8 +62,11 @@ impl Calls {
             .collect();
         // What a whole call or a site stands for: its definitions' site.
         for n in &new {
-            let site =
-                defs.iter().map(|d| d.0).filter(|x| x.thread == n.thread && (x.instance == n.instance || n.call_site().is_some())).find_map(|x| self.site(&x));
+            let site = defs
+                .iter()
+                .map(|d| d.point)
+                .filter(|x| x.thread == n.thread && (x.instance == n.instance || n.call_site().is_some()))
+                .find_map(|x| self.site(&x));
             if let Some(r) = site {
                 self.sites.entry(*n).or_insert(r);
             }

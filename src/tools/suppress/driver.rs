@@ -4,7 +4,7 @@
 //! Those become suppression points of the next run, until a run ends without a crash: the
 //! points added last are the first point of memory corruption.
 
-use super::plan::{Outcome, Plan, Point};
+use super::plan::{Crash, Def, Outcome, Plan, Point};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -117,8 +117,8 @@ fn signame(sig: i32) -> String {
 fn crash_text(o: &Outcome) -> String {
     match &o.crash {
         // A named failure: the run says what it was.
-        Some((sig, pc, _, what)) if *sig < 0 => format!("{what} (at {pc:#x})"),
-        Some((sig, pc, _, place)) => format!("{} at {pc:#x} {place}", signame(*sig)),
+        Some(c) if c.signal < 0 => format!("{} (at {:#x})", c.place, c.pc),
+        Some(c) => format!("{} at {:#x} {}", signame(c.signal), c.pc, c.place),
         None => match &o.stopped {
             Some(why) => format!("the program looped ({why}), without the failure so far"),
             None => "no failure".into(),
@@ -127,15 +127,15 @@ fn crash_text(o: &Outcome) -> String {
 }
 
 /// How a failure's repeat differs from it: which of signal, place and block instance.
-fn difference(first: &(i32, u64, u64, String), again: Option<&(i32, u64, u64, String)>) -> String {
+fn difference(first: &Crash, again: Option<&Crash>) -> String {
     let Some(again) = again else { return "the second run did not fail".into() };
-    if again.0 != first.0 {
-        return format!("the failure ({} then {})", signame(first.0), signame(again.0));
+    if again.signal != first.signal {
+        return format!("the failure ({} then {})", signame(first.signal), signame(again.signal));
     }
-    if again.1 != first.1 {
-        return format!("the place ({:#x} then {:#x})", first.1, again.1);
+    if again.pc != first.pc {
+        return format!("the place ({:#x} then {:#x})", first.pc, again.pc);
     }
-    let (a, b) = (first.2, again.2);
+    let (a, b) = (first.instance, again.instance);
     let (n, way) = if b > a { (b - a, "later") } else { (a - b, "earlier") };
     format!(
         "only the time: the same failure at the same place, {n} blocks {way} (block instance {a}, then {b}): the program ran differently before it (a file an earlier run left, the time, its input), and points named by instance would miss"
@@ -149,14 +149,14 @@ fn covers(p: &Point, d: &Point) -> bool {
 
 /// The place a point is reported at: its own line, or for code in a library the main
 /// program's call that led there.
-fn headline(def: &(Point, String, String, String), hits: &[(Point, String)]) -> String {
+fn headline(def: &Def, hits: &[(Point, String)]) -> String {
     // The hit at the definition's own instance (the run records a point of every instance at
     // the instances it fired at), else any of its instruction's (or its call site's).
-    let exact = hits.iter().find(|h| covers(&h.0, &def.0));
-    let hit = exact.or_else(|| hits.iter().find(|h| covers(&Point { instance: 0, ..h.0 }, &def.0)));
+    let exact = hits.iter().find(|h| covers(&h.0, &def.point));
+    let hit = exact.or_else(|| hits.iter().find(|h| covers(&Point { instance: 0, ..h.0 }, &def.point)));
     match hit.map(|h| h.1.as_str()).filter(|s| !s.is_empty()) {
-        Some(call) => format!("{call}, inside {}", def.2),
-        None => def.2.clone(),
+        Some(call) => format!("{call}, inside {}", def.place),
+        None => def.place.clone(),
     }
 }
 
@@ -296,7 +296,7 @@ fn search(
         Ok(o) => o,
         Err(v) => return v,
     };
-    if again.crash.as_ref().map(|c| (c.0, c.1, c.2)) != Some((crash.0, crash.1, crash.2)) {
+    if !again.crash.as_ref().is_some_and(|c| c.same(&crash)) {
         return Verdict::NotReproducible(crash_text(&first), crash_text(&again), difference(&crash, again.crash.as_ref()));
     }
     chain.push((Vec::new(), if first.narrow.is_empty() { first } else { again }));
@@ -305,17 +305,17 @@ fn search(
     loop {
         let current = &chain.last().unwrap().1;
         calls.learn(current);
-        let defs: Vec<Point> = current.defs.iter().map(|d| d.0).collect();
+        let defs: Vec<Point> = current.defs.iter().map(|d| d.point).collect();
         // Suppressing whole the library calls that overflowed avoided the failure if the run
         // then failed otherwise: what the copy should have written in bounds is missing, and
         // that is no corruption of its own to follow (unzip's strcat, suppressed, left a name
         // unterminated that printf then read past).
         let (added, _) = &chain[chain.len() - 1];
         let whole_calls = !added.is_empty() && added.iter().all(|p| p.call() || p.call_site().is_some());
-        let same = current.crash.as_ref().map(|c| (c.0, c.1)) == Some((crash.0, crash.1));
+        let same = current.crash.as_ref().is_some_and(|c| (c.signal, c.pc) == (crash.signal, crash.pc));
         // (Unless the new failure used what an earlier call at the same site overflowed:
         // strcat in a loop, every call past the end; then the search goes on to that site.)
-        let again_at_site = current.defs.iter().any(|d| added.iter().any(|p| calls.another_at_site(p, &d.0)));
+        let again_at_site = current.defs.iter().any(|d| added.iter().any(|p| calls.another_at_site(p, &d.point)));
         if whole_calls && !same && !again_at_site {
             return Verdict::RootCause(roots(chain, None, Some(crash_text(current))));
         }
@@ -371,7 +371,7 @@ fn search(
                 Ok(t) => t,
                 Err(v) => return v,
             };
-            if t.crash.as_ref().map(|t| (t.0, t.1, t.2)) != Some((c.0, c.1, c.2)) {
+            if !t.crash.as_ref().is_some_and(|t| t.same(&c)) {
                 return Verdict::Inconclusive(format!(
                     "run {} did not fail the same way when traced: {}, then {}",
                     runs.count - 1,
@@ -386,7 +386,7 @@ fn search(
                     Ok(w) => w,
                     Err(v) => return v,
                 };
-                if w.crash.as_ref().map(|w| (w.0, w.1, w.2)) == Some((c.0, c.1, c.2)) {
+                if w.crash.as_ref().is_some_and(|w| w.same(&c)) {
                     t = w;
                 }
             }
@@ -429,15 +429,15 @@ fn roots(chain: &[(Vec<Point>, Outcome)], looped: Option<bool>, failed_otherwise
     let (prev, (added, last)) = (failure_before(chain, chain.len() - 1), &chain[chain.len() - 1]);
     prev.defs
         .iter()
-        .filter(|d| added.iter().any(|p| covers(p, &d.0)))
+        .filter(|d| added.iter().any(|p| covers(p, &d.point)))
         .map(|d| Root {
-            point: d.0,
+            point: d.point,
             place: headline(d, &last.hits),
-            own_place: d.2.clone(),
-            instruction: d.3.clone(),
-            every_instance: added.iter().any(|p| p.instance == 0 && p.call_site().is_none() && covers(p, &d.0)),
-            whole_call: added.iter().any(|p| (p.call() || p.call_site().is_some()) && covers(p, &d.0)),
-            every_call: added.iter().any(|p| p.call_site().is_some() && covers(p, &d.0)),
+            own_place: d.place.clone(),
+            instruction: d.instruction.clone(),
+            every_instance: added.iter().any(|p| p.instance == 0 && p.call_site().is_none() && covers(p, &d.point)),
+            whole_call: added.iter().any(|p| (p.call() || p.call_site().is_some()) && covers(p, &d.point)),
+            every_call: added.iter().any(|p| p.call_site().is_some() && covers(p, &d.point)),
             looped: looped.unwrap_or(false),
             failed_otherwise: failed_otherwise.clone(),
         })
@@ -457,5 +457,5 @@ pub fn describe_crash(o: &Outcome) -> String {
 
 /// The place each point in `added` is reported at.
 pub fn added_places(prev: &Outcome, added: &[Point], hits: &[(Point, String)]) -> Vec<String> {
-    prev.defs.iter().filter(|d| added.iter().any(|p| covers(p, &d.0))).map(|d| headline(d, hits)).collect()
+    prev.defs.iter().filter(|d| added.iter().any(|p| covers(p, &d.point))).map(|d| headline(d, hits)).collect()
 }

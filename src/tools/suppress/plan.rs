@@ -82,12 +82,41 @@ impl Plan {
     }
 }
 
+/// The failure a run ended with.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Crash {
+    /// The fatal signal, or (negative) a named failure's kind (`--failure`).
+    pub signal: i32,
+    pub pc: u64,
+    /// The failing thread's block instance.
+    pub instance: u64,
+    /// Its source place (for a named failure, what happened first).
+    pub place: String,
+}
+
+impl Crash {
+    /// The same failure at the same moment (what a repeat of a run must give).
+    pub fn same(&self, other: &Crash) -> bool {
+        (self.signal, self.pc, self.instance) == (other.signal, other.pc, other.instance)
+    }
+}
+
+/// The definition of a location a failure used.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Def {
+    pub point: Point,
+    /// The location, as the report says it ("rax (address)", "return address at ...").
+    pub location: String,
+    /// The definition's source place.
+    pub place: String,
+    pub instruction: String,
+}
+
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Outcome {
-    /// (signal, guest pc, the thread's block instance, source place) of the fatal signal.
-    pub crash: Option<(i32, u64, u64, String)>,
-    /// The crash's used locations' definitions: (point, location, source place, instruction).
-    pub defs: Vec<(Point, String, String, String)>,
+    pub crash: Option<Crash>,
+    /// The definitions of the locations the failure used.
+    pub defs: Vec<Def>,
     /// Suppression points reached: (point, the innermost call site in the main program).
     pub hits: Vec<(Point, String)>,
     /// How often each kind of suppression acted.
@@ -107,11 +136,11 @@ pub struct Outcome {
 impl Outcome {
     pub fn to_text(&self) -> String {
         let mut s = String::new();
-        if let Some((sig, pc, inst, place)) = &self.crash {
-            s += &format!("crash\t{sig}\t{pc:#x}\t{inst}\t{place}\n");
+        if let Some(c) = &self.crash {
+            s += &format!("crash\t{}\t{:#x}\t{}\t{}\n", c.signal, c.pc, c.instance, c.place);
         }
-        for (p, what, place, ins) in &self.defs {
-            s += &format!("def\t{}\t{what}\t{place}\t{ins}\n", p.text());
+        for d in &self.defs {
+            s += &format!("def\t{}\t{}\t{}\t{}\n", d.point.text(), d.location, d.place, d.instruction);
         }
         for (p, site) in &self.hits {
             s += &format!("hit\t{}\t{site}\n", p.text());
@@ -137,11 +166,11 @@ impl Outcome {
             match f[0] {
                 "crash" => {
                     let pc = u64::from_str_radix(field(2).trim_start_matches("0x"), 16).unwrap_or(0);
-                    o.crash = Some((field(1).parse().unwrap_or(0), pc, field(3).parse().unwrap_or(0), field(4)));
+                    o.crash = Some(Crash { signal: field(1).parse().unwrap_or(0), pc, instance: field(3).parse().unwrap_or(0), place: field(4) });
                 }
                 "def" => {
                     if let Some(p) = Point::parse(&f[1..]) {
-                        o.defs.push((p, field(4), field(5), field(6)));
+                        o.defs.push(Def { point: p, location: field(4), place: field(5), instruction: field(6) });
                     }
                 }
                 "hit" => {
@@ -185,8 +214,8 @@ mod tests {
         assert_eq!(Plan::parse(&plan.to_text()).unwrap().points, vec![p]);
         assert_eq!(Plan::parse(&plan.to_text()).unwrap().watch, plan.watch);
         let o = Outcome {
-            crash: Some((11, 0x401234, 7, "a.c:3 (main)".into())),
-            defs: vec![(p, "rax (address)".into(), "a.c:2 (main)".into(), "mov [rbp-8],rax".into())],
+            crash: Some(Crash { signal: 11, pc: 0x401234, instance: 7, place: "a.c:3 (main)".into() }),
+            defs: vec![Def { point: p, location: "rax (address)".into(), place: "a.c:2 (main)".into(), instruction: "mov [rbp-8],rax".into() }],
             hits: vec![(p, "a.c:9 (main)".into())],
             suppressed: vec![("stores of a corrupt value".into(), 3)],
             stopped: None,

@@ -100,7 +100,7 @@ fn text(s: &Search) -> Vec<String> {
         };
         out.push(format!("suppress:   {}. {from}: {}", i + 1, describe_crash(o)));
         for d in &o.defs {
-            out.push(format!("suppress:        it used {}, defined at {}", d.1, d.2));
+            out.push(format!("suppress:        it used {}, defined at {}", d.location, d.place));
         }
         if !o.suppressed.is_empty() {
             let list: Vec<String> = o.suppressed.iter().map(|(w, n)| format!("{n} {w}")).collect();
@@ -150,7 +150,7 @@ fn json(s: &Search, command: &[std::ffi::OsString]) -> String {
         .enumerate()
         .map(|(i, (added, o))| {
             let from: Vec<String> = if i == 0 { Vec::new() } else { added_places(failure_before(&s.chain, i), added, &o.hits).iter().map(|p| js(p)).collect() };
-            let used: Vec<String> = o.defs.iter().map(|d| format!("{{\"location\":{},\"defined_at\":{}}}", js(&d.1), js(&d.2))).collect();
+            let used: Vec<String> = o.defs.iter().map(|d| format!("{{\"location\":{},\"defined_at\":{}}}", js(&d.location), js(&d.place))).collect();
             let suppressed: Vec<String> = o.suppressed.iter().map(|(w, n)| format!("{}:{n}", js(w))).collect();
             let crash = match &o.crash {
                 Some(_) => js(&describe_crash(o)),
@@ -193,8 +193,8 @@ fn dot(s: &Search) -> String {
     for (i, (_, o)) in s.chain.iter().enumerate() {
         let _ = writeln!(g, "  run{i} [label=\"run {}: {}\", style=rounded];", i + 1, esc(&describe_crash(o)));
         for (k, d) in o.defs.iter().enumerate() {
-            let _ = writeln!(g, "  def{i}_{k} [label=\"{}\"];", esc(&d.2));
-            let _ = writeln!(g, "  run{i} -> def{i}_{k} [label=\"used {}\"];", esc(&d.1));
+            let _ = writeln!(g, "  def{i}_{k} [label=\"{}\"];", esc(&d.place));
+            let _ = writeln!(g, "  run{i} -> def{i}_{k} [label=\"used {}\"];", esc(&d.location));
             if i + 1 < s.chain.len() {
                 let _ = writeln!(g, "  def{i}_{k} -> run{} [label=\"suppressed\", style=dashed];", i + 1);
             }

@@ -13,7 +13,7 @@
 use super::area;
 use super::frames::{call_sites_between, calls_into, calls_with, frame_entries, init_call_log, init_table, logged_call, CALLEE_SAVED, CALL_LOG_WRAP_BIT};
 use super::guards::{call_store_callout, guard_callout, hit, plain_store_of, point_callout, Guard, GuardKind, PointCheck, State};
-use super::plan::{Outcome, Plan, Point};
+use super::plan::{self, Outcome, Plan, Point};
 use super::watch::{self, WatchCheck, Watched};
 use crate::kernel::guest_mem;
 use crate::kernel::memory::GuestMemory;
@@ -47,13 +47,13 @@ pub struct SuppressRun {
     /// Locations the failure used narrower than their origin granule (`Outcome::narrow`).
     narrow: Vec<(u64, u64)>,
     threads: u64,
-    crash: Option<Crash>,
+    crash: Option<Failed>,
     /// For the failure's definitions made in a library: (origin, return address of the
     /// program's call they belong to), from the call log.
     def_sites: Vec<(u64, u64)>,
     /// Definitions that are a whole library call (what, the call's instance word, its return
     /// address, the callee): a copy that moved the program's bytes where they corrupted.
-    call_defs: Vec<(String, u64, u64, String)>,
+    call_defs: Vec<CallDef>,
     /// The syscall being handled was suppressed (`syscall_pre` said so).
     syscall_suppressed: bool,
     failure: Option<Failure>,
@@ -81,7 +81,39 @@ pub struct SuppressRun {
 
 /// The failure: (signal, or a negative `Failure` code; guest pc; the thread's block instance;
 /// used locations with their origins; for a named failure, what happened).
-type Crash = (i32, u64, u64, Vec<(String, u64)>, String);
+struct Failed {
+    /// The fatal signal, or (negative) a named failure's kind.
+    signal: i32,
+    pc: u64,
+    instance: u64,
+    /// The locations it used, with their origins.
+    used: Vec<(String, u64)>,
+    /// For a named failure, what happened.
+    what: String,
+}
+
+/// A library call of the program that is a definition as a whole (a copy that wrote where the
+/// failure read): what it wrote, the call's instance word, its return address, the callee.
+struct CallDef {
+    what: String,
+    word: u64,
+    ret: u64,
+    name: String,
+}
+
+/// A copying call found in the call log: its instance word, return address and callee.
+struct Copier {
+    word: u64,
+    ret: u64,
+    name: String,
+}
+
+impl Copier {
+    /// The definition it is, of a location described by `what`.
+    fn def(self, what: String) -> CallDef {
+        CallDef { what: format!("{what}, written by {}", self.name), word: self.word, ret: self.ret, name: self.name }
+    }
+}
 
 /// A failure other than a crash (`--failure`).
 enum Failure {
@@ -472,7 +504,7 @@ impl SuppressRun {
     /// order: the nearest first, and one further back only while the headers between hold the
     /// program's bytes too, the overflow having run through them): its instance word, return
     /// address and name. None where the program stored them itself.
-    fn copy_into(&mut self, ctx: &mut ThreadContext, mem: &GuestMemory, chunks: &[u64], at: u64, o: u64) -> Option<(u64, u64, String)> {
+    fn copy_into(&mut self, ctx: &mut ThreadContext, mem: &GuestMemory, chunks: &[u64], at: u64, o: u64) -> Option<Copier> {
         let programs = |o: u64| origin::site(o) as u32 & shadow::MAIN_SITE != 0 && o & origin::REAL != 0;
         if !programs(o) {
             return None;
@@ -484,7 +516,7 @@ impl SuppressRun {
             }
             let found = calls_into(ctx, c + 16, at, origin::instance_word(o)).into_iter().find_map(|(call, ret)| {
                 let name = crate::report::symbols::callee_of(&self.main_path, mem, ret)?;
-                COPIES.contains(&name.as_str()).then(|| (call, ret, format!("`{name}`")))
+                COPIES.contains(&name.as_str()).then(|| Copier { word: call, ret, name: format!("`{name}`") })
             });
             if found.is_some() {
                 return found;
@@ -499,13 +531,13 @@ impl SuppressRun {
     /// string the program built): the copying call made after them with its destination below
     /// the slot (the nearest, then the first; within 1 MiB): its instance word, return address
     /// and name.
-    fn copy_below(&mut self, ctx: &mut ThreadContext, mem: &GuestMemory, at: u64, o: u64) -> Option<(u64, u64, String)> {
+    fn copy_below(&mut self, ctx: &mut ThreadContext, mem: &GuestMemory, at: u64, o: u64) -> Option<Copier> {
         if origin::site(o) as u32 & shadow::MAIN_SITE == 0 || o & origin::REAL == 0 {
             return None;
         }
         calls_into(ctx, at.saturating_sub(1 << 20), at, origin::instance_word(o)).into_iter().find_map(|(call, ret)| {
             let name = crate::report::symbols::callee_of(&self.main_path, mem, ret)?;
-            COPIES.contains(&name.as_str()).then(|| (call, ret, format!("`{name}`")))
+            COPIES.contains(&name.as_str()).then(|| Copier { word: call, ret, name: format!("`{name}`") })
         })
     }
 
@@ -514,7 +546,7 @@ impl SuppressRun {
     /// that call, with no allocation by the program between (the block freed twice): that
     /// earlier call, whole, as the definition. (Otherwise the block may have been allocated
     /// again at the same address, or have two owners: not this.)
-    fn freed_before(&mut self, ctx: &mut ThreadContext, mem: &GuestMemory, e: [u64; 10]) -> Option<(String, u64, u64, String)> {
+    fn freed_before(&mut self, ctx: &mut ThreadContext, mem: &GuestMemory, e: [u64; 10]) -> Option<CallDef> {
         let (ret, arg_origin, p) = (e[1], e[2], e[9]);
         let frees = |name: &str| FREES.contains(&name);
         if p == 0 || arg_origin & !origin::INCOMING == 0 || !crate::report::symbols::callee_of(&self.main_path, mem, ret).is_some_and(|n| frees(&n)) {
@@ -533,13 +565,11 @@ impl SuppressRun {
             .any(|r| crate::report::symbols::callee_of(&self.main_path, mem, r).is_some_and(|n| ALLOCS.contains(&n.as_str())));
         let same =
             first_origin & !origin::INCOMING == arg_origin & !origin::INCOMING && origin::instance(arg_origin) < origin::instance(call) && !allocated_since;
-        same.then(|| {
-            (
-                format!("the block {p:#x} passed to the call returning to {ret:#x}, freed before by the call returning to {first_ret:#x}"),
-                call,
-                first_ret,
-                format!("`{name}`"),
-            )
+        same.then(|| CallDef {
+            what: format!("the block {p:#x} passed to the call returning to {ret:#x}, freed before by the call returning to {first_ret:#x}"),
+            word: call,
+            ret: first_ret,
+            name: format!("`{name}`"),
         })
     }
 
@@ -689,8 +719,8 @@ impl SuppressRun {
                 let what = format!("{what} of the heap block {p:#x} (at {at:#x}) passed to the call returning to {ret:#x}");
                 if at == p - 8 {
                     let before: Vec<u64> = heap_walk(mem).0.into_iter().take_while(|&c| c < p - 16).collect();
-                    if let Some((call, ret, name)) = self.copy_into(ctx, mem, &before, at, o) {
-                        self.call_defs.push((format!("{what}, written by {name}"), call, ret, name));
+                    if let Some(copier) = self.copy_into(ctx, mem, &before, at, o) {
+                        self.call_defs.push(copier.def(what));
                         return locs;
                     }
                 }
@@ -707,8 +737,8 @@ impl SuppressRun {
             let what = decode(last).map(|i| fmt(&i)).unwrap_or_default();
             let what = format!("return address at {key:#x} (used by `{what}` at {last:#x}, which went to {target:#x}, not {expected:#x})");
             let o = self.origin_at(key);
-            if let Some((call, ret, name)) = self.copy_below(ctx, mem, key, o) {
-                self.call_defs.push((format!("{what}, written by {name}"), call, ret, name));
+            if let Some(copier) = self.copy_below(ctx, mem, key, o) {
+                self.call_defs.push(copier.def(what));
                 return locs;
             }
             locs.push((what, o));
@@ -742,7 +772,7 @@ impl SuppressRun {
                                     let what = format!("return address at {a:#x} (used by `{}` at {last:#x})", fmt(&ins));
                                     let o = self.origin_at(a);
                                     match self.copy_below(ctx, mem, a, o) {
-                                        Some((call, ret, name)) => self.call_defs.push((format!("{what}, written by {name}"), call, ret, name)),
+                                        Some(copier) => self.call_defs.push(copier.def(what)),
                                         None => locs.push((what, o)),
                                     }
                                 }
@@ -800,8 +830,8 @@ impl SuppressRun {
                     let o = self.origin_at(at);
                     if o & origin::REAL != 0 && !decided {
                         let what = format!("size field of the heap chunk at {:#x} (where a walk of the heap goes astray)", at - 8);
-                        if let Some((call, ret, name)) = self.copy_into(ctx, mem, &before, at, o) {
-                            self.call_defs.push((format!("{what}, written by {name}"), call, ret, name));
+                        if let Some(copier) = self.copy_into(ctx, mem, &before, at, o) {
+                            self.call_defs.push(copier.def(what));
                             return locs;
                         }
                         locs.push((what, o));
@@ -913,7 +943,7 @@ impl SuppressRun {
         }
         locs.truncate(1);
         self.def_sites = call_sites(ctx, &locs);
-        self.crash = Some((-1, pc, instance, locs, what));
+        self.crash = Some(Failed { signal: -1, pc, instance, used: locs, what });
     }
 
     fn point_of(&self, o: u64) -> Option<Point> {
@@ -1429,29 +1459,29 @@ impl ToolRun for SuppressRun {
         let instance = origin::instance(ctx.counter);
         if self.crash.is_none() {
             self.def_sites = call_sites(ctx, &locs);
-            self.crash = Some((sig, ctx.rip, instance, locs, String::new()));
+            self.crash = Some(Failed { signal: sig, pc: ctx.rip, instance, used: locs, what: String::new() });
         }
     }
 
     fn fini(&mut self, _report: &mut Reporter, mem: &GuestMemory) {
         let mut lines = SourceLines::default();
         let mut out = Outcome::default();
-        if let Some((sig, pc, instance, locs, what)) = self.crash.take() {
+        if let Some(Failed { signal, pc, instance, used, what }) = self.crash.take() {
             let place = lines.describe(&[pc], mem).pop().unwrap_or_default();
-            out.crash = Some((sig, pc, instance, if sig < 0 { format!("{what} {place}") } else { place }));
-            for (what, o) in locs {
+            out.crash = Some(plan::Crash { signal, pc, instance, place: if signal < 0 { format!("{what} {place}") } else { place } });
+            for (what, o) in used {
                 let Some(p) = self.point_of(o) else { continue };
                 let place = lines.describe(&[p.pc], mem).pop().unwrap_or_default();
                 if let Some(&(_, ret)) = self.def_sites.iter().find(|d| d.0 == o) {
                     out.def_sites.push((p, ret));
                 }
-                out.defs.push((p, what, place, decode(p.pc).map(|i| fmt(&i)).unwrap_or_default()));
+                out.defs.push(plan::Def { point: p, location: what, place, instruction: decode(p.pc).map(|i| fmt(&i)).unwrap_or_default() });
             }
         }
-        for (what, word, ret, name) in std::mem::take(&mut self.call_defs) {
+        for CallDef { what, word, ret, name } in std::mem::take(&mut self.call_defs) {
             let p = Point { pc: 0, thread: origin::thread(word) as u64, instance: origin::instance(word) };
             out.def_sites.push((p, ret));
-            out.defs.push((p, what, name, "call".into()));
+            out.defs.push(plan::Def { point: p, location: what, place: name, instruction: "call".into() });
         }
         let main = self.state.main;
         let mut call_places: HashMap<u64, String> = HashMap::new();
