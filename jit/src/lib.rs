@@ -5,6 +5,7 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 pub mod cache;
+pub mod claims;
 pub mod context;
 pub mod cpuid;
 pub mod dispatch;

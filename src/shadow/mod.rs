@@ -61,6 +61,20 @@ pub mod slot {
     pub const LANES_END: usize = 1024 + 16 * 32;
 }
 
+/// Claims what the shadow state and its propagation use (`rtgrind_jit::claims`): its
+/// tool-area words (`slot`: the shadow registers and their origins, the call-outs' arguments,
+/// the constants inline code reads; the vector lanes' origins) and the AVX-512 temporaries
+/// (ymm20, k2). Tools that track shadow state claim it before they instrument.
+pub fn claim_layout() -> Result<(), rtgrind_jit::claims::ClaimError> {
+    use rtgrind_jit::claims::{claim, Resource};
+    const OWNER: &str = "the shadow state";
+    claim(OWNER, Resource::Area { start: 0, len: slot::END })?;
+    claim(OWNER, Resource::Area { start: slot::ORIGIN_LANES, len: slot::LANES_END - slot::ORIGIN_LANES })?;
+    claim(OWNER, Resource::Vector(20))?;
+    claim(OWNER, Resource::Mask(2))?;
+    Ok(())
+}
+
 /// The tool-area word at byte offset `off`.
 pub fn word(ctx: &mut ThreadContext, off: usize) -> &mut u64 {
     &mut ctx.tool_area[off / 8]

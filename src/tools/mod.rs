@@ -284,3 +284,20 @@ pub fn decode(pc: u64) -> Option<rtgrind_jit::iced_x86::Instruction> {
     let ins = Decoder::with_ip(64, &buf[..n], pc, DecoderOptions::NONE).decode();
     (!ins.is_invalid()).then_some(ins)
 }
+
+#[cfg(test)]
+mod claims_tests {
+    /// Every tool's tool-area words and registers can be claimed in one process without a
+    /// conflict (switch's fork mode used words inside the shadow registers' once).
+    #[test]
+    fn every_tools_claims_fit_together() {
+        super::suppress::area::claim().unwrap();
+        crate::shadow::claim_layout().unwrap();
+        let fork = super::switch::fork::SwitchFork::new(std::path::PathBuf::from("/nonexistent"), Vec::new(), 1, 1, None, String::new());
+        assert!(fork.is_ok(), "{:?}", fork.err());
+        assert!(super::switch::run::claim_outcome().is_ok());
+        // A claim of the shadow's words by anyone else is refused.
+        let e = rtgrind_jit::claims::claim("a new tool", rtgrind_jit::claims::Resource::Area { start: 8, len: 24 }).unwrap_err();
+        assert!(e.to_string().contains("the shadow state has"), "{e}");
+    }
+}

@@ -45,6 +45,7 @@ pub fn make(cli: &crate::cli::Cli) -> Result<Box<dyn ToolRun>, super::Error> {
             return Err(super::Error::usage(format!("--taint-input: no such file '{}'", p.display())));
         }
     }
+    crate::shadow::claim_layout().map_err(|e| super::Error::internal(format!("internal: {e}")))?;
     match Taint::new(input, cli.taint.track_origins == crate::cli::YesNo::Yes) {
         Ok(t) => Ok(Box::new(t)),
         Err(e) => Err(super::Error::internal(format!("cannot reserve shadow memory: {e}"))),

@@ -57,6 +57,7 @@ pub fn make(cli: &Cli) -> Result<Box<dyn ToolRun>, Error> {
     let mut plan = plan::Plan::parse(&text).map_err(|e| Error::usage(format!("bad plan '{}': {e}", path.display())))?;
     plan.out = o.suppress_out.clone();
     let program = std::fs::canonicalize(crate::resolve(&cli.command[0])).map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
+    area::claim().map_err(|e| Error::internal(format!("internal: {e}")))?;
     Ok(Box::new(run::SuppressRun::new(plan, program).map_err(Error::usage)?))
 }
 
@@ -136,4 +137,12 @@ pub(crate) mod area {
     /// The return address of the program's innermost call (with `CALL_WORD`): which call site
     /// a library's store belongs to.
     pub const CALL_SITE: usize = slot::END + 112;
+    pub const END: usize = slot::END + 120;
+
+    /// Claims these words and the shadow state's (`rtgrind_jit::claims`).
+    pub fn claim() -> Result<(), rtgrind_jit::claims::ClaimError> {
+        crate::shadow::claim_layout()?;
+        rtgrind_jit::claims::claim("the suppression tool", rtgrind_jit::claims::Resource::Area { start: slot::END, len: END - slot::END })?;
+        Ok(())
+    }
 }

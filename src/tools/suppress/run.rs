@@ -730,7 +730,7 @@ impl SuppressRun {
         }
         // The last `ret` matched a call but went elsewhere than that call's return address:
         // its slot was overwritten (perhaps only a byte, leaving an address inside code).
-        let last = *shadow::word(ctx, slot::END + 8);
+        let last = *shadow::word(ctx, area::LAST_IND);
         let (key, expected, target) =
             (*shadow::word(ctx, area::LAST_RET_KEY), *shadow::word(ctx, area::LAST_RET_EXPECTED), *shadow::word(ctx, area::LAST_RET_TARGET));
         if sig != libc::SIGABRT && key != 0 && expected != 0 && target != expected && decode(last).is_some_and(|i| i.flow_control() == FlowControl::Return) {
@@ -753,7 +753,7 @@ impl SuppressRun {
                 if fetch {
                     // Control arrived at an address with no code: the last indirect transfer's
                     // target is to blame.
-                    let last = *shadow::word(ctx, slot::END + 8);
+                    let last = *shadow::word(ctx, area::LAST_IND);
                     if let Some(ins) = decode(last) {
                         match ins.flow_control() {
                             FlowControl::Return => {

@@ -20,11 +20,14 @@ use rtgrind_jit::instrument::{tool_area, Inline, InsnSite, Tool};
 use rtgrind_jit::ThreadContext;
 use std::path::PathBuf;
 
-/// Tool-area words: the program's branch instances so far, the next one to fork at, where to
-/// leave the block for.
-const INDEX: usize = 8;
-const NEXT: usize = 16;
-const REDIRECT: usize = 24;
+/// Its tool-area words (claimed, `claims`): the program's branch instances so far, the next
+/// one to fork at, where to leave the block for.
+#[derive(Clone, Copy, Default)]
+struct Words {
+    index: usize,
+    next: usize,
+    redirect: usize,
+}
 
 /// Exit status of a child that wrote output differing from the expected.
 pub const DIVERGED: i32 = 97;
@@ -34,6 +37,7 @@ pub const DIVERGED: i32 = 97;
 struct Request {
     /// A fork is wanted at this pc (the branch).
     at: Option<u64>,
+    words: Words,
 }
 
 pub struct SwitchFork {
@@ -60,13 +64,26 @@ pub struct SwitchFork {
     site: u64,
     /// The forward run's process (set when the program starts).
     pid: u32,
+    words: Words,
+    /// The child's switched branch's word.
+    outcome: usize,
 }
 
 impl SwitchFork {
-    pub fn new(dir: PathBuf, mut at: Vec<u64>, jobs: usize, budget: u64, expected: Option<Vec<u8>>, program: String) -> SwitchFork {
+    pub fn new(
+        dir: PathBuf,
+        mut at: Vec<u64>,
+        jobs: usize,
+        budget: u64,
+        expected: Option<Vec<u8>>,
+        program: String,
+    ) -> Result<SwitchFork, rtgrind_jit::claims::ClaimError> {
         at.sort_unstable();
         at.dedup();
-        SwitchFork {
+        let base = rtgrind_jit::claims::claim_area("the fork search's forward run", 24)?;
+        let words = Words { index: base, next: base + 8, redirect: base + 16 };
+        let outcome = super::run::claim_outcome()?;
+        Ok(SwitchFork {
             dir,
             at: at.into(),
             jobs: jobs.max(1),
@@ -74,7 +91,6 @@ impl SwitchFork {
             expected,
             main: (0, 0),
             program,
-            request: Box::default(),
             running: Vec::new(),
             done: Vec::new(),
             prefixes: Vec::new(),
@@ -83,7 +99,10 @@ impl SwitchFork {
             retranslate: false,
             site: 0,
             pid: std::process::id(),
-        }
+            request: Box::new(Request { at: None, words }),
+            words,
+            outcome,
+        })
     }
 
     /// Collects the children that ended (with `block`, waits until one has). Each is waited
@@ -124,9 +143,9 @@ impl SwitchFork {
 extern "C" fn fork_point(ctx: *mut ThreadContext, arg: u64) {
     // SAFETY: rtg_callout passes this thread's context; `arg` is the tool's boxed Request.
     let (ctx, req) = unsafe { (&mut *ctx, &mut *(arg as *mut Request)) };
-    let pc = ctx.tool_area[REDIRECT / 8];
+    let pc = ctx.tool_area[req.words.redirect / 8];
     // Back to just before the branch, counted again there.
-    ctx.tool_area[INDEX / 8] -= 1;
+    ctx.tool_area[req.words.index / 8] -= 1;
     req.at = Some(pc);
     ctx.ibl_clear();
 }
@@ -158,15 +177,16 @@ impl Tool for SwitchFork {
         let arg = &mut *self.request as *mut Request as u64;
         let a = b.asm();
         let mut go = a.create_label();
-        a.mov(t, qword_ptr(tool_area(INDEX)).gs()).unwrap();
+        let w = self.words;
+        a.mov(t, qword_ptr(tool_area(w.index)).gs()).unwrap();
         a.lea(t, qword_ptr(t + 1)).unwrap();
-        a.mov(qword_ptr(tool_area(INDEX)).gs(), t).unwrap();
-        a.cmp(t, qword_ptr(tool_area(NEXT)).gs()).unwrap();
+        a.mov(qword_ptr(tool_area(w.index)).gs(), t).unwrap();
+        a.cmp(t, qword_ptr(tool_area(w.next)).gs()).unwrap();
         a.jne(go).unwrap();
         a.mov(t, pc).unwrap();
-        a.mov(qword_ptr(tool_area(REDIRECT)).gs(), t).unwrap();
+        a.mov(qword_ptr(tool_area(w.redirect)).gs(), t).unwrap();
         b.callout(fork_point, arg, t);
-        b.exit_to(tool_area(REDIRECT));
+        b.exit_to(tool_area(w.redirect));
         let a = b.asm();
         a.set_label(&mut go).unwrap();
         a.zero_bytes().unwrap();
@@ -177,8 +197,8 @@ impl ToolRun for SwitchFork {
     fn start(&mut self, ctx: &mut ThreadContext, mem: &GuestMemory) {
         self.pid = std::process::id();
         self.main = crate::tools::main_module_range(mem, &self.program);
-        // INDEX is incremented before the compare: instance i (0-based) is reached at i + 1.
-        ctx.tool_area[NEXT / 8] = self.at.front().map_or(u64::MAX, |i| i + 1);
+        // The index is incremented before the compare: instance i (0-based) is reached at i + 1.
+        ctx.tool_area[self.words.next / 8] = self.at.front().map_or(u64::MAX, |i| i + 1);
     }
 
     fn fork_requested(&mut self) -> bool {
@@ -187,7 +207,7 @@ impl ToolRun for SwitchFork {
 
     fn forked(&mut self, ctx: &mut ThreadContext, child: i64) -> Option<u64> {
         let pc = self.request.at.take().unwrap_or(0);
-        let index = ctx.tool_area[INDEX / 8]; // 0-based index of this instance
+        let index = ctx.tool_area[self.words.index / 8]; // 0-based index of this instance
         let size = |fd: i32| crate::kernel::raw::fstat(fd).map_or(0, |st| st.st_size as u64);
         if child > 0 {
             self.running.push((child as i32, index));
@@ -195,7 +215,7 @@ impl ToolRun for SwitchFork {
             while self.at.front().is_some_and(|&i| i <= index) {
                 self.at.pop_front();
             }
-            ctx.tool_area[NEXT / 8] = self.at.front().map_or(u64::MAX, |i| i + 1);
+            ctx.tool_area[self.words.next / 8] = self.at.front().map_or(u64::MAX, |i| i + 1);
             while self.running.len() >= self.jobs {
                 self.reap(true);
             }
@@ -203,7 +223,7 @@ impl ToolRun for SwitchFork {
             return None;
         }
         if child < 0 {
-            ctx.tool_area[NEXT / 8] = u64::MAX;
+            ctx.tool_area[self.words.next / 8] = u64::MAX;
             return None;
         }
         // The child: its own output files, the one switch, the budget.
@@ -219,9 +239,9 @@ impl ToolRun for SwitchFork {
                 unsafe { libc::dup2(f.as_raw_fd(), fd) };
             }
         }
-        self.child = Some(Switch::new(pc, 1));
+        self.child = Some(Switch::new(pc, 1, self.outcome));
         self.site = pc;
-        ctx.tool_area[NEXT / 8] = u64::MAX;
+        ctx.tool_area[self.words.next / 8] = u64::MAX;
         // Retranslate: from now on only the switched site is instrumented.
         self.retranslate = true;
         Some(self.budget)

@@ -99,10 +99,12 @@ pub fn make(cli: &Cli) -> Result<Box<dyn ToolRun>, Error> {
     if let Some(dir) = &o.switch_fork {
         let at: Vec<u64> = std::fs::read_to_string(dir.join("at")).unwrap_or_default().split_whitespace().filter_map(|x| x.parse().ok()).collect();
         let budget = cli.budget_blocks.unwrap_or(1 << 40);
-        return Ok(Box::new(fork::SwitchFork::new(dir.clone(), at, o.jobs as usize, budget, expected()?, program())));
+        let run = fork::SwitchFork::new(dir.clone(), at, o.jobs as usize, budget, expected()?, program()).map_err(claimed)?;
+        return Ok(Box::new(run));
     }
     if let Some(out) = &o.switch_trace {
         let main_only = o.switch_libs == YesNo::No;
+        crate::shadow::claim_layout().map_err(claimed)?;
         let mut trace = trace::SwitchTrace::new(out.clone(), main_only, program(), expected()?);
         if o.switch_deps == YesNo::Yes {
             trace.deps = Some(deps::Deps::new(main_only).map_err(|e| Error::usage(format!("cannot reserve the dependence log: {e}")))?);
@@ -111,7 +113,12 @@ pub fn make(cli: &Cli) -> Result<Box<dyn ToolRun>, Error> {
     }
     let spec = o.switch_at.as_deref().ok_or_else(|| Error::usage("--tool=switch needs --switch-at=ADDR:N".into()))?;
     let (site, n) = Switch::parse(spec).ok_or_else(|| Error::usage(format!("invalid --switch-at value '{spec}' (expected ADDR:N, e.g. 0x401136:3)")))?;
-    Ok(Box::new(Switch::new(site, n)))
+    Ok(Box::new(Switch::new(site, n, run::claim_outcome().map_err(claimed)?)))
+}
+
+/// A tool-area or register claim refused: rtgrind's own layout is wrong.
+fn claimed(e: rtgrind_jit::claims::ClaimError) -> Error {
+    Error::internal(format!("internal: {e}"))
 }
 
 /// Without `--switch-at` (or an internal run's option), the predicate-switching search.

@@ -16,8 +16,10 @@ use rtgrind_jit::iced_x86::{ConditionCode, FlowControl};
 use rtgrind_jit::instrument::code_asm::*;
 use rtgrind_jit::instrument::{tool_area, Inline, InsnSite, Tool};
 
-/// Tool-area slot the engine reads the forced outcome from.
-const OUTCOME: usize = 0;
+/// The tool-area word the engine reads the forced outcome from (claimed: `claims`).
+pub fn claim_outcome() -> Result<usize, rtgrind_jit::claims::ClaimError> {
+    rtgrind_jit::claims::claim_area("the switched branch's outcome", 8)
+}
 
 pub struct Switch {
     site: u64,
@@ -26,11 +28,13 @@ pub struct Switch {
     state: Box<[u64; 2]>,
     /// Whether the site was ever translated as a conditional branch.
     seen: bool,
+    /// Its tool-area word (`claim_outcome`).
+    outcome: usize,
 }
 
 impl Switch {
-    pub fn new(site: u64, instance: u64) -> Switch {
-        Switch { site, instance, state: Box::new([0; 2]), seen: false }
+    pub fn new(site: u64, instance: u64, outcome: usize) -> Switch {
+        Switch { site, instance, state: Box::new([0; 2]), seen: false, outcome }
     }
 
     /// Parses `ADDR:N` (ADDR in hex, with or without 0x; N >= 1).
@@ -69,8 +73,8 @@ impl Tool for Switch {
         a.mov(qword_ptr(p + 8), v).unwrap();
         a.mov(w, 0u64).unwrap();
         a.cmovne(u, w).unwrap();
-        a.mov(qword_ptr(tool_area(OUTCOME)).gs(), u).unwrap();
-        b.branch_outcome_from(tool_area(OUTCOME));
+        a.mov(qword_ptr(tool_area(self.outcome)).gs(), u).unwrap();
+        b.branch_outcome_from(tool_area(self.outcome));
     }
 }
 
