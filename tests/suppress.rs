@@ -273,6 +273,13 @@ fn json_sarif_and_dot_reports() {
         "{}",
         lines[0]
     );
+    // The one report model: parsed and written again, the same line.
+    let report: crate::model::Report = serde_json::from_str(lines[0]).unwrap_or_else(|e| panic!("{e}: {}", lines[0]));
+    assert_eq!(report.to_json(), lines[0]);
+    assert_eq!(
+        (report.tool.as_str(), report.version, report.findings[0].place.as_str(), report.chain.len()),
+        ("suppress", crate::model::VERSION, root.as_str(), 4)
+    );
     let line = root.split(':').nth(1).unwrap().split(' ').next().unwrap();
     assert!(
         lines[1].contains("\"version\":\"2.1.0\"") && lines[1].contains("\"uri\":\"copy_paste.c\"") && lines[1].contains(&format!("\"startLine\":{line}")),

@@ -177,6 +177,10 @@ fn json_and_sarif_reports() {
         "{}",
         lines[0]
     );
+    // The one report model, as suppress's: parsed and written again, the same line.
+    let report: crate::model::Report = serde_json::from_str(lines[1]).unwrap_or_else(|e| panic!("{e}: {}", lines[1]));
+    assert_eq!(report.to_json(), lines[1]);
+    assert_eq!((report.tool.as_str(), report.findings[0].place.as_str(), report.findings[0].instance), ("switch", place.as_str(), 1));
     assert!(
         lines[1].starts_with("{\"tool\":\"switch\",\"result\":\"found\"")
             && lines[1].contains(&format!("\"place\":\"{place}\""))

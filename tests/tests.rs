@@ -4,6 +4,10 @@ mod bad_input;
 mod common;
 mod differential;
 mod insn;
+/// The searches' one report model, the binary's own file (it depends on serde alone).
+#[path = "../src/report/model.rs"]
+#[allow(dead_code)]
+mod model;
 mod suppress;
 mod switch;
 mod system_programs;

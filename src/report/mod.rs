@@ -2,6 +2,7 @@
 //! `--log-file`), errors, and guest addresses named as function+offset in a module.
 
 pub mod lines;
+pub mod model;
 pub mod symbols;
 
 use crate::kernel::memory::GuestMemory;

@@ -1,24 +1,4 @@
-//! What the searches print for machines: JSON strings and SARIF 2.1.0 documents.
-
-use std::fmt::Write as _;
-
-/// A JSON string literal.
-pub fn js(v: &str) -> String {
-    let mut o = String::from("\"");
-    for c in v.chars() {
-        match c {
-            '"' => o.push_str("\\\""),
-            '\\' => o.push_str("\\\\"),
-            '\n' => o.push_str("\\n"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(o, "\\u{:04x}", c as u32);
-            }
-            c => o.push(c),
-        }
-    }
-    o.push('"');
-    o
-}
+//! SARIF 2.1.0 documents of the searches' reports (`report::model`).
 
 /// `("file", line)` of a "file:line (function)" place.
 pub fn file_line(place: &str) -> Option<(String, u64)> {
@@ -27,35 +7,40 @@ pub fn file_line(place: &str) -> Option<(String, u64)> {
     Some((file.to_string(), line.parse().ok()?))
 }
 
-/// A SARIF 2.1.0 document with one rule and a result (error) per (message, place).
-pub fn document(rule: &str, description: &str, results: &[(String, String)]) -> String {
-    let results: Vec<String> = results
+/// The rule a tool's findings are results of.
+pub struct Rule {
+    pub id: &'static str,
+    pub description: &'static str,
+}
+
+/// A SARIF 2.1.0 document of a report: one rule, and a result (error) per finding, at its
+/// place's file and line where it has one.
+pub fn document(rule: Rule, report: &crate::report::model::Report) -> String {
+    let results: Vec<serde_json::Value> = report
+        .findings
         .iter()
-        .map(|(msg, place)| {
-            let loc = match file_line(place) {
-                Some((f, l)) => format!("[{{\"physicalLocation\":{{\"artifactLocation\":{{\"uri\":{}}},\"region\":{{\"startLine\":{l}}}}}}}]", js(&f)),
-                None => "[]".into(),
-            };
-            format!("{{\"ruleId\":{},\"level\":\"error\",\"message\":{{\"text\":{}}},\"locations\":{loc}}}", js(rule), js(msg))
+        .map(|f| {
+            let locations: Vec<serde_json::Value> = file_line(&f.place)
+                .map(|(uri, line)| serde_json::json!({"physicalLocation": {"artifactLocation": {"uri": uri}, "region": {"startLine": line}}}))
+                .into_iter()
+                .collect();
+            serde_json::json!({"ruleId": rule.id, "level": "error", "message": {"text": f.message}, "locations": locations})
         })
         .collect();
-    format!(
-        "{{\"version\":\"2.1.0\",\"$schema\":\"https://json.schemastore.org/sarif-2.1.0.json\",\"runs\":[{{\"tool\":{{\"driver\":{{\"name\":\"rtgrind\",\"version\":\"{}\",\"rules\":[{{\"id\":{},\"shortDescription\":{{\"text\":{}}}}}]}}}},\"results\":[{}]}}]}}",
-        env!("CARGO_PKG_VERSION"),
-        js(rule),
-        js(description),
-        results.join(",")
-    )
+    let doc = serde_json::json!({
+        "version": "2.1.0",
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "runs": [{
+            "tool": {"driver": {"name": "rtgrind", "version": env!("CARGO_PKG_VERSION"), "rules": [{"id": rule.id, "shortDescription": {"text": rule.description}}]}},
+            "results": results,
+        }],
+    });
+    doc.to_string()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn json_strings_are_escaped() {
-        assert_eq!(js("a\"b\\c\nd\u{1}"), "\"a\\\"b\\\\c\\nd\\u0001\"");
-    }
 
     #[test]
     fn places_split_into_file_and_line() {

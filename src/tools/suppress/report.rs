@@ -2,7 +2,12 @@
 //! JSON or SARIF 2.1.0 on stdout and the chain of runs as a Graphviz graph.
 
 use super::driver::{added_places, describe_crash, failure_before, Search, Verdict};
-use crate::tools::sarif::{self, js};
+use crate::report::model::{Finding, Report, Step, Used, VERSION};
+use crate::tools::sarif;
+
+/// The SARIF rule of the search's findings.
+const RULE: sarif::Rule =
+    sarif::Rule { id: "first-point-of-memory-corruption", description: "The first point of memory corruption behind a crash, found by execution suppression" };
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
@@ -22,11 +27,12 @@ pub fn emit(s: &Search, command: &[std::ffi::OsString], format: &Format, pid: u3
     for line in text(s) {
         eprintln!("=={pid}== {line}");
     }
+    let report = model(s, command);
     if format.json {
-        println!("{}", json(s, command));
+        println!("{}", report.to_json());
     }
     if format.sarif {
-        println!("{}", sarif(s));
+        println!("{}", sarif::document(RULE, &report));
     }
     if let Some(path) = &format.dot {
         if let Err(e) = std::fs::write(path, dot(s)) {
@@ -113,7 +119,8 @@ fn text(s: &Search) -> Vec<String> {
     out
 }
 
-fn json(s: &Search, command: &[std::ffi::OsString]) -> String {
+/// The search as the one report model (`report::model`).
+pub fn model(s: &Search, command: &[std::ffi::OsString]) -> Report {
     let (result, reason) = match &s.verdict {
         Verdict::NoFailure => ("no-failure", String::new()),
         Verdict::NotReproducible(a, b, how) => ("not-reproducible", format!("run 1: {a}; run 2: {b}; they differ in {how}")),
@@ -121,70 +128,52 @@ fn json(s: &Search, command: &[std::ffi::OsString]) -> String {
         Verdict::Inconclusive(why) => ("inconclusive", why.clone()),
         Verdict::CannotRun(_, line) => ("cannot-run", line.clone()),
     };
-    let cmd: Vec<String> = command.iter().map(|a| js(&a.to_string_lossy())).collect();
-    let roots: Vec<String> = match &s.verdict {
+    let findings = match &s.verdict {
         Verdict::RootCause(roots) => roots
             .iter()
-            .map(|r| {
-                format!(
-                    "{{\"place\":{},\"own_place\":{},\"instruction\":{},\"pc\":\"{:#x}\",\"thread\":{},\"instance\":{},\"every_instance\":{},\"whole_call\":{},\"every_call\":{},\"looped\":{},\"failed_otherwise\":{}}}",
-                    js(&r.place),
-                    js(&r.own_place),
-                    js(&r.instruction),
-                    r.point.pc,
-                    r.point.thread,
-                    r.point.instance,
-                    r.every_instance,
-                    r.whole_call,
-                    r.every_call,
-                    r.looped,
-                    r.failed_otherwise.as_ref().map_or("null".to_string(), |f| js(f))
-                )
+            .map(|r| Finding {
+                place: r.place.clone(),
+                message: format!("first point of memory corruption: `{}` at {} ({} runs)", r.instruction, r.place, s.runs),
+                own_place: Some(r.own_place.clone()),
+                instruction: Some(r.instruction.clone()),
+                pc: format!("{:#x}", r.point.pc),
+                thread: r.point.thread,
+                instance: r.point.instance,
+                every_instance: r.every_instance,
+                whole_call: r.whole_call,
+                every_call: r.every_call,
+                looped: r.looped,
+                failed_otherwise: r.failed_otherwise.clone(),
+                ..Finding::default()
             })
             .collect(),
         _ => Vec::new(),
     };
-    let chain: Vec<String> = s
+    let chain = s
         .chain
         .iter()
         .enumerate()
-        .map(|(i, (added, o))| {
-            let from: Vec<String> = if i == 0 { Vec::new() } else { added_places(failure_before(&s.chain, i), added, &o.hits).iter().map(|p| js(p)).collect() };
-            let used: Vec<String> = o.defs.iter().map(|d| format!("{{\"location\":{},\"defined_at\":{}}}", js(&d.location), js(&d.place))).collect();
-            let suppressed: Vec<String> = o.suppressed.iter().map(|(w, n)| format!("{}:{n}", js(w))).collect();
-            let crash = match &o.crash {
-                Some(_) => js(&describe_crash(o)),
-                None => "null".into(),
-            };
-            format!(
-                "{{\"run\":{},\"suppressing_from\":[{}],\"crash\":{crash},\"used\":[{}],\"suppressed\":{{{}}}}}",
-                i + 1,
-                from.join(","),
-                used.join(","),
-                suppressed.join(",")
-            )
+        .map(|(i, (added, o))| Step {
+            run: i as u32 + 1,
+            suppressing_from: if i == 0 { Vec::new() } else { added_places(failure_before(&s.chain, i), added, &o.hits) },
+            crash: o.crash.as_ref().map(|_| describe_crash(o)),
+            used: o.defs.iter().map(|d| Used { location: d.location.clone(), defined_at: d.place.clone() }).collect(),
+            suppressed: o.suppressed.iter().cloned().collect(),
         })
         .collect();
-    format!(
-        "{{\"tool\":\"suppress\",\"command\":[{}],\"result\":\"{result}\",\"reason\":{},\"roots\":[{}],\"runs\":{},\"traced_again\":{},\"seconds\":{:.3},\"chain\":[{}]}}",
-        cmd.join(","),
-        js(&reason),
-        roots.join(","),
-        s.runs,
-        s.traced_again,
-        s.seconds,
-        chain.join(",")
-    )
-}
-
-fn sarif(s: &Search) -> String {
-    let results: Vec<(String, String)> = match &s.verdict {
-        Verdict::RootCause(roots) => {
-            roots.iter().map(|r| (format!("first point of memory corruption: `{}` at {} ({} runs)", r.instruction, r.place, s.runs), r.place.clone())).collect()
-        }
-        _ => Vec::new(),
-    };
-    sarif::document("first-point-of-memory-corruption", "The first point of memory corruption behind a crash, found by execution suppression", &results)
+    Report {
+        tool: "suppress".into(),
+        result: result.into(),
+        version: VERSION,
+        command: command.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
+        reason,
+        findings,
+        runs: s.runs,
+        traced_again: s.traced_again,
+        seconds: (s.seconds * 1000.0).round() / 1000.0,
+        chain,
+        ..Report::default()
+    }
 }
 
 fn dot(s: &Search) -> String {

@@ -5,6 +5,7 @@
 //! times the original run's, so a switch that makes the program loop ends.
 
 use super::oracle::{Ending, Oracle, RunResult};
+use crate::report::model::{Finding, Report, VERSION};
 use crate::tools::child::{self, TempDir};
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -181,7 +182,30 @@ enum Replay {
     Captured,
 }
 
+/// The SARIF rule of the search's findings.
+const RULE: crate::tools::sarif::Rule = crate::tools::sarif::Rule {
+    id: "critical-predicate",
+    description: "A branch instance whose inverted outcome makes a failing run pass (predicate switching)",
+};
+
 impl Search {
+    /// The search's result as the one report model (`report::model`).
+    fn report(&self, result: &str, findings: Vec<Finding>, tried: u64, candidates: u64, seconds: f64) -> Report {
+        Report {
+            tool: "switch".into(),
+            result: result.into(),
+            version: VERSION,
+            command: self.command.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
+            reason: if findings.is_empty() { "no single switch makes the run pass".into() } else { String::new() },
+            findings,
+            runs: self.runs,
+            tried: Some(tried),
+            candidates: Some(candidates),
+            seconds: (seconds * 1000.0).round() / 1000.0,
+            ..Report::default()
+        }
+    }
+
     fn common(&self) -> Vec<OsString> {
         let mut a: Vec<OsString> = vec!["--repeatable=yes".into(), format!("--seed={}", self.opts.seed).into()];
         a.push(format!("--stdin-file={}", self.opts.stdin_file.as_ref().expect("stdin captured").display()).into());
@@ -490,11 +514,11 @@ pub fn drive(command: Vec<OsString>, mut opts: Options) -> i32 {
     if found.is_empty() {
         say(&format!("no single switch makes the run pass: search exhausted after {tried} switched runs ({stopped} stopped by their budget; {:.2} s)", secs));
         if s.opts.json {
-            println!("{{\"tool\":\"switch\",\"result\":\"exhausted\",\"tried\":{tried},\"seconds\":{secs:.3}}}");
+            println!("{}", s.report("exhausted", Vec::new(), tried, cands.len() as u64, secs).to_json());
         }
         return 2;
     }
-    let mut json = Vec::new();
+    let mut findings = Vec::new();
     for (k, f) in found.iter().enumerate() {
         let (pc, place) = &trace.sites[f.candidate.site];
         let head = if k == 0 { "critical predicate" } else { "also" };
@@ -508,13 +532,18 @@ pub fn drive(command: Vec<OsString>, mut opts: Options) -> i32 {
             (Order::Prior, None) => say("   the failure does not depend on it (through the dependences traced)"),
             _ => {}
         }
-        json.push(format!(
-            "{{\"place\":{},\"pc\":\"{pc:#x}\",\"instance\":{},\"from_failure\":{},\"outcome\":{}}}",
-            crate::tools::sarif::js(place),
-            f.candidate.forward,
-            f.candidate.backward,
-            f.outcome.as_ref().map_or("null".to_string(), |o| format!("\"{o}\""))
-        ));
+        findings.push(Finding {
+            place: place.clone(),
+            message: format!(
+                "critical predicate: the branch at {pc:#x}, instance {} ({} from the failure): inverting it makes the run pass",
+                f.candidate.forward, f.candidate.backward
+            ),
+            pc: format!("{pc:#x}"),
+            instance: f.candidate.forward,
+            from_failure: Some(f.candidate.backward),
+            outcome: f.outcome.clone(),
+            ..Finding::default()
+        });
     }
     let order = match s.opts.order {
         Order::Lefs => "lefs",
@@ -536,35 +565,12 @@ pub fn drive(command: Vec<OsString>, mut opts: Options) -> i32 {
         s.runs,
         secs
     ));
+    let report = s.report("found", findings, tried, cands.len() as u64, secs);
     if s.opts.sarif {
-        let results: Vec<(String, String)> = found
-            .iter()
-            .map(|f| {
-                let (pc, place) = &trace.sites[f.candidate.site];
-                (
-                    format!(
-                        "critical predicate: the branch at {pc:#x}, instance {} ({} from the failure): inverting it makes the run pass",
-                        f.candidate.forward, f.candidate.backward
-                    ),
-                    place.clone(),
-                )
-            })
-            .collect();
-        println!(
-            "{}",
-            crate::tools::sarif::document(
-                "critical-predicate",
-                "A branch instance whose inverted outcome makes a failing run pass (predicate switching)",
-                &results
-            )
-        );
+        println!("{}", crate::tools::sarif::document(RULE, &report));
     }
     if s.opts.json {
-        println!(
-            "{{\"tool\":\"switch\",\"result\":\"found\",\"predicates\":[{}],\"tried\":{tried},\"candidates\":{},\"seconds\":{secs:.3}}}",
-            json.join(","),
-            cands.len()
-        );
+        println!("{}", report.to_json());
     }
     s.opts.error_exitcode
 }

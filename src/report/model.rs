@@ -1,0 +1,128 @@
+//! One report model for every search (issue 22): what a tool found, how the search went, and
+//! the chain of runs. `--json` prints it as one line (`VERSION` says its format, documented in
+//! ARCHITECTURE); SARIF is rendered from it (`tools::sarif`), and the text report says the same.
+//! This file depends on serde alone, so the integration tests parse the JSON with it.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The JSON format's version: a change that removes or renames a field increments it.
+pub const VERSION: u32 = 1;
+
+/// A search's report.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+pub struct Report {
+    /// The tool (`suppress`, `switch`).
+    pub tool: String,
+    /// How the search ended: `root-cause`, `found`, `no-failure`, `not-reproducible`,
+    /// `inconclusive`, `exhausted`, `cannot-run`.
+    pub result: String,
+    pub version: u32,
+    /// The program and its arguments.
+    pub command: Vec<String>,
+    /// Why the search ended without an answer (empty with one).
+    pub reason: String,
+    /// The answers: root causes, critical predicates; the first is the headline.
+    pub findings: Vec<Finding>,
+    /// Runs of the program in all, and of those the runs made again to trace a failure.
+    pub runs: u32,
+    pub traced_again: u32,
+    /// Candidates the search tried and had (switch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tried: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub candidates: Option<u64>,
+    pub seconds: f64,
+    /// The runs after the first, each with what it changed and how it ended (suppress).
+    #[serde(default)]
+    pub chain: Vec<Step>,
+}
+
+/// One answer: an instruction instance, where it is reported, and how to read it.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+pub struct Finding {
+    /// Where it is reported ("file:line (function)", or the program's call into a library).
+    pub place: String,
+    /// A sentence saying what it is (SARIF's message).
+    pub message: String,
+    /// Its own line (inside a library, the library's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub own_place: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instruction: Option<String>,
+    /// Guest address, hex.
+    pub pc: String,
+    pub thread: u64,
+    /// Its instance: the thread's block instance (suppress) or the site's execution (switch).
+    pub instance: u64,
+    /// Executions of its site from it to the failure (switch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_failure: Option<u64>,
+    /// The outcome the original run had there, when the switched run disagreed (switch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<String>,
+    /// Qualifiers (suppress): every instance of the instruction, the whole library call, every
+    /// call from the line; the run suppressing it looped; it avoided the failure but the run
+    /// failed otherwise (how).
+    #[serde(default)]
+    pub every_instance: bool,
+    #[serde(default)]
+    pub whole_call: bool,
+    #[serde(default)]
+    pub every_call: bool,
+    #[serde(default)]
+    pub looped: bool,
+    #[serde(default)]
+    pub failed_otherwise: Option<String>,
+}
+
+/// One run of a search's chain.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+pub struct Step {
+    /// Its number, from 1 (the original run).
+    pub run: u32,
+    /// The places of what it suppressed anew.
+    pub suppressing_from: Vec<String>,
+    /// How it failed, if it did.
+    pub crash: Option<String>,
+    /// The locations its failure used, with where each was defined.
+    pub used: Vec<Used>,
+    /// How often each kind of suppression acted.
+    pub suppressed: BTreeMap<String, u64>,
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+pub struct Used {
+    pub location: String,
+    pub defined_at: String,
+}
+
+impl Report {
+    /// The one-line JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_report_round_trips_through_json() {
+        let r = Report {
+            tool: "suppress".into(),
+            result: "root-cause".into(),
+            version: VERSION,
+            command: vec!["./prog".into(), "a\"b".into()],
+            findings: vec![Finding { place: "a.c:3 (main)".into(), message: "first point".into(), pc: "0x401000".into(), looped: true, ..Finding::default() }],
+            runs: 3,
+            seconds: 0.25,
+            chain: vec![Step { run: 1, crash: Some("SIGSEGV at 0x1".into()), suppressed: [("stores".to_string(), 2)].into(), ..Step::default() }],
+            ..Report::default()
+        };
+        let text = r.to_json();
+        assert!(text.starts_with("{\"tool\":\"suppress\",\"result\":\"root-cause\",\"version\":1"), "{text}");
+        assert_eq!(serde_json::from_str::<Report>(&text).unwrap(), r);
+    }
+}
