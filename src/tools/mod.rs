@@ -6,6 +6,7 @@ pub mod child;
 pub mod count;
 pub mod expected;
 pub mod sarif;
+pub mod search;
 pub mod suppress;
 pub mod switch;
 pub mod taint;

@@ -5,8 +5,9 @@
 //! points added last are the first point of memory corruption.
 
 use super::plan::{Crash, Def, Outcome, Plan, Point};
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use crate::tools::search::{Ending, Limits, Runner};
+use std::path::PathBuf;
+use std::time::Instant;
 
 #[derive(Clone)]
 pub struct Options {
@@ -23,17 +24,10 @@ pub struct Options {
 /// Exit status when the search could not conclude.
 const INCONCLUSIVE: i32 = 2;
 
+/// The search's runs: the one runner (`tools::search`), each run with a plan.
 struct Runs {
-    dir: PathBuf,
-    command: Vec<std::ffi::OsString>,
-    opts: Options,
-    count: u32,
-    /// Wall time of the first run, to bound later ones.
-    first: Option<Duration>,
-    /// Block budget of the runs after the first (20 times its block count).
-    budget: Option<u64>,
-    /// What the runs leave in the program's directory, moved away after each.
-    leftovers: Option<crate::tools::child::Leftovers>,
+    runner: Runner,
+    failure: Option<String>,
 }
 
 enum Ended {
@@ -46,58 +40,27 @@ enum Ended {
 }
 
 impl Runs {
-    /// Where run `n` (from 1) wrote the program's standard output.
-    fn stdout(&self, n: u32) -> PathBuf {
-        self.dir.join(format!("stdout-{n}"))
-    }
-
+    /// Run `n + 1` with the points, tracing or not, watching those locations; its outcome.
     fn run(&mut self, points: &[Point], trace: bool, watch: &[(u64, u64)]) -> std::io::Result<Ended> {
-        self.count += 1;
-        let n = self.count;
-        let plan_path = self.dir.join(format!("plan-{n}"));
-        let out_path = self.dir.join(format!("outcome-{n}"));
-        std::fs::write(
-            &plan_path,
-            Plan { points: points.to_vec(), out: None, at_functions: Vec::new(), failure: self.opts.failure.clone(), trace, watch: watch.to_vec() }.to_text(),
-        )?;
-        let mut args = vec![
-            "--tool=suppress".to_string(),
-            format!("--suppress-plan={}", plan_path.display()),
-            format!("--suppress-out={}", out_path.display()),
-            "--repeatable=yes".to_string(),
-            format!("--seed={}", self.opts.seed),
-            format!("--stdin-file={}", self.opts.stdin_file.as_ref().expect("stdin captured").display()),
-            match self.budget {
-                Some(b) => format!("--budget-blocks={b}"),
-                None => format!("--blocks-out={}", self.dir.join("blocks").display()),
-            },
-        ];
-        // Runs count blocks where this one does (the test that both name the same places).
-        if !rtgrind_jit::context::counts_in_registers() {
-            args.push("--count-in-memory".to_string());
-        }
-        args.push("--".to_string());
-        let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).chain(self.command.iter().cloned()).collect();
-        let limit = self.first.map(|d| d * 20 + Duration::from_secs(20));
-        let (stdout, stderr) = (self.stdout(n), self.dir.join(format!("stderr-{n}")));
-        let ended = crate::tools::child::run(&args, &stdout, &stderr, limit);
-        if let Some(l) = self.leftovers.as_mut() {
-            l.clear(n);
-        }
-        let Some((status, took)) = ended? else { return Ok(Ended::TimedOut) };
-        if self.first.is_none() {
-            self.first = Some(took);
-            let blocks: u64 = std::fs::read_to_string(self.dir.join("blocks")).ok().and_then(|t| t.trim().parse().ok()).unwrap_or(0);
-            self.budget = Some(blocks.max(100_000).saturating_mul(20));
-        }
-        if status.code() == Some(crate::EXIT_BUDGET) && std::fs::read_to_string(&stderr).is_ok_and(|e| e.contains("budget of")) {
-            return Ok(Ended::Budget);
+        let n = self.runner.runs + 1;
+        let (plan_path, out_path) = (self.runner.file(&format!("plan-{n}")), self.runner.file(&format!("outcome-{n}")));
+        let plan = Plan { points: points.to_vec(), out: None, at_functions: Vec::new(), failure: self.failure.clone(), trace, watch: watch.to_vec() };
+        std::fs::write(&plan_path, plan.to_text())?;
+        let args: Vec<std::ffi::OsString> =
+            vec!["--tool=suppress".into(), format!("--suppress-plan={}", plan_path.display()).into(), format!("--suppress-out={}", out_path.display()).into()];
+        // Later runs: 20 times the first run's time and blocks.
+        let limits = Limits { budget: self.runner.block_budget(20), time: self.runner.time_limit(20), log: false, count_blocks: n == 1 };
+        let r = self.runner.run(&args, limits)?;
+        match r.ending {
+            Ending::TimedOut => return Ok(Ended::TimedOut),
+            Ending::Budget => return Ok(Ended::Budget),
+            _ => {}
         }
         let Ok(text) = std::fs::read_to_string(&out_path) else {
             // rtgrind itself stopped (the program cannot run under it): its one-line error.
-            let err = std::fs::read_to_string(self.dir.join(format!("stderr-{n}"))).unwrap_or_default();
-            let line = err.lines().rev().find(|l| l.starts_with("rtgrind: error:")).unwrap_or("rtgrind: error: the run ended without an outcome").to_string();
-            return Ok(Ended::Error(status.code().unwrap_or(2), line));
+            let line = r.error().unwrap_or_else(|| "rtgrind: error: the run ended without an outcome".into());
+            let code = if let Ending::Exit(c) = r.ending { c } else { 2 };
+            return Ok(Ended::Error(code, line));
         };
         Ok(Ended::Outcome(Outcome::parse(&text)))
     }
@@ -212,15 +175,9 @@ pub fn drive(command: Vec<std::ffi::OsString>, opts: Options, format: super::rep
     let started = Instant::now();
     let pid = std::process::id();
     let error_exitcode = opts.error_exitcode;
-    let search = match crate::tools::child::TempDir::new("suppress") {
-        Ok(dir) => run_search(command.clone(), opts, &dir.0, started),
-        Err(e) => Search {
-            verdict: Verdict::Inconclusive(format!("cannot create a temporary directory: {e}")),
-            chain: Vec::new(),
-            runs: 0,
-            traced_again: 0,
-            seconds: 0.0,
-        },
+    let search = match Runner::new("suppress", command.clone(), opts.seed, opts.stdin_file.clone()) {
+        Ok(runner) => run_search(runner, opts, started),
+        Err(e) => Search { verdict: Verdict::Inconclusive(e), chain: Vec::new(), runs: 0, traced_again: 0, seconds: 0.0 },
     };
     crate::tools::child::progress_done();
     super::report::emit(&search, &command, &format, pid);
@@ -232,49 +189,34 @@ pub fn drive(command: Vec<std::ffi::OsString>, opts: Options, format: super::rep
     }
 }
 
-fn run_search(command: Vec<std::ffi::OsString>, mut opts: Options, dir: &Path, started: Instant) -> Search {
+fn run_search(runner: Runner, opts: Options, started: Instant) -> Search {
     let mut chain: Vec<(Vec<Point>, Outcome)> = Vec::new();
     let (mut runs_done, mut traced_again) = (0, 0);
-    let verdict = search(command, &mut opts, dir, &mut chain, &mut runs_done, &mut traced_again);
+    let verdict = search(runner, &opts, &mut chain, &mut runs_done, &mut traced_again);
     Search { verdict, chain, runs: runs_done, traced_again, seconds: started.elapsed().as_secs_f64() }
 }
 
 /// The search. Only the runs whose failure is analysed trace (origins cost most of a run):
 /// the first one, and a suppression run that fails, made again with tracing. The check that
 /// the failure repeats and the suppression runs that end without one do not.
-fn search(
-    command: Vec<std::ffi::OsString>,
-    opts: &mut Options,
-    dir: &Path,
-    chain: &mut Vec<(Vec<Point>, Outcome)>,
-    runs_done: &mut u32,
-    traced_again: &mut u32,
-) -> Verdict {
-    if opts.stdin_file.is_none() {
-        // Every run reads the same input: captured once.
-        match crate::tools::child::capture_stdin(dir) {
-            Ok(p) => opts.stdin_file = Some(p),
-            Err(e) => return Verdict::Inconclusive(format!("cannot capture standard input: {e}")),
-        }
-    }
+fn search(runner: Runner, opts: &Options, chain: &mut Vec<(Vec<Point>, Outcome)>, runs_done: &mut u32, traced_again: &mut u32) -> Verdict {
     let max_runs = opts.max_runs;
-    let leftovers = crate::tools::child::Leftovers::new(dir.to_path_buf());
-    let mut runs = Runs { dir: dir.to_path_buf(), command, opts: opts.clone(), count: 0, first: None, budget: None, leftovers };
+    let mut runs = Runs { runner, failure: opts.failure.clone() };
     // A suppression run that does not end (suppression sent the program round a loop) did
     // not fail where the program failed: it stands for a run without the failure, marked as
     // stopped. The original run and its repeat must end.
     let stopped = |why: String| Outcome { stopped: Some(why), ..Outcome::default() };
     let mut next = |runs: &mut Runs, points: &[Point], trace: bool, watch: &[(u64, u64)]| -> Result<Outcome, Verdict> {
         let traced = if trace && !points.is_empty() { ", traced" } else { "" };
-        crate::tools::child::progress(&format!("suppress: run {} ({} suppression points{traced})", runs.count + 1, points.len()));
+        crate::tools::child::progress(&format!("suppress: run {} ({} suppression points{traced})", runs.runner.runs + 1, points.len()));
         let r = runs.run(points, trace, watch);
-        *runs_done = runs.count;
+        *runs_done = runs.runner.runs;
         match r {
             Ok(Ended::Outcome(o)) => Ok(o),
             Ok(Ended::TimedOut) if !points.is_empty() => Ok(stopped("stopped after 20 times the first run's time".into())),
             Ok(Ended::Budget) if !points.is_empty() => Ok(stopped("stopped after 20 times the first run's blocks".into())),
-            Ok(Ended::TimedOut) => Err(Verdict::Inconclusive(format!("run {} did not end (more than 20 times the first run's time)", runs.count))),
-            Ok(Ended::Budget) => Err(Verdict::Inconclusive(format!("run {} did not end within 20 times the first run's blocks", runs.count))),
+            Ok(Ended::TimedOut) => Err(Verdict::Inconclusive(format!("run {} did not end (more than 20 times the first run's time)", runs.runner.runs))),
+            Ok(Ended::Budget) => Err(Verdict::Inconclusive(format!("run {} did not end within 20 times the first run's blocks", runs.runner.runs))),
             // rtgrind's own "cannot run" statuses (125 unsupported, 126 not a program, 127
             // missing) pass through; a run that ended some other way without an outcome (the
             // program replaced itself) is an error of the search (2).
@@ -287,7 +229,7 @@ fn search(
         Err(v) => return v,
     };
     if opts.show_output {
-        crate::tools::child::show_output(&runs.stdout(1));
+        crate::tools::child::show_output(&runs.runner.file("stdout-1"));
     }
     let Some(crash) = first.crash.clone() else { return Verdict::NoFailure };
     // The check that the failure repeats watches the locations narrower than their origin
@@ -352,7 +294,7 @@ fn search(
         if new.is_empty() {
             return Verdict::Inconclusive("suppressing the crash's definitions did not avoid it".into());
         }
-        if runs.count >= max_runs {
+        if runs.runner.runs >= max_runs {
             return Verdict::Inconclusive(format!("no run without a crash within --max-runs={max_runs}"));
         }
         points.retain(|p| !calls.subsumed(p, &new));
@@ -363,7 +305,7 @@ fn search(
         };
         if let Some(c) = o.crash.clone() {
             // The same run again, traced: the locations the failure used and their definitions.
-            if runs.count >= max_runs {
+            if runs.runner.runs >= max_runs {
                 return Verdict::Inconclusive(format!("no room within --max-runs={max_runs} to trace the last run's failure"));
             }
             *traced_again += 1;
@@ -374,12 +316,12 @@ fn search(
             if !t.crash.as_ref().is_some_and(|t| t.same(&c)) {
                 return Verdict::Inconclusive(format!(
                     "run {} did not fail the same way when traced: {}, then {}",
-                    runs.count - 1,
+                    runs.runner.runs - 1,
                     crash_text(&o),
                     crash_text(&t)
                 ));
             }
-            if !t.narrow.is_empty() && runs.count < max_runs {
+            if !t.narrow.is_empty() && runs.runner.runs < max_runs {
                 // Once more, watching what it used narrower than a granule.
                 *traced_again += 1;
                 let w = match next(&mut runs, &points, true, &t.narrow) {
@@ -396,7 +338,7 @@ fn search(
             // Suppressing them together made the program loop: each alone may end it.
             let before = points.len() - new.len();
             for d in new.clone() {
-                if runs.count >= max_runs {
+                if runs.runner.runs >= max_runs {
                     break;
                 }
                 let mut alone = points[..before].to_vec();

@@ -6,7 +6,8 @@
 
 use super::oracle::{Ending, Oracle, RunResult};
 use crate::report::model::{Finding, Report, VERSION};
-use crate::tools::child::{self, TempDir};
+use crate::tools::child;
+use crate::tools::search::{Limits, Runner};
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -164,13 +165,9 @@ fn candidates(trace: &Trace, order: Order) -> Vec<Candidate> {
 }
 
 struct Search {
-    /// What the runs leave in the program's directory, moved away after each (first: it is
-    /// dropped, putting the first run's back, before `dir` is removed).
-    leftovers: Option<child::Leftovers>,
-    dir: TempDir,
+    runner: Runner,
     command: Vec<OsString>,
     opts: Options,
-    runs: u32,
     input: Replay,
 }
 
@@ -198,18 +195,12 @@ impl Search {
             command: self.command.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
             reason: if findings.is_empty() { "no single switch makes the run pass".into() } else { String::new() },
             findings,
-            runs: self.runs,
+            runs: self.runner.runs,
             tried: Some(tried),
             candidates: Some(candidates),
             seconds: (seconds * 1000.0).round() / 1000.0,
             ..Report::default()
         }
-    }
-
-    fn common(&self) -> Vec<OsString> {
-        let mut a: Vec<OsString> = vec!["--repeatable=yes".into(), format!("--seed={}", self.opts.seed).into()];
-        a.push(format!("--stdin-file={}", self.opts.stdin_file.as_ref().expect("stdin captured").display()).into());
-        a
     }
 
     /// The command that runs the program with instance `n` of the branch at `pc` switched, as
@@ -228,47 +219,20 @@ impl Search {
         let mut line = child::shell_words(&words);
         match &self.input {
             Replay::Redirect(f) => line += &format!(" < {}", child::shell_words(&[f.clone().into()])),
-            Replay::Captured if std::fs::metadata(self.opts.stdin_file.as_ref().expect("stdin captured")).is_ok_and(|m| m.len() > 0) => {
-                line += " < (the same standard input)"
-            }
+            Replay::Captured if std::fs::metadata(&self.runner.stdin_file).is_ok_and(|m| m.len() > 0) => line += " < (the same standard input)",
             _ => {}
         }
         line
     }
 
-    /// Runs rtgrind with `tool_args`, the program after; its result, or an error message.
-    fn run(&mut self, tool_args: Vec<OsString>, limit: Option<Duration>) -> Result<(RunResult, Duration, String), String> {
-        self.runs += 1;
-        let n = self.runs;
-        let (out, err, log) = (self.dir.0.join(format!("out-{n}")), self.dir.0.join(format!("err-{n}")), self.dir.0.join(format!("log-{n}")));
-        let mut args: Vec<OsString> = vec!["-q".into(), format!("--log-file={}", log.display()).into()];
-        args.extend(tool_args);
-        args.extend(self.common());
-        args.push("--".into());
-        args.extend(self.command.iter().cloned());
-        let r = child::run(&args, &out, &err, limit).map_err(|e| format!("cannot run rtgrind: {e}"));
-        if let Some(l) = self.leftovers.as_mut() {
-            l.clear(n);
-        }
-        let r = r?;
-        let log_text = std::fs::read_to_string(&log).unwrap_or_default();
-        let (ending, took) = match r {
-            None => (Ending::TimedOut, limit.unwrap_or_default()),
-            Some((s, took)) => {
-                use std::os::unix::process::ExitStatusExt;
-                let e = match (s.code(), s.signal()) {
-                    (Some(crate::EXIT_BUDGET), _) if log_text.contains("budget of") => Ending::Budget,
-                    (Some(c), _) => Ending::Exit(c),
-                    (None, Some(sig)) => Ending::Signal(sig),
-                    _ => Ending::Exit(-1),
-                };
-                (e, took)
-            }
-        };
-        if let Some(line) = log_text.lines().find(|l| l.starts_with("rtgrind: error:")) {
+    /// Runs rtgrind with `tool_args` on the program (`tools::search`), its messages in a log
+    /// apart from the program's standard error; its result, or rtgrind's error line.
+    fn run(&mut self, tool_args: Vec<OsString>, limit: Option<Duration>, count_blocks: bool) -> Result<(RunResult, Duration, String), String> {
+        let r = self.runner.run(&tool_args, Limits { time: limit, log: true, count_blocks, budget: None }).map_err(|e| format!("cannot run rtgrind: {e}"))?;
+        if let Some(line) = r.log.lines().find(|l| l.starts_with("rtgrind: error:")) {
             return Err(line.to_string());
         }
-        Ok((RunResult { stdout: out, stderr: err, ending }, took, log_text))
+        Ok((RunResult { stdout: r.stdout, stderr: r.stderr, ending: r.ending }, r.took, r.log))
     }
 }
 
@@ -279,45 +243,33 @@ struct Found {
     outcome: Option<String>,
 }
 
-pub fn drive(command: Vec<OsString>, mut opts: Options) -> i32 {
+pub fn drive(command: Vec<OsString>, opts: Options) -> i32 {
     let pid = std::process::id();
     let say = |s: &str| eprintln!("=={pid}== switch: {s}");
     let started = Instant::now();
-    let dir = match TempDir::new("switch") {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("rtgrind: error: cannot create a temporary directory: {e}");
-            return 2;
-        }
-    };
     // How the replay command printed with an answer gets the same input.
     let input = match &opts.stdin_file {
         Some(f) => Replay::StdinFile(f.clone()),
         None => child::stdin_source().map_or(Replay::Captured, Replay::Redirect),
     };
-    if opts.stdin_file.is_none() {
-        match child::capture_stdin(&dir.0) {
-            Ok(p) => opts.stdin_file = Some(p),
-            Err(e) => {
-                eprintln!("rtgrind: error: cannot capture standard input: {e}");
-                return 2;
-            }
+    let runner = match Runner::new("switch", command.clone(), opts.seed, opts.stdin_file.clone()) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("rtgrind: error: {e}");
+            return 2;
         }
-    }
-    let leftovers = child::Leftovers::new(dir.0.clone());
-    let mut s = Search { dir, command, opts, runs: 0, input, leftovers };
+    };
+    let mut s = Search { runner, command, opts, input };
     // The trace run: the original execution, every branch instance up to the failure.
-    let trace_file = s.dir.0.join("trace");
-    let blocks_file = s.dir.0.join("blocks");
-    let mut targs: Vec<OsString> =
-        vec!["--tool=switch".into(), format!("--switch-trace={}", trace_file.display()).into(), format!("--blocks-out={}", blocks_file.display()).into()];
+    let trace_file = s.runner.file("trace");
+    let mut targs: Vec<OsString> = vec!["--tool=switch".into(), format!("--switch-trace={}", trace_file.display()).into()];
     if s.opts.libs {
         targs.push("--switch-libs=yes".into());
     }
     if let Some(p) = &s.opts.expected_output_path {
         targs.push(format!("--expected-output={}", p.display()).into());
     }
-    let (original, took, _) = match s.run(targs.clone(), None) {
+    let (original, _, _) = match s.run(targs.clone(), None, true) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("{e}");
@@ -339,7 +291,7 @@ pub fn drive(command: Vec<OsString>, mut opts: Options) -> i32 {
         return 0;
     }
     // The failure must repeat.
-    let again = match s.run(vec!["--tool=none".into()], Some(took * 20 + Duration::from_secs(10))) {
+    let again = match s.run(vec!["--tool=none".into()], s.runner.time_limit(20), false) {
         Ok(r) => r.0,
         Err(e) => {
             eprintln!("{e}");
@@ -370,12 +322,11 @@ pub fn drive(command: Vec<OsString>, mut opts: Options) -> i32 {
         // kernel puts the program's mappings, and with them what some programs do (a hash of
         // addresses), so its branch instances are matched to the trace's by site and instance
         // rather than by position. A mismatch can only change the order, never the answer.
-        let deps_file = s.dir.0.join("deps-trace");
+        let deps_file = s.runner.file("deps-trace");
         let mut dargs = targs;
         dargs[1] = format!("--switch-trace={}", deps_file.display()).into();
-        dargs[2] = format!("--blocks-out={}", s.dir.0.join("deps-blocks").display()).into();
         dargs.push("--switch-deps=yes".into());
-        let deps = match s.run(dargs, Some(took * 40 + Duration::from_secs(20))) {
+        let deps = match s.run(dargs, s.runner.time_limit(40), false) {
             Ok(_) => parse_trace(&std::fs::read_to_string(&deps_file).unwrap_or_default()),
             Err(e) => {
                 eprintln!("{e}");
@@ -384,8 +335,8 @@ pub fn drive(command: Vec<OsString>, mut opts: Options) -> i32 {
         };
         trace.distance = deps.distance.as_ref().map(|d| by_site_instance(&deps, d, &trace));
     }
-    let blocks: u64 = std::fs::read_to_string(&blocks_file).ok().and_then(|t| t.trim().parse().ok()).unwrap_or(0);
-    let budget = (blocks.max(1000)).saturating_mul(s.opts.budget_factor);
+    // (Calibrated on the trace run, once.)
+    let budget = s.runner.block_budget(s.opts.budget_factor).unwrap_or(u64::MAX);
     let cands = candidates(&trace, s.opts.order);
     let failure = if trace.failure.is_empty() { original.ending.describe() } else { trace.failure.clone() };
     say(&format!("the original run fails ({failure}); {} branch instances before the failure, {} sites", cands.len(), trace.sites.len()));
@@ -395,7 +346,7 @@ pub fn drive(command: Vec<OsString>, mut opts: Options) -> i32 {
             None => say("the dependence log overflowed: searching last executed first"),
         }
     }
-    let limit = took * 20 + Duration::from_secs(10);
+    let limit = s.runner.time_limit(20).unwrap_or(Duration::from_secs(3600));
     let mut found: Vec<Found> = Vec::new();
     let (mut tried, mut stopped) = (0u64, 0u64);
     // A fork copies only the forking thread: programs with threads are searched by re-running;
@@ -414,7 +365,7 @@ pub fn drive(command: Vec<OsString>, mut opts: Options) -> i32 {
             crate::tools::child::progress(&format!("switch: forking at candidates {}-{} of {}", from + 1, from + part.len(), cands.len()));
             from += part.len();
             batch *= 4;
-            let fork_dir = s.dir.0.join(format!("fork-{pass}"));
+            let fork_dir = s.runner.file(&format!("fork-{pass}"));
             let at: Vec<String> = part.iter().map(|c| c.index.to_string()).collect();
             if let Err(e) = std::fs::create_dir_all(&fork_dir).and_then(|()| std::fs::write(fork_dir.join("at"), at.join(" "))) {
                 eprintln!("rtgrind: error: cannot write {}: {e}", fork_dir.display());
@@ -429,7 +380,7 @@ pub fn drive(command: Vec<OsString>, mut opts: Options) -> i32 {
             if let Some(p) = &s.opts.expected_output_path {
                 args.push(format!("--expected-output={}", p.display()).into());
             }
-            let (parent, _, _) = match s.run(args, Some(limit * (part.len() as u32).max(1))) {
+            let (parent, _, _) = match s.run(args, Some(limit * (part.len() as u32).max(1)), false) {
                 Ok(r) => r,
                 Err(e) => {
                     eprintln!("{e}");
@@ -486,7 +437,7 @@ pub fn drive(command: Vec<OsString>, mut opts: Options) -> i32 {
             }
             let args: Vec<OsString> =
                 vec!["--tool=switch".into(), format!("--switch-at={pc:#x}:{}", c.forward).into(), format!("--budget-blocks={budget}").into()];
-            let (r, _, log) = match s.run(args, Some(limit)) {
+            let (r, _, log) = match s.run(args, Some(limit), false) {
                 Ok(r) => r,
                 Err(e) => {
                     eprintln!("{e}");
@@ -562,7 +513,7 @@ pub fn drive(command: Vec<OsString>, mut opts: Options) -> i32 {
     say(&format!(
         "{tried} switched runs of {} candidates ({order} order, {how}; {stopped} stopped by their budget), {} runs in all, {:.2} s",
         cands.len(),
-        s.runs,
+        s.runner.runs,
         secs
     ));
     let report = s.report("found", findings, tried, cands.len() as u64, secs);

@@ -4,26 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-/// How a run ended.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Ending {
-    Exit(i32),
-    Signal(i32),
-    /// Stopped by its budget (a switch that made it loop).
-    Budget,
-    TimedOut,
-}
-
-impl Ending {
-    pub fn describe(&self) -> String {
-        match self {
-            Ending::Exit(c) => format!("exit status {c}"),
-            Ending::Signal(s) => format!("signal {s}"),
-            Ending::Budget => "stopped by its budget".into(),
-            Ending::TimedOut => "stopped by its time limit".into(),
-        }
-    }
-}
+pub use crate::tools::search::Ending;
 
 /// A finished run: its output files and ending.
 pub struct RunResult {
