@@ -31,7 +31,7 @@ struct Runs {
 }
 
 enum Ended {
-    Outcome(Outcome),
+    Outcome(Box<Outcome>),
     /// rtgrind could not run the program: its exit status and error line.
     Error(i32, String),
     TimedOut,
@@ -62,7 +62,7 @@ impl Runs {
             let code = if let Ending::Exit(c) = r.ending { c } else { 2 };
             return Ok(Ended::Error(code, line));
         };
-        Ok(Ended::Outcome(Outcome::parse(&text)))
+        Ok(Ended::Outcome(Box::new(Outcome::parse(&text))))
     }
 }
 
@@ -97,6 +97,10 @@ fn difference(first: &Crash, again: Option<&Crash>) -> String {
     }
     if again.pc != first.pc {
         return format!("the place ({:#x} then {:#x})", first.pc, again.pc);
+    }
+    if again.stack != first.stack {
+        let calls = |s: &[u64]| s.iter().map(|r| format!("{r:#x}")).collect::<Vec<_>>().join(" < ");
+        return format!("the calls it happened under ({} then {})", calls(&first.stack), calls(&again.stack));
     }
     let (a, b) = (first.instance, again.instance);
     let (n, way) = if b > a { (b - a, "later") } else { (a - b, "earlier") };
@@ -212,7 +216,7 @@ fn search(runner: Runner, opts: &Options, chain: &mut Vec<(Vec<Point>, Outcome)>
         let r = runs.run(points, trace, watch);
         *runs_done = runs.runner.runs;
         match r {
-            Ok(Ended::Outcome(o)) => Ok(o),
+            Ok(Ended::Outcome(o)) => Ok(*o),
             Ok(Ended::TimedOut) if !points.is_empty() => Ok(stopped("stopped after 20 times the first run's time".into())),
             Ok(Ended::Budget) if !points.is_empty() => Ok(stopped("stopped after 20 times the first run's blocks".into())),
             Ok(Ended::TimedOut) => Err(Verdict::Inconclusive(format!("run {} did not end (more than 20 times the first run's time)", runs.runner.runs))),
@@ -400,4 +404,24 @@ pub fn describe_crash(o: &Outcome) -> String {
 /// The place each point in `added` is reported at.
 pub fn added_places(prev: &Outcome, added: &[Point], hits: &[(Point, String)]) -> Vec<String> {
     prev.defs.iter().filter(|d| added.iter().any(|p| covers(p, &d.point))).map(|d| headline(d, hits)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The repeat check compares the failure's signal, place, calls and time, and says which
+    /// differs and how (issue 21, item 6).
+    #[test]
+    fn a_repeat_that_differs_says_how() {
+        let first = Crash { signal: 11, pc: 0x401000, instance: 100, place: String::new(), stack: vec![0x401500, 0x401800] };
+        assert!(first.same(&first.clone()));
+        let other_calls = Crash { stack: vec![0x401600, 0x401800], ..first.clone() };
+        assert!(!first.same(&other_calls));
+        assert_eq!(difference(&first, Some(&other_calls)), "the calls it happened under (0x401500 < 0x401800 then 0x401600 < 0x401800)");
+        let later = Crash { instance: 130, ..first.clone() };
+        assert!(difference(&first, Some(&later)).starts_with("only the time: the same failure at the same place, 30 blocks later"));
+        assert_eq!(difference(&first, Some(&Crash { signal: 6, ..first.clone() })), "the failure (SIGSEGV then SIGABRT)");
+        assert_eq!(difference(&first, None), "the second run did not fail");
+    }
 }

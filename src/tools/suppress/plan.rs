@@ -92,12 +92,15 @@ pub struct Crash {
     pub instance: u64,
     /// Its source place (for a named failure, what happened first).
     pub place: String,
+    /// The program's calls it happened under: their return addresses, innermost first.
+    pub stack: Vec<u64>,
 }
 
 impl Crash {
-    /// The same failure at the same moment (what a repeat of a run must give).
+    /// The same failure at the same moment under the same calls (what a repeat of a run must
+    /// give).
     pub fn same(&self, other: &Crash) -> bool {
-        (self.signal, self.pc, self.instance) == (other.signal, other.pc, other.instance)
+        (self.signal, self.pc, self.instance, &self.stack) == (other.signal, other.pc, other.instance, &other.stack)
     }
 }
 
@@ -138,6 +141,8 @@ impl Outcome {
         let mut s = String::new();
         if let Some(c) = &self.crash {
             s += &format!("crash\t{}\t{:#x}\t{}\t{}\n", c.signal, c.pc, c.instance, c.place);
+            let stack: Vec<String> = c.stack.iter().map(|r| format!("{r:#x}")).collect();
+            s += &format!("stack\t{}\n", stack.join(" "));
         }
         for d in &self.defs {
             s += &format!("def\t{}\t{}\t{}\t{}\n", d.point.text(), d.location, d.place, d.instruction);
@@ -166,7 +171,8 @@ impl Outcome {
             match f[0] {
                 "crash" => {
                     let pc = u64::from_str_radix(field(2).trim_start_matches("0x"), 16).unwrap_or(0);
-                    o.crash = Some(Crash { signal: field(1).parse().unwrap_or(0), pc, instance: field(3).parse().unwrap_or(0), place: field(4) });
+                    o.crash =
+                        Some(Crash { signal: field(1).parse().unwrap_or(0), pc, instance: field(3).parse().unwrap_or(0), place: field(4), stack: Vec::new() });
                 }
                 "def" => {
                     if let Some(p) = Point::parse(&f[1..]) {
@@ -185,6 +191,11 @@ impl Outcome {
                     }
                 }
                 "narrow" => o.narrow.extend(range(&f[1..])),
+                "stack" => {
+                    if let Some(c) = o.crash.as_mut() {
+                        c.stack = field(1).split_whitespace().filter_map(|r| u64::from_str_radix(r.trim_start_matches("0x"), 16).ok()).collect();
+                    }
+                }
                 "main" => {
                     let hex = |s: String| u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap_or(0);
                     o.main = (hex(field(1)), hex(field(2)));
@@ -214,7 +225,7 @@ mod tests {
         assert_eq!(Plan::parse(&plan.to_text()).unwrap().points, vec![p]);
         assert_eq!(Plan::parse(&plan.to_text()).unwrap().watch, plan.watch);
         let o = Outcome {
-            crash: Some(Crash { signal: 11, pc: 0x401234, instance: 7, place: "a.c:3 (main)".into() }),
+            crash: Some(Crash { signal: 11, pc: 0x401234, instance: 7, place: "a.c:3 (main)".into(), stack: vec![0x401500, 0x401800] }),
             defs: vec![Def { point: p, location: "rax (address)".into(), place: "a.c:2 (main)".into(), instruction: "mov [rbp-8],rax".into() }],
             hits: vec![(p, "a.c:9 (main)".into())],
             suppressed: vec![("stores of a corrupt value".into(), 3)],

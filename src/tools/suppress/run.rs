@@ -90,6 +90,8 @@ struct Failed {
     used: Vec<(String, u64)>,
     /// For a named failure, what happened.
     what: String,
+    /// The program's calls it happened under (return addresses, innermost first).
+    stack: Vec<u64>,
 }
 
 /// A library call of the program that is a definition as a whole (a copy that wrote where the
@@ -573,6 +575,11 @@ impl SuppressRun {
         })
     }
 
+    /// The return addresses into the program of the thread's live calls, innermost first.
+    fn program_stack(&self, ctx: &mut ThreadContext) -> Vec<u64> {
+        frame_entries(ctx, ctx.gpr[4]).into_iter().map(|e| e[1]).filter(|&r| self.in_main(r)).collect()
+    }
+
     fn in_main(&self, pc: u64) -> bool {
         (self.state.main.0..self.state.main.1).contains(&pc)
     }
@@ -943,7 +950,8 @@ impl SuppressRun {
         }
         locs.truncate(1);
         self.def_sites = call_sites(ctx, &locs);
-        self.crash = Some(Failed { signal: -1, pc, instance, used: locs, what });
+        let stack = self.program_stack(ctx);
+        self.crash = Some(Failed { signal: -1, pc, instance, used: locs, what, stack });
     }
 
     fn point_of(&self, o: u64) -> Option<Point> {
@@ -1459,16 +1467,17 @@ impl ToolRun for SuppressRun {
         let instance = origin::instance(ctx.counter);
         if self.crash.is_none() {
             self.def_sites = call_sites(ctx, &locs);
-            self.crash = Some(Failed { signal: sig, pc: ctx.rip, instance, used: locs, what: String::new() });
+            let stack = self.program_stack(ctx);
+            self.crash = Some(Failed { signal: sig, pc: ctx.rip, instance, used: locs, what: String::new(), stack });
         }
     }
 
     fn fini(&mut self, _report: &mut Reporter, mem: &GuestMemory) {
         let mut lines = SourceLines::default();
         let mut out = Outcome::default();
-        if let Some(Failed { signal, pc, instance, used, what }) = self.crash.take() {
+        if let Some(Failed { signal, pc, instance, used, what, stack }) = self.crash.take() {
             let place = lines.describe(&[pc], mem).pop().unwrap_or_default();
-            out.crash = Some(plan::Crash { signal, pc, instance, place: if signal < 0 { format!("{what} {place}") } else { place } });
+            out.crash = Some(plan::Crash { signal, pc, instance, place: if signal < 0 { format!("{what} {place}") } else { place }, stack });
             for (what, o) in used {
                 let Some(p) = self.point_of(o) else { continue };
                 let place = lines.describe(&[p.pc], mem).pop().unwrap_or_default();
