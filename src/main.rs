@@ -81,6 +81,31 @@ fn shebang(path: &Path) -> Option<(PathBuf, Option<Vec<u8>>)> {
 
 fn main() {
     keep_heap_apart();
+    let (cli, matches, command) = parse_command_line();
+    let spec = tools::spec(&cli.tool);
+    if let Some((flag, owners)) = tools::foreign_option(spec, &matches, &command) {
+        let owners: Vec<String> = owners.iter().map(|o| format!("--tool={o}")).collect();
+        fail(&format!("{flag} is an option of {}, not of --tool={}", owners.join(" and "), spec.name), EXIT_USAGE);
+    }
+    if cli.count_in_memory {
+        // (The suppression search passes it on to its runs.)
+        rtgrind_jit::context::count_in_memory();
+    }
+    if let Some(search) = spec.search.as_ref().filter(|s| (s.wanted)(&cli)) {
+        std::process::exit((search.run)(&cli).unwrap_or_else(|e| fail(&e.message, e.code)));
+    }
+    prepare_host(&cli);
+    let log = cli.log_file.as_ref().map(|p| open_log(p));
+    let reporter = Reporter::new(cli.quiet, log);
+    let tool = (spec.make)(&cli).unwrap_or_else(|e| fail(&e.message, e.code));
+    let guest = load_guest(&cli);
+    let child_opts = cli::child_options(&matches, &command, spec.name);
+    run_guest(&cli, spec, tool, guest, reporter, child_opts);
+}
+
+/// The command line, parsed: usage errors end the process with one line (help and version
+/// print as clap does).
+fn parse_command_line() -> (cli::Cli, clap::ArgMatches, clap::Command) {
     let command = <cli::Cli as clap::CommandFactory>::command();
     let matches = match command.clone().try_get_matches() {
         Ok(m) => m,
@@ -97,25 +122,18 @@ fn main() {
         }
     };
     let cli = <cli::Cli as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|e| fail(&e.to_string(), EXIT_USAGE));
-    let spec = tools::spec(&cli.tool);
-    if let Some((flag, owners)) = tools::foreign_option(spec, &matches, &command) {
-        let owners: Vec<String> = owners.iter().map(|o| format!("--tool={o}")).collect();
-        fail(&format!("{flag} is an option of {}, not of --tool={}", owners.join(" and "), spec.name), EXIT_USAGE);
-    }
-    if cli.count_in_memory {
-        // (The suppression search passes it on to its runs.)
-        rtgrind_jit::context::count_in_memory();
-    }
-    if let Some(search) = spec.search.as_ref().filter(|s| (s.wanted)(&cli)) {
-        std::process::exit((search.run)(&cli).unwrap_or_else(|e| fail(&e.message, e.code)));
-    }
-    let repeatable = cli.repeatable == cli::YesNo::Yes;
+    (cli, matches, command)
+}
+
+/// Standard input from `--stdin-file`, repeatable mode (no ASLR, a pid namespace), and what
+/// the host must have.
+fn prepare_host(cli: &cli::Cli) {
     if let Some(f) = &cli.stdin_file {
         if let Err(e) = kernel::repeat::stdin_from_file(f) {
             fail(&format!("--stdin-file: cannot use '{}': {e}", f.display()), EXIT_USAGE);
         }
     }
-    if repeatable {
+    if cli.repeatable == cli::YesNo::Yes {
         kernel::repeat::ensure_no_aslr();
         kernel::repeat::enter_pid_namespace();
     }
@@ -125,10 +143,20 @@ fn main() {
     if !rtgrind_jit::dispatch::host_supported() {
         fail("this machine's kernel does not allow FSGSBASE instructions in user space (Linux 5.9+ needed)", EXIT_INTERNAL);
     }
-    let log = cli.log_file.as_ref().map(|p| open_log(p));
-    let mut reporter = Reporter::new(cli.quiet, log);
-    let tool = (spec.make)(&cli).unwrap_or_else(|e| fail(&e.message, e.code));
+}
 
+/// The program loaded, with its initial stack.
+struct Guest {
+    argv: Vec<Vec<u8>>,
+    exe_path: PathBuf,
+    prog: loader::elf::LoadedProgram,
+    mem: GuestMemory,
+    rsp: u64,
+    repeat: Option<kernel::repeat::Repeatable>,
+}
+
+/// Loads the program (a `#!` script's interpreter) and builds its initial stack.
+fn load_guest(cli: &cli::Cli) -> Guest {
     let mut argv: Vec<Vec<u8>> = cli.command.iter().map(|a| a.as_bytes().to_vec()).collect();
     let mut path = resolve(&cli.command[0]);
     if let Some((interp, arg)) = shebang(&path) {
@@ -140,12 +168,10 @@ fn main() {
         path = interp;
     }
     let exe_path = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
-
     let mut mem = GuestMemory::default();
     let prog = loader::elf::load(&path, &mut mem).unwrap_or_else(|e| fail(&e.to_string(), e.exit_code()));
     mem.brk_start = prog.brk_start;
     mem.brk_cur = prog.brk_start;
-
     let envp: Vec<Vec<u8>> = std::env::vars_os()
         .map(|(k, v)| {
             let mut e = k.as_bytes().to_vec();
@@ -154,6 +180,7 @@ fn main() {
             e
         })
         .collect();
+    let repeatable = cli.repeatable == cli::YesNo::Yes;
     let mut repeat = repeatable.then(|| kernel::repeat::Repeatable::new(cli.seed));
     let mut random = [0u8; 16];
     match &mut repeat {
@@ -165,20 +192,22 @@ fn main() {
     }
     let stack = loader::stack::build(&prog, &mut mem, path.as_os_str().as_bytes(), &argv, &envp, random, repeatable)
         .unwrap_or_else(|e| fail(&format!("cannot set up the initial stack: {e}"), EXIT_INTERNAL));
+    Guest { argv, exe_path, prog, mem, rsp: stack.rsp, repeat }
+}
 
+/// Runs the loaded program under `tool` to its end.
+fn run_guest(cli: &cli::Cli, spec: &tools::ToolSpec, tool: Box<dyn tools::ToolRun>, guest: Guest, mut reporter: Reporter, child_opts: Vec<String>) {
+    let Guest { argv, exe_path, prog, mem, rsp, repeat } = guest;
     reporter.info(&format!("rtgrind-{}, a dynamic binary translator; tool: {}", env!("CARGO_PKG_VERSION"), spec.name));
     reporter.info(&format!("Command: {}", argv.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect::<Vec<_>>().join(" ")));
-
     // Tools count blocks (the instance part of an origin) in the engine's per-thread counter.
     rtgrind_jit::context::set_counter_step(shadow::origin::BLOCK_STEP as u32);
     let mut ctx = rtgrind_jit::ThreadContext::new_boxed();
-    ctx.gpr[rtgrind_jit::context::reg::RSP as usize] = stack.rsp;
+    ctx.gpr[rtgrind_jit::context::reg::RSP as usize] = rsp;
     ctx.rip = prog.start_pc();
     let mut cache = Box::new(rtgrind_jit::CodeCache::new());
-    cache.virtual_tsc = repeatable;
+    cache.virtual_tsc = repeat.is_some();
     let sig = Signals::install(&mut ctx, &mut cache);
-
-    let child_opts = cli::child_options(&matches, &command, spec.name);
     let self_exe = std::fs::read_link("/proc/self/exe").unwrap_or_else(|_| PathBuf::from("rtgrind"));
     let policy = sched_policy(&cli.sched);
     let record = cli
@@ -188,6 +217,8 @@ fn main() {
     // SAFETY: getpid/gettid have no preconditions; the main thread's tid is the pid.
     let main_tid = unsafe { libc::getpid() };
     let sched = kernel::sched::Scheduler::new(policy, cli.quantum, record, main_tid, sig.inbox.clone());
+    // A tool that forks children at points of the run gives each child the budget, not the run.
+    let forks = tool.forks_children();
     let process = Box::leak(Box::new(run::Process {
         cache,
         mem,
@@ -200,12 +231,11 @@ fn main() {
         contexts: Vec::new(),
         repeat,
         stop_at: cli.stop_at.as_deref().map(parse_stop_at),
-        // In the fork search's forward pass the budget is each child's, not the run's.
-        budget: if cli.switch.switch_fork.is_some() { None } else { cli.budget_blocks },
+        budget: if forks { None } else { cli.budget_blocks },
         blocks_out: cli.blocks_out.clone(),
         cpus: None,
     }));
-    if process.budget.is_some() || process.blocks_out.is_some() || cli.switch.switch_fork.is_some() {
+    if process.budget.is_some() || process.blocks_out.is_some() || forks {
         // Budgets count block entries (backward, indirect and dispatched ones suffice: every
         // loop passes one).
         process.cache.set_preemption(true);

@@ -164,6 +164,11 @@ pub trait ToolRun: Tool {
     /// The guest dies of signal `sig` (`code` and fault address `addr` from its siginfo); the
     /// context is the dying thread's, at the faulting instruction for a synchronous fault.
     fn fatal_signal(&mut self, _ctx: &mut ThreadContext, _sig: i32, _code: i32, _addr: u64, _mem: &GuestMemory) {}
+    /// Whether the tool forks children at points of the run (`fork_requested`), each of which
+    /// gets `--budget-blocks` as its own budget (the run itself has none).
+    fn forks_children(&self) -> bool {
+        false
+    }
     /// Polled by the dispatcher: true to have the process forked here (then `forked` tells
     /// each side which it is).
     fn fork_requested(&mut self) -> bool {

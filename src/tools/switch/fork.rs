@@ -201,6 +201,10 @@ impl ToolRun for SwitchFork {
         ctx.tool_area[self.words.next / 8] = self.at.front().map_or(u64::MAX, |i| i + 1);
     }
 
+    fn forks_children(&self) -> bool {
+        true
+    }
+
     fn fork_requested(&mut self) -> bool {
         self.request.at.is_some() && self.child.is_none()
     }
