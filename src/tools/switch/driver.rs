@@ -260,6 +260,47 @@ pub fn drive(command: Vec<OsString>, opts: Options) -> i32 {
         }
     };
     let mut s = Search { runner, command, opts, input };
+    let (original, trace) = match trace_failure(&mut s, &say) {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    // (Calibrated on the trace run, once.)
+    let budget = s.runner.block_budget(s.opts.budget_factor).unwrap_or(u64::MAX);
+    let cands = candidates(&trace, s.opts.order);
+    let failure = if trace.failure.is_empty() { original.ending.describe() } else { trace.failure.clone() };
+    say(&format!("the original run fails ({failure}); {} branch instances before the failure, {} sites", cands.len(), trace.sites.len()));
+    if s.opts.order == Order::Prior {
+        match &trace.distance {
+            Some(d) => say(&format!("{} of them are in the failure's dynamic dependences (searched first, nearest first)", d.len())),
+            None => say("the dependence log overflowed: searching last executed first"),
+        }
+    }
+    let limit = s.runner.time_limit(20).unwrap_or(Duration::from_secs(3600));
+    // A fork copies only the forking thread: programs with threads are searched by re-running;
+    // so are programs that change files (forked children share the file system with their
+    // parent and each other: a child listing a directory saw the file its parent made).
+    let fork = s.opts.fork && !s.opts.libs && trace.threads == 0 && trace.changes_files.is_none();
+    let mut t = Tally::default();
+    let searched = if fork { fork_search(&mut s, &trace, &cands, budget, limit, &mut t) } else { rerun_search(&mut s, &trace, &cands, budget, limit, &mut t) };
+    if let Err(code) = searched {
+        return code;
+    }
+    report(&s, &trace, &cands, &t, fork, started, &say)
+}
+
+/// The switched runs so far: the successes, how many were tried and how many their budget
+/// stopped.
+#[derive(Default)]
+struct Tally {
+    found: Vec<Found>,
+    tried: u64,
+    stopped: u64,
+}
+
+/// The original run, traced, and its repeat: the trace (with, for `--order=prior`, the
+/// dependence distances from a run of its own); Err(exit status) when there is nothing to
+/// search (no failure, not reproducible, no trace).
+fn trace_failure(s: &mut Search, say: &dyn Fn(&str)) -> Result<(RunResult, Trace), i32> {
     // The trace run: the original execution, every branch instance up to the failure.
     let trace_file = s.runner.file("trace");
     let mut targs: Vec<OsString> = vec!["--tool=switch".into(), format!("--switch-trace={}", trace_file.display()).into()];
@@ -273,7 +314,7 @@ pub fn drive(command: Vec<OsString>, opts: Options) -> i32 {
         Ok(r) => r,
         Err(e) => {
             eprintln!("{e}");
-            return 2;
+            return Err(2);
         }
     };
     if !s.opts.json && !s.opts.sarif {
@@ -285,17 +326,17 @@ pub fn drive(command: Vec<OsString>, opts: Options) -> i32 {
                 "no oracle given (--expected-output, --expected-stderr, --expected-exit, --oracle) and the program did not crash ({}): nothing to search for",
                 original.ending.describe()
             ));
-            return 2;
+            return Err(2);
         }
         say(&format!("the run already passes the oracle ({}); nothing to find", original.ending.describe()));
-        return 0;
+        return Err(0);
     }
     // The failure must repeat.
     let again = match s.run(vec!["--tool=none".into()], s.runner.time_limit(20), false) {
         Ok(r) => r.0,
         Err(e) => {
             eprintln!("{e}");
-            return 2;
+            return Err(2);
         }
     };
     let same_output = std::fs::read(&again.stdout).ok() == std::fs::read(&original.stdout).ok();
@@ -306,7 +347,7 @@ pub fn drive(command: Vec<OsString>, opts: Options) -> i32 {
             again.ending.describe(),
             if same_output { "" } else { " and a different output" }
         ));
-        return 2;
+        return Err(2);
     }
     let Ok(trace_text) = std::fs::read_to_string(&trace_file) else {
         // The trace run ended without writing its trace: rtgrind stopped, or the program
@@ -314,7 +355,7 @@ pub fn drive(command: Vec<OsString>, opts: Options) -> i32 {
         let err = std::fs::read_to_string(&original.stderr).unwrap_or_default();
         let line = err.lines().rev().find(|l| l.starts_with("rtgrind: error:")).unwrap_or("rtgrind: error: the trace run ended without a trace");
         eprintln!("{line}");
-        return 2;
+        return Err(2);
     };
     let mut trace = parse_trace(&trace_text);
     if s.opts.order == Order::Prior {
@@ -330,147 +371,143 @@ pub fn drive(command: Vec<OsString>, opts: Options) -> i32 {
             Ok(_) => parse_trace(&std::fs::read_to_string(&deps_file).unwrap_or_default()),
             Err(e) => {
                 eprintln!("{e}");
-                return 2;
+                return Err(2);
             }
         };
         trace.distance = deps.distance.as_ref().map(|d| by_site_instance(&deps, d, &trace));
     }
-    // (Calibrated on the trace run, once.)
-    let budget = s.runner.block_budget(s.opts.budget_factor).unwrap_or(u64::MAX);
-    let cands = candidates(&trace, s.opts.order);
-    let failure = if trace.failure.is_empty() { original.ending.describe() } else { trace.failure.clone() };
-    say(&format!("the original run fails ({failure}); {} branch instances before the failure, {} sites", cands.len(), trace.sites.len()));
-    if s.opts.order == Order::Prior {
-        match &trace.distance {
-            Some(d) => say(&format!("{} of them are in the failure's dynamic dependences (searched first, nearest first)", d.len())),
-            None => say("the dependence log overflowed: searching last executed first"),
+    Ok((original, trace))
+}
+
+/// The fork search: forward runs that fork at the candidates in order, each child switched.
+fn fork_search(s: &mut Search, trace: &Trace, cands: &[Candidate], budget: u64, limit: Duration, t: &mut Tally) -> Result<(), i32> {
+    // Forward runs fork at the candidates in order, in batches growing fourfold: an answer
+    // near the front of the order costs one short batch, a long search few forward runs.
+    let mut from = 0usize;
+    let mut batch = 32usize;
+    let mut pass = 0;
+    'search: while from < cands.len() {
+        pass += 1;
+        let part = &cands[from..(from + batch).min(cands.len())];
+        crate::tools::child::progress(&format!("switch: forking at candidates {}-{} of {}", from + 1, from + part.len(), cands.len()));
+        from += part.len();
+        batch *= 4;
+        let fork_dir = s.runner.file(&format!("fork-{pass}"));
+        let at: Vec<String> = part.iter().map(|c| c.index.to_string()).collect();
+        if let Err(e) = std::fs::create_dir_all(&fork_dir).and_then(|()| std::fs::write(fork_dir.join("at"), at.join(" "))) {
+            eprintln!("rtgrind: error: cannot write {}: {e}", fork_dir.display());
+            return Err(2);
         }
-    }
-    let limit = s.runner.time_limit(20).unwrap_or(Duration::from_secs(3600));
-    let mut found: Vec<Found> = Vec::new();
-    let (mut tried, mut stopped) = (0u64, 0u64);
-    // A fork copies only the forking thread: programs with threads are searched by re-running;
-    // so are programs that change files (forked children share the file system with their
-    // parent and each other: a child listing a directory saw the file its parent made).
-    let fork = s.opts.fork && !s.opts.libs && trace.threads == 0 && trace.changes_files.is_none();
-    if fork {
-        // Forward runs fork at the candidates in order, in batches growing fourfold: an answer
-        // near the front of the order costs one short batch, a long search few forward runs.
-        let mut from = 0usize;
-        let mut batch = 32usize;
-        let mut pass = 0;
-        'search: while from < cands.len() {
-            pass += 1;
-            let part = &cands[from..(from + batch).min(cands.len())];
-            crate::tools::child::progress(&format!("switch: forking at candidates {}-{} of {}", from + 1, from + part.len(), cands.len()));
-            from += part.len();
-            batch *= 4;
-            let fork_dir = s.runner.file(&format!("fork-{pass}"));
-            let at: Vec<String> = part.iter().map(|c| c.index.to_string()).collect();
-            if let Err(e) = std::fs::create_dir_all(&fork_dir).and_then(|()| std::fs::write(fork_dir.join("at"), at.join(" "))) {
-                eprintln!("rtgrind: error: cannot write {}: {e}", fork_dir.display());
-                return 2;
+        let mut args: Vec<OsString> = vec![
+            "--tool=switch".into(),
+            format!("--switch-fork={}", fork_dir.display()).into(),
+            format!("--budget-blocks={budget}").into(),
+            format!("--jobs={}", s.opts.jobs).into(),
+        ];
+        if let Some(p) = &s.opts.expected_output_path {
+            args.push(format!("--expected-output={}", p.display()).into());
+        }
+        let (parent, _, _) = match s.run(args, Some(limit * (part.len() as u32).max(1)), false) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("{e}");
+                return Err(2);
             }
-            let mut args: Vec<OsString> = vec![
-                "--tool=switch".into(),
-                format!("--switch-fork={}", fork_dir.display()).into(),
-                format!("--budget-blocks={budget}").into(),
-                format!("--jobs={}", s.opts.jobs).into(),
-            ];
-            if let Some(p) = &s.opts.expected_output_path {
-                args.push(format!("--expected-output={}", p.display()).into());
-            }
-            let (parent, _, _) = match s.run(args, Some(limit * (part.len() as u32).max(1)), false) {
-                Ok(r) => r,
-                Err(e) => {
-                    eprintln!("{e}");
-                    return 2;
-                }
-            };
-            let results = std::fs::read_to_string(fork_dir.join("results")).unwrap_or_default();
-            let mut by_index: std::collections::HashMap<usize, (i32, u64, u64)> = std::collections::HashMap::new();
-            for line in results.lines() {
-                let f: Vec<&str> = line.split('\t').collect();
-                if f.len() == 5 {
-                    if let (Ok(i), Ok(c), Ok(o), Ok(e)) = (f[1].parse(), f[2].parse(), f[3].parse(), f[4].parse()) {
-                        by_index.insert(i, (c, o, e));
-                    }
-                }
-            }
-            for c in part {
-                let Some(&(code, o, e)) = by_index.get(&c.index) else { continue };
-                tried += 1;
-                let ending = match code {
-                    super::fork::DIVERGED => None,
-                    crate::EXIT_BUDGET => Some(Ending::Budget),
-                    c if c < 0 => Some(Ending::Signal(-c)),
-                    c => Some(Ending::Exit(c)),
-                };
-                if matches!(ending, Some(Ending::Budget)) {
-                    stopped += 1;
-                }
-                let Some(ending) = ending else { continue };
-                // The child's output: what the program had written before the fork, then its own.
-                let join = |prefix: &std::path::Path, n: u64, own: PathBuf, to: PathBuf| -> PathBuf {
-                    let mut bytes = std::fs::read(prefix).unwrap_or_default();
-                    bytes.truncate(n as usize);
-                    bytes.extend(std::fs::read(own).unwrap_or_default());
-                    let _ = std::fs::write(&to, bytes);
-                    to
-                };
-                let stdout = join(&parent.stdout, o, fork_dir.join(format!("out-{}", c.index)), fork_dir.join(format!("full-out-{}", c.index)));
-                let stderr = join(&parent.stderr, e, fork_dir.join(format!("err-{}", c.index)), fork_dir.join(format!("full-err-{}", c.index)));
-                if s.opts.oracle.passes(&RunResult { stdout, stderr, ending }) {
-                    found.push(Found { candidate: c.clone(), outcome: Some(direction(&trace, c)) });
-                    if !s.opts.all {
-                        break 'search;
-                    }
+        };
+        let results = std::fs::read_to_string(fork_dir.join("results")).unwrap_or_default();
+        let mut by_index: std::collections::HashMap<usize, (i32, u64, u64)> = std::collections::HashMap::new();
+        for line in results.lines() {
+            let f: Vec<&str> = line.split('\t').collect();
+            if f.len() == 5 {
+                if let (Ok(i), Ok(c), Ok(o), Ok(e)) = (f[1].parse(), f[2].parse(), f[3].parse(), f[4].parse()) {
+                    by_index.insert(i, (c, o, e));
                 }
             }
         }
-    } else {
-        for c in &cands {
-            let (pc, _) = trace.sites[c.site];
-            tried += 1;
-            if tried % 16 == 1 {
-                crate::tools::child::progress(&format!("switch: switched run {tried} of {}", cands.len()));
-            }
-            let args: Vec<OsString> =
-                vec!["--tool=switch".into(), format!("--switch-at={pc:#x}:{}", c.forward).into(), format!("--budget-blocks={budget}").into()];
-            let (r, _, log) = match s.run(args, Some(limit), false) {
-                Ok(r) => r,
-                Err(e) => {
-                    eprintln!("{e}");
-                    return 2;
-                }
+        for c in part {
+            let Some(&(code, o, e)) = by_index.get(&c.index) else { continue };
+            t.tried += 1;
+            let ending = match code {
+                super::fork::DIVERGED => None,
+                crate::EXIT_BUDGET => Some(Ending::Budget),
+                c if c < 0 => Some(Ending::Signal(-c)),
+                c => Some(Ending::Exit(c)),
             };
-            if matches!(r.ending, Ending::Budget | Ending::TimedOut) {
-                stopped += 1;
+            if matches!(ending, Some(Ending::Budget)) {
+                t.stopped += 1;
             }
-            if s.opts.oracle.passes(&r) {
-                // The switched run forced the inverse of the trace's direction; if it says
-                // otherwise the two runs went apart, and the trace is not to be believed.
-                let own = direction(&trace, c);
-                let forced_taken = log.contains("switched to taken");
-                let outcome = (forced_taken != (own == "taken")).then_some(own);
-                found.push(Found { candidate: c.clone(), outcome });
+            let Some(ending) = ending else { continue };
+            // The child's output: what the program had written before the fork, then its own.
+            let join = |prefix: &std::path::Path, n: u64, own: PathBuf, to: PathBuf| -> PathBuf {
+                let mut bytes = std::fs::read(prefix).unwrap_or_default();
+                bytes.truncate(n as usize);
+                bytes.extend(std::fs::read(own).unwrap_or_default());
+                let _ = std::fs::write(&to, bytes);
+                to
+            };
+            let stdout = join(&parent.stdout, o, fork_dir.join(format!("out-{}", c.index)), fork_dir.join(format!("full-out-{}", c.index)));
+            let stderr = join(&parent.stderr, e, fork_dir.join(format!("err-{}", c.index)), fork_dir.join(format!("full-err-{}", c.index)));
+            if s.opts.oracle.passes(&RunResult { stdout, stderr, ending }) {
+                t.found.push(Found { candidate: c.clone(), outcome: Some(direction(trace, c)) });
                 if !s.opts.all {
-                    break;
+                    break 'search;
                 }
             }
         }
     }
+    Ok(())
+}
+
+/// The search by re-execution: one run of the program per candidate, switched.
+fn rerun_search(s: &mut Search, trace: &Trace, cands: &[Candidate], budget: u64, limit: Duration, t: &mut Tally) -> Result<(), i32> {
+    for c in cands {
+        let (pc, _) = trace.sites[c.site];
+        t.tried += 1;
+        if t.tried % 16 == 1 {
+            crate::tools::child::progress(&format!("switch: switched run {} of {}", t.tried, cands.len()));
+        }
+        let args: Vec<OsString> = vec!["--tool=switch".into(), format!("--switch-at={pc:#x}:{}", c.forward).into(), format!("--budget-blocks={budget}").into()];
+        let (r, _, log) = match s.run(args, Some(limit), false) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("{e}");
+                return Err(2);
+            }
+        };
+        if matches!(r.ending, Ending::Budget | Ending::TimedOut) {
+            t.stopped += 1;
+        }
+        if s.opts.oracle.passes(&r) {
+            // The switched run forced the inverse of the trace's direction; if it says
+            // otherwise the two runs went apart, and the trace is not to be believed.
+            let own = direction(trace, c);
+            let forced_taken = log.contains("switched to taken");
+            let outcome = (forced_taken != (own == "taken")).then_some(own);
+            t.found.push(Found { candidate: c.clone(), outcome });
+            if !s.opts.all {
+                break;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The answer: each successful switch with the command that replays it, and the figures.
+fn report(s: &Search, trace: &Trace, cands: &[Candidate], t: &Tally, fork: bool, started: Instant, say: &dyn Fn(&str)) -> i32 {
     crate::tools::child::progress_done();
     let secs = started.elapsed().as_secs_f64();
-    if found.is_empty() {
-        say(&format!("no single switch makes the run pass: search exhausted after {tried} switched runs ({stopped} stopped by their budget; {:.2} s)", secs));
+    if t.found.is_empty() {
+        say(&format!(
+            "no single switch makes the run pass: search exhausted after {} switched runs ({} stopped by their budget; {:.2} s)",
+            t.tried, t.stopped, secs
+        ));
         if s.opts.json {
-            println!("{}", s.report("exhausted", Vec::new(), tried, cands.len() as u64, secs).to_json());
+            println!("{}", s.report("exhausted", Vec::new(), t.tried, cands.len() as u64, secs).to_json());
         }
         return 2;
     }
     let mut findings = Vec::new();
-    for (k, f) in found.iter().enumerate() {
+    for (k, f) in t.found.iter().enumerate() {
         let (pc, place) = &trace.sites[f.candidate.site];
         let head = if k == 0 { "critical predicate" } else { "also" };
         say(&format!("{head}: {place}, the branch at {pc:#x}"));
@@ -511,12 +548,14 @@ pub fn drive(command: Vec<OsString>, opts: Options) -> i32 {
         "re-executed"
     };
     say(&format!(
-        "{tried} switched runs of {} candidates ({order} order, {how}; {stopped} stopped by their budget), {} runs in all, {:.2} s",
+        "{} switched runs of {} candidates ({order} order, {how}; {} stopped by their budget), {} runs in all, {:.2} s",
+        t.tried,
         cands.len(),
+        t.stopped,
         s.runner.runs,
         secs
     ));
-    let report = s.report("found", findings, tried, cands.len() as u64, secs);
+    let report = s.report("found", findings, t.tried, cands.len() as u64, secs);
     if s.opts.sarif {
         println!("{}", crate::tools::sarif::document(RULE, &report));
     }
