@@ -28,6 +28,9 @@ const INCONCLUSIVE: i32 = 2;
 struct Runs {
     runner: Runner,
     failure: Option<String>,
+    max_runs: u32,
+    /// Runs made again to trace a suppression run's failure.
+    traced_again: u32,
 }
 
 enum Ended {
@@ -40,6 +43,27 @@ enum Ended {
 }
 
 impl Runs {
+    /// The next run, as the search takes it: a suppression run that does not end (suppression
+    /// sent the program round a loop) did not fail where the program failed, so it stands for a
+    /// run without the failure, marked as stopped; the original run and its repeat must end.
+    fn next(&mut self, points: &[Point], trace: bool, watch: &[(u64, u64)]) -> Result<Outcome, Verdict> {
+        let stopped = |why: &str| Outcome { stopped: Some(why.into()), ..Outcome::default() };
+        let traced = if trace && !points.is_empty() { ", traced" } else { "" };
+        crate::tools::child::progress(&format!("suppress: run {} ({} suppression points{traced})", self.runner.runs + 1, points.len()));
+        match self.run(points, trace, watch) {
+            Ok(Ended::Outcome(o)) => Ok(*o),
+            Ok(Ended::TimedOut) if !points.is_empty() => Ok(stopped("stopped after 20 times the first run's time")),
+            Ok(Ended::Budget) if !points.is_empty() => Ok(stopped("stopped after 20 times the first run's blocks")),
+            Ok(Ended::TimedOut) => Err(Verdict::Inconclusive(format!("run {} did not end (more than 20 times the first run's time)", self.runner.runs))),
+            Ok(Ended::Budget) => Err(Verdict::Inconclusive(format!("run {} did not end within 20 times the first run's blocks", self.runner.runs))),
+            // rtgrind's own "cannot run" statuses (125 unsupported, 126 not a program, 127
+            // missing) pass through; a run that ended some other way without an outcome (the
+            // program replaced itself) is an error of the search (2).
+            Ok(Ended::Error(code, line)) => Err(Verdict::CannotRun(if (125..=127).contains(&code) { code } else { 2 }, line)),
+            Err(e) => Err(Verdict::Inconclusive(format!("cannot run rtgrind: {e}"))),
+        }
+    }
+
     /// Run `n + 1` with the points, tracing or not, watching those locations; its outcome.
     fn run(&mut self, points: &[Point], trace: bool, watch: &[(u64, u64)]) -> std::io::Result<Ended> {
         let n = self.runner.runs + 1;
@@ -195,159 +219,50 @@ pub fn drive(command: Vec<std::ffi::OsString>, opts: Options, format: super::rep
 
 fn run_search(runner: Runner, opts: Options, started: Instant) -> Search {
     let mut chain: Vec<(Vec<Point>, Outcome)> = Vec::new();
-    let (mut runs_done, mut traced_again) = (0, 0);
-    let verdict = search(runner, &opts, &mut chain, &mut runs_done, &mut traced_again);
-    Search { verdict, chain, runs: runs_done, traced_again, seconds: started.elapsed().as_secs_f64() }
+    let mut runs = Runs { runner, failure: opts.failure.clone(), max_runs: opts.max_runs, traced_again: 0 };
+    let verdict = search(&mut runs, &opts, &mut chain);
+    Search { verdict, chain, runs: runs.runner.runs, traced_again: runs.traced_again, seconds: started.elapsed().as_secs_f64() }
 }
 
 /// The search. Only the runs whose failure is analysed trace (origins cost most of a run):
 /// the first one, and a suppression run that fails, made again with tracing. The check that
 /// the failure repeats and the suppression runs that end without one do not.
-fn search(runner: Runner, opts: &Options, chain: &mut Vec<(Vec<Point>, Outcome)>, runs_done: &mut u32, traced_again: &mut u32) -> Verdict {
-    let max_runs = opts.max_runs;
-    let mut runs = Runs { runner, failure: opts.failure.clone() };
-    // A suppression run that does not end (suppression sent the program round a loop) did
-    // not fail where the program failed: it stands for a run without the failure, marked as
-    // stopped. The original run and its repeat must end.
-    let stopped = |why: String| Outcome { stopped: Some(why), ..Outcome::default() };
-    let mut next = |runs: &mut Runs, points: &[Point], trace: bool, watch: &[(u64, u64)]| -> Result<Outcome, Verdict> {
-        let traced = if trace && !points.is_empty() { ", traced" } else { "" };
-        crate::tools::child::progress(&format!("suppress: run {} ({} suppression points{traced})", runs.runner.runs + 1, points.len()));
-        let r = runs.run(points, trace, watch);
-        *runs_done = runs.runner.runs;
-        match r {
-            Ok(Ended::Outcome(o)) => Ok(*o),
-            Ok(Ended::TimedOut) if !points.is_empty() => Ok(stopped("stopped after 20 times the first run's time".into())),
-            Ok(Ended::Budget) if !points.is_empty() => Ok(stopped("stopped after 20 times the first run's blocks".into())),
-            Ok(Ended::TimedOut) => Err(Verdict::Inconclusive(format!("run {} did not end (more than 20 times the first run's time)", runs.runner.runs))),
-            Ok(Ended::Budget) => Err(Verdict::Inconclusive(format!("run {} did not end within 20 times the first run's blocks", runs.runner.runs))),
-            // rtgrind's own "cannot run" statuses (125 unsupported, 126 not a program, 127
-            // missing) pass through; a run that ended some other way without an outcome (the
-            // program replaced itself) is an error of the search (2).
-            Ok(Ended::Error(code, line)) => Err(Verdict::CannotRun(if (125..=127).contains(&code) { code } else { 2 }, line)),
-            Err(e) => Err(Verdict::Inconclusive(format!("cannot run rtgrind: {e}"))),
-        }
-    };
-    let first = match next(&mut runs, &[], true, &[]) {
-        Ok(o) => o,
+fn search(runs: &mut Runs, opts: &Options, chain: &mut Vec<(Vec<Point>, Outcome)>) -> Verdict {
+    let crash = match original(runs, opts, chain) {
+        Ok(c) => c,
         Err(v) => return v,
     };
-    if opts.show_output {
-        crate::tools::child::show_output(&runs.runner.file("stdout-1"));
-    }
-    let Some(crash) = first.crash.clone() else { return Verdict::NoFailure };
-    // The check that the failure repeats watches the locations narrower than their origin
-    // granule that it used (`watch.rs`), if any: then its definitions are the finer ones.
-    let again = match next(&mut runs, &[], !first.narrow.is_empty(), &first.narrow) {
-        Ok(o) => o,
-        Err(v) => return v,
-    };
-    if !again.crash.as_ref().is_some_and(|c| c.same(&crash)) {
-        return Verdict::NotReproducible(crash_text(&first), crash_text(&again), difference(&crash, again.crash.as_ref()));
-    }
-    chain.push((Vec::new(), if first.narrow.is_empty() { first } else { again }));
     let mut points: Vec<Point> = Vec::new();
     let mut calls = super::calls::Calls::new();
     loop {
         let current = &chain.last().unwrap().1;
         calls.learn(current);
-        let defs: Vec<Point> = current.defs.iter().map(|d| d.point).collect();
-        // Suppressing whole the library calls that overflowed avoided the failure if the run
-        // then failed otherwise: what the copy should have written in bounds is missing, and
-        // that is no corruption of its own to follow (unzip's strcat, suppressed, left a name
-        // unterminated that printf then read past).
-        let (added, _) = &chain[chain.len() - 1];
-        let whole_calls = !added.is_empty() && added.iter().all(|p| p.call() || p.call_site().is_some());
-        let same = current.crash.as_ref().is_some_and(|c| (c.signal, c.pc) == (crash.signal, crash.pc));
-        // (Unless the new failure used what an earlier call at the same site overflowed:
-        // strcat in a loop, every call past the end; then the search goes on to that site.)
-        let again_at_site = current.defs.iter().any(|d| added.iter().any(|p| calls.another_at_site(p, &d.point)));
-        if whole_calls && !same && !again_at_site {
-            return Verdict::RootCause(roots(chain, None, Some(crash_text(current))));
+        if let Some(v) = concluded(chain, &crash, &calls) {
+            return v;
         }
-        if defs.is_empty() {
-            // A suppression run that failed otherwise than the program did (another signal or
-            // place), on nothing defined: the points it added avoided the failure, and the
-            // suppression itself went astray. Their root cause is reported as such, never as
-            // a plain one; the same failure again is inconclusive.
-            if chain.len() > 1 && !same {
-                let why = format!("{}, which used no location with a known definition", crash_text(current));
-                return Verdict::RootCause(roots(chain, None, Some(why)));
-            }
-            return Verdict::Inconclusive(format!("the crash ({}) used no location with a known definition", crash_text(current)));
-        }
-        // Library definitions widened to their calls (`calls.rs`).
-        let mut new: Vec<Point> = calls.widen(&current.defs, &points).into_iter().filter(|d| !points.contains(d)).collect();
-        new.sort();
-        new.dedup();
-        // A statement whose other instance was suppressed already comes back: the crash feeds
-        // on its every instance (a loop, an allocator walking its lists); suppress them all at
-        // once rather than one instance per run.
-        for d in &mut new {
-            if !d.call() && d.call_site().is_none() && points.iter().any(|p| p.pc == d.pc && p.thread == d.thread) {
-                d.instance = 0;
-            }
-        }
-        new.retain(|d| !points.contains(d));
-        if new.is_empty() {
-            // Suppressing the instance did not avoid the crash (another instance of the same
-            // statement wrote part of the same word, which origins do not tell apart):
-            // suppress every instance of the statement.
-            new = defs.iter().map(|d| calls.every(d)).filter(|d| !points.contains(d)).collect();
-        }
-        if new.is_empty() {
-            return Verdict::Inconclusive("suppressing the crash's definitions did not avoid it".into());
-        }
-        if runs.runner.runs >= max_runs {
-            return Verdict::Inconclusive(format!("no run without a crash within --max-runs={max_runs}"));
+        let mut new = match next_points(&chain.last().unwrap().1, &mut calls, &points) {
+            Ok(n) => n,
+            Err(v) => return v,
+        };
+        if runs.runner.runs >= runs.max_runs {
+            return Verdict::Inconclusive(format!("no run without a crash within --max-runs={}", runs.max_runs));
         }
         points.retain(|p| !calls.subsumed(p, &new));
         points.extend(&new);
-        let mut o = match next(&mut runs, &points, false, &[]) {
+        let mut o = match run_points(runs, &points) {
             Ok(o) => o,
             Err(v) => return v,
         };
-        if let Some(c) = o.crash.clone() {
-            // The same run again, traced: the locations the failure used and their definitions.
-            if runs.runner.runs >= max_runs {
-                return Verdict::Inconclusive(format!("no room within --max-runs={max_runs} to trace the last run's failure"));
-            }
-            *traced_again += 1;
-            let mut t = match next(&mut runs, &points, true, &[]) {
-                Ok(t) => t,
-                Err(v) => return v,
-            };
-            if !t.crash.as_ref().is_some_and(|t| t.same(&c)) {
-                return Verdict::Inconclusive(format!(
-                    "run {} did not fail the same way when traced: {}, then {}",
-                    runs.runner.runs - 1,
-                    crash_text(&o),
-                    crash_text(&t)
-                ));
-            }
-            if !t.narrow.is_empty() && runs.runner.runs < max_runs {
-                // Once more, watching what it used narrower than a granule.
-                *traced_again += 1;
-                let w = match next(&mut runs, &points, true, &t.narrow) {
-                    Ok(w) => w,
-                    Err(v) => return v,
-                };
-                if w.crash.as_ref().is_some_and(|w| w.same(&c)) {
-                    t = w;
-                }
-            }
-            o = t;
-        }
         if o.stopped.is_some() && new.len() > 1 {
             // Suppressing them together made the program loop: each alone may end it.
             let before = points.len() - new.len();
             for d in new.clone() {
-                if runs.runner.runs >= max_runs {
+                if runs.runner.runs >= runs.max_runs {
                     break;
                 }
                 let mut alone = points[..before].to_vec();
                 alone.push(d);
-                match next(&mut runs, &alone, false, &[]) {
+                match runs.next(&alone, false, &[]) {
                     Ok(a) if a.crash.is_none() && a.stopped.is_none() => {
                         chain.push((new.clone(), o));
                         points = alone;
@@ -367,6 +282,112 @@ fn search(runner: Runner, opts: &Options, chain: &mut Vec<(Vec<Point>, Outcome)>
             return Verdict::RootCause(roots(chain, Some(looped), None));
         }
     }
+}
+
+/// The original run, traced, and its repeat (which watches the locations narrower than their
+/// origin granule the failure used, `watch.rs`: then its definitions are the finer ones): the
+/// failure, and the chain's first outcome.
+fn original(runs: &mut Runs, opts: &Options, chain: &mut Vec<(Vec<Point>, Outcome)>) -> Result<Crash, Verdict> {
+    let first = runs.next(&[], true, &[])?;
+    if opts.show_output {
+        crate::tools::child::show_output(&runs.runner.file("stdout-1"));
+    }
+    let Some(crash) = first.crash.clone() else { return Err(Verdict::NoFailure) };
+    let again = runs.next(&[], !first.narrow.is_empty(), &first.narrow)?;
+    if !again.crash.as_ref().is_some_and(|c| c.same(&crash)) {
+        return Err(Verdict::NotReproducible(crash_text(&first), crash_text(&again), difference(&crash, again.crash.as_ref())));
+    }
+    chain.push((Vec::new(), if first.narrow.is_empty() { first } else { again }));
+    Ok(crash)
+}
+
+/// Whether the chain's last run ends the search otherwise than by running on: the points it
+/// added (whole calls that overflowed) avoided the failure and it failed otherwise, or it used
+/// nothing defined.
+fn concluded(chain: &[(Vec<Point>, Outcome)], crash: &Crash, calls: &super::calls::Calls) -> Option<Verdict> {
+    let (added, current) = &chain[chain.len() - 1];
+    // Suppressing whole the library calls that overflowed avoided the failure if the run
+    // then failed otherwise: what the copy should have written in bounds is missing, and
+    // that is no corruption of its own to follow (unzip's strcat, suppressed, left a name
+    // unterminated that printf then read past).
+    let whole_calls = !added.is_empty() && added.iter().all(|p| p.call() || p.call_site().is_some());
+    let same = current.crash.as_ref().is_some_and(|c| (c.signal, c.pc) == (crash.signal, crash.pc));
+    // (Unless the new failure used what an earlier call at the same site overflowed:
+    // strcat in a loop, every call past the end; then the search goes on to that site.)
+    let again_at_site = current.defs.iter().any(|d| added.iter().any(|p| calls.another_at_site(p, &d.point)));
+    if whole_calls && !same && !again_at_site {
+        return Some(Verdict::RootCause(roots(chain, None, Some(crash_text(current)))));
+    }
+    if current.defs.is_empty() {
+        // A suppression run that failed otherwise than the program did (another signal or
+        // place), on nothing defined: the points it added avoided the failure, and the
+        // suppression itself went astray. Their root cause is reported as such, never as
+        // a plain one; the same failure again is inconclusive.
+        if chain.len() > 1 && !same {
+            let why = format!("{}, which used no location with a known definition", crash_text(current));
+            return Some(Verdict::RootCause(roots(chain, None, Some(why))));
+        }
+        return Some(Verdict::Inconclusive(format!("the crash ({}) used no location with a known definition", crash_text(current))));
+    }
+    None
+}
+
+/// The points the next run adds for the failure's definitions, given those suppressed
+/// already.
+fn next_points(current: &Outcome, calls: &mut super::calls::Calls, points: &[Point]) -> Result<Vec<Point>, Verdict> {
+    let defs: Vec<Point> = current.defs.iter().map(|d| d.point).collect();
+    // Library definitions widened to their calls (`calls.rs`).
+    let mut new: Vec<Point> = calls.widen(&current.defs, points).into_iter().filter(|d| !points.contains(d)).collect();
+    new.sort();
+    new.dedup();
+    // A statement whose other instance was suppressed already comes back: the crash feeds
+    // on its every instance (a loop, an allocator walking its lists); suppress them all at
+    // once rather than one instance per run.
+    for d in &mut new {
+        if !d.call() && d.call_site().is_none() && points.iter().any(|p| p.pc == d.pc && p.thread == d.thread) {
+            d.instance = 0;
+        }
+    }
+    new.retain(|d| !points.contains(d));
+    if new.is_empty() {
+        // Suppressing the instance did not avoid the crash (another instance of the same
+        // statement wrote part of the same word, which origins do not tell apart):
+        // suppress every instance of the statement.
+        new = defs.iter().map(|d| calls.every(d)).filter(|d| !points.contains(d)).collect();
+    }
+    if new.is_empty() {
+        return Err(Verdict::Inconclusive("suppressing the crash's definitions did not avoid it".into()));
+    }
+    Ok(new)
+}
+
+/// A suppression run with `points`; if it fails, the same again traced (and once more
+/// watching what it used narrower than a granule): its outcome.
+fn run_points(runs: &mut Runs, points: &[Point]) -> Result<Outcome, Verdict> {
+    let o = runs.next(points, false, &[])?;
+    let Some(c) = o.crash.clone() else { return Ok(o) };
+    // The same run again, traced: the locations the failure used and their definitions.
+    if runs.runner.runs >= runs.max_runs {
+        return Err(Verdict::Inconclusive(format!("no room within --max-runs={} to trace the last run's failure", runs.max_runs)));
+    }
+    runs.traced_again += 1;
+    let mut t = runs.next(points, true, &[])?;
+    if !t.crash.as_ref().is_some_and(|t| t.same(&c)) {
+        return Err(Verdict::Inconclusive(format!(
+            "run {} did not fail the same way when traced: {}, then {}",
+            runs.runner.runs - 1,
+            crash_text(&o),
+            crash_text(&t)
+        )));
+    }
+    if !t.narrow.is_empty() && runs.runner.runs < runs.max_runs {
+        runs.traced_again += 1;
+        let w = runs.next(points, true, &t.narrow)?;
+        if w.crash.as_ref().is_some_and(|w| w.same(&c)) {
+            t = w;
+        }
+    }
+    Ok(t)
 }
 
 /// The root causes the chain's last run stands for: the previous failure's definitions that
