@@ -81,6 +81,9 @@ pub struct SuppressRun {
 
 /// The failure: (signal, or a negative `Failure` code; guest pc; the thread's block instance;
 /// used locations with their origins; for a named failure, what happened).
+/// Locations a failure used, each with its origin (what the report says of it, origin).
+type Locations = Vec<(String, u64)>;
+
 struct Failed {
     /// The fatal signal, or (negative) a named failure's kind.
     signal: i32,
@@ -672,71 +675,93 @@ impl SuppressRun {
     /// The locations the instruction that failed used, with their origins.
     fn crash_locations(&mut self, ctx: &mut ThreadContext, sig: i32, addr: u64, mem: &GuestMemory) -> Vec<(String, u64)> {
         let pc = ctx.rip;
-        let mut locs = Vec::new();
-        // Inside a library call from the program, on a heap block whose header (or, for an
-        // abort, the first 16 bytes, where a free block keeps its list links and glibc's
-        // double-free key) was rewritten after the pointer to it was defined: the allocator's
-        // metadata was overwritten (by an overflow) or the block was freed before (a double
-        // free: the earlier `free` wrote them), whatever glibc then did with it.
         let main = self.state.main;
         let innermost = frame_entries(ctx, ctx.gpr[4]).into_iter().find(|e| (main.0..main.1).contains(&e[1]));
         let in_library = !(main.0..main.1).contains(&pc) && decode(pc).is_some();
         if let (Some(e), true) = (innermost, in_library) {
-            // A block the program freed before from the same definition, freed again: the
-            // first free, whatever glibc did with the block (cached it, put it in a fast bin,
-            // merged it, unmapped it) and checks now.
-            if let Some(call_def) = self.freed_before(ctx, mem, e) {
-                self.call_defs.push(call_def);
-                return locs;
-            }
-            let (ret, rdi_origin, p) = (e[1], e[2], e[9]);
-            // Allocator memory: the brk heap or an anonymous mapping (glibc's arenas and large
-            // blocks), never the stack, a global or a file.
-            // (The brk heap starts right after the program's data, in its last page.)
-            let allocator_memory =
-                (mem.brk_start..mem.brk_cur).contains(&p) || mem.region_at(p).is_some_and(|(_, r)| r.name.as_deref().is_none_or(|n| n == "[heap]"));
-            let heap_block = p >= 16 && p % 16 == 0 && guest_mem::read_u64(p - 8).is_some() && allocator_memory;
-            // The size field whoever wrote it; the first words only as the allocator's own
-            // (a block's contents are the program's business, even copied by memset).
-            let library_site = |o: u64| origin::site(o) as u32 & shadow::MAIN_SITE == 0;
-            let granules: &[(i64, &str)] =
-                if sig == libc::SIGABRT { &[(-8, "size field"), (0, "first word"), (8, "second word")] } else { &[(-8, "size field")] };
-            let newest = granules
-                .iter()
-                .filter(|_| heap_block)
-                .map(|&(off, what)| (what, p.wrapping_add_signed(off), self.origin_at(p.wrapping_add_signed(off))))
-                .filter(|&(_, at, o)| {
-                    o & !origin::INCOMING != 0
-                        && origin::instance(o) > origin::instance(rdi_origin)
-                        && (at == p - 8 || (library_site(o) && o & origin::REAL != 0))
-                })
-                .fold(
-                    None,
-                    |best: Option<(&str, u64, u64)>, g| if best.is_none_or(|b| origin::instance(g.2) > origin::instance(b.2)) { Some(g) } else { best },
-                );
-            // The allocator's own words, written by an earlier call given the same pointer
-            // from another definition (two owners of one block, one a wrong copy): the
-            // pointer is what was wrong (the dissertation's Fig. 5.1, line 15); the same
-            // definition freed twice: the earlier call is.
-            let copy_freed_before = newest.is_some_and(|(_, at, o)| {
-                let call = logged_call(ctx, origin::instance_word(o));
-                at != p - 8 && call.is_some_and(|(value, first, _)| value == p && first & !origin::INCOMING != rdi_origin & !origin::INCOMING)
-            });
-            if let Some((what, at, o)) = newest.filter(|_| !copy_freed_before) {
-                let what = format!("{what} of the heap block {p:#x} (at {at:#x}) passed to the call returning to {ret:#x}");
-                if at == p - 8 {
-                    let before: Vec<u64> = heap_walk(mem).0.into_iter().take_while(|&c| c < p - 16).collect();
-                    if let Some(copier) = self.copy_into(ctx, mem, &before, at, o) {
-                        self.call_defs.push(copier.def(what));
-                        return locs;
-                    }
-                }
-                locs.push((what, o));
+            if let Some(locs) = self.heap_block_locations(ctx, sig, mem, e) {
                 return locs;
             }
         }
-        // The last `ret` matched a call but went elsewhere than that call's return address:
-        // its slot was overwritten (perhaps only a byte, leaving an address inside code).
+        if let Some(locs) = self.astray_return(ctx, sig, mem) {
+            return locs;
+        }
+        let mut locs = match sig {
+            libc::SIGSEGV | libc::SIGBUS | libc::SIGFPE | libc::SIGILL => self.fault_locations(ctx, sig, addr, mem),
+            _ => match self.abort_locations(ctx, mem, innermost) {
+                Ok(l) => l,
+                Err(l) => return l,
+            },
+        };
+        // A frame's set-up (`sub rsp`, `mov rbp, rsp`) defines no value a crash can blame (a
+        // pointer into the initial stack, computed from the stack pointer by the loader).
+        let sites = &self.prop.sites;
+        locs.retain(|l| l.1 & !origin::INCOMING != 0 && sites.pc(origin::site(l.1)).and_then(decode).is_none_or(|i| !moves_frame(&i)));
+        locs
+    }
+
+    /// Inside a library call `e` from the program, on a heap block whose header (or, for an
+    /// abort, the first 16 bytes, where a free block keeps its list links and glibc's
+    /// double-free key) was rewritten after the pointer to it was defined: the allocator's
+    /// metadata was overwritten (by an overflow) or the block was freed before (a double free:
+    /// the earlier `free` wrote them), whatever glibc then did with it. Some: the locations
+    /// (none where a whole call is the definition, in `call_defs`).
+    fn heap_block_locations(&mut self, ctx: &mut ThreadContext, sig: i32, mem: &GuestMemory, e: [u64; 10]) -> Option<Vec<(String, u64)>> {
+        let mut locs = Vec::new();
+        // A block the program freed before from the same definition, freed again: the
+        // first free, whatever glibc did with the block (cached it, put it in a fast bin,
+        // merged it, unmapped it) and checks now.
+        if let Some(call_def) = self.freed_before(ctx, mem, e) {
+            self.call_defs.push(call_def);
+            return Some(locs);
+        }
+        let (ret, rdi_origin, p) = (e[1], e[2], e[9]);
+        // Allocator memory: the brk heap or an anonymous mapping (glibc's arenas and large
+        // blocks), never the stack, a global or a file.
+        // (The brk heap starts right after the program's data, in its last page.)
+        let allocator_memory =
+            (mem.brk_start..mem.brk_cur).contains(&p) || mem.region_at(p).is_some_and(|(_, r)| r.name.as_deref().is_none_or(|n| n == "[heap]"));
+        let heap_block = p >= 16 && p % 16 == 0 && guest_mem::read_u64(p - 8).is_some() && allocator_memory;
+        // The size field whoever wrote it; the first words only as the allocator's own
+        // (a block's contents are the program's business, even copied by memset).
+        let library_site = |o: u64| origin::site(o) as u32 & shadow::MAIN_SITE == 0;
+        let granules: &[(i64, &str)] = if sig == libc::SIGABRT { &[(-8, "size field"), (0, "first word"), (8, "second word")] } else { &[(-8, "size field")] };
+        let newest = granules
+            .iter()
+            .filter(|_| heap_block)
+            .map(|&(off, what)| (what, p.wrapping_add_signed(off), self.origin_at(p.wrapping_add_signed(off))))
+            .filter(|&(_, at, o)| {
+                o & !origin::INCOMING != 0 && origin::instance(o) > origin::instance(rdi_origin) && (at == p - 8 || (library_site(o) && o & origin::REAL != 0))
+            })
+            .fold(None, |best: Option<(&str, u64, u64)>, g| if best.is_none_or(|b| origin::instance(g.2) > origin::instance(b.2)) { Some(g) } else { best });
+        // The allocator's own words, written by an earlier call given the same pointer
+        // from another definition (two owners of one block, one a wrong copy): the
+        // pointer is what was wrong (the dissertation's Fig. 5.1, line 15); the same
+        // definition freed twice: the earlier call is.
+        let copy_freed_before = newest.is_some_and(|(_, at, o)| {
+            let call = logged_call(ctx, origin::instance_word(o));
+            at != p - 8 && call.is_some_and(|(value, first, _)| value == p && first & !origin::INCOMING != rdi_origin & !origin::INCOMING)
+        });
+        if let Some((what, at, o)) = newest.filter(|_| !copy_freed_before) {
+            let what = format!("{what} of the heap block {p:#x} (at {at:#x}) passed to the call returning to {ret:#x}");
+            if at == p - 8 {
+                let before: Vec<u64> = heap_walk(mem).0.into_iter().take_while(|&c| c < p - 16).collect();
+                if let Some(copier) = self.copy_into(ctx, mem, &before, at, o) {
+                    self.call_defs.push(copier.def(what));
+                    return Some(locs);
+                }
+            }
+            locs.push((what, o));
+            return Some(locs);
+        }
+        None
+    }
+
+    /// The last `ret` matched a call but went elsewhere than that call's return address: its
+    /// slot was overwritten (perhaps only a byte, leaving an address inside code). Some: the
+    /// locations (none where a whole call is the definition).
+    fn astray_return(&mut self, ctx: &mut ThreadContext, sig: i32, mem: &GuestMemory) -> Option<Vec<(String, u64)>> {
+        let mut locs = Vec::new();
         let last = *shadow::word(ctx, area::LAST_IND);
         let (key, expected, target) =
             (*shadow::word(ctx, area::LAST_RET_KEY), *shadow::word(ctx, area::LAST_RET_EXPECTED), *shadow::word(ctx, area::LAST_RET_TARGET));
@@ -746,120 +771,122 @@ impl SuppressRun {
             let o = self.origin_at(key);
             if let Some(copier) = self.copy_below(ctx, mem, key, o) {
                 self.call_defs.push(copier.def(what));
-                return locs;
+                return Some(locs);
             }
             locs.push((what, o));
             locs.retain(|l| l.1 & !origin::INCOMING != 0);
             if !locs.is_empty() {
-                return locs;
+                return Some(locs);
             }
         }
-        match sig {
-            libc::SIGSEGV | libc::SIGBUS | libc::SIGFPE | libc::SIGILL => {
-                let fetch = sig != libc::SIGFPE && (addr == pc || decode(pc).is_none());
-                if fetch {
-                    // Control arrived at an address with no code: the last indirect transfer's
-                    // target is to blame.
-                    let last = *shadow::word(ctx, area::LAST_IND);
-                    if let Some(ins) = decode(last) {
-                        match ins.flow_control() {
-                            FlowControl::Return => {
-                                let a = ctx.gpr[4].wrapping_sub(8).wrapping_sub(if ins.op_count() == 1 { u64::from(ins.immediate16()) } else { 0 });
-                                let icall = *shadow::word(ctx, area::LAST_ICALL);
-                                if *shadow::word(ctx, area::LAST_RET_KEY) != a && icall != 0 {
-                                    // A return no call made: control had gone astray before,
-                                    // at the last indirect call or jump.
-                                    let o = *shadow::word(ctx, area::LAST_ICALL_ORIGIN);
-                                    let what = decode(icall).map(|i| fmt(&i)).unwrap_or_default();
-                                    locs.push((
-                                        format!("target of `{what}` at {icall:#x} (control then reached `ret` at {last:#x}, which no call matched)"),
-                                        o,
-                                    ));
-                                } else {
-                                    let what = format!("return address at {a:#x} (used by `{}` at {last:#x})", fmt(&ins));
-                                    let o = self.origin_at(a);
-                                    match self.copy_below(ctx, mem, a, o) {
-                                        Some(copier) => self.call_defs.push(copier.def(what)),
-                                        None => locs.push((what, o)),
-                                    }
-                                }
-                            }
-                            _ if ins.op0_kind() == OpKind::Register => locs.extend(reg_loc(ctx, &self.prop.sites, ins.op0_register(), "indirect target")),
-                            _ => {
-                                for r in [ins.memory_base(), ins.memory_index()] {
-                                    locs.extend(reg_loc(ctx, &self.prop.sites, r, "address of the indirect target"));
-                                }
+        None
+    }
+
+    /// A fault (SIGSEGV, SIGBUS, SIGFPE, SIGILL): a jump to no code blames the last indirect
+    /// transfer's target; otherwise the address the instruction used (`address_slots`, else its
+    /// registers) and a divisor.
+    fn fault_locations(&mut self, ctx: &mut ThreadContext, sig: i32, addr: u64, mem: &GuestMemory) -> Vec<(String, u64)> {
+        let pc = ctx.rip;
+        let mut locs = Vec::new();
+        let fetch = sig != libc::SIGFPE && (addr == pc || decode(pc).is_none());
+        if fetch {
+            // Control arrived at an address with no code: the last indirect transfer's
+            // target is to blame.
+            let last = *shadow::word(ctx, area::LAST_IND);
+            if let Some(ins) = decode(last) {
+                match ins.flow_control() {
+                    FlowControl::Return => {
+                        let a = ctx.gpr[4].wrapping_sub(8).wrapping_sub(if ins.op_count() == 1 { u64::from(ins.immediate16()) } else { 0 });
+                        let icall = *shadow::word(ctx, area::LAST_ICALL);
+                        if *shadow::word(ctx, area::LAST_RET_KEY) != a && icall != 0 {
+                            // A return no call made: control had gone astray before,
+                            // at the last indirect call or jump.
+                            let o = *shadow::word(ctx, area::LAST_ICALL_ORIGIN);
+                            let what = decode(icall).map(|i| fmt(&i)).unwrap_or_default();
+                            locs.push((format!("target of `{what}` at {icall:#x} (control then reached `ret` at {last:#x}, which no call matched)"), o));
+                        } else {
+                            let what = format!("return address at {a:#x} (used by `{}` at {last:#x})", fmt(&ins));
+                            let o = self.origin_at(a);
+                            match self.copy_below(ctx, mem, a, o) {
+                                Some(copier) => self.call_defs.push(copier.def(what)),
+                                None => locs.push((what, o)),
                             }
                         }
                     }
-                } else if let Some(ins) = decode(pc) {
-                    if sig == libc::SIGFPE && ins.op0_kind() == OpKind::Register {
-                        locs.extend(reg_loc(ctx, &self.prop.sites, ins.op0_register(), "divisor"));
-                    }
-                    let info = InstructionInfoFactory::new().info(&ins).clone();
-                    let sliced = self.address_slots(ctx, &ins, &info, mem);
-                    if !sliced.is_empty() {
-                        locs.extend(sliced);
-                    } else {
-                        for m in info.used_memory() {
-                            if m.access() == OpAccess::NoMemAccess {
-                                continue;
-                            }
-                            // Base and index both in registers: a base that points nowhere is
-                            // what went wrong, else the index that took it out of bounds.
-                            let value = |r: Register| shadow::gpr_number(r).map(|n| ctx.gpr[n]);
-                            let regs = match (value(m.base()), value(m.index())) {
-                                (Some(b), Some(_)) if mem.region_at(b).is_some() => vec![m.index()],
-                                (Some(_), Some(_)) => vec![m.base()],
-                                _ => vec![m.base(), m.index()],
-                            };
-                            for r in regs {
-                                locs.extend(reg_loc(ctx, &self.prop.sites, r, "address"));
-                            }
+                    _ if ins.op0_kind() == OpKind::Register => locs.extend(reg_loc(ctx, &self.prop.sites, ins.op0_register(), "indirect target")),
+                    _ => {
+                        for r in [ins.memory_base(), ins.memory_index()] {
+                            locs.extend(reg_loc(ctx, &self.prop.sites, r, "address of the indirect target"));
                         }
                     }
                 }
             }
-            _ => {
-                // An abort (glibc's heap checks, failed assertions): the pointer passed to
-                // the innermost library call made by the main program.
-                // A call the program's last branch jumps over is that branch's failure path
-                // (`assert`, the stack protector's `__stack_chk_fail`): what was decided on.
-                let branch = *shadow::word(ctx, area::LAST_BRANCH);
-                let decided = innermost.is_some_and(|e| {
-                    let call = e[1].saturating_sub(5);
-                    branch < call && call - branch <= 64 && decode(branch).is_some_and(|b| b.near_branch_target() >= e[1])
-                });
-                // glibc's checks abort on a chunk header an overflow rewrote: a walk of the brk
-                // heap from its first chunk goes astray at it ("corrupted top size" when
-                // printf's buffer is allocated past a block the program overflowed).
-                if let Some((at, before)) = heap_walk_astray(mem) {
-                    let o = self.origin_at(at);
-                    if o & origin::REAL != 0 && !decided {
-                        let what = format!("size field of the heap chunk at {:#x} (where a walk of the heap goes astray)", at - 8);
-                        if let Some(copier) = self.copy_into(ctx, mem, &before, at, o) {
-                            self.call_defs.push(copier.def(what));
-                            return locs;
-                        }
-                        locs.push((what, o));
-                        return locs;
+        } else if let Some(ins) = decode(pc) {
+            if sig == libc::SIGFPE && ins.op0_kind() == OpKind::Register {
+                locs.extend(reg_loc(ctx, &self.prop.sites, ins.op0_register(), "divisor"));
+            }
+            let info = InstructionInfoFactory::new().info(&ins).clone();
+            let sliced = self.address_slots(ctx, &ins, &info, mem);
+            if !sliced.is_empty() {
+                locs.extend(sliced);
+            } else {
+                for m in info.used_memory() {
+                    if m.access() == OpAccess::NoMemAccess {
+                        continue;
                     }
-                }
-                match innermost {
-                    // A pointer handed to the library (to `free`): its definition.
-                    Some(e) if !decided && !origin::is_constant(e[2]) && e[2] & !origin::INCOMING != 0 => {
-                        locs.push((format!("first argument of the call returning to {:#x}", e[1]), e[2]))
+                    // Base and index both in registers: a base that points nowhere is
+                    // what went wrong, else the index that took it out of bounds.
+                    let value = |r: Register| shadow::gpr_number(r).map(|n| ctx.gpr[n]);
+                    let regs = match (value(m.base()), value(m.index())) {
+                        (Some(b), Some(_)) if mem.region_at(b).is_some() => vec![m.index()],
+                        (Some(_), Some(_)) => vec![m.base()],
+                        _ => vec![m.base(), m.index()],
+                    };
+                    for r in regs {
+                        locs.extend(reg_loc(ctx, &self.prop.sites, r, "address"));
                     }
-                    // A constant (an assertion's text) or none: what the program last decided on.
-                    _ => locs.extend(last_branch(ctx)),
                 }
             }
         }
-        // A frame's set-up (`sub rsp`, `mov rbp, rsp`) defines no value a crash can blame (a
-        // pointer into the initial stack, computed from the stack pointer by the loader).
-        let sites = &self.prop.sites;
-        locs.retain(|l| l.1 & !origin::INCOMING != 0 && sites.pc(origin::site(l.1)).and_then(decode).is_none_or(|i| !moves_frame(&i)));
         locs
+    }
+
+    /// An abort (glibc's heap checks, failed assertions): a heap header a walk goes astray at,
+    /// the pointer passed to the program's innermost library call, or what the program last
+    /// decided on. Err: the locations, final (no filter after).
+    fn abort_locations(&mut self, ctx: &mut ThreadContext, mem: &GuestMemory, innermost: Option<[u64; 10]>) -> Result<Locations, Locations> {
+        let mut locs = Vec::new();
+        // A call the program's last branch jumps over is that branch's failure path
+        // (`assert`, the stack protector's `__stack_chk_fail`): what was decided on.
+        let branch = *shadow::word(ctx, area::LAST_BRANCH);
+        let decided = innermost.is_some_and(|e| {
+            let call = e[1].saturating_sub(5);
+            branch < call && call - branch <= 64 && decode(branch).is_some_and(|b| b.near_branch_target() >= e[1])
+        });
+        // glibc's checks abort on a chunk header an overflow rewrote: a walk of the brk
+        // heap from its first chunk goes astray at it ("corrupted top size" when
+        // printf's buffer is allocated past a block the program overflowed).
+        if let Some((at, before)) = heap_walk_astray(mem) {
+            let o = self.origin_at(at);
+            if o & origin::REAL != 0 && !decided {
+                let what = format!("size field of the heap chunk at {:#x} (where a walk of the heap goes astray)", at - 8);
+                if let Some(copier) = self.copy_into(ctx, mem, &before, at, o) {
+                    self.call_defs.push(copier.def(what));
+                    return Err(locs);
+                }
+                locs.push((what, o));
+                return Err(locs);
+            }
+        }
+        match innermost {
+            // A pointer handed to the library (to `free`): its definition.
+            Some(e) if !decided && !origin::is_constant(e[2]) && e[2] & !origin::INCOMING != 0 => {
+                locs.push((format!("first argument of the call returning to {:#x}", e[1]), e[2]))
+            }
+            // A constant (an assertion's text) or none: what the program last decided on.
+            _ => locs.extend(last_branch(ctx)),
+        }
+        Ok(locs)
     }
 
     /// For a fault in the program: the frame slots its address was computed from (`slice`),
