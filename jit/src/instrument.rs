@@ -96,6 +96,39 @@ pub trait Tool {
     fn after_insn(&mut self, _site: &InsnSite, _b: &mut Inline) {}
 }
 
+/// An optional pass of a tool (a trace's dependence log, only for some searches): its hooks
+/// run when it is there, so the tool that holds it forwards each hook without a test.
+impl<T: Tool> Tool for Option<T> {
+    fn two_versions(&mut self, pc: u64, insns: &[Instruction]) -> bool {
+        self.as_mut().is_some_and(|t| t.two_versions(pc, insns))
+    }
+    fn full_entry(&mut self, b: &mut Inline) {
+        if let Some(t) = self {
+            t.full_entry(b);
+        }
+    }
+    fn block_start(&mut self, pc: u64, b: &mut Inline) {
+        if let Some(t) = self {
+            t.block_start(pc, b);
+        }
+    }
+    fn fall_through(&mut self, pc: u64, b: &mut Inline) {
+        if let Some(t) = self {
+            t.fall_through(pc, b);
+        }
+    }
+    fn before_insn(&mut self, site: &InsnSite, b: &mut Inline) {
+        if let Some(t) = self {
+            t.before_insn(site, b);
+        }
+    }
+    fn after_insn(&mut self, site: &InsnSite, b: &mut Inline) {
+        if let Some(t) = self {
+            t.after_insn(site, b);
+        }
+    }
+}
+
 /// A Rust function translated code calls out to (see [`Inline::callout`]). It runs on the
 /// host stack with the host `fs`; the registers at the call are in `ctx.callout_regs`.
 pub type Callout = extern "C" fn(ctx: *mut ThreadContext, arg: u64);

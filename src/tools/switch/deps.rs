@@ -25,7 +25,7 @@ use crate::shadow::{self, origin, slot};
 use crate::tools::suppress::cfg;
 use rtgrind_jit::iced_x86::{Decoder, DecoderOptions, FlowControl, InstructionInfoFactory, OpAccess};
 use rtgrind_jit::instrument::code_asm::*;
-use rtgrind_jit::instrument::{tool_area, Inline, InsnSite};
+use rtgrind_jit::instrument::{tool_area, Inline, InsnSite, Tool};
 use rtgrind_jit::ThreadContext;
 use std::collections::{HashMap, VecDeque};
 
@@ -164,40 +164,11 @@ impl Deps {
         !self.main_only || (self.main.0..self.main.1).contains(&pc)
     }
 
-    pub fn block_start(&mut self, pc: u64, b: &mut Inline) {
-        self.prop.block_start(b);
-        if self.traced(pc) {
-            self.emit(b, &[Word::Imm(BLOCK), Word::Imm(pc), Word::Rsp]);
-        }
-    }
-
-    /// A basic block starts inside a translated one (after a branch not taken): the log reader
-    /// sees it as a block of its own, as it would where blocks end at conditional branches.
-    pub fn fall_through(&mut self, pc: u64, b: &mut Inline) {
-        if self.traced(pc) {
-            // This code may be lent the registers the propagation keeps for the block.
-            self.prop.forget_registers();
-            self.emit(b, &[Word::Imm(BLOCK), Word::Imm(pc), Word::Rsp]);
-        }
-    }
-
     /// Before a traced branch instance.
     pub fn branch(&mut self, site: &InsnSite, b: &mut Inline) {
         let pc = site.ins.ip();
         let here = u64::from(self.prop.sites.id(pc)) << origin::SITE_SHIFT;
         self.emit(b, &[Word::Imm(BRANCH), Word::Origin(here), Word::Slot(slot::ORIGIN_FLAGS), Word::Imm(pc), Word::Rsp]);
-    }
-
-    pub fn before_insn(&mut self, site: &InsnSite, b: &mut Inline) {
-        if site.ins.flow_control() == FlowControl::Return && self.traced(site.ins.ip()) {
-            self.emit(b, &[Word::Imm(RET), Word::Rsp]);
-            b.release_scratch();
-        }
-        self.prop.before(site, b);
-    }
-
-    pub fn after_insn(&mut self, site: &InsnSite, b: &mut Inline) {
-        self.prop.after(site, b);
     }
 
     /// Appends a failure record naming `sources` (origins; those without a definition dropped).
@@ -347,6 +318,35 @@ impl Deps {
             }
         }
         Some(graph.distances())
+    }
+}
+
+/// The dependence log's instrumentation: a pass of the trace run (`trace.rs`).
+impl Tool for Deps {
+    fn block_start(&mut self, pc: u64, b: &mut Inline) {
+        self.prop.block_start(b);
+        if self.traced(pc) {
+            self.emit(b, &[Word::Imm(BLOCK), Word::Imm(pc), Word::Rsp]);
+        }
+    }
+    /// A basic block starts inside a translated one (after a branch not taken): the log reader
+    /// sees it as a block of its own, as it would where blocks end at conditional branches.
+    fn fall_through(&mut self, pc: u64, b: &mut Inline) {
+        if self.traced(pc) {
+            // This code may be lent the registers the propagation keeps for the block.
+            self.prop.forget_registers();
+            self.emit(b, &[Word::Imm(BLOCK), Word::Imm(pc), Word::Rsp]);
+        }
+    }
+    fn before_insn(&mut self, site: &InsnSite, b: &mut Inline) {
+        if site.ins.flow_control() == FlowControl::Return && self.traced(site.ins.ip()) {
+            self.emit(b, &[Word::Imm(RET), Word::Rsp]);
+            b.release_scratch();
+        }
+        self.prop.before(site, b);
+    }
+    fn after_insn(&mut self, site: &InsnSite, b: &mut Inline) {
+        self.prop.after(site, b);
     }
 }
 

@@ -84,30 +84,24 @@ impl SwitchTrace {
     }
 }
 
+/// Two passes, in order: the branch trace, then the dependence log when there is one (an
+/// `Option`, whose hooks run when it is there).
 impl Tool for SwitchTrace {
     fn block_start(&mut self, pc: u64, b: &mut Inline) {
-        if let Some(d) = &mut self.deps {
-            d.block_start(pc, b);
-        }
+        self.deps.block_start(pc, b);
     }
 
     fn fall_through(&mut self, pc: u64, b: &mut Inline) {
-        if let Some(d) = &mut self.deps {
-            d.fall_through(pc, b);
-        }
+        self.deps.fall_through(pc, b);
     }
 
     fn after_insn(&mut self, site: &InsnSite, b: &mut Inline) {
-        if let Some(d) = &mut self.deps {
-            d.after_insn(site, b);
-        }
+        self.deps.after_insn(site, b);
     }
 
     fn before_insn(&mut self, site: &InsnSite, b: &mut Inline) {
         self.trace_branch(site, b);
-        if let Some(d) = &mut self.deps {
-            d.before_insn(site, b);
-        }
+        self.deps.before_insn(site, b);
     }
 }
 
