@@ -11,6 +11,15 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// Why a search cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum SearchError {
+    #[error("cannot create a temporary directory: {0}")]
+    WorkDirectory(std::io::Error),
+    #[error("cannot capture standard input: {0}")]
+    Input(std::io::Error),
+}
+
 /// How a run ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Ending {
@@ -83,11 +92,11 @@ pub struct Runner {
 impl Runner {
     /// A search of `tool` on `command`: its directory, and standard input read once into it
     /// (unless the user gave `--stdin-file`).
-    pub fn new(tool: &str, command: Vec<OsString>, seed: u64, stdin_file: Option<PathBuf>) -> Result<Runner, String> {
-        let dir = TempDir::new(tool).map_err(|e| format!("cannot create a temporary directory: {e}"))?;
+    pub fn new(tool: &str, command: Vec<OsString>, seed: u64, stdin_file: Option<PathBuf>) -> Result<Runner, SearchError> {
+        let dir = TempDir::new(tool).map_err(SearchError::WorkDirectory)?;
         let stdin_file = match stdin_file {
             Some(f) => f,
-            None => child::capture_stdin(&dir.0).map_err(|e| format!("cannot capture standard input: {e}"))?,
+            None => child::capture_stdin(&dir.0).map_err(SearchError::Input)?,
         };
         let leftovers = Leftovers::new(dir.0.clone());
         Ok(Runner { leftovers, dir, command, seed, stdin_file, runs: 0, first: None })

@@ -205,7 +205,7 @@ pub fn drive(command: Vec<std::ffi::OsString>, opts: Options, format: super::rep
     let error_exitcode = opts.error_exitcode;
     let search = match Runner::new("suppress", command.clone(), opts.seed, opts.stdin_file.clone()) {
         Ok(runner) => run_search(runner, opts, started),
-        Err(e) => Search { verdict: Verdict::Inconclusive(e), chain: Vec::new(), runs: 0, traced_again: 0, seconds: 0.0 },
+        Err(e) => Search { verdict: Verdict::Inconclusive(e.to_string()), chain: Vec::new(), runs: 0, traced_again: 0, seconds: 0.0 },
     };
     crate::tools::child::progress_done();
     super::report::emit(&search, &command, &format, pid);
