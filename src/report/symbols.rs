@@ -111,36 +111,51 @@ pub fn entry_address(path: &str, mem: &GuestMemory) -> Option<u64> {
     Some(fs.entry + bias)
 }
 
-/// The name of the function the program's call returning to `ret` called through the PLT or a
-/// GOT slot (`call f@plt`, `call [rip+f@GOTPCREL]`): the dynamic relocation of the GOT slot
-/// the call (or its PLT stub) jumps through.
-pub fn callee_of(path: &str, mem: &GuestMemory, ret: u64) -> Option<String> {
-    use rtgrind_jit::iced_x86::{Decoder, DecoderOptions, Mnemonic, OpKind};
-    let decode_at = |at: u64| -> Option<rtgrind_jit::iced_x86::Instruction> {
-        let bytes = crate::kernel::guest_mem::read_vec(at, 16)?;
-        Some(Decoder::with_ip(64, &bytes, at, DecoderOptions::NONE).decode())
-    };
-    let rip_slot = |i: &rtgrind_jit::iced_x86::Instruction| (i.op0_kind() == OpKind::Memory && i.is_ip_rel_memory_operand()).then(|| i.ip_rel_memory_address());
-    // The call: `call rel32` (5 bytes) to a PLT stub, or `call [rip+disp]` (6) through the GOT.
-    let call = [5, 6].into_iter().filter_map(|n| decode_at(ret - n)).find(|i| i.mnemonic() == Mnemonic::Call && i.next_ip() == ret)?;
-    let slot = match rip_slot(&call) {
-        Some(slot) => slot,
-        None => {
-            // The stub: a `jmp [rip+disp]` among its first instructions (after `endbr64`).
-            let mut at = call.near_branch_target();
-            let mut found = None;
-            for _ in 0..3 {
-                let i = decode_at(at)?;
-                if i.mnemonic() == Mnemonic::Jmp {
-                    found = rip_slot(&i);
-                    break;
+/// The functions a module's calls reach through the PLT or a GOT slot, read from its file once
+/// (a crash analysis asks about many calls).
+pub struct Callees {
+    slots: Vec<(u64, String)>,
+    bias: u64,
+}
+
+impl Callees {
+    /// Those of the module `path` mapped in `mem`.
+    pub fn of(path: &str, mem: &GuestMemory) -> Option<Callees> {
+        let (fs, bias) = mapped(path, mem)?;
+        Some(Callees { slots: fs.slots, bias })
+    }
+
+    /// The name of the function the program's call returning to `ret` called through the PLT
+    /// or a GOT slot (`call f@plt`, `call [rip+f@GOTPCREL]`): the dynamic relocation of the GOT
+    /// slot the call (or its PLT stub) jumps through.
+    pub fn name(&self, ret: u64) -> Option<String> {
+        use rtgrind_jit::iced_x86::{Decoder, DecoderOptions, Mnemonic, OpKind};
+        let decode_at = |at: u64| -> Option<rtgrind_jit::iced_x86::Instruction> {
+            let bytes = crate::kernel::guest_mem::read_vec(at, 16)?;
+            Some(Decoder::with_ip(64, &bytes, at, DecoderOptions::NONE).decode())
+        };
+        let rip_slot =
+            |i: &rtgrind_jit::iced_x86::Instruction| (i.op0_kind() == OpKind::Memory && i.is_ip_rel_memory_operand()).then(|| i.ip_rel_memory_address());
+        // The call: `call rel32` (5 bytes) to a PLT stub, or `call [rip+disp]` (6) through the GOT.
+        let call = [5, 6].into_iter().filter_map(|n| decode_at(ret - n)).find(|i| i.mnemonic() == Mnemonic::Call && i.next_ip() == ret)?;
+        let slot = match rip_slot(&call) {
+            Some(slot) => slot,
+            None => {
+                // The stub: a `jmp [rip+disp]` among its first instructions (after `endbr64`).
+                let mut at = call.near_branch_target();
+                let mut found = None;
+                for _ in 0..3 {
+                    let i = decode_at(at)?;
+                    if i.mnemonic() == Mnemonic::Jmp {
+                        found = rip_slot(&i);
+                        break;
+                    }
+                    at = i.next_ip();
                 }
-                at = i.next_ip();
+                found?
             }
-            found?
-        }
-    };
-    let (fs, bias) = mapped(path, mem)?;
-    let va = slot.checked_sub(bias)?;
-    fs.slots.into_iter().find(|s| s.0 == va).map(|s| s.1)
+        };
+        let va = slot.checked_sub(self.bias)?;
+        self.slots.iter().find(|s| s.0 == va).map(|s| s.1.clone())
+    }
 }

@@ -120,6 +120,11 @@ pub mod origin {
     /// What the instance word grows by per block.
     pub const BLOCK_STEP: u64 = 1 << INSTANCE_SHIFT;
 
+    /// Whether the origin's site is in the main program (`Sites` numbers those apart).
+    pub fn in_main(o: u64) -> bool {
+        site(o) as u32 & super::MAIN_SITE != 0
+    }
+
     pub fn site(o: u64) -> usize {
         ((o >> SITE_SHIFT) & 0xf_ffff) as usize
     }

@@ -18,6 +18,7 @@ use super::watch::{self, WatchCheck, Watched};
 use crate::kernel::guest_mem;
 use crate::kernel::memory::GuestMemory;
 use crate::report::lines::SourceLines;
+use crate::report::symbols::Callees;
 use crate::report::Reporter;
 use crate::shadow::memory::ShadowMemory;
 use crate::shadow::propagate::{effective_address, r16, r32, writes, Policy, Propagation};
@@ -62,6 +63,8 @@ pub struct SuppressRun {
     lifetime: crate::tools::Lifetime,
     /// The main program's mapping name (for its symbols and relocations).
     main_path: String,
+    /// What its calls through the PLT reach (read once, at the first crash analysis that asks).
+    callees: Option<std::rc::Rc<Callees>>,
     /// The program's entry point, where instances restart (`restart_count`), and whether they
     /// have (boxed: translations hold its address).
     entry: Option<u64>,
@@ -201,6 +204,7 @@ impl SuppressRun {
             crt: Vec::new(),
             lifetime: Default::default(),
             main_path: String::new(),
+            callees: None,
             entry: None,
             restarted: Box::default(),
             fast: fast::enabled(),
@@ -510,21 +514,16 @@ impl SuppressRun {
     /// program's bytes too, the overflow having run through them): its instance word, return
     /// address and name. None where the program stored them itself.
     fn copy_into(&mut self, ctx: &mut ThreadContext, mem: &GuestMemory, chunks: &[u64], at: u64, o: u64) -> Option<Copier> {
-        let programs = |o: u64| origin::site(o) as u32 & shadow::MAIN_SITE != 0 && o & origin::REAL != 0;
-        if !programs(o) {
+        if !program_bytes(o) {
             return None;
         }
         let mut header = at;
         for &c in chunks.iter().rev().take(8) {
-            if header != at && !programs(self.origin_at(header)) {
+            if header != at && !program_bytes(self.origin_at(header)) {
                 break;
             }
-            let found = calls_into(ctx, c + 16, at, origin::instance_word(o)).into_iter().find_map(|(call, ret)| {
-                let name = crate::report::symbols::callee_of(&self.main_path, mem, ret)?;
-                COPIES.contains(&name.as_str()).then(|| Copier { word: call, ret, name: format!("`{name}`") })
-            });
-            if found.is_some() {
-                return found;
+            if let Some(found) = self.copier(ctx, mem, c + 16, at, o) {
+                return Some(found);
             }
             header = c + 8;
         }
@@ -537,13 +536,29 @@ impl SuppressRun {
     /// the slot (the nearest, then the first; within 1 MiB): its instance word, return address
     /// and name.
     fn copy_below(&mut self, ctx: &mut ThreadContext, mem: &GuestMemory, at: u64, o: u64) -> Option<Copier> {
-        if origin::site(o) as u32 & shadow::MAIN_SITE == 0 || o & origin::REAL == 0 {
+        if !program_bytes(o) {
             return None;
         }
-        calls_into(ctx, at.saturating_sub(1 << 20), at, origin::instance_word(o)).into_iter().find_map(|(call, ret)| {
-            let name = crate::report::symbols::callee_of(&self.main_path, mem, ret)?;
+        self.copier(ctx, mem, at.saturating_sub(1 << 20), at, o)
+    }
+
+    /// The first of the program's logged calls to a copying function of the C library (named
+    /// through the PLT) made after origin `o` with its destination in `[lo, hi)`, the
+    /// destination nearest `hi` first (`calls_into`).
+    fn copier(&mut self, ctx: &mut ThreadContext, mem: &GuestMemory, lo: u64, hi: u64, o: u64) -> Option<Copier> {
+        let callees = self.callees(mem)?;
+        calls_into(ctx, lo, hi, origin::instance_word(o)).into_iter().find_map(|(call, ret)| {
+            let name = callees.name(ret)?;
             COPIES.contains(&name.as_str()).then(|| Copier { word: call, ret, name: format!("`{name}`") })
         })
+    }
+
+    /// The program's PLT callees, read from its file once.
+    fn callees(&mut self, mem: &GuestMemory) -> Option<std::rc::Rc<Callees>> {
+        if self.callees.is_none() {
+            self.callees = Callees::of(&self.main_path, mem).map(std::rc::Rc::new);
+        }
+        self.callees.clone()
     }
 
     /// The program's innermost call `e` (a return-address table entry) frees a pointer that an
@@ -554,20 +569,19 @@ impl SuppressRun {
     fn freed_before(&mut self, ctx: &mut ThreadContext, mem: &GuestMemory, e: [u64; 10]) -> Option<CallDef> {
         let (ret, arg_origin, p) = (e[1], e[2], e[9]);
         let frees = |name: &str| FREES.contains(&name);
-        if p == 0 || arg_origin & !origin::INCOMING == 0 || !crate::report::symbols::callee_of(&self.main_path, mem, ret).is_some_and(|n| frees(&n)) {
+        let callees = self.callees(mem)?;
+        if p == 0 || arg_origin & !origin::INCOMING == 0 || !callees.name(ret).is_some_and(|n| frees(&n)) {
             return None;
         }
         let word = *shadow::word(ctx, area::CALL_WORD);
         let (call, first_origin, first_ret, name) = calls_with(ctx, p, word).into_iter().find_map(|(call, o, r)| {
-            let name = crate::report::symbols::callee_of(&self.main_path, mem, r).filter(|n| frees(n))?;
+            let name = callees.name(r).filter(|n| frees(n))?;
             Some((call, o, r, name))
         })?;
         // The pointer defined before that call, and no allocation by the program since (a
         // pointer malloc returns keeps the origin of the one freed there, which the allocator
         // stored in its lists): the same block, not a new one at the same address.
-        let allocated_since = call_sites_between(ctx, call, word)
-            .into_iter()
-            .any(|r| crate::report::symbols::callee_of(&self.main_path, mem, r).is_some_and(|n| ALLOCS.contains(&n.as_str())));
+        let allocated_since = call_sites_between(ctx, call, word).into_iter().any(|r| callees.name(r).is_some_and(|n| ALLOCS.contains(&n.as_str())));
         let same =
             first_origin & !origin::INCOMING == arg_origin & !origin::INCOMING && origin::instance(arg_origin) < origin::instance(call) && !allocated_since;
         same.then(|| CallDef {
@@ -724,7 +738,7 @@ impl SuppressRun {
         let heap_block = p >= 16 && p % 16 == 0 && guest_mem::read_u64(p - 8).is_some() && allocator_memory;
         // The size field whoever wrote it; the first words only as the allocator's own
         // (a block's contents are the program's business, even copied by memset).
-        let library_site = |o: u64| origin::site(o) as u32 & shadow::MAIN_SITE == 0;
+        let library_site = |o: u64| !origin::in_main(o);
         let granules: &[(i64, &str)] = if sig == libc::SIGABRT { &[(-8, "size field"), (0, "first word"), (8, "second word")] } else { &[(-8, "size field")] };
         let newest = granules
             .iter()
@@ -1019,10 +1033,7 @@ fn heap_walk_astray(mem: &GuestMemory) -> Option<(u64, Vec<u64>)> {
 
 /// The program's call sites (return addresses) of the library definitions among `locs`.
 fn call_sites(ctx: &mut ThreadContext, locs: &[(String, u64)]) -> Vec<(u64, u64)> {
-    locs.iter()
-        .filter(|l| origin::site(l.1) as u32 & shadow::MAIN_SITE == 0)
-        .filter_map(|l| Some((l.1, logged_call(ctx, origin::instance_word(l.1))?.2)))
-        .collect()
+    locs.iter().filter(|l| !origin::in_main(l.1)).filter_map(|l| Some((l.1, logged_call(ctx, origin::instance_word(l.1))?.2))).collect()
 }
 
 /// How many blocks a thread's instance count jumps to when the program's own code starts
@@ -1069,6 +1080,11 @@ const COPIES: [&str; 16] = [
 /// The C library's and C++ runtime's functions that free the block their first argument
 /// points to.
 const FREES: [&str; 6] = ["free", "realloc", "_ZdlPv", "_ZdlPvm", "_ZdaPv", "_ZdaPvm"];
+
+/// Bytes the program made, as a definition: a real one at a site of the program.
+fn program_bytes(o: u64) -> bool {
+    origin::in_main(o) && o & origin::REAL != 0
+}
 
 /// Functions that return a block of the heap.
 const ALLOCS: [&str; 13] =
