@@ -120,7 +120,7 @@ fn the_programs_output_is_shown_once() {
     assert!(stdout.lines().count() == 1 && stdout.starts_with("{\"tool\":\"suppress\""), "{stdout}");
 }
 
-/// The search names the same places, block instances included, whether its runs count blocks
+/// The search names the same places, instances included, whether its runs count blocks
 /// in a register (AVX-512 hosts) or in memory.
 #[test]
 fn block_counts_in_a_register_and_in_memory_find_the_same_root_cause() {
@@ -136,7 +136,7 @@ fn block_counts_in_a_register_and_in_memory_find_the_same_root_cause() {
             .collect()
     };
     let register = report(&[]);
-    assert!(register[0].ends_with(&place("copy_paste", "root", "main")) && register[1].contains("block instance"), "{register:#?}");
+    assert!(register[0].ends_with(&place("copy_paste", "root", "main")) && register[1].contains(", execution 1"), "{register:#?}");
     assert_eq!(register, report(&["--count-in-memory"]));
 }
 
@@ -381,7 +381,7 @@ fn stack_protector_abort_is_traced_to_the_strcpy() {
 #[test]
 fn overflow_in_a_worker_thread_is_found_in_that_thread() {
     let err = check_bug("thread_overflow", "worker", &["AAAAAAAAAAAAAAAAAAAAAAAA"], 3, &["bob"]);
-    assert!(err.contains(", thread 1, block instance"), "the store is the worker's:\n{err}");
+    assert!(err.contains(", thread 1, execution "), "the store is the worker's:\n{err}");
 }
 
 #[test]
@@ -729,7 +729,7 @@ fn an_overflow_by_the_calls_of_a_loop_is_found_at_the_loop_s_strcat() {
 /// A program that lists the directory it runs in and leaves a file there before it crashes
 /// (issue 21, items 6 and 10): each run's file is moved away after it, so every run finds the
 /// directory as the first did, and the search concludes; the first run's file is put back.
-/// Where the file goes elsewhere, the report says how the repeat differs.
+/// Where the file goes elsewhere, the runs drift, and points named by execution do not.
 #[test]
 fn files_a_crashing_run_leaves_behind_do_not_move_the_next_runs() {
     let exe = bug("leftover_file", "leftover_file", &|s| s);
@@ -743,16 +743,31 @@ fn files_a_crashing_run_leaves_behind_do_not_move_the_next_runs() {
     let left: Vec<String> = std::fs::read_dir(&cwd).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     assert_eq!(left, vec!["leftover-2".to_string()], "the first run's file, as natively");
 
-    // The same program writing into another directory: the repeat reaches the same crash later.
+    // The same program writing into another directory: each run finds one more file there and
+    // reaches the crash some blocks later. Points name executions of their instruction (here
+    // the first call from the `strcpy` line), which that does not move: the search concludes,
+    // and again the same way with more files there.
     let elsewhere = crate::common::scratch_dir("suppress-leftover-elsewhere");
     crate::common::reset_dir(&elsewhere);
-    let out = run_rtgrind(["--tool=suppress"], &Cmd::new(&exe).args(["A".repeat(20), elsewhere.display().to_string()]).cwd(&cwd));
-    let err = out.stderr_str();
-    assert_eq!(out.status.code(), Some(2), "{}", out.describe());
-    assert!(
-        err.contains("does not reproduce") && err.contains("they differ in only the time: the same failure at the same place,") && err.contains("blocks later"),
-        "{err}"
-    );
+    // The same with the program's own copy loop: its store's execution is told from the
+    // blocks the traced run entered (`ordinals`).
+    let report = |how: &[&str], root: &str| -> Vec<String> {
+        let args = [&["A".repeat(20), elsewhere.display().to_string()], &how.iter().map(|s| s.to_string()).collect::<Vec<_>>()[..]].concat();
+        let out = run_rtgrind(["--tool=suppress"], &Cmd::new(&exe).args(args).cwd(&cwd));
+        let err = out.stderr_str();
+        assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+        assert!(headline(&err).contains(root), "{err}");
+        assert_eq!(runs(&err), 3, "{err}");
+        err.lines().filter(|l| l.contains("suppress: ") && !l.contains(" runs (")).map(|l| l.split("suppress: ").nth(1).unwrap().to_string()).collect()
+    };
+    let strcpy = format!("{}, inside ", place("leftover_file", "root", "main"));
+    assert_eq!(report(&[], &strcpy), report(&[], &strcpy));
+    let by_hand = format!("corruption: {}", place("leftover_file", "loop root", "main"));
+    let first = report(&["loop"], &by_hand);
+    // (The store of byte 15, the pointer's last: the loop's 16th.)
+    assert!(first[1].ends_with(", thread 0, execution 16"), "{first:#?}");
+    assert_eq!(first, report(&["loop"], &by_hand));
+    assert!(std::fs::read_dir(&elsewhere).unwrap().count() >= 12, "every run left its file there");
 }
 
 /// A crash's address computed from a wild pointer and a fresh loop counter (issue 21, item 2):

@@ -53,8 +53,14 @@ pub struct Finding {
     /// Guest address, hex.
     pub pc: String,
     pub thread: u64,
-    /// Its instance: the thread's block instance (suppress) or the site's execution (switch).
+    /// Its instance: which execution of its instruction by its thread (suppress; of the
+    /// program's call at `call_site` for a library's instruction, or the thread's block
+    /// instance if `by_block`), or of its site over all threads (switch).
     pub instance: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_site: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub by_block: bool,
     /// Executions of its site from it to the failure (switch).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from_failure: Option<u64>,

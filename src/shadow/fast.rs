@@ -306,8 +306,9 @@ pub fn full_start(b: &mut Inline, u: &BlockUse, aligned_stack: bool) {
 /// A tool's block-start code when blocks have two versions (see `Tool::two_versions`): the
 /// version test and the block count. The fast version counts the block once it stays there;
 /// the full one counts it before it may go back to the fast one's body, past that count.
-/// Translating the fast version starts a new `fast_block`.
-pub fn block_start(b: &mut Inline, prop: &mut Propagation, block_use: &BlockUse, fast_block: &mut FastBlock) {
+/// Translating the fast version starts a new `fast_block`. `counted`: the tool's code right
+/// after the count, which runs once per block entered whichever version counts it.
+pub fn block_start(b: &mut Inline, prop: &mut Propagation, block_use: &BlockUse, fast_block: &mut FastBlock, counted: &mut dyn FnMut(&mut Inline)) {
     // Origins assume an 8-aligned stack pointer in the fast version (checked here).
     let aligned_stack = prop.origins.is_some() && block_use.stack;
     match b.version() {
@@ -316,15 +317,20 @@ pub fn block_start(b: &mut Inline, prop: &mut Propagation, block_use: &BlockUse,
             select(b, aligned_stack);
             b.release_scratch();
             prop.block_start(b);
+            counted(b);
             prop.block_bases = block_use.bases;
             prop.stack_aligned = aligned_stack;
         }
         Version::Full => {
             prop.block_start(b);
+            counted(b);
             b.release_scratch();
             full_start(b, block_use, aligned_stack);
         }
-        Version::Only => prop.block_start(b),
+        Version::Only => {
+            prop.block_start(b);
+            counted(b);
+        }
     }
 }
 

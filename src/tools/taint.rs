@@ -267,7 +267,7 @@ impl Tool for Taint {
     }
 
     fn block_start(&mut self, _pc: u64, b: &mut Inline) {
-        fast::block_start(b, &mut self.prop, &self.block_use, &mut self.fast_block);
+        fast::block_start(b, &mut self.prop, &self.block_use, &mut self.fast_block, &mut |_| {});
     }
 
     fn full_entry(&mut self, b: &mut Inline) {

@@ -24,14 +24,15 @@ impl Calls {
         self.sites.extend(o.def_sites.iter().copied());
     }
 
-    /// A single point in a library, made for a program's call (instance 1: the library ran
-    /// before the program's first call, for no call of its).
+    /// A single point in a library, made for a program's call (not block instance 1: the
+    /// library ran before the program's first call, for no call of its).
     pub fn library(&self, p: &Point) -> bool {
-        !p.call() && p.call_site().is_none() && p.instance > 1 && !(self.main.0..self.main.1).contains(&p.pc)
+        let for_a_call = p.site != 0 || p.block_instance().is_some_and(|b| b > 1);
+        !p.call() && p.call_site().is_none() && p.instance != 0 && for_a_call && !(self.main.0..self.main.1).contains(&p.pc)
     }
 
     fn site(&self, p: &Point) -> Option<u64> {
-        self.sites.get(p).copied()
+        self.sites.get(p).copied().or((p.site != 0).then_some(p.site))
     }
 
     /// The points to suppress for the failure's definitions `defs`, given those suppressed
@@ -50,9 +51,9 @@ impl Calls {
             .iter()
             .map(|Def { point: d, location: what, .. }| {
                 let same_site = self.site(d).filter(|&r| {
-                    points.iter().any(|p| (self.library(p) || p.call()) && p.thread == d.thread && p.instance != d.instance && self.site(p) == Some(r))
+                    points.iter().any(|p| (self.library(p) || p.call()) && !p.same_instance(d) && p.thread == d.thread && self.site(p) == Some(r))
                 });
-                let same_call = points.iter().any(|p| self.library(p) && p.thread == d.thread && p.instance == d.instance);
+                let same_call = points.iter().any(|p| self.library(p) && p.same_instance(d));
                 match (self.library(d) || d.call(), same_site) {
                     (true, Some(r)) => Point { pc: r | 1 << 63, instance: 0, ..*d },
                     (true, None) if smashed(what) || same_call => Point { pc: 0, ..*d },
@@ -65,7 +66,7 @@ impl Calls {
             let site = defs
                 .iter()
                 .map(|d| d.point)
-                .filter(|x| x.thread == n.thread && (x.instance == n.instance || n.call_site().is_some()))
+                .filter(|x| x.same_instance(n) || (x.thread == n.thread && n.call_site().is_some()))
                 .find_map(|x| self.site(&x));
             if let Some(r) = site {
                 self.sites.entry(*n).or_insert(r);
@@ -80,7 +81,7 @@ impl Calls {
         (p.call() || p.call_site().is_some())
             && d.call()
             && p.thread == d.thread
-            && p.instance != d.instance
+            && !p.same_instance(d)
             && self.site(p).is_some_and(|r| self.site(d) == Some(r))
     }
 
@@ -98,7 +99,7 @@ impl Calls {
     /// its calls.
     pub fn subsumed(&self, p: &Point, new: &[Point]) -> bool {
         new.iter().any(|n| {
-            let by_call = n.call() && self.library(p) && p.thread == n.thread && p.instance == n.instance;
+            let by_call = n.call() && self.library(p) && p.same_instance(n);
             let by_site = n.call_site().is_some() && (self.library(p) || p.call()) && p.thread == n.thread && self.site(p) == n.call_site();
             by_call || by_site
         })

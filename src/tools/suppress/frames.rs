@@ -55,10 +55,13 @@ pub(super) fn init_table(ctx: &mut ThreadContext) {
 }
 
 /// The last calls the program made (in a run that traces), in a ring per thread: the call's
-/// instance word, its first argument's origin and value, its return address, 32 bytes each.
-/// The ring is aligned to twice its size, so the code that appends wraps by clearing one bit.
-pub(super) const CALL_LOG_BYTES: usize = 1 << 20;
-pub(super) const CALL_LOG_WRAP_BIT: u32 = 20;
+/// instance word, its first argument's origin and value, its return address, its ordinal at
+/// its site (`ordinals`), in 64 bytes each. The ring is aligned to twice its size, so the
+/// code that appends wraps by clearing one bit.
+pub(super) const CALL_LOG_BYTES: usize = 1 << 21;
+pub(super) const CALL_LOG_WRAP_BIT: u32 = 21;
+pub(super) const CALL_LOG_ENTRY: usize = 64;
+const ENTRY_WORDS: usize = CALL_LOG_ENTRY / 8;
 
 pub(super) fn init_call_log(ctx: &mut ThreadContext) {
     let layout = std::alloc::Layout::from_size_align(CALL_LOG_BYTES, 2 * CALL_LOG_BYTES).expect("a valid layout");
@@ -82,7 +85,12 @@ fn call_log(ctx: &mut ThreadContext) -> Option<&'static [u64]> {
 /// The program's call whose instance word is `word`, if the thread's log still holds it: its
 /// first argument's value and origin, and its return address.
 pub(super) fn logged_call(ctx: &mut ThreadContext, word: u64) -> Option<(u64, u64, u64)> {
-    call_log(ctx)?.chunks_exact(4).find(|e| e[0] == word).map(|e| (e[2], e[1], e[3]))
+    call_log(ctx)?.chunks_exact(ENTRY_WORDS).find(|e| e[0] == word).map(|e| (e[2], e[1], e[3]))
+}
+
+/// The logged calls' return addresses and ordinals at their sites, by instance word.
+pub(super) fn logged_ordinals(ctx: &mut ThreadContext) -> std::collections::HashMap<u64, (u64, u64)> {
+    call_log(ctx).map(|ring| ring.chunks_exact(ENTRY_WORDS).filter(|e| e[0] != 0).map(|e| (e[0], (e[3], e[4]))).collect()).unwrap_or_default()
 }
 
 /// The thread's logged calls after instance word `after` whose first argument pointed into
@@ -92,7 +100,7 @@ pub(super) fn calls_into(ctx: &mut ThreadContext, lo: u64, hi: u64, after: u64) 
     use crate::shadow::origin::thread_part;
     let Some(ring) = call_log(ctx) else { return Vec::new() };
     let mut calls: Vec<&[u64]> =
-        ring.chunks_exact(4).filter(|e| e[0] >= after && thread_part(e[0]) == thread_part(after) && (lo..hi).contains(&e[2])).collect();
+        ring.chunks_exact(ENTRY_WORDS).filter(|e| e[0] >= after && thread_part(e[0]) == thread_part(after) && (lo..hi).contains(&e[2])).collect();
     calls.sort_by_key(|e| (std::cmp::Reverse(e[2]), e[0]));
     calls.into_iter().map(|e| (e[0], e[3])).collect()
 }
@@ -103,7 +111,7 @@ pub(super) fn calls_with(ctx: &mut ThreadContext, value: u64, before: u64) -> Ve
     use crate::shadow::origin::thread_part;
     let Some(ring) = call_log(ctx) else { return Vec::new() };
     let mut calls: Vec<(u64, u64, u64)> = ring
-        .chunks_exact(4)
+        .chunks_exact(ENTRY_WORDS)
         .filter(|e| e[0] != 0 && e[0] < before && thread_part(e[0]) == thread_part(before) && e[2] == value)
         .map(|e| (e[0], e[1], e[3]))
         .collect();
@@ -116,7 +124,7 @@ pub(super) fn calls_with(ctx: &mut ThreadContext, value: u64, before: u64) -> Ve
 pub(super) fn call_sites_between(ctx: &mut ThreadContext, after: u64, before: u64) -> Vec<u64> {
     use crate::shadow::origin::thread_part;
     let Some(ring) = call_log(ctx) else { return Vec::new() };
-    let mut rets: Vec<u64> = ring.chunks_exact(4).filter(|e| e[0] > after && e[0] < before && thread_part(e[0]) == thread_part(before)).map(|e| e[3]).collect();
+    let mut rets: Vec<u64> = ring.chunks_exact(ENTRY_WORDS).filter(|e| e[0] > after && e[0] < before && thread_part(e[0]) == thread_part(before)).map(|e| e[3]).collect();
     rets.sort();
     rets.dedup();
     rets

@@ -38,6 +38,8 @@ pub(super) struct Guard {
 
 pub(super) struct PointCheck {
     pub(super) point: Point,
+    /// For an instruction of the program: what counts its executions (`ordinals::Anchors`).
+    pub(super) anchor: Option<u32>,
     pub(super) ins: Instruction,
     pub(super) state: *mut State,
     pub(super) spilled: u16,
@@ -69,6 +71,21 @@ pub(super) struct State {
     /// string store about to run writes.
     pub(super) watches: Vec<super::watch::Watched>,
     pub(super) watch_pending: Option<(u64, u64)>,
+    /// Each thread's table of segment entries, in a run that traces (`ordinals`).
+    pub(super) rings: Vec<(u64, u64)>,
+    /// Blocks entered to go on with an execution (after an instruction skipped, or to run one
+    /// again in a new translation), not executions of their own: (thread, start, block
+    /// instance; the same as the execution's).
+    pub(super) continued: std::collections::HashSet<(u64, u64, u64)>,
+}
+
+/// The thread goes on at `pc` in the same execution of its block (an instruction skipped, or
+/// to be run again in a new translation): the block entered there is counted back, so
+/// instances stay those of a run without the skip, and noted as no execution of its own.
+pub(super) fn go_on_at(ctx: &mut ThreadContext, st: &mut State, pc: u64) {
+    *shadow::word(ctx, area::REDIRECT) = pc;
+    st.continued.insert((origin::thread(ctx.counter) as u64, pc, origin::instance(ctx.counter)));
+    ctx.counter -= origin::BLOCK_STEP;
 }
 
 impl State {
@@ -187,12 +204,12 @@ pub(super) extern "C" fn guard_callout(ctx: *mut ThreadContext, arg: u64) {
             let bad_address = address_corrupt(ctx, ins);
             corrupt_destinations(ctx, st, ins, !bad_address, &regs);
             st.count(if bad_address { "accesses through a corrupt address" } else { "stores of a corrupt value" });
-            *shadow::word(ctx, area::REDIRECT) = ins.next_ip();
+            go_on_at(ctx, st, ins.next_ip());
         }
         GuardKind::Divide => {
             corrupt_destinations(ctx, st, ins, false, &regs);
             st.count("divisions by a corrupt value");
-            *shadow::word(ctx, area::REDIRECT) = ins.next_ip();
+            go_on_at(ctx, st, ins.next_ip());
         }
         GuardKind::IndirectCall => {
             *shadow::gpr(ctx, 0) = 0xff;
@@ -262,6 +279,10 @@ pub(super) extern "C" fn point_callout(ctx: *mut ThreadContext, arg: u64) {
         return;
     }
     if !arm(ctx, st, &c.ins) {
+        // Run again from its start: counted again there.
+        if let Some(id) = c.anchor {
+            super::ordinals::uncount(ctx, id);
+        }
         return;
     }
     let ins = &c.ins;
@@ -271,11 +292,9 @@ pub(super) extern "C" fn point_callout(ctx: *mut ThreadContext, arg: u64) {
     // A point of every instance is recorded at the instances it fired at (a few per site):
     // a library's is named by the program's call, and the report names that call, not the
     // first one that reached the instruction.
-    let point = match c.point.instance {
-        0 => {
-            let word = if (st.main.0..st.main.1).contains(&c.point.pc) { ctx.counter } else { *shadow::word(ctx, area::CALL_WORD) };
-            Point { instance: origin::instance(word), ..c.point }
-        }
+    let point = match (c.point.instance, c.anchor) {
+        (0, Some(id)) => Point { instance: super::ordinals::executions(ctx, id), ..c.point },
+        (0, None) => in_call(ctx, c.point),
         _ => c.point,
     };
     if !st.hits.iter().any(|h| h.0 == point) && st.hits.iter().filter(|h| h.0.pc == point.pc).count() < 64 {
@@ -286,7 +305,7 @@ pub(super) extern "C" fn point_callout(ctx: *mut ThreadContext, arg: u64) {
     }
     // A plain store is not performed; other definitions run and their results are corrupt.
     if plain_store(ins) {
-        *shadow::word(ctx, area::REDIRECT) = ins.next_ip();
+        go_on_at(ctx, st, ins.next_ip());
     }
 }
 
@@ -311,10 +330,15 @@ fn arm(ctx: &mut ThreadContext, st: &mut State, ins: &Instruction) -> bool {
         return true;
     }
     st.arm_requested = true;
-    ctx.counter -= origin::BLOCK_STEP;
     ctx.ibl_clear();
-    *shadow::word(ctx, area::REDIRECT) = ins.ip();
+    go_on_at(ctx, st, ins.ip());
     false
+}
+
+/// Point `p` of a library (or of every call at a site) at the program's call the thread runs
+/// under: its count at its site (`ordinals`).
+pub(super) fn in_call(ctx: &mut ThreadContext, p: Point) -> Point {
+    Point { instance: *shadow::word(ctx, area::CALL_ORD), site: *shadow::word(ctx, area::CALL_SITE), ..p }
 }
 
 /// Records that `point` was reached, with the program's calls that led there (the frames
@@ -366,7 +390,7 @@ pub(super) extern "C" fn call_store_callout(ctx: *mut ThreadContext, arg: u64) {
     }
     // (A point of every call at a site: at the call it fired in, as for every instance.)
     let point = match c.point.call_site() {
-        Some(_) => Point { instance: origin::instance(*shadow::word(ctx, area::CALL_WORD)), ..c.point },
+        Some(_) => in_call(ctx, c.point),
         None => c.point,
     };
     if !st.hits.iter().any(|h| h.0 == point) && st.hits.len() < 4096 {
@@ -385,7 +409,7 @@ pub(super) extern "C" fn call_store_callout(ctx: *mut ThreadContext, arg: u64) {
     } else {
         corrupt_destinations(ctx, st, ins, true, &regs);
     }
-    *shadow::word(ctx, area::REDIRECT) = ins.next_ip();
+    go_on_at(ctx, st, ins.next_ip());
 }
 
 /// Bytes an instruction's memory destination covers.

@@ -6,6 +6,7 @@ mod calls;
 pub mod cfg;
 pub mod driver;
 mod flags;
+mod ordinals;
 mod frames;
 mod guards;
 pub mod plan;
@@ -137,7 +138,12 @@ pub(crate) mod area {
     /// The return address of the program's innermost call (with `CALL_WORD`): which call site
     /// a library's store belongs to.
     pub const CALL_SITE: usize = slot::END + 112;
-    pub const END: usize = slot::END + 120;
+    /// How many calls the thread made at that site so far, that one included (`ordinals`).
+    pub const CALL_ORD: usize = slot::END + 120;
+    /// Addresses of this thread's tables of executions and of segment entries (`ordinals`).
+    pub const ORDS: usize = slot::END + 128;
+    pub const RINGS: usize = slot::END + 136;
+    pub const END: usize = slot::END + 144;
 
     /// Claims these words and the shadow state's (`rtgrind_jit::claims`).
     pub fn claim() -> Result<(), rtgrind_jit::claims::ClaimError> {

@@ -4,13 +4,25 @@
 
 use std::path::PathBuf;
 
-/// An instruction instance: guest pc, thread (creation order), the thread's block instance.
+/// An instruction instance: guest pc, thread (creation order), which execution (see
+/// `instance`), and for a library's instruction the program's call site it ran under.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Point {
     pub pc: u64,
     pub thread: u64,
+    /// 0: every execution. Else the ordinal (counted from 1, by the thread) of the execution:
+    /// of the instruction itself in the program; in a library (and for a call suppressed
+    /// whole), of the program's call at `site` it belongs to (`ordinals`). With `BY_BLOCK`
+    /// set: the thread's block instance instead, where a traced run could not tell the
+    /// ordinal.
     pub instance: u64,
+    /// For a library's instruction or a whole call named by ordinal: the return address of
+    /// the program's call; else 0.
+    pub site: u64,
 }
+
+/// `Point::instance` is a block instance.
+pub const BY_BLOCK: u64 = 1 << 62;
 
 impl Point {
     /// Every store that the library makes for the program's call at this instance, outside
@@ -23,12 +35,49 @@ impl Point {
     pub fn call_site(&self) -> Option<u64> {
         (self.pc >> 63 == 1).then_some(self.pc & !(1 << 63))
     }
+    /// Named by block instance (`BY_BLOCK`): that instance.
+    pub fn block_instance(&self) -> Option<u64> {
+        (self.instance & BY_BLOCK != 0).then_some(self.instance & !BY_BLOCK)
+    }
+    /// The same execution: the same instance, under the same call.
+    pub fn same_instance(&self, other: &Point) -> bool {
+        self.thread == other.thread && self.instance == other.instance && self.site == other.site
+    }
     fn parse(f: &[&str]) -> Option<Point> {
         let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok();
-        Some(Point { pc: hex(f.first()?)?, thread: f.get(1)?.parse().ok()?, instance: f.get(2)?.parse().ok()? })
+        let (instance, site) = parse_instance(f.get(2)?)?;
+        Some(Point { pc: hex(f.first()?)?, thread: f.get(1)?.parse().ok()?, instance, site })
     }
     fn text(&self) -> String {
-        format!("{:#x}\t{}\t{}", self.pc, self.thread, self.instance)
+        format!("{:#x}\t{}\t{}", self.pc, self.thread, self.instance_text())
+    }
+    /// Which execution, as the report says it.
+    pub fn describe_instance(&self) -> String {
+        match (self.block_instance(), self.site) {
+            (Some(b), _) => format!("block instance {b}"),
+            (None, 0) if self.instance == 0 => "every execution".into(),
+            (None, 0) => format!("execution {}", self.instance),
+            (None, site) => format!("call {} from the site returning to {site:#x}", self.instance),
+        }
+    }
+    /// The instance as the plan and outcome write it: `N`, `N@0xSITE`, or `bN` (a block
+    /// instance).
+    pub fn instance_text(&self) -> String {
+        match (self.block_instance(), self.site) {
+            (Some(b), _) => format!("b{b}"),
+            (None, 0) => self.instance.to_string(),
+            (None, site) => format!("{}@{site:#x}", self.instance),
+        }
+    }
+}
+
+fn parse_instance(s: &str) -> Option<(u64, u64)> {
+    if let Some(b) = s.strip_prefix('b') {
+        return Some((b.parse::<u64>().ok()? | BY_BLOCK, 0));
+    }
+    match s.split_once('@') {
+        Some((n, site)) => Some((n.parse().ok()?, u64::from_str_radix(site.trim_start_matches("0x"), 16).ok()?)),
+        None => Some((s.parse().ok()?, 0)),
     }
 }
 
@@ -88,7 +137,7 @@ pub struct Crash {
     /// The fatal signal, or (negative) a named failure's kind (`--failure`).
     pub signal: i32,
     pub pc: u64,
-    /// The failing thread's block instance.
+    /// The failing thread's block instance (what the report says of a repeat that differs).
     pub instance: u64,
     /// Its source place (for a named failure, what happened first).
     pub place: String,
@@ -97,10 +146,11 @@ pub struct Crash {
 }
 
 impl Crash {
-    /// The same failure at the same moment under the same calls (what a repeat of a run must
-    /// give).
+    /// The same failure at the same place under the same calls (what a repeat of a run must
+    /// give). Not the block instance: a run may do more elsewhere first (points are named so
+    /// that does not move them, `ordinals`).
     pub fn same(&self, other: &Crash) -> bool {
-        (self.signal, self.pc, self.instance, &self.stack) == (other.signal, other.pc, other.instance, &other.stack)
+        (self.signal, self.pc, &self.stack) == (other.signal, other.pc, &other.stack)
     }
 }
 
@@ -218,7 +268,10 @@ mod tests {
 
     #[test]
     fn plan_and_outcome_round_trip() {
-        let p = Point { pc: 0x401000, thread: 0, instance: 42 };
+        let p = Point { pc: 0x401000, thread: 0, instance: 42, site: 0 };
+        for q in [p, Point { instance: 3, site: 0x401234, ..p }, Point { instance: 42 | BY_BLOCK, ..p }] {
+            assert_eq!(Plan::parse(&Plan { points: vec![q], ..Plan::default() }.to_text()).unwrap().points, vec![q]);
+        }
         let plan = Plan { points: vec![p], out: None, at_functions: vec![], failure: Some("stderr:a\tb".into()), trace: true, watch: vec![(0x7ffc_0010, 4)] };
         assert_eq!(Plan::parse(&plan.to_text()).unwrap().failure, plan.failure);
         assert!(Plan::parse(&plan.to_text()).unwrap().trace);

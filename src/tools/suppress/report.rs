@@ -76,8 +76,11 @@ fn text(s: &Search) -> Vec<String> {
                     ""
                 };
                 out.push(format!(
-                    "suppress:    instruction `{}` at {:#x}, thread {}, block instance {}{every}",
-                    r.instruction, r.point.pc, r.point.thread, r.point.instance
+                    "suppress:    instruction `{}` at {:#x}, thread {}, {}{every}",
+                    r.instruction,
+                    r.point.pc,
+                    r.point.thread,
+                    r.point.describe_instance()
                 ));
             }
         }
@@ -138,7 +141,9 @@ pub fn model(s: &Search, command: &[std::ffi::OsString]) -> Report {
                 instruction: Some(r.instruction.clone()),
                 pc: format!("{:#x}", r.point.pc),
                 thread: r.point.thread,
-                instance: r.point.instance,
+                instance: r.point.instance & !super::plan::BY_BLOCK,
+                by_block: r.point.block_instance().is_some(),
+                call_site: (r.point.site != 0).then(|| format!("{:#x}", r.point.site)),
                 every_instance: r.every_instance,
                 whole_call: r.whole_call,
                 every_call: r.every_call,

@@ -11,7 +11,8 @@
 //! suppression points.
 
 use super::area;
-use super::frames::{call_sites_between, calls_into, calls_with, frame_entries, init_call_log, init_table, logged_call, CALLEE_SAVED, CALL_LOG_WRAP_BIT};
+use super::frames::{call_sites_between, calls_into, calls_with, frame_entries, init_call_log, init_table, logged_call, logged_ordinals, CALLEE_SAVED, CALL_LOG_ENTRY, CALL_LOG_WRAP_BIT};
+use super::ordinals;
 use super::guards::{call_store_callout, guard_callout, hit, plain_store_of, point_callout, Guard, GuardKind, PointCheck, State};
 use super::plan::{self, Outcome, Plan, Point};
 use super::watch::{self, WatchCheck, Watched};
@@ -26,7 +27,7 @@ use crate::shadow::{self, fast, origin, slot};
 use crate::tools::expected::ExpectedOutput;
 use crate::tools::{decode, ToolRun};
 use rtgrind_jit::iced_x86::{ConditionCode, FlowControl, Instruction, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register, UsedMemory};
-use rtgrind_jit::instrument::code_asm::{qword_ptr, AsmRegister64};
+use rtgrind_jit::instrument::code_asm::{qword_ptr, AsmRegister64, CodeLabel};
 use rtgrind_jit::instrument::{tool_area, Inline, InsnSite, Tool, Version, When};
 use rtgrind_jit::ThreadContext;
 use std::collections::HashMap;
@@ -55,6 +56,13 @@ pub struct SuppressRun {
     /// Definitions that are a whole library call (what, the call's instance word, its return
     /// address, the callee): a copy that moved the program's bytes where they corrupted.
     call_defs: Vec<CallDef>,
+    /// What counts its executions, for points named by ordinal (`ordinals`).
+    anchors: ordinals::Anchors,
+    /// The program's basic blocks, for the ordinals of a traced run's definitions.
+    segments: ordinals::Segments,
+    /// The failing thread's logged calls at the failure: return address and ordinal by
+    /// instance word (a library's definitions are named by their call).
+    call_ordinals: HashMap<u64, (u64, u64)>,
     /// The syscall being handled was suppressed (`syscall_pre` said so).
     syscall_suppressed: bool,
     failure: Option<Failure>,
@@ -183,7 +191,10 @@ impl SuppressRun {
             origins: origins.unwrap_or(std::ptr::null_mut()),
             watches,
             watch_pending: None,
+            rings: Vec::new(),
+            continued: Default::default(),
         });
+        let anchors = ordinals::Anchors::new(plan.points.iter().map(|p| p.pc));
         Ok(SuppressRun {
             program,
             plan,
@@ -198,6 +209,9 @@ impl SuppressRun {
             crash: None,
             def_sites: Vec::new(),
             call_defs: Vec::new(),
+            anchors,
+            segments: ordinals::Segments::default(),
+            call_ordinals: HashMap::new(),
             syscall_suppressed: false,
             pipes: HashMap::new(),
             failure,
@@ -395,7 +409,16 @@ impl SuppressRun {
             a.or(qword_ptr(tool_area(slot::ORIGIN_GPR + 8 * r)).gs(), origin::INCOMING as i32).unwrap();
         }
         if self.in_main(ins.ip()) {
-            // A call in the program: what a library does until the next one belongs to it.
+            // A call in the program: what a library does until the next one belongs to it,
+            // named by the call's site and its count there (`ordinals`).
+            match self.anchors.call(ins.next_ip()) {
+                Some(id) => {
+                    let (table, n) = (b.scratch(), b.scratch());
+                    ordinals::count(b, id, table, n);
+                    b.asm().mov(qword_ptr(tool_area(area::CALL_ORD)).gs(), n).unwrap();
+                }
+                None => b.asm().mov(qword_ptr(tool_area(area::CALL_ORD)).gs(), 0).unwrap(),
+            }
             if traced {
                 // The call, its first argument and that argument's origin, in the thread's log
                 // (a double free tells the same pointer freed twice from a copy freed after
@@ -413,7 +436,9 @@ impl SuppressRun {
                 a.mov(qword_ptr(s1 + 16), s2).unwrap();
                 a.mov(s2, ins.next_ip()).unwrap();
                 a.mov(qword_ptr(s1 + 24), s2).unwrap();
-                a.lea(s1, qword_ptr(s1 + 32)).unwrap();
+                a.mov(s2, qword_ptr(tool_area(area::CALL_ORD)).gs()).unwrap();
+                a.mov(qword_ptr(s1 + 32), s2).unwrap();
+                a.lea(s1, qword_ptr(s1 + CALL_LOG_ENTRY as i32)).unwrap();
                 a.btr(s1, CALL_LOG_WRAP_BIT).unwrap();
                 a.mov(qword_ptr(tool_area(area::CALL_LOG)).gs(), s1).unwrap();
             }
@@ -467,43 +492,87 @@ impl SuppressRun {
 
     fn point_checks(&mut self, ins: &Instruction, b: &mut Inline) {
         let points: Vec<Point> = self.plan.points.iter().filter(|p| p.pc == ins.ip()).copied().collect();
+        let anchor = self.anchors.pc(ins.ip()).filter(|_| self.in_main(ins.ip()));
         for p in points {
             b.clobber_flags();
             let t = b.scratch();
-            let c = Box::new(PointCheck { point: p, ins: *ins, state: self.state_ptr(), spilled: b.spilled() });
+            let c = Box::new(PointCheck { point: p, anchor, ins: *ins, state: self.state_ptr(), spilled: b.spilled() });
             let arg = &*c as *const PointCheck as u64;
             self.checks.push(c);
             let no = b.asm().create_label();
-            // Instance 0: every instance of the site (the driver escalates to it).
+            // Instance 0: every instance of the site (the driver escalates to it); the
+            // call-out checks the thread.
             if p.instance != 0 {
-                // The thread's instance word at that instance (the call-out checks the thread
-                // again, for instance 0); in a library, the program's call's (see `Policy`).
                 let u = b.scratch();
-                if self.in_main(p.pc) {
-                    b.counter_to(u);
-                } else {
-                    b.asm().mov(u, qword_ptr(tool_area(area::CALL_WORD)).gs()).unwrap();
+                match (p.block_instance(), anchor) {
+                    // The thread's instance word at that block instance; in a library, the
+                    // program's call's (see `Policy`).
+                    (Some(block), _) => {
+                        if self.in_main(p.pc) {
+                            b.counter_to(u);
+                        } else {
+                            b.asm().mov(u, qword_ptr(tool_area(area::CALL_WORD)).gs()).unwrap();
+                        }
+                        let a = b.asm();
+                        a.mov(t, origin::thread_bits(p.thread) | block << origin::INSTANCE_SHIFT).unwrap();
+                        a.cmp(u, t).unwrap();
+                        a.jne(no).unwrap();
+                    }
+                    // Its execution count (counted at the instruction's start), in the thread.
+                    (None, Some(id)) => {
+                        let a = b.asm();
+                        a.mov(u, qword_ptr(tool_area(area::ORDS)).gs()).unwrap();
+                        a.mov(u, qword_ptr(u + 8 * id as i32)).unwrap();
+                        a.mov(t, p.instance).unwrap();
+                        a.cmp(u, t).unwrap();
+                        a.jne(no).unwrap();
+                        self.same_thread(b, p.thread, t, u, no);
+                    }
+                    // A library's: the program's call it runs under, by site and count.
+                    (None, None) => self.in_call(b, &p, t, u, no),
                 }
-                let a = b.asm();
-                a.mov(t, origin::thread_bits(p.thread) | p.instance << origin::INSTANCE_SHIFT).unwrap();
-                a.cmp(u, t).unwrap();
-                a.jne(no).unwrap();
             }
             callout_then_leave_if_asked(b, point_callout, arg, t, no);
         }
     }
 
+    /// Code that goes to `no` unless the thread is `thread`.
+    fn same_thread(&self, b: &mut Inline, thread: u64, t: AsmRegister64, u: AsmRegister64, no: CodeLabel) {
+        b.counter_to(u);
+        let a = b.asm();
+        a.mov(t, origin::thread_bits(0xff)).unwrap();
+        a.and(u, t).unwrap();
+        a.mov(t, origin::thread_bits(thread)).unwrap();
+        a.cmp(u, t).unwrap();
+        a.jne(no).unwrap();
+    }
+
+    /// Code that goes to `no` unless the thread runs under the program's call that point `p`
+    /// names (its site and count there).
+    fn in_call(&self, b: &mut Inline, p: &Point, t: AsmRegister64, u: AsmRegister64, no: CodeLabel) {
+        let a = b.asm();
+        a.mov(u, qword_ptr(tool_area(area::CALL_SITE)).gs()).unwrap();
+        a.mov(t, p.site).unwrap();
+        a.cmp(u, t).unwrap();
+        a.jne(no).unwrap();
+        a.mov(u, qword_ptr(tool_area(area::CALL_ORD)).gs()).unwrap();
+        a.mov(t, p.instance).unwrap();
+        a.cmp(u, t).unwrap();
+        a.jne(no).unwrap();
+        self.same_thread(b, p.thread, t, u, no);
+    }
+
     /// The point of a call suppressed whole (or of its call site) that the thread's innermost
     /// program call is, if any: the point as it is recorded (at the call's instance).
     fn in_suppressed_call(&mut self, ctx: &mut ThreadContext) -> Option<Point> {
-        let (word, site) = (*shadow::word(ctx, area::CALL_WORD), *shadow::word(ctx, area::CALL_SITE));
+        let (word, site, ord) = (*shadow::word(ctx, area::CALL_WORD), *shadow::word(ctx, area::CALL_SITE), *shadow::word(ctx, area::CALL_ORD));
         let thread = origin::thread(ctx.counter) as u64;
-        let instance = origin::instance(word);
-        self.plan
-            .points
-            .iter()
-            .find(|p| p.thread == thread && ((p.call() && p.instance == instance) || p.call_site() == Some(site)))
-            .map(|p| Point { instance, ..*p })
+        let this_call = |p: &Point| match p.block_instance() {
+            Some(block) => block == origin::instance(word),
+            None => (p.site, p.instance) == (site, ord),
+        };
+        let p = *self.plan.points.iter().find(|p| p.thread == thread && ((p.call() && this_call(p)) || p.call_site() == Some(site)))?;
+        Some(if p.call() { p } else { super::guards::in_call(ctx, p) })
     }
 
     /// Bytes the program made (origin `o`, a site of the program) found in a heap header at
@@ -621,21 +690,26 @@ impl SuppressRun {
         for p in calls {
             b.clobber_flags();
             let (t, u) = (b.scratch(), b.scratch());
-            let c = Box::new(PointCheck { point: p, ins: *ins, state: self.state_ptr(), spilled: b.spilled() });
+            let c = Box::new(PointCheck { point: p, anchor: None, ins: *ins, state: self.state_ptr(), spilled: b.spilled() });
             let arg = &*c as *const PointCheck as u64;
             self.checks.push(c);
-            let a = b.asm();
-            let no = a.create_label();
-            // One call (its instance word), or every call made at one site (its return
-            // address; the call-out checks the thread).
-            let (word, value) = match p.call_site() {
-                Some(ret) => (area::CALL_SITE, ret),
-                None => (area::CALL_WORD, origin::thread_bits(p.thread) | p.instance << origin::INSTANCE_SHIFT),
-            };
-            a.mov(u, qword_ptr(tool_area(word)).gs()).unwrap();
-            a.mov(t, value).unwrap();
-            a.cmp(u, t).unwrap();
-            a.jne(no).unwrap();
+            let no = b.asm().create_label();
+            // One call (its site and count there, or its instance word), or every call made at
+            // one site (its return address; the call-out checks the thread).
+            match (p.call_site(), p.block_instance()) {
+                (None, None) => self.in_call(b, &p, t, u, no),
+                (site, block) => {
+                    let (word, value) = match (site, block) {
+                        (Some(ret), _) => (area::CALL_SITE, ret),
+                        (None, block) => (area::CALL_WORD, origin::thread_bits(p.thread) | block.unwrap_or(0) << origin::INSTANCE_SHIFT),
+                    };
+                    let a = b.asm();
+                    a.mov(u, qword_ptr(tool_area(word)).gs()).unwrap();
+                    a.mov(t, value).unwrap();
+                    a.cmp(u, t).unwrap();
+                    a.jne(no).unwrap();
+                }
+            }
             callout_then_leave_if_asked(b, call_store_callout, arg, t, no);
         }
     }
@@ -991,13 +1065,60 @@ impl SuppressRun {
         }
         locs.truncate(1);
         self.def_sites = call_sites(ctx, &locs);
+        self.call_ordinals = logged_ordinals(ctx);
         let stack = self.program_stack(ctx);
         self.crash = Some(Failed { signal: -1, pc, instance, used: locs, what, stack });
     }
 
+    /// A thread's tables: return addresses, executions, and in a run that traces its calls
+    /// and segment entries.
+    fn init_thread(&mut self, ctx: &mut ThreadContext) {
+        init_table(ctx);
+        init_call_word(ctx);
+        ordinals::init_counts(ctx);
+        if self.traced() {
+            init_call_log(ctx);
+            match ordinals::init_rings(ctx) {
+                Ok(table) => self.state.rings.push((origin::thread(ctx.counter) as u64, table)),
+                Err(e) => {
+                    eprintln!("rtgrind: suppress: cannot reserve a thread's table of block entries: {e}");
+                    std::process::exit(1);
+                }
+            }
+        }
+    }
+
+    /// The point that made origin `o`, named by ordinal where the run can tell it (`ordinals`),
+    /// else by block instance.
     fn point_of(&self, o: u64) -> Option<Point> {
         let pc = self.prop.sites.pc(origin::site(o))?;
-        Some(Point { pc, thread: origin::thread(o) as u64, instance: origin::instance(o) })
+        let (thread, block) = (origin::thread(o) as u64, origin::instance(o));
+        let by_block = Point { pc, thread, instance: block | plan::BY_BLOCK, site: 0 };
+        if !origin::in_main(o) {
+            // A library's: the program's call it belongs to, by site and count.
+            return Some(match self.call_ordinals.get(&origin::instance_word(o)) {
+                Some(&(site, k)) if k != 0 => Point { instance: k, site, ..by_block },
+                _ => by_block,
+            });
+        }
+        Some(self.ordinal(thread, pc, block).map_or(by_block, |k| Point { instance: k, ..by_block }))
+    }
+
+    /// The ordinal of `thread`'s execution of `pc` at block instance `block` (`ordinals`).
+    fn ordinal(&self, thread: u64, pc: u64, block: u64) -> Option<u64> {
+        let &(_, table) = self.state.rings.iter().find(|r| r.0 == thread)?;
+        let continued = |start: u64, instance: u64| self.state.continued.contains(&(thread, start, instance));
+        ordinals::ordinal(&self.segments, table, pc, block, &continued)
+    }
+
+    /// A whole call's point, from its instance word and return address: by its count at its
+    /// site where the call log holds it.
+    fn call_point(&self, word: u64, ret: u64) -> Point {
+        let thread = origin::thread(word) as u64;
+        match self.call_ordinals.get(&origin::instance_word(word)) {
+            Some(&(site, k)) if k != 0 && site == ret => Point { pc: 0, thread, instance: k, site },
+            _ => Point { pc: 0, thread, instance: origin::instance(word) | plan::BY_BLOCK, site: 0 },
+        }
     }
 }
 
@@ -1132,7 +1253,7 @@ fn callout_then_leave_if_asked(
     f: rtgrind_jit::instrument::Callout,
     arg: u64,
     t: AsmRegister64,
-    mut done: rtgrind_jit::instrument::code_asm::CodeLabel,
+    mut done: CodeLabel,
 ) {
     b.callout(f, arg, t);
     let a = b.asm();
@@ -1160,12 +1281,30 @@ impl Tool for SuppressRun {
     }
 
     fn block_start(&mut self, pc: u64, b: &mut Inline) {
-        fast::block_start(b, &mut self.prop, &self.block_use, &mut self.fast_block);
+        // A traced run's basic blocks of the program keep their entries (`ordinals`).
+        let segment = if self.traced() && self.in_main(pc) { self.segments.start(pc) } else { None };
+        if segment.is_none() {
+            self.segments.close();
+        }
+        fast::block_start(b, &mut self.prop, &self.block_use, &mut self.fast_block, &mut |b| {
+            if let Some(id) = segment {
+                ordinals::record(b, id);
+            }
+        });
         if Some(pc) == self.entry {
             // The program's entry: its instances start at a fixed count (see `restart_count`).
             let t = b.scratch();
             b.callout(restart_count, &*self.restarted as *const std::sync::atomic::AtomicBool as u64, t);
             b.release_scratch();
+        }
+    }
+
+    fn fall_through(&mut self, pc: u64, b: &mut Inline) {
+        if let Some(id) = (self.traced() && self.in_main(pc)).then(|| self.segments.start(pc)).flatten() {
+            // Its registers may be those the block's caches are kept in.
+            self.prop.forget_registers();
+            self.fast_block.forget_stack();
+            ordinals::record(b, id);
         }
     }
 
@@ -1176,7 +1315,17 @@ impl Tool for SuppressRun {
     fn before_insn(&mut self, site: &InsnSite, b: &mut Inline) {
         let ins = site.ins;
         let pc = ins.ip();
+        self.segments.insn(pc);
         let fast = b.version() == Version::Fast;
+        if !fast {
+            // An instruction a point names counts its executions first (`ordinals`): the
+            // count is its own whatever the code below does with it.
+            if let Some(id) = self.anchors.pc(pc).filter(|_| self.in_main(pc)) {
+                let (table, n) = (b.scratch(), b.scratch());
+                ordinals::count(b, id, table, n);
+                b.release_scratch();
+            }
+        }
         if fast {
             // A suppression point makes what its instruction defines corrupt: the full
             // version runs it.
@@ -1358,11 +1507,7 @@ impl ToolRun for SuppressRun {
             self.cover(s, e);
         }
         shadow::init_thread(ctx);
-        init_table(ctx);
-        init_call_word(ctx);
-        if self.traced() {
-            init_call_log(ctx);
-        }
+        self.init_thread(ctx);
         let (path, main) = super::super::main_module(mem, &self.program);
         self.state.main = main;
         self.prop.policy = Some(Policy { main, call_word: Some(area::CALL_WORD), first_instance: ENTRY_INSTANCE });
@@ -1378,7 +1523,10 @@ impl ToolRun for SuppressRun {
         self.crt = functions.iter().filter(|f| CRT.contains(&f.2.as_str())).map(|f| (f.0, f.1)).collect();
         for f in self.plan.at_functions.clone() {
             match crate::report::symbols::function_address(&path, mem, &f) {
-                Some(pc) => self.plan.points.push(Point { pc, thread: 0, instance: 0 }),
+                Some(pc) => {
+                    self.plan.points.push(Point { pc, thread: 0, instance: 0, site: 0 });
+                    self.anchors = ordinals::Anchors::new(self.plan.points.iter().map(|p| p.pc));
+                }
                 None => eprintln!("rtgrind: suppress: no function `{f}` in {path}"),
             }
         }
@@ -1388,11 +1536,7 @@ impl ToolRun for SuppressRun {
         self.threads += 1;
         self.lifetime.started();
         shadow::start_thread(child, self.threads);
-        init_table(child);
-        init_call_word(child);
-        if self.traced() {
-            init_call_log(child);
-        }
+        self.init_thread(child);
     }
 
     fn syscall_pre(&mut self, ctx: &mut ThreadContext, nr: u64, args: &[u64; 6]) -> Option<i64> {
@@ -1510,6 +1654,7 @@ impl ToolRun for SuppressRun {
         let instance = origin::instance(ctx.counter);
         if self.crash.is_none() {
             self.def_sites = call_sites(ctx, &locs);
+            self.call_ordinals = logged_ordinals(ctx);
             let stack = self.program_stack(ctx);
             self.crash = Some(Failed { signal: sig, pc: ctx.rip, instance, used: locs, what: String::new(), stack });
         }
@@ -1531,7 +1676,7 @@ impl ToolRun for SuppressRun {
             }
         }
         for CallDef { what, word, ret, name } in std::mem::take(&mut self.call_defs) {
-            let p = Point { pc: 0, thread: origin::thread(word) as u64, instance: origin::instance(word) };
+            let p = self.call_point(word, ret);
             out.def_sites.push((p, ret));
             out.defs.push(plan::Def { point: p, location: what, place: name, instruction: "call".into() });
         }

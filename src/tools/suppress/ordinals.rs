@@ -1,0 +1,253 @@
+//! Instances that survive drift between runs (issue 21, item 6). A point names the k-th
+//! execution of its instruction by its thread, and a library's instruction the k-th call its
+//! thread made at the program's call site it runs under, not the thread's block count: a run
+//! that does more elsewhere first (lists a directory an earlier run left a file in, retries,
+//! waits longer) still names the same instances, as the switch tool names branches.
+//!
+//! Firing. Each instruction of the program a plan names, and each call site of the program,
+//! counts its executions in a table of the thread (`area::ORDS`, indexed by an [`Anchors`]
+//! id); a call stores its site's count in `area::CALL_ORD` beside its return address in
+//! `area::CALL_SITE`, which a library's point compares.
+//!
+//! Naming. Origins keep the block instance (the "most recent source" rule needs one clock per
+//! thread), so a traced run turns a definition's block instance into its ordinal at the
+//! failure: each basic block of the program (a block's start, and each fall-through of a
+//! conditional branch it goes on past: a [`Segments`] id) counts its entries in a table of the
+//! thread and keeps the block instances of its last [`RING`] entries. An instruction ran as
+//! often as the segments that hold it were entered, and the entries after the definition's are
+//! all in the rings if its own is: the ordinal is exact, or unknown (the point then keeps its
+//! block instance).
+
+use super::area;
+use crate::shadow::origin;
+use crate::shadow::propagate::r8;
+use rtgrind_jit::instrument::code_asm::*;
+use rtgrind_jit::instrument::{tool_area, Inline};
+use rtgrind_jit::ThreadContext;
+use std::collections::HashMap;
+
+/// Counters in a thread's table of executions (planned instructions and call sites).
+const ANCHORS: usize = 1 << 20;
+
+/// Ids of what counts its executions: the plan's instructions of the program (given first)
+/// and the program's call sites (by return address, as they are translated).
+pub struct Anchors {
+    pcs: HashMap<u64, u32>,
+    calls: HashMap<u64, u32>,
+    next: u32,
+}
+
+impl Anchors {
+    pub fn new(planned: impl IntoIterator<Item = u64>) -> Anchors {
+        let mut a = Anchors { pcs: HashMap::new(), calls: HashMap::new(), next: 0 };
+        for pc in planned {
+            if !a.pcs.contains_key(&pc) {
+                a.pcs.insert(pc, a.next);
+                a.next += 1;
+            }
+        }
+        a
+    }
+
+    /// The id of a planned instruction.
+    pub fn pc(&self, pc: u64) -> Option<u32> {
+        self.pcs.get(&pc).copied()
+    }
+
+    /// The id of the call site returning to `ret` (None once the table is full).
+    pub fn call(&mut self, ret: u64) -> Option<u32> {
+        if let Some(&id) = self.calls.get(&ret) {
+            return Some(id);
+        }
+        if self.next as usize >= ANCHORS {
+            return None;
+        }
+        self.calls.insert(ret, self.next);
+        self.next += 1;
+        Some(self.next - 1)
+    }
+}
+
+/// A thread's table of executions, zeroed (pages untouched until counted in).
+pub fn init_counts(ctx: &mut ThreadContext) {
+    let table: &'static mut [u64] = Box::leak(vec![0u64; ANCHORS].into_boxed_slice());
+    *crate::shadow::word(ctx, area::ORDS) = table.as_mut_ptr() as u64;
+}
+
+/// Code that counts one more execution of `id`, flag-free: `count` holds the new count.
+pub fn count(b: &mut Inline, id: u32, table: AsmRegister64, count: AsmRegister64) {
+    let at = 8 * id as i32;
+    let a = b.asm();
+    a.mov(table, qword_ptr(tool_area(area::ORDS)).gs()).unwrap();
+    a.mov(count, qword_ptr(table + at)).unwrap();
+    a.lea(count, qword_ptr(count + 1)).unwrap();
+    a.mov(qword_ptr(table + at), count).unwrap();
+}
+
+fn counter(ctx: &mut ThreadContext, id: u32) -> &mut u64 {
+    let table = *crate::shadow::word(ctx, area::ORDS) as *mut u64;
+    // SAFETY: the thread's table (`init_counts`) is ANCHORS words long and ids are below that.
+    unsafe { &mut *table.add(id as usize) }
+}
+
+/// How often the thread executed `id` so far.
+pub fn executions(ctx: &mut ThreadContext, id: u32) -> u64 {
+    *counter(ctx, id)
+}
+
+/// Takes back one execution of `id` (an instruction the thread runs again from its start).
+pub fn uncount(ctx: &mut ThreadContext, id: u32) {
+    let c = counter(ctx, id);
+    *c = c.saturating_sub(1);
+}
+
+/// Block instances kept per segment.
+pub const RING: usize = 256;
+/// A segment's record: its entry count, then the ring (entry n at `1 + n % RING`).
+const RECORD_WORDS: usize = 1 + RING;
+/// Segments of the program a thread's table has room for (its displacement stays in 31 bits).
+const SEGMENTS: usize = 1 << 19;
+
+/// The program's basic blocks as the translations enter them (see the module's comment): an id
+/// per start address, and the instructions each holds.
+#[derive(Default)]
+pub struct Segments {
+    ids: HashMap<u64, u32>,
+    /// Each segment's start, by id.
+    starts: Vec<u64>,
+    /// Each segment's instructions, as first translated.
+    held: Vec<Vec<u64>>,
+    /// Segments translated again with other instructions (a block cut short): their counts
+    /// say nothing exact.
+    unsure: Vec<bool>,
+    of_pc: HashMap<u64, Vec<u32>>,
+    /// The segment being translated, and the instructions seen in it so far.
+    current: Option<(u32, Vec<u64>)>,
+}
+
+impl Segments {
+    /// A segment starts at `pc` in the translation (closing the one before): its id.
+    pub fn start(&mut self, pc: u64) -> Option<u32> {
+        self.close();
+        let id = match self.ids.get(&pc) {
+            Some(&id) => id,
+            None if self.held.len() < SEGMENTS => {
+                let id = self.held.len() as u32;
+                self.ids.insert(pc, id);
+                self.starts.push(pc);
+                self.held.push(Vec::new());
+                self.unsure.push(false);
+                id
+            }
+            None => return None,
+        };
+        self.current = Some((id, Vec::new()));
+        Some(id)
+    }
+
+    /// An instruction of the segment being translated.
+    pub fn insn(&mut self, pc: u64) {
+        if let Some((_, pcs)) = &mut self.current {
+            pcs.push(pc);
+        }
+    }
+
+    /// The segment being translated ends (a block's end, or outside the program).
+    pub fn close(&mut self) {
+        let Some((id, pcs)) = self.current.take() else { return };
+        let i = id as usize;
+        if self.held[i].is_empty() {
+            for &pc in &pcs {
+                self.of_pc.entry(pc).or_default().push(id);
+            }
+            self.held[i] = pcs;
+        } else if self.held[i] != pcs {
+            self.unsure[i] = true;
+        }
+    }
+
+    /// The segments holding `pc`, if their counts are exact.
+    fn holding(&self, pc: u64) -> Option<&[u32]> {
+        let ids = self.of_pc.get(&pc)?;
+        ids.iter().all(|&id| !self.unsure[id as usize]).then_some(ids.as_slice())
+    }
+}
+
+/// A thread's table of segment records (address space reserved, pages touched as entered),
+/// far from the guest's code and libraries: the code cache must find room within reach of them.
+pub fn init_rings(ctx: &mut ThreadContext) -> std::io::Result<u64> {
+    let bytes = SEGMENTS * RECORD_WORDS * 8;
+    let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED_NOREPLACE;
+    // From 112 TiB up (the shadow's slices end below, libraries and stacks start above).
+    for i in 0..4096u64 {
+        let at = (0x70u64 << 40) + i * (bytes as u64).next_multiple_of(1 << 30);
+        // SAFETY: a fresh anonymous private mapping (MAP_FIXED_NOREPLACE never replaces one);
+        // it lives as long as the process (the thread's context points to it).
+        let p = unsafe { libc::mmap(at as *mut libc::c_void, bytes, libc::PROT_READ | libc::PROT_WRITE, flags, -1, 0) };
+        if p != libc::MAP_FAILED {
+            *crate::shadow::word(ctx, area::RINGS) = p as u64;
+            return Ok(p as u64);
+        }
+    }
+    Err(std::io::Error::last_os_error())
+}
+
+/// Code at a segment's entry: one more entry, and the thread's block instance in its ring.
+/// Flag-free.
+pub fn record(b: &mut Inline, id: u32) {
+    let (rec, n, word) = (b.scratch(), b.scratch(), b.scratch());
+    let a = b.asm();
+    a.mov(rec, qword_ptr(tool_area(area::RINGS)).gs()).unwrap();
+    a.lea(rec, qword_ptr(rec + (id as usize * RECORD_WORDS * 8) as i32)).unwrap();
+    a.mov(n, qword_ptr(rec)).unwrap();
+    a.lea(n, qword_ptr(n + 1)).unwrap();
+    a.mov(qword_ptr(rec), n).unwrap();
+    // n % RING (256): its low byte.
+    a.movzx(n, r8(n)).unwrap();
+    b.counter_to(word);
+    b.asm().mov(qword_ptr(rec + n * 8 + 8), word).unwrap();
+    b.release_scratch();
+}
+
+/// The ordinal of the execution of `pc` at block instance `instance` by the thread whose
+/// table is `table`: how many times the thread ran `pc` up to then. None if a segment holding
+/// it no longer keeps that instance (or never did). `continued(start, instance)`: whether the
+/// thread's entry of a segment is no execution of its own (see `State::continued`).
+pub fn ordinal(segments: &Segments, table: u64, pc: u64, instance: u64, continued: &dyn Fn(u64, u64) -> bool) -> Option<u64> {
+    let ids = segments.holding(pc)?;
+    let (mut total, mut found) = (0u64, false);
+    let mut upto: Vec<u64> = Vec::new();
+    for &id in ids {
+        let start = segments.starts[id as usize];
+        // SAFETY: `table` is the thread's table (`init_rings`), SEGMENTS records long, and ids
+        // are below SEGMENTS; the thread is not running (the failure's analysis or its end).
+        let rec = unsafe { std::slice::from_raw_parts((table as *const u64).add(id as usize * RECORD_WORDS), RECORD_WORDS) };
+        let n = rec[0];
+        let kept = n.min(RING as u64);
+        let mut after = 0;
+        for j in n + 1 - kept..=n {
+            let inst = origin::instance(rec[1 + (j % RING as u64) as usize]);
+            if continued(start, inst) {
+                // Not an execution of its own: the count goes back.
+                total = total.wrapping_sub(1);
+                continue;
+            }
+            if inst > instance {
+                after += 1;
+            } else {
+                upto.push(inst);
+                found |= inst == instance;
+            }
+        }
+        if n > kept && origin::instance(rec[1 + ((n + 1 - kept) % RING as u64) as usize]) > instance {
+            // Entries after the definition's fell out of the ring: unknown.
+            return None;
+        }
+        total = total.wrapping_add(n - after);
+    }
+    // The same execution entered two segments holding `pc` (one continues the other).
+    let all = upto.len() as u64;
+    upto.sort_unstable();
+    upto.dedup();
+    (found && total >= all - upto.len() as u64).then(|| total - (all - upto.len() as u64))
+}
