@@ -63,11 +63,8 @@ impl Calls {
             .collect();
         // What a whole call or a site stands for: its definitions' site.
         for n in &new {
-            let site = defs
-                .iter()
-                .map(|d| d.point)
-                .filter(|x| x.same_instance(n) || (x.thread == n.thread && n.call_site().is_some()))
-                .find_map(|x| self.site(&x));
+            let site =
+                defs.iter().map(|d| d.point).filter(|x| x.same_instance(n) || (x.thread == n.thread && n.call_site().is_some())).find_map(|x| self.site(&x));
             if let Some(r) = site {
                 self.sites.entry(*n).or_insert(r);
             }

@@ -124,7 +124,8 @@ pub(super) fn calls_with(ctx: &mut ThreadContext, value: u64, before: u64) -> Ve
 pub(super) fn call_sites_between(ctx: &mut ThreadContext, after: u64, before: u64) -> Vec<u64> {
     use crate::shadow::origin::thread_part;
     let Some(ring) = call_log(ctx) else { return Vec::new() };
-    let mut rets: Vec<u64> = ring.chunks_exact(ENTRY_WORDS).filter(|e| e[0] > after && e[0] < before && thread_part(e[0]) == thread_part(before)).map(|e| e[3]).collect();
+    let mut rets: Vec<u64> =
+        ring.chunks_exact(ENTRY_WORDS).filter(|e| e[0] > after && e[0] < before && thread_part(e[0]) == thread_part(before)).map(|e| e[3]).collect();
     rets.sort();
     rets.dedup();
     rets

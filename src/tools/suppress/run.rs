@@ -11,9 +11,12 @@
 //! suppression points.
 
 use super::area;
-use super::frames::{call_sites_between, calls_into, calls_with, frame_entries, init_call_log, init_table, logged_call, logged_ordinals, CALLEE_SAVED, CALL_LOG_ENTRY, CALL_LOG_WRAP_BIT};
-use super::ordinals;
+use super::frames::{
+    call_sites_between, calls_into, calls_with, frame_entries, init_call_log, init_table, logged_call, logged_ordinals, CALLEE_SAVED, CALL_LOG_ENTRY,
+    CALL_LOG_WRAP_BIT,
+};
 use super::guards::{call_store_callout, guard_callout, hit, plain_store_of, point_callout, Guard, GuardKind, PointCheck, State};
+use super::ordinals;
 use super::plan::{self, Outcome, Plan, Point};
 use super::watch::{self, WatchCheck, Watched};
 use crate::kernel::guest_mem;
@@ -1248,13 +1251,7 @@ fn last_branch(ctx: &mut ThreadContext) -> Option<(String, u64)> {
 
 /// Calls `f(arg)` out (clobbering `t`), then leaves the block for the tool-area `REDIRECT`
 /// pc if the call-out set one; `done` is bound after, where the code goes on.
-fn callout_then_leave_if_asked(
-    b: &mut Inline,
-    f: rtgrind_jit::instrument::Callout,
-    arg: u64,
-    t: AsmRegister64,
-    mut done: CodeLabel,
-) {
+fn callout_then_leave_if_asked(b: &mut Inline, f: rtgrind_jit::instrument::Callout, arg: u64, t: AsmRegister64, mut done: CodeLabel) {
     b.callout(f, arg, t);
     let a = b.asm();
     a.cmp(qword_ptr(tool_area(area::REDIRECT)).gs(), 0).unwrap();
