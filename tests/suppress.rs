@@ -843,6 +843,21 @@ fn an_argv_cursor_in_a_register_read_past_its_end_is_found_at_the_read() {
     check_variants("argv_cursor", "take_numbers", &["-s", "10"], None, (3, 3));
 }
 
+/// An option parser reads past argv's end and sets the output name only through a pointer
+/// (giflib's getarg, Debian #715963, whole): suppressing the step skips the rest of the parse,
+/// so the name stays NULL as main initialised it and the run fails otherwise there. The
+/// step is the root cause, qualified so; the `= NULL` (a constant stored, no corruption) is
+/// not reported.
+#[test]
+fn a_failure_on_a_constant_the_suppressed_code_left_unset_ends_the_search() {
+    for err in check_variants("unset_by_parser", "get_args", &["-s"], None, (4, 4)) {
+        assert!(headline(&err).contains("(suppressing it avoided the failure, but the run then failed otherwise: SIGSEGV"), "{err}");
+        // (The second failure's definition, the initialisation: `.c:LINE (main)` of any build.)
+        let unset = place("unset_by_parser", "unset", "main");
+        assert!(err.contains(&format!(".c{}\n", unset.split_once(".c").unwrap().1)), "{err}");
+    }
+}
+
 /// Two of the test bugs, every build: a heap overflow through `memcpy` into the next
 /// block's pointer, used by `printf("%s")` (the memcpy's line, inside memcpy), and an
 /// off-by-one in a loop writing a global array into the next global's pointer (the loop's

@@ -314,6 +314,13 @@ fn concluded(chain: &[(Vec<Point>, Outcome)], crash: &Crash, calls: &super::call
     if whole_calls && !same && !again_at_site {
         return Some(Verdict::RootCause(roots(chain, None, Some(crash_text(current)))));
     }
+    // A suppression run that failed otherwise on constants the program stored (`name = NULL`
+    // before the code that would set it): no corruption, but what the suppressed points'
+    // code left unset when the run went on past the failure (giflib's option parser,
+    // suppressed, never set the output name). Their root cause, so qualified.
+    if chain.len() > 1 && !same && !added.is_empty() && !current.defs.is_empty() && current.defs.iter().all(|d| d.constant) {
+        return Some(Verdict::RootCause(roots(chain, None, Some(crash_text(current)))));
+    }
     if current.defs.is_empty() {
         // A suppression run that failed otherwise than the program did (another signal or
         // place), on nothing defined: the points it added avoided the failure, and the

@@ -163,6 +163,8 @@ pub struct Def {
     /// The definition's source place.
     pub place: String,
     pub instruction: String,
+    /// It stored a constant the program wrote in (`x = NULL`), not a value it computed.
+    pub constant: bool,
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -195,7 +197,8 @@ impl Outcome {
             s += &format!("stack\t{}\n", stack.join(" "));
         }
         for d in &self.defs {
-            s += &format!("def\t{}\t{}\t{}\t{}\n", d.point.text(), d.location, d.place, d.instruction);
+            let constant = if d.constant { "constant" } else { "" };
+            s += &format!("def\t{}\t{}\t{}\t{}\t{constant}\n", d.point.text(), d.location, d.place, d.instruction);
         }
         for (p, site) in &self.hits {
             s += &format!("hit\t{}\t{site}\n", p.text());
@@ -226,7 +229,7 @@ impl Outcome {
                 }
                 "def" => {
                     if let Some(p) = Point::parse(&f[1..]) {
-                        o.defs.push(Def { point: p, location: field(4), place: field(5), instruction: field(6) });
+                        o.defs.push(Def { point: p, location: field(4), place: field(5), instruction: field(6), constant: field(7) == "constant" });
                     }
                 }
                 "hit" => {
@@ -279,7 +282,7 @@ mod tests {
         assert_eq!(Plan::parse(&plan.to_text()).unwrap().watch, plan.watch);
         let o = Outcome {
             crash: Some(Crash { signal: 11, pc: 0x401234, instance: 7, place: "a.c:3 (main)".into(), stack: vec![0x401500, 0x401800] }),
-            defs: vec![Def { point: p, location: "rax (address)".into(), place: "a.c:2 (main)".into(), instruction: "mov [rbp-8],rax".into() }],
+            defs: vec![Def { point: p, location: "rax (address)".into(), place: "a.c:2 (main)".into(), instruction: "mov [rbp-8],rax".into(), constant: true }],
             hits: vec![(p, "a.c:9 (main)".into())],
             suppressed: vec![("stores of a corrupt value".into(), 3)],
             stopped: None,

@@ -1669,13 +1669,21 @@ impl ToolRun for SuppressRun {
                 if let Some(&(_, ret)) = self.def_sites.iter().find(|d| d.0 == o) {
                     out.def_sites.push((p, ret));
                 }
-                out.defs.push(plan::Def { point: p, location: what, place, instruction: decode(p.pc).map(|i| fmt(&i)).unwrap_or_default() });
+                let ins = decode(p.pc);
+                // A constant: computed from nothing, or an immediate stored (`mov [m], imm`).
+                let stored_immediate = ins.is_some_and(|i| {
+                    i.mnemonic() == Mnemonic::Mov
+                        && i.op0_kind() == OpKind::Memory
+                        && matches!(i.op1_kind(), OpKind::Immediate8 | OpKind::Immediate16 | OpKind::Immediate32 | OpKind::Immediate32to64)
+                });
+                let instruction = ins.map(|i| fmt(&i)).unwrap_or_default();
+                out.defs.push(plan::Def { point: p, location: what, place, instruction, constant: origin::is_constant(o) || stored_immediate });
             }
         }
         for CallDef { what, word, ret, name } in std::mem::take(&mut self.call_defs) {
             let p = self.call_point(word, ret);
             out.def_sites.push((p, ret));
-            out.defs.push(plan::Def { point: p, location: what, place: name, instruction: "call".into() });
+            out.defs.push(plan::Def { point: p, location: what, place: name, instruction: "call".into(), constant: false });
         }
         let main = self.state.main;
         let mut call_places: HashMap<u64, String> = HashMap::new();
