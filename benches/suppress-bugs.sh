@@ -37,11 +37,11 @@ for b in copy_paste stack_smash local_pointer global_overflow heap_overflow smal
     null_return use_after_free two_inputs pipe_copy assert_fail status_flag thread_overflow stalled_poll unset_base \
     strcpy_into_pointer long_smash double_free_early_return free_of_stack sscanf_smash sscanf_call_sites strcat_loop \
     pointer_and_index index_from_input leftover_file smash_by argv_past_end memcpy_neighbour global_off_by_one memset_pointer \
-    escape_concat adjacent_ints adjacent_locals double_free_kinds argv_cursor smash_made; do
+    escape_concat adjacent_ints adjacent_locals double_free_kinds argv_cursor smash_made unset_by_parser; do
     build $b $b $O0 -w
 done
 build stack_smash stack_canary -g -O0 -fstack-protector-strong
-for b in global_overflow heap_overflow pipe_copy escape_concat argv_cursor double_free_kinds; do build $b ${b}_o2 $O2; done
+for b in global_overflow heap_overflow pipe_copy escape_concat argv_cursor double_free_kinds unset_by_parser; do build $b ${b}_o2 $O2; done
 
 A() { printf "%${1}s" | tr ' ' A; }
 echo "| bug | runs | time | traced again | reported first point of memory corruption |"
@@ -79,6 +79,9 @@ row "strcat_loop, 80 characters (top chunk)" "" -- "$dir/strcat_loop" "$(A 80)"
 row "pointer_and_index, 8" "" -- "$dir/pointer_and_index" 8
 row "index_from_input" "" -- "$dir/index_from_input" 100000000
 (mkdir "$dir/cwd" && cd "$dir/cwd" && row "leftover_file (leaves a file, lists its directory)" "" -- "$dir/leftover_file" "$(A 20)")
+mkdir "$dir/elsewhere"
+(cd "$dir/cwd" && row "leftover_file, its file in another directory (runs drift)" "" -- "$dir/leftover_file" "$(A 20)" "$dir/elsewhere")
+(cd "$dir/cwd" && row "leftover_file, another directory, the program's own copy loop" "" -- "$dir/leftover_file" "$(A 20)" "$dir/elsewhere" loop)
 row "smash_by read" "$(A 100)" -- "$dir/smash_by" read "$(A 100)"
 row "argv_past_end" "" -- "$dir/argv_past_end" 5
 row "memcpy_neighbour" "" -- "$dir/memcpy_neighbour" "$(A 40)"
@@ -97,3 +100,5 @@ row "argv_cursor" "" -- "$dir/argv_cursor" -s 10
 row "argv_cursor, -O2 (cursor in a register)" "" -- "$dir/argv_cursor_o2" -s 10
 row "smash_made, strcpy of the program's own string" "" -- "$dir/smash_made" 100 strcpy
 row "smash_made, sprintf" "" -- "$dir/smash_made" 100 sprintf
+row "unset_by_parser (the suppressed parse leaves a name NULL)" "" -- "$dir/unset_by_parser" -s
+row "unset_by_parser, -O2" "" -- "$dir/unset_by_parser_o2" -s

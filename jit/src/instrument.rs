@@ -18,7 +18,7 @@ use crate::context::{
     counter_step, counts_in_registers, ThreadContext, OFF_CALLOUT_ARG, OFF_CALLOUT_FN, OFF_CALLOUT_RET, OFF_CALLOUT_ROUTINE, OFF_COUNTER, OFF_COUNTER_STEP,
     OFF_FLAGS_RAX, OFF_FLAGS_SAVE, OFF_IBL_KEYS, OFF_IBL_MISS, OFF_IBL_VALS, OFF_SAVE_RCX, OFF_SAVE_RDX, OFF_TOOL_AREA, OFF_TOOL_SPILL,
 };
-use iced_x86::code_asm::{ax, get_gpr64, qword_bcst, qword_ptr, rax, rcx, rdx, word_ptr, xmm18, AsmRegister64, CodeAssembler};
+use iced_x86::code_asm::{ax, get_gpr64, qword_bcst, qword_ptr, rax, rcx, rdx, word_ptr, xmm18, AsmMemoryOperand, AsmRegister64, CodeAssembler};
 use iced_x86::{Instruction, InstructionInfo, OpKind, Register};
 
 pub use iced_x86::code_asm;
@@ -424,6 +424,19 @@ impl Inline {
             self.asm().evex().vmovq(r, xmm18).unwrap();
         } else {
             self.asm().mov(r, qword_ptr(OFF_COUNTER as u64).gs()).unwrap();
+        }
+    }
+
+    /// Stores the thread's counter at `m`, flag-free: one store where AVX-512 holds it in
+    /// xmm18 (else through a register of the builder's).
+    pub fn counter_to_memory(&mut self, m: AsmMemoryOperand) {
+        if counts_in_registers() {
+            self.asm().evex().vmovq(m, xmm18).unwrap();
+        } else {
+            let t = self.scratch_short();
+            let a = self.asm();
+            a.mov(t, qword_ptr(OFF_COUNTER as u64).gs()).unwrap();
+            a.mov(m, t).unwrap();
         }
     }
 

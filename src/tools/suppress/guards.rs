@@ -108,27 +108,35 @@ pub(super) fn guest_regs(ctx: &ThreadContext, spilled: u16) -> [u64; 16] {
     std::array::from_fn(|r| if spilled & (1 << r) != 0 { ctx.tool_spill[r] } else { ctx.callout_regs[r] })
 }
 
-/// Effective address of the instruction's memory operand from the guest's registers `regs`.
+/// The effective address of `ins`'s memory operand from the guest's registers `regs`.
 pub(super) fn address(ctx: &ThreadContext, regs: &[u64; 16], ins: &Instruction) -> Option<u64> {
+    (0..ins.op_count()).find(|&i| ins.op_kind(i) == OpKind::Memory)?;
+    let scale = u64::from(ins.memory_index_scale());
+    Some(effective_address(ctx, regs, [ins.memory_base(), ins.memory_index()], scale, ins.memory_displacement64(), ins.segment_prefix()))
+}
+
+/// base + index * scale + displacement from the guest's registers `regs`, plus the fs base
+/// for an `fs:` access. A RIP-relative displacement is iced's absolute target already.
+pub(super) fn effective_address(ctx: &ThreadContext, regs: &[u64; 16], [base, index]: [Register; 2], scale: u64, displacement: u64, segment: Register) -> u64 {
     let val = |r: Register| -> u64 {
-        if r == Register::None {
-            0
-        } else if r == Register::RIP {
-            ins.next_ip()
-        } else {
-            let v = regs[r.full_register().number() - Register::RAX.number()];
-            if r.size() == 4 {
-                v & 0xffff_ffff
-            } else {
-                v
+        match r {
+            Register::None | Register::RIP | Register::EIP => 0,
+            r => {
+                let v = regs[r.full_register().number() - Register::RAX.number()];
+                if r.size() == 4 {
+                    v & 0xffff_ffff
+                } else {
+                    v
+                }
             }
         }
     };
-    (0..ins.op_count()).find(|&i| ins.op_kind(i) == OpKind::Memory)?;
-    let ea = val(ins.memory_base())
-        .wrapping_add(val(ins.memory_index()).wrapping_mul(u64::from(ins.memory_index_scale())))
-        .wrapping_add(ins.memory_displacement64());
-    Some(if ins.segment_prefix() == Register::FS { ea.wrapping_add(ctx.callout_fs) } else { ea })
+    let ea = val(base).wrapping_add(val(index).wrapping_mul(scale)).wrapping_add(displacement);
+    if segment == Register::FS {
+        ea.wrapping_add(ctx.callout_fs)
+    } else {
+        ea
+    }
 }
 
 /// Marks everything `ins` writes corrupt: registers, flags and (if `memory`) its memory
@@ -433,5 +441,14 @@ mod tests {
         ctx.tool_spill[5] = 0x7fff_0000;
         assert_eq!(address(&ctx, &guest_regs(&ctx, 1 << 5), &ins), Some(0x7fff_0000 - 8));
         assert_eq!(address(&ctx, &guest_regs(&ctx, 0), &ins), Some(0x4000 - 8));
+    }
+
+    #[test]
+    fn a_rip_relative_store_is_addressed_once() {
+        // `mov dword [rip+100h], 1` at 0x1000 (10 bytes): the global at 0x110a, as the
+        // suppressed store's bytes to mark corrupt (the next pc was added twice before).
+        let ins = Decoder::with_ip(64, &[0xc7, 0x05, 0x00, 0x01, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00], 0x1000, DecoderOptions::NONE).decode();
+        let ctx = ThreadContext::new_boxed();
+        assert_eq!(address(&ctx, &guest_regs(&ctx, 0), &ins), Some(0x110a));
     }
 }

@@ -195,17 +195,17 @@ pub fn init_rings(ctx: &mut ThreadContext) -> std::io::Result<u64> {
 /// Code at a segment's entry: one more entry, and the thread's block instance in its ring.
 /// Flag-free.
 pub fn record(b: &mut Inline, id: u32) {
-    let (rec, n, word) = (b.scratch(), b.scratch(), b.scratch());
+    let (rec, n) = (b.scratch(), b.scratch());
+    let at = (id as usize * RECORD_WORDS * 8) as i32;
     let a = b.asm();
     a.mov(rec, qword_ptr(tool_area(area::RINGS)).gs()).unwrap();
-    a.lea(rec, qword_ptr(rec + (id as usize * RECORD_WORDS * 8) as i32)).unwrap();
-    a.mov(n, qword_ptr(rec)).unwrap();
+    a.mov(n, qword_ptr(rec + at)).unwrap();
     a.lea(n, qword_ptr(n + 1)).unwrap();
-    a.mov(qword_ptr(rec), n).unwrap();
+    a.mov(qword_ptr(rec + at), n).unwrap();
     // n % RING (256): its low byte.
     a.movzx(n, r8(n)).unwrap();
-    b.counter_to(word);
-    b.asm().mov(qword_ptr(rec + n * 8 + 8), word).unwrap();
+    a.lea(rec, qword_ptr(rec + n * 8)).unwrap();
+    b.counter_to_memory(qword_ptr(rec + at + 8));
     b.release_scratch();
 }
 

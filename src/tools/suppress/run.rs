@@ -61,6 +61,8 @@ pub struct SuppressRun {
     call_defs: Vec<CallDef>,
     /// What counts its executions, for points named by ordinal (`ordinals`).
     anchors: ordinals::Anchors,
+    /// Whether every call site of the program counts its calls (see `at_call`).
+    every_call_counted: bool,
     /// The program's basic blocks, for the ordinals of a traced run's definitions.
     segments: ordinals::Segments,
     /// The failing thread's logged calls at the failure: return address and ordinal by
@@ -214,6 +216,7 @@ impl SuppressRun {
             call_defs: Vec::new(),
             anchors,
             segments: ordinals::Segments::default(),
+            every_call_counted: true,
             call_ordinals: HashMap::new(),
             syscall_suppressed: false,
             pipes: HashMap::new(),
@@ -414,13 +417,18 @@ impl SuppressRun {
         if self.in_main(ins.ip()) {
             // A call in the program: what a library does until the next one belongs to it,
             // named by the call's site and its count there (`ordinals`).
-            match self.anchors.call(ins.next_ip()) {
-                Some(id) => {
-                    let (table, n) = (b.scratch(), b.scratch());
-                    ordinals::count(b, id, table, n);
-                    b.asm().mov(qword_ptr(tool_area(area::CALL_ORD)).gs(), n).unwrap();
+            // (Every site where the count may be asked for: in a traced run (its call log) or
+            // where a point may fire under any call; else the plan's own sites.)
+            let ret = ins.next_ip();
+            if self.every_call_counted || self.plan.points.iter().any(|p| p.site == ret) {
+                match self.anchors.call(ret) {
+                    Some(id) => {
+                        let (table, n) = (b.scratch(), b.scratch());
+                        ordinals::count(b, id, table, n);
+                        b.asm().mov(qword_ptr(tool_area(area::CALL_ORD)).gs(), n).unwrap();
+                    }
+                    None => b.asm().mov(qword_ptr(tool_area(area::CALL_ORD)).gs(), 0).unwrap(),
                 }
-                None => b.asm().mov(qword_ptr(tool_area(area::CALL_ORD)).gs(), 0).unwrap(),
             }
             if traced {
                 // The call, its first argument and that argument's origin, in the thread's log
@@ -1518,6 +1526,10 @@ impl ToolRun for SuppressRun {
         const CRT: [&str; 8] =
             ["_start", "_init", "_fini", "__do_global_dtors_aux", "frame_dummy", "register_tm_clones", "deregister_tm_clones", "__libc_csu_init"];
         self.crt = functions.iter().filter(|f| CRT.contains(&f.2.as_str())).map(|f| (f.0, f.1)).collect();
+        // A point of every instance in a library, or of every call at a site, records the
+        // call it fired under; a traced run logs every call's count.
+        self.every_call_counted =
+            self.traced() || self.plan.points.iter().any(|p| p.call_site().is_some() || (p.instance == 0 && !p.call() && !(main.0..main.1).contains(&p.pc)));
         for f in self.plan.at_functions.clone() {
             match crate::report::symbols::function_address(&path, mem, &f) {
                 Some(pc) => {

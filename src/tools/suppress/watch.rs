@@ -9,7 +9,7 @@
 //! the first did.
 
 use super::guards::{guest_regs, State};
-use rtgrind_jit::iced_x86::{Instruction, Register, UsedMemory};
+use rtgrind_jit::iced_x86::{Instruction, UsedMemory};
 use rtgrind_jit::ThreadContext;
 
 /// One watched location: its bytes, and the origin its last store gave it (0: none yet).
@@ -66,31 +66,8 @@ impl State {
 }
 
 /// The effective address of `m` from the guest's registers.
-fn address(ctx: &ThreadContext, regs: &[u64; 16], m: &UsedMemory, ins: &Instruction) -> u64 {
-    let val = |r: Register| -> u64 {
-        match r {
-            Register::None => 0,
-            Register::RIP | Register::EIP => ins.next_ip(),
-            r => {
-                let v = regs[r.full_register().number() - Register::RAX.number()];
-                if r.size() == 4 {
-                    v & 0xffff_ffff
-                } else {
-                    v
-                }
-            }
-        }
-    };
-    let ea = if m.base() == Register::RIP {
-        m.displacement()
-    } else {
-        val(m.base()).wrapping_add(val(m.index()).wrapping_mul(u64::from(m.scale()))).wrapping_add(m.displacement())
-    };
-    if m.segment() == Register::FS {
-        ea.wrapping_add(ctx.callout_fs)
-    } else {
-        ea
-    }
+fn address(ctx: &ThreadContext, regs: &[u64; 16], m: &UsedMemory) -> u64 {
+    super::guards::effective_address(ctx, regs, [m.base(), m.index()], u64::from(m.scale()), m.displacement(), m.segment())
 }
 
 /// A store's range came within the watch window (the inline test): the exact check.
@@ -101,7 +78,7 @@ pub(super) extern "C" fn store_callout(ctx: *mut ThreadContext, arg: u64) {
     // SAFETY: as above.
     let st = unsafe { &mut *c.state };
     let regs = guest_regs(ctx, c.spilled);
-    let ea = address(ctx, &regs, &c.mem, &c.ins);
+    let ea = address(ctx, &regs, &c.mem);
     st.watch_store(ea, c.mem.memory_size().size().max(1) as u64);
 }
 
