@@ -843,6 +843,18 @@ fn an_argv_cursor_in_a_register_read_past_its_end_is_found_at_the_read() {
     check_variants("argv_cursor", "take_numbers", &["-s", "10"], None, (3, 3));
 }
 
+/// A use after free through a varargs function (issue 21's tests): the freed block, handed out
+/// again for a handler, gets the varargs' sum added to its first word, the handler's function
+/// pointer; the call through it lands in the middle of a function and runs on until something
+/// faults. The target of the call is what the crash used (read from the handler, at -O2
+/// `call qword [rax]`), and the store through the dangling pointer is the root cause.
+#[test]
+fn a_use_after_free_through_a_varargs_function_is_found_at_the_write() {
+    for err in check_variants("uaf_varargs", "add_all", &["x"], None, (3, 3)) {
+        assert!(err.contains("it used target of `call "), "{err}");
+    }
+}
+
 /// An option parser reads past argv's end and sets the output name only through a pointer
 /// (giflib's getarg, Debian #715963, whole): suppressing the step skips the rest of the parse,
 /// so the name stays NULL as main initialised it and the run fails otherwise there. The

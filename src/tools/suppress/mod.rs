@@ -143,7 +143,11 @@ pub(crate) mod area {
     /// Addresses of this thread's tables of executions and of segment entries (`ordinals`).
     pub const ORDS: usize = slot::END + 128;
     pub const RINGS: usize = slot::END + 136;
-    pub const END: usize = slot::END + 144;
+    /// The last indirect call or jump's target, and the memory it was read from (0: a
+    /// register, whose origin is `LAST_ICALL_ORIGIN`).
+    pub const LAST_ICALL_TARGET: usize = slot::END + 144;
+    pub const LAST_ICALL_SLOT: usize = slot::END + 152;
+    pub const END: usize = slot::END + 160;
 
     /// Claims these words and the shadow state's (`rtgrind_jit::claims`).
     pub fn claim() -> Result<(), rtgrind_jit::claims::ClaimError> {

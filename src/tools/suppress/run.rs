@@ -490,6 +490,34 @@ impl SuppressRun {
         b.release_scratch();
     }
 
+    /// An indirect call or jump (in a run that traces): its pc, target, and where the target
+    /// came from (a register's origin, or the memory it is read from), for a crash after it
+    /// went astray.
+    fn record_indirect(&mut self, site: &InsnSite, b: &mut Inline) {
+        let ins = site.ins;
+        let q = |s: usize| qword_ptr(tool_area(s)).gs();
+        let t = b.scratch();
+        b.asm().mov(t, ins.ip()).unwrap();
+        b.asm().mov(q(area::LAST_ICALL), t).unwrap();
+        if ins.op0_kind() == OpKind::Register {
+            let Some(n) = shadow::gpr_number(ins.op0_register()) else { return b.release_scratch() };
+            let a = b.asm();
+            a.mov(t, q(slot::ORIGIN_GPR + 8 * n)).unwrap();
+            a.mov(q(area::LAST_ICALL_ORIGIN), t).unwrap();
+            a.mov(q(area::LAST_ICALL_TARGET), rtgrind_jit::instrument::code_asm::get_gpr64(ins.op0_register()).unwrap()).unwrap();
+            a.mov(q(area::LAST_ICALL_SLOT), 0).unwrap();
+        } else if let Some(m) = site.info.used_memory().iter().find(|m| m.access() == OpAccess::Read).copied() {
+            let u = b.scratch();
+            effective_address(b, t, &m, u);
+            let a = b.asm();
+            a.mov(q(area::LAST_ICALL_SLOT), t).unwrap();
+            a.mov(t, qword_ptr(t)).unwrap();
+            a.mov(q(area::LAST_ICALL_TARGET), t).unwrap();
+            a.mov(q(area::LAST_ICALL_ORIGIN), 0).unwrap();
+        }
+        b.release_scratch();
+    }
+
     fn last_indirect(&mut self, pc: u64, b: &mut Inline) {
         if !self.traced() {
             return;
@@ -884,9 +912,39 @@ impl SuppressRun {
     /// A fault (SIGSEGV, SIGBUS, SIGFPE, SIGILL): a jump to no code blames the last indirect
     /// transfer's target; otherwise the address the instruction used (`address_slots`, else its
     /// registers) and a divisor.
+    /// The fault came after the last transfer, an indirect call or jump of the program, went to
+    /// no function's start but into the middle of one (a function pointer overwritten by a
+    /// count: `say + 41`), and control ran on in that function from there: the target is the
+    /// used location (the bytes there decode as anything, and fault on anything).
+    fn astray_call(&mut self, ctx: &mut ThreadContext, pc: u64) -> Option<(String, u64)> {
+        let (icall, target) = (*shadow::word(ctx, area::LAST_ICALL), *shadow::word(ctx, area::LAST_ICALL_TARGET));
+        if icall == 0 || icall != *shadow::word(ctx, area::LAST_IND) || !self.in_main(target) {
+            return None;
+        }
+        let f = self.state.functions.iter().find(|f| (f.0..f.1).contains(&target))?;
+        if f.0 == target || !(target..f.1).contains(&pc) {
+            return None;
+        }
+        Some(self.indirect_target(ctx, icall))
+    }
+
+    /// The target of the last indirect call or jump `icall` (a traced run records it): the
+    /// register it came from, or the memory it was read from.
+    fn indirect_target(&mut self, ctx: &mut ThreadContext, icall: u64) -> (String, u64) {
+        let what = decode(icall).map(|i| fmt(&i)).unwrap_or_default();
+        let target = *shadow::word(ctx, area::LAST_ICALL_TARGET);
+        match *shadow::word(ctx, area::LAST_ICALL_SLOT) {
+            0 => (format!("target of `{what}` at {icall:#x} ({target:#x})"), *shadow::word(ctx, area::LAST_ICALL_ORIGIN)),
+            slot => (format!("target of `{what}` at {icall:#x} ({target:#x}, read at {slot:#x})"), self.origin_at(slot)),
+        }
+    }
+
     fn fault_locations(&mut self, ctx: &mut ThreadContext, sig: i32, addr: u64, mem: &GuestMemory) -> Vec<(String, u64)> {
         let pc = ctx.rip;
         let mut locs = Vec::new();
+        if let Some(target) = self.astray_call(ctx, pc) {
+            return vec![target];
+        }
         let fetch = sig != libc::SIGFPE && (addr == pc || decode(pc).is_none());
         if fetch {
             // Control arrived at an address with no code: the last indirect transfer's
@@ -900,9 +958,8 @@ impl SuppressRun {
                         if *shadow::word(ctx, area::LAST_RET_KEY) != a && icall != 0 {
                             // A return no call made: control had gone astray before,
                             // at the last indirect call or jump.
-                            let o = *shadow::word(ctx, area::LAST_ICALL_ORIGIN);
-                            let what = decode(icall).map(|i| fmt(&i)).unwrap_or_default();
-                            locs.push((format!("target of `{what}` at {icall:#x} (control then reached `ret` at {last:#x}, which no call matched)"), o));
+                            let (what, o) = self.indirect_target(ctx, icall);
+                            locs.push((format!("{what} (control then reached `ret` at {last:#x}, which no call matched)"), o));
                         } else {
                             let what = format!("return address at {a:#x} (used by `{}` at {last:#x})", fmt(&ins));
                             let o = self.origin_at(a);
@@ -1376,14 +1433,8 @@ impl Tool for SuppressRun {
             }
             FlowControl::IndirectBranch | FlowControl::IndirectCall => {
                 self.last_indirect(pc, b);
-                if let Some(n) = (self.traced() && ins.op0_kind() == OpKind::Register).then(|| shadow::gpr_number(ins.op0_register())).flatten() {
-                    let t = b.scratch();
-                    let a = b.asm();
-                    a.mov(t, pc).unwrap();
-                    a.mov(qword_ptr(tool_area(area::LAST_ICALL)).gs(), t).unwrap();
-                    a.mov(t, qword_ptr(tool_area(slot::ORIGIN_GPR + 8 * n)).gs()).unwrap();
-                    a.mov(qword_ptr(tool_area(area::LAST_ICALL_ORIGIN)).gs(), t).unwrap();
-                    b.release_scratch();
+                if self.traced() {
+                    self.record_indirect(site, b);
                 }
                 let mut slots: Vec<usize> = Vec::new();
                 if ins.op0_kind() == OpKind::Register {
