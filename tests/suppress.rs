@@ -843,6 +843,19 @@ fn an_argv_cursor_in_a_register_read_past_its_end_is_found_at_the_read() {
     check_variants("argv_cursor", "take_numbers", &["-s", "10"], None, (3, 3));
 }
 
+/// A library copy of bytes the program made, overflowing one global into the next, a pointer
+/// (issue 21, item 1): the copy keeps the bytes' origin (the loop that filled the source in
+/// bounds, which was blamed before), and its destination lies in another object than the
+/// pointer: the `memcpy`, whole (at -O2 gcc inlines it: the program's own store, same line).
+#[test]
+fn a_library_copy_of_program_made_bytes_over_the_next_global_is_found_at_the_copy() {
+    for err in check_variants("copy_made", "main", &["x"], None, (3, 3)) {
+        let inlined = !err.contains("`memcpy`");
+        assert!(inlined || headline(&err).contains(", inside `memcpy`"), "{err}");
+        assert!(inlined || err.contains("the pointer at 0x"), "{err}");
+    }
+}
+
 /// A use after free through a varargs function (issue 21's tests): the freed block, handed out
 /// again for a handler, gets the varargs' sum added to its first word, the handler's function
 /// pointer; the call through it lands in the middle of a function and runs on until something

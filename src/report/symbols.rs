@@ -11,6 +11,8 @@ pub struct SymbolCache {
 struct FileSyms {
     /// (vaddr, size, name), sorted by vaddr.
     syms: Vec<(u64, u64, String)>,
+    /// Data objects with a size: (vaddr, size).
+    objects: Vec<(u64, u64)>,
     /// Lowest PT_LOAD vaddr (page-aligned): the file's address where its first mapping starts.
     first_vaddr: u64,
     is_dyn: bool,
@@ -25,6 +27,10 @@ fn parse(path: &str) -> Option<FileSyms> {
     let bytes = std::fs::read(path).ok()?;
     let elf = goblin::elf::Elf::parse(&bytes).ok()?;
     let mut syms = Vec::new();
+    let mut objects: Vec<(u64, u64)> =
+        elf.syms.iter().filter(|s| s.st_type() == goblin::elf::sym::STT_OBJECT && s.st_value != 0 && s.st_size > 0).map(|s| (s.st_value, s.st_size)).collect();
+    objects.sort();
+    objects.dedup();
     for (tab, strtab) in [(&elf.syms, &elf.strtab), (&elf.dynsyms, &elf.dynstrtab)] {
         for s in tab.iter() {
             if s.is_function() && s.st_value != 0 {
@@ -44,7 +50,7 @@ fn parse(path: &str) -> Option<FileSyms> {
         .filter(|r| r.r_sym != 0)
         .filter_map(|r| Some((r.r_offset, elf.dynstrtab.get_at(elf.dynsyms.get(r.r_sym)?.st_name)?.to_string())))
         .collect();
-    Some(FileSyms { syms, first_vaddr, is_dyn: elf.header.e_type == goblin::elf::header::ET_DYN, entry: elf.header.e_entry, slots })
+    Some(FileSyms { syms, objects, first_vaddr, is_dyn: elf.header.e_type == goblin::elf::header::ET_DYN, entry: elf.header.e_entry, slots })
 }
 
 impl SymbolCache {
@@ -96,6 +102,12 @@ pub fn functions(path: &str, mem: &GuestMemory) -> Vec<(u64, u64, String)> {
             (s.0 + bias, end + bias, s.2.clone())
         })
         .collect()
+}
+
+/// The data objects (guest range) of the module `path` mapped in `mem`, from its symbols.
+pub fn objects(path: &str, mem: &GuestMemory) -> Vec<(u64, u64)> {
+    let Some((fs, bias)) = mapped(path, mem) else { return Vec::new() };
+    fs.objects.iter().map(|&(a, n)| (a + bias, a + n + bias)).collect()
 }
 
 /// The guest address of function `name` in module `path` mapped in `mem`.

@@ -650,6 +650,27 @@ impl SuppressRun {
         self.copier(ctx, mem, at.saturating_sub(1 << 20), at, o)
     }
 
+    /// Bytes the program made (origin `o`), a pointer `value` that points nowhere, found in a
+    /// data object of the program that holds them under the same origin: a library's copy put
+    /// them there (it keeps their origin) if it was made after them with its destination in
+    /// an object below (the copy overflowed that object into this one; a copy into the object
+    /// itself, a whole struct read back, is faithful and not this): that call.
+    fn copy_over_global(&mut self, ctx: &mut ThreadContext, mem: &GuestMemory, value: u64, o: u64) -> Option<(Copier, u64)> {
+        if !program_bytes(o) || mem.region_at(value).is_some() {
+            return None;
+        }
+        let objects = crate::report::symbols::objects(&self.main_path, mem);
+        let (start, at) = objects.iter().filter(|&&(s, e)| e - s <= 1 << 24).find_map(|&(s, e)| {
+            let bytes = guest_mem::read_vec(s, (e - s) as usize)?;
+            let at = (0..bytes.len().saturating_sub(7)).step_by(8).map(|i| s + i as u64).find(|&a| {
+                let i = (a - s) as usize;
+                u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap()) == value && self.origin_at(a) & !origin::INCOMING == o & !origin::INCOMING
+            })?;
+            Some((s, at))
+        })?;
+        Some((self.copier(ctx, mem, start.saturating_sub(1 << 20), start, o)?, at))
+    }
+
     /// The first of the program's logged calls to a copying function of the C library (named
     /// through the PLT) made after origin `o` with its destination in `[lo, hi)`, the
     /// destination nearest `hi` first (`calls_into`).
@@ -999,7 +1020,12 @@ impl SuppressRun {
                         _ => vec![m.base(), m.index()],
                     };
                     for r in regs {
-                        locs.extend(reg_loc(ctx, &self.prop.sites, r, "address"));
+                        let Some(loc) = reg_loc(ctx, &self.prop.sites, r, "address") else { continue };
+                        let value = shadow::gpr_number(r).map_or(0, |n| ctx.gpr[n]);
+                        match self.copy_over_global(ctx, mem, value, loc.1) {
+                            Some((copier, at)) => self.call_defs.push(copier.def(format!("{}, the pointer at {at:#x}", loc.0))),
+                            None => locs.push(loc),
+                        }
                     }
                 }
             }
