@@ -296,7 +296,9 @@ pub(super) extern "C" fn point_callout(ctx: *mut ThreadContext, arg: u64) {
     let ins = &c.ins;
     let bad_address = address_corrupt(ctx, ins);
     let regs = guest_regs(ctx, c.spilled);
-    corrupt_destinations(ctx, st, ins, !bad_address, &regs);
+    if !string_store(ins) {
+        corrupt_destinations(ctx, st, ins, !bad_address, &regs);
+    }
     // A point of every instance is recorded at the instances it fired at (a few per site):
     // a library's is named by the program's call, and the report names that call, not the
     // first one that reached the instruction.
@@ -311,8 +313,11 @@ pub(super) extern "C" fn point_callout(ctx: *mut ThreadContext, arg: u64) {
     if ins.mnemonic() == Mnemonic::Syscall {
         st.syscall_writes_corrupt = true;
     }
-    // A plain store is not performed; other definitions run and their results are corrupt.
-    if plain_store(ins) {
+    // A plain store is not performed, nor a string store (an inlined copy: all of it);
+    // other definitions run and their results are corrupt.
+    if string_store(ins) {
+        skip_string_store(ctx, st, ins, &regs);
+    } else if plain_store(ins) {
         go_on_at(ctx, st, ins.next_ip());
     }
 }
@@ -406,18 +411,36 @@ pub(super) extern "C" fn call_store_callout(ctx: *mut ThreadContext, arg: u64) {
     }
     st.count("stores of a suppressed call");
     if string {
-        st.mem().set_range(ea, len.min(1 << 30), 1);
-        ctx.callout_regs[7] = ea.wrapping_add(len);
-        if matches!(ins.mnemonic(), Mnemonic::Movsb | Mnemonic::Movsw | Mnemonic::Movsd | Mnemonic::Movsq) {
-            ctx.callout_regs[6] = regs[6].wrapping_add(len);
-        }
-        if ins.has_rep_prefix() {
-            ctx.callout_regs[1] = 0;
-        }
+        skip_string_store(ctx, st, ins, &regs);
     } else {
         corrupt_destinations(ctx, st, ins, true, &regs);
+        go_on_at(ctx, st, ins.next_ip());
+    }
+}
+
+/// A `movs` or `stos` (`rep` or not) is not made: what it would have written, `[rdi, rdi +
+/// len)`, is corrupt and keeps its last definition, and its registers move on as if it had
+/// run (forward: the C library's and the compilers' copies clear the direction flag).
+fn skip_string_store(ctx: &mut ThreadContext, st: &mut State, ins: &Instruction, regs: &[u64; 16]) {
+    let size = u64::from(ins.memory_size().size().max(1) as u32);
+    let len = if ins.has_rep_prefix() { regs[1] } else { 1 }.saturating_mul(size);
+    st.mem().set_range(regs[7], len.min(1 << 30), 1);
+    ctx.callout_regs[7] = regs[7].wrapping_add(len);
+    if matches!(ins.mnemonic(), Mnemonic::Movsb | Mnemonic::Movsw | Mnemonic::Movsd | Mnemonic::Movsq) {
+        ctx.callout_regs[6] = regs[6].wrapping_add(len);
+    }
+    if ins.has_rep_prefix() {
+        ctx.callout_regs[1] = 0;
     }
     go_on_at(ctx, st, ins.next_ip());
+}
+
+/// A string store: `movs` or `stos`.
+fn string_store(ins: &Instruction) -> bool {
+    matches!(
+        ins.mnemonic(),
+        Mnemonic::Movsb | Mnemonic::Movsw | Mnemonic::Movsd | Mnemonic::Movsq | Mnemonic::Stosb | Mnemonic::Stosw | Mnemonic::Stosd | Mnemonic::Stosq
+    )
 }
 
 /// Bytes an instruction's memory destination covers.

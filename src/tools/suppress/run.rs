@@ -650,25 +650,40 @@ impl SuppressRun {
         self.copier(ctx, mem, at.saturating_sub(1 << 20), at, o)
     }
 
-    /// Bytes the program made (origin `o`), a pointer `value` that points nowhere, found in a
-    /// data object of the program that holds them under the same origin: a library's copy put
-    /// them there (it keeps their origin) if it was made after them with its destination in
-    /// an object below (the copy overflowed that object into this one; a copy into the object
-    /// itself, a whole struct read back, is faithful and not this): that call.
+    /// A pointer `value` that points nowhere, defined in the program (origin `o`; through a
+    /// library's varargs its origin may have mixed with others'), found in a data object of
+    /// the program or a block of the heap as bytes the program made: a library's copy put them
+    /// there (it keeps their origin) if it was made after them with its destination in the
+    /// object just below (the copy overflowed that object into this one; a copy into the object
+    /// itself, a whole struct read back, is faithful and not this): that call, and where the
+    /// bytes are.
     fn copy_over_global(&mut self, ctx: &mut ThreadContext, mem: &GuestMemory, value: u64, o: u64) -> Option<(Copier, u64)> {
-        if !program_bytes(o) || mem.region_at(value).is_some() {
+        if !origin::in_main(o) || mem.region_at(value).is_some() {
             return None;
         }
+        // The first aligned word of `[s, e)` holding `value` as bytes the program made.
+        let holding = |me: &mut Self, s: u64, e: u64| -> Option<(u64, u64)> {
+            let bytes = guest_mem::read_vec(s, e.saturating_sub(s).min(1 << 26) as usize)?;
+            let words = (0..bytes.len().saturating_sub(7)).step_by(8);
+            words.map(|i| (s + i as u64, u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap()))).find_map(|(a, v)| {
+                let made = me.origin_at(a);
+                (v == value && program_bytes(made)).then_some((a, made))
+            })
+        };
+        // The object holding them, and the one just below it, which the copy's destination
+        // must be in (it ran out of that one into this one).
         let objects = crate::report::symbols::objects(&self.main_path, mem);
-        let (start, at) = objects.iter().filter(|&&(s, e)| e - s <= 1 << 24).find_map(|&(s, e)| {
-            let bytes = guest_mem::read_vec(s, (e - s) as usize)?;
-            let at = (0..bytes.len().saturating_sub(7)).step_by(8).map(|i| s + i as u64).find(|&a| {
-                let i = (a - s) as usize;
-                u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap()) == value && self.origin_at(a) & !origin::INCOMING == o & !origin::INCOMING
-            })?;
-            Some((s, at))
-        })?;
-        Some((self.copier(ctx, mem, start.saturating_sub(1 << 20), start, o)?, at))
+        let mut found = objects.iter().enumerate().find_map(|(i, &(s, e))| Some((i.checked_sub(1).map(|j| objects[j].0)?, s, holding(self, s, e)?)));
+        if found.is_none() {
+            // In the heap: the object is the chunk (the walk's last, where it went astray on a
+            // header the copy overwrote, included); the one below, the chunk before.
+            let (at, made) = holding(self, mem.brk_start, mem.brk_cur)?;
+            let chunks = heap_walk(mem).0;
+            let i = chunks.iter().rposition(|&c| c <= at)?;
+            found = Some((chunks.get(i.checked_sub(1)?)? + 16, chunks[i], (at, made)));
+        }
+        let (below, start, (at, made)) = found?;
+        Some((self.copier(ctx, mem, below, start, made)?, at))
     }
 
     /// The first of the program's logged calls to a copying function of the C library (named
