@@ -37,11 +37,11 @@ for b in copy_paste stack_smash local_pointer global_overflow heap_overflow smal
     null_return use_after_free two_inputs pipe_copy assert_fail status_flag thread_overflow stalled_poll unset_base \
     strcpy_into_pointer long_smash double_free_early_return free_of_stack sscanf_smash sscanf_call_sites strcat_loop \
     pointer_and_index index_from_input leftover_file smash_by argv_past_end memcpy_neighbour global_off_by_one memset_pointer \
-    escape_concat adjacent_ints adjacent_locals double_free_kinds argv_cursor smash_made unset_by_parser uaf_varargs; do
+    escape_concat adjacent_ints adjacent_locals double_free_kinds argv_cursor smash_made unset_by_parser uaf_varargs copy_made; do
     build $b $b $O0 -w
 done
 build stack_smash stack_canary -g -O0 -fstack-protector-strong
-for b in global_overflow heap_overflow pipe_copy escape_concat argv_cursor double_free_kinds unset_by_parser uaf_varargs; do build $b ${b}_o2 $O2; done
+for b in global_overflow heap_overflow pipe_copy escape_concat argv_cursor double_free_kinds unset_by_parser uaf_varargs copy_made; do build $b ${b}_o2 $O2; done
 
 A() { printf "%${1}s" | tr ' ' A; }
 echo "| bug | runs | time | traced again | reported first point of memory corruption |"
@@ -104,3 +104,6 @@ row "unset_by_parser (the suppressed parse leaves a name NULL)" "" -- "$dir/unse
 row "unset_by_parser, -O2" "" -- "$dir/unset_by_parser_o2" -s
 row "uaf_varargs (a use after free through a varargs function)" "" -- "$dir/uaf_varargs" x
 row "uaf_varargs, -O2" "" -- "$dir/uaf_varargs_o2" x
+row "copy_made (memcpy of program-made bytes over the next global)" "" -- "$dir/copy_made" x
+row "copy_made, the next heap block" "" -- "$dir/copy_made" x heap
+row "copy_made, the next heap block, -O2 (an inlined rep movsd)" "" -- "$dir/copy_made_o2" x heap
