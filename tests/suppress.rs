@@ -652,9 +652,16 @@ fn a_double_free_of_a_fast_merged_or_mmapped_block_is_found_at_the_first_free() 
     }
 }
 
-/// A free of a stack buffer (issue 21, item 3): the pointer passed is what the abort used.
+/// A free of a stack buffer (issue 21, item 3): the pointer passed is what the abort used,
+/// every build. At -O2 the pointer lives in a register, made by `mov rbx, rsp` (the stack
+/// pointer copied is the address of a local, made there); suppressing it leaves rbx corrupt
+/// through the calls that save and restore it, and the function vfprintf leaves early gives it
+/// back as corrupt as it was.
 #[test]
 fn a_free_of_stack_memory_is_found_where_the_pointer_was_set() {
+    for err in check_variants("free_of_stack", "main", &["bob"], None, (3, 3)) {
+        assert!(err.contains("it used first argument of the call returning to"), "{err}");
+    }
     let exe = bug("free_of_stack", "free_of_stack", &|s| s);
     let out = run_rtgrind(["--tool=suppress"], &Cmd::new(&exe).arg("bob"));
     let err = out.stderr_str();

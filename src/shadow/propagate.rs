@@ -552,6 +552,9 @@ pub struct Policy {
     /// The instance the program's own code starts at (a power of two): origins below it are
     /// the loader's (see `undefined_takes_address`).
     pub first_instance: u64,
+    /// The C runtime's start-up code in the program (the entry point's function): its copy of
+    /// the stack pointer passes the loader's argv on, it makes no local's address.
+    pub startup: (u64, u64),
 }
 
 impl Policy {
@@ -562,6 +565,16 @@ impl Policy {
 
 /// Bit of an origin saying its site is in the main program (`Sites` numbers those apart).
 const MAIN_SITE_BIT: u32 = origin::SITE_SHIFT + 19;
+
+/// `mov r, rsp` into a general register other than the frame pointer.
+fn copies_stack_pointer(ins: &Instruction) -> bool {
+    ins.mnemonic() == Mnemonic::Mov
+        && ins.op0_kind() == OpKind::Register
+        && ins.op0_register().is_gpr64()
+        && !matches!(ins.op0_register(), Register::RSP | Register::RBP)
+        && ins.op1_kind() == OpKind::Register
+        && ins.op1_register() == Register::RSP
+}
 
 /// A store into the frame of the code running (through the stack pointer): with a
 /// [`Policy`], a library's such store is a save or spill that moves a value without defining it.
@@ -1111,13 +1124,23 @@ impl Propagation {
         }
         let known_bits = self.known;
         let known = |s: usize| known_bits & Self::known_bit(s) != 0;
+        let stack_address = policy.is_some_and(|p| p.is_main(ins.ip()) && !(p.startup.0..p.startup.1).contains(&ins.ip())) && copies_stack_pointer(ins);
         let nonzero = match class {
+            _ if stack_address => true,
             Class::Swap => false,
             Class::Zero => policy.is_some(),
             Class::Copy => (o.src_regs.is_empty() && o.src_mem.is_empty() && policy.is_some()) || o.src_regs.first().is_some_and(|&s| known(origin_slot(s))),
             Class::Call | Class::Compute => true,
         };
         match class {
+            // The stack pointer copied into another register by the program is the address of
+            // a local made here (`name = small`, kept in a register at -O2), as storing it would
+            // define the location; the stack pointer's own origin, the frame's set-up, names
+            // nothing a crash can blame.
+            Class::Copy if stack_address => {
+                self.define_here(b, r, here);
+                b.asm().mov(r.acc, r.t).unwrap();
+            }
             Class::Swap => {
                 let (Some(x), Some(y)) = (Reg::of(ins.op0_register(), false), Reg::of(ins.op1_register(), false)) else { return false };
                 let a = b.asm();

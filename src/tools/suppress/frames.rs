@@ -9,7 +9,8 @@ use crate::shadow;
 use rtgrind_jit::ThreadContext;
 
 /// Return-address table: entry (128 bytes) = stack slot of the return address, return
-/// address, origin of rdi at the call, rbx, rbp, r12-r15 at the call, rdi at the call;
+/// address, origin of rdi at the call, rbx, rbp, r12-r15 at the call, rdi at the call, and
+/// once points fired the corrupt masks of rbx, rbp, r12-r15 at the call;
 /// indexed by the slot's low 16 bits. A call fills its entry; nothing
 /// pops it, so `longjmp` and exceptions need no care, and an entry is trusted only if it names
 /// the slot asked about.
@@ -17,6 +18,9 @@ pub(super) const TABLE_BYTES: usize = (1 << 16) / 8 * ENTRY_BYTES;
 pub(super) const ENTRY_BYTES: usize = 128;
 
 pub(super) const CALLEE_SAVED: [usize; 6] = [3, 5, 12, 13, 14, 15]; // rbx rbp r12-r15
+/// Words of an entry in use; the callee-saved registers' masks from word `MASKS`.
+pub(super) const ENTRY_WORDS_USED: usize = 16;
+pub(super) const MASKS: usize = 10;
 
 /// Active frames of the thread from its return-address table: (return-address slot, return
 /// address, rdi's origin at the call), innermost first.
@@ -25,15 +29,15 @@ pub(super) fn frames(ctx: &mut ThreadContext, rsp: u64) -> Vec<(u64, u64, u64)> 
 }
 
 /// The live entries of the thread's table (see `TABLE_BYTES`), innermost first.
-pub(super) fn frame_entries(ctx: &mut ThreadContext, rsp: u64) -> Vec<[u64; 10]> {
+pub(super) fn frame_entries(ctx: &mut ThreadContext, rsp: u64) -> Vec<[u64; ENTRY_WORDS_USED]> {
     let table = *shadow::word(ctx, area::RET_TABLE);
     if table == 0 {
         return Vec::new();
     }
     // SAFETY: the table is this thread's, TABLE_BYTES long, allocated in `init_table`.
     let words = unsafe { std::slice::from_raw_parts(table as *const u64, TABLE_BYTES / 8) };
-    let mut out: Vec<[u64; 10]> =
-        words.chunks(ENTRY_BYTES / 8).filter(|e| e[0] >= rsp && e[0] < rsp + (64 << 20)).map(|e| e[..10].try_into().unwrap()).collect();
+    let mut out: Vec<[u64; ENTRY_WORDS_USED]> =
+        words.chunks(ENTRY_BYTES / 8).filter(|e| e[0] >= rsp && e[0] < rsp + (64 << 20)).map(|e| e[..ENTRY_WORDS_USED].try_into().unwrap()).collect();
     out.sort();
     // Live if the slot still holds the return address: the stack read once, not per entry.
     let top = out.last().map_or(rsp, |e| e[0] + 8);
@@ -142,7 +146,8 @@ pub(super) fn return_corrupt(ctx: &mut ThreadContext) -> bool {
     for (k, &r) in CALLEE_SAVED.iter().enumerate() {
         ctx.callout_regs[r] = e[3 + k];
         ctx.tool_spill[r] = e[3 + k];
-        *shadow::gpr(ctx, r) = 0;
+        // Corrupt as it was (a pointer to a local whose making was suppressed stays so).
+        *shadow::gpr(ctx, r) = e[MASKS + k];
     }
     *shadow::gpr(ctx, 0) = 0xff;
     *shadow::word(ctx, area::REDIRECT) = ret;

@@ -13,7 +13,7 @@
 use super::area;
 use super::frames::{
     call_sites_between, calls_into, calls_with, frame_entries, init_call_log, init_table, logged_call, logged_ordinals, CALLEE_SAVED, CALL_LOG_ENTRY,
-    CALL_LOG_WRAP_BIT,
+    CALL_LOG_WRAP_BIT, ENTRY_WORDS_USED, MASKS,
 };
 use super::guards::{call_store_callout, guard_callout, hit, plain_store_of, point_callout, Guard, GuardKind, PointCheck, State};
 use super::ordinals;
@@ -411,6 +411,13 @@ impl SuppressRun {
         for (k, &r) in CALLEE_SAVED.iter().enumerate() {
             store_guest(a, r, (24 + 8 * k) as i32);
         }
+        if self.state.armed {
+            // Their corrupt masks, for a function left early (`return_corrupt`).
+            for (k, &r) in CALLEE_SAVED.iter().enumerate() {
+                a.mov(s1, qword_ptr(tool_area(shadow::gpr_slot(r))).gs()).unwrap();
+                a.mov(qword_ptr(s2 + (8 * (MASKS + k)) as i32), s1).unwrap();
+            }
+        }
         for r in ARG_REGS.into_iter().filter(|_| traced) {
             a.or(qword_ptr(tool_area(slot::ORIGIN_GPR + 8 * r)).gs(), origin::INCOMING as i32).unwrap();
         }
@@ -710,7 +717,7 @@ impl SuppressRun {
     /// that call, with no allocation by the program between (the block freed twice): that
     /// earlier call, whole, as the definition. (Otherwise the block may have been allocated
     /// again at the same address, or have two owners: not this.)
-    fn freed_before(&mut self, ctx: &mut ThreadContext, mem: &GuestMemory, e: [u64; 10]) -> Option<CallDef> {
+    fn freed_before(&mut self, ctx: &mut ThreadContext, mem: &GuestMemory, e: [u64; ENTRY_WORDS_USED]) -> Option<CallDef> {
         let (ret, arg_origin, p) = (e[1], e[2], e[9]);
         let frees = |name: &str| FREES.contains(&name);
         let callees = self.callees(mem)?;
@@ -869,7 +876,7 @@ impl SuppressRun {
     /// metadata was overwritten (by an overflow) or the block was freed before (a double free:
     /// the earlier `free` wrote them), whatever glibc then did with it. Some: the locations
     /// (none where a whole call is the definition, in `call_defs`).
-    fn heap_block_locations(&mut self, ctx: &mut ThreadContext, sig: i32, mem: &GuestMemory, e: [u64; 10]) -> Option<Vec<(String, u64)>> {
+    fn heap_block_locations(&mut self, ctx: &mut ThreadContext, sig: i32, mem: &GuestMemory, e: [u64; ENTRY_WORDS_USED]) -> Option<Vec<(String, u64)>> {
         let mut locs = Vec::new();
         // A block the program freed before from the same definition, freed again: the
         // first free, whatever glibc did with the block (cached it, put it in a fast bin,
@@ -1051,7 +1058,7 @@ impl SuppressRun {
     /// An abort (glibc's heap checks, failed assertions): a heap header a walk goes astray at,
     /// the pointer passed to the program's innermost library call, or what the program last
     /// decided on. Err: the locations, final (no filter after).
-    fn abort_locations(&mut self, ctx: &mut ThreadContext, mem: &GuestMemory, innermost: Option<[u64; 10]>) -> Result<Locations, Locations> {
+    fn abort_locations(&mut self, ctx: &mut ThreadContext, mem: &GuestMemory, innermost: Option<[u64; ENTRY_WORDS_USED]>) -> Result<Locations, Locations> {
         let mut locs = Vec::new();
         // A call the program's last branch jumps over is that branch's failure path
         // (`assert`, the stack protector's `__stack_chk_fail`): what was decided on.
@@ -1607,11 +1614,12 @@ impl ToolRun for SuppressRun {
         self.init_thread(ctx);
         let (path, main) = super::super::main_module(mem, &self.program);
         self.state.main = main;
-        self.prop.policy = Some(Policy { main, call_word: Some(area::CALL_WORD), first_instance: ENTRY_INSTANCE });
         self.prop.sites.main = Some(main);
         self.entry = crate::report::symbols::entry_address(&path, mem);
         self.main_path = path.clone();
         let functions = crate::report::symbols::functions(&path, mem);
+        let startup = self.entry.and_then(|e| functions.iter().find(|f| (f.0..f.1).contains(&e))).map_or((0, 0), |f| (f.0, f.1));
+        self.prop.policy = Some(Policy { main, call_word: Some(area::CALL_WORD), first_instance: ENTRY_INSTANCE, startup });
         self.state.functions = functions.iter().map(|f| (f.0, f.1)).collect();
         // The C runtime's code in the program (start-up, destructors) decides nothing the
         // program's author wrote.
