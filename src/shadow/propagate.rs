@@ -1537,7 +1537,7 @@ impl Propagation {
 
     /// With a policy: a load from memory nobody defined takes the origin of its address (the
     /// index register's, else the base's; not the stack or frame pointer's), or is defined
-    /// here if the address is the loader's too (made before the program's first instance,
+    /// here if the address is a global's (RIP-relative) or the loader's too (made before the program's first instance,
     /// `Policy::first_instance`: argv stepped past its end in a register, where `-O0` would
     /// have stored the step). Only for pointer-sized loads into general registers in the
     /// program: library copies (memcpy's vector loads of input bytes) must keep "no
@@ -1549,6 +1549,14 @@ impl Propagation {
             m.index()
         } else if usable(m.base()) {
             m.base()
+        } else if m.base() == Register::RIP || (m.base() == Register::None && m.index() == Register::None) {
+            // A global nobody wrote (a pointer left zero on this path): no register names how
+            // it was chosen, so the load defines it, as -O0's `add rax, 16` on it would.
+            self.define_here(b, r, here);
+            let a = b.asm();
+            a.test(r.m, r.m).unwrap();
+            a.cmovz(r.m, r.t).unwrap();
+            return;
         } else {
             return;
         };

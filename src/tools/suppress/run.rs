@@ -1770,6 +1770,9 @@ impl ToolRun for SuppressRun {
     }
 
     fn fini(&mut self, _report: &mut Reporter, mem: &GuestMemory) {
+        // (The segment translated last, the failure's perhaps, is closed at the next block's
+        // translation: none came.)
+        self.segments.close();
         let mut lines = SourceLines::default();
         let mut out = Outcome::default();
         if let Some(Failed { signal, pc, instance, used, what, stack }) = self.crash.take() {
