@@ -211,9 +211,10 @@ pub fn record(b: &mut Inline, id: u32) {
 
 /// The ordinal of the execution of `pc` at block instance `instance` by the thread whose
 /// table is `table`: how many times the thread ran `pc` up to then. None if a segment holding
-/// it no longer keeps that instance (or never did). `continued(start, instance)`: whether the
-/// thread's entry of a segment is no execution of its own (see `State::continued`).
-pub fn ordinal(segments: &Segments, table: u64, pc: u64, instance: u64, continued: &dyn Fn(u64, u64) -> bool) -> Option<u64> {
+/// it no longer keeps that instance (or never did). `continued`: the thread's entries of
+/// segments that are no executions of their own, as (segment start, block instance) (see
+/// `State::continued`).
+pub fn ordinal(segments: &Segments, table: u64, pc: u64, instance: u64, continued: &std::collections::HashSet<(u64, u64)>) -> Option<u64> {
     let ids = segments.holding(pc)?;
     let (mut total, mut found) = (0u64, false);
     let mut upto: Vec<u64> = Vec::new();
@@ -225,11 +226,12 @@ pub fn ordinal(segments: &Segments, table: u64, pc: u64, instance: u64, continue
         let n = rec[0];
         let kept = n.min(RING as u64);
         let mut after = 0;
+        // Entries that are no executions of their own: the count goes back by all of them
+        // (those the ring no longer keeps came before the definition, see below).
+        total = total.wrapping_sub(continued.iter().filter(|c| c.0 == start).count() as u64);
         for j in n + 1 - kept..=n {
             let inst = origin::instance(rec[1 + (j % RING as u64) as usize]);
-            if continued(start, inst) {
-                // Not an execution of its own: the count goes back.
-                total = total.wrapping_sub(1);
+            if continued.contains(&(start, inst)) {
                 continue;
             }
             if inst > instance {
@@ -250,4 +252,48 @@ pub fn ordinal(segments: &Segments, table: u64, pc: u64, instance: u64, continue
     upto.sort_unstable();
     upto.dedup();
     (found && total >= all - upto.len() as u64).then(|| total - (all - upto.len() as u64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Ordinals from segment rings: a segment entered 300 times (block instances 10, 20, ...),
+    /// twice skipped into mid-way (the blocks the run went on in hold the second instruction
+    /// too, at the same instances, as no execution of their own); the 256 kept entries tell
+    /// the recent executions exactly, and older ones are unknown.
+    #[test]
+    fn executions_are_counted_from_the_rings_and_continuations_count_back() {
+        let mut segments = Segments::default();
+        for start in [0x1000, 0x1004] {
+            segments.start(start);
+            for pc in (start..0x1008).step_by(4) {
+                segments.insn(pc);
+            }
+        }
+        segments.close();
+        let mut table = vec![0u64; 2 * RECORD_WORDS];
+        let mut enter = |id: usize, instance: u64| {
+            let rec = &mut table[id * RECORD_WORDS..(id + 1) * RECORD_WORDS];
+            rec[0] += 1;
+            rec[1 + (rec[0] % RING as u64) as usize] = origin::thread_bits(0) | instance << origin::INSTANCE_SHIFT;
+        };
+        let mut continued = std::collections::HashSet::new();
+        for e in 1..=300u64 {
+            enter(0, 10 * e);
+            if e == 5 || e == 290 {
+                enter(1, 10 * e);
+                continued.insert((0x1004, 10 * e));
+            }
+        }
+        let at = |pc: u64, instance: u64| ordinal(&segments, table.as_ptr() as u64, pc, instance, &continued);
+        assert_eq!(at(0x1004, 2950), Some(295));
+        assert_eq!(at(0x1004, 2900), Some(290));
+        assert_eq!(at(0x1000, 3000), Some(300));
+        // Executions 1-44 fell out of the first segment's ring.
+        assert_eq!(at(0x1004, 50), None);
+        assert_eq!(at(0x1004, 450), Some(45));
+        // An instance no execution had.
+        assert_eq!(at(0x1000, 2955), None);
+    }
 }

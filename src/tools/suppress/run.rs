@@ -664,7 +664,7 @@ impl SuppressRun {
     /// object just below (the copy overflowed that object into this one; a copy into the object
     /// itself, a whole struct read back, is faithful and not this): that call, and where the
     /// bytes are.
-    fn copy_over_global(&mut self, ctx: &mut ThreadContext, mem: &GuestMemory, value: u64, o: u64) -> Option<(Copier, u64)> {
+    fn copy_out_of_object_below(&mut self, ctx: &mut ThreadContext, mem: &GuestMemory, value: u64, o: u64) -> Option<(Copier, u64)> {
         if !origin::in_main(o) || mem.region_at(value).is_some() {
             return None;
         }
@@ -1044,7 +1044,7 @@ impl SuppressRun {
                     for r in regs {
                         let Some(loc) = reg_loc(ctx, &self.prop.sites, r, "address") else { continue };
                         let value = shadow::gpr_number(r).map_or(0, |n| ctx.gpr[n]);
-                        match self.copy_over_global(ctx, mem, value, loc.1) {
+                        match self.copy_out_of_object_below(ctx, mem, value, loc.1) {
                             Some((copier, at)) => self.call_defs.push(copier.def(format!("{}, the pointer at {at:#x}", loc.0))),
                             None => locs.push(loc),
                         }
@@ -1223,7 +1223,7 @@ impl SuppressRun {
     /// The ordinal of `thread`'s execution of `pc` at block instance `block` (`ordinals`).
     fn ordinal(&self, thread: u64, pc: u64, block: u64) -> Option<u64> {
         let &(_, table) = self.state.rings.iter().find(|r| r.0 == thread)?;
-        let continued = |start: u64, instance: u64| self.state.continued.contains(&(thread, start, instance));
+        let continued = self.state.continued.iter().filter(|c| c.0 == thread).map(|c| (c.1, c.2)).collect();
         ordinals::ordinal(&self.segments, table, pc, block, &continued)
     }
 
