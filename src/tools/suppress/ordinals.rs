@@ -217,7 +217,6 @@ pub fn record(b: &mut Inline, id: u32) {
 pub fn ordinal(segments: &Segments, table: u64, pc: u64, instance: u64, continued: &std::collections::HashSet<(u64, u64)>) -> Option<u64> {
     let ids = segments.holding(pc)?;
     let (mut total, mut found) = (0u64, false);
-    let mut upto: Vec<u64> = Vec::new();
     for &id in ids {
         let start = segments.starts[id as usize];
         // SAFETY: `table` is the thread's table (`init_rings`), SEGMENTS records long, and ids
@@ -237,7 +236,6 @@ pub fn ordinal(segments: &Segments, table: u64, pc: u64, instance: u64, continue
             if inst > instance {
                 after += 1;
             } else {
-                upto.push(inst);
                 found |= inst == instance;
             }
         }
@@ -247,11 +245,9 @@ pub fn ordinal(segments: &Segments, table: u64, pc: u64, instance: u64, continue
         }
         total = total.wrapping_add(n - after);
     }
-    // The same execution entered two segments holding `pc` (one continues the other).
-    let all = upto.len() as u64;
-    upto.sort_unstable();
-    upto.dedup();
-    (found && total >= all - upto.len() as u64).then(|| total - (all - upto.len() as u64))
+    // (An execution enters one segment holding `pc`: a block that goes on with one is noted
+    // as continued and counted back above.)
+    found.then_some(total)
 }
 
 #[cfg(test)]
