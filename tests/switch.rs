@@ -331,16 +331,19 @@ fn the_report_goes_to_the_log_file() {
 
 /// Two reads of standard input with branches between them (issue 21, items 8 and 10): every
 /// forked child reads the second four bytes as the original run did, so no switch looks
-/// critical; the fork search and re-execution agree, every time (a child sharing its parent's
+/// critical; the fork search and re-execution agree, every time and from any directory (a child sharing its parent's
 /// offset read other bytes, and the answer depended on which process read first).
 #[test]
 fn forked_children_read_standard_input_from_the_offset_at_the_fork() {
     let dir = crate::common::scratch_dir("switch-two-reads");
     let file = dir.join("expected");
     std::fs::write(&file, "2\n").unwrap();
-    let cmd = Cmd::new(program("two_reads")).stdin("xaxb!zzz");
+    let exe = program("two_reads");
+    // From two directories (their paths' lengths move the stack natively).
+    let other = crate::common::scratch_dir("switch-two-reads-from-a-directory-with-a-much-longer-name");
     let mut reports = Vec::new();
-    for fork in ["--fork=yes", "--fork=no", "--fork=yes", "--fork=yes", "--fork=yes", "--fork=yes"] {
+    for (i, fork) in ["--fork=yes", "--fork=no", "--fork=yes", "--fork=yes", "--fork=yes", "--fork=yes"].into_iter().enumerate() {
+        let cmd = Cmd::new(&exe).stdin("xaxb!zzz").cwd(if i % 2 == 0 { &dir } else { &other });
         let out = run_rtgrind(["--tool=switch", &format!("--expected-output={}", file.display()), fork], &cmd);
         let err = out.stderr_str();
         assert_eq!(out.status.code(), Some(2), "{fork}: {}", out.describe());
