@@ -41,7 +41,8 @@ for b in copy_paste stack_smash local_pointer global_overflow heap_overflow smal
     build $b $b $O0 -w
 done
 build stack_smash stack_canary -g -O0 -fstack-protector-strong
-for b in global_overflow heap_overflow pipe_copy escape_concat argv_cursor double_free_kinds unset_by_parser uaf_varargs copy_made; do build $b ${b}_o2 $O2; done
+for b in global_overflow heap_overflow pipe_copy escape_concat argv_cursor double_free_kinds unset_by_parser uaf_varargs copy_made \
+    use_after_free pointer_and_index; do build $b ${b}_o2 $O2; done
 
 A() { printf "%${1}s" | tr ' ' A; }
 echo "| bug | runs | time | traced again | reported first point of memory corruption |"
@@ -57,6 +58,7 @@ row "small_alloc" "" -- "$dir/small_alloc" 20
 row "double_free" "" -- "$dir/double_free" x
 row "null_return" "" -- "$dir/null_return" three
 row "use_after_free" "" -- "$dir/use_after_free" x
+row "use_after_free, -O2" "" -- "$dir/use_after_free_o2" x
 row "two_inputs, 13 characters" "" -- "$dir/two_inputs" "$(A 13)"
 row "two_inputs, 23 characters" "" -- "$dir/two_inputs" "$(A 23)"
 row "pipe_copy (memcpy and a pipe)" "" -- "$dir/pipe_copy" "$(A 23)"
@@ -77,6 +79,7 @@ row "sscanf_call_sites" "" -- "$dir/sscanf_call_sites" "$(A 20)" "$(A 20)"
 row "strcat_loop, 40 characters (every call from the line)" "" -- "$dir/strcat_loop" "$(A 40)"
 row "strcat_loop, 80 characters (top chunk)" "" -- "$dir/strcat_loop" "$(A 80)"
 row "pointer_and_index, 8" "" -- "$dir/pointer_and_index" 8
+row "pointer_and_index, 8, -O2" "" -- "$dir/pointer_and_index_o2" 8
 row "index_from_input" "" -- "$dir/index_from_input" 100000000
 (mkdir "$dir/cwd" && cd "$dir/cwd" && row "leftover_file (leaves a file, lists its directory)" "" -- "$dir/leftover_file" "$(A 20)")
 mkdir "$dir/elsewhere"
