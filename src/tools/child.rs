@@ -45,18 +45,21 @@ pub fn capture_stdin(dir: &Path) -> std::io::Result<PathBuf> {
     Ok(path)
 }
 
-/// The process group of the run under way (0: none), for `stop_runs`.
-static RUNNING: AtomicI32 = AtomicI32::new(0);
+/// The process groups of the runs under way (0: a free slot), for `stop_runs`; a batch of a
+/// search runs several at once.
+static RUNNING: [AtomicI32; 64] = [const { AtomicI32::new(0) }; 64];
 
-/// On SIGINT, SIGTERM or SIGHUP to the search: the run under way is in a process group of its
+/// On SIGINT, SIGTERM or SIGHUP to the search: each run under way is in a process group of its
 /// own (so a terminal's Ctrl-C does not reach it), so it is killed here, then the search dies
 /// of the signal as it would have.
 extern "C" fn stop_runs(sig: libc::c_int) {
-    let group = RUNNING.load(Ordering::SeqCst);
     // SAFETY: kill, signal and raise are async-signal-safe; they act on our own processes.
     unsafe {
-        if group > 0 {
-            libc::kill(-group, libc::SIGKILL);
+        for slot in &RUNNING {
+            let group = slot.load(Ordering::SeqCst);
+            if group > 0 {
+                libc::kill(-group, libc::SIGKILL);
+            }
         }
         libc::signal(sig, libc::SIG_DFL);
         libc::raise(sig);
@@ -93,7 +96,10 @@ pub fn run(args: &[std::ffi::OsString], stdout: &Path, stderr: &Path, limit: Opt
         .stdout(std::fs::File::create(stdout)?)
         .stderr(std::fs::File::create(stderr)?)
         .spawn()?;
-    RUNNING.store(child.id() as i32, Ordering::SeqCst);
+    // (With every slot taken, which a batch of more than 64 runs at once would need, a run
+    // is not killed by a signal to the search; its time limit still ends it.)
+    let id = child.id() as i32;
+    let slot = RUNNING.iter().find(|s| s.compare_exchange(0, id, Ordering::SeqCst, Ordering::SeqCst).is_ok());
     let ended = loop {
         if let Some(s) = child.try_wait()? {
             break Some((s, start.elapsed()));
@@ -106,7 +112,9 @@ pub fn run(args: &[std::ffi::OsString], stdout: &Path, stderr: &Path, limit: Opt
         }
         std::thread::sleep(Duration::from_millis(2));
     };
-    RUNNING.store(0, Ordering::SeqCst);
+    if let Some(s) = slot {
+        s.store(0, Ordering::SeqCst);
+    }
     Ok(ended)
 }
 

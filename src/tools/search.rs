@@ -3,6 +3,11 @@
 //! mode and its seed, what runs leave in the working directory (`child::Leftovers`), the run
 //! count, and the limits calibrated once on the first run (wall time and blocks). A run is
 //! rtgrind with the search's options for it, on the program; it ends as a typed [`RunOutcome`].
+//! A search is a type ([`Search`]) that, given the outcomes of the runs it asked for last, says
+//! what to run next ([`Step`]) or that it is done; [`Runner::drive`] makes the runs (several at
+//! once when the search says they are independent: `--jobs`), shows progress, and hands the
+//! outcomes back in the order asked, so no answer depends on which run finished first. The
+//! repeat check compares two runs' [`Failure`]s, named fields each search fills in.
 //! Suppress and switch run on it; what a run's tool writes back (a plan's outcome, a trace) is
 //! the search's own.
 
@@ -75,6 +80,63 @@ pub struct Limits {
     pub count_blocks: bool,
 }
 
+/// A run a search asks for: rtgrind's tool arguments for it and its limits.
+#[derive(Clone, Debug, Default)]
+pub struct Request {
+    pub args: Vec<OsString>,
+    pub limits: Limits,
+    /// The progress line while it runs (on a terminal).
+    pub progress: String,
+}
+
+/// What a search does next.
+pub enum Step<V> {
+    Run(Request),
+    /// Runs that do not depend on each other (nor on what the others leave in the working
+    /// directory): made up to `jobs` at a time, their outcomes handed back in this order.
+    Batch(Vec<Request>),
+    Done(V),
+}
+
+/// A run made, as the search gets it back.
+pub struct Ran {
+    /// Its number in the search (from 1): its files are `stdout-N`, `stderr-N`, `log-N`.
+    pub number: u32,
+    pub outcome: std::io::Result<RunOutcome>,
+}
+
+/// A search over runs of the program (rr's stepped sessions are the model): each call gets the
+/// runs asked for by the step before (none at first) and says what to do next.
+pub trait Search {
+    type Verdict;
+    fn next(&mut self, runner: &Runner, ran: Vec<Ran>) -> Step<Self::Verdict>;
+}
+
+/// What the repeat check compares of a failure: named fields, in the order a difference is
+/// reported (the first that differs is named).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Failure {
+    pub fields: Vec<(&'static str, String)>,
+}
+
+impl Failure {
+    pub fn with(mut self, name: &'static str, value: impl Into<String>) -> Failure {
+        self.fields.push((name, value.into()));
+        self
+    }
+
+    /// How `again`, the same run made again, differs from this failure (None: it is the same).
+    pub fn difference(&self, again: Option<&Failure>) -> Option<String> {
+        let Some(again) = again else { return Some("the second run did not fail".into()) };
+        for ((name, a), (_, b)) in self.fields.iter().zip(&again.fields) {
+            if a != b {
+                return Some(format!("{name} ({a} then {b})"));
+            }
+        }
+        (self.fields.len() != again.fields.len()).then(|| "what the runs report".into())
+    }
+}
+
 pub struct Runner {
     /// (Before `dir`: dropped first, it puts the first run's files back from the directory.)
     leftovers: Option<Leftovers>,
@@ -85,6 +147,8 @@ pub struct Runner {
     pub stdin_file: PathBuf,
     /// Runs made so far.
     pub runs: u32,
+    /// Runs of a batch made at once.
+    pub jobs: usize,
     /// The calibration: the first run's wall time and blocks.
     first: Option<(Duration, u64)>,
 }
@@ -99,7 +163,7 @@ impl Runner {
             None => child::capture_stdin(&dir.0).map_err(SearchError::Input)?,
         };
         let leftovers = Leftovers::new(dir.0.clone());
-        Ok(Runner { leftovers, dir, command, seed, stdin_file, runs: 0, first: None })
+        Ok(Runner { leftovers, dir, command, seed, stdin_file, runs: 0, jobs: 1, first: None })
     }
 
     /// A file of the search's directory.
@@ -107,11 +171,67 @@ impl Runner {
         self.dir.0.join(name)
     }
 
+    /// Runs the search to its verdict: each step's runs, made and handed back.
+    pub fn drive<S: Search>(&mut self, search: &mut S) -> S::Verdict {
+        let mut ran = Vec::new();
+        loop {
+            ran = match search.next(self, ran) {
+                Step::Done(v) => {
+                    child::progress_done();
+                    return v;
+                }
+                Step::Run(r) => {
+                    child::progress(&r.progress);
+                    let outcome = self.run(&r.args, r.limits);
+                    vec![Ran { number: self.runs, outcome }]
+                }
+                Step::Batch(rs) => self.run_batch(rs),
+            }
+        }
+    }
+
+    /// Runs independent of each other, `jobs` at a time; their outcomes in the order asked.
+    fn run_batch(&mut self, requests: Vec<Request>) -> Vec<Ran> {
+        let mut ran = Vec::with_capacity(requests.len());
+        for chunk in requests.chunks(self.jobs.max(1)) {
+            let first = self.runs + 1;
+            self.runs += chunk.len() as u32;
+            if let Some(r) = chunk.first() {
+                child::progress(&r.progress);
+            }
+            let this = &*self;
+            let outcomes: Vec<std::io::Result<RunOutcome>> = std::thread::scope(|scope| {
+                let handles: Vec<_> =
+                    chunk.iter().enumerate().map(|(k, r)| scope.spawn(move || this.run_numbered(first + k as u32, &r.args, r.limits))).collect();
+                handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(std::io::Error::other("a run's thread panicked")))).collect()
+            });
+            if let Some(l) = self.leftovers.as_mut() {
+                l.clear(first);
+            }
+            ran.extend(outcomes.into_iter().enumerate().map(|(k, outcome)| Ran { number: first + k as u32, outcome }));
+        }
+        ran
+    }
+
     /// Runs rtgrind with `tool_args` and the search's own options (repeatable, the seed, the
     /// input, the limits) on the program. Its files are `stdout-N`, `stderr-N` (and `log-N`).
     pub fn run(&mut self, tool_args: &[OsString], limits: Limits) -> std::io::Result<RunOutcome> {
         self.runs += 1;
         let n = self.runs;
+        let outcome = self.run_numbered(n, tool_args, limits);
+        if let Some(l) = self.leftovers.as_mut() {
+            l.clear(n);
+        }
+        let outcome = outcome?;
+        if limits.count_blocks && self.first.is_none() {
+            let counted = std::fs::read_to_string(self.file(&format!("blocks-{n}"))).ok().and_then(|t| t.trim().parse().ok()).unwrap_or(0);
+            self.first = Some((outcome.took, counted));
+        }
+        Ok(outcome)
+    }
+
+    /// Run number `n`.
+    fn run_numbered(&self, n: u32, tool_args: &[OsString], limits: Limits) -> std::io::Result<RunOutcome> {
         let (stdout, stderr, log) = (self.file(&format!("stdout-{n}")), self.file(&format!("stderr-{n}")), self.file(&format!("log-{n}")));
         let blocks = self.file(&format!("blocks-{n}"));
         let mut args: Vec<OsString> = Vec::new();
@@ -133,9 +253,6 @@ impl Runner {
         args.push("--".into());
         args.extend(self.command.iter().cloned());
         let ended = child::run(&args, &stdout, &stderr, limits.time);
-        if let Some(l) = self.leftovers.as_mut() {
-            l.clear(n);
-        }
         let log_text = if limits.log { std::fs::read_to_string(&log).unwrap_or_default() } else { String::new() };
         let (ending, took) = match ended? {
             None => (Ending::TimedOut, limits.time.unwrap_or_default()),
@@ -151,10 +268,6 @@ impl Runner {
                 (e, took)
             }
         };
-        if limits.count_blocks && self.first.is_none() {
-            let counted = std::fs::read_to_string(&blocks).ok().and_then(|t| t.trim().parse().ok()).unwrap_or(0);
-            self.first = Some((took, counted));
-        }
         Ok(RunOutcome { ending, stdout, stderr, log: log_text, took })
     }
 

@@ -5,7 +5,7 @@
 //! points added last are the first point of memory corruption.
 
 use super::plan::{Crash, Def, Outcome, Plan, Point};
-use crate::tools::search::{Ending, Limits, Runner};
+use crate::tools::search::{Ending, Failure, Limits, Ran, Request, Runner, Step};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -24,69 +24,234 @@ pub struct Options {
 /// Exit status when the search could not conclude.
 const INCONCLUSIVE: i32 = 2;
 
-/// The search's runs: the one runner (`tools::search`), each run with a plan.
-struct Runs {
-    runner: Runner,
-    failure: Option<String>,
-    max_runs: u32,
+/// The suppression search, a `tools::search::Search`: every step is one run, with a plan.
+struct Suppression<'o> {
+    opts: &'o Options,
+    /// The run asked for last, and what the search does with its outcome.
+    stage: Stage,
+    /// Each run after the check: the points it added and its outcome.
+    chain: Vec<(Vec<Point>, Outcome)>,
+    /// The original failure.
+    crash: Option<Crash>,
+    /// The points suppressed in the next run.
+    points: Vec<Point>,
+    calls: super::calls::Calls,
     /// Runs made again to trace a suppression run's failure.
     traced_again: u32,
 }
 
-enum Ended {
-    Outcome(Box<Outcome>),
-    /// rtgrind could not run the program: its exit status and error line.
-    Error(i32, String),
-    TimedOut,
-    /// The run used up its block budget (suppression made the program run on and on).
-    Budget,
+enum Stage {
+    Start,
+    /// The original run, traced.
+    Original,
+    /// Its repeat (watching what the failure used narrower than a granule).
+    Repeat {
+        first: Box<Outcome>,
+    },
+    /// A suppression run that added `new`.
+    Suppressed {
+        new: Vec<Point>,
+    },
+    /// It failed: the same run traced, then (`Watched`) watching what it used narrower than a
+    /// granule.
+    Traced {
+        new: Vec<Point>,
+        plain: Box<Outcome>,
+    },
+    Watched {
+        new: Vec<Point>,
+        traced: Box<Outcome>,
+        crash: Crash,
+    },
+    /// Suppressing `new` together made the program loop: the run with `new[k]` alone.
+    Alone {
+        new: Vec<Point>,
+        together: Box<Outcome>,
+        k: usize,
+    },
 }
 
-impl Runs {
-    /// The next run, as the search takes it: a suppression run that does not end (suppression
-    /// sent the program round a loop) did not fail where the program failed, so it stands for a
-    /// run without the failure, marked as stopped; the original run and its repeat must end.
-    fn next(&mut self, points: &[Point], trace: bool, watch: &[(u64, u64)]) -> Result<Outcome, Verdict> {
-        let stopped = |why: &str| Outcome { stopped: Some(why.into()), ..Outcome::default() };
-        let traced = if trace && !points.is_empty() { ", traced" } else { "" };
-        crate::tools::child::progress(&format!("suppress: run {} ({} suppression points{traced})", self.runner.runs + 1, points.len()));
-        match self.run(points, trace, watch) {
-            Ok(Ended::Outcome(o)) => Ok(*o),
-            Ok(Ended::TimedOut) if !points.is_empty() => Ok(stopped("stopped after 20 times the first run's time")),
-            Ok(Ended::Budget) if !points.is_empty() => Ok(stopped("stopped after 20 times the first run's blocks")),
-            Ok(Ended::TimedOut) => Err(Verdict::Inconclusive(format!("run {} did not end (more than 20 times the first run's time)", self.runner.runs))),
-            Ok(Ended::Budget) => Err(Verdict::Inconclusive(format!("run {} did not end within 20 times the first run's blocks", self.runner.runs))),
-            // rtgrind's own "cannot run" statuses (125 unsupported, 126 not a program, 127
-            // missing) pass through; a run that ended some other way without an outcome (the
-            // program replaced itself) is an error of the search (2).
-            Ok(Ended::Error(code, line)) => Err(Verdict::CannotRun(if (125..=127).contains(&code) { code } else { 2 }, line)),
-            Err(e) => Err(Verdict::Inconclusive(format!("cannot run rtgrind: {e}"))),
+impl crate::tools::search::Search for Suppression<'_> {
+    type Verdict = Verdict;
+
+    fn next(&mut self, runner: &Runner, ran: Vec<Ran>) -> Step<Verdict> {
+        self.step(runner, ran).unwrap_or_else(Step::Done)
+    }
+}
+
+impl Suppression<'_> {
+    /// The search. Only the runs whose failure is analysed trace (origins cost most of a run):
+    /// the first one, and a suppression run that fails, made again with tracing. The check
+    /// that the failure repeats and the suppression runs that end without one do not.
+    fn step(&mut self, runner: &Runner, ran: Vec<Ran>) -> Result<Step<Verdict>, Verdict> {
+        let stage = std::mem::replace(&mut self.stage, Stage::Start);
+        let last = match ran.into_iter().next() {
+            Some(r) => self.outcome(runner, r, !matches!(stage, Stage::Original | Stage::Repeat { .. }))?,
+            None => return self.ask(runner, Stage::Original, &[], true, &[]),
+        };
+        match stage {
+            Stage::Start => unreachable!("no run is asked for before the original"),
+            Stage::Original => {
+                if self.opts.show_output {
+                    crate::tools::child::show_output(&runner.file("stdout-1"));
+                }
+                if last.crash.is_none() {
+                    return Err(Verdict::NoFailure);
+                }
+                let watch = last.narrow.clone();
+                self.ask(runner, Stage::Repeat { first: Box::new(last) }, &[], !watch.is_empty(), &watch)
+            }
+            Stage::Repeat { first } => {
+                let crash = first.crash.clone().expect("the original run failed");
+                if !last.crash.as_ref().is_some_and(|c| c.same(&crash)) {
+                    let how = failure(&crash).difference(last.crash.as_ref().map(failure).as_ref()).unwrap_or_default();
+                    return Err(Verdict::NotReproducible(crash_text(&first), crash_text(&last), how));
+                }
+                self.chain.push((Vec::new(), if first.narrow.is_empty() { *first } else { last }));
+                self.crash = Some(crash);
+                self.advance(runner)
+            }
+            Stage::Suppressed { new } => {
+                if last.crash.is_none() {
+                    return self.ran_with(runner, new, last);
+                }
+                // The same run again, traced: the locations the failure used and their definitions.
+                if runner.runs >= self.opts.max_runs {
+                    return Err(Verdict::Inconclusive(format!("no room within --max-runs={} to trace the last run's failure", self.opts.max_runs)));
+                }
+                self.traced_again += 1;
+                let points = self.points.clone();
+                self.ask(runner, Stage::Traced { new, plain: Box::new(last) }, &points, true, &[])
+            }
+            Stage::Traced { new, plain } => {
+                let c = plain.crash.clone().expect("the suppression run failed");
+                if !last.crash.as_ref().is_some_and(|t| t.same(&c)) {
+                    let n = runner.runs - 1;
+                    return Err(Verdict::Inconclusive(format!(
+                        "run {n} did not fail the same way when traced: {}, then {}",
+                        crash_text(&plain),
+                        crash_text(&last)
+                    )));
+                }
+                if !last.narrow.is_empty() && runner.runs < self.opts.max_runs {
+                    self.traced_again += 1;
+                    let (points, watch) = (self.points.clone(), last.narrow.clone());
+                    return self.ask(runner, Stage::Watched { new, traced: Box::new(last), crash: c }, &points, true, &watch);
+                }
+                self.ran_with(runner, new, last)
+            }
+            Stage::Watched { new, traced, crash } => {
+                let t = if last.crash.as_ref().is_some_and(|w| w.same(&crash)) { last } else { *traced };
+                self.ran_with(runner, new, t)
+            }
+            Stage::Alone { new, together, k } => {
+                if last.crash.is_none() && last.stopped.is_none() {
+                    let before = self.points.len() - new.len();
+                    let d = new[k];
+                    self.chain.push((new, *together));
+                    self.points.truncate(before);
+                    self.points.push(d);
+                    return self.finish(runner, vec![d], last);
+                }
+                self.alone(runner, new, *together, k + 1)
+            }
         }
     }
 
-    /// Run `n + 1` with the points, tracing or not, watching those locations; its outcome.
-    fn run(&mut self, points: &[Point], trace: bool, watch: &[(u64, u64)]) -> std::io::Result<Ended> {
-        let n = self.runner.runs + 1;
-        let (plan_path, out_path) = (self.runner.file(&format!("plan-{n}")), self.runner.file(&format!("outcome-{n}")));
-        let plan = Plan { points: points.to_vec(), out: None, at_functions: Vec::new(), failure: self.failure.clone(), trace, watch: watch.to_vec() };
-        std::fs::write(&plan_path, plan.to_text())?;
-        let args: Vec<std::ffi::OsString> =
+    /// Asks for a run with `points`, tracing or not, watching those locations, its plan
+    /// written; `stage` says what its outcome is for.
+    fn ask(&mut self, runner: &Runner, stage: Stage, points: &[Point], trace: bool, watch: &[(u64, u64)]) -> Result<Step<Verdict>, Verdict> {
+        let n = runner.runs + 1;
+        let (plan_path, out_path) = (runner.file(&format!("plan-{n}")), runner.file(&format!("outcome-{n}")));
+        let plan = Plan { points: points.to_vec(), out: None, at_functions: Vec::new(), failure: self.opts.failure.clone(), trace, watch: watch.to_vec() };
+        std::fs::write(&plan_path, plan.to_text()).map_err(|e| Verdict::Inconclusive(format!("cannot run rtgrind: {e}")))?;
+        let args =
             vec!["--tool=suppress".into(), format!("--suppress-plan={}", plan_path.display()).into(), format!("--suppress-out={}", out_path.display()).into()];
         // Later runs: 20 times the first run's time and blocks.
-        let limits = Limits { budget: self.runner.block_budget(20), time: self.runner.time_limit(20), log: false, count_blocks: n == 1 };
-        let r = self.runner.run(&args, limits)?;
+        let limits = Limits { budget: runner.block_budget(20), time: runner.time_limit(20), log: false, count_blocks: n == 1 };
+        let traced = if trace && !points.is_empty() { ", traced" } else { "" };
+        let progress = format!("suppress: run {n} ({} suppression points{traced})", points.len());
+        self.stage = stage;
+        Ok(Step::Run(Request { args, limits, progress }))
+    }
+
+    /// A run's outcome, as the search takes it: a suppression run that does not end
+    /// (suppression sent the program round a loop) did not fail where the program failed, so
+    /// it stands for a run without the failure, marked as stopped; the original run and its
+    /// repeat must end.
+    fn outcome(&self, runner: &Runner, ran: Ran, suppressing: bool) -> Result<Outcome, Verdict> {
+        let stopped = |why: &str| Outcome { stopped: Some(why.into()), ..Outcome::default() };
+        let r = ran.outcome.map_err(|e| Verdict::Inconclusive(format!("cannot run rtgrind: {e}")))?;
         match r.ending {
-            Ending::TimedOut => return Ok(Ended::TimedOut),
-            Ending::Budget => return Ok(Ended::Budget),
+            Ending::TimedOut if suppressing => return Ok(stopped("stopped after 20 times the first run's time")),
+            Ending::Budget if suppressing => return Ok(stopped("stopped after 20 times the first run's blocks")),
+            Ending::TimedOut => return Err(Verdict::Inconclusive(format!("run {} did not end (more than 20 times the first run's time)", ran.number))),
+            Ending::Budget => return Err(Verdict::Inconclusive(format!("run {} did not end within 20 times the first run's blocks", ran.number))),
             _ => {}
         }
-        let Ok(text) = std::fs::read_to_string(&out_path) else {
+        let Ok(text) = std::fs::read_to_string(runner.file(&format!("outcome-{}", ran.number))) else {
             // rtgrind itself stopped (the program cannot run under it): its one-line error.
+            // rtgrind's own "cannot run" statuses (125 unsupported, 126 not a program, 127
+            // missing) pass through; a run that ended some other way without an outcome (the
+            // program replaced itself) is an error of the search (2).
             let line = r.error().unwrap_or_else(|| "rtgrind: error: the run ended without an outcome".into());
-            let code = if let Ending::Exit(c) = r.ending { c } else { 2 };
-            return Ok(Ended::Error(code, line));
+            let code = match r.ending {
+                Ending::Exit(c) if (125..=127).contains(&c) => c,
+                _ => 2,
+            };
+            return Err(Verdict::CannotRun(code, line));
         };
-        Ok(Ended::Outcome(Box::new(Outcome::parse(&text))))
+        Ok(Outcome::parse(&text))
+    }
+
+    /// The chain's last run was analysed: ends the search, or asks for the next suppression run
+    /// with the points for its failure's definitions.
+    fn advance(&mut self, runner: &Runner) -> Result<Step<Verdict>, Verdict> {
+        let current = &self.chain.last().expect("the original run is in the chain").1;
+        self.calls.learn(current);
+        if let Some(v) = concluded(&self.chain, self.crash.as_ref().expect("a failure"), &self.calls) {
+            return Err(v);
+        }
+        let new = next_points(&self.chain.last().unwrap().1, &mut self.calls, &self.points)?;
+        if runner.runs >= self.opts.max_runs {
+            return Err(Verdict::Inconclusive(format!("no run without a crash within --max-runs={}", self.opts.max_runs)));
+        }
+        self.points.retain(|p| !self.calls.subsumed(p, &new));
+        self.points.extend(&new);
+        let points = self.points.clone();
+        self.ask(runner, Stage::Suppressed { new }, &points, false, &[])
+    }
+
+    /// The suppression run that added `new` ended with `o` (traced if it failed).
+    fn ran_with(&mut self, runner: &Runner, new: Vec<Point>, o: Outcome) -> Result<Step<Verdict>, Verdict> {
+        if o.stopped.is_some() && new.len() > 1 {
+            // Suppressing them together made the program loop: each alone may end it.
+            return self.alone(runner, new, o, 0);
+        }
+        self.finish(runner, new, o)
+    }
+
+    /// The run with the earlier points and `new[k]` alone, if any is left to try.
+    fn alone(&mut self, runner: &Runner, new: Vec<Point>, together: Outcome, k: usize) -> Result<Step<Verdict>, Verdict> {
+        if k >= new.len() || runner.runs >= self.opts.max_runs {
+            return self.finish(runner, new, together);
+        }
+        let before = self.points.len() - new.len();
+        let mut alone = self.points[..before].to_vec();
+        alone.push(new[k]);
+        self.ask(runner, Stage::Alone { new, together: Box::new(together), k }, &alone, false, &[])
+    }
+
+    /// The run that added `new` goes into the chain: a root cause if it did not fail, else
+    /// the next step from its failure.
+    fn finish(&mut self, runner: &Runner, new: Vec<Point>, o: Outcome) -> Result<Step<Verdict>, Verdict> {
+        let done = o.crash.is_none();
+        self.chain.push((new, o));
+        if done {
+            let looped = self.chain[self.chain.len() - 1].1.stopped.is_some();
+            return Err(Verdict::RootCause(roots(&self.chain, Some(looped), None)));
+        }
+        self.advance(runner)
     }
 }
 
@@ -113,20 +278,10 @@ fn crash_text(o: &Outcome) -> String {
     }
 }
 
-/// How a failure's repeat differs from it: which of signal, place and calls.
-fn difference(first: &Crash, again: Option<&Crash>) -> String {
-    let Some(again) = again else { return "the second run did not fail".into() };
-    if again.signal != first.signal {
-        return format!("the failure ({} then {})", signame(first.signal), signame(again.signal));
-    }
-    if again.pc != first.pc {
-        return format!("the place ({:#x} then {:#x})", first.pc, again.pc);
-    }
-    if again.stack != first.stack {
-        let calls = |s: &[u64]| s.iter().map(|r| format!("{r:#x}")).collect::<Vec<_>>().join(" < ");
-        return format!("the calls it happened under ({} then {})", calls(&first.stack), calls(&again.stack));
-    }
-    "nothing the check compares".into()
+/// What the repeat check compares of a failure: its signal, place and calls.
+fn failure(c: &Crash) -> Failure {
+    let calls = c.stack.iter().map(|r| format!("{r:#x}")).collect::<Vec<_>>().join(" < ");
+    Failure::default().with("the failure", signame(c.signal)).with("the place", format!("{:#x}", c.pc)).with("the calls it happened under", calls)
 }
 
 /// Suppression point `p` includes instance `d` (instance 0: every instance of the site).
@@ -200,10 +355,21 @@ pub fn drive(command: Vec<std::ffi::OsString>, opts: Options, format: super::rep
     let pid = std::process::id();
     let error_exitcode = opts.error_exitcode;
     let search = match Runner::new("suppress", command.clone(), opts.seed, opts.stdin_file.clone()) {
-        Ok(runner) => run_search(runner, opts, started),
+        Ok(mut runner) => {
+            let mut s = Suppression {
+                opts: &opts,
+                stage: Stage::Start,
+                chain: Vec::new(),
+                crash: None,
+                points: Vec::new(),
+                calls: super::calls::Calls::new(),
+                traced_again: 0,
+            };
+            let verdict = runner.drive(&mut s);
+            Search { verdict, chain: s.chain, runs: runner.runs, traced_again: s.traced_again, seconds: started.elapsed().as_secs_f64() }
+        }
         Err(e) => Search { verdict: Verdict::Inconclusive(e.to_string()), chain: Vec::new(), runs: 0, traced_again: 0, seconds: 0.0 },
     };
-    crate::tools::child::progress_done();
     super::report::emit(&search, &command, &format, pid);
     match search.verdict {
         Verdict::NoFailure => 0,
@@ -211,90 +377,6 @@ pub fn drive(command: Vec<std::ffi::OsString>, opts: Options, format: super::rep
         Verdict::CannotRun(code, _) => code,
         _ => INCONCLUSIVE,
     }
-}
-
-fn run_search(runner: Runner, opts: Options, started: Instant) -> Search {
-    let mut chain: Vec<(Vec<Point>, Outcome)> = Vec::new();
-    let mut runs = Runs { runner, failure: opts.failure.clone(), max_runs: opts.max_runs, traced_again: 0 };
-    let verdict = search(&mut runs, &opts, &mut chain);
-    Search { verdict, chain, runs: runs.runner.runs, traced_again: runs.traced_again, seconds: started.elapsed().as_secs_f64() }
-}
-
-/// The search. Only the runs whose failure is analysed trace (origins cost most of a run):
-/// the first one, and a suppression run that fails, made again with tracing. The check that
-/// the failure repeats and the suppression runs that end without one do not.
-fn search(runs: &mut Runs, opts: &Options, chain: &mut Vec<(Vec<Point>, Outcome)>) -> Verdict {
-    let crash = match original(runs, opts, chain) {
-        Ok(c) => c,
-        Err(v) => return v,
-    };
-    let mut points: Vec<Point> = Vec::new();
-    let mut calls = super::calls::Calls::new();
-    loop {
-        let current = &chain.last().unwrap().1;
-        calls.learn(current);
-        if let Some(v) = concluded(chain, &crash, &calls) {
-            return v;
-        }
-        let mut new = match next_points(&chain.last().unwrap().1, &mut calls, &points) {
-            Ok(n) => n,
-            Err(v) => return v,
-        };
-        if runs.runner.runs >= runs.max_runs {
-            return Verdict::Inconclusive(format!("no run without a crash within --max-runs={}", runs.max_runs));
-        }
-        points.retain(|p| !calls.subsumed(p, &new));
-        points.extend(&new);
-        let mut o = match run_points(runs, &points) {
-            Ok(o) => o,
-            Err(v) => return v,
-        };
-        if o.stopped.is_some() && new.len() > 1 {
-            // Suppressing them together made the program loop: each alone may end it.
-            let before = points.len() - new.len();
-            for d in new.clone() {
-                if runs.runner.runs >= runs.max_runs {
-                    break;
-                }
-                let mut alone = points[..before].to_vec();
-                alone.push(d);
-                match runs.next(&alone, false, &[]) {
-                    Ok(a) if a.crash.is_none() && a.stopped.is_none() => {
-                        chain.push((new.clone(), o));
-                        points = alone;
-                        new = vec![d];
-                        o = a;
-                        break;
-                    }
-                    Ok(_) => {}
-                    Err(v) => return v,
-                }
-            }
-        }
-        let done = o.crash.is_none();
-        chain.push((new, o));
-        if done {
-            let looped = chain[chain.len() - 1].1.stopped.is_some();
-            return Verdict::RootCause(roots(chain, Some(looped), None));
-        }
-    }
-}
-
-/// The original run, traced, and its repeat (which watches the locations narrower than their
-/// origin granule the failure used, `watch.rs`: then its definitions are the finer ones): the
-/// failure, and the chain's first outcome.
-fn original(runs: &mut Runs, opts: &Options, chain: &mut Vec<(Vec<Point>, Outcome)>) -> Result<Crash, Verdict> {
-    let first = runs.next(&[], true, &[])?;
-    if opts.show_output {
-        crate::tools::child::show_output(&runs.runner.file("stdout-1"));
-    }
-    let Some(crash) = first.crash.clone() else { return Err(Verdict::NoFailure) };
-    let again = runs.next(&[], !first.narrow.is_empty(), &first.narrow)?;
-    if !again.crash.as_ref().is_some_and(|c| c.same(&crash)) {
-        return Err(Verdict::NotReproducible(crash_text(&first), crash_text(&again), difference(&crash, again.crash.as_ref())));
-    }
-    chain.push((Vec::new(), if first.narrow.is_empty() { first } else { again }));
-    Ok(crash)
 }
 
 /// Whether the chain's last run ends the search otherwise than by running on: the points it
@@ -364,35 +446,6 @@ fn next_points(current: &Outcome, calls: &mut super::calls::Calls, points: &[Poi
     Ok(new)
 }
 
-/// A suppression run with `points`; if it fails, the same again traced (and once more
-/// watching what it used narrower than a granule): its outcome.
-fn run_points(runs: &mut Runs, points: &[Point]) -> Result<Outcome, Verdict> {
-    let o = runs.next(points, false, &[])?;
-    let Some(c) = o.crash.clone() else { return Ok(o) };
-    // The same run again, traced: the locations the failure used and their definitions.
-    if runs.runner.runs >= runs.max_runs {
-        return Err(Verdict::Inconclusive(format!("no room within --max-runs={} to trace the last run's failure", runs.max_runs)));
-    }
-    runs.traced_again += 1;
-    let mut t = runs.next(points, true, &[])?;
-    if !t.crash.as_ref().is_some_and(|t| t.same(&c)) {
-        return Err(Verdict::Inconclusive(format!(
-            "run {} did not fail the same way when traced: {}, then {}",
-            runs.runner.runs - 1,
-            crash_text(&o),
-            crash_text(&t)
-        )));
-    }
-    if !t.narrow.is_empty() && runs.runner.runs < runs.max_runs {
-        runs.traced_again += 1;
-        let w = runs.next(points, true, &t.narrow)?;
-        if w.crash.as_ref().is_some_and(|w| w.same(&c)) {
-            t = w;
-        }
-    }
-    Ok(t)
-}
-
 /// The root causes the chain's last run stands for: the previous failure's definitions that
 /// its added points cover (`looped`: that run looped; `failed_otherwise`: it failed anew).
 fn roots(chain: &[(Vec<Point>, Outcome)], looped: Option<bool>, failed_otherwise: Option<String>) -> Vec<Root> {
@@ -442,6 +495,7 @@ mod tests {
         assert!(first.same(&first.clone()));
         let other_calls = Crash { stack: vec![0x401600, 0x401800], ..first.clone() };
         assert!(!first.same(&other_calls));
+        let difference = |a: &Crash, b: Option<&Crash>| failure(a).difference(b.map(failure).as_ref()).unwrap_or_default();
         assert_eq!(difference(&first, Some(&other_calls)), "the calls it happened under (0x401500 < 0x401800 then 0x401600 < 0x401800)");
         // The same failure later (the program did more first): the same.
         assert!(first.same(&Crash { instance: 130, ..first.clone() }));

@@ -7,7 +7,7 @@
 use super::oracle::{Ending, Oracle, RunResult};
 use crate::report::model::{Finding, Report, VERSION};
 use crate::tools::child;
-use crate::tools::search::{Limits, Runner};
+use crate::tools::search::{Failure, Limits, Ran, Request, Runner, Step};
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -164,11 +164,47 @@ fn candidates(trace: &Trace, order: Order) -> Vec<Candidate> {
     c
 }
 
-struct Search {
-    runner: Runner,
+/// The predicate-switching search, a `tools::search::Search`.
+struct Switching {
     command: Vec<OsString>,
     opts: Options,
     input: Replay,
+    started: Instant,
+    /// The run(s) asked for last.
+    stage: Stage,
+    /// The trace run's tool arguments.
+    trace_args: Vec<OsString>,
+    original: Option<RunResult>,
+    trace: Option<Trace>,
+    cands: Vec<Candidate>,
+    /// Each switched run's block budget and time limit (calibrated on the trace run).
+    budget: u64,
+    limit: Duration,
+    fork: bool,
+    /// The next candidate to switch, and (fork search) the next batch's size and number.
+    from: usize,
+    batch: usize,
+    pass: usize,
+    t: Tally,
+}
+
+enum Stage {
+    Start,
+    /// The original run, tracing every branch instance.
+    Traced,
+    /// The check that the failure repeats.
+    Repeated,
+    /// The dependence run of `--order=prior`.
+    Deps,
+    /// A forward run forking at `cands[part]`, its files in `dir`.
+    Forked {
+        part: std::ops::Range<usize>,
+        dir: PathBuf,
+    },
+    /// Runs each switching one of `cands[part]`.
+    Switched {
+        part: std::ops::Range<usize>,
+    },
 }
 
 /// Where the program's standard input came from, for the replay command.
@@ -185,9 +221,312 @@ const RULE: crate::tools::sarif::Rule = crate::tools::sarif::Rule {
     description: "A branch instance whose inverted outcome makes a failing run pass (predicate switching)",
 };
 
-impl Search {
+/// What a successful switch did.
+struct Found {
+    candidate: Candidate,
+    /// The branch's own outcome at that instance (the trace's direction).
+    outcome: Option<String>,
+}
+
+/// The switched runs so far: the successes, how many were tried and how many their budget
+/// stopped.
+#[derive(Default)]
+struct Tally {
+    found: Vec<Found>,
+    tried: u64,
+    stopped: u64,
+}
+
+pub fn drive(command: Vec<OsString>, opts: Options) -> i32 {
+    // How the replay command printed with an answer gets the same input.
+    let input = match &opts.stdin_file {
+        Some(f) => Replay::StdinFile(f.clone()),
+        None => child::stdin_source().map_or(Replay::Captured, Replay::Redirect),
+    };
+    let mut runner = match Runner::new("switch", command.clone(), opts.seed, opts.stdin_file.clone()) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("rtgrind: error: {e}");
+            return 2;
+        }
+    };
+    runner.jobs = opts.jobs as usize;
+    let mut s = Switching {
+        command,
+        opts,
+        input,
+        started: Instant::now(),
+        stage: Stage::Start,
+        trace_args: Vec::new(),
+        original: None,
+        trace: None,
+        cands: Vec::new(),
+        budget: u64::MAX,
+        limit: Duration::from_secs(3600),
+        fork: false,
+        from: 0,
+        batch: 32,
+        pass: 0,
+        t: Tally::default(),
+    };
+    runner.drive(&mut s)
+}
+
+impl crate::tools::search::Search for Switching {
+    /// The exit status.
+    type Verdict = i32;
+
+    fn next(&mut self, runner: &Runner, ran: Vec<Ran>) -> Step<i32> {
+        self.step(runner, ran).unwrap_or_else(Step::Done)
+    }
+}
+
+impl Switching {
+    fn say(&self, s: &str) {
+        eprintln!("=={}== switch: {s}", std::process::id());
+    }
+
+    fn step(&mut self, runner: &Runner, ran: Vec<Ran>) -> Result<Step<i32>, i32> {
+        match std::mem::replace(&mut self.stage, Stage::Start) {
+            Stage::Start => self.trace_run(runner),
+            Stage::Traced => self.traced(runner, one(ran)?),
+            Stage::Repeated => self.repeated(runner, one(ran)?),
+            Stage::Deps => {
+                one(ran)?;
+                let deps = parse_trace(&std::fs::read_to_string(runner.file("deps-trace")).unwrap_or_default());
+                let trace = self.trace.as_mut().expect("traced");
+                trace.distance = deps.distance.as_ref().map(|d| by_site_instance(&deps, d, trace));
+                self.begin(runner)
+            }
+            Stage::Forked { part, dir } => {
+                let (parent, _) = one(ran)?;
+                self.forked(&part, &dir, &parent);
+                self.next_candidates(runner)
+            }
+            Stage::Switched { part } => {
+                for (i, r) in part.zip(ran) {
+                    let (r, log) = result(r)?;
+                    self.switched(self.cands[i].clone(), &r, &log);
+                    if !self.t.found.is_empty() && !self.opts.all {
+                        // (Runs after it in the batch are not the order's: not counted.)
+                        break;
+                    }
+                }
+                self.next_candidates(runner)
+            }
+        }
+    }
+
+    /// The trace run: the original execution, every branch instance up to the failure.
+    fn trace_run(&mut self, runner: &Runner) -> Result<Step<i32>, i32> {
+        self.trace_args = vec!["--tool=switch".into(), format!("--switch-trace={}", runner.file("trace").display()).into()];
+        if self.opts.libs {
+            self.trace_args.push("--switch-libs=yes".into());
+        }
+        if let Some(p) = &self.opts.expected_output_path {
+            self.trace_args.push(format!("--expected-output={}", p.display()).into());
+        }
+        self.stage = Stage::Traced;
+        let limits = Limits { time: None, log: true, count_blocks: true, budget: None };
+        Ok(Step::Run(Request { args: self.trace_args.clone(), limits, progress: "switch: the trace run".into() }))
+    }
+
+    /// The trace run ended: the failure, then the check that it repeats.
+    fn traced(&mut self, runner: &Runner, (original, _): (RunResult, String)) -> Result<Step<i32>, i32> {
+        if !self.opts.json && !self.opts.sarif {
+            child::show_output(&original.stdout);
+        }
+        if self.opts.oracle.passes(&original) {
+            if !self.opts.oracle.given() {
+                self.say(&format!(
+                    "no oracle given (--expected-output, --expected-stderr, --expected-exit, --oracle) and the program did not crash ({}): nothing to search for",
+                    original.ending.describe()
+                ));
+                return Err(2);
+            }
+            self.say(&format!("the run already passes the oracle ({}); nothing to find", original.ending.describe()));
+            return Err(0);
+        }
+        self.original = Some(original);
+        self.stage = Stage::Repeated;
+        let limits = Limits { time: runner.time_limit(20), log: true, count_blocks: false, budget: None };
+        Ok(Step::Run(Request { args: vec!["--tool=none".into()], limits, progress: "switch: the failure again".into() }))
+    }
+
+    /// The failure must repeat; then the trace (and, for `--order=prior`, the dependences).
+    fn repeated(&mut self, runner: &Runner, (again, _): (RunResult, String)) -> Result<Step<i32>, i32> {
+        let original = self.original.as_ref().expect("traced");
+        let seen = |r: &RunResult| Failure::default().with("the ending", r.ending.describe()).with("the output", digest(&r.stdout));
+        if let Some(how) = seen(original).difference(Some(&seen(&again))) {
+            self.say(&format!("the failure does not reproduce: {how}"));
+            return Err(2);
+        }
+        let Ok(trace_text) = std::fs::read_to_string(runner.file("trace")) else {
+            // The trace run ended without writing its trace: rtgrind stopped, or the program
+            // replaced itself with one rtgrind does not follow. Its one-line error says which.
+            let err = std::fs::read_to_string(&original.stderr).unwrap_or_default();
+            let line = err.lines().rev().find(|l| l.starts_with("rtgrind: error:")).unwrap_or("rtgrind: error: the trace run ended without a trace");
+            eprintln!("{line}");
+            return Err(2);
+        };
+        self.trace = Some(parse_trace(&trace_text));
+        if self.opts.order != Order::Prior {
+            return self.begin(runner);
+        }
+        // The dependence graph comes from a run of its own: its shadow memory changes where the
+        // kernel puts the program's mappings, and with them what some programs do (a hash of
+        // addresses), so its branch instances are matched to the trace's by site and instance
+        // rather than by position. A mismatch can only change the order, never the answer.
+        let mut args = self.trace_args.clone();
+        args[1] = format!("--switch-trace={}", runner.file("deps-trace").display()).into();
+        args.push("--switch-deps=yes".into());
+        self.stage = Stage::Deps;
+        let limits = Limits { time: runner.time_limit(40), log: true, count_blocks: false, budget: None };
+        Ok(Step::Run(Request { args, limits, progress: "switch: the dependence run".into() }))
+    }
+
+    /// The candidates, in the chosen order, and how they are searched.
+    fn begin(&mut self, runner: &Runner) -> Result<Step<i32>, i32> {
+        let trace = self.trace.as_ref().expect("traced");
+        // (Calibrated on the trace run, once.)
+        self.budget = runner.block_budget(self.opts.budget_factor).unwrap_or(u64::MAX);
+        self.cands = candidates(trace, self.opts.order);
+        let original = self.original.as_ref().expect("traced");
+        let failure = if trace.failure.is_empty() { original.ending.describe() } else { trace.failure.clone() };
+        self.say(&format!("the original run fails ({failure}); {} branch instances before the failure, {} sites", self.cands.len(), trace.sites.len()));
+        if self.opts.order == Order::Prior {
+            match &trace.distance {
+                Some(d) => self.say(&format!("{} of them are in the failure's dynamic dependences (searched first, nearest first)", d.len())),
+                None => self.say("the dependence log overflowed: searching last executed first"),
+            }
+        }
+        self.limit = runner.time_limit(20).unwrap_or(Duration::from_secs(3600));
+        // A fork copies only the forking thread: programs with threads are searched by re-running;
+        // so are programs that change files (forked children share the file system with their
+        // parent and each other: a child listing a directory saw the file its parent made).
+        self.fork = self.opts.fork && !self.opts.libs && trace.threads == 0 && trace.changes_files.is_none();
+        self.next_candidates(runner)
+    }
+
+    /// The next forward run (fork search) or switched runs, or the report when done.
+    fn next_candidates(&mut self, runner: &Runner) -> Result<Step<i32>, i32> {
+        if self.from >= self.cands.len() || (!self.t.found.is_empty() && !self.opts.all) {
+            return Err(self.report(runner));
+        }
+        if self.fork {
+            return self.fork_run(runner);
+        }
+        // Re-executions of a program that changes no files do not see each other: several at
+        // once (`--jobs`), examined in the order's.
+        let trace = self.trace.as_ref().expect("traced");
+        let at_once = if trace.changes_files.is_none() { runner.jobs.max(1) } else { 1 };
+        let part = self.from..(self.from + at_once).min(self.cands.len());
+        self.from = part.end;
+        let requests: Vec<Request> = self.cands[part.clone()]
+            .iter()
+            .map(|c| {
+                let (pc, _) = trace.sites[c.site];
+                let args = vec!["--tool=switch".into(), format!("--switch-at={pc:#x}:{}", c.forward).into(), format!("--budget-blocks={}", self.budget).into()];
+                let limits = Limits { time: Some(self.limit), log: true, count_blocks: false, budget: None };
+                Request { args, limits, progress: format!("switch: switched run {} of {}", part.start + 1, self.cands.len()) }
+            })
+            .collect();
+        self.stage = Stage::Switched { part };
+        Ok(if requests.len() == 1 { Step::Run(requests.into_iter().next().unwrap()) } else { Step::Batch(requests) })
+    }
+
+    /// The fork search: forward runs fork at the candidates in order, in batches growing
+    /// fourfold (an answer near the front of the order costs one short batch, a long search
+    /// few forward runs), each child switched.
+    fn fork_run(&mut self, runner: &Runner) -> Result<Step<i32>, i32> {
+        self.pass += 1;
+        let part = self.from..(self.from + self.batch).min(self.cands.len());
+        self.from = part.end;
+        self.batch *= 4;
+        let dir = runner.file(&format!("fork-{}", self.pass));
+        let at: Vec<String> = self.cands[part.clone()].iter().map(|c| c.index.to_string()).collect();
+        if let Err(e) = std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(dir.join("at"), at.join(" "))) {
+            eprintln!("rtgrind: error: cannot write {}: {e}", dir.display());
+            return Err(2);
+        }
+        let mut args: Vec<OsString> = vec![
+            "--tool=switch".into(),
+            format!("--switch-fork={}", dir.display()).into(),
+            format!("--budget-blocks={}", self.budget).into(),
+            format!("--jobs={}", self.opts.jobs).into(),
+        ];
+        if let Some(p) = &self.opts.expected_output_path {
+            args.push(format!("--expected-output={}", p.display()).into());
+        }
+        let limits = Limits { time: Some(self.limit * (part.len() as u32).max(1)), log: true, count_blocks: false, budget: None };
+        let progress = format!("switch: forking at candidates {}-{} of {}", part.start + 1, part.end, self.cands.len());
+        self.stage = Stage::Forked { part, dir };
+        Ok(Step::Run(Request { args, limits, progress }))
+    }
+
+    /// A forward run ended: its children's results, in the order's.
+    fn forked(&mut self, part: &std::ops::Range<usize>, dir: &std::path::Path, parent: &RunResult) {
+        let results = std::fs::read_to_string(dir.join("results")).unwrap_or_default();
+        let mut by_index: HashMap<usize, (i32, u64, u64)> = HashMap::new();
+        for line in results.lines() {
+            let f: Vec<&str> = line.split('\t').collect();
+            if f.len() == 5 {
+                if let (Ok(i), Ok(c), Ok(o), Ok(e)) = (f[1].parse(), f[2].parse(), f[3].parse(), f[4].parse()) {
+                    by_index.insert(i, (c, o, e));
+                }
+            }
+        }
+        let trace = self.trace.as_ref().expect("traced");
+        for c in &self.cands[part.clone()] {
+            let Some(&(code, o, e)) = by_index.get(&c.index) else { continue };
+            self.t.tried += 1;
+            let ending = match code {
+                super::fork::DIVERGED => None,
+                crate::EXIT_BUDGET => Some(Ending::Budget),
+                c if c < 0 => Some(Ending::Signal(-c)),
+                c => Some(Ending::Exit(c)),
+            };
+            if matches!(ending, Some(Ending::Budget)) {
+                self.t.stopped += 1;
+            }
+            let Some(ending) = ending else { continue };
+            // The child's output: what the program had written before the fork, then its own.
+            let join = |prefix: &std::path::Path, n: u64, own: PathBuf, to: PathBuf| -> PathBuf {
+                let mut bytes = std::fs::read(prefix).unwrap_or_default();
+                bytes.truncate(n as usize);
+                bytes.extend(std::fs::read(own).unwrap_or_default());
+                let _ = std::fs::write(&to, bytes);
+                to
+            };
+            let stdout = join(&parent.stdout, o, dir.join(format!("out-{}", c.index)), dir.join(format!("full-out-{}", c.index)));
+            let stderr = join(&parent.stderr, e, dir.join(format!("err-{}", c.index)), dir.join(format!("full-err-{}", c.index)));
+            if self.opts.oracle.passes(&RunResult { stdout, stderr, ending }) {
+                self.t.found.push(Found { candidate: c.clone(), outcome: Some(direction(trace, c)) });
+                if !self.opts.all {
+                    break;
+                }
+            }
+        }
+    }
+
+    /// A switched run (by re-execution) of candidate `c` ended.
+    fn switched(&mut self, c: Candidate, r: &RunResult, log: &str) {
+        self.t.tried += 1;
+        if matches!(r.ending, Ending::Budget | Ending::TimedOut) {
+            self.t.stopped += 1;
+        }
+        if self.opts.oracle.passes(r) {
+            // The switched run forced the inverse of the trace's direction; if it says
+            // otherwise the two runs went apart, and the trace is not to be believed.
+            let own = direction(self.trace.as_ref().expect("traced"), &c);
+            let forced_taken = log.contains("switched to taken");
+            let outcome = (forced_taken != (own == "taken")).then_some(own);
+            self.t.found.push(Found { candidate: c, outcome });
+        }
+    }
+
     /// The search's result as the one report model (`report::model`).
-    fn report(&self, result: &str, findings: Vec<Finding>, tried: u64, candidates: u64, seconds: f64) -> Report {
+    fn model(&self, runner: &Runner, result: &str, findings: Vec<Finding>, seconds: f64) -> Report {
         Report {
             tool: "switch".into(),
             result: result.into(),
@@ -195,9 +534,9 @@ impl Search {
             command: self.command.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
             reason: if findings.is_empty() { "no single switch makes the run pass".into() } else { String::new() },
             findings,
-            runs: self.runner.runs,
-            tried: Some(tried),
-            candidates: Some(candidates),
+            runs: runner.runs,
+            tried: Some(self.t.tried),
+            candidates: Some(self.cands.len() as u64),
             seconds: (seconds * 1000.0).round() / 1000.0,
             ..Report::default()
         }
@@ -206,7 +545,7 @@ impl Search {
     /// The command that runs the program with instance `n` of the branch at `pc` switched, as
     /// the search ran it: the same address needs the same layout (`--repeatable`, its seed),
     /// the same input.
-    fn replay(&self, pc: u64, n: u64) -> String {
+    fn replay(&self, runner: &Runner, pc: u64, n: u64) -> String {
         let mut words: Vec<OsString> = vec!["rtgrind".into(), "--tool=switch".into(), format!("--switch-at={pc:#x}:{n}").into(), "--repeatable=yes".into()];
         if self.opts.seed != 0 {
             words.push(format!("--seed={}", self.opts.seed).into());
@@ -219,350 +558,116 @@ impl Search {
         let mut line = child::shell_words(&words);
         match &self.input {
             Replay::Redirect(f) => line += &format!(" < {}", child::shell_words(&[f.clone().into()])),
-            Replay::Captured if std::fs::metadata(&self.runner.stdin_file).is_ok_and(|m| m.len() > 0) => line += " < (the same standard input)",
+            Replay::Captured if std::fs::metadata(&runner.stdin_file).is_ok_and(|m| m.len() > 0) => line += " < (the same standard input)",
             _ => {}
         }
         line
     }
 
-    /// Runs rtgrind with `tool_args` on the program (`tools::search`), its messages in a log
-    /// apart from the program's standard error; its result, or rtgrind's error line.
-    fn run(&mut self, tool_args: Vec<OsString>, limit: Option<Duration>, count_blocks: bool) -> Result<(RunResult, Duration, String), String> {
-        let r = self.runner.run(&tool_args, Limits { time: limit, log: true, count_blocks, budget: None }).map_err(|e| format!("cannot run rtgrind: {e}"))?;
-        if let Some(line) = r.log.lines().find(|l| l.starts_with("rtgrind: error:")) {
-            return Err(line.to_string());
-        }
-        Ok((RunResult { stdout: r.stdout, stderr: r.stderr, ending: r.ending }, r.took, r.log))
-    }
-}
-
-/// What a successful switch did.
-struct Found {
-    candidate: Candidate,
-    /// The branch's own outcome at that instance (the trace's direction).
-    outcome: Option<String>,
-}
-
-pub fn drive(command: Vec<OsString>, opts: Options) -> i32 {
-    let pid = std::process::id();
-    let say = |s: &str| eprintln!("=={pid}== switch: {s}");
-    let started = Instant::now();
-    // How the replay command printed with an answer gets the same input.
-    let input = match &opts.stdin_file {
-        Some(f) => Replay::StdinFile(f.clone()),
-        None => child::stdin_source().map_or(Replay::Captured, Replay::Redirect),
-    };
-    let runner = match Runner::new("switch", command.clone(), opts.seed, opts.stdin_file.clone()) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("rtgrind: error: {e}");
+    /// The answer: each successful switch with the command that replays it, and the figures;
+    /// the exit status.
+    fn report(&self, runner: &Runner) -> i32 {
+        child::progress_done();
+        let (trace, t) = (self.trace.as_ref().expect("traced"), &self.t);
+        let secs = self.started.elapsed().as_secs_f64();
+        if t.found.is_empty() {
+            self.say(&format!(
+                "no single switch makes the run pass: search exhausted after {} switched runs ({} stopped by their budget; {:.2} s)",
+                t.tried, t.stopped, secs
+            ));
+            if self.opts.json {
+                println!("{}", self.model(runner, "exhausted", Vec::new(), secs).to_json());
+            }
             return 2;
         }
-    };
-    let mut s = Search { runner, command, opts, input };
-    let (original, trace) = match trace_failure(&mut s, &say) {
-        Ok(r) => r,
-        Err(code) => return code,
-    };
-    // (Calibrated on the trace run, once.)
-    let budget = s.runner.block_budget(s.opts.budget_factor).unwrap_or(u64::MAX);
-    let cands = candidates(&trace, s.opts.order);
-    let failure = if trace.failure.is_empty() { original.ending.describe() } else { trace.failure.clone() };
-    say(&format!("the original run fails ({failure}); {} branch instances before the failure, {} sites", cands.len(), trace.sites.len()));
-    if s.opts.order == Order::Prior {
-        match &trace.distance {
-            Some(d) => say(&format!("{} of them are in the failure's dynamic dependences (searched first, nearest first)", d.len())),
-            None => say("the dependence log overflowed: searching last executed first"),
-        }
-    }
-    let limit = s.runner.time_limit(20).unwrap_or(Duration::from_secs(3600));
-    // A fork copies only the forking thread: programs with threads are searched by re-running;
-    // so are programs that change files (forked children share the file system with their
-    // parent and each other: a child listing a directory saw the file its parent made).
-    let fork = s.opts.fork && !s.opts.libs && trace.threads == 0 && trace.changes_files.is_none();
-    let mut t = Tally::default();
-    let searched = if fork { fork_search(&mut s, &trace, &cands, budget, limit, &mut t) } else { rerun_search(&mut s, &trace, &cands, budget, limit, &mut t) };
-    if let Err(code) = searched {
-        return code;
-    }
-    report(&s, &trace, &cands, &t, fork, started, &say)
-}
-
-/// The switched runs so far: the successes, how many were tried and how many their budget
-/// stopped.
-#[derive(Default)]
-struct Tally {
-    found: Vec<Found>,
-    tried: u64,
-    stopped: u64,
-}
-
-/// The original run, traced, and its repeat: the trace (with, for `--order=prior`, the
-/// dependence distances from a run of its own); Err(exit status) when there is nothing to
-/// search (no failure, not reproducible, no trace).
-fn trace_failure(s: &mut Search, say: &dyn Fn(&str)) -> Result<(RunResult, Trace), i32> {
-    // The trace run: the original execution, every branch instance up to the failure.
-    let trace_file = s.runner.file("trace");
-    let mut targs: Vec<OsString> = vec!["--tool=switch".into(), format!("--switch-trace={}", trace_file.display()).into()];
-    if s.opts.libs {
-        targs.push("--switch-libs=yes".into());
-    }
-    if let Some(p) = &s.opts.expected_output_path {
-        targs.push(format!("--expected-output={}", p.display()).into());
-    }
-    let (original, _, _) = match s.run(targs.clone(), None, true) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("{e}");
-            return Err(2);
-        }
-    };
-    if !s.opts.json && !s.opts.sarif {
-        child::show_output(&original.stdout);
-    }
-    if s.opts.oracle.passes(&original) {
-        if !s.opts.oracle.given() {
-            say(&format!(
-                "no oracle given (--expected-output, --expected-stderr, --expected-exit, --oracle) and the program did not crash ({}): nothing to search for",
-                original.ending.describe()
+        let mut findings = Vec::new();
+        for (k, f) in t.found.iter().enumerate() {
+            let (pc, place) = &trace.sites[f.candidate.site];
+            let head = if k == 0 { "critical predicate" } else { "also" };
+            self.say(&format!("{head}: {place}, the branch at {pc:#x}"));
+            let was = f.outcome.as_ref().map_or(String::new(), |o| format!(", which was {o}"));
+            self.say(&format!(
+                "   instance {} of its site ({} from the failure){was}; inverting it makes the run pass",
+                f.candidate.forward, f.candidate.backward
             ));
-            return Err(2);
+            self.say(&format!("   to replay it: {}", self.replay(runner, *pc, f.candidate.forward)));
+            let distance = trace.distance.as_ref().and_then(|d| d.get(&f.candidate.index));
+            match (self.opts.order, distance) {
+                (Order::Prior, Some(d)) => self.say(&format!("   the failure depends on it through {d} dynamic dependences")),
+                (Order::Prior, None) => self.say("   the failure does not depend on it (through the dependences traced)"),
+                _ => {}
+            }
+            findings.push(Finding {
+                place: place.clone(),
+                message: format!(
+                    "critical predicate: the branch at {pc:#x}, instance {} ({} from the failure): inverting it makes the run pass",
+                    f.candidate.forward, f.candidate.backward
+                ),
+                pc: format!("{pc:#x}"),
+                instance: f.candidate.forward,
+                from_failure: Some(f.candidate.backward),
+                outcome: f.outcome.clone(),
+                ..Finding::default()
+            });
         }
-        say(&format!("the run already passes the oracle ({}); nothing to find", original.ending.describe()));
-        return Err(0);
-    }
-    // The failure must repeat.
-    let again = match s.run(vec!["--tool=none".into()], s.runner.time_limit(20), false) {
-        Ok(r) => r.0,
-        Err(e) => {
-            eprintln!("{e}");
-            return Err(2);
-        }
-    };
-    let same_output = std::fs::read(&again.stdout).ok() == std::fs::read(&original.stdout).ok();
-    if again.ending != original.ending || !same_output {
-        say(&format!(
-            "the failure does not reproduce: the first run ended with {}, the second with {}{}",
-            original.ending.describe(),
-            again.ending.describe(),
-            if same_output { "" } else { " and a different output" }
+        let order = match self.opts.order {
+            Order::Lefs => "lefs",
+            Order::LastInstanceFirst => "last-instance-first",
+            Order::Prior => "prior",
+        };
+        let how = if self.fork {
+            "forked from forward runs"
+        } else if trace.threads > 0 {
+            "re-executed: the program has threads"
+        } else if trace.changes_files.is_some() && self.opts.fork {
+            "re-executed: the program changes files"
+        } else {
+            "re-executed"
+        };
+        self.say(&format!(
+            "{} switched runs of {} candidates ({order} order, {how}; {} stopped by their budget), {} runs in all, {:.2} s",
+            t.tried,
+            self.cands.len(),
+            t.stopped,
+            runner.runs,
+            secs
         ));
-        return Err(2);
+        let report = self.model(runner, "found", findings, secs);
+        if self.opts.sarif {
+            println!("{}", crate::tools::sarif::document(RULE, &report));
+        }
+        if self.opts.json {
+            println!("{}", report.to_json());
+        }
+        self.opts.error_exitcode
     }
-    let Ok(trace_text) = std::fs::read_to_string(&trace_file) else {
-        // The trace run ended without writing its trace: rtgrind stopped, or the program
-        // replaced itself with one rtgrind does not follow. Its one-line error says which.
-        let err = std::fs::read_to_string(&original.stderr).unwrap_or_default();
-        let line = err.lines().rev().find(|l| l.starts_with("rtgrind: error:")).unwrap_or("rtgrind: error: the trace run ended without a trace");
+}
+
+/// The one run a step asked for, as the switch search takes it.
+fn one(ran: Vec<Ran>) -> Result<(RunResult, String), i32> {
+    result(ran.into_iter().next().expect("a run was asked for"))
+}
+
+/// A run's result and rtgrind's log, or (its one-line error printed) exit status 2.
+fn result(ran: Ran) -> Result<(RunResult, String), i32> {
+    let r = ran.outcome.map_err(|e| {
+        eprintln!("cannot run rtgrind: {e}");
+        2
+    })?;
+    if let Some(line) = r.log.lines().find(|l| l.starts_with("rtgrind: error:")) {
         eprintln!("{line}");
         return Err(2);
-    };
-    let mut trace = parse_trace(&trace_text);
-    if s.opts.order == Order::Prior {
-        // The dependence graph comes from a run of its own: its shadow memory changes where the
-        // kernel puts the program's mappings, and with them what some programs do (a hash of
-        // addresses), so its branch instances are matched to the trace's by site and instance
-        // rather than by position. A mismatch can only change the order, never the answer.
-        let deps_file = s.runner.file("deps-trace");
-        let mut dargs = targs;
-        dargs[1] = format!("--switch-trace={}", deps_file.display()).into();
-        dargs.push("--switch-deps=yes".into());
-        let deps = match s.run(dargs, s.runner.time_limit(40), false) {
-            Ok(_) => parse_trace(&std::fs::read_to_string(&deps_file).unwrap_or_default()),
-            Err(e) => {
-                eprintln!("{e}");
-                return Err(2);
-            }
-        };
-        trace.distance = deps.distance.as_ref().map(|d| by_site_instance(&deps, d, &trace));
     }
-    Ok((original, trace))
+    Ok((RunResult { stdout: r.stdout, stderr: r.stderr, ending: r.ending }, r.log))
 }
 
-/// The fork search: forward runs that fork at the candidates in order, each child switched.
-fn fork_search(s: &mut Search, trace: &Trace, cands: &[Candidate], budget: u64, limit: Duration, t: &mut Tally) -> Result<(), i32> {
-    // Forward runs fork at the candidates in order, in batches growing fourfold: an answer
-    // near the front of the order costs one short batch, a long search few forward runs.
-    let mut from = 0usize;
-    let mut batch = 32usize;
-    let mut pass = 0;
-    'search: while from < cands.len() {
-        pass += 1;
-        let part = &cands[from..(from + batch).min(cands.len())];
-        crate::tools::child::progress(&format!("switch: forking at candidates {}-{} of {}", from + 1, from + part.len(), cands.len()));
-        from += part.len();
-        batch *= 4;
-        let fork_dir = s.runner.file(&format!("fork-{pass}"));
-        let at: Vec<String> = part.iter().map(|c| c.index.to_string()).collect();
-        if let Err(e) = std::fs::create_dir_all(&fork_dir).and_then(|()| std::fs::write(fork_dir.join("at"), at.join(" "))) {
-            eprintln!("rtgrind: error: cannot write {}: {e}", fork_dir.display());
-            return Err(2);
-        }
-        let mut args: Vec<OsString> = vec![
-            "--tool=switch".into(),
-            format!("--switch-fork={}", fork_dir.display()).into(),
-            format!("--budget-blocks={budget}").into(),
-            format!("--jobs={}", s.opts.jobs).into(),
-        ];
-        if let Some(p) = &s.opts.expected_output_path {
-            args.push(format!("--expected-output={}", p.display()).into());
-        }
-        let (parent, _, _) = match s.run(args, Some(limit * (part.len() as u32).max(1)), false) {
-            Ok(r) => r,
-            Err(e) => {
-                eprintln!("{e}");
-                return Err(2);
-            }
-        };
-        let results = std::fs::read_to_string(fork_dir.join("results")).unwrap_or_default();
-        let mut by_index: std::collections::HashMap<usize, (i32, u64, u64)> = std::collections::HashMap::new();
-        for line in results.lines() {
-            let f: Vec<&str> = line.split('\t').collect();
-            if f.len() == 5 {
-                if let (Ok(i), Ok(c), Ok(o), Ok(e)) = (f[1].parse(), f[2].parse(), f[3].parse(), f[4].parse()) {
-                    by_index.insert(i, (c, o, e));
-                }
-            }
-        }
-        for c in part {
-            let Some(&(code, o, e)) = by_index.get(&c.index) else { continue };
-            t.tried += 1;
-            let ending = match code {
-                super::fork::DIVERGED => None,
-                crate::EXIT_BUDGET => Some(Ending::Budget),
-                c if c < 0 => Some(Ending::Signal(-c)),
-                c => Some(Ending::Exit(c)),
-            };
-            if matches!(ending, Some(Ending::Budget)) {
-                t.stopped += 1;
-            }
-            let Some(ending) = ending else { continue };
-            // The child's output: what the program had written before the fork, then its own.
-            let join = |prefix: &std::path::Path, n: u64, own: PathBuf, to: PathBuf| -> PathBuf {
-                let mut bytes = std::fs::read(prefix).unwrap_or_default();
-                bytes.truncate(n as usize);
-                bytes.extend(std::fs::read(own).unwrap_or_default());
-                let _ = std::fs::write(&to, bytes);
-                to
-            };
-            let stdout = join(&parent.stdout, o, fork_dir.join(format!("out-{}", c.index)), fork_dir.join(format!("full-out-{}", c.index)));
-            let stderr = join(&parent.stderr, e, fork_dir.join(format!("err-{}", c.index)), fork_dir.join(format!("full-err-{}", c.index)));
-            if s.opts.oracle.passes(&RunResult { stdout, stderr, ending }) {
-                t.found.push(Found { candidate: c.clone(), outcome: Some(direction(trace, c)) });
-                if !s.opts.all {
-                    break 'search;
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
-/// The search by re-execution: one run of the program per candidate, switched.
-fn rerun_search(s: &mut Search, trace: &Trace, cands: &[Candidate], budget: u64, limit: Duration, t: &mut Tally) -> Result<(), i32> {
-    for c in cands {
-        let (pc, _) = trace.sites[c.site];
-        t.tried += 1;
-        if t.tried % 16 == 1 {
-            crate::tools::child::progress(&format!("switch: switched run {} of {}", t.tried, cands.len()));
-        }
-        let args: Vec<OsString> = vec!["--tool=switch".into(), format!("--switch-at={pc:#x}:{}", c.forward).into(), format!("--budget-blocks={budget}").into()];
-        let (r, _, log) = match s.run(args, Some(limit), false) {
-            Ok(r) => r,
-            Err(e) => {
-                eprintln!("{e}");
-                return Err(2);
-            }
-        };
-        if matches!(r.ending, Ending::Budget | Ending::TimedOut) {
-            t.stopped += 1;
-        }
-        if s.opts.oracle.passes(&r) {
-            // The switched run forced the inverse of the trace's direction; if it says
-            // otherwise the two runs went apart, and the trace is not to be believed.
-            let own = direction(trace, c);
-            let forced_taken = log.contains("switched to taken");
-            let outcome = (forced_taken != (own == "taken")).then_some(own);
-            t.found.push(Found { candidate: c.clone(), outcome });
-            if !s.opts.all {
-                break;
-            }
-        }
-    }
-    Ok(())
-}
-
-/// The answer: each successful switch with the command that replays it, and the figures.
-fn report(s: &Search, trace: &Trace, cands: &[Candidate], t: &Tally, fork: bool, started: Instant, say: &dyn Fn(&str)) -> i32 {
-    crate::tools::child::progress_done();
-    let secs = started.elapsed().as_secs_f64();
-    if t.found.is_empty() {
-        say(&format!(
-            "no single switch makes the run pass: search exhausted after {} switched runs ({} stopped by their budget; {:.2} s)",
-            t.tried, t.stopped, secs
-        ));
-        if s.opts.json {
-            println!("{}", s.report("exhausted", Vec::new(), t.tried, cands.len() as u64, secs).to_json());
-        }
-        return 2;
-    }
-    let mut findings = Vec::new();
-    for (k, f) in t.found.iter().enumerate() {
-        let (pc, place) = &trace.sites[f.candidate.site];
-        let head = if k == 0 { "critical predicate" } else { "also" };
-        say(&format!("{head}: {place}, the branch at {pc:#x}"));
-        let was = f.outcome.as_ref().map_or(String::new(), |o| format!(", which was {o}"));
-        say(&format!("   instance {} of its site ({} from the failure){was}; inverting it makes the run pass", f.candidate.forward, f.candidate.backward));
-        say(&format!("   to replay it: {}", s.replay(*pc, f.candidate.forward)));
-        let distance = trace.distance.as_ref().and_then(|d| d.get(&f.candidate.index));
-        match (s.opts.order, distance) {
-            (Order::Prior, Some(d)) => say(&format!("   the failure depends on it through {d} dynamic dependences")),
-            (Order::Prior, None) => say("   the failure does not depend on it (through the dependences traced)"),
-            _ => {}
-        }
-        findings.push(Finding {
-            place: place.clone(),
-            message: format!(
-                "critical predicate: the branch at {pc:#x}, instance {} ({} from the failure): inverting it makes the run pass",
-                f.candidate.forward, f.candidate.backward
-            ),
-            pc: format!("{pc:#x}"),
-            instance: f.candidate.forward,
-            from_failure: Some(f.candidate.backward),
-            outcome: f.outcome.clone(),
-            ..Finding::default()
-        });
-    }
-    let order = match s.opts.order {
-        Order::Lefs => "lefs",
-        Order::LastInstanceFirst => "last-instance-first",
-        Order::Prior => "prior",
-    };
-    let how = if fork {
-        "forked from forward runs"
-    } else if trace.threads > 0 {
-        "re-executed: the program has threads"
-    } else if trace.changes_files.is_some() && s.opts.fork {
-        "re-executed: the program changes files"
-    } else {
-        "re-executed"
-    };
-    say(&format!(
-        "{} switched runs of {} candidates ({order} order, {how}; {} stopped by their budget), {} runs in all, {:.2} s",
-        t.tried,
-        cands.len(),
-        t.stopped,
-        s.runner.runs,
-        secs
-    ));
-    let report = s.report("found", findings, t.tried, cands.len() as u64, secs);
-    if s.opts.sarif {
-        println!("{}", crate::tools::sarif::document(RULE, &report));
-    }
-    if s.opts.json {
-        println!("{}", report.to_json());
-    }
-    s.opts.error_exitcode
+/// A file's bytes in short: their length and a hash (what the repeat check compares).
+fn digest(path: &std::path::Path) -> String {
+    use std::hash::{Hash, Hasher};
+    let bytes = std::fs::read(path).unwrap_or_default();
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    bytes.hash(&mut h);
+    format!("{} bytes, hash {:016x}", bytes.len(), h.finish())
 }
 
 #[cfg(test)]

@@ -64,7 +64,8 @@ pub struct Options {
     #[arg(long, value_enum, default_value = "yes", value_name = "yes|no")]
     pub fork: YesNo,
 
-    /// Switched runs (forked children) at once.
+    /// Switched runs at once: forked children, or re-executions (`--fork=no`, a program with
+    /// threads) of a program that changes no files.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..))]
     pub jobs: u64,
 
