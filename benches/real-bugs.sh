@@ -11,7 +11,7 @@
 # "(then failed otherwise)" where rtgrind qualified its answer so. Rows that are not a plain
 # "right line" are followed by rtgrind's chain of runs (its `suppress:` lines).
 #
-# The cases (3 programs, 4 bugs):
+# The cases (6 programs, 7 bugs):
 #   unzip 6.0      CVE-2022-0529  heap overflow: strcat of "#Lxxxxxxxx" escapes (10 bytes) into a
 #                                 buffer sized 8 per character (wide_to_local_string);
 #                                 reverted: debian/patches/28-cve-2022-0529-and-cve-2022-0530.patch
@@ -23,6 +23,15 @@
 #                                 reverted: debian/patches/fix-get-args-segment-violation.patch
 #   html2text 1.3.2a Debian #716064 `-width` as the last argument: atoi(argv[argc]) = atoi(NULL);
 #                                 reverted: debian/patches/970-fix-arg-parsing.patch
+#   sharutils 4.15.2 CVE-2018-1000097 heap overflow: unshar's fgets(rw_buffer, BUFSIZ, file) into a
+#                                 4096-byte block (a line of 8000 characters);
+#                                 reverted: debian/patches/01-fix-heap-buffer-overflow-cve-2018-1000097.patch
+#   netcat 1.10    rservice       global overflow: data/rservice.c's memcpy of its command line
+#                                 into static char buf[256], faulting where memory ends;
+#                                 reverted: debian/patches/rservice-buf.patch
+#   fig2dev 3.2.8b CVE-2025-46399 NULL dereference (no corruption): a list walk not reset reads
+#                                 past the last control point (fig2dev -L ge on a spline);
+#                                 reverted: debian/patches/43_CVE-2025-46399.patch
 # unzip is built with -DNO_EXCEPT_SIGNALS: its own SIGSEGV/SIGABRT handlers would otherwise turn
 # the crash into `exit(80)` (rtgrind then sees no failure). The unzip cases run with LC_ALL=C.
 #
@@ -235,6 +244,61 @@ if fetch html2text 1.3.2a-28; then
         case_ html2text "$version" "Debian #716064 argv past end, NULL deref" "-$o" \
             "$(expect "$work/$t" html2text.C '"-width"')" main \
             "$work/$t" "$work/page.html" -- ./html2text -width
+    done
+fi
+
+# --- sharutils (unshar) ---------------------------------------------------------------------
+# A line longer than the 4096-byte heap buffer, read by fgets(rw_buffer, BUFSIZ = 8192, file),
+# overruns it into the archive's FILE (the crash is in ftello).
+if fetch sharutils 1:4.15.2-9; then
+    python3 -c "import sys; sys.stdout.write('X' * 8000 + '\n')" > "$work/long.shar"
+    for o in O0 O2; do
+        eval "flags=\$$o"
+        t=sharutils-$o
+        tree sharutils 01-fix-heap-buffer-overflow-cve-2018-1000097.patch "$t" || continue
+        say "building $t"
+        # (Debian's patches touch m4 files: keep make from running an aclocal it does not have.)
+        (cd "$work/$t" && touch aclocal.m4 && sleep 1 && touch configure config.h.in \
+            && find . -name Makefile.in -exec touch {} + \
+            && ./configure -q CC=gcc CFLAGS="$flags" && make -j2) > "$work/$t.build" 2>&1
+        case_ sharutils "$version" "CVE-2018-1000097 heap overflow" "-$o" \
+            "$(expect "$work/$t/src" unshar.c 'if (!fgets (rw_buffer, BUFSIZ, file))')" find_archive \
+            "$work/$t" /dev/null -- src/unshar "$work/long.shar"
+    done
+fi
+
+# --- netcat (data/rservice.c) --------------------------------------------------------------
+# The example rservice copies its command line into `static char buf[256]`; a 100,000-byte
+# argument runs on to where memory ends and memcpy itself faults there.
+if fetch netcat 1.10-47; then
+    for o in O0 O2; do
+        eval "flags=\$$o"
+        t=netcat-$o
+        tree netcat rservice-buf.patch "$t" || continue
+        say "building $t"
+        gcc $flags -w -o "$work/$t/rservice" "$work/$t/data/rservice.c" > "$work/$t.build" 2>&1
+        case_ netcat "$version" "rservice global buffer overflow" "-$o" \
+            "$(expect "$work/$t/data" rservice.c 'memcpy (p, argv[1], x);')" main \
+            "$work/$t" /dev/null -- ./rservice "$(python3 -c 'print("A" * 100000)')" u
+    done
+fi
+
+# --- fig2dev -------------------------------------------------------------------------------
+# Not a memory corruption: a list walk not reset goes past the last control point and
+# dereferences the list's (legitimate) NULL terminator. The line that read it is expected.
+if fetch fig2dev 1:3.2.8b-3+deb12u2 1:3.2.8b-3; then
+    printf '#FIG 3.1\nLandscape\nCenter\nMetric\n1200 2\n3 2 0 1 0 7 50 -1 -1 0.0 0 0 0 3\n\t 0 0 1200 0 1200 1200\n\t 600 600 600 600\n\t 600 600 600 600\n\t 600 600 600 600\n' > "$work/itp.fig"
+    for o in O0 O2; do
+        eval "flags=\$$o"
+        t=fig2dev-$o
+        tree fig2dev 43_CVE-2025-46399.patch "$t" || continue
+        say "building $t"
+        (cd "$work/$t" && touch aclocal.m4 && sleep 1 && touch configure config.h.in \
+            && find . -name Makefile.in -exec touch {} + \
+            && ./configure -q CC=gcc CFLAGS="$flags" && make -j2) > "$work/$t.build" 2>&1
+        case_ fig2dev "$version" "CVE-2025-46399 list walk past its end, NULL deref" "-$o" \
+            "$(expect "$work/$t/fig2dev/dev" genge.c 'b = a->next;' last)" genge_itp_spline \
+            "$work/$t" /dev/null -- fig2dev/fig2dev -L ge "$work/itp.fig"
     done
 fi
 

@@ -985,3 +985,20 @@ fn a_stack_smash_by_a_copy_of_the_programs_own_bytes_is_found_at_the_copy() {
         }
     }
 }
+
+/// A copy that runs out of a static buffer and on to where memory ends, faulting in the copy
+/// itself (netcat 1.10's rservice, Debian's rservice-buf.patch reverted: `memcpy` of a command
+/// line into `static char buf[256]`): the copy is the root cause, whole for a library's
+/// (`memcpy`, `strcpy`), every execution for the program's own loop; not the line that stepped
+/// the destination pointer, which the fault's address was computed from. Every build.
+#[test]
+fn a_copy_that_runs_on_to_where_memory_ends_is_found_at_the_copy() {
+    let long = "A".repeat(100_000);
+    for (how, marker, runs) in [("memcpy", "root", 3), ("strcpy", "root-strcpy", 3), ("loop", "root-loop", 5)] {
+        let inside = if how == "loop" { None } else { Some(how) };
+        for err in check_variants_at("off_the_end", marker, "main", &[&long, how], inside, (runs, runs)) {
+            let used = if how == "loop" { "below where memory ends, written by this store before" } else { "where memory ends" };
+            assert!(err.contains(used), "{how}: {err}");
+        }
+    }
+}

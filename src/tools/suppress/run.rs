@@ -849,6 +849,9 @@ impl SuppressRun {
         let innermost = frame_entries(ctx, ctx.gpr[4]).into_iter().find(|e| (main.0..main.1).contains(&e[1]));
         let in_library = !(main.0..main.1).contains(&pc) && decode(pc).is_some();
         if let (Some(e), true) = (innermost, in_library) {
+            if let Some(locs) = self.copy_off_the_end(ctx, sig, addr, mem, e) {
+                return locs;
+            }
             if let Some(locs) = self.heap_block_locations(ctx, sig, mem, e) {
                 return locs;
             }
@@ -868,6 +871,66 @@ impl SuppressRun {
         let sites = &self.prop.sites;
         locs.retain(|l| l.1 & !origin::INCOMING != 0 && sites.pc(origin::site(l.1)).and_then(decode).is_none_or(|i| !moves_frame(&i)));
         locs
+    }
+
+    /// A store of the program's innermost library call `e`, a copy, faulted past the end of
+    /// the memory its destination lies in, all of it mapped from the destination up to the
+    /// fault: the copy ran out of its object and on to where memory ends, writing whatever lay
+    /// between (netcat's rservice: `memcpy` of an argument into a static buffer). Its first
+    /// store past its object was the corruption, in this same call: the call, whole, is the
+    /// definition (the pointers it was given point where they should; following them blamed
+    /// the line that stepped the destination). Some: no other locations.
+    fn copy_off_the_end(&mut self, ctx: &mut ThreadContext, sig: i32, addr: u64, mem: &GuestMemory, e: [u64; ENTRY_WORDS_USED]) -> Option<Vec<(String, u64)>> {
+        let (ret, dst) = (e[1], e[9]);
+        let off_the_end = matches!(sig, libc::SIGSEGV | libc::SIGBUS)
+            && dst < addr
+            && addr - dst < 1 << 32
+            && mem.region_at(addr).is_none()
+            && mem.gaps(dst, addr).is_empty();
+        if !off_the_end {
+            return None;
+        }
+        let ins = decode(ctx.rip)?;
+        let info = InstructionInfoFactory::new().info(&ins).clone();
+        let stores =
+            info.used_memory().iter().any(|m| matches!(m.access(), OpAccess::Write | OpAccess::CondWrite | OpAccess::ReadWrite | OpAccess::ReadCondWrite));
+        let name = self.callees(mem)?.name(ret).filter(|n| COPIES.contains(&n.as_str()))?;
+        if !stores {
+            return None;
+        }
+        let word = *shadow::word(ctx, area::CALL_WORD);
+        let what = format!("the destination {dst:#x} of the call returning to {ret:#x}, written on up to {addr:#x}, where memory ends");
+        self.call_defs.push(CallDef { what, word, ret, name: format!("`{name}`") });
+        Some(Vec::new())
+    }
+
+    /// A store of the program faulted where memory ends, and the byte just below was written
+    /// by the same store before: a loop of the program's writing on out of its object and on
+    /// to the end of memory (its index and pointer step as they should). That byte's
+    /// definition, this store's earlier execution, is what the crash used (the search then
+    /// suppresses the store's every execution).
+    fn store_off_the_end(
+        &mut self,
+        ctx: &mut ThreadContext,
+        sig: i32,
+        addr: u64,
+        info: &rtgrind_jit::iced_x86::InstructionInfo,
+        mem: &GuestMemory,
+    ) -> Option<(String, u64)> {
+        let pc = ctx.rip;
+        let stores =
+            info.used_memory().iter().any(|m| matches!(m.access(), OpAccess::Write | OpAccess::CondWrite | OpAccess::ReadWrite | OpAccess::ReadCondWrite));
+        if !matches!(sig, libc::SIGSEGV | libc::SIGBUS)
+            || !self.in_main(pc)
+            || !stores
+            || mem.region_at(addr).is_some()
+            || mem.region_at(addr.wrapping_sub(1)).is_none()
+        {
+            return None;
+        }
+        let o = self.origin_at(addr - 1);
+        (self.prop.sites.pc(origin::site(o)) == Some(pc))
+            .then(|| (format!("the byte at {:#x}, below where memory ends, written by this store before", addr - 1), o))
     }
 
     /// Inside a library call `e` from the program, on a heap block whose header (or, for an
@@ -1025,6 +1088,9 @@ impl SuppressRun {
                 locs.extend(reg_loc(ctx, &self.prop.sites, ins.op0_register(), "divisor"));
             }
             let info = InstructionInfoFactory::new().info(&ins).clone();
+            if let Some(loc) = self.store_off_the_end(ctx, sig, addr, &info, mem) {
+                return vec![loc];
+            }
             let sliced = self.address_slots(ctx, &ins, &info, mem);
             if !sliced.is_empty() {
                 locs.extend(sliced);
