@@ -283,3 +283,89 @@ impl Runner {
         self.first.map(|(_, b)| b.max(100_000).saturating_mul(factor))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The worked example of ARCHITECTURE.md ("Adding a tool"): re-run the program until its
+    /// output changes (a flaky test).
+    struct Rerun {
+        tries: u32,
+        first: Option<Vec<u8>>,
+    }
+
+    impl Search for Rerun {
+        /// "changed", "same" or "cannot run".
+        type Verdict = &'static str;
+
+        fn next(&mut self, runner: &Runner, ran: Vec<Ran>) -> Step<&'static str> {
+            let mut run = Request { args: vec!["--tool=none".into()], ..Request::default() };
+            let last = match ran.into_iter().next().map(|r| r.outcome) {
+                // The first run calibrates the others' time limit.
+                None => {
+                    run.limits.count_blocks = true;
+                    return Step::Run(run);
+                }
+                Some(Err(_)) => return Step::Done("cannot run"),
+                Some(Ok(last)) => last,
+            };
+            let output = std::fs::read(&last.stdout).unwrap_or_default();
+            match &self.first {
+                Some(first) if *first != output => return Step::Done("changed"),
+                None => self.first = Some(output),
+                _ => {}
+            }
+            if runner.runs >= self.tries {
+                return Step::Done("same");
+            }
+            run.limits.time = runner.time_limit(20);
+            Step::Run(run)
+        }
+    }
+
+    /// A run's outcome with `output` as its standard output (no process: the search's steps
+    /// alone are under test).
+    fn ran(runner: &mut Runner, output: &str) -> Vec<Ran> {
+        runner.runs += 1;
+        let stdout = runner.file(&format!("stdout-{}", runner.runs));
+        std::fs::write(&stdout, output).unwrap();
+        let outcome = RunOutcome { ending: Ending::Exit(0), stderr: stdout.clone(), stdout, log: String::new(), took: Duration::ZERO };
+        vec![Ran { number: runner.runs, outcome: Ok(outcome) }]
+    }
+
+    #[test]
+    fn a_search_says_what_to_run_next_until_it_is_done() {
+        let input = std::env::temp_dir().join(format!("rtgrind-search-test-input-{}", std::process::id()));
+        std::fs::write(&input, "").unwrap();
+        let mut runner = Runner::new("search-test", vec!["/bin/true".into()], 0, Some(input.clone())).unwrap();
+        let mut search = Rerun { tries: 3, first: None };
+        let Step::Run(first) = search.next(&runner, Vec::new()) else { panic!("the first run") };
+        assert!(first.limits.count_blocks && first.args == ["--tool=none"]);
+        let a = ran(&mut runner, "a\n");
+        assert!(matches!(search.next(&runner, a), Step::Run(_)));
+        let b = ran(&mut runner, "b\n");
+        assert!(matches!(search.next(&runner, b), Step::Done("changed")));
+        let mut same = Rerun { tries: 3, first: None };
+        runner.runs = 0;
+        let mut verdict = None;
+        for _ in 0..5 {
+            let a = ran(&mut runner, "a\n");
+            if let Step::Done(v) = same.next(&runner, a) {
+                verdict = Some(v);
+                break;
+            }
+        }
+        assert_eq!((verdict, runner.runs), (Some("same"), 3));
+        let _ = std::fs::remove_file(input);
+    }
+
+    #[test]
+    fn a_repeat_names_the_first_field_that_differs() {
+        let f = Failure::default().with("the ending", "signal 11").with("the output", "3 bytes");
+        assert_eq!(f.difference(Some(&f.clone())), None);
+        let g = Failure::default().with("the ending", "signal 11").with("the output", "4 bytes");
+        assert_eq!(f.difference(Some(&g)).as_deref(), Some("the output (3 bytes then 4 bytes)"));
+        assert_eq!(f.difference(None).as_deref(), Some("the second run did not fail"));
+    }
+}
