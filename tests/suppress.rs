@@ -303,6 +303,7 @@ fn json_sarif_and_dot_reports() {
         "{}",
         lines[1]
     );
+    crate::common::assert_valid_sarif(lines[1]);
     let graph = std::fs::read_to_string(&dot).unwrap();
     assert!(graph.starts_with("digraph suppression") && graph.contains(&root) && graph.matches("-> run").count() == 3, "{graph}");
     // An existing file is not overwritten.

@@ -177,6 +177,7 @@ fn json_and_sarif_reports() {
         "{}",
         lines[0]
     );
+    crate::common::assert_valid_sarif(lines[0]);
     // The one report model, as suppress's: parsed and written again, the same line.
     let report: crate::model::Report = serde_json::from_str(lines[1]).unwrap_or_else(|e| panic!("{e}: {}", lines[1]));
     assert_eq!(report.to_json(), lines[1]);

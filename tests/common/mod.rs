@@ -1174,3 +1174,15 @@ fn report_lines_are_recognized() {
     assert_eq!(r, ["==123== Process terminating with SIGSEGV at 0x401000"]);
     assert_eq!(rest, b"guest\n==x== no\n");
 }
+
+/// Asserts `document` is valid SARIF 2.1.0: the OASIS schema in the shared `schemas` directory
+/// beside the project (`../shared/schemas/`, which CI has too; read there, never copied in).
+pub fn assert_valid_sarif(document: &str) {
+    let path = repo_root().join("../shared/schemas/sarif-schema-2.1.0.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("the SARIF schema {}: {e}", path.display()));
+    let schema: serde_json::Value = serde_json::from_str(&text).expect("the schema is JSON");
+    let validator = jsonschema::draft4::new(&schema).expect("the schema compiles");
+    let value: serde_json::Value = serde_json::from_str(document).unwrap_or_else(|e| panic!("{e}: {document}"));
+    let errors: Vec<String> = validator.iter_errors(&value).map(|e| format!("{} at {}", e, e.instance_path)).collect();
+    assert!(errors.is_empty(), "not valid SARIF 2.1.0:\n{}\n{document}", errors.join("\n"));
+}
