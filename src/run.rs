@@ -222,25 +222,12 @@ impl Runtime {
     /// Runs the guest thread until the process exits or the thread does; never returns.
     pub fn run(&mut self) -> ! {
         dispatch::install_context(&mut self.ctx);
+        // The direct exit the last block left by, to link to the next block's translation.
         let mut link_from: Option<ExitId> = None;
         loop {
             self.ctx.pending = 0;
             if self.p().tool.fork_requested() {
-                // No exit signal: a "clone child", which the guest's own wait(-1) does not see
-                // (only __WALL or __WCLONE waits do): the program cannot reap the tool's children.
-                let files = crate::kernel::raw::detach_files();
-                let r = self.fork_process(0, 0, 0);
-                if r == 0 {
-                    files.install();
-                } else {
-                    files.close();
-                }
-                let (tool, ctx, _) = self.tool_view();
-                if let Some(budget) = tool.forked(ctx, r) {
-                    let limit = self.instance() + budget;
-                    self.p().budget = Some(limit);
-                    self.set_quantum(self.ctx.quantum.max(1));
-                }
+                self.fork_for_the_tool();
                 link_from = None;
             }
             if let Some((start, end)) = self.p().tool.retranslate_requested() {
@@ -277,94 +264,131 @@ impl Runtime {
             if step {
                 self.invalidate(pc, pc + 1);
             }
-            let id = self.ctx.exit_id as u32;
-            match id {
-                EXIT_IBL_MISS => {
-                    self.p().stats.ibl_misses += 1;
-                    let target = self.ctx.next_rip;
-                    self.ctx.rip = target;
-                    if let Ok(b) = self.block_for(target) {
-                        let h = self.p().cache.block(b).host_start;
-                        self.ctx.ibl_insert(target, h);
+            link_from = self.exited(self.ctx.exit_id as u32);
+        }
+    }
+
+    /// The tool asked for a copy of the process (the switch search's fork at a candidate):
+    /// forks, and gives the child its own descriptors and the tool's budget.
+    fn fork_for_the_tool(&mut self) {
+        // No exit signal: a "clone child", which the guest's own wait(-1) does not see
+        // (only __WALL or __WCLONE waits do): the program cannot reap the tool's children.
+        let files = crate::kernel::raw::detach_files();
+        let r = self.fork_process(0, 0, 0);
+        if r == 0 {
+            files.install();
+        } else {
+            files.close();
+        }
+        let (tool, ctx, _) = self.tool_view();
+        if let Some(budget) = tool.forked(ctx, r) {
+            let limit = self.instance() + budget;
+            self.p().budget = Some(limit);
+            self.set_quantum(self.ctx.quantum.max(1));
+        }
+    }
+
+    /// The translated code left by exit `id`: does what it left for; the exit to link if it
+    /// was a direct one.
+    fn exited(&mut self, id: u32) -> Option<ExitId> {
+        match id {
+            EXIT_IBL_MISS => {
+                self.p().stats.ibl_misses += 1;
+                let target = self.ctx.next_rip;
+                self.ctx.rip = target;
+                if let Ok(b) = self.block_for(target) {
+                    let h = self.p().cache.block(b).host_start;
+                    self.ctx.ibl_insert(target, h);
+                }
+            }
+            EXIT_FAULT => {
+                self.p().stats.faults += 1;
+                let info = self.sig.take_fault();
+                self.handle_fault(info);
+            }
+            EXIT_PENDING => {}
+            id if id >= EXIT_SPECIAL_BASE => unreachable!("unknown exit id {id:#x}"),
+            id => {
+                let exit = self.p().cache.exit(id);
+                let (kind, pc, target) = (exit.kind, exit.pc, exit.target);
+                self.ctx.rip = target;
+                match kind {
+                    ExitKind::Direct => return Some(id),
+                    ExitKind::Preempt => self.preempted(target),
+                    ExitKind::Syscall => self.guest_syscall(),
+                    ExitKind::Cpuid => {
+                        let g = &mut self.ctx.gpr;
+                        let r = rtgrind_jit::cpuid::emulate(g[reg::RAX as usize] as u32, g[reg::RCX as usize] as u32);
+                        g[reg::RAX as usize] = r[0] as u64;
+                        g[reg::RBX as usize] = r[1] as u64;
+                        g[reg::RCX as usize] = r[2] as u64;
+                        g[reg::RDX as usize] = r[3] as u64;
                     }
-                }
-                EXIT_FAULT => {
-                    self.p().stats.faults += 1;
-                    let info = self.sig.take_fault();
-                    self.handle_fault(info);
-                }
-                EXIT_PENDING => {}
-                id if id >= EXIT_SPECIAL_BASE => unreachable!("unknown exit id {id:#x}"),
-                id => {
-                    let exit = self.p().cache.exit(id);
-                    let (kind, pc, target) = (exit.kind, exit.pc, exit.target);
-                    self.ctx.rip = target;
-                    match kind {
-                        ExitKind::Direct => link_from = Some(id),
-                        ExitKind::Preempt => {
-                            self.skip_count = true;
-                            if self.p().stop_at == Some((self.index, self.instance())) {
-                                self.stop_here();
-                            }
-                            if self.p().budget.is_some_and(|b| self.instance() >= b) {
-                                let b = self.p().budget.unwrap_or(0);
-                                self.p().report.line(&format!("budget of {b} blocks exhausted: the run is stopped"));
-                                self.finish_and_exit(crate::EXIT_BUDGET);
-                            }
-                            let q = self.p().sched.preempt(self.index, target, self.instance());
-                            self.set_quantum(q);
-                        }
-                        ExitKind::Syscall => {
-                            self.p().stats.syscalls += 1;
-                            let nr = self.ctx.gpr[reg::RAX as usize];
-                            let args = self.syscall_args();
-                            let (tool, ctx, _) = self.tool_view();
-                            if let Some(ret) = tool.syscall_pre(ctx, nr, &args) {
-                                // The tool suppressed the call: it returns `ret` without running.
-                                ctx.gpr[reg::RAX as usize] = ret as u64;
-                            } else {
-                                self.syscall();
-                            }
-                            let (tool, ctx, mem) = self.tool_view();
-                            let ret = ctx.gpr[reg::RAX as usize] as i64;
-                            tool.syscall_post(ctx, nr, &args, ret, mem);
-                        }
-                        ExitKind::Cpuid => {
-                            let g = &mut self.ctx.gpr;
-                            let r = rtgrind_jit::cpuid::emulate(g[reg::RAX as usize] as u32, g[reg::RCX as usize] as u32);
-                            g[reg::RAX as usize] = r[0] as u64;
-                            g[reg::RBX as usize] = r[1] as u64;
-                            g[reg::RCX as usize] = r[2] as u64;
-                            g[reg::RDX as usize] = r[3] as u64;
-                        }
-                        ExitKind::Rdtsc => {
-                            let t = self.p().repeat.as_mut().map_or(0, |r| r.rdtsc());
-                            self.ctx.gpr[reg::RAX as usize] = t & 0xffff_ffff;
-                            self.ctx.gpr[reg::RDX as usize] = t >> 32;
-                            if self.p().cache.exit(id).note.as_deref() == Some("rdtscp") {
-                                self.ctx.gpr[reg::RCX as usize] = 0;
-                            }
-                        }
-                        ExitKind::ClientRequest => {
-                            let at = self.ctx.gpr[reg::RAX as usize];
-                            let mut raw = [0u8; 48];
-                            if crate::kernel::guest_mem::read(at, &mut raw) {
-                                let req: [u64; 6] = std::array::from_fn(|i| u64::from_le_bytes(raw[i * 8..][..8].try_into().unwrap()));
-                                let (tool, ctx, mem) = self.tool_view();
-                                if let Some(answer) = tool.client_request(ctx, &req, mem) {
-                                    self.ctx.gpr[reg::RDX as usize] = answer;
-                                }
-                            }
-                        }
-                        ExitKind::Unsupported => {
-                            let p = self.p();
-                            let note = p.cache.exit(id).note.clone().unwrap_or_default();
-                            let place = p.report.describe_pc(pc, &p.mem);
-                            p.report.error(&format!("unsupported instruction `{note}` at {pc:#x}{place}"));
-                            self.finish_and_exit(crate::EXIT_UNSUPPORTED);
+                    ExitKind::Rdtsc => {
+                        let t = self.p().repeat.as_mut().map_or(0, |r| r.rdtsc());
+                        self.ctx.gpr[reg::RAX as usize] = t & 0xffff_ffff;
+                        self.ctx.gpr[reg::RDX as usize] = t >> 32;
+                        if self.p().cache.exit(id).note.as_deref() == Some("rdtscp") {
+                            self.ctx.gpr[reg::RCX as usize] = 0;
                         }
                     }
+                    ExitKind::ClientRequest => self.client_request(),
+                    ExitKind::Unsupported => {
+                        let p = self.p();
+                        let note = p.cache.exit(id).note.clone().unwrap_or_default();
+                        let place = p.report.describe_pc(pc, &p.mem);
+                        p.report.error(&format!("unsupported instruction `{note}` at {pc:#x}{place}"));
+                        self.finish_and_exit(crate::EXIT_UNSUPPORTED);
+                    }
                 }
+            }
+        }
+        None
+    }
+
+    /// The thread's quantum ran out (or the runtime asked it to stop) before `target`: the
+    /// stop point and budget are checked, and the scheduler picks who runs next.
+    fn preempted(&mut self, target: u64) {
+        self.skip_count = true;
+        if self.p().stop_at == Some((self.index, self.instance())) {
+            self.stop_here();
+        }
+        if self.p().budget.is_some_and(|b| self.instance() >= b) {
+            let b = self.p().budget.unwrap_or(0);
+            self.p().report.line(&format!("budget of {b} blocks exhausted: the run is stopped"));
+            self.finish_and_exit(crate::EXIT_BUDGET);
+        }
+        let q = self.p().sched.preempt(self.index, target, self.instance());
+        self.set_quantum(q);
+    }
+
+    /// A `syscall`: the tool's hooks around it, and the call (unless the tool suppressed it).
+    fn guest_syscall(&mut self) {
+        self.p().stats.syscalls += 1;
+        let nr = self.ctx.gpr[reg::RAX as usize];
+        let args = self.syscall_args();
+        let (tool, ctx, _) = self.tool_view();
+        if let Some(ret) = tool.syscall_pre(ctx, nr, &args) {
+            // The tool suppressed the call: it returns `ret` without running.
+            ctx.gpr[reg::RAX as usize] = ret as u64;
+        } else {
+            self.syscall();
+        }
+        let (tool, ctx, mem) = self.tool_view();
+        let ret = ctx.gpr[reg::RAX as usize] as i64;
+        tool.syscall_post(ctx, nr, &args, ret, mem);
+    }
+
+    /// A client request (the guest's magic sequence, rax pointing at its six words): the
+    /// tool's answer in rdx.
+    fn client_request(&mut self) {
+        let at = self.ctx.gpr[reg::RAX as usize];
+        let mut raw = [0u8; 48];
+        if crate::kernel::guest_mem::read(at, &mut raw) {
+            let req: [u64; 6] = std::array::from_fn(|i| u64::from_le_bytes(raw[i * 8..][..8].try_into().unwrap()));
+            let (tool, ctx, mem) = self.tool_view();
+            if let Some(answer) = tool.client_request(ctx, &req, mem) {
+                self.ctx.gpr[reg::RDX as usize] = answer;
             }
         }
     }

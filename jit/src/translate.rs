@@ -655,58 +655,106 @@ struct BodyEnv<'a> {
 /// hook to its last exit; returns where the block ends and its instruction count (the same
 /// for every version).
 fn body(b: &mut BlockBuilder, env: &BodyEnv, tool: &mut dyn Tool) -> Result<(u64, usize), TranslateError> {
-    let (pc, n, max_insns) = (env.pc, env.code.len(), env.max_insns);
-    let buf = env.code;
-    let dead_at = |k: usize| env.flags_dead.get(k).copied().unwrap_or(false);
-    let mut decoder = Decoder::with_ip(64, buf, pc, DecoderOptions::NONE);
-    let mut encoder = Encoder::new(64);
-    let mut ins = Instruction::default();
-    let mut count = 0usize;
-    // Conditional branches inside the block so far (see `conditional`).
-    let mut folded = 0usize;
-    let mut end = pc;
-    let later = |k: usize| env.later.get(k).copied().unwrap_or(0xffff);
-    if b.pre_steal != 0 && b.version != Version::Full {
-        // The loop head (see `BlockBuilder::pre_steal`): entered from outside, the registers
-        // a loop back here keeps stolen are spilled first.
-        b.steal_as_at_head();
-        let head = b.asm.new_label();
-        b.asm.bind(head);
-        b.loop_head = Some(head);
-    }
-    let mut at_start = b.inline(0, !dead_at(0), later(0));
-    tool.block_start(pc, &mut at_start);
-    emit_inline(b, at_start, Point::Start);
-    if b.version == Version::Fast {
-        let l = b.asm.new_label();
-        b.asm.bind(l);
-        b.fast_body = Some((l, b.stolen | b.slot_current));
-    }
-    let mut info_factory = InstructionInfoFactory::new();
-    loop {
-        if !decoder.can_decode() || count >= max_insns {
-            b.restore(!0);
-            b.jmp_exit(end, end);
-            break;
+    let mut t = Body {
+        env,
+        decoder: Decoder::with_ip(64, env.code, env.pc, DecoderOptions::NONE),
+        encoder: Encoder::new(64),
+        info_factory: InstructionInfoFactory::new(),
+        ins: Instruction::default(),
+        count: 0,
+        folded: 0,
+        end: env.pc,
+    };
+    t.enter(b, tool);
+    while t.decode()? {
+        if t.translate_insn(b, tool) == Goes::Out {
+            return Ok((t.end, t.count));
         }
-        decoder.decode_out(&mut ins);
-        if ins.is_invalid() {
-            let truncated = decoder.last_error() == DecoderError::NoMoreBytes;
-            if count == 0 {
+    }
+    // The block stops before an instruction it cannot hold (past its bytes, past the
+    // instruction limit, or one that does not decode: translated on its own, that one
+    // reports its fault precisely).
+    b.restore(!0);
+    b.jmp_exit(t.end, t.end);
+    Ok((t.end, t.count))
+}
+
+/// Whether the block goes on after an instruction.
+#[derive(PartialEq, Eq)]
+enum Goes {
+    On,
+    Out,
+}
+
+/// The state of one translation of a block's body (`body`).
+struct Body<'e, 'a> {
+    env: &'e BodyEnv<'a>,
+    decoder: Decoder<'a>,
+    encoder: Encoder,
+    info_factory: InstructionInfoFactory,
+    /// The instruction being translated, and how many so far (it included).
+    ins: Instruction,
+    count: usize,
+    /// Conditional branches inside the block so far (see `conditional`).
+    folded: usize,
+    /// Where the guest code translated so far ends.
+    end: u64,
+}
+
+impl Body<'_, '_> {
+    fn dead_at(&self, k: usize) -> bool {
+        self.env.flags_dead.get(k).copied().unwrap_or(false)
+    }
+
+    fn later(&self, k: usize) -> u16 {
+        self.env.later.get(k).copied().unwrap_or(0xffff)
+    }
+
+    /// The block's entry: the loop head of a pre-stealing version, the tool's block-start
+    /// code, the fast version's body label.
+    fn enter(&mut self, b: &mut BlockBuilder, tool: &mut dyn Tool) {
+        if b.pre_steal != 0 && b.version != Version::Full {
+            // The loop head (see `BlockBuilder::pre_steal`): entered from outside, the registers
+            // a loop back here keeps stolen are spilled first.
+            b.steal_as_at_head();
+            let head = b.asm.new_label();
+            b.asm.bind(head);
+            b.loop_head = Some(head);
+        }
+        let mut at_start = b.inline(0, !self.dead_at(0), self.later(0));
+        tool.block_start(self.env.pc, &mut at_start);
+        emit_inline(b, at_start, Point::Start);
+        if b.version == Version::Fast {
+            let l = b.asm.new_label();
+            b.asm.bind(l);
+            b.fast_body = Some((l, b.stolen | b.slot_current));
+        }
+    }
+
+    /// Decodes the next instruction into `ins`: false where the block stops before it; an
+    /// error if the block's first instruction cannot be translated.
+    fn decode(&mut self) -> Result<bool, TranslateError> {
+        let (pc, n) = (self.env.pc, self.env.code.len());
+        if !self.decoder.can_decode() || self.count >= self.env.max_insns {
+            return Ok(false);
+        }
+        self.decoder.decode_out(&mut self.ins);
+        if self.ins.is_invalid() {
+            let truncated = self.decoder.last_error() == DecoderError::NoMoreBytes;
+            if self.count == 0 {
                 return Err(if truncated && n < FETCH_BYTES { TranslateError::NotExecutable(pc) } else { TranslateError::Invalid(pc) });
             }
-            // End before it: translating it on its own reports the fault precisely.
-            b.restore(!0);
-            b.jmp_exit(end, end);
-            break;
+            return Ok(false);
         }
-        if ins.ip() != pc && ins.ip().wrapping_add(ins.len() as u64) > pc + n as u64 {
-            b.restore(!0);
-            b.jmp_exit(end, end);
-            break;
-        }
-        count += 1;
-        let info = info_factory.info(&ins).clone();
+        let ins = &self.ins;
+        Ok(ins.ip() == pc || ins.ip().wrapping_add(ins.len() as u64) <= pc + n as u64)
+    }
+
+    /// Translates `ins` with the tool's code before and after it.
+    fn translate_insn(&mut self, b: &mut BlockBuilder, tool: &mut dyn Tool) -> Goes {
+        self.count += 1;
+        let (ins, count, pc) = (self.ins, self.count, self.env.pc);
+        let info = self.info_factory.info(&ins).clone();
         let uses = used_registers(&ins, &info);
         if b.version == Version::Full {
             // Where the fast version's code for this instruction may go on in this one.
@@ -719,25 +767,23 @@ fn body(b: &mut BlockBuilder, env: &BodyEnv, tool: &mut dyn Tool) -> Result<(u64
         // (a tool that skips it puts them back).
         let (written, whole) = written_registers(&ins, &info);
         b.restore(uses & !whole);
-        let next = ins.next_ip();
-        let raw = &buf[(ins.ip() - pc) as usize..][..ins.len()];
-        if buf[(ins.ip() - pc) as usize..n].starts_with(&CLIENT_REQUEST) {
+        let code = self.env.code;
+        if code[(ins.ip() - pc) as usize..].starts_with(&CLIENT_REQUEST) {
             b.restore(!0);
             b.map(&ins, Fixup::None);
-            end = ins.ip() + CLIENT_REQUEST.len() as u64;
-            b.leave(ExitKind::ClientRequest, ins.ip(), end, None);
-            break;
+            self.end = ins.ip() + CLIENT_REQUEST.len() as u64;
+            b.leave(ExitKind::ClientRequest, ins.ip(), self.end, None);
+            return Goes::Out;
         }
-
         if unsupported(&ins) {
             b.restore(!0);
             b.map(&ins, Fixup::None);
             b.leave(ExitKind::Unsupported, ins.ip(), ins.ip(), Some(format_insn(&ins)));
-            end = next;
-            break;
+            self.end = ins.next_ip();
+            return Goes::Out;
         }
         let site = InsnSite { ins: &ins, info: &info };
-        let mut before = b.inline(uses, !dead_at(count - 1), later(count)).dead_before(whole);
+        let mut before = b.inline(uses, !self.dead_at(count - 1), self.later(count)).dead_before(whole);
         tool.before_insn(&site, &mut before);
         let stack_segment = info.used_memory().iter().any(|m| matches!(m.base(), Register::RSP | Register::RBP | Register::ESP | Register::EBP));
         let control = emit_inline(b, before, Point::Before(count - 1, ins.ip(), ins.len() as u8, stack_segment));
@@ -748,100 +794,105 @@ fn body(b: &mut BlockBuilder, env: &BodyEnv, tool: &mut dyn Tool) -> Result<(u64
             // The block ends with this instruction: every register gets its guest value back.
             b.restore(!0);
         }
-        match ins.mnemonic() {
-            Mnemonic::Syscall => {
-                b.map(&ins, Fixup::None);
-                b.leave(ExitKind::Syscall, ins.ip(), next, None);
-                end = next;
-                break;
-            }
-            Mnemonic::Cpuid => {
-                b.map(&ins, Fixup::None);
-                b.leave(ExitKind::Cpuid, ins.ip(), next, None);
-                end = next;
-                break;
-            }
-            Mnemonic::Rdtsc | Mnemonic::Rdtscp if env.virtual_tsc => {
-                b.map(&ins, Fixup::None);
-                let note = (ins.mnemonic() == Mnemonic::Rdtscp).then(|| "rdtscp".to_string());
-                b.leave(ExitKind::Rdtsc, ins.ip(), next, note);
-                end = next;
-                break;
-            }
-            _ => {}
+        self.end = ins.next_ip();
+        if self.leaves_for_the_runtime(b) {
+            return Goes::Out;
         }
-        end = next;
+        let raw = &code[(ins.ip() - pc) as usize..][..ins.len()];
         match ins.flow_control() {
             FlowControl::Next | FlowControl::XbeginXabortXend => {
-                // The guest's `xrstor` (ld.so's lazy-binding trampoline saves and restores
-                // every component XCR0 enables, AVX-512's too) would put back an old block
-                // count in xmm16 and tool counter in xmm18: they step around it.
-                let restores = counts_in_registers() && matches!(ins.mnemonic(), Mnemonic::Xrstor | Mnemonic::Xrstor64);
-                if restores {
-                    b.asm.bytes(&count_registers().store);
-                }
-                copy_insn(b, &mut encoder, &ins, raw, uses);
-                b.wrote(written, whole);
-                if restores {
-                    b.asm.bytes(&count_registers().load);
-                }
-                let mut after = b.inline(uses, !dead_at(count), later(count));
+                self.copy(b, raw, uses, (written, whole));
+                let mut after = b.inline(uses, !self.dead_at(count), self.later(count));
                 tool.after_insn(&site, &mut after);
                 emit_inline(b, after, Point::Elsewhere);
+                Goes::On
             }
             FlowControl::Interrupt | FlowControl::Exception => {
                 // int3, ud2 and friends trap natively; the fault handler maps them back.
                 b.map(&ins, Fixup::None);
                 b.asm.bytes(raw);
-                b.jmp_exit(next, next);
-                break;
+                b.jmp_exit(self.end, self.end);
+                Goes::Out
             }
             FlowControl::UnconditionalBranch => {
                 b.map(&ins, Fixup::None);
                 b.jmp_exit(ins.ip(), ins.near_branch_target());
-                break;
+                Goes::Out
             }
-            FlowControl::ConditionalBranch => {
-                b.map(&ins, Fixup::None);
-                let go_on = folded < max_folded() && count < max_insns && decoder.can_decode();
-                let self_loop = b.closes_self_loop(&ins, control.outcome);
-                if self_loop && b.pre_steal == 0 {
-                    b.wants_pre_steal |= b.stolen;
-                }
-                // Only a plain `jcc` the block goes on past keeps registers stolen (see
-                // `conditional`), and one back to a loop head; every other way out reloads
-                // them first.
-                if self_loop && b.pre_steal != 0 {
-                    b.steal_as_at_head();
-                } else if !go_on || control.outcome.is_some() || ins.condition_code() == ConditionCode::None || counts_rcx(&ins) {
-                    b.restore(!0);
-                }
-                if !conditional(b, &ins, raw, control.outcome, go_on) {
-                    break;
-                }
-                // The block goes on with the fall-through path (see `conditional`).
-                folded += 1;
-                let mut fall = b.inline(0, !dead_at(count), later(count));
-                tool.fall_through(next, &mut fall);
-                emit_inline(b, fall, Point::Elsewhere);
-            }
+            FlowControl::ConditionalBranch => self.branch(b, tool, raw, control),
             FlowControl::Call => {
                 b.map(&ins, Fixup::None);
                 // One 8-byte store (a push of a literal), so the `ret` that loads it back
                 // gets store-to-load forwarding.
                 let lit = b.asm.new_label();
-                b.literals.push((lit, next));
+                b.literals.push((lit, self.end));
                 b.asm.push_rip_label(lit);
                 b.jmp_exit(ins.ip(), ins.near_branch_target());
-                break;
+                Goes::Out
             }
             FlowControl::IndirectBranch | FlowControl::IndirectCall | FlowControl::Return => {
-                indirect(b, &mut encoder, &ins);
-                break;
+                indirect(b, &mut self.encoder, &ins);
+                Goes::Out
             }
         }
     }
-    Ok((end, count))
+
+    /// A `syscall`, `cpuid` or (virtual TSC) `rdtsc`: the block leaves for the runtime.
+    fn leaves_for_the_runtime(&mut self, b: &mut BlockBuilder) -> bool {
+        let ins = self.ins;
+        let (kind, note) = match ins.mnemonic() {
+            Mnemonic::Syscall => (ExitKind::Syscall, None),
+            Mnemonic::Cpuid => (ExitKind::Cpuid, None),
+            Mnemonic::Rdtsc | Mnemonic::Rdtscp if self.env.virtual_tsc => (ExitKind::Rdtsc, (ins.mnemonic() == Mnemonic::Rdtscp).then(|| "rdtscp".to_string())),
+            _ => return false,
+        };
+        b.map(&ins, Fixup::None);
+        b.leave(kind, ins.ip(), self.end, note);
+        true
+    }
+
+    /// A sequential instruction, copied.
+    fn copy(&mut self, b: &mut BlockBuilder, raw: &[u8], uses: u16, (written, whole): (u16, u16)) {
+        // The guest's `xrstor` (ld.so's lazy-binding trampoline saves and restores every
+        // component XCR0 enables, AVX-512's too) would put back an old block count in xmm16
+        // and tool counter in xmm18: they step around it.
+        let restores = counts_in_registers() && matches!(self.ins.mnemonic(), Mnemonic::Xrstor | Mnemonic::Xrstor64);
+        if restores {
+            b.asm.bytes(&count_registers().store);
+        }
+        copy_insn(b, &mut self.encoder, &self.ins, raw, uses);
+        b.wrote(written, whole);
+        if restores {
+            b.asm.bytes(&count_registers().load);
+        }
+    }
+
+    /// A conditional branch: the block goes on past it with the fall-through path (see
+    /// `conditional`), or ends.
+    fn branch(&mut self, b: &mut BlockBuilder, tool: &mut dyn Tool, raw: &[u8], control: Control) -> Goes {
+        let (ins, count) = (self.ins, self.count);
+        b.map(&ins, Fixup::None);
+        let go_on = self.folded < max_folded() && count < self.env.max_insns && self.decoder.can_decode();
+        let self_loop = b.closes_self_loop(&ins, control.outcome);
+        if self_loop && b.pre_steal == 0 {
+            b.wants_pre_steal |= b.stolen;
+        }
+        // Only a plain `jcc` the block goes on past keeps registers stolen (see
+        // `conditional`), and one back to a loop head; every other way out reloads them first.
+        if self_loop && b.pre_steal != 0 {
+            b.steal_as_at_head();
+        } else if !go_on || control.outcome.is_some() || ins.condition_code() == ConditionCode::None || counts_rcx(&ins) {
+            b.restore(!0);
+        }
+        if !conditional(b, &ins, raw, control.outcome, go_on) {
+            return Goes::Out;
+        }
+        self.folded += 1;
+        let mut fall = b.inline(0, !self.dead_at(count), self.later(count));
+        tool.fall_through(self.end, &mut fall);
+        emit_inline(b, fall, Point::Elsewhere);
+        Goes::On
+    }
 }
 
 /// What a tool asked the engine to do to the guest instruction itself.
