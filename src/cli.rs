@@ -58,6 +58,11 @@ pub struct Cli {
     #[arg(long, value_name = "FILE", help_heading = "Repeatable runs")]
     pub stdin_file: Option<PathBuf>,
 
+    /// (Internal) a search's forward run: fork at the checkpoints listed in DIR/at, each child
+    /// running the tool's variant (`tools::checkpoints`).
+    #[arg(long, value_name = "DIR", hide = true)]
+    pub checkpoints: Option<PathBuf>,
+
     /// Stop before thread THREAD (0 = main, then in creation order) runs its INSTANCE-th
     /// translated block, and dump its registers.
     #[arg(long, value_name = "THREAD:INSTANCE", help_heading = "Repeatable runs")]
@@ -110,7 +115,7 @@ const PER_PROCESS: [&str; 13] = [
     "budget_blocks",
     "suppress_plan",
     "suppress_out",
-    "switch_fork",
+    "checkpoints",
     "switch_trace",
     "dot",
 ];

@@ -295,12 +295,13 @@ fn a_search_killed_by_a_signal_takes_its_runs_with_it() {
             .filter(|c| String::from_utf8_lossy(c).contains(&format!("{tag}/{what}")))
             .count()
     };
-    // Wait for a long forward run (the fourth batch: 2,048 forks, seconds of work).
+    // Wait for a long forward run (the fourth batch: 2,048 forks, seconds of work; run 6, after
+    // the trace run, its repeat and three forward runs).
     let t0 = std::time::Instant::now();
-    while runs("fork-4") == 0 && t0.elapsed() < std::time::Duration::from_secs(60) {
+    while runs("forward-6") == 0 && t0.elapsed() < std::time::Duration::from_secs(60) {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    assert!(runs("fork-4") > 0, "the search's fourth forward run did not start");
+    assert!(runs("forward-6") > 0, "the search's fourth forward run did not start");
     // SAFETY: kill(2) of the child we spawned.
     unsafe { libc::kill(search.id() as i32, libc::SIGTERM) };
     let status = search.wait().unwrap();

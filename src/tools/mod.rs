@@ -2,6 +2,7 @@
 //! instruments translations (the engine's `instrument::Tool`) and reacts to what the runtime
 //! sees (syscalls, client requests, the end of the run) through [`ToolRun`].
 
+pub mod checkpoints;
 pub mod child;
 pub mod count;
 pub mod expected;
@@ -299,7 +300,8 @@ mod claims_tests {
     fn every_tools_claims_fit_together() {
         super::suppress::area::claim().unwrap();
         crate::shadow::claim_layout().unwrap();
-        let fork = super::switch::fork::SwitchFork::new(std::path::PathBuf::from("/nonexistent"), Vec::new(), 1, 1, None, String::new());
+        let fork =
+            super::switch::fork::SwitchFork::new(super::checkpoints::Checkpoints::read(std::path::PathBuf::from("/nonexistent"), 1), 1, None, String::new());
         assert!(fork.is_ok(), "{:?}", fork.err());
         assert!(super::switch::run::claim_outcome().is_ok());
         // A claim of the shadow's words by anyone else is refused.

@@ -56,6 +56,16 @@ pub struct RunOutcome {
     /// rtgrind's messages, when the run was asked to log them apart (`Limits::log`).
     pub log: String,
     pub took: Duration,
+    /// A forward run's children, in the order they ended.
+    pub children: Vec<Forked>,
+}
+
+/// A child a forward run forked at a checkpoint.
+pub struct Forked {
+    pub at: u64,
+    /// How it ran (its output: the forward run's up to the fork, then its own); None if it
+    /// stopped itself, its variant unable to pass (`checkpoints::GAVE_UP`).
+    pub outcome: Option<RunOutcome>,
 }
 
 impl RunOutcome {
@@ -87,6 +97,9 @@ pub struct Request {
     pub limits: Limits,
     /// The progress line while it runs (on a terminal).
     pub progress: String,
+    /// A forward run: the checkpoints to fork a child at (what they count is the tool's,
+    /// `tools::checkpoints`); the children come back in `RunOutcome::children`.
+    pub checkpoints: Option<Vec<u64>>,
 }
 
 /// What a search does next.
@@ -182,7 +195,7 @@ impl Runner {
                 }
                 Step::Run(r) => {
                     child::progress(&r.progress);
-                    let outcome = self.run(&r.args, r.limits);
+                    let outcome = self.run_request(&r);
                     vec![Ran { number: self.runs, outcome }]
                 }
                 Step::Batch(rs) => self.run_batch(rs),
@@ -201,8 +214,11 @@ impl Runner {
             }
             let this = &*self;
             let outcomes: Vec<std::io::Result<RunOutcome>> = std::thread::scope(|scope| {
-                let handles: Vec<_> =
-                    chunk.iter().enumerate().map(|(k, r)| scope.spawn(move || this.run_numbered(first + k as u32, &r.args, r.limits))).collect();
+                let handles: Vec<_> = chunk
+                    .iter()
+                    .enumerate()
+                    .map(|(k, r)| scope.spawn(move || this.run_numbered(first + k as u32, &r.args, r.limits, r.checkpoints.as_deref())))
+                    .collect();
                 handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(std::io::Error::other("a run's thread panicked")))).collect()
             });
             if let Some(l) = self.leftovers.as_mut() {
@@ -213,12 +229,14 @@ impl Runner {
         ran
     }
 
-    /// Runs rtgrind with `tool_args` and the search's own options (repeatable, the seed, the
-    /// input, the limits) on the program. Its files are `stdout-N`, `stderr-N` (and `log-N`).
-    pub fn run(&mut self, tool_args: &[OsString], limits: Limits) -> std::io::Result<RunOutcome> {
+    /// Makes the run `request` asks for, as the next one: rtgrind with the tool's arguments
+    /// and the search's own options (repeatable, the seed, the input, the limits) on the
+    /// program. Its files are `stdout-N`, `stderr-N` (and `log-N`).
+    fn run_request(&mut self, request: &Request) -> std::io::Result<RunOutcome> {
+        let limits = request.limits;
         self.runs += 1;
         let n = self.runs;
-        let outcome = self.run_numbered(n, tool_args, limits);
+        let outcome = self.run_numbered(n, &request.args, limits, request.checkpoints.as_deref());
         if let Some(l) = self.leftovers.as_mut() {
             l.clear(n);
         }
@@ -230,11 +248,17 @@ impl Runner {
         Ok(outcome)
     }
 
-    /// Run number `n`.
-    fn run_numbered(&self, n: u32, tool_args: &[OsString], limits: Limits) -> std::io::Result<RunOutcome> {
+    /// Run number `n` (a forward run forking at `checkpoints`, its files in `forward-N`).
+    fn run_numbered(&self, n: u32, tool_args: &[OsString], limits: Limits, checkpoints: Option<&[u64]>) -> std::io::Result<RunOutcome> {
         let (stdout, stderr, log) = (self.file(&format!("stdout-{n}")), self.file(&format!("stderr-{n}")), self.file(&format!("log-{n}")));
         let blocks = self.file(&format!("blocks-{n}"));
+        let forward = self.file(&format!("forward-{n}"));
         let mut args: Vec<OsString> = Vec::new();
+        if let Some(at) = checkpoints {
+            std::fs::create_dir_all(&forward)?;
+            std::fs::write(forward.join("at"), at.iter().map(u64::to_string).collect::<Vec<_>>().join(" "))?;
+            args.push(format!("--checkpoints={}", forward.display()).into());
+        }
         if limits.log {
             args.extend(["-q".into(), format!("--log-file={}", log.display()).into()]);
         }
@@ -268,7 +292,8 @@ impl Runner {
                 (e, took)
             }
         };
-        Ok(RunOutcome { ending, stdout, stderr, log: log_text, took })
+        let children = if checkpoints.is_some() { children(&forward, &stdout, &stderr) } else { Vec::new() };
+        Ok(RunOutcome { ending, stdout, stderr, log: log_text, took, children })
     }
 
     /// The wall-time limit of a later run: `factor` times the first run's, and 20 s more (a
@@ -282,6 +307,37 @@ impl Runner {
     pub fn block_budget(&self, factor: u64) -> Option<u64> {
         self.first.map(|(_, b)| b.max(100_000).saturating_mul(factor))
     }
+}
+
+/// The children a forward run wrote to `dir/results`, each with its output joined to the
+/// forward run's (`stdout`, `stderr`) before the fork.
+fn children(dir: &std::path::Path, stdout: &std::path::Path, stderr: &std::path::Path) -> Vec<Forked> {
+    let results = std::fs::read_to_string(dir.join("results")).unwrap_or_default();
+    let join = |prefix: &std::path::Path, n: u64, own: PathBuf, to: PathBuf| -> PathBuf {
+        let mut bytes = std::fs::read(prefix).unwrap_or_default();
+        bytes.truncate(n as usize);
+        bytes.extend(std::fs::read(own).unwrap_or_default());
+        let _ = std::fs::write(&to, bytes);
+        to
+    };
+    results
+        .lines()
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split('\t').collect();
+            let [_, at, code, o, e] = f[..] else { return None };
+            let (at, code, o, e): (u64, i32, u64, u64) = (at.parse().ok()?, code.parse().ok()?, o.parse().ok()?, e.parse().ok()?);
+            let ending = match code {
+                super::checkpoints::GAVE_UP => return Some(Forked { at, outcome: None }),
+                crate::EXIT_BUDGET => Ending::Budget,
+                c if c < 0 => Ending::Signal(-c),
+                c => Ending::Exit(c),
+            };
+            let stdout = join(stdout, o, dir.join(format!("out-{at}")), dir.join(format!("full-out-{at}")));
+            let stderr = join(stderr, e, dir.join(format!("err-{at}")), dir.join(format!("full-err-{at}")));
+            let outcome = RunOutcome { ending, stdout, stderr, log: String::new(), took: Duration::ZERO, children: Vec::new() };
+            Some(Forked { at, outcome: Some(outcome) })
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -330,7 +386,7 @@ mod tests {
         runner.runs += 1;
         let stdout = runner.file(&format!("stdout-{}", runner.runs));
         std::fs::write(&stdout, output).unwrap();
-        let outcome = RunOutcome { ending: Ending::Exit(0), stderr: stdout.clone(), stdout, log: String::new(), took: Duration::ZERO };
+        let outcome = RunOutcome { ending: Ending::Exit(0), stderr: stdout.clone(), stdout, log: String::new(), took: Duration::ZERO, children: Vec::new() };
         vec![Ran { number: runner.runs, outcome: Ok(outcome) }]
     }
 

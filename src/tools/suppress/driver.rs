@@ -172,7 +172,7 @@ impl Suppression<'_> {
         let traced = if trace && !points.is_empty() { ", traced" } else { "" };
         let progress = format!("suppress: run {n} ({} suppression points{traced})", points.len());
         self.stage = stage;
-        Ok(Step::Run(Request { args, limits, progress }))
+        Ok(Step::Run(Request { args, limits, progress, checkpoints: None }))
     }
 
     /// A run's outcome, as the search takes it: a suppression run that does not end

@@ -7,7 +7,7 @@
 use super::oracle::{Ending, Oracle, RunResult};
 use crate::report::model::{Finding, Report, VERSION};
 use crate::tools::child;
-use crate::tools::search::{Failure, Limits, Ran, Request, Runner, Step};
+use crate::tools::search::{Failure, Forked, Limits, Ran, Request, RunOutcome, Runner, Step};
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -181,10 +181,9 @@ struct Switching {
     budget: u64,
     limit: Duration,
     fork: bool,
-    /// The next candidate to switch, and (fork search) the next batch's size and number.
+    /// The next candidate to switch, and (fork search) the next batch's size.
     from: usize,
     batch: usize,
-    pass: usize,
     t: Tally,
 }
 
@@ -196,10 +195,9 @@ enum Stage {
     Repeated,
     /// The dependence run of `--order=prior`.
     Deps,
-    /// A forward run forking at `cands[part]`, its files in `dir`.
+    /// A forward run forking at `cands[part]`.
     Forked {
         part: std::ops::Range<usize>,
-        dir: PathBuf,
     },
     /// Runs each switching one of `cands[part]`.
     Switched {
@@ -266,7 +264,6 @@ pub fn drive(command: Vec<OsString>, opts: Options) -> i32 {
         fork: false,
         from: 0,
         batch: 32,
-        pass: 0,
         t: Tally::default(),
     };
     runner.drive(&mut s)
@@ -298,9 +295,11 @@ impl Switching {
                 trace.distance = deps.distance.as_ref().map(|d| by_site_instance(&deps, d, trace));
                 self.begin(runner)
             }
-            Stage::Forked { part, dir } => {
-                let (parent, _) = one(ran)?;
-                self.forked(&part, &dir, &parent);
+            Stage::Forked { part } => {
+                let mut ran = ran.into_iter().next().expect("a run was asked for");
+                let children = ran.outcome.as_mut().map(|o| std::mem::take(&mut o.children)).unwrap_or_default();
+                result(ran)?;
+                self.forked(&part, children);
                 self.next_candidates(runner)
             }
             Stage::Switched { part } => {
@@ -328,7 +327,7 @@ impl Switching {
         }
         self.stage = Stage::Traced;
         let limits = Limits { time: None, log: true, count_blocks: true, budget: None };
-        Ok(Step::Run(Request { args: self.trace_args.clone(), limits, progress: "switch: the trace run".into() }))
+        Ok(Step::Run(Request { args: self.trace_args.clone(), limits, progress: "switch: the trace run".into(), checkpoints: None }))
     }
 
     /// The trace run ended: the failure, then the check that it repeats.
@@ -350,7 +349,7 @@ impl Switching {
         self.original = Some(original);
         self.stage = Stage::Repeated;
         let limits = Limits { time: runner.time_limit(20), log: true, count_blocks: false, budget: None };
-        Ok(Step::Run(Request { args: vec!["--tool=none".into()], limits, progress: "switch: the failure again".into() }))
+        Ok(Step::Run(Request { args: vec!["--tool=none".into()], limits, progress: "switch: the failure again".into(), checkpoints: None }))
     }
 
     /// The failure must repeat; then the trace (and, for `--order=prior`, the dependences).
@@ -382,7 +381,7 @@ impl Switching {
         args.push("--switch-deps=yes".into());
         self.stage = Stage::Deps;
         let limits = Limits { time: runner.time_limit(40), log: true, count_blocks: false, budget: None };
-        Ok(Step::Run(Request { args, limits, progress: "switch: the dependence run".into() }))
+        Ok(Step::Run(Request { args, limits, progress: "switch: the dependence run".into(), checkpoints: None }))
     }
 
     /// The candidates, in the chosen order, and how they are searched.
@@ -414,7 +413,7 @@ impl Switching {
             return Err(self.report(runner));
         }
         if self.fork {
-            return self.fork_run(runner);
+            return self.fork_run();
         }
         // Re-executions of a program that changes no files do not see each other: several at
         // once (`--jobs`), examined in the order's.
@@ -428,78 +427,44 @@ impl Switching {
                 let (pc, _) = trace.sites[c.site];
                 let args = vec!["--tool=switch".into(), format!("--switch-at={pc:#x}:{}", c.forward).into(), format!("--budget-blocks={}", self.budget).into()];
                 let limits = Limits { time: Some(self.limit), log: true, count_blocks: false, budget: None };
-                Request { args, limits, progress: format!("switch: switched run {} of {}", part.start + 1, self.cands.len()) }
+                Request { args, limits, progress: format!("switch: switched run {} of {}", part.start + 1, self.cands.len()), checkpoints: None }
             })
             .collect();
         self.stage = Stage::Switched { part };
         Ok(if requests.len() == 1 { Step::Run(requests.into_iter().next().unwrap()) } else { Step::Batch(requests) })
     }
 
-    /// The fork search: forward runs fork at the candidates in order, in batches growing
-    /// fourfold (an answer near the front of the order costs one short batch, a long search
-    /// few forward runs), each child switched.
-    fn fork_run(&mut self, runner: &Runner) -> Result<Step<i32>, i32> {
-        self.pass += 1;
+    /// The fork search: forward runs fork at the candidates in order (the runner's checkpoints:
+    /// branch instances), in batches growing fourfold (an answer near the front of the order
+    /// costs one short batch, a long search few forward runs), each child switched.
+    fn fork_run(&mut self) -> Result<Step<i32>, i32> {
         let part = self.from..(self.from + self.batch).min(self.cands.len());
         self.from = part.end;
         self.batch *= 4;
-        let dir = runner.file(&format!("fork-{}", self.pass));
-        let at: Vec<String> = self.cands[part.clone()].iter().map(|c| c.index.to_string()).collect();
-        if let Err(e) = std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(dir.join("at"), at.join(" "))) {
-            eprintln!("rtgrind: error: cannot write {}: {e}", dir.display());
-            return Err(2);
-        }
-        let mut args: Vec<OsString> = vec![
-            "--tool=switch".into(),
-            format!("--switch-fork={}", dir.display()).into(),
-            format!("--budget-blocks={}", self.budget).into(),
-            format!("--jobs={}", self.opts.jobs).into(),
-        ];
+        let mut args: Vec<OsString> =
+            vec!["--tool=switch".into(), format!("--budget-blocks={}", self.budget).into(), format!("--jobs={}", self.opts.jobs).into()];
         if let Some(p) = &self.opts.expected_output_path {
             args.push(format!("--expected-output={}", p.display()).into());
         }
         let limits = Limits { time: Some(self.limit * (part.len() as u32).max(1)), log: true, count_blocks: false, budget: None };
         let progress = format!("switch: forking at candidates {}-{} of {}", part.start + 1, part.end, self.cands.len());
-        self.stage = Stage::Forked { part, dir };
-        Ok(Step::Run(Request { args, limits, progress }))
+        let checkpoints = Some(self.cands[part.clone()].iter().map(|c| c.index as u64).collect());
+        self.stage = Stage::Forked { part };
+        Ok(Step::Run(Request { args, limits, progress, checkpoints }))
     }
 
-    /// A forward run ended: its children's results, in the order's.
-    fn forked(&mut self, part: &std::ops::Range<usize>, dir: &std::path::Path, parent: &RunResult) {
-        let results = std::fs::read_to_string(dir.join("results")).unwrap_or_default();
-        let mut by_index: HashMap<usize, (i32, u64, u64)> = HashMap::new();
-        for line in results.lines() {
-            let f: Vec<&str> = line.split('\t').collect();
-            if f.len() == 5 {
-                if let (Ok(i), Ok(c), Ok(o), Ok(e)) = (f[1].parse(), f[2].parse(), f[3].parse(), f[4].parse()) {
-                    by_index.insert(i, (c, o, e));
-                }
-            }
-        }
+    /// A forward run ended: its children (by checkpoint: how each ended and its output, or
+    /// None if it gave up), in the order's.
+    fn forked(&mut self, part: &std::ops::Range<usize>, children: Vec<Forked>) {
+        let mut by_index: HashMap<u64, Option<RunOutcome>> = children.into_iter().map(|c| (c.at, c.outcome)).collect();
         let trace = self.trace.as_ref().expect("traced");
         for c in &self.cands[part.clone()] {
-            let Some(&(code, o, e)) = by_index.get(&c.index) else { continue };
+            let Some(child) = by_index.remove(&(c.index as u64)) else { continue };
             self.t.tried += 1;
-            let ending = match code {
-                super::fork::DIVERGED => None,
-                crate::EXIT_BUDGET => Some(Ending::Budget),
-                c if c < 0 => Some(Ending::Signal(-c)),
-                c => Some(Ending::Exit(c)),
-            };
-            if matches!(ending, Some(Ending::Budget)) {
+            let Some(RunOutcome { ending, stdout, stderr, .. }) = child else { continue };
+            if ending == Ending::Budget {
                 self.t.stopped += 1;
             }
-            let Some(ending) = ending else { continue };
-            // The child's output: what the program had written before the fork, then its own.
-            let join = |prefix: &std::path::Path, n: u64, own: PathBuf, to: PathBuf| -> PathBuf {
-                let mut bytes = std::fs::read(prefix).unwrap_or_default();
-                bytes.truncate(n as usize);
-                bytes.extend(std::fs::read(own).unwrap_or_default());
-                let _ = std::fs::write(&to, bytes);
-                to
-            };
-            let stdout = join(&parent.stdout, o, dir.join(format!("out-{}", c.index)), dir.join(format!("full-out-{}", c.index)));
-            let stderr = join(&parent.stderr, e, dir.join(format!("err-{}", c.index)), dir.join(format!("full-err-{}", c.index)));
             if self.opts.oracle.passes(&RunResult { stdout, stderr, ending }) {
                 self.t.found.push(Found { candidate: c.clone(), outcome: Some(direction(trace, c)) });
                 if !self.opts.all {

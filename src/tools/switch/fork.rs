@@ -1,8 +1,8 @@
 //! The forward pass of the fork search (the paper's fork trick, dissertation 004 §4.3): one run
-//! of the program that forks at each of the given branch instances. The parent goes on
-//! unswitched; the child inverts that instance, writes its output to files of its own, stops
+//! of the program that forks at each of the given branch instances (its checkpoints,
+//! `tools::checkpoints`). The parent goes on unswitched; the child inverts that instance, stops
 //! at its first output byte that differs from the expected output (or when its block budget is
-//! used up), and the parent collects how every child ended. Up to `jobs` children run at once.
+//! used up), and the parent collects how every child ended.
 //!
 //! At a candidate, inline code (a counter of the program's branch instances) calls out; the
 //! call-out leaves the block just before the branch and asks the runtime for a fork. In the
@@ -12,13 +12,13 @@
 use super::run::Switch;
 use crate::kernel::memory::GuestMemory;
 use crate::report::Reporter;
+use crate::tools::checkpoints::{Checkpoints, GAVE_UP};
 use crate::tools::expected::ExpectedOutput;
 use crate::tools::ToolRun;
 use rtgrind_jit::iced_x86::{ConditionCode, FlowControl};
 use rtgrind_jit::instrument::code_asm::qword_ptr;
 use rtgrind_jit::instrument::{tool_area, Inline, InsnSite, Tool};
 use rtgrind_jit::ThreadContext;
-use std::path::PathBuf;
 
 /// Its tool-area words (claimed, `claims`): the program's branch instances so far, the next
 /// one to fork at, where to leave the block for.
@@ -29,9 +29,6 @@ struct Words {
     redirect: usize,
 }
 
-/// Exit status of a child that wrote output differing from the expected.
-pub const DIVERGED: i32 = 97;
-
 /// What the call-out tells the tool (boxed: translations hold its address).
 #[derive(Default)]
 struct Request {
@@ -41,102 +38,49 @@ struct Request {
 }
 
 pub struct SwitchFork {
-    dir: PathBuf,
-    /// The branch instances to fork at (0-based, ascending), the next one first.
-    at: std::collections::VecDeque<u64>,
-    jobs: usize,
+    /// The branch instances to fork at (0-based).
+    checkpoints: Checkpoints,
     budget: u64,
     expected: Option<Vec<u8>>,
     main: (u64, u64),
     program: String,
     request: Box<Request>,
-    /// Children running: (pid, instance index).
-    running: Vec<(i32, u64)>,
-    /// Children done: (instance index, exit status or -signal, stdout prefix length).
-    done: Vec<(u64, i32)>,
-    /// Bytes the program had written to stdout and stderr when each child was forked.
-    prefixes: Vec<(u64, u64, u64)>,
     /// In a child: the switched run, and its output checked as it writes.
     child: Option<Switch>,
     output: Option<ExpectedOutput>,
     /// The child asks for the switched site's translations to be dropped (once).
     retranslate: bool,
     site: u64,
-    /// The forward run's process (set when the program starts).
-    pid: u32,
     words: Words,
     /// The child's switched branch's word.
     outcome: usize,
 }
 
 impl SwitchFork {
-    pub fn new(
-        dir: PathBuf,
-        mut at: Vec<u64>,
-        jobs: usize,
-        budget: u64,
-        expected: Option<Vec<u8>>,
-        program: String,
-    ) -> Result<SwitchFork, rtgrind_jit::claims::ClaimError> {
-        at.sort_unstable();
-        at.dedup();
+    pub fn new(checkpoints: Checkpoints, budget: u64, expected: Option<Vec<u8>>, program: String) -> Result<SwitchFork, rtgrind_jit::claims::ClaimError> {
         let base = rtgrind_jit::claims::claim_area("the fork search's forward run", 24)?;
         let words = Words { index: base, next: base + 8, redirect: base + 16 };
         let outcome = super::run::claim_outcome()?;
         Ok(SwitchFork {
-            dir,
-            at: at.into(),
-            jobs: jobs.max(1),
+            checkpoints,
             budget,
             expected,
             main: (0, 0),
             program,
-            running: Vec::new(),
-            done: Vec::new(),
-            prefixes: Vec::new(),
             child: None,
             output: None,
             retranslate: false,
             site: 0,
-            pid: std::process::id(),
             request: Box::new(Request { at: None, words }),
             words,
             outcome,
         })
     }
 
-    /// Collects the children that ended (with `block`, waits until one has). Each is waited
-    /// for by pid, with __WALL (they send no exit signal): never the program's own children.
-    fn reap(&mut self, block: bool) {
-        loop {
-            let mut reaped = false;
-            let mut i = 0;
-            while i < self.running.len() {
-                let (pid, index) = self.running[i];
-                let mut status = 0;
-                // SAFETY: waitpid on a child this process forked.
-                let r = unsafe { libc::waitpid(pid, &mut status, libc::__WALL | libc::WNOHANG) };
-                if r == pid || r < 0 {
-                    // r < 0: not our child any more (cannot happen; never wait forever on it).
-                    let code = if r < 0 {
-                        -1
-                    } else if libc::WIFEXITED(status) {
-                        libc::WEXITSTATUS(status)
-                    } else {
-                        -libc::WTERMSIG(status)
-                    };
-                    self.running.swap_remove(i);
-                    self.done.push((index, code));
-                    reaped = true;
-                } else {
-                    i += 1;
-                }
-            }
-            if reaped || !block || self.running.is_empty() {
-                return;
-            }
-            std::thread::sleep(std::time::Duration::from_micros(200));
-        }
+    /// The count at which the next fork is due: the index is incremented before the compare,
+    /// so instance i (0-based) is reached at i + 1.
+    fn next_due(&self) -> u64 {
+        self.checkpoints.next().map_or(u64::MAX, |i| i + 1)
     }
 }
 
@@ -195,10 +139,9 @@ impl Tool for SwitchFork {
 
 impl ToolRun for SwitchFork {
     fn start(&mut self, ctx: &mut ThreadContext, mem: &GuestMemory) {
-        self.pid = std::process::id();
+        self.checkpoints.started();
         self.main = crate::tools::main_module_range(mem, &self.program);
-        // The index is incremented before the compare: instance i (0-based) is reached at i + 1.
-        ctx.tool_area[self.words.next / 8] = self.at.front().map_or(u64::MAX, |i| i + 1);
+        ctx.tool_area[self.words.next / 8] = self.next_due();
     }
 
     fn forks_children(&self) -> bool {
@@ -212,40 +155,13 @@ impl ToolRun for SwitchFork {
     fn forked(&mut self, ctx: &mut ThreadContext, child: i64) -> Option<u64> {
         let pc = self.request.at.take().unwrap_or(0);
         let index = ctx.tool_area[self.words.index / 8]; // 0-based index of this instance
-        let size = |fd: i32| crate::kernel::raw::fstat(fd).map_or(0, |st| st.st_size as u64);
-        if child > 0 {
-            self.running.push((child as i32, index));
-            self.prefixes.push((index, size(1), size(2)));
-            while self.at.front().is_some_and(|&i| i <= index) {
-                self.at.pop_front();
-            }
-            ctx.tool_area[self.words.next / 8] = self.at.front().map_or(u64::MAX, |i| i + 1);
-            while self.running.len() >= self.jobs {
-                self.reap(true);
-            }
-            self.reap(false);
-            return None;
-        }
-        if child < 0 {
-            ctx.tool_area[self.words.next / 8] = u64::MAX;
-            return None;
-        }
-        // The child: its own output files, the one switch, the budget.
-        self.running.clear();
-        self.done.clear();
-        self.prefixes.clear();
-        self.output = self.expected.take().map(|e| ExpectedOutput::new(e, size(1) as usize));
-        for (fd, what) in [(1, "out"), (2, "err")] {
-            let path = self.dir.join(format!("{what}-{index}"));
-            if let Ok(f) = std::fs::File::create(&path) {
-                use std::os::fd::AsRawFd;
-                // SAFETY: dup2 of an open file onto the guest's descriptor, which it shares.
-                unsafe { libc::dup2(f.as_raw_fd(), fd) };
-            }
-        }
+        let in_child = self.checkpoints.forked(index, child);
+        ctx.tool_area[self.words.next / 8] = self.next_due();
+        // The child: the one switch, its output checked, the budget.
+        let before = in_child?;
+        self.output = self.expected.take().map(|e| ExpectedOutput::new(e, before as usize));
         self.child = Some(Switch::new(pc, 1, self.outcome));
         self.site = pc;
-        ctx.tool_area[self.words.next / 8] = u64::MAX;
         // Retranslate: from now on only the switched site is instrumented.
         self.retranslate = true;
         Some(self.budget)
@@ -261,7 +177,7 @@ impl ToolRun for SwitchFork {
         if self.output.as_mut()?.check(nr, args).is_some() {
             // This switch cannot pass: stop now.
             // SAFETY: ending this child process; the parent only reads its status.
-            unsafe { libc::_exit(DIVERGED) };
+            unsafe { libc::_exit(GAVE_UP) };
         }
         None
     }
@@ -270,19 +186,6 @@ impl ToolRun for SwitchFork {
         if let Some(c) = self.child.as_mut() {
             return c.fini(report, mem);
         }
-        // A fork the program made itself carries a copy of this state: only the forward run
-        // reaps and reports its children.
-        if std::process::id() != self.pid {
-            return;
-        }
-        while !self.running.is_empty() {
-            self.reap(true);
-        }
-        let mut text = String::new();
-        for (index, code) in &self.done {
-            let (o, e) = self.prefixes.iter().find(|p| p.0 == *index).map_or((0, 0), |p| (p.1, p.2));
-            text += &format!("child\t{index}\t{code}\t{o}\t{e}\n");
-        }
-        let _ = std::fs::write(self.dir.join("results"), text);
+        self.checkpoints.finish();
     }
 }

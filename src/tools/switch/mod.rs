@@ -69,11 +69,6 @@ pub struct Options {
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..))]
     pub jobs: u64,
 
-    /// (Internal) the forward pass of the fork search, with its files in DIR (DIR/at: the
-    /// branch instances to fork at; `--budget-blocks` is each child's budget).
-    #[arg(long, value_name = "DIR", hide = true)]
-    pub switch_fork: Option<PathBuf>,
-
     /// (Internal) record every conditional branch instance into FILE.
     #[arg(long, value_name = "FILE", hide = true)]
     pub switch_trace: Option<PathBuf>,
@@ -97,11 +92,11 @@ pub fn make(cli: &Cli) -> Result<Box<dyn ToolRun>, Error> {
     let o = &cli.switch;
     let expected = || o.expected_output.as_ref().map(|p| read(p, "--expected-output")).transpose();
     let program = || std::fs::canonicalize(crate::resolve(&cli.command[0])).map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
-    if let Some(dir) = &o.switch_fork {
-        let at: Vec<u64> = std::fs::read_to_string(dir.join("at")).unwrap_or_default().split_whitespace().filter_map(|x| x.parse().ok()).collect();
+    if let Some(dir) = &cli.checkpoints {
+        // The fork search's forward run: its checkpoints are branch instances.
+        let checkpoints = crate::tools::checkpoints::Checkpoints::read(dir.clone(), o.jobs as usize);
         let budget = cli.budget_blocks.unwrap_or(1 << 40);
-        let run = fork::SwitchFork::new(dir.clone(), at, o.jobs as usize, budget, expected()?, program()).map_err(claimed)?;
-        return Ok(Box::new(run));
+        return Ok(Box::new(fork::SwitchFork::new(checkpoints, budget, expected()?, program()).map_err(claimed)?));
     }
     if let Some(out) = &o.switch_trace {
         let main_only = o.switch_libs == YesNo::No;
@@ -125,7 +120,7 @@ fn claimed(e: rtgrind_jit::claims::ClaimError) -> Error {
 /// Without `--switch-at` (or an internal run's option), the predicate-switching search.
 pub fn wants_search(cli: &Cli) -> bool {
     let o = &cli.switch;
-    o.switch_at.is_none() && o.switch_trace.is_none() && o.switch_fork.is_none()
+    o.switch_at.is_none() && o.switch_trace.is_none() && cli.checkpoints.is_none()
 }
 
 /// The search; its exit status.

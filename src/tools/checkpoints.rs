@@ -1,0 +1,138 @@
+//! A forward run's checkpoints (the fork trick of dissertation 004 §4.3), the run's side: the
+//! search lists where to fork (`DIR/at`: numbers the tool counts, such as branch instances,
+//! ascending), the tool asks the runtime for a fork when it reaches one, the child runs the
+//! tool's variant with its output in files of its own (`DIR/out-N`, `DIR/err-N`), and the forward
+//! run goes on, `jobs` children at a time, and writes how each ended (`DIR/results`). The
+//! search's side (`search::Runner`) passes `--checkpoints=DIR` and reads the children back as
+//! run outcomes. What a checkpoint is and what the child alters are the tool's.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+
+/// Exit status of a child that stopped itself: its variant cannot pass (the switch search's
+/// child whose output already differs from the expected).
+pub const GAVE_UP: i32 = 97;
+
+pub struct Checkpoints {
+    dir: PathBuf,
+    /// Checkpoints still to come, the next first.
+    at: VecDeque<u64>,
+    jobs: usize,
+    /// The forward run's process (a fork the program makes carries a copy of this state).
+    pid: u32,
+    /// Children running: (pid, checkpoint).
+    running: Vec<(i32, u64)>,
+    /// Children done: (checkpoint, exit status or -signal).
+    done: Vec<(u64, i32)>,
+    /// Bytes the program had written to stdout and stderr at each checkpoint.
+    prefixes: Vec<(u64, u64, u64)>,
+}
+
+impl Checkpoints {
+    /// The checkpoints the search listed in `dir/at`.
+    pub fn read(dir: PathBuf, jobs: usize) -> Checkpoints {
+        let mut at: Vec<u64> = std::fs::read_to_string(dir.join("at")).unwrap_or_default().split_whitespace().filter_map(|x| x.parse().ok()).collect();
+        at.sort_unstable();
+        at.dedup();
+        Checkpoints { dir, at: at.into(), jobs: jobs.max(1), pid: std::process::id(), running: Vec::new(), done: Vec::new(), prefixes: Vec::new() }
+    }
+
+    /// The next checkpoint to fork at.
+    pub fn next(&self) -> Option<u64> {
+        self.at.front().copied()
+    }
+
+    /// The program starts (in the process that forks).
+    pub fn started(&mut self) {
+        self.pid = std::process::id();
+    }
+
+    /// The runtime forked at checkpoint `at` (`child`: fork's result). In the forward run: the
+    /// child is noted, the checkpoints reached are dropped, and it waits while `jobs` children
+    /// run; None. In the child: it forgets the forward run's children and its standard output
+    /// and error go to files of its own; Some(bytes the program had written to standard output
+    /// before). A failed fork (`child` < 0) ends the checkpoints.
+    pub fn forked(&mut self, at: u64, child: i64) -> Option<u64> {
+        let size = |fd: i32| crate::kernel::raw::fstat(fd).map_or(0, |st| st.st_size as u64);
+        if child < 0 {
+            self.at.clear();
+            return None;
+        }
+        if child > 0 {
+            self.running.push((child as i32, at));
+            self.prefixes.push((at, size(1), size(2)));
+            while self.at.front().is_some_and(|&i| i <= at) {
+                self.at.pop_front();
+            }
+            while self.running.len() >= self.jobs {
+                self.reap(true);
+            }
+            self.reap(false);
+            return None;
+        }
+        let before = size(1);
+        self.running.clear();
+        self.done.clear();
+        self.prefixes.clear();
+        self.at.clear();
+        for (fd, what) in [(1, "out"), (2, "err")] {
+            if let Ok(f) = std::fs::File::create(self.dir.join(format!("{what}-{at}"))) {
+                use std::os::fd::AsRawFd;
+                // SAFETY: dup2 of an open file onto the guest's descriptor, which it shares.
+                unsafe { libc::dup2(f.as_raw_fd(), fd) };
+            }
+        }
+        Some(before)
+    }
+
+    /// Collects the children that ended (with `block`, waits until one has). Each is waited
+    /// for by pid, with __WALL (they send no exit signal): never the program's own children.
+    fn reap(&mut self, block: bool) {
+        loop {
+            let mut reaped = false;
+            let mut i = 0;
+            while i < self.running.len() {
+                let (pid, at) = self.running[i];
+                let mut status = 0;
+                // SAFETY: waitpid on a child this process forked.
+                let r = unsafe { libc::waitpid(pid, &mut status, libc::__WALL | libc::WNOHANG) };
+                if r == pid || r < 0 {
+                    // r < 0: not our child any more (cannot happen; never wait forever on it).
+                    let code = if r < 0 {
+                        -1
+                    } else if libc::WIFEXITED(status) {
+                        libc::WEXITSTATUS(status)
+                    } else {
+                        -libc::WTERMSIG(status)
+                    };
+                    self.running.swap_remove(i);
+                    self.done.push((at, code));
+                    reaped = true;
+                } else {
+                    i += 1;
+                }
+            }
+            if reaped || !block || self.running.is_empty() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+    }
+
+    /// The forward run ends: waits for every child and writes `results` (a child, or a fork
+    /// the program made itself, writes nothing).
+    pub fn finish(&mut self) {
+        if std::process::id() != self.pid {
+            return;
+        }
+        while !self.running.is_empty() {
+            self.reap(true);
+        }
+        let mut text = String::new();
+        for (at, code) in &self.done {
+            let (o, e) = self.prefixes.iter().find(|p| p.0 == *at).map_or((0, 0), |p| (p.1, p.2));
+            text += &format!("child\t{at}\t{code}\t{o}\t{e}\n");
+        }
+        let _ = std::fs::write(self.dir.join("results"), text);
+    }
+}
