@@ -94,25 +94,9 @@ impl Runtime {
         // The syscall instruction itself clobbers rcx and r11.
         self.ctx.gpr[reg::RCX as usize] = self.ctx.rip;
         self.ctx.gpr[reg::R11 as usize] = self.ctx.rflags;
-        let maps = match nr as i64 {
-            libc::SYS_open => self.proc_maps(a[0], a[1]),
-            libc::SYS_openat => self.proc_maps(a[1], a[2]),
-            _ => None,
-        };
-        if let Some(fd) = maps {
-            self.ctx.gpr[reg::RAX as usize] = fd as u64;
+        if let Some(r) = self.answered_by_the_runtime(nr, a) {
+            self.ctx.gpr[reg::RAX as usize] = r as u64;
             return;
-        }
-        if self.p().repeat.is_some() {
-            let dev = match nr as i64 {
-                libc::SYS_open => self.random_device(a[0]),
-                libc::SYS_openat => self.random_device(a[1]),
-                _ => None,
-            };
-            if let Some(r) = dev.or_else(|| self.p().repeat.as_mut().and_then(|r| r.syscall(nr, a))) {
-                self.ctx.gpr[reg::RAX as usize] = r as u64;
-                return;
-            }
         }
         let ret = match nr as i64 {
             libc::SYS_rt_sigreturn => {
@@ -122,35 +106,7 @@ impl Runtime {
                 }
                 return;
             }
-            libc::SYS_brk => self.p().mem.guest_brk(a[0]) as i64,
-            libc::SYS_mmap => {
-                let fixed = a[3] as i32 & libc::MAP_FIXED != 0;
-                let r = self.p().mem.guest_mmap(a[0], a[1], a[2] as i32, a[3] as i32, a[4] as i32, a[5]);
-                if fixed && r >= 0 {
-                    self.invalidate(a[0], a[0] + a[1]);
-                }
-                r
-            }
-            libc::SYS_munmap => {
-                self.invalidate(a[0], a[0].saturating_add(a[1]));
-                self.p().mem.guest_munmap(a[0], a[1])
-            }
-            libc::SYS_mprotect => {
-                self.invalidate(a[0], a[0].saturating_add(a[1]));
-                self.p().mem.guest_mprotect(a[0], a[1], a[2] as i32)
-            }
-            libc::SYS_mremap => {
-                self.invalidate(a[0], a[0].saturating_add(a[1]));
-                self.p().mem.guest_mremap(a[0], a[1], a[2], a[3] as i32, a[4])
-            }
-            libc::SYS_madvise => {
-                if !self.p().mem.gaps(a[0], a[0].saturating_add(a[1])).is_empty() && a[2] as i32 == libc::MADV_DONTNEED {
-                    -(libc::ENOMEM as i64)
-                } else {
-                    self.invalidate(a[0], a[0].saturating_add(a[1]));
-                    self.passthrough(nr, a)
-                }
-            }
+            libc::SYS_brk | libc::SYS_mmap | libc::SYS_munmap | libc::SYS_mprotect | libc::SYS_mremap | libc::SYS_madvise => self.memory_call(nr, a),
             libc::SYS_rt_sigaction => {
                 if a[3] != 8 {
                     -(libc::EINVAL as i64)
@@ -164,32 +120,7 @@ impl Runtime {
                 r
             }
             libc::SYS_sigaltstack => self.sig.sigaltstack(a[0], a[1], self.ctx.gpr[reg::RSP as usize]),
-            libc::SYS_rt_sigsuspend => {
-                let Some(m) = guest_mem::read_u64(a[0]) else {
-                    self.ctx.gpr[reg::RAX as usize] = -(libc::EFAULT as i64) as u64;
-                    return;
-                };
-                let old = self.sig.mask;
-                // The kernel swaps the mask and sleeps atomically; a signal already queued
-                // by rtgrind's handler that `m` unblocks ends the wait at once.
-                if !self.sig.pending_under(m) {
-                    let real = crate::kernel::signals::real_mask(m);
-                    let threads = self.p().cache.preemption();
-                    if threads {
-                        let pc = self.ctx.rip;
-                        self.p().sched.syscall_begin(self.index, nr, pc, self.instance());
-                    }
-                    // SAFETY: rt_sigsuspend with a mask we own; fault signals stay unblocked.
-                    let _ = unsafe { guarded_syscall6(nr, [&real as *const u64 as u64, 8, 0, 0, 0, 0]) };
-                    if threads {
-                        let q = self.p().sched.syscall_end(self.index);
-                        self.set_quantum(q);
-                    }
-                }
-                self.sig.mask = m;
-                self.saved_mask = Some(old);
-                -(libc::EINTR as i64)
-            }
+            libc::SYS_rt_sigsuspend => self.sigsuspend(nr, a[0]),
             libc::SYS_arch_prctl => self.arch_prctl(a[0] as i32, a[1]),
             libc::SYS_exit_group => self.finish_and_exit(a[0] as i32),
             libc::SYS_exit => self.thread_exit(a[0] as i32),
@@ -236,30 +167,114 @@ impl Runtime {
                 let b = self.exe_alias(a[1]);
                 self.passthrough(nr, [a[0], b.unwrap_or(a[1]), a[2], a[3], a[4], a[5]])
             }
-            _ if self.p().cache.preemption() && may_block(nr) => {
-                // Let other threads run while this one may wait in the kernel.
-                let pc = self.ctx.rip;
-                self.p().sched.syscall_begin(self.index, nr, pc, self.instance());
-                // SAFETY: as in `passthrough`; the process state is not touched meanwhile.
-                let r = if self.sig.pending_under(self.sig.mask) { -(libc::EINTR as i64) } else { unsafe { guarded_syscall6(nr, a) } };
-                let q = self.p().sched.syscall_end(self.index);
-                self.set_quantum(q);
-                r
-            }
-            _ if may_block(nr) => {
-                if self.sig.pending_under(self.sig.mask) {
-                    -(libc::EINTR as i64)
-                } else {
-                    // SAFETY: as in `passthrough`.
-                    unsafe { guarded_syscall6(nr, a) }
-                }
-            }
+            _ if may_block(nr) => self.blocking_call(nr, a),
             _ => self.passthrough(nr, a),
         };
         if ret == -(libc::EINTR as i64) {
             self.interrupted_syscall = Some(nr);
         }
         self.ctx.gpr[reg::RAX as usize] = ret as u64;
+    }
+
+    /// What the runtime answers itself, before any emulation: an open of `/proc/self/maps`
+    /// (the guest's own map), and in a repeatable run the random devices and the calls that
+    /// read the machine (`kernel::repeat`).
+    fn answered_by_the_runtime(&mut self, nr: u64, a: [u64; 6]) -> Option<i64> {
+        let maps = match nr as i64 {
+            libc::SYS_open => self.proc_maps(a[0], a[1]),
+            libc::SYS_openat => self.proc_maps(a[1], a[2]),
+            _ => None,
+        };
+        if let Some(fd) = maps {
+            return Some(fd);
+        }
+        self.p().repeat.as_ref()?;
+        let dev = match nr as i64 {
+            libc::SYS_open => self.random_device(a[0]),
+            libc::SYS_openat => self.random_device(a[1]),
+            _ => None,
+        };
+        dev.or_else(|| self.p().repeat.as_mut().and_then(|r| r.syscall(nr, a)))
+    }
+
+    /// brk, mmap, munmap, mprotect, mremap, madvise: on the guest's memory map, dropping the
+    /// translations of code they change.
+    fn memory_call(&mut self, nr: u64, a: [u64; 6]) -> i64 {
+        let end = a[0].saturating_add(a[1]);
+        match nr as i64 {
+            libc::SYS_brk => self.p().mem.guest_brk(a[0]) as i64,
+            libc::SYS_mmap => {
+                let fixed = a[3] as i32 & libc::MAP_FIXED != 0;
+                let r = self.p().mem.guest_mmap(a[0], a[1], a[2] as i32, a[3] as i32, a[4] as i32, a[5]);
+                if fixed && r >= 0 {
+                    self.invalidate(a[0], a[0] + a[1]);
+                }
+                r
+            }
+            libc::SYS_munmap => {
+                self.invalidate(a[0], end);
+                self.p().mem.guest_munmap(a[0], a[1])
+            }
+            libc::SYS_mprotect => {
+                self.invalidate(a[0], end);
+                self.p().mem.guest_mprotect(a[0], a[1], a[2] as i32)
+            }
+            libc::SYS_mremap => {
+                self.invalidate(a[0], end);
+                self.p().mem.guest_mremap(a[0], a[1], a[2], a[3] as i32, a[4])
+            }
+            _ => {
+                if !self.p().mem.gaps(a[0], end).is_empty() && a[2] as i32 == libc::MADV_DONTNEED {
+                    -(libc::ENOMEM as i64)
+                } else {
+                    self.invalidate(a[0], end);
+                    self.passthrough(nr, a)
+                }
+            }
+        }
+    }
+
+    /// rt_sigsuspend with the mask at `mask_at`.
+    fn sigsuspend(&mut self, nr: u64, mask_at: u64) -> i64 {
+        let Some(m) = guest_mem::read_u64(mask_at) else { return -(libc::EFAULT as i64) };
+        let old = self.sig.mask;
+        // The kernel swaps the mask and sleeps atomically; a signal already queued by
+        // rtgrind's handler that `m` unblocks ends the wait at once.
+        if !self.sig.pending_under(m) {
+            let real = crate::kernel::signals::real_mask(m);
+            let threads = self.p().cache.preemption();
+            if threads {
+                let pc = self.ctx.rip;
+                self.p().sched.syscall_begin(self.index, nr, pc, self.instance());
+            }
+            // SAFETY: rt_sigsuspend with a mask we own; fault signals stay unblocked.
+            let _ = unsafe { guarded_syscall6(nr, [&real as *const u64 as u64, 8, 0, 0, 0, 0]) };
+            if threads {
+                let q = self.p().sched.syscall_end(self.index);
+                self.set_quantum(q);
+            }
+        }
+        self.sig.mask = m;
+        self.saved_mask = Some(old);
+        -(libc::EINTR as i64)
+    }
+
+    /// A call that may wait in the kernel: other threads run meanwhile, and a signal already
+    /// pending for the guest interrupts it before it starts.
+    fn blocking_call(&mut self, nr: u64, a: [u64; 6]) -> i64 {
+        let threads = self.p().cache.preemption();
+        if threads {
+            // Let other threads run while this one may wait in the kernel.
+            let pc = self.ctx.rip;
+            self.p().sched.syscall_begin(self.index, nr, pc, self.instance());
+        }
+        // SAFETY: as in `passthrough`; the process state is not touched meanwhile.
+        let r = if self.sig.pending_under(self.sig.mask) { -(libc::EINTR as i64) } else { unsafe { guarded_syscall6(nr, a) } };
+        if threads {
+            let q = self.p().sched.syscall_end(self.index);
+            self.set_quantum(q);
+        }
+        r
     }
 
     /// tgkill/tkill to another thread of this process: queued by the scheduler (so the

@@ -1159,96 +1159,8 @@ impl Propagation {
                 b.asm().mov(r32(r.acc), 0).unwrap();
             }
             Class::Copy if self.lane_copy(ins.ip(), o, r, b) => return false,
-            Class::Copy => {
-                if o.src_regs.is_empty() && o.src_mem.is_empty() {
-                    b.asm().mov(r32(r.acc), 0).unwrap();
-                }
-                if let Some(&s) = o.src_regs.first() {
-                    b.asm().mov(r.acc, ta(origin_slot(s))).unwrap();
-                } else if let Some(m) = o.src_mem.first() {
-                    // (Loaded into the accumulator itself: `r.m` is only a name here.)
-                    let r = Regs { m: r.acc, ..r };
-                    self.load_origin(b, r, m);
-                    if o.dst_regs.iter().any(|d| d.part == Part::W64) && policy.is_some_and(|p| p.is_main(ins.ip())) {
-                        self.undefined_takes_address(b, r, m, here);
-                    }
-                }
-                if let Some(p) = policy {
-                    if o.src_regs.is_empty() && o.src_mem.is_empty() {
-                        // An immediate is defined where it is written: a store of one
-                        // defines the location now, a register gets a constant.
-                        if is_store {
-                            self.define_here(b, r, here);
-                        } else {
-                            self.constant_here(b, r, here);
-                        }
-                        b.asm().mov(r.acc, r.t).unwrap();
-                    } else if is_store {
-                        self.define_here(b, r, here);
-                        let a = b.asm();
-                        if p.is_main(ins.ip()) {
-                            // A store in the program defines the location, unless it only
-                            // spills a value that crossed a call (an argument, a result).
-                            a.mov(r.u, r.acc).unwrap();
-                            a.btr(r.u, 0).unwrap();
-                            a.cmovnc(r.u, r.t).unwrap();
-                            a.mov(r.acc, r.u).unwrap();
-                        } else if frame_store(o) {
-                            // A library saving a register in its own frame (callee-saved
-                            // registers, the varargs register-save area, lazy binding's
-                            // trampoline) moves a value, it does not define one: the origin
-                            // goes with it (defined here only if it had none).
-                            a.and(r.acc, -2).unwrap();
-                            a.test(r.acc, r.acc).unwrap();
-                            a.cmovz(r.acc, r.t).unwrap();
-                        } else {
-                            // Other library copies (memcpy) keep what the program defined and
-                            // define the rest: strcpy of input, or of a library's data. What
-                            // they write is a real definition even where it keeps a constant's
-                            // origin (memset's fill byte: the program's `mov esi, 'x'`), or a
-                            // load of it would rank below its address.
-                            a.and(r.acc, -2).unwrap();
-                            a.bt(r.acc, MAIN_SITE_BIT).unwrap();
-                            a.cmovnc(r.acc, r.t).unwrap();
-                            a.bts(r.acc, 63).unwrap();
-                        }
-                    }
-                }
-            }
-            Class::Compute if policy.is_some() && !(is_store && policy.is_some_and(|p| p.is_main(ins.ip()))) => {
-                // The most recent definition among the sources (the origin's instance is on
-                // top); defined here only if nothing read had one.
-                let mut slots: Vec<usize> = compute_sources(site, o).into_iter().map(origin_slot).collect();
-                if o.reads_flags || o.partial_flags {
-                    slots.push(slot::ORIGIN_FLAGS);
-                }
-                // The first source as it is, each other one if it is more recent.
-                let a = b.asm();
-                match slots.split_first() {
-                    Some((&first, rest)) => {
-                        a.mov(r.acc, ta(first)).unwrap();
-                        for &s in rest {
-                            a.cmp(r.acc, ta(s)).unwrap();
-                            a.cmovb(r.acc, ta(s)).unwrap();
-                        }
-                    }
-                    None => a.xor(r32(r.acc), r32(r.acc)).unwrap(),
-                }
-                // A source known defined: the result cannot be undefined.
-                let defined = slots.iter().any(|&s| known(s));
-                for m in &o.src_mem {
-                    self.load_origin(b, r, m);
-                    let a = b.asm();
-                    a.cmp(r.m, r.acc).unwrap();
-                    a.cmova(r.acc, r.m).unwrap();
-                }
-                if !defined {
-                    self.constant_here(b, r, here);
-                    let a = b.asm();
-                    a.test(r.acc, r.acc).unwrap();
-                    a.cmovz(r.acc, r.t).unwrap();
-                }
-            }
+            Class::Copy => self.copy_origin(ins, o, r, b, here, is_store),
+            Class::Compute if policy.is_some() && !(is_store && policy.is_some_and(|p| p.is_main(ins.ip()))) => self.compute_origin(site, o, r, b, here),
             Class::Call | Class::Compute => self.define_here(b, Regs { t: r.acc, ..r }, here),
         }
         if !o.dst_mem.is_empty() && policy.is_some() {
@@ -1261,6 +1173,103 @@ impl Propagation {
         }
         self.write_origin(o, r, b, here);
         nonzero
+    }
+
+    /// A copy's origin into `r.acc`: its source's; under a policy, an immediate is defined here
+    /// (a store of one defines the location, a register gets a constant), and a store defines
+    /// or moves what it stores by the rule of its kind (ARCHITECTURE, the suppression tool).
+    fn copy_origin(&mut self, ins: &Instruction, o: &Operands, r: Regs, b: &mut Inline, here: u64, is_store: bool) {
+        let policy = self.policy;
+        if o.src_regs.is_empty() && o.src_mem.is_empty() {
+            b.asm().mov(r32(r.acc), 0).unwrap();
+        }
+        if let Some(&s) = o.src_regs.first() {
+            b.asm().mov(r.acc, ta(origin_slot(s))).unwrap();
+        } else if let Some(m) = o.src_mem.first() {
+            // (Loaded into the accumulator itself: `r.m` is only a name here.)
+            let r = Regs { m: r.acc, ..r };
+            self.load_origin(b, r, m);
+            if o.dst_regs.iter().any(|d| d.part == Part::W64) && policy.is_some_and(|p| p.is_main(ins.ip())) {
+                self.undefined_takes_address(b, r, m, here);
+            }
+        }
+        let Some(p) = policy else { return };
+        if o.src_regs.is_empty() && o.src_mem.is_empty() {
+            // An immediate is defined where it is written: a store of one defines the
+            // location now, a register gets a constant.
+            if is_store {
+                self.define_here(b, r, here);
+            } else {
+                self.constant_here(b, r, here);
+            }
+            b.asm().mov(r.acc, r.t).unwrap();
+        } else if is_store {
+            self.define_here(b, r, here);
+            let a = b.asm();
+            if p.is_main(ins.ip()) {
+                // A store in the program defines the location, unless it only spills a value
+                // that crossed a call (an argument, a result).
+                a.mov(r.u, r.acc).unwrap();
+                a.btr(r.u, 0).unwrap();
+                a.cmovnc(r.u, r.t).unwrap();
+                a.mov(r.acc, r.u).unwrap();
+            } else if frame_store(o) {
+                // A library saving a register in its own frame (callee-saved registers, the
+                // varargs register-save area, lazy binding's trampoline) moves a value, it
+                // does not define one: the origin goes with it (defined here only if it had
+                // none).
+                a.and(r.acc, -2).unwrap();
+                a.test(r.acc, r.acc).unwrap();
+                a.cmovz(r.acc, r.t).unwrap();
+            } else {
+                // Other library copies (memcpy) keep what the program defined and define the
+                // rest: strcpy of input, or of a library's data. What they write is a real
+                // definition even where it keeps a constant's origin (memset's fill byte: the
+                // program's `mov esi, 'x'`), or a load of it would rank below its address.
+                a.and(r.acc, -2).unwrap();
+                a.bt(r.acc, MAIN_SITE_BIT).unwrap();
+                a.cmovnc(r.acc, r.t).unwrap();
+                a.bts(r.acc, 63).unwrap();
+            }
+        }
+    }
+
+    /// A computation's origin into `r.acc` (under a policy): the most recent definition among
+    /// its sources (the origin's instance is on top); defined here only if nothing read had
+    /// one.
+    fn compute_origin(&mut self, site: &InsnSite, o: &Operands, r: Regs, b: &mut Inline, here: u64) {
+        let known_bits = self.known;
+        let known = |s: usize| known_bits & Self::known_bit(s) != 0;
+        let mut slots: Vec<usize> = compute_sources(site, o).into_iter().map(origin_slot).collect();
+        if o.reads_flags || o.partial_flags {
+            slots.push(slot::ORIGIN_FLAGS);
+        }
+        // The first source as it is, each other one if it is more recent.
+        let a = b.asm();
+        match slots.split_first() {
+            Some((&first, rest)) => {
+                a.mov(r.acc, ta(first)).unwrap();
+                for &s in rest {
+                    a.cmp(r.acc, ta(s)).unwrap();
+                    a.cmovb(r.acc, ta(s)).unwrap();
+                }
+            }
+            None => a.xor(r32(r.acc), r32(r.acc)).unwrap(),
+        }
+        // A source known defined: the result cannot be undefined.
+        let defined = slots.iter().any(|&s| known(s));
+        for m in &o.src_mem {
+            self.load_origin(b, r, m);
+            let a = b.asm();
+            a.cmp(r.m, r.acc).unwrap();
+            a.cmova(r.acc, r.m).unwrap();
+        }
+        if !defined {
+            self.constant_here(b, r, here);
+            let a = b.asm();
+            a.test(r.acc, r.acc).unwrap();
+            a.cmovz(r.acc, r.t).unwrap();
+        }
     }
 
     /// Every location the instruction writes gets the origin in `r.acc`.

@@ -15,39 +15,38 @@ use std::collections::{BTreeMap, HashMap};
 /// Instructions explored from one branch at most (the rest counts as the exit).
 const LIMIT: usize = 20_000;
 
+/// The exit node of the graphs below (leaving the function, or the explored part).
+const EXIT: u64 = u64::MAX;
+
 /// The immediate post-dominator of the conditional branch at `pc` (where both its paths meet
 /// again), if any, and the instructions of its conditional region: those reachable from the
 /// branch without passing the post-dominator (what skipping the branch skips). `read` copies
 /// guest code; `func` is the enclosing function's range, if known.
 pub fn region(pc: u64, read: &dyn Fn(u64, &mut [u8]) -> usize, func: Option<(u64, u64)>) -> (Option<u64>, Vec<Instruction>) {
+    let (succ, decoded) = graph(pc, read, func);
+    let ipdom = post_dominator(pc, &succ);
+    // The region: forward from the branch's successors, stopping at the post-dominator.
+    let stop = ipdom.unwrap_or(EXIT);
+    let mut inside = std::collections::BTreeSet::new();
+    let mut work: Vec<u64> = succ.get(&pc).cloned().unwrap_or_default();
+    while let Some(a) = work.pop() {
+        if a == stop || a == EXIT || a == pc || !inside.insert(a) {
+            continue;
+        }
+        work.extend(succ.get(&a).into_iter().flatten().copied());
+    }
+    let insns = inside.iter().filter_map(|a| decoded.get(a).copied()).collect();
+    (ipdom, insns)
+}
+
+/// The instruction-level graph reachable from `pc` within the function (node: instruction
+/// address; its successors, `EXIT` for leaving), and the instructions decoded.
+fn graph(pc: u64, read: &dyn Fn(u64, &mut [u8]) -> usize, func: Option<(u64, u64)>) -> (BTreeMap<u64, Vec<u64>>, HashMap<u64, Instruction>) {
     let inside = |a: u64| func.is_none_or(|(s, e)| (s..e).contains(&a));
-    // Instruction-level graph: node = instruction address; successors; u64::MAX = exit.
-    const EXIT: u64 = u64::MAX;
     let mut succ: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
     let mut decoded: HashMap<u64, Instruction> = HashMap::new();
     let mut work = vec![pc];
-    // Guest code read a page at a time (each read is a syscall) and kept while this search runs.
-    let mut pages: HashMap<u64, Vec<u8>> = HashMap::new();
-    let mut fetch = |a: u64, buf: &mut [u8]| -> usize {
-        let mut n = 0;
-        while n < buf.len() {
-            let at = a + n as u64;
-            let page = pages.entry(at & !0xfff).or_insert_with(|| {
-                let mut p = vec![0u8; 0x1000];
-                let got = read(at & !0xfff, &mut p);
-                p.truncate(got);
-                p
-            });
-            let off = (at & 0xfff) as usize;
-            if off >= page.len() {
-                break;
-            }
-            let k = (page.len() - off).min(buf.len() - n);
-            buf[n..n + k].copy_from_slice(&page[off..off + k]);
-            n += k;
-        }
-        n
-    };
+    let mut code = Pages { read, pages: HashMap::new() };
     while let Some(a) = work.pop() {
         if succ.contains_key(&a) {
             continue;
@@ -57,7 +56,7 @@ pub fn region(pc: u64, read: &dyn Fn(u64, &mut [u8]) -> usize, func: Option<(u64
             continue;
         }
         let mut buf = [0u8; 16];
-        let n = fetch(a, &mut buf);
+        let n = code.fetch(a, &mut buf);
         let mut d = Decoder::with_ip(64, &buf[..n], a, DecoderOptions::NONE);
         let ins: Instruction = d.decode();
         if ins.is_invalid() {
@@ -78,16 +77,49 @@ pub fn region(pc: u64, read: &dyn Fn(u64, &mut [u8]) -> usize, func: Option<(u64
             FlowControl::UnconditionalBranch if inside(ins.near_branch_target()) => vec![ins.near_branch_target()],
             _ => vec![EXIT],
         };
-        for &t in &s {
-            if t != EXIT {
-                work.push(t);
-            }
-        }
+        work.extend(s.iter().copied().filter(|&t| t != EXIT));
         succ.insert(a, s);
     }
+    (succ, decoded)
+}
+
+/// Guest code read a page at a time (each read is a syscall) and kept while a search runs.
+struct Pages<'r> {
+    read: &'r dyn Fn(u64, &mut [u8]) -> usize,
+    pages: HashMap<u64, Vec<u8>>,
+}
+
+impl Pages<'_> {
+    fn fetch(&mut self, a: u64, buf: &mut [u8]) -> usize {
+        let mut n = 0;
+        while n < buf.len() {
+            let at = a + n as u64;
+            let read = self.read;
+            let page = self.pages.entry(at & !0xfff).or_insert_with(|| {
+                let mut p = vec![0u8; 0x1000];
+                let got = read(at & !0xfff, &mut p);
+                p.truncate(got);
+                p
+            });
+            let off = (at & 0xfff) as usize;
+            if off >= page.len() {
+                break;
+            }
+            let k = (page.len() - off).min(buf.len() - n);
+            buf[n..n + k].copy_from_slice(&page[off..off + k]);
+            n += k;
+        }
+        n
+    }
+}
+
+/// The immediate post-dominator of `pc` in graph `succ`: its immediate dominator in the
+/// reversed graph (Cooper, Harvey and Kennedy's iteration over a reverse post-order from the
+/// exit); None if it is the exit.
+fn post_dominator(pc: u64, succ: &BTreeMap<u64, Vec<u64>>) -> Option<u64> {
     // Reverse post-order of the reversed graph, from the exit.
     let mut pred: HashMap<u64, Vec<u64>> = HashMap::new();
-    for (&a, ss) in &succ {
+    for (&a, ss) in succ {
         for &t in ss {
             pred.entry(t).or_default().push(a);
         }
@@ -144,19 +176,7 @@ pub fn region(pc: u64, read: &dyn Fn(u64, &mut [u8]) -> usize, func: Option<(u64
             }
         }
     }
-    let ipdom = index.get(&pc).and_then(|&i| idom[i]).map(|d| order[d]).filter(|&d| d != EXIT);
-    // The region: forward from the branch's successors, stopping at the post-dominator.
-    let stop = ipdom.unwrap_or(EXIT);
-    let mut inside = std::collections::BTreeSet::new();
-    let mut work: Vec<u64> = succ.get(&pc).cloned().unwrap_or_default();
-    while let Some(a) = work.pop() {
-        if a == stop || a == EXIT || a == pc || !inside.insert(a) {
-            continue;
-        }
-        work.extend(succ.get(&a).into_iter().flatten().copied());
-    }
-    let insns = inside.iter().filter_map(|a| decoded.get(a).copied()).collect();
-    (ipdom, insns)
+    index.get(&pc).and_then(|&i| idom[i]).map(|d| order[d]).filter(|&d| d != EXIT)
 }
 
 #[cfg(test)]

@@ -472,6 +472,90 @@ impl SuppressRun {
         b.release_scratch();
     }
 
+    /// The guards of a transfer of control: a conditional branch on corrupt flags (a traced
+    /// run notes the program's last branch and its flags' origin), a `ret` through a corrupt
+    /// return address, an indirect call or jump through a corrupt target.
+    fn control_guards(&mut self, site: &InsnSite, b: &mut Inline) {
+        let ins = site.ins;
+        let pc = ins.ip();
+        match ins.flow_control() {
+            FlowControl::ConditionalBranch if ins.condition_code() != ConditionCode::None => {
+                self.guard(b, GuardKind::Branch, ins, &[slot::FLAGS], None);
+                if self.traced() && self.program_branch(pc) {
+                    let t = b.scratch();
+                    let a = b.asm();
+                    a.mov(t, pc).unwrap();
+                    a.mov(qword_ptr(tool_area(area::LAST_BRANCH)).gs(), t).unwrap();
+                    a.mov(t, qword_ptr(tool_area(slot::ORIGIN_FLAGS)).gs()).unwrap();
+                    a.mov(qword_ptr(tool_area(area::LAST_BRANCH_ORIGIN)).gs(), t).unwrap();
+                    b.release_scratch();
+                }
+            }
+            FlowControl::Return => {
+                self.last_indirect(pc, b);
+                let m = rtgrind_jit::iced_x86::UsedMemory::new(
+                    Register::None,
+                    Register::RSP,
+                    Register::None,
+                    1,
+                    0,
+                    rtgrind_jit::iced_x86::MemorySize::UInt64,
+                    OpAccess::Read,
+                );
+                self.guard(b, GuardKind::Ret, ins, &[], Some(&m));
+                // After the guard, which reads the entry.
+                self.at_return(b);
+            }
+            FlowControl::IndirectBranch | FlowControl::IndirectCall => {
+                self.last_indirect(pc, b);
+                if self.traced() {
+                    self.record_indirect(site, b);
+                }
+                let mut slots: Vec<usize> = Vec::new();
+                if ins.op0_kind() == OpKind::Register {
+                    slots.extend(shadow::gpr_number(ins.op0_register()).map(shadow::gpr_slot));
+                } else {
+                    slots.extend([ins.memory_base(), ins.memory_index()].into_iter().filter_map(shadow::gpr_number).filter(|&n| n != 4).map(shadow::gpr_slot));
+                }
+                let kind = if ins.flow_control() == FlowControl::IndirectCall { GuardKind::IndirectCall } else { GuardKind::IndirectJump };
+                let mem = site.info.used_memory().iter().find(|m| m.access() == OpAccess::Read && m.base() != Register::RIP).copied();
+                self.guard(b, kind, ins, &slots, mem.as_ref());
+            }
+            _ => {}
+        }
+    }
+
+    /// The guards of data: a string instruction's count and pointers, `leave`'s frame pointer,
+    /// a division's operands, a memory access's address (and, for a store, its value).
+    fn data_guards(&mut self, site: &InsnSite, b: &mut Inline) {
+        let ins = site.ins;
+        if ins.is_string_instruction() {
+            // A count or pointer gone corrupt (a memcpy of a corrupt size) must not run.
+            let mut slots = vec![shadow::gpr_slot(6), shadow::gpr_slot(7)];
+            if ins.has_rep_prefix() || ins.has_repne_prefix() {
+                slots.push(shadow::gpr_slot(1));
+            }
+            self.guard(b, GuardKind::Access, ins, &slots, None);
+        }
+        if ins.mnemonic() == Mnemonic::Leave {
+            self.guard(b, GuardKind::FrameLost, ins, &[shadow::gpr_slot(5)], None);
+        } else if matches!(ins.mnemonic(), Mnemonic::Div | Mnemonic::Idiv) {
+            let mut slots = vec![shadow::gpr_slot(0), shadow::gpr_slot(2)];
+            if ins.op0_kind() == OpKind::Register {
+                slots.extend(shadow::gpr_number(ins.op0_register()).map(shadow::gpr_slot));
+            }
+            self.guard(b, GuardKind::Divide, ins, &slots, None);
+        } else if ins.flow_control() == FlowControl::Next
+            && !ins.is_string_instruction()
+            && !matches!(ins.mnemonic(), Mnemonic::Push | Mnemonic::Pop | Mnemonic::Lea | Mnemonic::Nop | Mnemonic::Leave)
+        {
+            let slots = access_slots(ins, site.info);
+            if !slots.is_empty() {
+                self.guard(b, GuardKind::Access, ins, &slots, None);
+            }
+        }
+    }
+
     /// Forgets the returning frame's table entry, so a stale one cannot pass for a live frame
     /// whose slot still holds the same bytes.
     fn at_return(&mut self, b: &mut Inline) {
@@ -1308,6 +1392,37 @@ impl SuppressRun {
 /// word, the next chunk that many bytes on, the last one, the top, ending at the break), as far
 /// as their sizes lead; and whether the walk went astray at the last one (a size too small,
 /// misaligned, or running past the break).
+/// The shadow slots a memory access's guard tests: its address registers (not rsp), and for a
+/// store the registers it stores (explicit operands: general and the low 16 vector ones).
+fn access_slots(ins: &Instruction, info: &rtgrind_jit::iced_x86::InstructionInfo) -> Vec<usize> {
+    let mems: Vec<_> = info.used_memory().iter().filter(|m| m.access() != OpAccess::NoMemAccess).copied().collect();
+    let mut slots: Vec<usize> = Vec::new();
+    for m in &mems {
+        slots.extend([m.base(), m.index()].into_iter().filter_map(shadow::gpr_number).filter(|&n| n != 4).map(shadow::gpr_slot));
+    }
+    let writes = mems.iter().any(|m| matches!(m.access(), OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite));
+    if writes {
+        // The value stored: explicit register operands read.
+        for i in 0..ins.op_count() {
+            if ins.op_kind(i) != OpKind::Register {
+                continue;
+            }
+            let r = ins.op_register(i);
+            if let Some(n) = shadow::gpr_number(r) {
+                slots.push(shadow::gpr_slot(n));
+            } else if r.is_xmm() || r.is_ymm() {
+                let n = r.number() - if r.is_xmm() { Register::XMM0.number() } else { Register::YMM0.number() };
+                if n < 16 {
+                    slots.push(slot::VEC + 8 * n);
+                }
+            }
+        }
+    }
+    slots.sort();
+    slots.dedup();
+    slots
+}
+
 fn heap_walk(mem: &GuestMemory) -> (Vec<u64>, bool) {
     let (start, end) = ((mem.brk_start + 15) & !15, mem.brk_cur);
     let mut chunks = Vec::new();
@@ -1517,101 +1632,8 @@ impl Tool for SuppressRun {
                 self.fast_block.forget_stack();
             }
         }
-        match ins.flow_control() {
-            FlowControl::ConditionalBranch if ins.condition_code() != ConditionCode::None => {
-                self.guard(b, GuardKind::Branch, ins, &[slot::FLAGS], None);
-                if self.traced() && self.program_branch(pc) {
-                    let t = b.scratch();
-                    let a = b.asm();
-                    a.mov(t, pc).unwrap();
-                    a.mov(qword_ptr(tool_area(area::LAST_BRANCH)).gs(), t).unwrap();
-                    a.mov(t, qword_ptr(tool_area(slot::ORIGIN_FLAGS)).gs()).unwrap();
-                    a.mov(qword_ptr(tool_area(area::LAST_BRANCH_ORIGIN)).gs(), t).unwrap();
-                    b.release_scratch();
-                }
-            }
-            FlowControl::Return => {
-                self.last_indirect(pc, b);
-                let m = rtgrind_jit::iced_x86::UsedMemory::new(
-                    Register::None,
-                    Register::RSP,
-                    Register::None,
-                    1,
-                    0,
-                    rtgrind_jit::iced_x86::MemorySize::UInt64,
-                    OpAccess::Read,
-                );
-                self.guard(b, GuardKind::Ret, ins, &[], Some(&m));
-                // After the guard, which reads the entry.
-                self.at_return(b);
-            }
-            FlowControl::IndirectBranch | FlowControl::IndirectCall => {
-                self.last_indirect(pc, b);
-                if self.traced() {
-                    self.record_indirect(site, b);
-                }
-                let mut slots: Vec<usize> = Vec::new();
-                if ins.op0_kind() == OpKind::Register {
-                    slots.extend(shadow::gpr_number(ins.op0_register()).map(shadow::gpr_slot));
-                } else {
-                    slots.extend([ins.memory_base(), ins.memory_index()].into_iter().filter_map(shadow::gpr_number).filter(|&n| n != 4).map(shadow::gpr_slot));
-                }
-                let kind = if ins.flow_control() == FlowControl::IndirectCall { GuardKind::IndirectCall } else { GuardKind::IndirectJump };
-                let mem = site.info.used_memory().iter().find(|m| m.access() == OpAccess::Read && m.base() != Register::RIP).copied();
-                self.guard(b, kind, ins, &slots, mem.as_ref());
-            }
-            _ => {}
-        }
-        if ins.is_string_instruction() {
-            // A count or pointer gone corrupt (a memcpy of a corrupt size) must not run.
-            let mut slots = vec![shadow::gpr_slot(6), shadow::gpr_slot(7)];
-            if ins.has_rep_prefix() || ins.has_repne_prefix() {
-                slots.push(shadow::gpr_slot(1));
-            }
-            self.guard(b, GuardKind::Access, ins, &slots, None);
-        }
-        if ins.mnemonic() == Mnemonic::Leave {
-            self.guard(b, GuardKind::FrameLost, ins, &[shadow::gpr_slot(5)], None);
-        } else if matches!(ins.mnemonic(), Mnemonic::Div | Mnemonic::Idiv) {
-            let mut slots = vec![shadow::gpr_slot(0), shadow::gpr_slot(2)];
-            if ins.op0_kind() == OpKind::Register {
-                slots.extend(shadow::gpr_number(ins.op0_register()).map(shadow::gpr_slot));
-            }
-            self.guard(b, GuardKind::Divide, ins, &slots, None);
-        } else if ins.flow_control() == FlowControl::Next
-            && !ins.is_string_instruction()
-            && !matches!(ins.mnemonic(), Mnemonic::Push | Mnemonic::Pop | Mnemonic::Lea | Mnemonic::Nop | Mnemonic::Leave)
-        {
-            let mems: Vec<_> = site.info.used_memory().iter().filter(|m| m.access() != OpAccess::NoMemAccess).copied().collect();
-            if !mems.is_empty() {
-                let mut slots: Vec<usize> = Vec::new();
-                for m in &mems {
-                    slots.extend([m.base(), m.index()].into_iter().filter_map(shadow::gpr_number).filter(|&n| n != 4).map(shadow::gpr_slot));
-                }
-                let writes = mems.iter().any(|m| matches!(m.access(), OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite));
-                if writes {
-                    // The value stored: explicit register operands read.
-                    for i in 0..ins.op_count() {
-                        if ins.op_kind(i) == OpKind::Register {
-                            let r = ins.op_register(i);
-                            if let Some(n) = shadow::gpr_number(r) {
-                                slots.push(shadow::gpr_slot(n));
-                            } else if r.is_xmm() || r.is_ymm() {
-                                let n = r.number() - if r.is_xmm() { Register::XMM0.number() } else { Register::YMM0.number() };
-                                if n < 16 {
-                                    slots.push(slot::VEC + 8 * n);
-                                }
-                            }
-                        }
-                    }
-                }
-                slots.sort();
-                slots.dedup();
-                if !slots.is_empty() {
-                    self.guard(b, GuardKind::Access, ins, &slots, None);
-                }
-            }
-        }
+        self.control_guards(site, b);
+        self.data_guards(site, b);
         if matches!(ins.flow_control(), FlowControl::Call | FlowControl::IndirectCall) {
             self.at_call(ins, b);
         }
