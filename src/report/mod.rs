@@ -3,6 +3,7 @@
 
 pub mod lines;
 pub mod model;
+pub mod render;
 pub mod symbols;
 
 use crate::kernel::memory::GuestMemory;

@@ -1,6 +1,7 @@
 //! One report model for every search (issue 22): what a tool found, how the search went, and
 //! the chain of runs. `--json` prints it as one line (`VERSION` says its format, documented in
-//! ARCHITECTURE); SARIF is rendered from it (`tools::sarif`), and the text report says the same.
+//! ARCHITECTURE); the text report and the Graphviz chain (`report::render`) and SARIF
+//! (`tools::sarif`) are renderings of it.
 //! This file depends on serde alone, so the integration tests parse the JSON with it.
 
 use serde::{Deserialize, Serialize};
@@ -36,11 +37,22 @@ pub struct Report {
     /// The runs after the first, each with what it changed and how it ended (suppress).
     #[serde(default)]
     pub chain: Vec<Step>,
+    /// The order candidates were tried in, how they were run, and how many of those runs their
+    /// budget stopped (switch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub how: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<u64>,
 }
 
 /// One answer: an instruction instance, where it is reported, and how to read it.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
 pub struct Finding {
+    /// What it is: "first point of memory corruption" (suppress), "critical predicate" (switch).
+    #[serde(default)]
+    pub kind: String,
     /// Where it is reported ("file:line (function)", or the program's call into a library).
     pub place: String,
     /// A sentence saying what it is (SARIF's message).
@@ -80,6 +92,13 @@ pub struct Finding {
     pub looped: bool,
     #[serde(default)]
     pub failed_otherwise: Option<String>,
+    /// The command that replays it (switch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<String>,
+    /// Dynamic dependences from it to the failure (switch, `--order=prior`; none: the failure
+    /// does not depend on it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dependences: Option<u32>,
 }
 
 /// One run of a search's chain.
@@ -87,10 +106,15 @@ pub struct Finding {
 pub struct Step {
     /// Its number, from 1 (the original run).
     pub run: u32,
-    /// The places of what it suppressed anew.
+    /// The places of what it suppressed anew, and how (`every-instance`, `whole-call`,
+    /// `every-call`; none: those instances).
     pub suppressing_from: Vec<String>,
-    /// How it failed, if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub how: Option<String>,
+    /// How it failed, if it did; else, if its budget or time limit stopped it, why.
     pub crash: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
     /// The locations its failure used, with where each was defined.
     pub used: Vec<Used>,
     /// How often each kind of suppression acted.

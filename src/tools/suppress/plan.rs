@@ -51,15 +51,6 @@ impl Point {
     fn text(&self) -> String {
         format!("{:#x}\t{}\t{}", self.pc, self.thread, self.instance_text())
     }
-    /// Which execution, as the report says it.
-    pub fn describe_instance(&self) -> String {
-        match (self.block_instance(), self.site) {
-            (Some(b), _) => format!("block instance {b}"),
-            (None, 0) if self.instance == 0 => "every execution".into(),
-            (None, 0) => format!("execution {}", self.instance),
-            (None, site) => format!("call {} from the site returning to {site:#x}", self.instance),
-        }
-    }
     /// The instance as the plan and outcome write it: `N`, `N@0xSITE`, or `bN` (a block
     /// instance).
     pub fn instance_text(&self) -> String {

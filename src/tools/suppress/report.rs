@@ -3,12 +3,12 @@
 
 use super::driver::{added_places, describe_crash, failure_before, Search, Verdict};
 use crate::report::model::{Finding, Report, Step, Used, VERSION};
+use crate::report::render;
 use crate::tools::sarif;
 
 /// The SARIF rule of the search's findings.
 const RULE: sarif::Rule =
     sarif::Rule { id: "first-point-of-memory-corruption", description: "The first point of memory corruption behind a crash, found by execution suppression" };
-use std::fmt::Write as _;
 use std::path::PathBuf;
 
 #[derive(Clone, Debug, Default)]
@@ -24,10 +24,10 @@ pub fn emit(s: &Search, command: &[std::ffi::OsString], format: &Format, pid: u3
         eprintln!("{line}");
         return;
     }
-    for line in text(s) {
+    let report = model(s, command);
+    for line in render::text(&report) {
         eprintln!("=={pid}== {line}");
     }
-    let report = model(s, command);
     if format.json {
         println!("{}", report.to_json());
     }
@@ -35,98 +35,17 @@ pub fn emit(s: &Search, command: &[std::ffi::OsString], format: &Format, pid: u3
         println!("{}", sarif::document(RULE, &report));
     }
     if let Some(path) = &format.dot {
-        if let Err(e) = std::fs::write(path, dot(s)) {
+        if let Err(e) = std::fs::write(path, render::dot(&report)) {
             eprintln!("=={pid}== suppress: cannot write {}: {e}", path.display());
         }
     }
 }
 
-fn text(s: &Search) -> Vec<String> {
-    let mut out = Vec::new();
-    match &s.verdict {
-        Verdict::NoFailure => {
-            out.push("suppress: the program did not fail (no crash); nothing to find. A corruption that does not crash in this memory layout would need variable re-ordering to show (planned as --tool=reorder, not available yet).".into());
-            return out;
-        }
-        Verdict::NotReproducible(a, b, how) => {
-            out.push(format!("suppress: the failure does not reproduce in repeatable mode: run 1: {a}; run 2: {b}; they differ in {how}"));
-            return out;
-        }
-        Verdict::CannotRun(_, line) => {
-            out.push(line.clone());
-            return out;
-        }
-        Verdict::RootCause(roots) => {
-            for r in roots {
-                // A run that looped is not a run without the failure: said so.
-                let looped = if r.looped { " (suppressing it made the program loop: no run ended without the failure)" } else { "" };
-                // Nor is a run that failed anew on nothing defined.
-                let otherwise = r
-                    .failed_otherwise
-                    .as_ref()
-                    .map_or(String::new(), |f| format!(" (suppressing it avoided the failure, but the run then failed otherwise: {f})"));
-                out.push(format!("suppress: first point of memory corruption: {}{looped}{otherwise}", r.place));
-                let every = if r.every_instance {
-                    " (suppressed in every instance)"
-                } else if r.every_call {
-                    " (every call from that line suppressed whole)"
-                } else if r.whole_call {
-                    " (the call suppressed whole)"
-                } else {
-                    ""
-                };
-                out.push(format!(
-                    "suppress:    instruction `{}` at {:#x}, thread {}, {}{every}",
-                    r.instruction,
-                    r.point.pc,
-                    r.point.thread,
-                    r.point.describe_instance()
-                ));
-            }
-        }
-        Verdict::Inconclusive(_) => {}
-    }
-    let again = match s.traced_again {
-        0 => String::new(),
-        1 => ", 1 to trace a suppression run's failure".into(),
-        n => format!(", {n} to trace suppression runs' failures"),
-    };
-    out.push(format!("suppress: {} runs (1 of them to check that the crash repeats{again}), {:.2} s:", s.runs, s.seconds));
-    for (i, (added, o)) in s.chain.iter().enumerate() {
-        let from = if added.is_empty() {
-            "original run".to_string()
-        } else {
-            let every = if added.iter().all(|p| p.call_site().is_some()) {
-                " (every call from that line, whole)"
-            } else if added.iter().all(|p| p.instance == 0) {
-                " (every instance)"
-            } else if added.iter().all(|p| p.call()) {
-                " (the whole call)"
-            } else {
-                ""
-            };
-            format!("suppressing from {}{every}", added_places(failure_before(&s.chain, i), added, &o.hits).join(" and "))
-        };
-        out.push(format!("suppress:   {}. {from}: {}", i + 1, describe_crash(o)));
-        for d in &o.defs {
-            out.push(format!("suppress:        it used {}, defined at {}", d.location, d.place));
-        }
-        if !o.suppressed.is_empty() {
-            let list: Vec<String> = o.suppressed.iter().map(|(w, n)| format!("{n} {w}")).collect();
-            out.push(format!("suppress:        suppressed: {}", list.join(", ")));
-        }
-    }
-    if let Verdict::Inconclusive(why) = &s.verdict {
-        out.push(format!("suppress: cannot conclude: {why}"));
-    }
-    out
-}
-
 /// The search as the one report model (`report::model`).
 pub fn model(s: &Search, command: &[std::ffi::OsString]) -> Report {
     let (result, reason) = match &s.verdict {
-        Verdict::NoFailure => ("no-failure", String::new()),
-        Verdict::NotReproducible(a, b, how) => ("not-reproducible", format!("run 1: {a}; run 2: {b}; they differ in {how}")),
+        Verdict::NoFailure => ("no-failure", "the program did not fail (no crash); nothing to find. A corruption that does not crash in this memory layout would need variable re-ordering to show (planned as --tool=reorder, not available yet).".to_string()),
+        Verdict::NotReproducible(a, b, how) => ("not-reproducible", format!("the failure does not reproduce in repeatable mode: run 1: {a}; run 2: {b}; they differ in {how}")),
         Verdict::RootCause(_) => ("root-cause", String::new()),
         Verdict::Inconclusive(why) => ("inconclusive", why.clone()),
         Verdict::CannotRun(_, line) => ("cannot-run", line.clone()),
@@ -135,6 +54,7 @@ pub fn model(s: &Search, command: &[std::ffi::OsString]) -> Report {
         Verdict::RootCause(roots) => roots
             .iter()
             .map(|r| Finding {
+                kind: "first point of memory corruption".into(),
                 place: r.place.clone(),
                 message: format!("first point of memory corruption: `{}` at {} ({} runs)", r.instruction, r.place, s.runs),
                 own_place: Some(r.own_place.clone()),
@@ -161,7 +81,9 @@ pub fn model(s: &Search, command: &[std::ffi::OsString]) -> Report {
         .map(|(i, (added, o))| Step {
             run: i as u32 + 1,
             suppressing_from: if i == 0 { Vec::new() } else { added_places(failure_before(&s.chain, i), added, &o.hits) },
+            how: suppressed_how(added),
             crash: o.crash.as_ref().map(|_| describe_crash(o)),
+            stopped: o.stopped.clone(),
             used: o.defs.iter().map(|d| Used { location: d.location.clone(), defined_at: d.place.clone() }).collect(),
             suppressed: o.suppressed.iter().cloned().collect(),
         })
@@ -181,24 +103,19 @@ pub fn model(s: &Search, command: &[std::ffi::OsString]) -> Report {
     }
 }
 
-fn dot(s: &Search) -> String {
-    let esc = |v: &str| v.replace('\\', "\\\\").replace('"', "\\\"");
-    let mut g = String::from("digraph suppression {\n  rankdir=TB;\n  node [shape=box, fontname=\"monospace\"];\n");
-    for (i, (_, o)) in s.chain.iter().enumerate() {
-        let _ = writeln!(g, "  run{i} [label=\"run {}: {}\", style=rounded];", i + 1, esc(&describe_crash(o)));
-        for (k, d) in o.defs.iter().enumerate() {
-            let _ = writeln!(g, "  def{i}_{k} [label=\"{}\"];", esc(&d.place));
-            let _ = writeln!(g, "  run{i} -> def{i}_{k} [label=\"used {}\"];", esc(&d.location));
-            if i + 1 < s.chain.len() {
-                let _ = writeln!(g, "  def{i}_{k} -> run{} [label=\"suppressed\", style=dashed];", i + 1);
-            }
-        }
-    }
-    if let Verdict::RootCause(roots) = &s.verdict {
-        for (k, r) in roots.iter().enumerate() {
-            let _ = writeln!(g, "  root{k} [label=\"first point of memory corruption:\\n{}\", penwidth=2];", esc(&r.place));
-        }
-    }
-    g.push_str("}\n");
-    g
+/// How a run suppressed the points it added, when all of them alike: every call from their
+/// line, every instance, or the whole call.
+fn suppressed_how(added: &[super::plan::Point]) -> Option<String> {
+    let how = if added.is_empty() {
+        return None;
+    } else if added.iter().all(|p| p.call_site().is_some()) {
+        "every-call"
+    } else if added.iter().all(|p| p.instance == 0) {
+        "every-instance"
+    } else if added.iter().all(|p| p.call()) {
+        "whole-call"
+    } else {
+        return None;
+    };
+    Some(how.into())
 }

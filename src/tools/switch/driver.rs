@@ -490,23 +490,6 @@ impl Switching {
         }
     }
 
-    /// The search's result as the one report model (`report::model`).
-    fn model(&self, runner: &Runner, result: &str, findings: Vec<Finding>, seconds: f64) -> Report {
-        Report {
-            tool: "switch".into(),
-            result: result.into(),
-            version: VERSION,
-            command: self.command.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
-            reason: if findings.is_empty() { "no single switch makes the run pass".into() } else { String::new() },
-            findings,
-            runs: runner.runs,
-            tried: Some(self.t.tried),
-            candidates: Some(self.cands.len() as u64),
-            seconds: (seconds * 1000.0).round() / 1000.0,
-            ..Report::default()
-        }
-    }
-
     /// The command that runs the program with instance `n` of the branch at `pc` switched, as
     /// the search ran it: the same address needs the same layout (`--repeatable`, its seed),
     /// the same input.
@@ -533,48 +516,51 @@ impl Switching {
     /// the exit status.
     fn report(&self, runner: &Runner) -> i32 {
         child::progress_done();
-        let (trace, t) = (self.trace.as_ref().expect("traced"), &self.t);
-        let secs = self.started.elapsed().as_secs_f64();
-        if t.found.is_empty() {
-            self.say(&format!(
-                "no single switch makes the run pass: search exhausted after {} switched runs ({} stopped by their budget; {:.2} s)",
-                t.tried, t.stopped, secs
-            ));
+        let report = self.model(runner);
+        for line in crate::report::render::text(&report) {
+            self.say(line.strip_prefix("switch: ").unwrap_or(&line));
+        }
+        if report.findings.is_empty() {
             if self.opts.json {
-                println!("{}", self.model(runner, "exhausted", Vec::new(), secs).to_json());
+                println!("{}", report.to_json());
             }
             return 2;
         }
-        let mut findings = Vec::new();
-        for (k, f) in t.found.iter().enumerate() {
-            let (pc, place) = &trace.sites[f.candidate.site];
-            let head = if k == 0 { "critical predicate" } else { "also" };
-            self.say(&format!("{head}: {place}, the branch at {pc:#x}"));
-            let was = f.outcome.as_ref().map_or(String::new(), |o| format!(", which was {o}"));
-            self.say(&format!(
-                "   instance {} of its site ({} from the failure){was}; inverting it makes the run pass",
-                f.candidate.forward, f.candidate.backward
-            ));
-            self.say(&format!("   to replay it: {}", self.replay(runner, *pc, f.candidate.forward)));
-            let distance = trace.distance.as_ref().and_then(|d| d.get(&f.candidate.index));
-            match (self.opts.order, distance) {
-                (Order::Prior, Some(d)) => self.say(&format!("   the failure depends on it through {d} dynamic dependences")),
-                (Order::Prior, None) => self.say("   the failure does not depend on it (through the dependences traced)"),
-                _ => {}
-            }
-            findings.push(Finding {
-                place: place.clone(),
-                message: format!(
-                    "critical predicate: the branch at {pc:#x}, instance {} ({} from the failure): inverting it makes the run pass",
-                    f.candidate.forward, f.candidate.backward
-                ),
-                pc: format!("{pc:#x}"),
-                instance: f.candidate.forward,
-                from_failure: Some(f.candidate.backward),
-                outcome: f.outcome.clone(),
-                ..Finding::default()
-            });
+        if self.opts.sarif {
+            println!("{}", crate::tools::sarif::document(RULE, &report));
         }
+        if self.opts.json {
+            println!("{}", report.to_json());
+        }
+        self.opts.error_exitcode
+    }
+
+    /// The search as the one report model (`report::model`).
+    fn model(&self, runner: &Runner) -> Report {
+        let (trace, t) = (self.trace.as_ref().expect("traced"), &self.t);
+        let seconds = self.started.elapsed().as_secs_f64();
+        let findings: Vec<Finding> = t
+            .found
+            .iter()
+            .map(|f| {
+                let (pc, place) = &trace.sites[f.candidate.site];
+                Finding {
+                    kind: "critical predicate".into(),
+                    place: place.clone(),
+                    message: format!(
+                        "critical predicate: the branch at {pc:#x}, instance {} ({} from the failure): inverting it makes the run pass",
+                        f.candidate.forward, f.candidate.backward
+                    ),
+                    pc: format!("{pc:#x}"),
+                    instance: f.candidate.forward,
+                    from_failure: Some(f.candidate.backward),
+                    outcome: f.outcome.clone(),
+                    replay: Some(self.replay(runner, *pc, f.candidate.forward)),
+                    dependences: trace.distance.as_ref().and_then(|d| d.get(&f.candidate.index)).copied(),
+                    ..Finding::default()
+                }
+            })
+            .collect();
         let order = match self.opts.order {
             Order::Lefs => "lefs",
             Order::LastInstanceFirst => "last-instance-first",
@@ -589,22 +575,22 @@ impl Switching {
         } else {
             "re-executed"
         };
-        self.say(&format!(
-            "{} switched runs of {} candidates ({order} order, {how}; {} stopped by their budget), {} runs in all, {:.2} s",
-            t.tried,
-            self.cands.len(),
-            t.stopped,
-            runner.runs,
-            secs
-        ));
-        let report = self.model(runner, "found", findings, secs);
-        if self.opts.sarif {
-            println!("{}", crate::tools::sarif::document(RULE, &report));
+        Report {
+            tool: "switch".into(),
+            result: if findings.is_empty() { "exhausted" } else { "found" }.into(),
+            version: VERSION,
+            command: self.command.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
+            reason: if findings.is_empty() { "no single switch makes the run pass".into() } else { String::new() },
+            findings,
+            runs: runner.runs,
+            tried: Some(t.tried),
+            candidates: Some(self.cands.len() as u64),
+            seconds: (seconds * 1000.0).round() / 1000.0,
+            order: Some(order.into()),
+            how: Some(how.into()),
+            stopped: Some(t.stopped),
+            ..Report::default()
         }
-        if self.opts.json {
-            println!("{}", report.to_json());
-        }
-        self.opts.error_exitcode
     }
 }
 

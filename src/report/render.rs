@@ -1,0 +1,157 @@
+//! The text and Graphviz renderings of the report model (`model.rs`), the same for every
+//! search: the lines a search says on standard error (each prefixed `TOOL: ` and, by the
+//! caller, `==PID== `) and its chain of runs as a graph. JSON is the model itself; SARIF is
+//! `tools::sarif`.
+
+use super::model::{Finding, Report, Step};
+use std::fmt::Write as _;
+
+/// The report as text lines.
+pub fn text(r: &Report) -> Vec<String> {
+    let mut out = Vec::new();
+    match r.result.as_str() {
+        "no-failure" | "not-reproducible" | "cannot-run" => out.push(r.reason.clone()),
+        "exhausted" => out.push(format!(
+            "{}: search exhausted after {} switched runs ({} stopped by their budget; {:.2} s)",
+            r.reason,
+            r.tried.unwrap_or(0),
+            r.stopped.unwrap_or(0),
+            r.seconds
+        )),
+        _ => {
+            for (k, f) in r.findings.iter().enumerate() {
+                out.extend(finding(r, f, k));
+            }
+            out.extend(summary(r));
+            if r.result == "inconclusive" {
+                out.push(format!("cannot conclude: {}", r.reason));
+            }
+        }
+    }
+    out.into_iter().map(|l| format!("{}: {l}", r.tool)).collect()
+}
+
+/// A finding's lines: its place, then what it is at (the `k`-th finding).
+fn finding(r: &Report, f: &Finding, k: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    if f.kind == "critical predicate" {
+        let head = if k == 0 { "critical predicate" } else { "also" };
+        out.push(format!("{head}: {}, the branch at {}", f.place, f.pc));
+        let was = f.outcome.as_ref().map_or(String::new(), |o| format!(", which was {o}"));
+        out.push(format!("   instance {} of its site ({} from the failure){was}; inverting it makes the run pass", f.instance, f.from_failure.unwrap_or(0)));
+        if let Some(replay) = &f.replay {
+            out.push(format!("   to replay it: {replay}"));
+        }
+        if r.order.as_deref() == Some("prior") {
+            out.push(match f.dependences {
+                Some(d) => format!("   the failure depends on it through {d} dynamic dependences"),
+                None => "   the failure does not depend on it (through the dependences traced)".into(),
+            });
+        }
+        return out;
+    }
+    // A run that looped is not a run without the failure: said so; nor is a run that failed
+    // anew on nothing defined.
+    let looped = if f.looped { " (suppressing it made the program loop: no run ended without the failure)" } else { "" };
+    let otherwise =
+        f.failed_otherwise.as_ref().map_or(String::new(), |w| format!(" (suppressing it avoided the failure, but the run then failed otherwise: {w})"));
+    out.push(format!("{}: {}{looped}{otherwise}", f.kind, f.place));
+    let every = if f.every_instance {
+        " (suppressed in every instance)"
+    } else if f.every_call {
+        " (every call from that line suppressed whole)"
+    } else if f.whole_call {
+        " (the call suppressed whole)"
+    } else {
+        ""
+    };
+    let instruction = f.instruction.as_deref().unwrap_or_default();
+    out.push(format!("   instruction `{instruction}` at {}, thread {}, {}{every}", f.pc, f.thread, instance(f)));
+    out
+}
+
+/// A suppression point's instance as the text says it.
+fn instance(f: &Finding) -> String {
+    match &f.call_site {
+        _ if f.by_block => format!("block instance {}", f.instance),
+        None if f.instance == 0 => "every execution".into(),
+        None => format!("execution {}", f.instance),
+        Some(site) => format!("call {} from the site returning to {site}", f.instance),
+    }
+}
+
+/// How the search went: the candidates it tried (switch), or its chain of runs (suppress).
+fn summary(r: &Report) -> Vec<String> {
+    if let Some(tried) = r.tried {
+        return vec![format!(
+            "{tried} switched runs of {} candidates ({} order, {}; {} stopped by their budget), {} runs in all, {:.2} s",
+            r.candidates.unwrap_or(0),
+            r.order.as_deref().unwrap_or_default(),
+            r.how.as_deref().unwrap_or_default(),
+            r.stopped.unwrap_or(0),
+            r.runs,
+            r.seconds
+        )];
+    }
+    let again = match r.traced_again {
+        0 => String::new(),
+        1 => ", 1 to trace a suppression run's failure".into(),
+        n => format!(", {n} to trace suppression runs' failures"),
+    };
+    let mut out = vec![format!("{} runs (1 of them to check that the crash repeats{again}), {:.2} s:", r.runs, r.seconds)];
+    for step in &r.chain {
+        let from = if step.suppressing_from.is_empty() {
+            "original run".to_string()
+        } else {
+            let how = match step.how.as_deref() {
+                Some("every-call") => " (every call from that line, whole)",
+                Some("every-instance") => " (every instance)",
+                Some("whole-call") => " (the whole call)",
+                _ => "",
+            };
+            format!("suppressing from {}{how}", step.suppressing_from.join(" and "))
+        };
+        out.push(format!("  {}. {from}: {}", step.run, ended(step)));
+        for u in &step.used {
+            out.push(format!("       it used {}, defined at {}", u.location, u.defined_at));
+        }
+        if !step.suppressed.is_empty() {
+            let list: Vec<String> = step.suppressed.iter().map(|(w, n)| format!("{n} {w}")).collect();
+            out.push(format!("       suppressed: {}", list.join(", ")));
+        }
+    }
+    out
+}
+
+/// How a run of the chain ended.
+fn ended(step: &Step) -> String {
+    match (&step.crash, &step.stopped) {
+        (Some(c), _) => c.clone(),
+        (None, Some(why)) => format!("the program looped ({why}), without the failure so far"),
+        (None, None) => "no failure".into(),
+    }
+}
+
+/// The chain of runs as a Graphviz graph: each run, the definitions its failure used, the
+/// next run suppressing them, and the root causes.
+pub fn dot(r: &Report) -> String {
+    let esc = |v: &str| v.replace('\\', "\\\\").replace('"', "\\\"");
+    let mut g = String::from("digraph suppression {\n  rankdir=TB;\n  node [shape=box, fontname=\"monospace\"];\n");
+    for (i, step) in r.chain.iter().enumerate() {
+        let _ = writeln!(g, "  run{i} [label=\"run {}: {}\", style=rounded];", i + 1, esc(&ended(step)));
+        for (k, u) in step.used.iter().enumerate() {
+            let _ = writeln!(g, "  def{i}_{k} [label=\"{}\"];", esc(&u.defined_at));
+            let _ = writeln!(g, "  run{i} -> def{i}_{k} [label=\"used {}\"];", esc(&u.location));
+            if i + 1 < r.chain.len() {
+                let _ = writeln!(g, "  def{i}_{k} -> run{} [label=\"suppressed\", style=dashed];", i + 1);
+            }
+        }
+    }
+    if r.result == "root-cause" {
+        for (k, f) in r.findings.iter().enumerate() {
+            let _ = writeln!(g, "  root{k} [label=\"first point of memory corruption:\\n{}\", penwidth=2];", esc(&f.place));
+        }
+    }
+    g.push_str("}\n");
+    g
+}
