@@ -80,6 +80,11 @@ pub struct Cli {
     #[arg(long, value_name = "FILE", hide = true)]
     pub blocks_out: Option<PathBuf>,
 
+    /// (Not an option) what a search passes on to each of its runs: the run options given on
+    /// the command line (`run_options`).
+    #[arg(skip)]
+    pub run_options: Vec<String>,
+
     // Each tool's own options, under its heading (a tool refuses another's: `main`).
     #[command(flatten)]
     pub count: crate::tools::count::Options,
@@ -124,9 +129,28 @@ const PER_PROCESS: [&str; 13] = [
 /// command line (each tool's own included), but the per-process ones.
 pub fn child_options(matches: &clap::ArgMatches, command: &clap::Command, tool: &str) -> Vec<String> {
     let mut opts = vec![format!("--tool={tool}"), "--trace-children=yes".to_string()];
+    opts.extend(given(matches, command, &|id| !PER_PROCESS.contains(&id)));
+    opts
+}
+
+/// What a search (`tools::search::Runner`) sets in each of its runs itself, or keeps for its own
+/// output: never passed on from the command line.
+const SEARCH_OWN: [&str; 5] = ["quiet", "log_file", "repeatable", "seed", "count_in_memory"];
+
+/// The options a search passes on to each of its runs: every option given on the command line
+/// but the per-process ones, the search's own, and the tools' (the search's tool speaks to its
+/// runs through its own arguments): the scheduler's, the engine's, `--stats`.
+pub fn run_options(matches: &clap::ArgMatches, command: &clap::Command) -> Vec<String> {
+    let tools: Vec<String> = crate::tools::TOOLS.iter().flat_map(|t| (t.options)()).collect();
+    given(matches, command, &|id| !PER_PROCESS.contains(&id) && !SEARCH_OWN.contains(&id) && !tools.iter().any(|t| t == id))
+}
+
+/// The options given on the command line whose ids `keep` accepts, as `--long[=value]`.
+fn given(matches: &clap::ArgMatches, command: &clap::Command, keep: &dyn Fn(&str) -> bool) -> Vec<String> {
+    let mut opts = Vec::new();
     for arg in command.get_arguments() {
         let id = arg.get_id().as_str();
-        if PER_PROCESS.contains(&id) || matches.value_source(id) != Some(clap::parser::ValueSource::CommandLine) {
+        if !keep(id) || matches.value_source(id) != Some(clap::parser::ValueSource::CommandLine) {
             continue;
         }
         let Some(long) = arg.get_long() else { continue };
@@ -166,6 +190,17 @@ mod tests {
             assert!(opts.contains(&o.to_string()), "{o} missing from {opts:?}");
         }
         assert!(!opts.iter().any(|o| o.starts_with("--stdin-file") || o == "--sched=x" || o.starts_with("--seed")), "{opts:?}");
+    }
+
+    /// A search passes the scheduler's and the engine's options on to its runs, not its own,
+    /// its tool's, or those it sets itself (issue 22).
+    #[test]
+    fn a_search_passes_the_run_options_on() {
+        use clap::CommandFactory;
+        let command = super::Cli::command();
+        let argv = ["rtgrind", "--tool=suppress", "--sched=pct:3:2", "--quantum=500", "--max-runs=9", "--json", "--seed=4", "-q", "--stats", "prog"];
+        let matches = command.clone().try_get_matches_from(argv).unwrap();
+        assert_eq!(super::run_options(&matches, &command), ["--stats", "--sched=pct:3:2", "--quantum=500"]);
     }
 
     #[test]

@@ -81,7 +81,7 @@ fn shebang(path: &Path) -> Option<(PathBuf, Option<Vec<u8>>)> {
 
 fn main() {
     keep_heap_apart();
-    let (cli, matches, command) = parse_command_line();
+    let (mut cli, matches, command) = parse_command_line();
     let spec = tools::spec(&cli.tool);
     if let Some((flag, owners)) = tools::foreign_option(spec, &matches, &command) {
         let owners: Vec<String> = owners.iter().map(|o| format!("--tool={o}")).collect();
@@ -92,6 +92,7 @@ fn main() {
         rtgrind_jit::context::count_in_memory();
     }
     if let Some(search) = spec.search.as_ref().filter(|s| (s.wanted)(&cli)) {
+        cli.run_options = cli::run_options(&matches, &command);
         std::process::exit((search.run)(&cli).unwrap_or_else(|e| fail(&e.message, e.code)));
     }
     prepare_host(&cli);

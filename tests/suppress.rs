@@ -1003,3 +1003,17 @@ fn a_copy_that_runs_on_to_where_memory_ends_is_found_at_the_copy() {
         }
     }
 }
+
+/// A search passes the run options given on its command line on to every run (issue 22): a
+/// schedule to replay that cannot be read stops the first run, and the search says why (it
+/// searched on, the option dropped, before).
+#[test]
+fn a_search_passes_its_run_options_to_its_runs() {
+    let exe = bug("use_after_free", "use_after_free_sched", &|s| s);
+    for tool in [&["--tool=suppress"][..], &["--tool=switch", "--expected-exit=0"][..]] {
+        let opts = [tool, &["--sched=replay:/nonexistent/schedule"]].concat();
+        let out = run_rtgrind(&opts, &Cmd::new(&exe).arg("x"));
+        assert_eq!(out.status.code(), Some(2), "{tool:?}: {}", out.describe());
+        assert!(out.stderr_str().contains("rtgrind: error: cannot read schedule '/nonexistent/schedule'"), "{tool:?}: {}", out.describe());
+    }
+}

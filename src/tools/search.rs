@@ -155,6 +155,8 @@ pub struct Runner {
     leftovers: Option<Leftovers>,
     pub dir: TempDir,
     command: Vec<OsString>,
+    /// The run options given on the command line (`cli::run_options`), for every run.
+    options: Vec<OsString>,
     seed: u64,
     /// The program's standard input, the same bytes in every run.
     pub stdin_file: PathBuf,
@@ -169,14 +171,20 @@ pub struct Runner {
 impl Runner {
     /// A search of `tool` on `command`: its directory, and standard input read once into it
     /// (unless the user gave `--stdin-file`).
-    pub fn new(tool: &str, command: Vec<OsString>, seed: u64, stdin_file: Option<PathBuf>) -> Result<Runner, SearchError> {
+    pub fn new(tool: &str, cli: &crate::cli::Cli) -> Result<Runner, SearchError> {
+        let options = cli.run_options.iter().map(OsString::from).collect();
+        Runner::with(tool, cli.command.clone(), options, cli.seed, cli.stdin_file.clone())
+    }
+
+    /// A search of `tool` on `command`, with `options` for every run.
+    pub fn with(tool: &str, command: Vec<OsString>, options: Vec<OsString>, seed: u64, stdin_file: Option<PathBuf>) -> Result<Runner, SearchError> {
         let dir = TempDir::new(tool).map_err(SearchError::WorkDirectory)?;
         let stdin_file = match stdin_file {
             Some(f) => f,
             None => child::capture_stdin(&dir.0).map_err(SearchError::Input)?,
         };
         let leftovers = Leftovers::new(dir.0.clone());
-        Ok(Runner { leftovers, dir, command, seed, stdin_file, runs: 0, jobs: 1, first: None })
+        Ok(Runner { leftovers, dir, command, options, seed, stdin_file, runs: 0, jobs: 1, first: None })
     }
 
     /// A file of the search's directory.
@@ -253,7 +261,7 @@ impl Runner {
         let (stdout, stderr, log) = (self.file(&format!("stdout-{n}")), self.file(&format!("stderr-{n}")), self.file(&format!("log-{n}")));
         let blocks = self.file(&format!("blocks-{n}"));
         let forward = self.file(&format!("forward-{n}"));
-        let mut args: Vec<OsString> = Vec::new();
+        let mut args: Vec<OsString> = self.options.clone();
         if let Some(at) = checkpoints {
             std::fs::create_dir_all(&forward)?;
             std::fs::write(forward.join("at"), at.iter().map(u64::to_string).collect::<Vec<_>>().join(" "))?;
@@ -394,7 +402,7 @@ mod tests {
     fn a_search_says_what_to_run_next_until_it_is_done() {
         let input = std::env::temp_dir().join(format!("rtgrind-search-test-input-{}", std::process::id()));
         std::fs::write(&input, "").unwrap();
-        let mut runner = Runner::new("search-test", vec!["/bin/true".into()], 0, Some(input.clone())).unwrap();
+        let mut runner = Runner::with("search-test", vec!["/bin/true".into()], Vec::new(), 0, Some(input.clone())).unwrap();
         let mut search = Rerun { tries: 3, first: None };
         let Step::Run(first) = search.next(&runner, Vec::new()) else { panic!("the first run") };
         assert!(first.limits.count_blocks && first.args == ["--tool=none"]);

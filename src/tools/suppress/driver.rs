@@ -5,16 +5,13 @@
 //! points added last are the first point of memory corruption.
 
 use super::plan::{Crash, Def, Outcome, Plan, Point};
-use crate::tools::search::{Ending, Failure, Limits, Ran, Request, Runner, Step};
-use std::path::PathBuf;
+use crate::tools::search::{Ending, Failure, Limits, Ran, Request, Runner, SearchError, Step};
 use std::time::Instant;
 
 #[derive(Clone)]
 pub struct Options {
     pub max_runs: u32,
     pub error_exitcode: i32,
-    pub stdin_file: Option<PathBuf>,
-    pub seed: u64,
     /// A failure other than a crash, as `--failure` gave it.
     pub failure: Option<String>,
     /// Copy the original run's standard output to rtgrind's (not when a report takes it).
@@ -350,11 +347,11 @@ pub struct Search {
 }
 
 /// Runs the search and prints the report; returns the exit status.
-pub fn drive(command: Vec<std::ffi::OsString>, opts: Options, format: super::report::Format) -> i32 {
+pub fn drive(runner: Result<Runner, SearchError>, command: Vec<std::ffi::OsString>, opts: Options, format: super::report::Format) -> i32 {
     let started = Instant::now();
     let pid = std::process::id();
     let error_exitcode = opts.error_exitcode;
-    let search = match Runner::new("suppress", command.clone(), opts.seed, opts.stdin_file.clone()) {
+    let search = match runner {
         Ok(mut runner) => {
             let mut s = Suppression {
                 opts: &opts,

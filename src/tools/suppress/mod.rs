@@ -90,17 +90,10 @@ pub fn search(cli: &Cli) -> Result<i32, Error> {
         None => f,
     });
     let (json, sarif) = (cli.search.json, cli.search.sarif);
-    let opts = driver::Options {
-        max_runs: o.max_runs,
-        error_exitcode: cli.search.error_exitcode,
-        stdin_file: cli.stdin_file.clone(),
-        seed: cli.seed,
-        failure,
-        show_output: !json && !sarif,
-    };
+    let opts = driver::Options { max_runs: o.max_runs, error_exitcode: cli.search.error_exitcode, failure, show_output: !json && !sarif };
     let format = report::Format { json, sarif, dot: o.dot.clone() };
     crate::log_to_file(cli);
-    Ok(driver::drive(cli.command.clone(), opts, format))
+    Ok(driver::drive(super::search::Runner::new("suppress", cli), cli.command.clone(), opts, format))
 }
 
 /// Tool-area offsets of the suppression tool's own words (after the shadow registers).

@@ -7,7 +7,7 @@
 use super::oracle::{Ending, Oracle, RunResult};
 use crate::report::model::{Finding, Report, VERSION};
 use crate::tools::child;
-use crate::tools::search::{Failure, Forked, Limits, Ran, Request, RunOutcome, Runner, Step};
+use crate::tools::search::{Failure, Forked, Limits, Ran, Request, RunOutcome, Runner, SearchError, Step};
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -235,13 +235,13 @@ struct Tally {
     stopped: u64,
 }
 
-pub fn drive(command: Vec<OsString>, opts: Options) -> i32 {
+pub fn drive(runner: Result<Runner, SearchError>, command: Vec<OsString>, opts: Options) -> i32 {
     // How the replay command printed with an answer gets the same input.
     let input = match &opts.stdin_file {
         Some(f) => Replay::StdinFile(f.clone()),
         None => child::stdin_source().map_or(Replay::Captured, Replay::Redirect),
     };
-    let mut runner = match Runner::new("switch", command.clone(), opts.seed, opts.stdin_file.clone()) {
+    let mut runner = match runner {
         Ok(r) => r,
         Err(e) => {
             eprintln!("rtgrind: error: {e}");

@@ -153,5 +153,5 @@ pub fn search(cli: &Cli) -> Result<i32, Error> {
         jobs: o.jobs,
     };
     crate::log_to_file(cli);
-    Ok(driver::drive(cli.command.clone(), opts))
+    Ok(driver::drive(super::search::Runner::new("switch", cli), cli.command.clone(), opts))
 }
