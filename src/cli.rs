@@ -93,6 +93,9 @@ pub struct Cli {
     pub taint: crate::tools::taint::Options,
 
     #[command(flatten)]
+    pub race: crate::tools::race::Options,
+
+    #[command(flatten)]
     pub switch: crate::tools::switch::Options,
 
     #[command(flatten)]

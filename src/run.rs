@@ -533,4 +533,14 @@ impl Runtime {
         // SAFETY: ending the process (all threads); guest buffers were flushed by the guest.
         unsafe { libc::_exit(code) }
     }
+
+    /// The program exits with `code`: the tool's findings, and its exit status if it has one
+    /// for what it found (Valgrind's `--error-exitcode`).
+    pub fn program_exit(&mut self, code: i32) -> ! {
+        self.print_stats();
+        self.p().report.flush();
+        let code = self.p().tool.exit_code().unwrap_or(code);
+        // SAFETY: ending the process (all threads); guest buffers were flushed by the guest.
+        unsafe { libc::_exit(code) }
+    }
 }

@@ -137,8 +137,10 @@ fn unknown_tool() {
 /// the tools that take it, exit 2, the program not run.
 #[test]
 fn a_tools_options_are_refused_with_another_tool() {
-    let cases: [(&str, &str, &str); 8] = [
+    let cases: [(&str, &str, &str); 10] = [
         ("count", "--per-function", "--tool=count"),
+        ("none", "--race-exitcode=3", "--tool=race"),
+        ("race", "--json", "--tool=suppress"),
         ("none", "--per-function", "--tool=count"),
         ("suppress", "--taint-input=argv", "--tool=taint"),
         ("count", "--track-origins=yes", "--tool=taint"),

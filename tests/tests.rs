@@ -8,6 +8,7 @@ mod insn;
 #[path = "../src/report/model.rs"]
 #[allow(dead_code)]
 mod model;
+mod race;
 mod suppress;
 mod switch;
 mod system_programs;

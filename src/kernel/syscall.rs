@@ -122,7 +122,7 @@ impl Runtime {
             libc::SYS_sigaltstack => self.sig.sigaltstack(a[0], a[1], self.ctx.gpr[reg::RSP as usize]),
             libc::SYS_rt_sigsuspend => self.sigsuspend(nr, a[0]),
             libc::SYS_arch_prctl => self.arch_prctl(a[0] as i32, a[1]),
-            libc::SYS_exit_group => self.finish_and_exit(a[0] as i32),
+            libc::SYS_exit_group => self.program_exit(a[0] as i32),
             libc::SYS_exit => self.thread_exit(a[0] as i32),
             libc::SYS_futex => self.futex(a),
             libc::SYS_set_tid_address => {

@@ -119,7 +119,7 @@ impl Runtime {
             self.p().sched.futex_wake(self.clear_child_tid, 1, u32::MAX);
         }
         match self.p().sched.exit(self.index, self.instance()) {
-            Ok(0) => self.finish_and_exit(code),
+            Ok(0) => self.program_exit(code),
             Ok(_) => {
                 // The baton has been handed on: from here this thread touches nothing shared.
                 // SAFETY: ends only this host thread (its guest thread has exited).

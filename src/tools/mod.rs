@@ -6,6 +6,7 @@ pub mod checkpoints;
 pub mod child;
 pub mod count;
 pub mod expected;
+pub mod race;
 pub mod sarif;
 pub mod search;
 pub mod suppress;
@@ -100,6 +101,13 @@ pub const TOOLS: &[ToolSpec] = &[
         search: None,
     },
     ToolSpec {
+        name: "race",
+        about: "Report the data races the run shows (happens-before from the binary's own synchronization).",
+        options: ids::<race::Options>,
+        make: race::make,
+        search: None,
+    },
+    ToolSpec {
         name: "switch",
         about: "Invert the outcome of one instance of one conditional branch.",
         options: switch::option_ids,
@@ -188,6 +196,11 @@ pub trait ToolRun: Tool {
     }
     /// The run ends (exit, fatal signal, stop): print what the tool found.
     fn fini(&mut self, _report: &mut Reporter, _mem: &GuestMemory) {}
+    /// After `fini`, when the program exits: the status to end with instead of the program's
+    /// (a tool's error exit code for what it found).
+    fn exit_code(&self) -> Option<i32> {
+        None
+    }
 }
 
 impl ToolRun for NoInstrumentation {}
@@ -304,6 +317,7 @@ mod claims_tests {
             super::switch::fork::SwitchFork::new(super::checkpoints::Checkpoints::read(std::path::PathBuf::from("/nonexistent"), 1), 1, None, String::new());
         assert!(fork.is_ok(), "{:?}", fork.err());
         assert!(super::switch::run::claim_outcome().is_ok());
+        assert!(rtgrind_jit::claims::claim_area("the race detector", 16).is_ok());
         // A claim of the shadow's words by anyone else is refused.
         let e = rtgrind_jit::claims::claim("a new tool", rtgrind_jit::claims::Resource::Area { start: 8, len: 24 }).unwrap_err();
         assert!(e.to_string().contains("the shadow state has"), "{e}");

@@ -1,0 +1,229 @@
+//! `--tool=race` (issue 23, first part: detection): every data race the run shows, by
+//! happens-before over the program's memory accesses (`hb.rs`), with the synchronization read
+//! from the binary alone: a `lock`-prefixed read-modify-write or an `xchg` with memory acquires
+//! and releases its location (pthread mutexes, condition variables, barriers, semaphores and
+//! C11 read-modify-writes are built of those and futexes), a plain access to a location such
+//! an instruction has touched is atomic too (an `atomic_load` or `atomic_store` of it), a futex
+//! wake releases its word and a wait that returned acquires it, a thread's creation orders its
+//! creator's past before it, and its exit releases the word the kernel clears for
+//! `pthread_join` (`CLONE_CHILD_CLEARTID`), which a load that reads it acquires.
+//!
+//! Each access is handed to the detector in a call-out (inline epochs are to come); accesses
+//! through the stack pointer (the thread's own frames) are not. The harm test, schedule
+//! exploration and the multithreaded suppression loop are the rest of issue 23.
+
+mod hb;
+
+use super::{Error, ToolRun};
+use crate::cli::Cli;
+use crate::kernel::memory::GuestMemory;
+use crate::report::Reporter;
+use rtgrind_jit::iced_x86::{Mnemonic, OpAccess, Register, UsedMemory};
+use rtgrind_jit::instrument::code_asm::qword_ptr;
+use rtgrind_jit::instrument::{tool_area, Inline, InsnSite, Tool};
+use rtgrind_jit::ThreadContext;
+use std::collections::HashSet;
+
+/// `--tool=race`'s options.
+#[derive(clap::Args, Debug, Clone)]
+#[command(next_help_heading = "Options of --tool=race")]
+pub struct Options {
+    /// Exit status when a race was reported (default: the program's).
+    #[arg(long, value_name = "N")]
+    pub race_exitcode: Option<i32>,
+}
+
+pub fn make(cli: &Cli) -> Result<Box<dyn ToolRun>, Error> {
+    let words = rtgrind_jit::claims::claim_area("the race detector", 16).map_err(|e| Error::internal(format!("internal: {e}")))?;
+    let program = std::fs::canonicalize(crate::resolve(&cli.command[0])).map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
+    Ok(Box::new(RaceRun::new(program, words, cli.race.race_exitcode)))
+}
+
+/// One memory access instruction of the code, as its call-out is told.
+struct Site {
+    pc: u64,
+    size: u64,
+    write: bool,
+    /// A `lock`-prefixed read-modify-write or an `xchg` with memory.
+    atomic_rmw: bool,
+    /// Code outside the main program (the C library, the dynamic loader): trusted to be
+    /// race-free itself, as TSan and Helgrind take it; its atomics still order.
+    trusted: bool,
+    number: u32,
+    state: *mut State,
+}
+
+/// What the call-outs share (one guest thread runs at a time: the scheduler's baton).
+struct State {
+    detector: hb::Detector,
+    /// Locations a `lock`-prefixed instruction or `xchg` touched: atomic ever after.
+    atomic: HashSet<u64>,
+    /// Words the kernel clears when a thread exits (`CLONE_CHILD_CLEARTID`), released then.
+    exit_words: HashSet<u64>,
+    /// Tool-area words: the thread's number, the access's address.
+    tid_word: usize,
+    addr_word: usize,
+}
+
+pub struct RaceRun {
+    program: String,
+    /// The main program's mapped range: its accesses are checked.
+    main: (u64, u64),
+    state: Box<State>,
+    // Boxed: translations hold their addresses, which must not move as the vector grows.
+    #[allow(clippy::vec_box)]
+    sites: Vec<Box<Site>>,
+    /// A clone under way: the creating thread, and its child's exit word.
+    creating: Option<(hb::Tid, u64)>,
+    /// Each thread's exit word, by thread.
+    exit_word: Vec<u64>,
+    exitcode: Option<i32>,
+    /// Races were reported.
+    found: bool,
+}
+
+impl RaceRun {
+    fn new(program: String, words: usize, exitcode: Option<i32>) -> RaceRun {
+        let state = State { detector: hb::Detector::new(), atomic: HashSet::new(), exit_words: HashSet::new(), tid_word: words, addr_word: words + 8 };
+        RaceRun { program, main: (0, 0), state: Box::new(state), sites: Vec::new(), creating: None, exit_word: vec![0], exitcode, found: false }
+    }
+
+    fn tid(&self, ctx: &ThreadContext) -> hb::Tid {
+        ctx.tool_area[self.state.tid_word / 8] as hb::Tid
+    }
+}
+
+extern "C" fn access(ctx: *mut ThreadContext, arg: u64) {
+    // SAFETY: rtg_callout passes this thread's context; `arg` is a `Site` the tool keeps for
+    // as long as translations exist, and its state outlives the run; one guest thread runs at
+    // a time, so nothing else touches the state meanwhile.
+    let (ctx, site) = unsafe { (&mut *ctx, &*(arg as *const Site)) };
+    // SAFETY: as above.
+    let st = unsafe { &mut *site.state };
+    let t = ctx.tool_area[st.tid_word / 8] as hb::Tid;
+    let addr = ctx.tool_area[st.addr_word / 8];
+    if site.atomic_rmw {
+        st.atomic.insert(addr);
+        st.detector.acquire(t, addr);
+        st.detector.access(t, addr, site.size, true, true, site.number);
+        st.detector.release(t, addr);
+        return;
+    }
+    let atomic = st.atomic.contains(&addr);
+    if atomic || st.exit_words.contains(&addr) {
+        // An atomic load acquires what stores to its location released; reading a dead
+        // thread's cleared word is seeing its exit (`pthread_join`).
+        if !site.write {
+            st.detector.acquire(t, addr);
+        }
+    }
+    if !site.trusted {
+        st.detector.access(t, addr, site.size, site.write, atomic, site.number);
+    }
+    if atomic && site.write {
+        st.detector.release(t, addr);
+    }
+}
+
+impl Tool for RaceRun {
+    fn before_insn(&mut self, site: &InsnSite, b: &mut Inline) {
+        let ins = site.ins;
+        if ins.is_string_instruction() || matches!(ins.mnemonic(), Mnemonic::Lea | Mnemonic::Nop) {
+            return;
+        }
+        let atomic_rmw = ins.has_lock_prefix() || ins.mnemonic() == Mnemonic::Xchg;
+        let used: Vec<UsedMemory> = site.info.used_memory().iter().filter(|m| m.access() != OpAccess::NoMemAccess).copied().collect();
+        for m in used {
+            // The thread's own frames, thread-local storage and gathers are not shared data.
+            if m.base() == Register::RSP || matches!(m.segment(), Register::FS | Register::GS) || m.index().is_vector_register() {
+                continue;
+            }
+            let write = matches!(m.access(), OpAccess::Write | OpAccess::CondWrite | OpAccess::ReadWrite | OpAccess::ReadCondWrite);
+            let size = m.memory_size().size().max(1) as u64;
+            let number = self.sites.len() as u32;
+            let trusted = !(self.main.0..self.main.1).contains(&ins.ip());
+            let s = Box::new(Site { pc: ins.ip(), size, write, atomic_rmw: atomic_rmw && ins.op_count() > 0, trusted, number, state: &mut *self.state });
+            let arg = &*s as *const Site as u64;
+            self.sites.push(s);
+            let (t, u) = (b.scratch(), b.scratch());
+            crate::shadow::propagate::effective_address(b, t, &m, u);
+            b.asm().mov(qword_ptr(tool_area(self.state.addr_word)).gs(), t).unwrap();
+            b.callout(access, arg, t);
+            b.release_scratch();
+            if m.access() == OpAccess::ReadWrite || atomic_rmw {
+                // One access for a read-modify-write.
+                break;
+            }
+        }
+    }
+}
+
+impl ToolRun for RaceRun {
+    fn start(&mut self, ctx: &mut ThreadContext, mem: &GuestMemory) {
+        ctx.tool_area[self.state.tid_word / 8] = 0;
+        self.main = super::main_module_range(mem, &self.program);
+    }
+
+    fn thread_start(&mut self, child: &mut ThreadContext) {
+        let (parent, exit_word) = self.creating.take().unwrap_or((0, 0));
+        let t = self.state.detector.create(parent);
+        child.tool_area[self.state.tid_word / 8] = t as u64;
+        if self.exit_word.len() <= t {
+            self.exit_word.resize(t + 1, 0);
+        }
+        self.exit_word[t] = exit_word;
+    }
+
+    fn syscall_pre(&mut self, ctx: &mut ThreadContext, nr: u64, args: &[u64; 6]) -> Option<i64> {
+        let t = self.tid(ctx);
+        match nr as i64 {
+            libc::SYS_clone => {
+                let clears = args[0] & libc::CLONE_CHILD_CLEARTID as u64 != 0;
+                self.creating = Some((t, if clears { args[3] } else { 0 }));
+            }
+            libc::SYS_exit => {
+                if let Some(&w) = self.exit_word.get(t).filter(|&&w| w != 0) {
+                    self.state.exit_words.insert(w);
+                    self.state.detector.release(t, w);
+                }
+            }
+            libc::SYS_futex if is_wake(args[1]) => self.state.detector.release(t, args[0]),
+            _ => {}
+        }
+        None
+    }
+
+    fn syscall_post(&mut self, ctx: &mut ThreadContext, nr: u64, args: &[u64; 6], _ret: i64, _mem: &GuestMemory) {
+        if nr as i64 == libc::SYS_futex && !is_wake(args[1]) {
+            let t = self.tid(ctx);
+            self.state.detector.acquire(t, args[0]);
+        }
+    }
+
+    fn fini(&mut self, report: &mut Reporter, mem: &GuestMemory) {
+        let races = self.state.detector.races.clone();
+        let pcs: Vec<u64> = races.iter().flat_map(|r| [self.sites[r.earlier.site as usize].pc, self.sites[r.later.site as usize].pc]).collect();
+        let places = crate::report::lines::SourceLines::default().describe(&pcs, mem);
+        let what = |a: &hb::Access| {
+            let s = &self.sites[a.site as usize];
+            format!("{} of {} bytes by thread {}", if s.write { "write" } else { "read" }, s.size, a.tid)
+        };
+        for (k, r) in races.iter().enumerate() {
+            let (e, l) = (&places[2 * k], &places[2 * k + 1]);
+            report.line(&format!("race: data race at {:#x}: {} at {l}", r.addr, what(&r.later)));
+            report.line(&format!("race:    and an earlier {} at {e}, with no synchronization between", what(&r.earlier)));
+        }
+        report.line(&format!("race: {} data races", races.len()));
+        self.found = !races.is_empty();
+    }
+
+    fn exit_code(&self) -> Option<i32> {
+        self.exitcode.filter(|_| self.found)
+    }
+}
+
+/// Whether a futex operation wakes (or requeues) waiters rather than waiting.
+fn is_wake(op: u64) -> bool {
+    // FUTEX_WAKE, FUTEX_REQUEUE, FUTEX_CMP_REQUEUE, FUTEX_WAKE_OP, FUTEX_WAKE_BITSET, ...
+    matches!(op & 0x7f, 1 | 3 | 4 | 5 | 10 | 12)
+}

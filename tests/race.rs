@@ -1,0 +1,71 @@
+//! `--tool=race` (issue 23, detection): the races of `guest-programs/races/`, each at the
+//! exact lines of its two accesses, and race-free programs that report none.
+
+use crate::common::{compile_snippet, repo_root, run_rtgrind, Cmd};
+
+/// `guest-programs/races/NAME` built with `flags`.
+fn program(name: &str, ext: &str, out: &str, flags: &[&str]) -> std::path::PathBuf {
+    let source = std::fs::read_to_string(repo_root().join("guest-programs/races").join(format!("{name}.{ext}"))).unwrap();
+    compile_snippet(out, ext, &source, &[&["-g", "-pthread"], flags].concat())
+}
+
+/// `FILE:LINE (FUNC)` of the line marked `/* marker */` in `name.c` (built as `out.c`).
+fn place(name: &str, out: &str, marker: &str, func: &str) -> String {
+    let text = std::fs::read_to_string(repo_root().join("guest-programs/races").join(format!("{name}.c"))).unwrap();
+    let line = text.lines().position(|l| l.contains(&format!("/* {marker} */"))).unwrap_or_else(|| panic!("no {marker} in {name}.c")) + 1;
+    format!("{out}.c:{line} ({func})")
+}
+
+/// The races reported: (later access's line, earlier access's line), in order.
+fn races(stderr: &str) -> Vec<(String, String)> {
+    let lines: Vec<&str> = stderr.lines().collect();
+    lines
+        .windows(2)
+        .filter(|w| w[0].contains("race: data race at ") && w[1].contains("race:    and an earlier "))
+        .map(|w| (w[0].split(" at ").last().unwrap().to_string(), w[1].split(" at ").nth(1).unwrap().split(", with").next().unwrap().to_string()))
+        .collect()
+}
+
+#[test]
+fn unsynchronized_increments_race_at_their_line() {
+    for opt in ["-O0", "-O2"] {
+        let out = format!("racy_counter{opt}").replace('-', "_");
+        let exe = program("racy_counter", "c", &out, &[opt]);
+        let o = run_rtgrind(["--tool=race"], &Cmd::new(&exe));
+        assert_eq!(o.status.code(), Some(0), "{}", o.describe());
+        assert_eq!(o.stdout_str(), "2000\n");
+        let err = o.stderr_str();
+        let line = place("racy_counter", &out, "race", "work");
+        let found = races(&err);
+        assert!(!found.is_empty() && found.iter().all(|(a, b)| a == &line && b == &line), "{opt}: expected races at {line}:\n{err}");
+        assert!(err.contains("by thread 2") && err.contains("earlier write of 8 bytes by thread 1"), "{err}");
+    }
+}
+
+#[test]
+fn a_result_read_without_a_join_races_with_its_write() {
+    let exe = program("unjoined_result", "c", "unjoined_result", &["-O0"]);
+    let o = run_rtgrind(["--tool=race", "--race-exitcode=3"], &Cmd::new(&exe));
+    assert_eq!(o.status.code(), Some(3), "races found: the tool's exit status:\n{}", o.describe());
+    let at = |m: &str, f: &str| place("unjoined_result", "unjoined_result", m, f);
+    let mut found = races(&o.stderr_str());
+    found.sort();
+    let mut want = vec![(at("race flag", "work"), at("race flag read", "main")), (at("race result read", "main"), at("race result", "work"))];
+    want.sort();
+    assert_eq!(found, want, "{}", o.stderr_str());
+}
+
+/// Mutexes, C11 atomic read-modify-writes read back with `atomic_load`, a condition variable,
+/// a barrier, a semaphore, results read after `pthread_join`, and the same in C++ (std::thread,
+/// std::mutex, std::atomic): no race, at -O0 and -O2; the exit status stays the program's.
+#[test]
+fn race_free_programs_report_no_race() {
+    for (name, ext, opt) in [("race_free", "c", "-O0"), ("race_free", "c", "-O2"), ("cxx_threads", "cpp", "-O0"), ("cxx_threads", "cpp", "-O2")] {
+        let out = format!("{name}{opt}").replace('-', "_");
+        let exe = program(name, ext, &out, &[opt]);
+        let o = run_rtgrind(["--tool=race", "--race-exitcode=3"], &Cmd::new(&exe));
+        assert_eq!(o.status.code(), Some(0), "{out}: {}", o.describe());
+        assert!(o.stderr_str().contains("race: 0 data races"), "{out}: {}", o.describe());
+        assert!(!o.stdout_str().is_empty(), "{out}");
+    }
+}
