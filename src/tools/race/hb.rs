@@ -56,17 +56,49 @@ pub struct Race {
     pub later: Access,
 }
 
+/// An access to some bytes of a granule (`mask`: bit k for byte k of the 8).
+#[derive(Clone, Copy, Debug)]
+struct Held {
+    access: Access,
+    mask: u8,
+}
+
+/// An 8-byte granule's last writes and each thread's last reads, with the bytes each touched.
 #[derive(Default)]
 struct Cell {
-    write: Option<Access>,
-    reads: Vec<Access>,
+    writes: Vec<Held>,
+    reads: Vec<Held>,
 }
+
+/// Granules are keyed by address / 8: a multiplicative hash is enough (and far cheaper than
+/// SipHash, which dominated).
+#[derive(Default, Clone, Copy)]
+pub struct GranuleHasher(u64);
+
+impl std::hash::Hasher for GranuleHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29);
+    }
+}
+
+type Granules = HashMap<u64, Cell, Fast>;
+
+/// The hasher of addresses (granules, locations, objects).
+pub type Fast = std::hash::BuildHasherDefault<GranuleHasher>;
 
 #[derive(Default)]
 pub struct Detector {
     threads: Vec<Clock>,
-    objects: HashMap<u64, Clock>,
-    cells: HashMap<u64, Cell>,
+    objects: HashMap<u64, Clock, Fast>,
+    cells: Granules,
     /// Races found, once per pair of sites.
     pub races: Vec<Race>,
     seen: HashSet<(u32, u32)>,
@@ -116,32 +148,48 @@ impl Detector {
     /// Thread `t` accesses `size` bytes at `addr` from code site `site`.
     pub fn access(&mut self, t: Tid, addr: u64, size: u64, write: bool, atomic: bool, site: u32) {
         let now = Access { tid: t, clock: self.threads[t].get(t), site, write, atomic };
-        for a in addr..addr.saturating_add(size.max(1)) {
-            let cell = self.cells.entry(a).or_default();
-            let clock = &self.threads[t];
-            let unordered = |e: &Access| e.tid != t && e.clock > clock.get(e.tid) && !(e.atomic && atomic);
-            let mut found: Option<Access> = cell.write.filter(|w| unordered(w));
-            if write && found.is_none() {
-                found = cell.reads.iter().find(|r| unordered(r)).copied();
-            }
-            if write {
-                cell.write = Some(now);
-                cell.reads.clear();
-            } else {
-                match cell.reads.iter_mut().find(|r| r.tid == t) {
-                    Some(r) => *r = now,
-                    None => cell.reads.push(now),
-                }
-            }
-            if let Some(earlier) = found {
+        let end = addr.saturating_add(size.max(1));
+        let mut g = addr & !7;
+        while g < end {
+            let (lo, hi) = (addr.max(g) - g, end.min(g + 8) - g);
+            let mask = (((1u16 << hi) - 1) & !((1u16 << lo) - 1)) as u8;
+            if let Some((earlier, byte)) = self.granule(t, g, mask, now) {
                 let key = (earlier.site.min(site), earlier.site.max(site));
                 if self.seen.insert(key) {
-                    self.races.push(Race { addr: a, earlier, later: now });
+                    self.races.push(Race { addr: g + byte, earlier, later: now });
                 }
-                // One report per access (its other bytes race with the same one).
-                return;
             }
+            g += 8;
         }
+    }
+
+    /// The access `now` by `t` to the bytes `mask` of granule `g`: an earlier access it races
+    /// with (and the first byte they share), after recording it.
+    fn granule(&mut self, t: Tid, g: u64, mask: u8, now: Access) -> Option<(Access, u64)> {
+        let clock = &self.threads[t];
+        let cell = self.cells.entry(g).or_default();
+        let unordered = |h: &&Held| h.mask & mask != 0 && h.access.tid != t && h.access.clock > clock.get(h.access.tid) && !(h.access.atomic && now.atomic);
+        let mut found = cell.writes.iter().find(unordered).copied();
+        if now.write && found.is_none() {
+            found = cell.reads.iter().find(unordered).copied();
+        }
+        let list = if now.write { &mut cell.writes } else { &mut cell.reads };
+        // What this access covers it takes over: earlier entries keep only the other bytes.
+        list.retain_mut(|h| {
+            if now.write || h.access.tid == t {
+                h.mask &= !mask;
+            }
+            h.mask != 0
+        });
+        if now.write {
+            cell.reads.retain_mut(|h| {
+                h.mask &= !mask;
+                h.mask != 0
+            });
+        }
+        let list = if now.write { &mut cell.writes } else { &mut cell.reads };
+        list.push(Held { access: now, mask });
+        found.map(|h| (h.access, u64::from((h.mask & mask).trailing_zeros())))
     }
 }
 

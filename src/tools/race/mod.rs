@@ -57,9 +57,9 @@ struct Site {
 struct State {
     detector: hb::Detector,
     /// Locations a `lock`-prefixed instruction or `xchg` touched: atomic ever after.
-    atomic: HashSet<u64>,
+    atomic: HashSet<u64, hb::Fast>,
     /// Words the kernel clears when a thread exits (`CLONE_CHILD_CLEARTID`), released then.
-    exit_words: HashSet<u64>,
+    exit_words: HashSet<u64, hb::Fast>,
     /// Tool-area words: the thread's number, the access's address.
     tid_word: usize,
     addr_word: usize,
@@ -84,7 +84,7 @@ pub struct RaceRun {
 
 impl RaceRun {
     fn new(program: String, words: usize, exitcode: Option<i32>) -> RaceRun {
-        let state = State { detector: hb::Detector::new(), atomic: HashSet::new(), exit_words: HashSet::new(), tid_word: words, addr_word: words + 8 };
+        let state = State { detector: hb::Detector::new(), atomic: HashSet::default(), exit_words: HashSet::default(), tid_word: words, addr_word: words + 8 };
         RaceRun { program, main: (0, 0), state: Box::new(state), sites: Vec::new(), creating: None, exit_word: vec![0], exitcode, found: false }
     }
 
