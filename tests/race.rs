@@ -56,16 +56,20 @@ fn a_result_read_without_a_join_races_with_its_write() {
 }
 
 /// Mutexes, C11 atomic read-modify-writes read back with `atomic_load`, a condition variable,
-/// a barrier, a semaphore, results read after `pthread_join`, and the same in C++ (std::thread,
-/// std::mutex, std::atomic): no race, at -O0 and -O2; the exit status stays the program's.
+/// a barrier, a semaphore, results read after `pthread_join`, the same in C++ (std::thread,
+/// std::mutex, std::atomic), and OpenMP (a parallel for with a reduction, a critical section,
+/// an atomic update): no race, at -O0 and -O2; the exit status stays the program's.
 #[test]
 fn race_free_programs_report_no_race() {
-    for (name, ext, opt) in [("race_free", "c", "-O0"), ("race_free", "c", "-O2"), ("cxx_threads", "cpp", "-O0"), ("cxx_threads", "cpp", "-O2")] {
-        let out = format!("{name}{opt}").replace('-', "_");
-        let exe = program(name, ext, &out, &[opt]);
-        let o = run_rtgrind(["--tool=race", "--race-exitcode=3"], &Cmd::new(&exe));
-        assert_eq!(o.status.code(), Some(0), "{out}: {}", o.describe());
-        assert!(o.stderr_str().contains("race: 0 data races"), "{out}: {}", o.describe());
-        assert!(!o.stdout_str().is_empty(), "{out}");
+    for (name, ext, extra) in [("race_free", "c", ""), ("cxx_threads", "cpp", ""), ("omp_reduction", "c", "-fopenmp")] {
+        for opt in ["-O0", "-O2"] {
+            let out = format!("{name}{opt}").replace('-', "_");
+            let flags: Vec<&str> = [opt, extra].into_iter().filter(|f| !f.is_empty()).collect();
+            let exe = program(name, ext, &out, &flags);
+            let o = run_rtgrind(["--tool=race", "--race-exitcode=3"], &Cmd::new(&exe));
+            assert_eq!(o.status.code(), Some(0), "{out}: {}", o.describe());
+            assert!(o.stderr_str().contains("race: 0 data races"), "{out}: {}", o.describe());
+            assert!(!o.stdout_str().is_empty(), "{out}");
+        }
     }
 }
