@@ -1,10 +1,12 @@
-/* Race-free: a mutex-protected counter, a C11 atomic counter read with atomic_load, a result
- * handed over by pthread_join, a condition variable's flag, a barrier, and a semaphore. */
+/* Race-free: a mutex-protected counter, a spinlock-protected one (pthread_spin_unlock is a
+ * plain store), a C11 atomic counter read with atomic_load, a result handed over by
+ * pthread_join, a condition variable's flag, a barrier, and a semaphore. */
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdatomic.h>
 #include <stdio.h>
-static long locked;
+static long locked, spun;
+static pthread_spinlock_t spin;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_long counted;
 static int ready;
@@ -18,6 +20,9 @@ static void *work(void *arg) {
         pthread_mutex_lock(&lock);
         locked++;
         pthread_mutex_unlock(&lock);
+        pthread_spin_lock(&spin);
+        spun++;
+        pthread_spin_unlock(&spin);
         atomic_fetch_add(&counted, 1);
     }
     before_barrier[id] = id + 1;
@@ -37,6 +42,7 @@ int main(void) {
     pthread_t t[2];
     pthread_barrier_init(&barrier, NULL, 2);
     sem_init(&sem, 0, 0);
+    pthread_spin_init(&spin, 0);
     for (long i = 0; i < 2; i++)
         pthread_create(&t[i], NULL, work, (void *)i);
     pthread_mutex_lock(&lock);
@@ -51,6 +57,6 @@ int main(void) {
         pthread_join(t[i], &r);
         sum += (long)r;
     }
-    printf("%ld %ld %ld\n", locked, atomic_load(&counted), sum);
+    printf("%ld %ld %ld %ld\n", locked, spun, atomic_load(&counted), sum);
     return 0;
 }
