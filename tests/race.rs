@@ -39,6 +39,7 @@ fn unsynchronized_increments_race_at_their_line() {
         let found = races(&err);
         assert!(!found.is_empty() && found.iter().all(|(a, b)| a == &line && b == &line), "{opt}: expected races at {line}:\n{err}");
         assert!(err.contains("by thread 2") && err.contains("earlier write of 8 bytes by thread 1"), "{err}");
+        assert!(err.contains("race:    the address is in `hits`, a global of 8 bytes"), "{err}");
     }
 }
 
@@ -53,6 +54,9 @@ fn a_result_read_without_a_join_races_with_its_write() {
     let mut want = vec![(at("race flag", "work"), at("race flag read", "main")), (at("race result read", "main"), at("race result", "work"))];
     want.sort();
     assert_eq!(found, want, "{}", o.stderr_str());
+    for object in ["`done`, a global of 4 bytes", "`result`, a global of 8 bytes"] {
+        assert!(o.stderr_str().contains(&format!("the address is in {object}")), "{}", o.stderr_str());
+    }
 }
 
 /// Mutexes, C11 atomic read-modify-writes read back with `atomic_load`, a condition variable,

@@ -11,8 +11,8 @@ pub struct SymbolCache {
 struct FileSyms {
     /// (vaddr, size, name), sorted by vaddr.
     syms: Vec<(u64, u64, String)>,
-    /// Data objects with a size: (vaddr, size).
-    objects: Vec<(u64, u64)>,
+    /// Data objects with a size: (vaddr, size, name).
+    objects: Vec<(u64, u64, String)>,
     /// Lowest PT_LOAD vaddr (page-aligned): the file's address where its first mapping starts.
     first_vaddr: u64,
     is_dyn: bool,
@@ -27,10 +27,14 @@ fn parse(path: &str) -> Option<FileSyms> {
     let bytes = std::fs::read(path).ok()?;
     let elf = goblin::elf::Elf::parse(&bytes).ok()?;
     let mut syms = Vec::new();
-    let mut objects: Vec<(u64, u64)> =
-        elf.syms.iter().filter(|s| s.st_type() == goblin::elf::sym::STT_OBJECT && s.st_value != 0 && s.st_size > 0).map(|s| (s.st_value, s.st_size)).collect();
+    let mut objects: Vec<(u64, u64, String)> = elf
+        .syms
+        .iter()
+        .filter(|s| s.st_type() == goblin::elf::sym::STT_OBJECT && s.st_value != 0 && s.st_size > 0)
+        .map(|s| (s.st_value, s.st_size, elf.strtab.get_at(s.st_name).unwrap_or_default().to_string()))
+        .collect();
     objects.sort();
-    objects.dedup();
+    objects.dedup_by_key(|o| (o.0, o.1));
     for (tab, strtab) in [(&elf.syms, &elf.strtab), (&elf.dynsyms, &elf.dynstrtab)] {
         for s in tab.iter() {
             if s.is_function() && s.st_value != 0 {
@@ -106,8 +110,13 @@ pub fn functions(path: &str, mem: &GuestMemory) -> Vec<(u64, u64, String)> {
 
 /// The data objects (guest range) of the module `path` mapped in `mem`, from its symbols.
 pub fn objects(path: &str, mem: &GuestMemory) -> Vec<(u64, u64)> {
+    named_objects(path, mem).into_iter().map(|(s, e, _)| (s, e)).collect()
+}
+
+/// The same with their names.
+pub fn named_objects(path: &str, mem: &GuestMemory) -> Vec<(u64, u64, String)> {
     let Some((fs, bias)) = mapped(path, mem) else { return Vec::new() };
-    fs.objects.iter().map(|&(a, n)| (a + bias, a + n + bias)).collect()
+    fs.objects.iter().map(|(a, n, name)| (a + bias, a + n + bias, name.clone())).collect()
 }
 
 /// The guest address of function `name` in module `path` mapped in `mem`.

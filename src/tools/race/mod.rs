@@ -67,8 +67,9 @@ struct State {
 
 pub struct RaceRun {
     program: String,
-    /// The main program's mapped range: its accesses are checked.
+    /// The main program's mapped range (its accesses are checked) and its mapping's name.
     main: (u64, u64),
+    main_path: String,
     state: Box<State>,
     // Boxed: translations hold their addresses, which must not move as the vector grows.
     #[allow(clippy::vec_box)]
@@ -85,7 +86,17 @@ pub struct RaceRun {
 impl RaceRun {
     fn new(program: String, words: usize, exitcode: Option<i32>) -> RaceRun {
         let state = State { detector: hb::Detector::new(), atomic: HashSet::default(), exit_words: HashSet::default(), tid_word: words, addr_word: words + 8 };
-        RaceRun { program, main: (0, 0), state: Box::new(state), sites: Vec::new(), creating: None, exit_word: vec![0], exitcode, found: false }
+        RaceRun {
+            program,
+            main: (0, 0),
+            main_path: String::new(),
+            state: Box::new(state),
+            sites: Vec::new(),
+            creating: None,
+            exit_word: vec![0],
+            exitcode,
+            found: false,
+        }
     }
 
     fn tid(&self, ctx: &ThreadContext) -> hb::Tid {
@@ -161,7 +172,8 @@ impl Tool for RaceRun {
 impl ToolRun for RaceRun {
     fn start(&mut self, ctx: &mut ThreadContext, mem: &GuestMemory) {
         ctx.tool_area[self.state.tid_word / 8] = 0;
-        self.main = super::main_module_range(mem, &self.program);
+        let (path, range) = super::main_module(mem, &self.program);
+        (self.main_path, self.main) = (path, range);
     }
 
     fn thread_start(&mut self, child: &mut ThreadContext) {
@@ -208,10 +220,12 @@ impl ToolRun for RaceRun {
             let s = &self.sites[a.site as usize];
             format!("{} of {} bytes by thread {}", if s.write { "write" } else { "read" }, s.size, a.tid)
         };
+        let objects = crate::report::symbols::named_objects(&self.main_path, mem);
         for (k, r) in races.iter().enumerate() {
             let (e, l) = (&places[2 * k], &places[2 * k + 1]);
             report.line(&format!("race: data race at {:#x}: {} at {l}", r.addr, what(&r.later)));
             report.line(&format!("race:    and an earlier {} at {e}, with no synchronization between", what(&r.earlier)));
+            report.line(&format!("race:    the address is {}", object_of(r.addr, &objects, mem)));
         }
         report.line(&format!("race: {} data races", races.len()));
         self.found = !races.is_empty();
@@ -219,6 +233,21 @@ impl ToolRun for RaceRun {
 
     fn exit_code(&self) -> Option<i32> {
         self.exitcode.filter(|_| self.found)
+    }
+}
+
+/// What `addr` belongs to: a global of the program (by its symbol), the heap, a mapping.
+fn object_of(addr: u64, objects: &[(u64, u64, String)], mem: &GuestMemory) -> String {
+    if let Some((s, e, name)) = objects.iter().find(|o| (o.0..o.1).contains(&addr)) {
+        let at = if addr > *s { format!(" at offset {}", addr - s) } else { String::new() };
+        return format!("in `{name}`{at}, a global of {} bytes", e - s);
+    }
+    if (mem.brk_start..mem.brk_cur).contains(&addr) {
+        return "in the heap".into();
+    }
+    match mem.region_at(addr).and_then(|(_, r)| r.name.clone()) {
+        Some(name) => format!("in {name}"),
+        None => "in an anonymous mapping (a thread's stack or a large heap block)".into(),
     }
 }
 
