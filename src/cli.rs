@@ -93,9 +93,6 @@ pub struct Cli {
     pub taint: crate::tools::taint::Options,
 
     #[command(flatten)]
-    pub race: crate::tools::race::Options,
-
-    #[command(flatten)]
     pub switch: crate::tools::switch::Options,
 
     #[command(flatten)]

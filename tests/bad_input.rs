@@ -139,8 +139,8 @@ fn unknown_tool() {
 fn a_tools_options_are_refused_with_another_tool() {
     let cases: [(&str, &str, &str); 10] = [
         ("count", "--per-function", "--tool=count"),
-        ("none", "--race-exitcode=3", "--tool=race"),
-        ("race", "--json", "--tool=suppress"),
+        ("none", "--json", "--tool=race"),
+        ("race", "--max-runs=5", "--tool=suppress"),
         ("none", "--per-function", "--tool=count"),
         ("suppress", "--taint-input=argv", "--tool=taint"),
         ("count", "--track-origins=yes", "--tool=taint"),

@@ -32,7 +32,7 @@ fn unsynchronized_increments_race_at_their_line() {
         let out = format!("racy_counter{opt}").replace('-', "_");
         let exe = program("racy_counter", "c", &out, &[opt]);
         let o = run_rtgrind(["--tool=race"], &Cmd::new(&exe));
-        assert_eq!(o.status.code(), Some(0), "{}", o.describe());
+        assert_eq!(o.status.code(), Some(1), "races found: the searches' error exit status:\n{}", o.describe());
         assert_eq!(o.stdout_str(), "2000\n");
         let err = o.stderr_str();
         let line = place("racy_counter", &out, "race", "work");
@@ -46,8 +46,8 @@ fn unsynchronized_increments_race_at_their_line() {
 #[test]
 fn a_result_read_without_a_join_races_with_its_write() {
     let exe = program("unjoined_result", "c", "unjoined_result", &["-O0"]);
-    let o = run_rtgrind(["--tool=race", "--race-exitcode=3"], &Cmd::new(&exe));
-    assert_eq!(o.status.code(), Some(3), "races found: the tool's exit status:\n{}", o.describe());
+    let o = run_rtgrind(["--tool=race", "--error-exitcode=3", "--json", "--sarif"], &Cmd::new(&exe));
+    assert_eq!(o.status.code(), Some(3), "races found: --error-exitcode:\n{}", o.describe());
     let at = |m: &str, f: &str| place("unjoined_result", "unjoined_result", m, f);
     let mut found = races(&o.stderr_str());
     found.sort();
@@ -56,6 +56,20 @@ fn a_result_read_without_a_join_races_with_its_write() {
     assert_eq!(found, want, "{}", o.stderr_str());
     for object in ["`done`, a global of 4 bytes", "`result`, a global of 8 bytes"] {
         assert!(o.stderr_str().contains(&format!("the address is in {object}")), "{}", o.stderr_str());
+    }
+    // After the program's output: SARIF (each race's two accesses a code flow), then the JSON
+    // of the one report model, which reads back as it was written.
+    let stdout = o.stdout_str();
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!((lines.len(), lines[0]), (3, "42"), "{stdout}");
+    crate::common::assert_valid_sarif(lines[1]);
+    assert_eq!(lines[1].matches("\"threadFlows\"").count(), 2, "{}", lines[1]);
+    let report: crate::model::Report = serde_json::from_str(lines[2]).unwrap_or_else(|e| panic!("{e}: {}", lines[2]));
+    assert_eq!(report.to_json(), lines[2]);
+    assert_eq!((report.tool.as_str(), report.result.as_str(), report.findings.len()), ("race", "found", 2));
+    let places: Vec<(&str, &str)> = report.findings.iter().map(|f| (f.place.as_str(), f.earlier_place.as_deref().unwrap_or_default())).collect();
+    for (later, earlier) in &want {
+        assert!(places.contains(&(later.as_str(), earlier.as_str())), "{places:?}");
     }
 }
 
@@ -70,7 +84,7 @@ fn race_free_programs_report_no_race() {
             let out = format!("{name}{opt}").replace('-', "_");
             let flags: Vec<&str> = [opt, extra].into_iter().filter(|f| !f.is_empty()).collect();
             let exe = program(name, ext, &out, &flags);
-            let o = run_rtgrind(["--tool=race", "--race-exitcode=3"], &Cmd::new(&exe));
+            let o = run_rtgrind(["--tool=race", "--error-exitcode=3"], &Cmd::new(&exe));
             assert_eq!(o.status.code(), Some(0), "{out}: {}", o.describe());
             assert!(o.stderr_str().contains("race: 0 data races"), "{out}: {}", o.describe());
             assert!(!o.stdout_str().is_empty(), "{out}");

@@ -45,12 +45,17 @@ pub struct Report {
     pub how: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<u64>,
+    /// The one-line summary of a tool that has neither candidates nor a chain of runs (race:
+    /// "2 data races").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
 }
 
 /// One answer: an instruction instance, where it is reported, and how to read it.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
 pub struct Finding {
-    /// What it is: "first point of memory corruption" (suppress), "critical predicate" (switch).
+    /// What it is: "first point of memory corruption" (suppress), "critical predicate" (switch),
+    /// "data race" (race).
     #[serde(default)]
     pub kind: String,
     /// Where it is reported ("file:line (function)", or the program's call into a library).
@@ -99,6 +104,18 @@ pub struct Finding {
     /// does not depend on it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dependences: Option<u32>,
+    /// A data race (race): the address, the access at `place` and the earlier one it races
+    /// with ("write of 8 bytes by thread 2"), where that one is, and what the address is in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub earlier_access: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub earlier_place: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub object: Option<String>,
 }
 
 /// One run of a search's chain.

@@ -34,6 +34,15 @@ pub fn text(r: &Report) -> Vec<String> {
 /// A finding's lines: its place, then what it is at (the `k`-th finding).
 fn finding(r: &Report, f: &Finding, k: usize) -> Vec<String> {
     let mut out = Vec::new();
+    if f.kind == "data race" {
+        let or_none = |v: &Option<String>| v.clone().unwrap_or_default();
+        out.push(format!("data race at {}: {} at {}", or_none(&f.address), or_none(&f.access), f.place));
+        out.push(format!("   and an earlier {} at {}, with no synchronization between", or_none(&f.earlier_access), or_none(&f.earlier_place)));
+        if let Some(o) = &f.object {
+            out.push(format!("   the address is {o}"));
+        }
+        return out;
+    }
     if f.kind == "critical predicate" {
         let head = if k == 0 { "critical predicate" } else { "also" };
         out.push(format!("{head}: {}, the branch at {}", f.place, f.pc));
@@ -82,6 +91,9 @@ fn instance(f: &Finding) -> String {
 
 /// How the search went: the candidates it tried (switch), or its chain of runs (suppress).
 fn summary(r: &Report) -> Vec<String> {
+    if let Some(summary) = &r.summary {
+        return vec![summary.clone()];
+    }
     if let Some(tried) = r.tried {
         return vec![format!(
             "{tried} switched runs of {} candidates ({} order, {}; {} stopped by their budget), {} runs in all, {:.2} s",

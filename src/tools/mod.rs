@@ -103,7 +103,7 @@ pub const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "race",
         about: "Report the data races the run shows (happens-before from the binary's own synchronization).",
-        options: ids::<race::Options>,
+        options: race::option_ids,
         make: race::make,
         search: None,
     },

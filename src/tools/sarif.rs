@@ -24,7 +24,16 @@ pub fn document(rule: Rule, report: &crate::report::model::Report) -> String {
                 .map(|(uri, line)| serde_json::json!({"physicalLocation": {"artifactLocation": {"uri": uri}, "region": {"startLine": line}}}))
                 .into_iter()
                 .collect();
-            serde_json::json!({"ruleId": rule.id, "level": "error", "message": {"text": f.message}, "locations": locations})
+            let mut result = serde_json::json!({"ruleId": rule.id, "level": "error", "message": {"text": f.message}, "locations": locations});
+            // A race's two accesses, earlier first, as a code flow.
+            if let (Some(earlier), Some(later)) = (f.earlier_place.as_deref().and_then(file_line), file_line(&f.place)) {
+                let step = |(uri, line): (String, u64), what: &Option<String>| {
+                    serde_json::json!({"location": {"physicalLocation": {"artifactLocation": {"uri": uri}, "region": {"startLine": line}}, "message": {"text": what.clone().unwrap_or_default()}}})
+                };
+                let flow = [step(earlier, &f.earlier_access), step(later, &f.access)];
+                result["codeFlows"] = serde_json::json!([{"threadFlows": [{"locations": flow}]}]);
+            }
+            result
         })
         .collect();
     let doc = serde_json::json!({

@@ -17,6 +17,7 @@ mod hb;
 use super::{Error, ToolRun};
 use crate::cli::Cli;
 use crate::kernel::memory::GuestMemory;
+use crate::report::model::{Finding, Report, VERSION};
 use crate::report::Reporter;
 use rtgrind_jit::iced_x86::{Mnemonic, OpAccess, Register, UsedMemory};
 use rtgrind_jit::instrument::code_asm::qword_ptr;
@@ -24,20 +25,36 @@ use rtgrind_jit::instrument::{tool_area, Inline, InsnSite, Tool};
 use rtgrind_jit::ThreadContext;
 use std::collections::HashSet;
 
-/// `--tool=race`'s options.
-#[derive(clap::Args, Debug, Clone)]
-#[command(next_help_heading = "Options of --tool=race")]
-pub struct Options {
-    /// Exit status when a race was reported (default: the program's).
-    #[arg(long, value_name = "N")]
-    pub race_exitcode: Option<i32>,
+/// Its options: the searches' (`--json`, `--sarif`, `--error-exitcode`), as it will be one
+/// (the harm test and the failure loop re-run the program).
+pub fn option_ids() -> Vec<String> {
+    super::ids::<super::SearchOptions>()
 }
 
 pub fn make(cli: &Cli) -> Result<Box<dyn ToolRun>, Error> {
     let words = rtgrind_jit::claims::claim_area("the race detector", 16).map_err(|e| Error::internal(format!("internal: {e}")))?;
     let program = std::fs::canonicalize(crate::resolve(&cli.command[0])).map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
-    Ok(Box::new(RaceRun::new(program, words, cli.race.race_exitcode)))
+    let out = Output {
+        json: cli.search.json,
+        sarif: cli.search.sarif,
+        error_exitcode: cli.search.error_exitcode,
+        command: cli.command.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
+    };
+    Ok(Box::new(RaceRun::new(program, words, out)))
 }
+
+/// How the report is given: JSON and SARIF on standard output after the program's, and the
+/// exit status when races were found.
+struct Output {
+    json: bool,
+    sarif: bool,
+    error_exitcode: i32,
+    command: Vec<String>,
+}
+
+/// The SARIF rule of the tool's findings.
+const RULE: super::sarif::Rule =
+    super::sarif::Rule { id: "data-race", description: "Two accesses to one location by two threads, one a write, with no synchronization between" };
 
 /// One memory access instruction of the code, as its call-out is told.
 struct Site {
@@ -78,13 +95,13 @@ pub struct RaceRun {
     creating: Option<(hb::Tid, u64)>,
     /// Each thread's exit word, by thread.
     exit_word: Vec<u64>,
-    exitcode: Option<i32>,
+    out: Output,
     /// Races were reported.
     found: bool,
 }
 
 impl RaceRun {
-    fn new(program: String, words: usize, exitcode: Option<i32>) -> RaceRun {
+    fn new(program: String, words: usize, out: Output) -> RaceRun {
         let state = State { detector: hb::Detector::new(), atomic: HashSet::default(), exit_words: HashSet::default(), tid_word: words, addr_word: words + 8 };
         RaceRun {
             program,
@@ -94,7 +111,7 @@ impl RaceRun {
             sites: Vec::new(),
             creating: None,
             exit_word: vec![0],
-            exitcode,
+            out,
             found: false,
         }
     }
@@ -213,26 +230,67 @@ impl ToolRun for RaceRun {
     }
 
     fn fini(&mut self, report: &mut Reporter, mem: &GuestMemory) {
-        let races = self.state.detector.races.clone();
+        let model = self.model(mem);
+        for line in crate::report::render::text(&model) {
+            report.line(&line);
+        }
+        report.flush();
+        if self.out.sarif {
+            println!("{}", super::sarif::document(RULE, &model));
+        }
+        if self.out.json {
+            println!("{}", model.to_json());
+        }
+        self.found = !model.findings.is_empty();
+    }
+
+    fn exit_code(&self) -> Option<i32> {
+        self.found.then_some(self.out.error_exitcode)
+    }
+}
+
+impl RaceRun {
+    /// The races as the one report model.
+    fn model(&self, mem: &GuestMemory) -> Report {
+        let races = &self.state.detector.races;
         let pcs: Vec<u64> = races.iter().flat_map(|r| [self.sites[r.earlier.site as usize].pc, self.sites[r.later.site as usize].pc]).collect();
         let places = crate::report::lines::SourceLines::default().describe(&pcs, mem);
+        let objects = crate::report::symbols::named_objects(&self.main_path, mem);
         let what = |a: &hb::Access| {
             let s = &self.sites[a.site as usize];
             format!("{} of {} bytes by thread {}", if s.write { "write" } else { "read" }, s.size, a.tid)
         };
-        let objects = crate::report::symbols::named_objects(&self.main_path, mem);
-        for (k, r) in races.iter().enumerate() {
-            let (e, l) = (&places[2 * k], &places[2 * k + 1]);
-            report.line(&format!("race: data race at {:#x}: {} at {l}", r.addr, what(&r.later)));
-            report.line(&format!("race:    and an earlier {} at {e}, with no synchronization between", what(&r.earlier)));
-            report.line(&format!("race:    the address is {}", object_of(r.addr, &objects, mem)));
+        let findings: Vec<Finding> = races
+            .iter()
+            .enumerate()
+            .map(|(k, r)| {
+                let (earlier, later) = (&places[2 * k], &places[2 * k + 1]);
+                let (access, earlier_access) = (what(&r.later), what(&r.earlier));
+                Finding {
+                    kind: "data race".into(),
+                    place: later.clone(),
+                    message: format!("data race at {:#x}: {access} at {later}, and an earlier {earlier_access} at {earlier}", r.addr),
+                    pc: format!("{:#x}", self.sites[r.later.site as usize].pc),
+                    thread: r.later.tid as u64,
+                    address: Some(format!("{:#x}", r.addr)),
+                    access: Some(access),
+                    earlier_access: Some(earlier_access),
+                    earlier_place: Some(earlier.clone()),
+                    object: Some(object_of(r.addr, &objects, mem)),
+                    ..Finding::default()
+                }
+            })
+            .collect();
+        Report {
+            tool: "race".into(),
+            result: if findings.is_empty() { "none" } else { "found" }.into(),
+            version: VERSION,
+            command: self.out.command.clone(),
+            summary: Some(format!("{} data races", findings.len())),
+            findings,
+            runs: 1,
+            ..Report::default()
         }
-        report.line(&format!("race: {} data races", races.len()));
-        self.found = !races.is_empty();
-    }
-
-    fn exit_code(&self) -> Option<i32> {
-        self.exitcode.filter(|_| self.found)
     }
 }
 
