@@ -96,37 +96,7 @@ pub fn build(
     };
     let Strings { rand_p, platform, execfn_p, argv_p, envp_p } = strings;
     w.sp &= !15;
-
-    // SAFETY: getauxval has no preconditions.
-    let aux = |t| unsafe { libc::getauxval(t) };
-    const HWCAP2_FSGSBASE: u64 = 1 << 1;
-    let mut auxv: Vec<(u64, u64)> = vec![
-        (libc::AT_HWCAP, aux(libc::AT_HWCAP)),
-        (libc::AT_PAGESZ, 4096),
-        (libc::AT_CLKTCK, aux(libc::AT_CLKTCK)),
-        (libc::AT_PHDR, prog.main.phdr),
-        (libc::AT_PHENT, 56),
-        (libc::AT_PHNUM, prog.main.phnum),
-        (libc::AT_BASE, prog.interp.as_ref().map_or(0, |i| i.bias)),
-        (libc::AT_FLAGS, 0),
-        (libc::AT_ENTRY, prog.main.entry),
-        (libc::AT_UID, aux(libc::AT_UID)),
-        (libc::AT_EUID, aux(libc::AT_EUID)),
-        (libc::AT_GID, aux(libc::AT_GID)),
-        (libc::AT_EGID, aux(libc::AT_EGID)),
-        (libc::AT_SECURE, 0),
-        (libc::AT_RANDOM, rand_p),
-        // The guest must not think it may write the gs base: the engine owns gs.
-        (libc::AT_HWCAP2, aux(libc::AT_HWCAP2) & !HWCAP2_FSGSBASE),
-        (libc::AT_EXECFN, execfn_p),
-        (libc::AT_PLATFORM, platform),
-    ];
-    let minsig = aux(51); // AT_MINSIGSTKSZ
-    if minsig != 0 {
-        auxv.push((51, minsig));
-    }
-    // No AT_SYSINFO_EHDR: the vDSO is hidden, so glibc makes real (visible) syscalls.
-    auxv.push((libc::AT_NULL, 0));
+    let auxv = auxiliary_vector(prog, rand_p, execfn_p, platform);
 
     let words = 1 + argv_p.len() + 1 + envp_p.len() + 1 + auxv.len() * 2;
     if fixed {
@@ -158,4 +128,40 @@ pub fn build(
         return Err(std::io::Error::from_raw_os_error(libc::E2BIG));
     }
     Ok(InitialStack { rsp: w.sp })
+}
+
+/// The auxiliary vector the kernel would give the program (the host's values where they are
+/// the machine's), the vDSO hidden and the gs base the engine's.
+fn auxiliary_vector(prog: &LoadedProgram, rand_p: u64, execfn_p: u64, platform: u64) -> Vec<(u64, u64)> {
+    // SAFETY: getauxval has no preconditions.
+    let aux = |t| unsafe { libc::getauxval(t) };
+    const HWCAP2_FSGSBASE: u64 = 1 << 1;
+    let mut auxv: Vec<(u64, u64)> = vec![
+        (libc::AT_HWCAP, aux(libc::AT_HWCAP)),
+        (libc::AT_PAGESZ, 4096),
+        (libc::AT_CLKTCK, aux(libc::AT_CLKTCK)),
+        (libc::AT_PHDR, prog.main.phdr),
+        (libc::AT_PHENT, 56),
+        (libc::AT_PHNUM, prog.main.phnum),
+        (libc::AT_BASE, prog.interp.as_ref().map_or(0, |i| i.bias)),
+        (libc::AT_FLAGS, 0),
+        (libc::AT_ENTRY, prog.main.entry),
+        (libc::AT_UID, aux(libc::AT_UID)),
+        (libc::AT_EUID, aux(libc::AT_EUID)),
+        (libc::AT_GID, aux(libc::AT_GID)),
+        (libc::AT_EGID, aux(libc::AT_EGID)),
+        (libc::AT_SECURE, 0),
+        (libc::AT_RANDOM, rand_p),
+        // The guest must not think it may write the gs base: the engine owns gs.
+        (libc::AT_HWCAP2, aux(libc::AT_HWCAP2) & !HWCAP2_FSGSBASE),
+        (libc::AT_EXECFN, execfn_p),
+        (libc::AT_PLATFORM, platform),
+    ];
+    let minsig = aux(51); // AT_MINSIGSTKSZ
+    if minsig != 0 {
+        auxv.push((51, minsig));
+    }
+    // No AT_SYSINFO_EHDR: the vDSO is hidden, so glibc makes real (visible) syscalls.
+    auxv.push((libc::AT_NULL, 0));
+    auxv
 }

@@ -422,54 +422,60 @@ impl SuppressRun {
             a.or(qword_ptr(tool_area(slot::ORIGIN_GPR + 8 * r)).gs(), origin::INCOMING as i32).unwrap();
         }
         if self.in_main(ins.ip()) {
-            // A call in the program: what a library does until the next one belongs to it,
-            // named by the call's site and its count there (`ordinals`).
-            // (Every site where the count may be asked for: in a traced run (its call log) or
-            // where a point may fire under any call; else the plan's own sites.)
-            let ret = ins.next_ip();
-            if self.every_call_counted || self.plan.points.iter().any(|p| p.site == ret) {
-                match self.anchors.call(ret) {
-                    Some(id) => {
-                        let (table, n) = (b.scratch(), b.scratch());
-                        ordinals::count(b, id, table, n);
-                        b.asm().mov(qword_ptr(tool_area(area::CALL_ORD)).gs(), n).unwrap();
-                    }
-                    None => b.asm().mov(qword_ptr(tool_area(area::CALL_ORD)).gs(), 0).unwrap(),
-                }
-            }
-            if traced {
-                // The call, its first argument and that argument's origin, in the thread's log
-                // (a double free tells the same pointer freed twice from a copy freed after
-                // the other). The argument is the table entry's (s2), copied first.
-                let a = b.asm();
-                a.mov(s1, qword_ptr(s2 + 72)).unwrap();
-                a.mov(qword_ptr(tool_area(area::CALL_TMP)).gs(), s1).unwrap();
-                a.mov(s1, qword_ptr(tool_area(area::CALL_LOG)).gs()).unwrap();
-                b.counter_to(s2);
-                let a = b.asm();
-                a.mov(qword_ptr(s1), s2).unwrap();
-                a.mov(s2, qword_ptr(tool_area(slot::ORIGIN_GPR + 8 * 7)).gs()).unwrap();
-                a.mov(qword_ptr(s1 + 8), s2).unwrap();
-                a.mov(s2, qword_ptr(tool_area(area::CALL_TMP)).gs()).unwrap();
-                a.mov(qword_ptr(s1 + 16), s2).unwrap();
-                a.mov(s2, ins.next_ip()).unwrap();
-                a.mov(qword_ptr(s1 + 24), s2).unwrap();
-                a.mov(s2, qword_ptr(tool_area(area::CALL_ORD)).gs()).unwrap();
-                a.mov(qword_ptr(s1 + 32), s2).unwrap();
-                a.lea(s1, qword_ptr(s1 + CALL_LOG_ENTRY as i32)).unwrap();
-                a.btr(s1, CALL_LOG_WRAP_BIT).unwrap();
-                a.mov(qword_ptr(tool_area(area::CALL_LOG)).gs(), s1).unwrap();
-            }
-            // (After the log, which reads the table entry from s2.)
-            b.counter_to(s1);
-            let a = b.asm();
-            a.mov(qword_ptr(tool_area(area::CALL_WORD)).gs(), s1).unwrap();
-            a.mov(s1, ins.next_ip()).unwrap();
-            a.mov(qword_ptr(tool_area(area::CALL_SITE)).gs(), s1).unwrap();
-            a.lea(s1, qword_ptr(rsp - 8)).unwrap();
-            a.mov(qword_ptr(tool_area(area::CALL_FRAME)).gs(), s1).unwrap();
+            self.program_call(ins, b, (s1, s2));
         }
         b.release_scratch();
+    }
+
+    /// A call in the program (after its table entry, at `s2`): what a library does until the
+    /// next one belongs to it, named by the call's site and its count there (`ordinals`); a
+    /// traced run logs it.
+    fn program_call(&mut self, ins: &Instruction, b: &mut Inline, (s1, s2): (AsmRegister64, AsmRegister64)) {
+        let rsp = rtgrind_jit::instrument::code_asm::rsp;
+        // (Every site where the count may be asked for: in a traced run (its call log) or
+        // where a point may fire under any call; else the plan's own sites.)
+        let ret = ins.next_ip();
+        if self.every_call_counted || self.plan.points.iter().any(|p| p.site == ret) {
+            match self.anchors.call(ret) {
+                Some(id) => {
+                    let (table, n) = (b.scratch(), b.scratch());
+                    ordinals::count(b, id, table, n);
+                    b.asm().mov(qword_ptr(tool_area(area::CALL_ORD)).gs(), n).unwrap();
+                }
+                None => b.asm().mov(qword_ptr(tool_area(area::CALL_ORD)).gs(), 0).unwrap(),
+            }
+        }
+        if self.traced() {
+            // The call, its first argument and that argument's origin, in the thread's log
+            // (a double free tells the same pointer freed twice from a copy freed after the
+            // other). The argument is the table entry's (s2), copied first.
+            let a = b.asm();
+            a.mov(s1, qword_ptr(s2 + 72)).unwrap();
+            a.mov(qword_ptr(tool_area(area::CALL_TMP)).gs(), s1).unwrap();
+            a.mov(s1, qword_ptr(tool_area(area::CALL_LOG)).gs()).unwrap();
+            b.counter_to(s2);
+            let a = b.asm();
+            a.mov(qword_ptr(s1), s2).unwrap();
+            a.mov(s2, qword_ptr(tool_area(slot::ORIGIN_GPR + 8 * 7)).gs()).unwrap();
+            a.mov(qword_ptr(s1 + 8), s2).unwrap();
+            a.mov(s2, qword_ptr(tool_area(area::CALL_TMP)).gs()).unwrap();
+            a.mov(qword_ptr(s1 + 16), s2).unwrap();
+            a.mov(s2, ret).unwrap();
+            a.mov(qword_ptr(s1 + 24), s2).unwrap();
+            a.mov(s2, qword_ptr(tool_area(area::CALL_ORD)).gs()).unwrap();
+            a.mov(qword_ptr(s1 + 32), s2).unwrap();
+            a.lea(s1, qword_ptr(s1 + CALL_LOG_ENTRY as i32)).unwrap();
+            a.btr(s1, CALL_LOG_WRAP_BIT).unwrap();
+            a.mov(qword_ptr(tool_area(area::CALL_LOG)).gs(), s1).unwrap();
+        }
+        // (After the log, which reads the table entry from s2.)
+        b.counter_to(s1);
+        let a = b.asm();
+        a.mov(qword_ptr(tool_area(area::CALL_WORD)).gs(), s1).unwrap();
+        a.mov(s1, ret).unwrap();
+        a.mov(qword_ptr(tool_area(area::CALL_SITE)).gs(), s1).unwrap();
+        a.lea(s1, qword_ptr(rsp - 8)).unwrap();
+        a.mov(qword_ptr(tool_area(area::CALL_FRAME)).gs(), s1).unwrap();
     }
 
     /// The guards of a transfer of control: a conditional branch on corrupt flags (a traced
