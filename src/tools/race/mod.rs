@@ -20,7 +20,7 @@ use crate::kernel::memory::GuestMemory;
 use crate::report::model::{Finding, Report, VERSION};
 use crate::report::Reporter;
 use rtgrind_jit::iced_x86::{Mnemonic, OpAccess, Register, UsedMemory};
-use rtgrind_jit::instrument::code_asm::qword_ptr;
+use rtgrind_jit::instrument::code_asm::{qword_ptr, AsmRegister64};
 use rtgrind_jit::instrument::{tool_area, Inline, InsnSite, Tool};
 use rtgrind_jit::ThreadContext;
 use std::collections::HashSet;
@@ -56,6 +56,17 @@ struct Output {
 const RULE: super::sarif::Rule =
     super::sarif::Rule { id: "data-race", description: "Two accesses to one location by two threads, one a write, with no synchronization between" };
 
+/// Bits of the filter of atomic locations (512 KiB).
+const FILTER_BITS: usize = 1 << 22;
+
+impl State {
+    /// `addr` is an atomic location or an exit word from now on: the filter has its bit.
+    fn mark(&mut self, addr: u64) {
+        let bit = (addr >> 3) as usize & (FILTER_BITS - 1);
+        self.filter[bit / 64] |= 1 << (bit % 64);
+    }
+}
+
 /// One memory access instruction of the code, as its call-out is told.
 struct Site {
     pc: u64,
@@ -77,6 +88,9 @@ struct State {
     atomic: HashSet<u64, hb::Fast>,
     /// Words the kernel clears when a thread exits (`CLONE_CHILD_CLEARTID`), released then.
     exit_words: HashSet<u64, hb::Fast>,
+    /// A bit per 8-byte granule (hashed): set where an atomic location or an exit word may
+    /// be, so the library's plain accesses elsewhere skip their call-out.
+    filter: Box<[u64]>,
     /// Tool-area words: the thread's number, the access's address.
     tid_word: usize,
     addr_word: usize,
@@ -102,7 +116,11 @@ pub struct RaceRun {
 
 impl RaceRun {
     fn new(program: String, words: usize, out: Output) -> RaceRun {
-        let state = State { detector: hb::Detector::new(), atomic: HashSet::default(), exit_words: HashSet::default(), tid_word: words, addr_word: words + 8 };
+        let state = State {
+            detector: hb::Detector::new(),
+            atomic: HashSet::default(),
+            exit_words: HashSet::default(),
+            filter: vec![0u64; FILTER_BITS / 64].into_boxed_slice(), tid_word: words, addr_word: words + 8 };
         RaceRun {
             program,
             main: (0, 0),
@@ -131,7 +149,9 @@ extern "C" fn access(ctx: *mut ThreadContext, arg: u64) {
     let t = ctx.tool_area[st.tid_word / 8] as hb::Tid;
     let addr = ctx.tool_area[st.addr_word / 8];
     if site.atomic_rmw {
-        st.atomic.insert(addr);
+        if st.atomic.insert(addr) {
+            st.mark(addr);
+        }
         st.detector.acquire(t, addr);
         st.detector.access(t, addr, site.size, true, true, site.number);
         st.detector.release(t, addr);
@@ -175,14 +195,46 @@ impl Tool for RaceRun {
             self.sites.push(s);
             let (t, u) = (b.scratch(), b.scratch());
             crate::shadow::propagate::effective_address(b, t, &m, u);
-            b.asm().mov(qword_ptr(tool_area(self.state.addr_word)).gs(), t).unwrap();
-            b.callout(access, arg, t);
+            if trusted && !atomic_rmw {
+                // The library's plain accesses matter only at atomic locations and exit words:
+                // the filter says where those may be, inline.
+                self.filtered_callout(b, arg, t, u);
+            } else {
+                b.asm().mov(qword_ptr(tool_area(self.state.addr_word)).gs(), t).unwrap();
+                b.callout(access, arg, t);
+            }
             b.release_scratch();
             if m.access() == OpAccess::ReadWrite || atomic_rmw {
                 // One access for a read-modify-write.
                 break;
             }
         }
+    }
+}
+
+impl RaceRun {
+    /// The call-out for the access at the address in `t`, only if the filter has the bit of
+    /// its granule (`u` and two more registers are borrowed; the flags are clobbered).
+    fn filtered_callout(&mut self, b: &mut Inline, arg: u64, t: AsmRegister64, u: AsmRegister64) {
+        b.clobber_flags();
+        let (v, w) = (b.scratch(), b.scratch());
+        let filter = self.state.filter.as_ptr() as u64;
+        let a = b.asm();
+        let mut skip = a.create_label();
+        a.mov(u, t).unwrap();
+        a.shr(u, 3).unwrap();
+        a.and(u, (FILTER_BITS - 1) as i32).unwrap();
+        a.mov(v, u).unwrap();
+        a.shr(v, 6).unwrap();
+        a.mov(w, filter).unwrap();
+        a.mov(v, qword_ptr(w + v * 8)).unwrap();
+        a.bt(v, u).unwrap();
+        a.jae(skip).unwrap();
+        a.mov(qword_ptr(tool_area(self.state.addr_word)).gs(), t).unwrap();
+        b.callout(access, arg, t);
+        let a = b.asm();
+        a.set_label(&mut skip).unwrap();
+        a.zero_bytes().unwrap();
     }
 }
 
@@ -213,6 +265,7 @@ impl ToolRun for RaceRun {
             libc::SYS_exit => {
                 if let Some(&w) = self.exit_word.get(t).filter(|&&w| w != 0) {
                     self.state.exit_words.insert(w);
+                    self.state.mark(w);
                     self.state.detector.release(t, w);
                 }
             }
