@@ -115,13 +115,31 @@ impl Detector {
 
     /// Thread `parent` creates a thread: everything the parent did so far happens before
     /// anything the new one does. Its number.
+    #[cfg(test)]
     pub fn create(&mut self, parent: Tid) -> Tid {
+        let c = self.fork(parent);
+        self.adopt(c)
+    }
+
+    /// The clock a thread `parent` is creating starts from (the parent moves on to a new
+    /// epoch): for `adopt` when the thread starts.
+    pub fn fork(&mut self, parent: Tid) -> Clock {
+        let c = self.threads[parent].clone();
+        self.tick(parent);
+        c
+    }
+
+    /// A new thread starting from clock `c`: its number.
+    pub fn adopt(&mut self, mut c: Clock) -> Tid {
         let t = self.threads.len();
-        let mut c = self.threads[parent].clone();
         c.set(t, 1);
         self.threads.push(c);
-        self.tick(parent);
         t
+    }
+
+    /// Thread `t`'s epoch: its own clock's entry.
+    pub fn epoch(&self, t: Tid) -> u32 {
+        self.threads[t].get(t)
     }
 
     fn tick(&mut self, t: Tid) {

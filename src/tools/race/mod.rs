@@ -32,7 +32,7 @@ pub fn option_ids() -> Vec<String> {
 }
 
 pub fn make(cli: &Cli) -> Result<Box<dyn ToolRun>, Error> {
-    let words = rtgrind_jit::claims::claim_area("the race detector", 16).map_err(|e| Error::internal(format!("internal: {e}")))?;
+    let words = rtgrind_jit::claims::claim_area("the race detector", 24).map_err(|e| Error::internal(format!("internal: {e}")))?;
     let program = std::fs::canonicalize(crate::resolve(&cli.command[0])).map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
     let out = Output {
         json: cli.search.json,
@@ -58,8 +58,41 @@ const RULE: super::sarif::Rule =
 
 /// Bits of the filter of atomic locations (512 KiB).
 const FILTER_BITS: usize = 1 << 22;
+/// Slots of the same-epoch cache (16 MiB, touched as used).
+const CACHE_SLOTS: usize = 1 << 20;
 
 impl State {
+    /// The slot of `addr`'s granule.
+    fn slot(addr: u64) -> usize {
+        (addr >> 3) as usize & (CACHE_SLOTS - 1)
+    }
+
+    /// Thread `t`'s epoch as the cache and the inline code hold it.
+    fn epoch(&self, t: hb::Tid) -> u64 {
+        (t as u64) << 32 | u64::from(self.detector.epoch(t))
+    }
+
+    /// After thread `t`'s access: the slot of its granule holds it (the kinds of this thread's
+    /// accesses at the same address in the same epoch added up). An access over more than one
+    /// granule is not held (another thread's access to its later granules would not meet it
+    /// in the slot): it empties the slots of every granule it touches.
+    fn cache(&mut self, t: hb::Tid, addr: u64, size: u64, write: bool) {
+        let last = addr.saturating_add(size.max(1) - 1);
+        if last >> 3 != addr >> 3 {
+            for g in addr >> 3..=last >> 3 {
+                self.cache[Self::slot(g << 3) * 2] = 0;
+            }
+            return;
+        }
+        let epoch = self.epoch(t);
+        let i = Self::slot(addr) * 2;
+        let kind = if write { 2 } else { 1 };
+        let (word, old_epoch) = (self.cache[i], self.cache[i + 1]);
+        let same = word >> 8 == addr && old_epoch == epoch;
+        self.cache[i] = addr << 8 | size.max(if same { (word >> 2) & 63 } else { 0 }) << 2 | kind | if same { word & 3 } else { 0 };
+        self.cache[i + 1] = epoch;
+    }
+
     /// `addr` is an atomic location or an exit word from now on: the filter has its bit.
     fn mark(&mut self, addr: u64) {
         let bit = (addr >> 3) as usize & (FILTER_BITS - 1);
@@ -91,9 +124,16 @@ struct State {
     /// A bit per 8-byte granule (hashed): set where an atomic location or an exit word may
     /// be, so the library's plain accesses elsewhere skip their call-out.
     filter: Box<[u64]>,
-    /// Tool-area words: the thread's number, the access's address.
+    /// The last access seen per slot (hashed by granule), two words each: `addr << 8 | size
+    /// << 2 | kinds` (1 read, 2 write) and the accessing thread's epoch (`tid << 32 | clock`).
+    /// An access at the same address, no larger, of a kind covered, by the same thread in the
+    /// same epoch adds nothing (FastTrack's same-epoch case): the inline code skips its
+    /// call-out. Any other access to the granule calls out and takes the slot.
+    cache: Box<[u64]>,
+    /// Tool-area words: the thread's number, the access's address, the thread's epoch.
     tid_word: usize,
     addr_word: usize,
+    epoch_word: usize,
 }
 
 pub struct RaceRun {
@@ -105,8 +145,8 @@ pub struct RaceRun {
     // Boxed: translations hold their addresses, which must not move as the vector grows.
     #[allow(clippy::vec_box)]
     sites: Vec<Box<Site>>,
-    /// A clone under way: the creating thread, and its child's exit word.
-    creating: Option<(hb::Tid, u64)>,
+    /// A clone under way: the clock its thread starts from, and its exit word.
+    creating: Option<(hb::Clock, u64)>,
     /// Each thread's exit word, by thread.
     exit_word: Vec<u64>,
     out: Output,
@@ -120,7 +160,12 @@ impl RaceRun {
             detector: hb::Detector::new(),
             atomic: HashSet::default(),
             exit_words: HashSet::default(),
-            filter: vec![0u64; FILTER_BITS / 64].into_boxed_slice(), tid_word: words, addr_word: words + 8 };
+            filter: vec![0u64; FILTER_BITS / 64].into_boxed_slice(),
+            cache: vec![0u64; CACHE_SLOTS * 2].into_boxed_slice(),
+            tid_word: words,
+            addr_word: words + 8,
+            epoch_word: words + 16,
+        };
         RaceRun {
             program,
             main: (0, 0),
@@ -150,26 +195,32 @@ extern "C" fn access(ctx: *mut ThreadContext, arg: u64) {
     let addr = ctx.tool_area[st.addr_word / 8];
     if site.atomic_rmw {
         if st.atomic.insert(addr) {
+            // Atomic from now on: plain accesses to it call out again (they order).
             st.mark(addr);
+            st.cache[State::slot(addr) * 2] = 0;
         }
         st.detector.acquire(t, addr);
         st.detector.access(t, addr, site.size, true, true, site.number);
         st.detector.release(t, addr);
+        ctx.tool_area[st.epoch_word / 8] = st.epoch(t);
         return;
     }
     let atomic = st.atomic.contains(&addr);
-    if atomic || st.exit_words.contains(&addr) {
+    let exit_word = st.exit_words.contains(&addr);
+    if (atomic || exit_word) && !site.write {
         // An atomic load acquires what stores to its location released; reading a dead
         // thread's cleared word is seeing its exit (`pthread_join`).
-        if !site.write {
-            st.detector.acquire(t, addr);
-        }
+        st.detector.acquire(t, addr);
     }
     if !site.trusted {
         st.detector.access(t, addr, site.size, site.write, atomic, site.number);
+        if !atomic && !exit_word {
+            st.cache(t, addr, site.size, site.write);
+        }
     }
     if atomic && site.write {
         st.detector.release(t, addr);
+        ctx.tool_area[st.epoch_word / 8] = st.epoch(t);
     }
 }
 
@@ -199,6 +250,8 @@ impl Tool for RaceRun {
                 // The library's plain accesses matter only at atomic locations and exit words:
                 // the filter says where those may be, inline.
                 self.filtered_callout(b, arg, t, u);
+            } else if !atomic_rmw {
+                self.cached_callout(b, arg, (t, u), size, write);
             } else {
                 b.asm().mov(qword_ptr(tool_area(self.state.addr_word)).gs(), t).unwrap();
                 b.callout(access, arg, t);
@@ -238,17 +291,59 @@ impl RaceRun {
     }
 }
 
+impl RaceRun {
+    /// The call-out for the access at the address in `t` (of `size` bytes, a write or not),
+    /// unless the same-epoch cache already holds such an access by this thread in its epoch.
+    fn cached_callout(&mut self, b: &mut Inline, arg: u64, (t, u): (AsmRegister64, AsmRegister64), size: u64, write: bool) {
+        b.clobber_flags();
+        let (v, w) = (b.scratch(), b.scratch());
+        let cache = self.state.cache.as_ptr() as u64;
+        let (epoch, address) = (tool_area(self.state.epoch_word), tool_area(self.state.addr_word));
+        let a = b.asm();
+        let (mut slow, mut done) = (a.create_label(), a.create_label());
+        a.mov(u, t).unwrap();
+        a.shr(u, 3).unwrap();
+        a.and(u, (CACHE_SLOTS - 1) as i32).unwrap();
+        a.shl(u, 4).unwrap();
+        a.mov(v, cache).unwrap();
+        a.add(u, v).unwrap();
+        a.mov(v, qword_ptr(u)).unwrap();
+        a.mov(w, v).unwrap();
+        a.shr(w, 8).unwrap();
+        a.cmp(w, t).unwrap();
+        a.jne(slow).unwrap();
+        // A write needs a write of this epoch; a read either.
+        a.test(v, if write { 2 } else { 3 }).unwrap();
+        a.je(slow).unwrap();
+        a.shr(v, 2).unwrap();
+        a.and(v, 63).unwrap();
+        a.cmp(v, size.min(63) as i32).unwrap();
+        a.jb(slow).unwrap();
+        a.mov(v, qword_ptr(u + 8)).unwrap();
+        a.cmp(v, qword_ptr(epoch).gs()).unwrap();
+        a.je(done).unwrap();
+        a.set_label(&mut slow).unwrap();
+        a.mov(qword_ptr(address).gs(), t).unwrap();
+        b.callout(access, arg, t);
+        let a = b.asm();
+        a.set_label(&mut done).unwrap();
+        a.zero_bytes().unwrap();
+    }
+}
+
 impl ToolRun for RaceRun {
     fn start(&mut self, ctx: &mut ThreadContext, mem: &GuestMemory) {
         ctx.tool_area[self.state.tid_word / 8] = 0;
+        ctx.tool_area[self.state.epoch_word / 8] = self.state.epoch(0);
         let (path, range) = super::main_module(mem, &self.program);
         (self.main_path, self.main) = (path, range);
     }
 
     fn thread_start(&mut self, child: &mut ThreadContext) {
-        let (parent, exit_word) = self.creating.take().unwrap_or((0, 0));
-        let t = self.state.detector.create(parent);
+        let (clock, exit_word) = self.creating.take().unwrap_or_else(|| (self.state.detector.fork(0), 0));
+        let t = self.state.detector.adopt(clock);
         child.tool_area[self.state.tid_word / 8] = t as u64;
+        child.tool_area[self.state.epoch_word / 8] = self.state.epoch(t);
         if self.exit_word.len() <= t {
             self.exit_word.resize(t + 1, 0);
         }
@@ -259,19 +354,23 @@ impl ToolRun for RaceRun {
         let t = self.tid(ctx);
         match nr as i64 {
             libc::SYS_clone => {
+                // The creator's past orders the thread's future; the creator moves on to a new
+                // epoch now.
                 let clears = args[0] & libc::CLONE_CHILD_CLEARTID as u64 != 0;
-                self.creating = Some((t, if clears { args[3] } else { 0 }));
+                self.creating = Some((self.state.detector.fork(t), if clears { args[3] } else { 0 }));
             }
             libc::SYS_exit => {
                 if let Some(&w) = self.exit_word.get(t).filter(|&&w| w != 0) {
                     self.state.exit_words.insert(w);
                     self.state.mark(w);
+                    self.state.cache[State::slot(w) * 2] = 0;
                     self.state.detector.release(t, w);
                 }
             }
             libc::SYS_futex if is_wake(args[1]) => self.state.detector.release(t, args[0]),
             _ => {}
         }
+        ctx.tool_area[self.state.epoch_word / 8] = self.state.epoch(t);
         None
     }
 
@@ -313,9 +412,15 @@ impl RaceRun {
             let s = &self.sites[a.site as usize];
             format!("{} of {} bytes by thread {}", if s.write { "write" } else { "read" }, s.size, a.tid)
         };
+        // Once per pair of lines (two instructions of one line are one place to the user).
+        let mut lines_seen = HashSet::new();
         let findings: Vec<Finding> = races
             .iter()
             .enumerate()
+            .filter(|(k, _)| {
+                let (e, l) = (&places[2 * k], &places[2 * k + 1]);
+                lines_seen.insert(if e <= l { (e, l) } else { (l, e) })
+            })
             .map(|(k, r)| {
                 let (earlier, later) = (&places[2 * k], &places[2 * k + 1]);
                 let (access, earlier_access) = (what(&r.later), what(&r.earlier));
