@@ -56,6 +56,9 @@ struct Output {
 const RULE: super::sarif::Rule =
     super::sarif::Rule { id: "data-race", description: "Two accesses to one location by two threads, one a write, with no synchronization between" };
 
+/// The libraries of the C and C++ runtime, trusted (by file name).
+const RUNTIME: [&str; 6] = ["libc.so", "ld-linux", "libstdc++.so", "libgcc_s.so", "libgomp.so", "libpthread.so"];
+
 /// Bits of the filter of atomic locations (512 KiB).
 const FILTER_BITS: usize = 1 << 22;
 /// Slots of the same-epoch cache (16 MiB, touched as used).
@@ -107,8 +110,9 @@ struct Site {
     write: bool,
     /// A `lock`-prefixed read-modify-write or an `xchg` with memory.
     atomic_rmw: bool,
-    /// Code outside the main program (the C library, the dynamic loader): trusted to be
-    /// race-free itself, as TSan and Helgrind take it; its atomics still order.
+    /// Code of the C and C++ runtime (the C library, the dynamic loader, libstdc++, libgcc,
+    /// libgomp): trusted to be race-free itself, as TSan and Helgrind take it; its atomics
+    /// still order.
     trusted: bool,
     number: u32,
     state: *mut State,
@@ -138,9 +142,12 @@ struct State {
 
 pub struct RaceRun {
     program: String,
-    /// The main program's mapped range (its accesses are checked) and its mapping's name.
+    /// The main program's mapped range and its mapping's name.
     main: (u64, u64),
     main_path: String,
+    /// The runtime's code, trusted (`Site::trusted`), as it is mapped: the loader at start,
+    /// the libraries as the loader maps them.
+    runtime: Vec<(u64, u64)>,
     state: Box<State>,
     // Boxed: translations hold their addresses, which must not move as the vector grows.
     #[allow(clippy::vec_box)]
@@ -170,6 +177,7 @@ impl RaceRun {
             program,
             main: (0, 0),
             main_path: String::new(),
+            runtime: Vec::new(),
             state: Box::new(state),
             sites: Vec::new(),
             creating: None,
@@ -240,7 +248,7 @@ impl Tool for RaceRun {
             let write = matches!(m.access(), OpAccess::Write | OpAccess::CondWrite | OpAccess::ReadWrite | OpAccess::ReadCondWrite);
             let size = m.memory_size().size().max(1) as u64;
             let number = self.sites.len() as u32;
-            let trusted = !(self.main.0..self.main.1).contains(&ins.ip());
+            let trusted = self.runtime.iter().any(|r| (r.0..r.1).contains(&ins.ip()));
             let s = Box::new(Site { pc: ins.ip(), size, write, atomic_rmw: atomic_rmw && ins.op_count() > 0, trusted, number, state: &mut *self.state });
             let arg = &*s as *const Site as u64;
             self.sites.push(s);
@@ -266,6 +274,16 @@ impl Tool for RaceRun {
 }
 
 impl RaceRun {
+    /// Notes the runtime libraries' code mapped in `[start, end)`.
+    fn note_runtime(&mut self, mem: &GuestMemory, start: u64, end: u64) {
+        for (s, e, r) in mem.pieces(start, end) {
+            let name = r.name.as_deref().and_then(|n| n.rsplit('/').next()).unwrap_or_default();
+            if RUNTIME.iter().any(|p| name.starts_with(p)) && !self.runtime.contains(&(s, e)) {
+                self.runtime.push((s, e));
+            }
+        }
+    }
+
     /// The call-out for the access at the address in `t`, only if the filter has the bit of
     /// its granule (`u` and two more registers are borrowed; the flags are clobbered).
     fn filtered_callout(&mut self, b: &mut Inline, arg: u64, t: AsmRegister64, u: AsmRegister64) {
@@ -337,6 +355,7 @@ impl ToolRun for RaceRun {
         ctx.tool_area[self.state.epoch_word / 8] = self.state.epoch(0);
         let (path, range) = super::main_module(mem, &self.program);
         (self.main_path, self.main) = (path, range);
+        self.note_runtime(mem, 0, u64::MAX >> 16);
     }
 
     fn thread_start(&mut self, child: &mut ThreadContext) {
@@ -374,7 +393,10 @@ impl ToolRun for RaceRun {
         None
     }
 
-    fn syscall_post(&mut self, ctx: &mut ThreadContext, nr: u64, args: &[u64; 6], _ret: i64, _mem: &GuestMemory) {
+    fn syscall_post(&mut self, ctx: &mut ThreadContext, nr: u64, args: &[u64; 6], ret: i64, mem: &GuestMemory) {
+        if nr as i64 == libc::SYS_mmap && ret > 0 && args[2] as i32 & libc::PROT_EXEC != 0 {
+            self.note_runtime(mem, ret as u64, ret as u64 + args[1]);
+        }
         if nr as i64 == libc::SYS_futex && !is_wake(args[1]) {
             let t = self.tid(ctx);
             self.state.detector.acquire(t, args[0]);
