@@ -91,3 +91,20 @@ fn race_free_programs_report_no_race() {
         }
     }
 }
+
+/// A library that is not the C or C++ runtime is checked as the program is: the race in
+/// `libcounter.so` is found at its line (it was trusted, unchecked, before).
+#[test]
+fn a_race_inside_a_library_of_the_program_is_found() {
+    let source = std::fs::read_to_string(repo_root().join("guest-programs/races/libcounter.c")).unwrap();
+    let lib = compile_snippet("libcounter.so", "c", &source, &["-g", "-O0", "-shared", "-fPIC"]);
+    let dir = lib.parent().unwrap().display().to_string();
+    let exe = program("uses_library", "c", "uses_library", &["-O0", "-Wl,--no-as-needed", &format!("-L{dir}"), "-lcounter", &format!("-Wl,-rpath,{dir}")]);
+    let o = run_rtgrind(["--tool=race"], &Cmd::new(&exe));
+    assert_eq!(o.status.code(), Some(1), "{}", o.describe());
+    let text = std::fs::read_to_string(repo_root().join("guest-programs/races/libcounter.c")).unwrap();
+    let line = text.lines().position(|l| l.contains("/* race */")).unwrap() + 1;
+    let want = format!("libcounter.so.c:{line} (bump)");
+    let found = races(&o.stderr_str());
+    assert!(!found.is_empty() && found.iter().all(|(a, b)| a == &want && b == &want), "expected races at {want}:\n{}", o.stderr_str());
+}
