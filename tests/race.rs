@@ -86,7 +86,7 @@ fn race_free_programs_report_no_race() {
             let exe = program(name, ext, &out, &flags);
             let o = run_rtgrind(["--tool=race", "--error-exitcode=3"], &Cmd::new(&exe));
             assert_eq!(o.status.code(), Some(0), "{out}: {}", o.describe());
-            assert!(o.stderr_str().contains("race: 0 data races"), "{out}: {}", o.describe());
+            assert!(o.stderr_str().contains("race: 0 data races ("), "{out}: {}", o.describe());
             assert!(!o.stdout_str().is_empty(), "{out}");
         }
     }
@@ -107,4 +107,13 @@ fn a_race_inside_a_library_of_the_program_is_found() {
     let want = format!("libcounter.so.c:{line} (bump)");
     let found = races(&o.stderr_str());
     assert!(!found.is_empty() && found.iter().all(|(a, b)| a == &want && b == &want), "expected races at {want}:\n{}", o.stderr_str());
+}
+
+/// A program that never creates a thread is run and said to be single-threaded (issue 23's bad
+/// input), with the program's own exit status.
+#[test]
+fn a_single_threaded_program_is_said_to_be_one() {
+    let o = run_rtgrind(["--tool=race"], &Cmd::new("/bin/sh").args(["-c", "exit 3"]));
+    assert_eq!(o.status.code(), Some(3), "{}", o.describe());
+    assert!(o.stderr_str().contains("race: 0 data races: the program ran one thread only"), "{}", o.describe());
 }

@@ -46,7 +46,7 @@ pub struct Report {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<u64>,
     /// The one-line summary of a tool that has neither candidates nor a chain of runs (race:
-    /// "2 data races").
+    /// "2 data races (3 threads)").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<String>,
 }

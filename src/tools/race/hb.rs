@@ -137,6 +137,11 @@ impl Detector {
         t
     }
 
+    /// Threads seen so far (the main one included).
+    pub fn threads(&self) -> usize {
+        self.threads.len()
+    }
+
     /// Thread `t`'s epoch: its own clock's entry.
     pub fn epoch(&self, t: Tid) -> u32 {
         self.threads[t].get(t)

@@ -466,7 +466,11 @@ impl RaceRun {
             result: if findings.is_empty() { "none" } else { "found" }.into(),
             version: VERSION,
             command: self.out.command.clone(),
-            summary: Some(format!("{} data races", findings.len())),
+            summary: Some(match self.state.detector.threads() {
+                // Nothing to race with: said so rather than "0 data races".
+                1 => "0 data races: the program ran one thread only".into(),
+                n => format!("{} data races ({n} threads)", findings.len()),
+            }),
             findings,
             runs: 1,
             ..Report::default()
