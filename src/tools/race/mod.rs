@@ -8,9 +8,10 @@
 //! creator's past before it, and its exit releases the word the kernel clears for
 //! `pthread_join` (`CLONE_CHILD_CLEARTID`), which a load that reads it acquires.
 //!
-//! Each access is handed to the detector in a call-out (inline epochs are to come); accesses
-//! through the stack pointer (the thread's own frames) are not. The harm test, schedule
-//! exploration and the multithreaded suppression loop are the rest of issue 23.
+//! Each access is handed to the detector in a call-out, unless inline code dismisses it first
+//! (a bitmap of atomic locations for the runtime's plain accesses, a same-epoch cache for the
+//! others); accesses through the stack pointer (the thread's own frames) are not. The harm
+//! test, schedule exploration and the multithreaded suppression loop are the rest of issue 23.
 
 mod hb;
 
@@ -142,8 +143,7 @@ struct State {
 
 pub struct RaceRun {
     program: String,
-    /// The main program's mapped range and its mapping's name.
-    main: (u64, u64),
+    /// The main program's mapping's name (for its symbols).
     main_path: String,
     /// The runtime's code, trusted (`Site::trusted`), as it is mapped: the loader at start,
     /// the libraries as the loader maps them.
@@ -175,7 +175,6 @@ impl RaceRun {
         };
         RaceRun {
             program,
-            main: (0, 0),
             main_path: String::new(),
             runtime: Vec::new(),
             state: Box::new(state),
@@ -240,15 +239,15 @@ impl Tool for RaceRun {
         }
         let atomic_rmw = ins.has_lock_prefix() || ins.mnemonic() == Mnemonic::Xchg;
         let used: Vec<UsedMemory> = site.info.used_memory().iter().filter(|m| m.access() != OpAccess::NoMemAccess).copied().collect();
+        let trusted = self.runtime.iter().any(|r| (r.0..r.1).contains(&ins.ip()));
         for m in used {
             // The thread's own frames, thread-local storage and gathers are not shared data.
             if m.base() == Register::RSP || matches!(m.segment(), Register::FS | Register::GS) || m.index().is_vector_register() {
                 continue;
             }
-            let write = matches!(m.access(), OpAccess::Write | OpAccess::CondWrite | OpAccess::ReadWrite | OpAccess::ReadCondWrite);
+            let write = crate::shadow::propagate::writes(m.access());
             let size = m.memory_size().size().max(1) as u64;
             let number = self.sites.len() as u32;
-            let trusted = self.runtime.iter().any(|r| (r.0..r.1).contains(&ins.ip()));
             let s = Box::new(Site { pc: ins.ip(), size, write, atomic_rmw: atomic_rmw && ins.op_count() > 0, trusted, number, state: &mut *self.state });
             let arg = &*s as *const Site as u64;
             self.sites.push(s);
@@ -307,9 +306,7 @@ impl RaceRun {
         a.set_label(&mut skip).unwrap();
         a.zero_bytes().unwrap();
     }
-}
 
-impl RaceRun {
     /// The call-out for the access at the address in `t` (of `size` bytes, a write or not),
     /// unless the same-epoch cache already holds such an access by this thread in its epoch.
     fn cached_callout(&mut self, b: &mut Inline, arg: u64, (t, u): (AsmRegister64, AsmRegister64), size: u64, write: bool) {
@@ -353,8 +350,7 @@ impl ToolRun for RaceRun {
     fn start(&mut self, ctx: &mut ThreadContext, mem: &GuestMemory) {
         ctx.tool_area[self.state.tid_word / 8] = 0;
         ctx.tool_area[self.state.epoch_word / 8] = self.state.epoch(0);
-        let (path, range) = super::main_module(mem, &self.program);
-        (self.main_path, self.main) = (path, range);
+        self.main_path = super::main_module(mem, &self.program).0;
         self.note_runtime(mem, 0, u64::MAX >> 16);
     }
 

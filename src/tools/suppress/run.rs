@@ -78,6 +78,8 @@ pub struct SuppressRun {
     main_path: String,
     /// What its calls through the PLT reach (read once, at the first crash analysis that asks).
     callees: Option<std::rc::Rc<Callees>>,
+    /// Its data objects (read once, at the first crash analysis that asks).
+    objects: Option<std::rc::Rc<Vec<(u64, u64)>>>,
     /// The program's entry point, where instances restart (`restart_count`), and whether they
     /// have (boxed: translations hold its address).
     entry: Option<u64>,
@@ -225,6 +227,7 @@ impl SuppressRun {
             lifetime: Default::default(),
             main_path: String::new(),
             callees: None,
+            objects: None,
             entry: None,
             restarted: Box::default(),
             fast: fast::enabled(),
@@ -769,7 +772,7 @@ impl SuppressRun {
         };
         // The object holding them, and the one just below it, which the copy's destination
         // must be in (it ran out of that one into this one).
-        let objects = crate::report::symbols::objects(&self.main_path, mem);
+        let objects = self.objects(mem);
         let mut found = objects.iter().enumerate().find_map(|(i, &(s, e))| Some((i.checked_sub(1).map(|j| objects[j].0)?, s, holding(self, s, e)?)));
         if found.is_none() {
             // In the heap: the object is the chunk (the walk's last, where it went astray on a
@@ -792,6 +795,11 @@ impl SuppressRun {
             let name = callees.name(ret)?;
             COPIES.contains(&name.as_str()).then(|| Copier { word: call, ret, name: format!("`{name}`") })
         })
+    }
+
+    /// The program's data objects (symbols with sizes), read from its file once.
+    fn objects(&mut self, mem: &GuestMemory) -> std::rc::Rc<Vec<(u64, u64)>> {
+        self.objects.get_or_insert_with(|| std::rc::Rc::new(crate::report::symbols::objects(&self.main_path, mem))).clone()
     }
 
     /// The program's PLT callees, read from its file once.
@@ -982,8 +990,7 @@ impl SuppressRun {
         }
         let ins = decode(ctx.rip)?;
         let info = InstructionInfoFactory::new().info(&ins).clone();
-        let stores =
-            info.used_memory().iter().any(|m| matches!(m.access(), OpAccess::Write | OpAccess::CondWrite | OpAccess::ReadWrite | OpAccess::ReadCondWrite));
+        let stores = info.used_memory().iter().any(|m| writes(m.access()));
         let name = self.callees(mem)?.name(ret).filter(|n| COPIES.contains(&n.as_str()))?;
         if !stores {
             return None;
@@ -1008,8 +1015,7 @@ impl SuppressRun {
         mem: &GuestMemory,
     ) -> Option<(String, u64)> {
         let pc = ctx.rip;
-        let stores =
-            info.used_memory().iter().any(|m| matches!(m.access(), OpAccess::Write | OpAccess::CondWrite | OpAccess::ReadWrite | OpAccess::ReadCondWrite));
+        let stores = info.used_memory().iter().any(|m| writes(m.access()));
         if !matches!(sig, libc::SIGSEGV | libc::SIGBUS)
             || !self.in_main(pc)
             || !stores
