@@ -222,11 +222,7 @@ impl Runner {
             }
             let this = &*self;
             let outcomes: Vec<std::io::Result<RunOutcome>> = std::thread::scope(|scope| {
-                let handles: Vec<_> = chunk
-                    .iter()
-                    .enumerate()
-                    .map(|(k, r)| scope.spawn(move || this.run_numbered(first + k as u32, &r.args, r.limits, r.checkpoints.as_deref())))
-                    .collect();
+                let handles: Vec<_> = chunk.iter().enumerate().map(|(k, r)| scope.spawn(move || this.run_numbered(first + k as u32, r))).collect();
                 handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(std::io::Error::other("a run's thread panicked")))).collect()
             });
             if let Some(l) = self.leftovers.as_mut() {
@@ -244,7 +240,7 @@ impl Runner {
         let limits = request.limits;
         self.runs += 1;
         let n = self.runs;
-        let outcome = self.run_numbered(n, &request.args, limits, request.checkpoints.as_deref());
+        let outcome = self.run_numbered(n, request);
         if let Some(l) = self.leftovers.as_mut() {
             l.clear(n);
         }
@@ -256,8 +252,10 @@ impl Runner {
         Ok(outcome)
     }
 
-    /// Run number `n` (a forward run forking at `checkpoints`, its files in `forward-N`).
-    fn run_numbered(&self, n: u32, tool_args: &[OsString], limits: Limits, checkpoints: Option<&[u64]>) -> std::io::Result<RunOutcome> {
+    /// `request` as run number `n` (a forward run forking at its checkpoints has its files in
+    /// `forward-N`).
+    fn run_numbered(&self, n: u32, request: &Request) -> std::io::Result<RunOutcome> {
+        let (tool_args, limits, checkpoints) = (&request.args, request.limits, request.checkpoints.as_deref());
         let (stdout, stderr, log) = (self.file(&format!("stdout-{n}")), self.file(&format!("stderr-{n}")), self.file(&format!("log-{n}")));
         let blocks = self.file(&format!("blocks-{n}"));
         let forward = self.file(&format!("forward-{n}"));
