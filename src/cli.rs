@@ -99,6 +99,9 @@ pub struct Cli {
     pub suppress: crate::tools::suppress::Options,
 
     #[command(flatten)]
+    pub race: crate::tools::race::Options,
+
+    #[command(flatten)]
     pub search: crate::tools::SearchOptions,
 
     /// The program to run, and its arguments.
@@ -109,7 +112,7 @@ pub struct Cli {
 /// Options that describe one process, never passed on to a program it starts: its input, its
 /// files, its stops and budgets, a search's internal protocol, and the tool and tracing, which
 /// the child gets explicitly.
-const PER_PROCESS: [&str; 13] = [
+const PER_PROCESS: [&str; 15] = [
     "tool",
     "trace_children",
     "command",
@@ -120,6 +123,8 @@ const PER_PROCESS: [&str; 13] = [
     "budget_blocks",
     "suppress_plan",
     "suppress_out",
+    "race_out",
+    "race_plan",
     "checkpoints",
     "switch_trace",
     "dot",

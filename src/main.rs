@@ -249,6 +249,10 @@ fn run_guest(cli: &cli::Cli, spec: &tools::ToolSpec, tool: Box<dyn tools::ToolRu
     let ctx_ptr = &mut *ctx as *mut rtgrind_jit::ThreadContext;
     process.contexts.push(ctx_ptr);
     ctx.quantum = 0;
+    // SAFETY: the process is leaked (it lives as long as the program) and the scheduler is
+    // only ever used through `&self` (its state is behind its own mutex).
+    let sched: &'static kernel::sched::Scheduler = unsafe { &*(&process.sched as *const kernel::sched::Scheduler) };
+    process.tool.attach(sched);
     process.tool.start(&mut ctx, &process.mem);
     let mut rt = Box::new(run::Runtime::new(ctx, sig, 0, process));
     rt.set_quantum(cli.quantum);

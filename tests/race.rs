@@ -1,5 +1,5 @@
-//! `--tool=race` (issue 23, detection): the races of `guest-programs/races/`, each at the
-//! exact lines of its two accesses, and race-free programs that report none.
+//! `--tool=race` (issue 23): the races of `guest-programs/races/`, each at the exact lines of
+//! its two accesses with its harm test's verdict, and race-free programs that report none.
 
 use crate::common::{compile_snippet, repo_root, run_rtgrind, Cmd};
 
@@ -14,6 +14,16 @@ fn place(name: &str, out: &str, marker: &str, func: &str) -> String {
     let text = std::fs::read_to_string(repo_root().join("guest-programs/races").join(format!("{name}.c"))).unwrap();
     let line = text.lines().position(|l| l.contains(&format!("/* {marker} */"))).unwrap_or_else(|| panic!("no {marker} in {name}.c")) + 1;
     format!("{out}.c:{line} ({func})")
+}
+
+/// The harm verdicts, in the order the races are reported ("harmful: ...").
+fn verdicts(stderr: &str) -> Vec<String> {
+    stderr
+        .lines()
+        .filter_map(|l| l.split_once("race:    ").map(|(_, v)| v))
+        .filter(|v| ["harmful:", "benign:", "undecided:"].iter().any(|k| v.starts_with(k)))
+        .map(str::to_string)
+        .collect()
 }
 
 /// The races reported: (later access's line, earlier access's line), in order.
@@ -40,7 +50,60 @@ fn unsynchronized_increments_race_at_their_line() {
         assert!(!found.is_empty() && found.iter().all(|(a, b)| a == &line && b == &line), "{opt}: expected races at {line}:\n{err}");
         assert!(err.contains("by thread 2") && err.contains("earlier write of 8 bytes by thread 1"), "{err}");
         assert!(err.contains("race:    the address is in `hits`, a global of 8 bytes"), "{err}");
+        // Reversed, the other thread reads `hits` before the first one's increments. At -O0
+        // (load, add, store) that loses the first one's update: another output. At -O2 (one
+        // `add` of 1000 to memory) both orders end at 2000, but each reads another value.
+        let v = verdicts(&err);
+        assert_eq!(v.len(), found.len(), "{err}");
+        assert!(
+            v[0].starts_with("harmful: thread ") && v[0].contains("thread 2's read") && v[0].contains(" reads 0x3e8 in the run's order, 0x0 in the other"),
+            "{opt}: {err}"
+        );
+        let tail = if opt == "-O0" { "the program's output changed too" } else { "the program's output and exit status were the same" };
+        assert!(v[0].ends_with(tail), "{opt}: {err}");
+        assert!(err.contains("race: 1 data races (3 threads): 1 harmful, 0 benign"), "{err}");
     }
+}
+
+/// Races that cannot change a value: both writes store the same value, or a write stores the
+/// value already there while another thread reads it. Each is benign; the exit status is the
+/// program's.
+#[test]
+fn races_that_change_no_value_are_benign() {
+    for opt in ["-O0", "-O2"] {
+        let out = format!("benign_same_value{opt}").replace('-', "_");
+        let exe = program("benign_same_value", "c", &out, &[opt]);
+        let o = run_rtgrind(["--tool=race"], &Cmd::new(&exe));
+        assert_eq!(o.status.code(), Some(0), "{}", o.describe());
+        assert_eq!(o.stdout_str(), "verbose\n7\n");
+        let err = o.stderr_str();
+        let at = |m: &str, f: &str| place("benign_same_value", &out, m, f);
+        let (value, write, read) = (at("race same value", "work"), at("race same write", "work"), at("race read", "main"));
+        let mut found = races(&err);
+        found.sort();
+        let mut want = vec![(value.clone(), read), (value.clone(), value), (write.clone(), write)];
+        want.sort();
+        assert_eq!(found, want, "{opt}: {err}");
+        let v = verdicts(&err);
+        assert_eq!(v.len(), 3, "{err}");
+        assert_eq!(v.iter().filter(|v| v.starts_with("benign: both orders leave the same value: the two writes store the same value")).count(), 2, "{err}");
+        assert_eq!(
+            v.iter().filter(|v| v.starts_with("benign: both orders read and leave the same values: the write stores the value already there")).count(),
+            1,
+            "{err}"
+        );
+        assert!(err.contains("race: 3 data races (3 threads): 0 harmful, 3 benign"), "{err}");
+    }
+}
+
+/// Without the harm test (`--harm=no`): one run, the races only, exit status 1 when found.
+#[test]
+fn without_the_harm_test_races_are_reported_in_one_run() {
+    let exe = program("racy_counter", "c", "racy_counter_noharm", &["-O0"]);
+    let o = run_rtgrind(["--tool=race", "--harm=no"], &Cmd::new(&exe));
+    assert_eq!(o.status.code(), Some(1), "{}", o.describe());
+    assert!(verdicts(&o.stderr_str()).is_empty() && !races(&o.stderr_str()).is_empty(), "{}", o.describe());
+    assert!(o.stderr_str().contains("race: 1 data races (3 threads)\n") || o.stderr_str().contains("race: 1 data races (3 threads)"), "{}", o.describe());
 }
 
 #[test]
@@ -54,6 +117,22 @@ fn a_result_read_without_a_join_races_with_its_write() {
     let mut want = vec![(at("race flag", "work"), at("race flag read", "main")), (at("race result read", "main"), at("race result", "work"))];
     want.sort();
     assert_eq!(found, want, "{}", o.stderr_str());
+    // The flag's race is harmful (the main thread reads 0, then 1); the result's cannot be
+    // reversed: the main thread spins on the flag until the worker, held back before it
+    // stores the result, goes on.
+    let v = verdicts(&o.stderr_str());
+    assert_eq!(v.len(), 2, "{}", o.stderr_str());
+    assert!(v[0].starts_with("harmful: thread 0's read at ") && v[0].contains("reads 0x0 in the run's order, 0x1 in the other"), "{v:?}");
+    assert!(
+        v[1].starts_with(&format!(
+            "undecided: the other order could not be made: thread 0's read at {} did not come while thread 1's write at {} waited",
+            want[0].0, want[0].1
+        )) || v[1].starts_with(&format!(
+            "undecided: the other order could not be made: thread 0's read at {} did not come while thread 1's write at {} waited",
+            want[1].0, want[1].1
+        )),
+        "{v:?}"
+    );
     for object in ["`done`, a global of 4 bytes", "`result`, a global of 8 bytes"] {
         assert!(o.stderr_str().contains(&format!("the address is in {object}")), "{}", o.stderr_str());
     }
@@ -66,7 +145,9 @@ fn a_result_read_without_a_join_races_with_its_write() {
     assert_eq!(lines[1].matches("\"threadFlows\"").count(), 2, "{}", lines[1]);
     let report: crate::model::Report = serde_json::from_str(lines[2]).unwrap_or_else(|e| panic!("{e}: {}", lines[2]));
     assert_eq!(report.to_json(), lines[2]);
-    assert_eq!((report.tool.as_str(), report.result.as_str(), report.findings.len()), ("race", "found", 2));
+    assert_eq!((report.tool.as_str(), report.result.as_str(), report.findings.len()), ("race", "harmful", 2));
+    let judged: Vec<&str> = report.findings.iter().map(|f| f.verdict.as_deref().unwrap_or_default()).collect();
+    assert_eq!(judged, ["harmful", "undecided"], "harmful first");
     let places: Vec<(&str, &str)> = report.findings.iter().map(|f| (f.place.as_str(), f.earlier_place.as_deref().unwrap_or_default())).collect();
     for (later, earlier) in &want {
         assert!(places.contains(&(later.as_str(), earlier.as_str())), "{places:?}");

@@ -46,8 +46,15 @@ pub struct Decision {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum TState {
     Runnable,
-    Futex { addr: u64, bitset: u32, timed: bool, seq: u64 },
+    Futex {
+        addr: u64,
+        bitset: u32,
+        timed: bool,
+        seq: u64,
+    },
     InSyscall(u64),
+    /// Held back by the tool where it stands (`Scheduler::hold`) until `unhold`.
+    Held,
     Exited,
 }
 
@@ -68,6 +75,10 @@ struct Slot {
     priority: u64,
     /// Signals sent to this thread by another guest thread (tgkill), raw siginfos in order.
     directed: VecDeque<[u8; 128]>,
+    /// Its last hold ended because no other thread could run, or ran long enough.
+    hold_broken: bool,
+    /// The decision its hold began at.
+    held_at: u64,
 }
 
 struct State {
@@ -86,6 +97,9 @@ pub struct Scheduler {
     policy: Policy,
     pub quantum: u64,
 }
+
+/// Scheduling decisions a held thread waits at most (`Scheduler::hold`).
+const HOLD_DECISIONS: u64 = 20;
 
 /// Every live thread waits forever: the report lines.
 pub struct Deadlock(pub Vec<String>);
@@ -135,6 +149,8 @@ impl Scheduler {
             mask: 0,
             priority,
             directed: VecDeque::new(),
+            hold_broken: false,
+            held_at: 0,
         });
         Scheduler { state: Mutex::new(st), policy, quantum }
     }
@@ -159,6 +175,8 @@ impl Scheduler {
             mask,
             priority,
             directed: VecDeque::new(),
+            hold_broken: false,
+            held_at: 0,
         });
         st.slots.len() - 1
     }
@@ -216,7 +234,20 @@ impl Scheduler {
                 s.wake_ret = -(libc::EINTR as i64);
             }
         }
-        let runnable: Vec<usize> = (0..st.slots.len()).filter(|&i| st.slots[i].state == TState::Runnable).collect();
+        let mut runnable: Vec<usize> = (0..st.slots.len()).filter(|&i| st.slots[i].state == TState::Runnable).collect();
+        let stuck = runnable.is_empty() && !st.slots.iter().any(|s| matches!(s.state, TState::InSyscall(_)));
+        let decisions = st.decisions;
+        for s in st.slots.iter_mut().filter(|s| s.state == TState::Held) {
+            // Nothing else can go on, or the others ran long enough (they may be waiting
+            // for it by spinning): the held thread goes on after all (its hold is broken).
+            if stuck || decisions - s.held_at > HOLD_DECISIONS {
+                s.state = TState::Runnable;
+                s.hold_broken = true;
+            }
+        }
+        if stuck {
+            runnable = (0..st.slots.len()).filter(|&i| st.slots[i].state == TState::Runnable).collect();
+        }
         if runnable.is_empty() {
             return None;
         }
@@ -281,6 +312,28 @@ impl Scheduler {
         st.slots[me].blocks = blocks;
         let d = self.decide(&mut st, me);
         self.switch(st, me, d).1
+    }
+
+    /// A tool holds `me` back where it stands (in a call-out, before an instruction: the harm
+    /// test of `--tool=race` runs another thread's access first): the others run until one
+    /// `unhold`s it. True if one did; false if `me` went on because nothing else could run.
+    pub fn hold(&self, me: usize, pc: u64) -> bool {
+        let mut st = self.lock();
+        st.slots[me].state = TState::Held;
+        st.slots[me].pc = pc;
+        st.slots[me].hold_broken = false;
+        st.slots[me].held_at = st.decisions;
+        let d = self.decide(&mut st, me);
+        let (st, _) = self.switch(st, me, d);
+        !st.slots[me].hold_broken
+    }
+
+    /// Lets thread `t`, held, run again when next chosen (the baton holder goes on first).
+    pub fn unhold(&self, t: usize) {
+        let mut st = self.lock();
+        if st.slots.get(t).is_some_and(|s| s.state == TState::Held) {
+            st.slots[t].state = TState::Runnable;
+        }
     }
 
     /// When no thread is runnable: time out or interrupt a waiter, or report a deadlock.

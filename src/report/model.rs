@@ -116,6 +116,12 @@ pub struct Finding {
     pub earlier_place: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub object: Option<String>,
+    /// A race's harm test (race): "harmful", "benign" or "undecided", and why (the values
+    /// each order read or left, whether the output or exit status changed too).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub harm: Option<String>,
 }
 
 /// One run of a search's chain.

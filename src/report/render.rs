@@ -41,6 +41,9 @@ fn finding(r: &Report, f: &Finding, k: usize) -> Vec<String> {
         if let Some(o) = &f.object {
             out.push(format!("   the address is {o}"));
         }
+        if let Some(v) = &f.verdict {
+            out.push(format!("   {v}: {}", or_none(&f.harm)));
+        }
         return out;
     }
     if f.kind == "critical predicate" {

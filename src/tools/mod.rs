@@ -39,9 +39,9 @@ impl Error {
     }
 }
 
-/// Options every search tool has (suppress, switch).
+/// Options every search tool has (suppress, switch, race).
 #[derive(clap::Args, Debug, Clone)]
-#[command(next_help_heading = "Options of the searches (--tool=switch, --tool=suppress)")]
+#[command(next_help_heading = "Options of the searches (--tool=switch, --tool=suppress, --tool=race)")]
 pub struct SearchOptions {
     /// Exit status when a root cause or critical predicate was reported.
     #[arg(long, default_value_t = 1)]
@@ -102,10 +102,10 @@ pub const TOOLS: &[ToolSpec] = &[
     },
     ToolSpec {
         name: "race",
-        about: "Report the data races the run shows (happens-before from the binary's own synchronization).",
+        about: "Report the data races the run shows (happens-before from the binary's own synchronization), each tested for harm.",
         options: race::option_ids,
         make: race::make,
-        search: None,
+        search: Some(Search { wanted: race::wants_search, run: race::search }),
     },
     ToolSpec {
         name: "switch",
@@ -153,6 +153,9 @@ pub const REQ_GET_ORIGIN: u64 = 0x2004;
 
 /// A tool as the runtime sees it. Hooks run on the thread holding the scheduler's baton.
 pub trait ToolRun: Tool {
+    /// The run's scheduler, before `start`: for a tool that holds a thread back where it
+    /// stands (`Scheduler::hold`, from a call-out) to reorder two threads' accesses.
+    fn attach(&mut self, _sched: &'static crate::kernel::sched::Scheduler) {}
     /// Before the main thread runs its first instruction.
     fn start(&mut self, _ctx: &mut ThreadContext, _mem: &GuestMemory) {}
     /// A new thread's context, a copy of its creator's (tool area included), before it runs.

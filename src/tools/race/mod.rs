@@ -1,496 +1,82 @@
-//! `--tool=race` (issue 23, first part: detection): every data race the run shows, by
-//! happens-before over the program's memory accesses (`hb.rs`), with the synchronization read
-//! from the binary alone: a `lock`-prefixed read-modify-write or an `xchg` with memory acquires
-//! and releases its location (pthread mutexes, condition variables, barriers, semaphores and
-//! C11 read-modify-writes are built of those and futexes), a plain access to a location such
-//! an instruction has touched is atomic too (an `atomic_load` or `atomic_store` of it), a futex
-//! wake releases its word and a wait that returned acquires it, a thread's creation orders its
-//! creator's past before it, and its exit releases the word the kernel clears for
-//! `pthread_join` (`CLONE_CHILD_CLEARTID`), which a load that reads it acquires.
-//!
-//! Each access is handed to the detector in a call-out, unless inline code dismisses it first
-//! (a bitmap of atomic locations for the runtime's plain accesses, a same-epoch cache for the
-//! others); accesses through the stack pointer (the thread's own frames) are not. The harm
-//! test, schedule exploration and the multithreaded suppression loop are the rest of issue 23.
+//! `--tool=race` (issue 23): every data race a run shows (`run`, happens-before over the
+//! program's accesses in `hb`, synchronization read from the binary), each tested for harm
+//! (`harm`): the run is replayed on its recorded schedule with the race's two accesses first in
+//! their order, then in the other; different values read or left in memory make it harmful.
+//! `driver` is the search that makes those runs.
 
+mod driver;
+mod harm;
 mod hb;
+mod run;
 
 use super::{Error, ToolRun};
-use crate::cli::Cli;
-use crate::kernel::memory::GuestMemory;
-use crate::report::model::{Finding, Report, VERSION};
-use crate::report::Reporter;
-use rtgrind_jit::iced_x86::{Mnemonic, OpAccess, Register, UsedMemory};
-use rtgrind_jit::instrument::code_asm::{qword_ptr, AsmRegister64};
-use rtgrind_jit::instrument::{tool_area, Inline, InsnSite, Tool};
-use rtgrind_jit::ThreadContext;
-use std::collections::HashSet;
+use crate::cli::{Cli, YesNo};
+use std::path::PathBuf;
 
-/// Its options: the searches' (`--json`, `--sarif`, `--error-exitcode`), as it will be one
-/// (the harm test and the failure loop re-run the program).
-pub fn option_ids() -> Vec<String> {
-    super::ids::<super::SearchOptions>()
+/// `--tool=race`'s options (and, hidden, those of the search's own runs).
+#[derive(clap::Args, Debug, Clone)]
+#[command(next_help_heading = "Options of --tool=race")]
+pub struct Options {
+    /// Test each race for harm: replay the run with its two accesses in the other order and
+    /// compare the values read and left in memory (no: report the races only, in one run).
+    #[arg(long, value_enum, default_value = "yes", value_name = "yes|no")]
+    pub harm: YesNo,
+
+    /// Most races tested for harm (one replayed run each, and one in the run's own order).
+    #[arg(long, default_value_t = 10, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_harm_tests: u32,
+
+    /// (Internal) write the races found, for the search, to FILE (or, with --race-plan, what
+    /// the run saw of the planned races).
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub race_out: Option<PathBuf>,
+
+    /// (Internal) a harm run: watch the races in FILE, reversing the one it names.
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub race_plan: Option<PathBuf>,
 }
 
+/// Ids of the options the tool owns: its own and the searches' (`--json`, `--sarif`,
+/// `--error-exitcode`).
+pub fn option_ids() -> Vec<String> {
+    [super::ids::<Options>(), super::ids::<super::SearchOptions>()].concat()
+}
+
+/// One run: detection (its report, or with `--race-out` the races for the search), or a harm
+/// run with `--race-plan`.
 pub fn make(cli: &Cli) -> Result<Box<dyn ToolRun>, Error> {
-    let words = rtgrind_jit::claims::claim_area("the race detector", 24).map_err(|e| Error::internal(format!("internal: {e}")))?;
+    let o = &cli.race;
+    let plan = match &o.race_plan {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| Error::usage(format!("cannot read race plan '{}': {e}", path.display())))?;
+            let plan: harm::Plan = serde_json::from_str(&text).map_err(|e| Error::usage(format!("bad race plan '{}': {e}", path.display())))?;
+            Some(plan)
+        }
+        None => None,
+    };
     let program = std::fs::canonicalize(crate::resolve(&cli.command[0])).map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
-    let out = Output {
+    let out = run::Output {
         json: cli.search.json,
         sarif: cli.search.sarif,
         error_exitcode: cli.search.error_exitcode,
         command: cli.command.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
+        race_out: o.race_out.clone(),
     };
-    Ok(Box::new(RaceRun::new(program, words, out)))
+    Ok(Box::new(run::RaceRun::new(program, out, plan)?))
 }
 
-/// How the report is given: JSON and SARIF on standard output after the program's, and the
-/// exit status when races were found.
-struct Output {
-    json: bool,
-    sarif: bool,
-    error_exitcode: i32,
-    command: Vec<String>,
+/// Races are tested for harm by a search (runs of this program under rtgrind), unless the
+/// run is one of the search's or `--harm=no`.
+pub fn wants_search(cli: &Cli) -> bool {
+    let o = &cli.race;
+    o.harm == YesNo::Yes && o.race_out.is_none() && o.race_plan.is_none()
 }
 
-/// The SARIF rule of the tool's findings.
-const RULE: super::sarif::Rule =
-    super::sarif::Rule { id: "data-race", description: "Two accesses to one location by two threads, one a write, with no synchronization between" };
-
-/// The libraries of the C and C++ runtime, trusted (by file name).
-const RUNTIME: [&str; 6] = ["libc.so", "ld-linux", "libstdc++.so", "libgcc_s.so", "libgomp.so", "libpthread.so"];
-
-/// Bits of the filter of atomic locations (512 KiB).
-const FILTER_BITS: usize = 1 << 22;
-/// Slots of the same-epoch cache (16 MiB, touched as used).
-const CACHE_SLOTS: usize = 1 << 20;
-
-impl State {
-    /// The slot of `addr`'s granule.
-    fn slot(addr: u64) -> usize {
-        (addr >> 3) as usize & (CACHE_SLOTS - 1)
+/// The search; its exit status.
+pub fn search(cli: &Cli) -> Result<i32, Error> {
+    if !crate::resolve(&cli.command[0]).is_file() {
+        return Err(Error { message: format!("{}: no such file", cli.command[0].to_string_lossy()), code: 127 });
     }
-
-    /// Thread `t`'s epoch as the cache and the inline code hold it.
-    fn epoch(&self, t: hb::Tid) -> u64 {
-        (t as u64) << 32 | u64::from(self.detector.epoch(t))
-    }
-
-    /// After thread `t`'s access: the slot of its granule holds it (the kinds of this thread's
-    /// accesses at the same address in the same epoch added up). An access over more than one
-    /// granule is not held (another thread's access to its later granules would not meet it
-    /// in the slot): it empties the slots of every granule it touches.
-    fn cache(&mut self, t: hb::Tid, addr: u64, size: u64, write: bool) {
-        let last = addr.saturating_add(size.max(1) - 1);
-        if last >> 3 != addr >> 3 {
-            for g in addr >> 3..=last >> 3 {
-                self.cache[Self::slot(g << 3) * 2] = 0;
-            }
-            return;
-        }
-        let epoch = self.epoch(t);
-        let i = Self::slot(addr) * 2;
-        let kind = if write { 2 } else { 1 };
-        let (word, old_epoch) = (self.cache[i], self.cache[i + 1]);
-        let same = word >> 8 == addr && old_epoch == epoch;
-        self.cache[i] = addr << 8 | size.max(if same { (word >> 2) & 63 } else { 0 }) << 2 | kind | if same { word & 3 } else { 0 };
-        self.cache[i + 1] = epoch;
-    }
-
-    /// `addr` is an atomic location or an exit word from now on: the filter has its bit.
-    fn mark(&mut self, addr: u64) {
-        let bit = (addr >> 3) as usize & (FILTER_BITS - 1);
-        self.filter[bit / 64] |= 1 << (bit % 64);
-    }
-}
-
-/// One memory access instruction of the code, as its call-out is told.
-struct Site {
-    pc: u64,
-    size: u64,
-    write: bool,
-    /// A `lock`-prefixed read-modify-write or an `xchg` with memory.
-    atomic_rmw: bool,
-    /// Code of the C and C++ runtime (the C library, the dynamic loader, libstdc++, libgcc,
-    /// libgomp): trusted to be race-free itself, as TSan and Helgrind take it; its atomics
-    /// still order.
-    trusted: bool,
-    number: u32,
-    state: *mut State,
-}
-
-/// What the call-outs share (one guest thread runs at a time: the scheduler's baton).
-struct State {
-    detector: hb::Detector,
-    /// Locations a `lock`-prefixed instruction or `xchg` touched: atomic ever after.
-    atomic: HashSet<u64, hb::Fast>,
-    /// Words the kernel clears when a thread exits (`CLONE_CHILD_CLEARTID`), released then.
-    exit_words: HashSet<u64, hb::Fast>,
-    /// A bit per 8-byte granule (hashed): set where an atomic location or an exit word may
-    /// be, so the library's plain accesses elsewhere skip their call-out.
-    filter: Box<[u64]>,
-    /// The last access seen per slot (hashed by granule), two words each: `addr << 8 | size
-    /// << 2 | kinds` (1 read, 2 write) and the accessing thread's epoch (`tid << 32 | clock`).
-    /// An access at the same address, no larger, of a kind covered, by the same thread in the
-    /// same epoch adds nothing (FastTrack's same-epoch case): the inline code skips its
-    /// call-out. Any other access to the granule calls out and takes the slot.
-    cache: Box<[u64]>,
-    /// Tool-area words: the thread's number, the access's address, the thread's epoch.
-    tid_word: usize,
-    addr_word: usize,
-    epoch_word: usize,
-}
-
-pub struct RaceRun {
-    program: String,
-    /// The main program's mapping's name (for its symbols).
-    main_path: String,
-    /// The runtime's code, trusted (`Site::trusted`), as it is mapped: the loader at start,
-    /// the libraries as the loader maps them.
-    runtime: Vec<(u64, u64)>,
-    state: Box<State>,
-    // Boxed: translations hold their addresses, which must not move as the vector grows.
-    #[allow(clippy::vec_box)]
-    sites: Vec<Box<Site>>,
-    /// A clone under way: the clock its thread starts from, and its exit word.
-    creating: Option<(hb::Clock, u64)>,
-    /// Each thread's exit word, by thread.
-    exit_word: Vec<u64>,
-    out: Output,
-    /// Races were reported.
-    found: bool,
-}
-
-impl RaceRun {
-    fn new(program: String, words: usize, out: Output) -> RaceRun {
-        let state = State {
-            detector: hb::Detector::new(),
-            atomic: HashSet::default(),
-            exit_words: HashSet::default(),
-            filter: vec![0u64; FILTER_BITS / 64].into_boxed_slice(),
-            cache: vec![0u64; CACHE_SLOTS * 2].into_boxed_slice(),
-            tid_word: words,
-            addr_word: words + 8,
-            epoch_word: words + 16,
-        };
-        RaceRun {
-            program,
-            main_path: String::new(),
-            runtime: Vec::new(),
-            state: Box::new(state),
-            sites: Vec::new(),
-            creating: None,
-            exit_word: vec![0],
-            out,
-            found: false,
-        }
-    }
-
-    fn tid(&self, ctx: &ThreadContext) -> hb::Tid {
-        ctx.tool_area[self.state.tid_word / 8] as hb::Tid
-    }
-}
-
-extern "C" fn access(ctx: *mut ThreadContext, arg: u64) {
-    // SAFETY: rtg_callout passes this thread's context; `arg` is a `Site` the tool keeps for
-    // as long as translations exist, and its state outlives the run; one guest thread runs at
-    // a time, so nothing else touches the state meanwhile.
-    let (ctx, site) = unsafe { (&mut *ctx, &*(arg as *const Site)) };
-    // SAFETY: as above.
-    let st = unsafe { &mut *site.state };
-    let t = ctx.tool_area[st.tid_word / 8] as hb::Tid;
-    let addr = ctx.tool_area[st.addr_word / 8];
-    if site.atomic_rmw {
-        if st.atomic.insert(addr) {
-            // Atomic from now on: plain accesses to it call out again (they order).
-            st.mark(addr);
-            st.cache[State::slot(addr) * 2] = 0;
-        }
-        st.detector.acquire(t, addr);
-        st.detector.access(t, addr, site.size, true, true, site.number);
-        st.detector.release(t, addr);
-        ctx.tool_area[st.epoch_word / 8] = st.epoch(t);
-        return;
-    }
-    let atomic = st.atomic.contains(&addr);
-    let exit_word = st.exit_words.contains(&addr);
-    if (atomic || exit_word) && !site.write {
-        // An atomic load acquires what stores to its location released; reading a dead
-        // thread's cleared word is seeing its exit (`pthread_join`).
-        st.detector.acquire(t, addr);
-    }
-    if !site.trusted {
-        st.detector.access(t, addr, site.size, site.write, atomic, site.number);
-        if !atomic && !exit_word {
-            st.cache(t, addr, site.size, site.write);
-        }
-    }
-    if atomic && site.write {
-        st.detector.release(t, addr);
-        ctx.tool_area[st.epoch_word / 8] = st.epoch(t);
-    }
-}
-
-impl Tool for RaceRun {
-    fn before_insn(&mut self, site: &InsnSite, b: &mut Inline) {
-        let ins = site.ins;
-        if ins.is_string_instruction() || matches!(ins.mnemonic(), Mnemonic::Lea | Mnemonic::Nop) {
-            return;
-        }
-        let atomic_rmw = ins.has_lock_prefix() || ins.mnemonic() == Mnemonic::Xchg;
-        let used: Vec<UsedMemory> = site.info.used_memory().iter().filter(|m| m.access() != OpAccess::NoMemAccess).copied().collect();
-        let trusted = self.runtime.iter().any(|r| (r.0..r.1).contains(&ins.ip()));
-        for m in used {
-            // The thread's own frames, thread-local storage and gathers are not shared data.
-            if m.base() == Register::RSP || matches!(m.segment(), Register::FS | Register::GS) || m.index().is_vector_register() {
-                continue;
-            }
-            let write = crate::shadow::propagate::writes(m.access());
-            let size = m.memory_size().size().max(1) as u64;
-            let number = self.sites.len() as u32;
-            let s = Box::new(Site { pc: ins.ip(), size, write, atomic_rmw: atomic_rmw && ins.op_count() > 0, trusted, number, state: &mut *self.state });
-            let arg = &*s as *const Site as u64;
-            self.sites.push(s);
-            let (t, u) = (b.scratch(), b.scratch());
-            crate::shadow::propagate::effective_address(b, t, &m, u);
-            if trusted && !atomic_rmw {
-                // The library's plain accesses matter only at atomic locations and exit words:
-                // the filter says where those may be, inline.
-                self.filtered_callout(b, arg, t, u);
-            } else if !atomic_rmw {
-                self.cached_callout(b, arg, (t, u), size, write);
-            } else {
-                b.asm().mov(qword_ptr(tool_area(self.state.addr_word)).gs(), t).unwrap();
-                b.callout(access, arg, t);
-            }
-            b.release_scratch();
-            if m.access() == OpAccess::ReadWrite || atomic_rmw {
-                // One access for a read-modify-write.
-                break;
-            }
-        }
-    }
-}
-
-impl RaceRun {
-    /// Notes the runtime libraries' code mapped in `[start, end)`.
-    fn note_runtime(&mut self, mem: &GuestMemory, start: u64, end: u64) {
-        for (s, e, r) in mem.pieces(start, end) {
-            let name = r.name.as_deref().and_then(|n| n.rsplit('/').next()).unwrap_or_default();
-            if RUNTIME.iter().any(|p| name.starts_with(p)) && !self.runtime.contains(&(s, e)) {
-                self.runtime.push((s, e));
-            }
-        }
-    }
-
-    /// The call-out for the access at the address in `t`, only if the filter has the bit of
-    /// its granule (`u` and two more registers are borrowed; the flags are clobbered).
-    fn filtered_callout(&mut self, b: &mut Inline, arg: u64, t: AsmRegister64, u: AsmRegister64) {
-        b.clobber_flags();
-        let (v, w) = (b.scratch(), b.scratch());
-        let filter = self.state.filter.as_ptr() as u64;
-        let a = b.asm();
-        let mut skip = a.create_label();
-        a.mov(u, t).unwrap();
-        a.shr(u, 3).unwrap();
-        a.and(u, (FILTER_BITS - 1) as i32).unwrap();
-        a.mov(v, u).unwrap();
-        a.shr(v, 6).unwrap();
-        a.mov(w, filter).unwrap();
-        a.mov(v, qword_ptr(w + v * 8)).unwrap();
-        a.bt(v, u).unwrap();
-        a.jae(skip).unwrap();
-        a.mov(qword_ptr(tool_area(self.state.addr_word)).gs(), t).unwrap();
-        b.callout(access, arg, t);
-        let a = b.asm();
-        a.set_label(&mut skip).unwrap();
-        a.zero_bytes().unwrap();
-    }
-
-    /// The call-out for the access at the address in `t` (of `size` bytes, a write or not),
-    /// unless the same-epoch cache already holds such an access by this thread in its epoch.
-    fn cached_callout(&mut self, b: &mut Inline, arg: u64, (t, u): (AsmRegister64, AsmRegister64), size: u64, write: bool) {
-        b.clobber_flags();
-        let (v, w) = (b.scratch(), b.scratch());
-        let cache = self.state.cache.as_ptr() as u64;
-        let (epoch, address) = (tool_area(self.state.epoch_word), tool_area(self.state.addr_word));
-        let a = b.asm();
-        let (mut slow, mut done) = (a.create_label(), a.create_label());
-        a.mov(u, t).unwrap();
-        a.shr(u, 3).unwrap();
-        a.and(u, (CACHE_SLOTS - 1) as i32).unwrap();
-        a.shl(u, 4).unwrap();
-        a.mov(v, cache).unwrap();
-        a.add(u, v).unwrap();
-        a.mov(v, qword_ptr(u)).unwrap();
-        a.mov(w, v).unwrap();
-        a.shr(w, 8).unwrap();
-        a.cmp(w, t).unwrap();
-        a.jne(slow).unwrap();
-        // A write needs a write of this epoch; a read either.
-        a.test(v, if write { 2 } else { 3 }).unwrap();
-        a.je(slow).unwrap();
-        a.shr(v, 2).unwrap();
-        a.and(v, 63).unwrap();
-        a.cmp(v, size.min(63) as i32).unwrap();
-        a.jb(slow).unwrap();
-        a.mov(v, qword_ptr(u + 8)).unwrap();
-        a.cmp(v, qword_ptr(epoch).gs()).unwrap();
-        a.je(done).unwrap();
-        a.set_label(&mut slow).unwrap();
-        a.mov(qword_ptr(address).gs(), t).unwrap();
-        b.callout(access, arg, t);
-        let a = b.asm();
-        a.set_label(&mut done).unwrap();
-        a.zero_bytes().unwrap();
-    }
-}
-
-impl ToolRun for RaceRun {
-    fn start(&mut self, ctx: &mut ThreadContext, mem: &GuestMemory) {
-        ctx.tool_area[self.state.tid_word / 8] = 0;
-        ctx.tool_area[self.state.epoch_word / 8] = self.state.epoch(0);
-        self.main_path = super::main_module(mem, &self.program).0;
-        self.note_runtime(mem, 0, u64::MAX >> 16);
-    }
-
-    fn thread_start(&mut self, child: &mut ThreadContext) {
-        let (clock, exit_word) = self.creating.take().unwrap_or_else(|| (self.state.detector.fork(0), 0));
-        let t = self.state.detector.adopt(clock);
-        child.tool_area[self.state.tid_word / 8] = t as u64;
-        child.tool_area[self.state.epoch_word / 8] = self.state.epoch(t);
-        if self.exit_word.len() <= t {
-            self.exit_word.resize(t + 1, 0);
-        }
-        self.exit_word[t] = exit_word;
-    }
-
-    fn syscall_pre(&mut self, ctx: &mut ThreadContext, nr: u64, args: &[u64; 6]) -> Option<i64> {
-        let t = self.tid(ctx);
-        match nr as i64 {
-            libc::SYS_clone => {
-                // The creator's past orders the thread's future; the creator moves on to a new
-                // epoch now.
-                let clears = args[0] & libc::CLONE_CHILD_CLEARTID as u64 != 0;
-                self.creating = Some((self.state.detector.fork(t), if clears { args[3] } else { 0 }));
-            }
-            libc::SYS_exit => {
-                if let Some(&w) = self.exit_word.get(t).filter(|&&w| w != 0) {
-                    self.state.exit_words.insert(w);
-                    self.state.mark(w);
-                    self.state.cache[State::slot(w) * 2] = 0;
-                    self.state.detector.release(t, w);
-                }
-            }
-            libc::SYS_futex if is_wake(args[1]) => self.state.detector.release(t, args[0]),
-            _ => {}
-        }
-        ctx.tool_area[self.state.epoch_word / 8] = self.state.epoch(t);
-        None
-    }
-
-    fn syscall_post(&mut self, ctx: &mut ThreadContext, nr: u64, args: &[u64; 6], ret: i64, mem: &GuestMemory) {
-        if nr as i64 == libc::SYS_mmap && ret > 0 && args[2] as i32 & libc::PROT_EXEC != 0 {
-            self.note_runtime(mem, ret as u64, ret as u64 + args[1]);
-        }
-        if nr as i64 == libc::SYS_futex && !is_wake(args[1]) {
-            let t = self.tid(ctx);
-            self.state.detector.acquire(t, args[0]);
-        }
-    }
-
-    fn fini(&mut self, report: &mut Reporter, mem: &GuestMemory) {
-        let model = self.model(mem);
-        for line in crate::report::render::text(&model) {
-            report.line(&line);
-        }
-        report.flush();
-        if self.out.sarif {
-            println!("{}", super::sarif::document(RULE, &model));
-        }
-        if self.out.json {
-            println!("{}", model.to_json());
-        }
-        self.found = !model.findings.is_empty();
-    }
-
-    fn exit_code(&self) -> Option<i32> {
-        self.found.then_some(self.out.error_exitcode)
-    }
-}
-
-impl RaceRun {
-    /// The races as the one report model.
-    fn model(&self, mem: &GuestMemory) -> Report {
-        let races = &self.state.detector.races;
-        let pcs: Vec<u64> = races.iter().flat_map(|r| [self.sites[r.earlier.site as usize].pc, self.sites[r.later.site as usize].pc]).collect();
-        let places = crate::report::lines::SourceLines::default().describe(&pcs, mem);
-        let objects = crate::report::symbols::named_objects(&self.main_path, mem);
-        let what = |a: &hb::Access| {
-            let s = &self.sites[a.site as usize];
-            format!("{} of {} bytes by thread {}", if s.write { "write" } else { "read" }, s.size, a.tid)
-        };
-        // Once per pair of lines (two instructions of one line are one place to the user).
-        let mut lines_seen = HashSet::new();
-        let findings: Vec<Finding> = races
-            .iter()
-            .enumerate()
-            .filter(|(k, _)| {
-                let (e, l) = (&places[2 * k], &places[2 * k + 1]);
-                lines_seen.insert(if e <= l { (e, l) } else { (l, e) })
-            })
-            .map(|(k, r)| {
-                let (earlier, later) = (&places[2 * k], &places[2 * k + 1]);
-                let (access, earlier_access) = (what(&r.later), what(&r.earlier));
-                Finding {
-                    kind: "data race".into(),
-                    place: later.clone(),
-                    message: format!("data race at {:#x}: {access} at {later}, and an earlier {earlier_access} at {earlier}", r.addr),
-                    pc: format!("{:#x}", self.sites[r.later.site as usize].pc),
-                    thread: r.later.tid as u64,
-                    address: Some(format!("{:#x}", r.addr)),
-                    access: Some(access),
-                    earlier_access: Some(earlier_access),
-                    earlier_place: Some(earlier.clone()),
-                    object: Some(object_of(r.addr, &objects, mem)),
-                    ..Finding::default()
-                }
-            })
-            .collect();
-        Report {
-            tool: "race".into(),
-            result: if findings.is_empty() { "none" } else { "found" }.into(),
-            version: VERSION,
-            command: self.out.command.clone(),
-            summary: Some(match self.state.detector.threads() {
-                // Nothing to race with: said so rather than "0 data races".
-                1 => "0 data races: the program ran one thread only".into(),
-                n => format!("{} data races ({n} threads)", findings.len()),
-            }),
-            findings,
-            runs: 1,
-            ..Report::default()
-        }
-    }
-}
-
-/// What `addr` belongs to: a global of the program (by its symbol), the heap, a mapping.
-fn object_of(addr: u64, objects: &[(u64, u64, String)], mem: &GuestMemory) -> String {
-    if let Some((s, e, name)) = objects.iter().find(|o| (o.0..o.1).contains(&addr)) {
-        let at = if addr > *s { format!(" at offset {}", addr - s) } else { String::new() };
-        return format!("in `{name}`{at}, a global of {} bytes", e - s);
-    }
-    if (mem.brk_start..mem.brk_cur).contains(&addr) {
-        return "in the heap".into();
-    }
-    match mem.region_at(addr).and_then(|(_, r)| r.name.clone()) {
-        Some(name) => format!("in {name}"),
-        None => "in an anonymous mapping (a thread's stack or a large heap block)".into(),
-    }
-}
-
-/// Whether a futex operation wakes (or requeues) waiters rather than waiting.
-fn is_wake(op: u64) -> bool {
-    // FUTEX_WAKE, FUTEX_REQUEUE, FUTEX_CMP_REQUEUE, FUTEX_WAKE_OP, FUTEX_WAKE_BITSET, ...
-    matches!(op & 0x7f, 1 | 3 | 4 | 5 | 10 | 12)
+    crate::log_to_file(cli);
+    driver::drive(cli)
 }

@@ -1,0 +1,258 @@
+//! The search of `--tool=race`: a detection run that records its schedule, then a reference
+//! run and one reversed run per race (up to `--max-harm-tests`), all replaying that schedule
+//! (`harm`), made `--jobs` at a time; the races reported harmful first.
+
+use super::harm::{self, Found, Plan, Seen, Verdict};
+use crate::cli::Cli;
+use crate::report::model::Report;
+use crate::tools::search::{Ending, Ran, Request, RunOutcome, Runner, Search, Step};
+use crate::tools::Error;
+use std::ffi::OsString;
+
+/// Exit status when no race could be judged harmful but some could not be judged at all.
+const UNDECIDED: i32 = 2;
+
+enum Stage {
+    Start,
+    Detect,
+    Test { found: Box<Found>, detect: RunOutcome },
+}
+
+/// What the search ends with: the detection run's races and ending, with a verdict on each
+/// race tested; or why it could not run.
+enum Outcome {
+    Tested { found: Box<Found>, ending: Ending, verdicts: Vec<(Verdict, String)> },
+    CannotRun(String, i32),
+}
+
+struct Harm {
+    /// `--sched` as given, for the detection run.
+    sched: String,
+    max_tests: usize,
+    stage: Stage,
+}
+
+impl Harm {
+    fn detect(&self, runner: &Runner) -> Request {
+        let mut r = Request {
+            args: vec![
+                "--tool=race".into(),
+                format!("--sched={}", self.sched).into(),
+                format!("--record-schedule={}", runner.file("schedule").display()).into(),
+                format!("--race-out={}", runner.file("found.json").display()).into(),
+            ],
+            progress: "detecting races".into(),
+            ..Request::default()
+        };
+        r.limits.log = true;
+        r.limits.count_blocks = true;
+        r
+    }
+
+    /// A harm run of `races`, reversing the one numbered `reverse` (none: the reference run).
+    fn harm_run(runner: &Runner, races: &[harm::Key], reverse: Option<usize>) -> std::io::Result<Request> {
+        let name = reverse.map_or("reference".to_string(), |k| format!("reverse-{k}"));
+        let plan = runner.file(&format!("plan-{name}.json"));
+        std::fs::write(&plan, serde_json::to_string(&Plan { races: races.to_vec(), reverse }).unwrap_or_default())?;
+        let mut r = Request {
+            args: vec![
+                "--tool=race".into(),
+                format!("--sched=replay:{}", runner.file("schedule").display()).into(),
+                format!("--race-plan={}", plan.display()).into(),
+                format!("--race-out={}", runner.file(&format!("seen-{name}.json")).display()).into(),
+            ],
+            progress: match reverse {
+                Some(k) => format!("harm test of race {} of {}", k + 1, races.len()),
+                None => "the reference run".into(),
+            },
+            ..Request::default()
+        };
+        r.limits.log = true;
+        r.limits.time = runner.time_limit(10);
+        r.limits.budget = runner.block_budget(30);
+        Ok(r)
+    }
+
+    fn step(&mut self, runner: &Runner, ran: Vec<Ran>) -> Result<Step<Outcome>, Outcome> {
+        match std::mem::replace(&mut self.stage, Stage::Start) {
+            Stage::Start => {
+                self.stage = Stage::Detect;
+                Ok(Step::Run(self.detect(runner)))
+            }
+            Stage::Detect => {
+                let run = ran.into_iter().next().ok_or_else(|| Outcome::CannotRun("no run was made".into(), crate::EXIT_INTERNAL))?;
+                let detect = run.outcome.map_err(|e| Outcome::CannotRun(format!("cannot run rtgrind: {e}"), crate::EXIT_INTERNAL))?;
+                crate::tools::child::show_output(&detect.stdout);
+                show_error_output(&detect.stderr);
+                let text = std::fs::read_to_string(runner.file("found.json")).map_err(|_| {
+                    let why = detect.error().unwrap_or_else(|| format!("the detection run ended ({}) without its report", detect.ending.describe()));
+                    Outcome::CannotRun(why, code_of(&detect.ending))
+                })?;
+                let found: Box<Found> =
+                    serde_json::from_str(&text).map_err(|e| Outcome::CannotRun(format!("internal: the detection run's report: {e}"), crate::EXIT_INTERNAL))?;
+                if found.races.is_empty() {
+                    return Err(Outcome::Tested { found, ending: detect.ending, verdicts: Vec::new() });
+                }
+                let tested = &found.races[..found.races.len().min(self.max_tests)];
+                let mut batch = Vec::with_capacity(tested.len() + 1);
+                for reverse in std::iter::once(None).chain((0..tested.len()).map(Some)) {
+                    batch.push(
+                        Self::harm_run(runner, tested, reverse).map_err(|e| Outcome::CannotRun(format!("cannot write a plan: {e}"), crate::EXIT_INTERNAL))?,
+                    );
+                }
+                self.stage = Stage::Test { found, detect };
+                Ok(Step::Batch(batch))
+            }
+            Stage::Test { found, detect } => {
+                let mut runs = ran.into_iter().map(|r| r.outcome.ok());
+                let reference = runs.next().flatten();
+                let seen = |o: &Option<RunOutcome>, name: &str| -> Option<Vec<Seen>> {
+                    o.as_ref()?;
+                    serde_json::from_str(&std::fs::read_to_string(runner.file(&format!("seen-{name}.json"))).ok()?).ok()
+                };
+                let reference_seen = seen(&reference, "reference");
+                let mut verdicts = Vec::new();
+                for (k, reversed) in runs.enumerate() {
+                    let key = &found.races[k];
+                    let f = &found.report.findings[k];
+                    let first = name(&key.first, f.earlier_place.as_deref().unwrap_or_default());
+                    let second = name(&key.second, &f.place);
+                    let reversed_seen = seen(&reversed, &format!("reverse-{k}"));
+                    let stopped = reversed.as_ref().map(|o| &o.ending).filter(|e| matches!(e, Ending::TimedOut | Ending::Budget));
+                    let (verdict, mut why) = match stopped {
+                        Some(e) => (Verdict::Undecided, format!("the run in the other order was {}", e.describe())),
+                        None => {
+                            harm::judge(key, reference_seen.as_ref().and_then(|s| s.get(k)), reversed_seen.as_ref().and_then(|s| s.get(k)), &first, &second)
+                        }
+                    };
+                    if let (Some(a), Some(b)) = (&reference, &reversed) {
+                        if verdict != Verdict::Undecided {
+                            why.push_str(&changes(a, b));
+                        }
+                    }
+                    verdicts.push((verdict, why));
+                }
+                Err(Outcome::Tested { found, ending: detect.ending, verdicts })
+            }
+        }
+    }
+}
+
+impl Search for Harm {
+    type Verdict = Outcome;
+
+    fn next(&mut self, runner: &Runner, ran: Vec<Ran>) -> Step<Outcome> {
+        self.step(runner, ran).unwrap_or_else(Step::Done)
+    }
+}
+
+/// "thread 2's read at a.c:9 (f)".
+fn name(side: &harm::Side, place: &str) -> String {
+    let what = match (side.reads, side.write) {
+        (true, true) => "read-modify-write",
+        (false, true) => "write",
+        _ => "read",
+    };
+    format!("thread {}'s {what} at {place}", side.tid)
+}
+
+/// Whether the run in the other order printed or ended otherwise than the reference run.
+fn changes(reference: &RunOutcome, reversed: &RunOutcome) -> String {
+    let out = |o: &RunOutcome| std::fs::read(&o.stdout).unwrap_or_default();
+    let output = out(reference) != out(reversed);
+    let ending = reference.ending != reversed.ending;
+    match (output, ending) {
+        (false, false) => "; the program's output and exit status were the same".into(),
+        (true, false) => "; the program's output changed too".into(),
+        (false, true) => format!("; the program's ending changed too ({} then {})", reference.ending.describe(), reversed.ending.describe()),
+        (true, true) => format!("; the program's output and ending changed too ({} then {})", reference.ending.describe(), reversed.ending.describe()),
+    }
+}
+
+/// The program's standard error from a run (rtgrind's own messages went to its log).
+fn show_error_output(path: &std::path::Path) {
+    if let Ok(mut f) = std::fs::File::open(path) {
+        let _ = std::io::copy(&mut f, &mut std::io::stderr().lock());
+    }
+}
+
+/// The status a run's ending gives rtgrind's own.
+fn code_of(e: &Ending) -> i32 {
+    match e {
+        Ending::Exit(c) => *c,
+        Ending::Signal(s) => 128 + s,
+        _ => UNDECIDED,
+    }
+}
+
+/// Runs the search and prints the report; returns the exit status.
+pub fn drive(cli: &Cli) -> Result<i32, Error> {
+    let started = std::time::Instant::now();
+    // Each run gets the scheduler it needs: the detection run the user's, the others replay.
+    let options: Vec<OsString> = cli.run_options.iter().filter(|o| !o.starts_with("--sched=")).map(OsString::from).collect();
+    let mut runner = Runner::with("race", cli.command.clone(), options, cli.seed, cli.stdin_file.clone()).map_err(|e| Error::internal(e.to_string()))?;
+    runner.jobs = 2;
+    let mut search = Harm { sched: cli.sched.clone(), max_tests: cli.race.max_harm_tests as usize, stage: Stage::Start };
+    let outcome = runner.drive(&mut search);
+    if let Some(path) = &cli.record_schedule {
+        if std::fs::copy(runner.file("schedule"), path).is_err() {
+            return Err(Error::usage(format!("cannot write the schedule to '{}'", path.display())));
+        }
+    }
+    let (found, ending, verdicts) = match outcome {
+        Outcome::CannotRun(why, code) => return Err(Error { message: why, code }),
+        Outcome::Tested { found, ending, verdicts } => (found, ending, verdicts),
+    };
+    let mut report = found.report;
+    report.runs = runner.runs;
+    report.seconds = started.elapsed().as_secs_f64();
+    let untested = report.findings.len() - verdicts.len();
+    for (f, (v, why)) in report.findings.iter_mut().zip(&verdicts) {
+        f.verdict = Some(v.name().into());
+        f.harm = Some(why.clone());
+    }
+    // Harmful first, then undecided, then benign, then those not tested; in order of
+    // detection within each.
+    let rank = |f: &crate::report::model::Finding| match f.verdict.as_deref() {
+        Some("harmful") => 0,
+        Some("undecided") => 1,
+        Some("benign") => 2,
+        _ => 3,
+    };
+    report.findings.sort_by_key(rank);
+    let count = |v: Verdict| verdicts.iter().filter(|(w, _)| *w == v).count();
+    let (harmful, undecided, benign) = (count(Verdict::Harmful), count(Verdict::Undecided), count(Verdict::Benign));
+    if !report.findings.is_empty() {
+        let mut parts = vec![format!("{harmful} harmful"), format!("{benign} benign")];
+        if undecided > 0 {
+            parts.push(format!("{undecided} undecided"));
+        }
+        if untested > 0 {
+            parts.push(format!("{untested} not tested (--max-harm-tests={})", cli.race.max_harm_tests));
+        }
+        report.summary = Some(format!("{}: {}", report.summary.unwrap_or_default(), parts.join(", ")));
+        report.result = if harmful > 0 { "harmful" } else { "found" }.into();
+    }
+    emit(&report, cli);
+    Ok(if harmful > 0 {
+        cli.search.error_exitcode
+    } else if undecided > 0 || untested > 0 {
+        UNDECIDED
+    } else {
+        code_of(&ending)
+    })
+}
+
+/// The report: text on rtgrind's messages, SARIF and JSON on standard output.
+fn emit(report: &Report, cli: &Cli) {
+    let pid = std::process::id();
+    for line in crate::report::render::text(report) {
+        eprintln!("=={pid}== {line}");
+    }
+    if cli.search.sarif {
+        println!("{}", crate::tools::sarif::document(super::run::RULE, report));
+    }
+    if cli.search.json {
+        println!("{}", report.to_json());
+    }
+}
