@@ -56,7 +56,7 @@ thread_tests! {
 }
 
 /// The programs of `guest-programs/threads/special/`, each used by a test below.
-const SPECIAL_PROGRAMS: &[&str] = &["racy_counter", "abba_deadlock", "racy_env", "spin_wide_store"];
+const SPECIAL_PROGRAMS: &[&str] = &["racy_counter", "abba_deadlock", "racy_env", "spin_wide_store", "racy_file_io"];
 
 /// `--sched=random:SEED` for a program: a seed derived from its name (FNV-1a), so each program
 /// sees a different but fixed schedule.
@@ -426,6 +426,29 @@ fn spinning_threads_are_preempted_under_the_shadow_tools() {
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n\n"));
+}
+
+/// A thread that reads and writes a regular file keeps the baton through those calls (they
+/// never wait for another thread): the interleaving, the output and the recorded schedule are
+/// the same in every run. (When such a call handed the baton on, which thread took it back
+/// depended on how fast the kernel answered: `sort --parallel=2` could not be replayed.)
+#[test]
+fn file_reads_and_writes_leave_the_schedule_repeatable() {
+    let exe = build(special("racy_file_io"), "pie");
+    let dir = common::scratch_dir("racy-file-io");
+    let mut runs = Vec::new();
+    for k in 0..6 {
+        let file = dir.join(format!("schedule-{k}"));
+        let out = run_rtgrind(&["-q", "--tool=none", "--quantum=50", &format!("--record-schedule={}", file.display())], &Cmd::new(exe));
+        assert_no_panic(&out);
+        common::assert_exit(&out, 0);
+        runs.push((out.stdout_str(), std::fs::read(&file).unwrap()));
+    }
+    for (k, (out, schedule)) in runs.iter().enumerate().skip(1) {
+        assert_eq!(out, &runs[0].0, "run {k}'s output");
+        assert!(schedule == &runs[0].1, "run {k}'s schedule: {}", first_schedule_difference(&runs[0].1, schedule));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 fn check_deadlock_report(out: &Output) -> Result<(), String> {

@@ -11,7 +11,10 @@
 //! so mutexes, condition variables, barriers and semaphores block and wake deterministically.
 //! A thread blocked in the kernel (a read on a pipe, a sleep) has released the baton and takes
 //! it back when the baton holder next reaches a switch point, or at once if no thread holds it:
-//! such runs are not exactly repeatable, because when the kernel returns is not.
+//! such runs are not exactly repeatable, because when the kernel returns is not. Calls that
+//! cannot wait for another thread (reads and writes of regular files, opening a file that is
+//! not a FIFO: `syscall::prompt`) keep the baton, so a program that only does those replays
+//! exactly.
 //!
 //! When no thread can run, a futex waiter with a timeout times out (virtual time jumps), a
 //! waiter with a pending signal is interrupted; otherwise every live thread waits on a futex

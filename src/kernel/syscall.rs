@@ -74,6 +74,45 @@ fn may_block(nr: u64) -> bool {
     .contains(&(nr as i64))
 }
 
+/// Whether a call `may_block` lists returns promptly all the same, so that the thread keeps
+/// the baton (another thread taking it while the kernel answers would make the run's
+/// interleaving depend on how fast it answers): reads and writes of regular files, block
+/// devices and non-blocking descriptors; opening anything but a FIFO; `fcntl` other than
+/// waiting for a lock.
+fn prompt(nr: u64, a: &[u64; 6]) -> bool {
+    use libc as l;
+    let mode_of = |st: &l::stat| st.st_mode & l::S_IFMT;
+    match nr as i64 {
+        l::SYS_read | l::SYS_write | l::SYS_readv | l::SYS_writev | l::SYS_pread64 | l::SYS_pwrite64 => {
+            let fd = a[0] as i32;
+            // SAFETY: fstat and fcntl(F_GETFL) of a descriptor number into a local buffer.
+            let (st, flags) = unsafe {
+                let mut st: l::stat = std::mem::zeroed();
+                if l::fstat(fd, &mut st) != 0 {
+                    return true;
+                }
+                (st, l::fcntl(fd, l::F_GETFL))
+            };
+            matches!(mode_of(&st), l::S_IFREG | l::S_IFBLK) || (flags >= 0 && flags & l::O_NONBLOCK != 0)
+        }
+        l::SYS_open | l::SYS_openat => {
+            let (dir, path) = if nr as i64 == l::SYS_open { (l::AT_FDCWD, a[0]) } else { (a[0] as i32, a[1]) };
+            let Some(path) = crate::kernel::guest_mem::read_cstr(path, 4096).and_then(|p| std::ffi::CString::new(p).ok()) else { return true };
+            // SAFETY: fstatat of a NUL-terminated path into a local buffer.
+            let st = unsafe {
+                let mut st: l::stat = std::mem::zeroed();
+                if l::fstatat(dir, path.as_ptr(), &mut st, 0) != 0 {
+                    return true;
+                }
+                st
+            };
+            mode_of(&st) != l::S_IFIFO
+        }
+        l::SYS_fcntl => !matches!(a[1] as i32, l::F_SETLKW | l::F_OFD_SETLKW),
+        _ => false,
+    }
+}
+
 const ENOSYS: i64 = -(libc::ENOSYS as i64);
 
 impl Runtime {
@@ -167,7 +206,7 @@ impl Runtime {
                 let b = self.exe_alias(a[1]);
                 self.passthrough(nr, [a[0], b.unwrap_or(a[1]), a[2], a[3], a[4], a[5]])
             }
-            _ if may_block(nr) => self.blocking_call(nr, a),
+            _ if may_block(nr) && !prompt(nr, &a) => self.blocking_call(nr, a),
             _ => self.passthrough(nr, a),
         };
         if ret == -(libc::EINTR as i64) {
