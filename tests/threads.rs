@@ -439,7 +439,7 @@ fn file_reads_and_writes_leave_the_schedule_repeatable() {
     let mut runs = Vec::new();
     for k in 0..6 {
         let file = dir.join(format!("schedule-{k}"));
-        let out = run_rtgrind(&["-q", "--tool=none", "--quantum=50", &format!("--record-schedule={}", file.display())], &Cmd::new(exe));
+        let out = run_rtgrind(["-q", "--tool=none", "--quantum=50", &format!("--record-schedule={}", file.display())], &Cmd::new(exe));
         assert_no_panic(&out);
         common::assert_exit(&out, 0);
         runs.push((out.stdout_str(), std::fs::read(&file).unwrap()));
