@@ -236,7 +236,11 @@ fn run_guest(cli: &cli::Cli, spec: &tools::ToolSpec, tool: Box<dyn tools::ToolRu
         blocks_out: cli.blocks_out.clone(),
         cpus: None,
     }));
-    if process.budget.is_some() || process.blocks_out.is_some() || forks {
+    // A recorded or replayed schedule counts blocks from the start too: its decisions then
+    // fall at the same instructions whatever the tool and the options of the run (a race
+    // found under `--tool=race` replays under `--tool=suppress` and `--tool=none`).
+    let schedule = cli.record_schedule.is_some() || cli.sched.starts_with("replay:");
+    if process.budget.is_some() || process.blocks_out.is_some() || forks || schedule {
         // Budgets count block entries (backward, indirect and dispatched ones suffice: every
         // loop passes one).
         process.cache.set_preemption(true);

@@ -451,6 +451,34 @@ fn file_reads_and_writes_leave_the_schedule_repeatable() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A schedule recorded under one tool replays under any other: a recorded or replayed run
+/// counts blocks from its start, so its decisions fall at the same instructions whatever the
+/// instrumentation and the options (the race tool's detection run, which counts blocks from
+/// the start for its search, and the replay command it prints rely on it).
+#[test]
+fn a_schedule_recorded_under_one_tool_replays_under_another() {
+    let exe = build(special("racy_counter"), "pie");
+    let dir = common::scratch_dir("schedule-across-tools");
+    let (first, again) = (dir.join("race"), dir.join("again"));
+    let record = |tool: &[&str], file: &Path, replay: Option<&Path>| {
+        let mut opts: Vec<String> = ["-q", "--quantum=997", &format!("--record-schedule={}", file.display())].map(String::from).to_vec();
+        opts.extend(tool.iter().map(|o| o.to_string()));
+        if let Some(r) = replay {
+            opts.push(format!("--sched=replay:{}", r.display()));
+        }
+        let out = run_rtgrind(&opts, &Cmd::new(exe));
+        assert_no_panic(&out);
+        (out.stdout_str(), std::fs::read(file).unwrap())
+    };
+    let (output, schedule) = record(&["--tool=race", "--harm=no", "--budget-blocks=1000000000"], &first, None);
+    for tool in [&["--tool=none"][..], &["--tool=taint"][..], &["--tool=count"][..]] {
+        let (o, s) = record(tool, &again, Some(&first));
+        assert_eq!(o, output, "{tool:?}");
+        assert!(s == schedule, "{tool:?}: {}", first_schedule_difference(&schedule, &s));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 fn check_deadlock_report(out: &Output) -> Result<(), String> {
     if out.timed_out {
         return Err("rtgrind hung instead of reporting the deadlock".to_owned());
