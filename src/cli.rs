@@ -104,6 +104,9 @@ pub struct Cli {
     #[command(flatten)]
     pub search: crate::tools::SearchOptions,
 
+    #[command(flatten)]
+    pub failure: crate::tools::FailureOptions,
+
     /// The program to run, and its arguments.
     #[arg(required = true, num_args = 1.., value_name = "PROG [ARGS]...")]
     pub command: Vec<std::ffi::OsString>,

@@ -198,3 +198,42 @@ fn a_single_threaded_program_is_said_to_be_one() {
     assert_eq!(o.status.code(), Some(3), "{}", o.describe());
     assert!(o.stderr_str().contains("race: 0 data races: the program ran one thread only"), "{}", o.describe());
 }
+
+/// The failure loop (Fig. 6.1 of the dissertation): a lost update trips an assertion; execution
+/// suppression on the recorded schedule finds the definition the failing check used, the
+/// store, which is one access of a harmful race (with the other thread's load): the root cause.
+#[test]
+fn a_lost_update_that_trips_an_assertion_is_traced_to_its_race() {
+    for opt in ["-O0", "-O2"] {
+        let out = format!("lost_update{opt}").replace('-', "_");
+        let exe = program("lost_update", "c", &out, &[opt]);
+        let o = run_rtgrind(["--tool=race"], &Cmd::new(&exe));
+        assert_eq!(o.status.code(), Some(1), "{opt}: {}", o.describe());
+        let err = o.stderr_str();
+        let root =
+            err.lines().position(|l| l.contains("race: root cause of the failure: the harmful data race below (the run died of SIGABRT; the failure used "));
+        let root = root.unwrap_or_else(|| panic!("{opt}: no root cause:\n{err}"));
+        let first = races(&err.lines().skip(root).collect::<Vec<_>>().join("\n"));
+        let (store, load) = (place("lost_update", &out, "race store", "work"), place("lost_update", &out, "race load", "work"));
+        assert_eq!(first.first(), Some(&(store, load)), "{opt}: the root cause is the store's race with the load:\n{err}");
+        assert!(err.contains("race:   2. suppressing from "), "{opt}: the chain is shown:\n{err}");
+    }
+}
+
+/// A worker's overflow that the main thread's crash uses after joining it: no race is
+/// involved (none is found), so the root cause is the first point of memory corruption.
+#[test]
+fn a_failure_no_race_explains_gets_the_first_point_of_memory_corruption() {
+    for opt in ["-O0", "-O2"] {
+        let out = format!("worker_overflow{opt}").replace('-', "_");
+        let exe = program("worker_overflow", "c", &out, &[opt]);
+        let o = run_rtgrind(["--tool=race", "--json"], &Cmd::new(&exe));
+        assert_eq!(o.status.code(), Some(1), "{opt}: {}", o.describe());
+        let err = o.stderr_str();
+        let line = place("worker_overflow", &out, "overflow", "work");
+        assert!(err.contains(&format!("race: first point of memory corruption: {line}\n")), "{opt}: expected {line}:\n{err}");
+        assert!(err.contains("race: the run died of SIGSEGV; no harmful race defined what it used"), "{opt}: {err}");
+        let report: crate::model::Report = serde_json::from_str(o.stdout_str().lines().last().unwrap_or_default()).unwrap();
+        assert_eq!((report.result.as_str(), report.findings[0].place.as_str()), ("root-cause", line.as_str()));
+    }
+}

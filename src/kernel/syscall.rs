@@ -189,6 +189,14 @@ impl Runtime {
                 r
             }
             libc::SYS_sched_setaffinity if self.p().cpus.is_some() => 0,
+            // Yielding is a switch point: the policy picks who runs next (a spinning thread
+            // that yields lets the others on, and the order stays the scheduler's).
+            libc::SYS_sched_yield if self.p().cache.preemption() => {
+                let pc = self.ctx.rip;
+                let q = self.p().sched.preempt(self.index, pc, self.instance());
+                self.set_quantum(q);
+                0
+            }
             // Kept by the runtime (see `release_robust_futexes`), not the kernel, whose own
             // processing at thread exit cannot wake waiters queued in the scheduler.
             libc::SYS_set_robust_list if a[1] == 24 => {

@@ -122,6 +122,9 @@ pub struct Finding {
     pub verdict: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub harm: Option<String>,
+    /// This race is the root cause of the run's failure, and why (race).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root: Option<String>,
 }
 
 /// One run of a search's chain.

@@ -23,6 +23,9 @@ pub fn text(r: &Report) -> Vec<String> {
                 out.extend(finding(r, f, k));
             }
             out.extend(summary(r));
+            if r.result == "root-cause" && !r.reason.is_empty() {
+                out.push(r.reason.clone());
+            }
             if r.result == "inconclusive" {
                 out.push(format!("cannot conclude: {}", r.reason));
             }
@@ -36,6 +39,9 @@ fn finding(r: &Report, f: &Finding, k: usize) -> Vec<String> {
     let mut out = Vec::new();
     if f.kind == "data race" {
         let or_none = |v: &Option<String>| v.clone().unwrap_or_default();
+        if let Some(why) = &f.root {
+            out.push(format!("root cause of the failure: the harmful data race below ({why})"));
+        }
         out.push(format!("data race at {}: {} at {}", or_none(&f.address), or_none(&f.access), f.place));
         out.push(format!("   and an earlier {} at {}, with no synchronization between", or_none(&f.earlier_access), or_none(&f.earlier_place)));
         if let Some(o) = &f.object {
@@ -95,8 +101,16 @@ fn instance(f: &Finding) -> String {
 /// How the search went: the candidates it tried (switch), or its chain of runs (suppress).
 fn summary(r: &Report) -> Vec<String> {
     if let Some(summary) = &r.summary {
-        return vec![summary.clone()];
+        // A chain too (the race tool's failure loop): the chain, then the summary.
+        let mut out = if r.chain.is_empty() { Vec::new() } else { summary_of_chain(r) };
+        out.push(summary.clone());
+        return out;
     }
+    summary_of_chain(r)
+}
+
+/// The candidates a search tried (switch), or its chain of runs (suppress).
+fn summary_of_chain(r: &Report) -> Vec<String> {
     if let Some(tried) = r.tried {
         return vec![format!(
             "{tried} switched runs of {} candidates ({} order, {}; {} stopped by their budget), {} runs in all, {:.2} s",

@@ -56,6 +56,16 @@ pub struct SearchOptions {
     pub sarif: bool,
 }
 
+/// The failure a root-cause search explains when it is not a crash (suppress, race).
+#[derive(clap::Args, Debug, Clone)]
+#[command(next_help_heading = "Options of the root-cause searches (--tool=suppress, --tool=race)")]
+pub struct FailureOptions {
+    /// The failure to explain when it is not a crash: exit-code (a non-zero exit status),
+    /// stderr:REGEX (standard error matches), output:FILE (standard output differs from FILE).
+    #[arg(long, value_name = "KIND")]
+    pub failure: Option<String>,
+}
+
 /// The ids of an option group's arguments.
 pub fn ids<T: clap::Args>() -> Vec<String> {
     T::augment_args(clap::Command::new("group")).get_arguments().map(|a| a.get_id().to_string()).collect()

@@ -6,6 +6,8 @@ use super::harm::{self, Found, Plan, Seen, Verdict};
 use crate::cli::Cli;
 use crate::report::model::Report;
 use crate::tools::search::{Ending, Ran, Request, RunOutcome, Runner, Search, Step};
+use crate::tools::suppress::driver::{self as suppression, Verdict as SupVerdict};
+use crate::tools::suppress::plan::{Outcome as SupOutcome, Point};
 use crate::tools::Error;
 use std::ffi::OsString;
 
@@ -15,13 +17,13 @@ const UNDECIDED: i32 = 2;
 enum Stage {
     Start,
     Detect,
-    Test { found: Box<Found>, detect: RunOutcome },
+    Test { found: Box<Found>, detect: RunOutcome, failed: Option<String> },
 }
 
-/// What the search ends with: the detection run's races and ending, with a verdict on each
-/// race tested; or why it could not run.
+/// What the search ends with: the detection run's races, its ending and how it failed (if it
+/// did), with a verdict on each race tested; or why it could not run.
 enum Outcome {
-    Tested { found: Box<Found>, ending: Ending, verdicts: Vec<(Verdict, String)> },
+    Tested { found: Box<Found>, ending: Ending, failed: Option<String>, verdicts: Vec<(Verdict, String)> },
     CannotRun(String, i32),
 }
 
@@ -29,6 +31,8 @@ struct Harm {
     /// `--sched` as given, for the detection run.
     sched: String,
     max_tests: usize,
+    /// `--failure`, checked.
+    failure: Option<String>,
     stage: Stage,
 }
 
@@ -88,10 +92,11 @@ impl Harm {
                     let why = detect.error().unwrap_or_else(|| format!("the detection run ended ({}) without its report", detect.ending.describe()));
                     Outcome::CannotRun(why, code_of(&detect.ending))
                 })?;
+                let failed = failed(&detect, self.failure.as_deref());
                 let found: Box<Found> =
                     serde_json::from_str(&text).map_err(|e| Outcome::CannotRun(format!("internal: the detection run's report: {e}"), crate::EXIT_INTERNAL))?;
                 if found.races.is_empty() {
-                    return Err(Outcome::Tested { found, ending: detect.ending, verdicts: Vec::new() });
+                    return Err(Outcome::Tested { found, ending: detect.ending, failed, verdicts: Vec::new() });
                 }
                 let tested = &found.races[..found.races.len().min(self.max_tests)];
                 let mut batch = Vec::with_capacity(tested.len() + 1);
@@ -100,10 +105,10 @@ impl Harm {
                         Self::harm_run(runner, tested, reverse).map_err(|e| Outcome::CannotRun(format!("cannot write a plan: {e}"), crate::EXIT_INTERNAL))?,
                     );
                 }
-                self.stage = Stage::Test { found, detect };
+                self.stage = Stage::Test { found, detect, failed };
                 Ok(Step::Batch(batch))
             }
-            Stage::Test { found, detect } => {
+            Stage::Test { found, detect, failed } => {
                 let mut runs = ran.into_iter().map(|r| r.outcome.ok());
                 let reference = runs.next().flatten();
                 let seen = |o: &Option<RunOutcome>, name: &str| -> Option<Vec<Seen>> {
@@ -132,7 +137,7 @@ impl Harm {
                     }
                     verdicts.push((verdict, why));
                 }
-                Err(Outcome::Tested { found, ending: detect.ending, verdicts })
+                Err(Outcome::Tested { found, ending: detect.ending, failed, verdicts })
             }
         }
     }
@@ -169,6 +174,44 @@ fn changes(reference: &RunOutcome, reversed: &RunOutcome) -> String {
     }
 }
 
+/// How the detection run failed, if it did: a fatal signal, or what `--failure` names.
+fn failed(run: &RunOutcome, failure: Option<&str>) -> Option<String> {
+    if let Ending::Signal(sig) = run.ending {
+        return Some(format!("died of {}", crate::report::signal_name(sig)));
+    }
+    let spec = failure?;
+    let read = |p: &std::path::Path| std::fs::read(p).unwrap_or_default();
+    if spec == "exit-code" {
+        return matches!(run.ending, Ending::Exit(c) if c != 0).then(|| format!("ended with {}", run.ending.describe()));
+    }
+    if let Some(re) = spec.strip_prefix("stderr:") {
+        let re = regex::Regex::new(re).ok()?;
+        return re.is_match(&String::from_utf8_lossy(&read(&run.stderr))).then(|| format!("wrote what `{}` matches to standard error", re.as_str()));
+    }
+    let expected = spec.strip_prefix("output:")?;
+    (read(std::path::Path::new(expected)) != read(&run.stdout)).then(|| format!("printed another output than {expected}"))
+}
+
+/// The failure's root cause among the races, as execution suppression on the recorded
+/// schedule meets them (Fig. 6.1 of the dissertation): the first definition of the chain (in
+/// the order the runs found them, the failure's own first) that is one access of a harmful
+/// race — its later access, a write racing with an earlier access (WAR, WAW), or its earlier
+/// access, a write that a later read races with (RAW). The race, the run and the location.
+fn race_behind(chain: &[(Vec<Point>, SupOutcome)], races: &[harm::Key], verdicts: &[(Verdict, String)]) -> Option<(usize, usize, String)> {
+    for (run, (_, outcome)) in chain.iter().enumerate() {
+        for def in &outcome.defs {
+            let pc = def.point.pc;
+            let hit = races.iter().zip(verdicts).position(|(k, (v, _))| {
+                *v == Verdict::Harmful && ((k.second.pc == pc && k.second.write) || (k.first.pc == pc && k.first.write && k.second.reads))
+            });
+            if let Some(k) = hit {
+                return Some((k, run, def.location.clone()));
+            }
+        }
+    }
+    None
+}
+
 /// The program's standard error from a run (rtgrind's own messages went to its log).
 fn show_error_output(path: &std::path::Path) {
     if let Ok(mut f) = std::fs::File::open(path) {
@@ -190,36 +233,27 @@ pub fn drive(cli: &Cli) -> Result<i32, Error> {
     let started = std::time::Instant::now();
     // Each run gets the scheduler it needs: the detection run the user's, the others replay.
     let options: Vec<OsString> = cli.run_options.iter().filter(|o| !o.starts_with("--sched=")).map(OsString::from).collect();
-    let mut runner = Runner::with("race", cli.command.clone(), options, cli.seed, cli.stdin_file.clone()).map_err(|e| Error::internal(e.to_string()))?;
+    let mut runner =
+        Runner::with("race", cli.command.clone(), options.clone(), cli.seed, cli.stdin_file.clone()).map_err(|e| Error::internal(e.to_string()))?;
     runner.jobs = 2;
-    let mut search = Harm { sched: cli.sched.clone(), max_tests: cli.race.max_harm_tests as usize, stage: Stage::Start };
+    let failure = crate::tools::suppress::failure_spec(cli)?;
+    let mut search = Harm { sched: cli.sched.clone(), max_tests: cli.race.max_harm_tests as usize, failure: failure.clone(), stage: Stage::Start };
     let outcome = runner.drive(&mut search);
     if let Some(path) = &cli.record_schedule {
         if std::fs::copy(runner.file("schedule"), path).is_err() {
             return Err(Error::usage(format!("cannot write the schedule to '{}'", path.display())));
         }
     }
-    let (found, ending, verdicts) = match outcome {
+    let (found, ending, failed, verdicts) = match outcome {
         Outcome::CannotRun(why, code) => return Err(Error { message: why, code }),
-        Outcome::Tested { found, ending, verdicts } => (found, ending, verdicts),
+        Outcome::Tested { found, ending, failed, verdicts } => (found, ending, failed, verdicts),
     };
     let mut report = found.report;
-    report.runs = runner.runs;
-    report.seconds = started.elapsed().as_secs_f64();
     let untested = report.findings.len() - verdicts.len();
     for (f, (v, why)) in report.findings.iter_mut().zip(&verdicts) {
         f.verdict = Some(v.name().into());
         f.harm = Some(why.clone());
     }
-    // Harmful first, then undecided, then benign, then those not tested; in order of
-    // detection within each.
-    let rank = |f: &crate::report::model::Finding| match f.verdict.as_deref() {
-        Some("harmful") => 0,
-        Some("undecided") => 1,
-        Some("benign") => 2,
-        _ => 3,
-    };
-    report.findings.sort_by_key(rank);
     let count = |v: Verdict| verdicts.iter().filter(|(w, _)| *w == v).count();
     let (harmful, undecided, benign) = (count(Verdict::Harmful), count(Verdict::Undecided), count(Verdict::Benign));
     if !report.findings.is_empty() {
@@ -233,13 +267,75 @@ pub fn drive(cli: &Cli) -> Result<i32, Error> {
         report.summary = Some(format!("{}: {}", report.summary.unwrap_or_default(), parts.join(", ")));
         report.result = if harmful > 0 { "harmful" } else { "found" }.into();
     }
+    let mut root = None;
+    if let Some(how) = &failed {
+        // The failure's root cause: execution suppression on the same schedule, its chain of
+        // definitions checked against the harmful races.
+        let mut replaying = options;
+        replaying.push(format!("--sched=replay:{}", runner.file("schedule").display()).into());
+        let mut sr = Runner::with("race-suppress", cli.command.clone(), replaying, cli.seed, Some(runner.stdin_file.clone()))
+            .map_err(|e| Error::internal(e.to_string()))?;
+        let opts = suppression::Options { max_runs: 20, error_exitcode: cli.search.error_exitcode, failure, show_output: false };
+        let sup = suppression::find(&mut sr, &opts);
+        runner.runs += sup.runs;
+        report.traced_again = sup.traced_again;
+        let model = crate::tools::suppress::report::model(&sup, &cli.command);
+        report.chain = model.chain.clone();
+        root = Some(match race_behind(&sup.chain, &found.races[..verdicts.len()], &verdicts) {
+            Some((k, run, location)) => {
+                report.findings[k].root =
+                    Some(format!("the run {how}; the failure used {location}, which this race's write defined (run {} of the suppression chain)", run + 1));
+                let f = report.findings.remove(k);
+                report.findings.insert(0, f);
+                report.result = "root-cause".into();
+                true
+            }
+            None => {
+                report.reason = format!(
+                    "the run {how}; {}",
+                    match &sup.verdict {
+                        SupVerdict::RootCause(_) => "no harmful race defined what it used: its root cause is the first point of memory corruption".into(),
+                        _ => model.reason.clone(),
+                    }
+                );
+                match &sup.verdict {
+                    SupVerdict::RootCause(_) => {
+                        report.result = "root-cause".into();
+                        let races = std::mem::take(&mut report.findings);
+                        report.findings = model.findings.into_iter().chain(races).collect();
+                        true
+                    }
+                    SupVerdict::NotReproducible(..) => {
+                        report.result = "not-reproducible".into();
+                        false
+                    }
+                    _ => {
+                        report.result = "inconclusive".into();
+                        false
+                    }
+                }
+            }
+        });
+    }
+    // Harmful first, then undecided, then benign, then those not tested; in order of
+    // detection within each (a root cause stays first).
+    let rank = |f: &crate::report::model::Finding| match (f.root.is_some() || f.kind != "data race", f.verdict.as_deref()) {
+        (true, _) => 0,
+        (_, Some("harmful")) => 1,
+        (_, Some("undecided")) => 2,
+        (_, Some("benign")) => 3,
+        _ => 4,
+    };
+    report.findings.sort_by_key(rank);
+    report.runs = runner.runs;
+    report.seconds = started.elapsed().as_secs_f64();
     emit(&report, cli);
-    Ok(if harmful > 0 {
-        cli.search.error_exitcode
-    } else if undecided > 0 || untested > 0 {
-        UNDECIDED
-    } else {
-        code_of(&ending)
+    Ok(match root {
+        Some(true) => cli.search.error_exitcode,
+        Some(false) => UNDECIDED,
+        None if harmful > 0 => cli.search.error_exitcode,
+        None if undecided > 0 || untested > 0 => UNDECIDED,
+        None => code_of(&ending),
     })
 }
 

@@ -39,7 +39,7 @@ pub struct Options {
 /// Ids of the options the tool owns: its own and the searches' (`--json`, `--sarif`,
 /// `--error-exitcode`).
 pub fn option_ids() -> Vec<String> {
-    [super::ids::<Options>(), super::ids::<super::SearchOptions>()].concat()
+    [super::ids::<Options>(), super::ids::<super::SearchOptions>(), super::ids::<super::FailureOptions>()].concat()
 }
 
 /// One run: detection (its report, or with `--race-out` the races for the search), or a harm

@@ -348,23 +348,10 @@ pub struct Search {
 
 /// Runs the search and prints the report; returns the exit status.
 pub fn drive(runner: Result<Runner, SearchError>, command: Vec<std::ffi::OsString>, opts: Options, format: super::report::Format) -> i32 {
-    let started = Instant::now();
     let pid = std::process::id();
     let error_exitcode = opts.error_exitcode;
     let search = match runner {
-        Ok(mut runner) => {
-            let mut s = Suppression {
-                opts: &opts,
-                stage: Stage::Start,
-                chain: Vec::new(),
-                crash: None,
-                points: Vec::new(),
-                calls: super::calls::Calls::new(),
-                traced_again: 0,
-            };
-            let verdict = runner.drive(&mut s);
-            Search { verdict, chain: s.chain, runs: runner.runs, traced_again: s.traced_again, seconds: started.elapsed().as_secs_f64() }
-        }
+        Ok(mut runner) => find(&mut runner, &opts),
         Err(e) => Search { verdict: Verdict::Inconclusive(e.to_string()), chain: Vec::new(), runs: 0, traced_again: 0, seconds: 0.0 },
     };
     super::report::emit(&search, &command, &format, pid);
@@ -374,6 +361,16 @@ pub fn drive(runner: Result<Runner, SearchError>, command: Vec<std::ffi::OsStrin
         Verdict::CannotRun(code, _) => code,
         _ => INCONCLUSIVE,
     }
+}
+
+/// The search on `runner`'s program, to its verdict (another tool's search runs it too: the
+/// race tool, for a failure no harmful race explains).
+pub fn find(runner: &mut Runner, opts: &Options) -> Search {
+    let started = Instant::now();
+    let mut s =
+        Suppression { opts, stage: Stage::Start, chain: Vec::new(), crash: None, points: Vec::new(), calls: super::calls::Calls::new(), traced_again: 0 };
+    let verdict = runner.drive(&mut s);
+    Search { verdict, chain: s.chain, runs: runner.runs, traced_again: s.traced_again, seconds: started.elapsed().as_secs_f64() }
 }
 
 /// Whether the chain's last run ends the search otherwise than by running on: the points it

@@ -27,11 +27,6 @@ pub struct Options {
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(3..))]
     pub max_runs: u32,
 
-    /// The failure to explain when it is not a crash: exit-code (a non-zero exit status),
-    /// stderr:REGEX (standard error matches), output:FILE (standard output differs from FILE).
-    #[arg(long, value_name = "KIND")]
-    pub failure: Option<String>,
-
     /// Write the chain of runs as a Graphviz graph to FILE.
     #[arg(long, value_name = "FILE")]
     pub dot: Option<PathBuf>,
@@ -47,7 +42,7 @@ pub struct Options {
 
 /// Ids of the options the tool owns.
 pub fn option_ids() -> Vec<String> {
-    [super::ids::<Options>(), super::ids::<super::SearchOptions>()].concat()
+    [super::ids::<Options>(), super::ids::<super::SearchOptions>(), super::ids::<super::FailureOptions>()].concat()
 }
 
 /// One run of the search, with its plan (`--suppress-plan`).
@@ -79,21 +74,25 @@ pub fn search(cli: &Cli) -> Result<i32, Error> {
             return Err(Error::usage(format!("--dot: '{}' exists; not overwriting it", d.display())));
         }
     }
-    if let Some(f) = &o.failure {
-        run::check_failure(f).map_err(|_| {
-            Error::usage(format!("invalid --failure '{f}' (expected exit-code, stderr:REGEX with a valid expression, or output:FILE naming a file)"))
-        })?;
-    }
-    // The runs may not share the driver's idea of a relative path.
-    let failure = o.failure.clone().map(|f| match f.strip_prefix("output:") {
-        Some(p) => format!("output:{}", std::fs::canonicalize(p).map(|c| c.display().to_string()).unwrap_or(p.to_string())),
-        None => f,
-    });
+    let failure = failure_spec(cli)?;
     let (json, sarif) = (cli.search.json, cli.search.sarif);
     let opts = driver::Options { max_runs: o.max_runs, error_exitcode: cli.search.error_exitcode, failure, show_output: !json && !sarif };
     let format = report::Format { json, sarif, dot: o.dot.clone() };
     crate::log_to_file(cli);
     Ok(driver::drive(super::search::Runner::new("suppress", cli), cli.command.clone(), opts, format))
+}
+
+/// `--failure` checked, with a file it names made absolute (the runs may not share the
+/// driver's idea of a relative path).
+pub fn failure_spec(cli: &Cli) -> Result<Option<String>, Error> {
+    let Some(f) = &cli.failure.failure else { return Ok(None) };
+    run::check_failure(f).map_err(|_| {
+        Error::usage(format!("invalid --failure '{f}' (expected exit-code, stderr:REGEX with a valid expression, or output:FILE naming a file)"))
+    })?;
+    Ok(Some(match f.strip_prefix("output:") {
+        Some(p) => format!("output:{}", std::fs::canonicalize(p).map(|c| c.display().to_string()).unwrap_or(p.to_string())),
+        None => f.clone(),
+    }))
 }
 
 /// Tool-area offsets of the suppression tool's own words (after the shadow registers).
