@@ -210,14 +210,16 @@ fn run_guest(cli: &cli::Cli, spec: &tools::ToolSpec, tool: Box<dyn tools::ToolRu
     cache.virtual_tsc = repeat.is_some();
     let sig = Signals::install(&mut ctx, &mut cache);
     let self_exe = std::fs::read_link("/proc/self/exe").unwrap_or_else(|_| PathBuf::from("rtgrind"));
-    let policy = sched_policy(&cli.sched);
+    let (policy, recorded_quantum) = sched_policy(&cli.sched);
+    // A replay starts as the recorded run did.
+    let quantum = recorded_quantum.unwrap_or(cli.quantum);
     let record = cli
         .record_schedule
         .as_ref()
         .map(|p| std::fs::File::create(p).unwrap_or_else(|e| fail(&format!("cannot create schedule file '{}': {e}", p.display()), EXIT_USAGE)));
     // SAFETY: getpid/gettid have no preconditions; the main thread's tid is the pid.
     let main_tid = unsafe { libc::getpid() };
-    let sched = kernel::sched::Scheduler::new(policy, cli.quantum, record, main_tid, sig.inbox.clone());
+    let sched = kernel::sched::Scheduler::new(policy, quantum, record, main_tid, sig.inbox.clone());
     // A tool that forks children at points of the run gives each child the budget, not the run.
     let forks = tool.forks_children();
     let process = Box::leak(Box::new(run::Process {
@@ -245,6 +247,11 @@ fn run_guest(cli: &cli::Cli, spec: &tools::ToolSpec, tool: Box<dyn tools::ToolRu
         // loop passes one).
         process.cache.set_preemption(true);
     }
+    if schedule || cli.sched.starts_with("random:") || cli.sched.starts_with("pct:") {
+        // Schedules that search for interleavings, and those recorded or replayed, may switch
+        // at any block: between a check and its use in one loop body too.
+        process.cache.count_all = true;
+    }
     if process.stop_at.is_some() {
         // Instances are counts of block entries: count every one from the start.
         process.cache.set_preemption(true);
@@ -259,7 +266,7 @@ fn run_guest(cli: &cli::Cli, spec: &tools::ToolSpec, tool: Box<dyn tools::ToolRu
     process.tool.attach(sched);
     process.tool.start(&mut ctx, &process.mem);
     let mut rt = Box::new(run::Runtime::new(ctx, sig, 0, process));
-    rt.set_quantum(cli.quantum);
+    rt.set_quantum(quantum);
     rt.run();
 }
 
@@ -290,19 +297,22 @@ fn parse_stop_at(spec: &str) -> (usize, u64) {
 }
 
 /// `--sched=rr|random:SEED|pct:SEED:DEPTH|replay:FILE`, validated.
-fn sched_policy(spec: &str) -> kernel::sched::Policy {
+/// `--sched`'s policy, and for a replay the quantum the recorded run started with.
+fn sched_policy(spec: &str) -> (kernel::sched::Policy, Option<u64>) {
     use kernel::sched::Policy;
     let bad = || -> ! { fail(&format!("invalid --sched value '{spec}' (expected rr, random:SEED, pct:SEED:DEPTH or replay:FILE)"), EXIT_USAGE) };
     let parts: Vec<&str> = spec.splitn(3, ':').collect();
-    match parts.as_slice() {
+    let policy = match parts.as_slice() {
         ["rr"] => Policy::RoundRobin,
         ["random", seed] => Policy::Random(seed.parse().unwrap_or_else(|_| bad())),
         ["pct", seed, depth] => Policy::Pct { seed: seed.parse().unwrap_or_else(|_| bad()), depth: depth.parse().unwrap_or_else(|_| bad()) },
         ["replay", ..] => {
             let file = &spec["replay:".len()..];
             let text = std::fs::read_to_string(file).unwrap_or_else(|e| fail(&format!("cannot read schedule '{file}': {e}"), EXIT_USAGE));
-            Policy::Replay(kernel::sched::read_schedule(&text).unwrap_or_else(|e| fail(&format!("bad schedule '{file}': {e}"), EXIT_USAGE)))
+            let decisions = kernel::sched::read_schedule(&text).unwrap_or_else(|e| fail(&format!("bad schedule '{file}': {e}"), EXIT_USAGE));
+            return (Policy::Replay(decisions), kernel::sched::schedule_quantum(&text));
         }
         _ => bad(),
-    }
+    };
+    (policy, None)
 }

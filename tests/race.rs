@@ -210,8 +210,7 @@ fn a_lost_update_that_trips_an_assertion_is_traced_to_its_race() {
         let o = run_rtgrind(["--tool=race"], &Cmd::new(&exe));
         assert_eq!(o.status.code(), Some(1), "{opt}: {}", o.describe());
         let err = o.stderr_str();
-        let root =
-            err.lines().position(|l| l.contains("race: root cause of the failure: the harmful data race below (the run died of SIGABRT; the failure used "));
+        let root = err.lines().position(|l| l.contains("race: root cause of the failure: the harmful data race below (the run died of SIGABRT; it used "));
         let root = root.unwrap_or_else(|| panic!("{opt}: no root cause:\n{err}"));
         let first = races(&err.lines().skip(root).collect::<Vec<_>>().join("\n"));
         let (store, load) = (place("lost_update", &out, "race store", "work"), place("lost_update", &out, "race load", "work"));
@@ -236,4 +235,41 @@ fn a_failure_no_race_explains_gets_the_first_point_of_memory_corruption() {
         let report: crate::model::Report = serde_json::from_str(o.stdout_str().lines().last().unwrap_or_default()).unwrap();
         assert_eq!((report.result.as_str(), report.findings[0].place.as_str()), ("root-cause", line.as_str()));
     }
+}
+
+/// `--explore`: a check and its use with a call between, and another thread that clears the
+/// pointer checked. The default schedule never fails (the race is reported, but no failure to
+/// explain); exploring finds a schedule that crashes, saves it beside the program's files,
+/// and traces the crash to the clearing write's race with the reader; the command it prints
+/// replays the crash.
+#[test]
+fn explore_finds_a_failing_schedule_and_its_root_cause() {
+    let exe = program("check_then_use", "c", "check_then_use", &["-O0"]);
+    let o = run_rtgrind(["--tool=race"], &Cmd::new(&exe));
+    assert_eq!(o.stdout_str(), "1\n", "the default schedule does not fail: {}", o.describe());
+    assert!(!o.stderr_str().contains("root cause"), "{}", o.describe());
+    let dir = crate::common::scratch_dir("race-explore");
+    let o = run_rtgrind(["--tool=race", "--explore=20"], &Cmd::new(&exe).cwd(&dir));
+    assert_eq!(o.status.code(), Some(1), "{}", o.describe());
+    let err = o.stderr_str();
+    let root = err
+        .lines()
+        .position(|l| l.contains("race: root cause of the failure: the harmful data race below (the run died of SIGSEGV; it used "))
+        .unwrap_or_else(|| panic!("{err}"));
+    let first = races(&err.lines().skip(root).collect::<Vec<_>>().join("\n"));
+    let at = |m: &str, f: &str| place("check_then_use", "check_then_use", m, f);
+    // The clearing write's race with the check (WAR, checked first at the definition, as in
+    // Fig. 6.1) or with the use (RAW): either is the atomicity violation's.
+    let (clear, check, used) = (at("race clear", "closer"), at("race check", "reader"), at("race use", "reader"));
+    let root_race = first.first().cloned().unwrap_or_default();
+    assert!(root_race == (clear.clone(), check) || root_race == (used, clear), "{root_race:?}:\n{err}");
+    let line = err
+        .lines()
+        .find(|l| l.contains(" of 20 (") && l.contains(") failed: the run died of SIGSEGV; saved as rtgrind-schedule."))
+        .unwrap_or_else(|| panic!("{err}"));
+    let saved = line.split("saved as ").nth(1).and_then(|t| t.split(';').next()).unwrap();
+    assert!(line.ends_with(&format!("to replay it: rtgrind --tool=race --sched=replay:{saved} {}", exe.display())), "{line}");
+    let replay = run_rtgrind(["-q", "--tool=none", &format!("--sched=replay:{saved}")], &Cmd::new(&exe).cwd(&dir));
+    assert_eq!(replay.status.code(), None, "the saved schedule crashes again: {}", replay.describe());
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -295,7 +295,7 @@ fn racy_run(sched_opts: &[&str], schedule_file: &Path) -> RacyRun {
     // Each decision: `N TO QUANTUM FROM BLOCKS`, numbered from 1, and a thread's block count
     // at its switches never goes back.
     let mut last: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
-    for (i, line) in String::from_utf8_lossy(&schedule).lines().enumerate() {
+    for (i, line) in String::from_utf8_lossy(&schedule).lines().filter(|l| !l.starts_with('#')).enumerate() {
         let f: Vec<u64> = line.split(' ').filter_map(|x| x.parse().ok()).collect();
         assert!(f.len() == 5 && f[0] == i as u64 + 1, "schedule line {}: {line:?}", i + 1);
         let prev = last.insert(f[3], f[4]).unwrap_or(0);

@@ -23,7 +23,8 @@ pub unsafe fn syscall6(nr: u64, a: [u64; 6]) -> i64 {
 /// Ends the process by `sig` the way the native program would have died of it: default
 /// disposition, signal unblocked, sent to ourselves (exit status 128+sig if it does not kill).
 /// Raw syscalls only, so it is async-signal-safe and works for the signals glibc reserves,
-/// and `kill(getpid())` rather than raise(), whose cached thread id is stale after a raw fork.
+/// and `tgkill(getpid(), gettid())` rather than raise(), whose cached thread id is stale after a
+/// raw fork.
 pub fn die_of_signal(sig: i32) -> ! {
     let dfl: [u64; 4] = [libc::SIG_DFL as u64, 0, 0, 0];
     let unblock: u64 = 1 << (sig - 1);
@@ -31,8 +32,12 @@ pub fn die_of_signal(sig: i32) -> ! {
     unsafe {
         syscall6(libc::SYS_rt_sigaction as u64, [sig as u64, dfl.as_ptr() as u64, 0, 8, 0, 0]);
         syscall6(libc::SYS_rt_sigprocmask as u64, [libc::SIG_UNBLOCK as u64, &unblock as *const u64 as u64, 0, 8, 0, 0]);
+        // To this thread, which does not block it: sent to the process, another thread could
+        // take it while this one reached exit_group first (exit status 128+sig, seen with
+        // threads alive at a crash).
         let pid = syscall6(libc::SYS_getpid as u64, [0; 6]);
-        syscall6(libc::SYS_kill as u64, [pid as u64, sig as u64, 0, 0, 0, 0]);
+        let tid = syscall6(libc::SYS_gettid as u64, [0; 6]);
+        syscall6(libc::SYS_tgkill as u64, [pid as u64, tid as u64, sig as u64, 0, 0, 0]);
         syscall6(libc::SYS_exit_group as u64, [128 + sig as u64, 0, 0, 0, 0, 0]);
     }
     unreachable!("exit_group returned")

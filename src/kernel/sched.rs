@@ -138,6 +138,11 @@ impl Scheduler {
             }
             Policy::Replay(d) => (0, d.iter().copied().collect(), vec![]),
         };
+        let mut record = record;
+        if let Some(f) = &mut record {
+            // The main thread's first quantum, which no decision grants (`schedule_quantum`).
+            let _ = writeln!(f, "# quantum {quantum}");
+        }
         let mut st = State { current: Some(0), slots: Vec::new(), rng, seq: 0, decisions: 0, replay, change_points, record };
         let priority = splitmix(&mut st.rng);
         st.slots.push(Slot {
@@ -487,9 +492,15 @@ impl Scheduler {
     }
 }
 
+/// The quantum a recorded run started its main thread with (its `# quantum Q` line), which a
+/// replay must start with too.
+pub fn schedule_quantum(text: &str) -> Option<u64> {
+    text.lines().find_map(|l| l.strip_prefix("# quantum ")?.trim().parse().ok())
+}
+
 /// Parses a schedule written by `--record-schedule`: lines `N TO QUANTUM FROM BLOCKS` (the
 /// N-th decision runs thread TO for QUANTUM blocks, taken when thread FROM had entered BLOCKS
-/// blocks); the last two fields are informative and may be left out.
+/// blocks); the last two fields are informative and may be left out; `#` starts a comment.
 pub fn read_schedule(text: &str) -> Result<Vec<Decision>, String> {
     text.lines()
         .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))

@@ -49,6 +49,10 @@ pub struct Report {
     /// "2 data races (3 threads)").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<String>,
+    /// How `--explore` went: the schedule that failed, where it was saved and the command
+    /// that replays it, or how many schedules were tried (race).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explored: Option<String>,
 }
 
 /// One answer: an instruction instance, where it is reported, and how to read it.

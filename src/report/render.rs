@@ -23,6 +23,7 @@ pub fn text(r: &Report) -> Vec<String> {
                 out.extend(finding(r, f, k));
             }
             out.extend(summary(r));
+            out.extend(r.explored.clone());
             if r.result == "root-cause" && !r.reason.is_empty() {
                 out.push(r.reason.clone());
             }

@@ -10,14 +10,21 @@ use crate::tools::suppress::driver::{self as suppression, Verdict as SupVerdict}
 use crate::tools::suppress::plan::{Outcome as SupOutcome, Point};
 use crate::tools::Error;
 use std::ffi::OsString;
+use std::path::PathBuf;
 
 /// Exit status when no race could be judged harmful but some could not be judged at all.
 const UNDECIDED: i32 = 2;
 
 enum Stage {
     Start,
+    /// Schedule `k` (from 0) of `--explore` ran.
+    Explore(u32),
     Detect,
-    Test { found: Box<Found>, detect: RunOutcome, failed: Option<String> },
+    Test {
+        found: Box<Found>,
+        detect: RunOutcome,
+        failed: Option<String>,
+    },
 }
 
 /// What the search ends with: the detection run's races, its ending and how it failed (if it
@@ -28,8 +35,15 @@ enum Outcome {
 }
 
 struct Harm {
-    /// `--sched` as given, for the detection run.
+    /// `--sched` for the detection run: as given, or replaying the schedule `--explore` found.
     sched: String,
+    /// `--quantum` as given.
+    quantum: u64,
+    /// `--explore` and `--depth`.
+    explore: u32,
+    depth: u32,
+    /// The schedule `--explore` found failing: its number, its policy, and how the run failed.
+    explored: Option<(u32, String, String)>,
     max_tests: usize,
     /// `--failure`, checked.
     failure: Option<String>,
@@ -37,11 +51,35 @@ struct Harm {
 }
 
 impl Harm {
+    /// Schedule `k` of `--explore`: random and PCT in turn, with quanta of 1000, 100 and 20
+    /// blocks (a window between a check and its use is a few blocks wide); its policy.
+    fn explore(&self, runner: &Runner, k: u32) -> (Request, String) {
+        let seed = k / 2 + 1;
+        let quantum = [1000, 100, 20][(k / 2 % 3) as usize];
+        let policy = if k.is_multiple_of(2) { format!("random:{seed}") } else { format!("pct:{seed}:{}", self.depth) };
+        let mut r = Request {
+            args: vec![
+                "--tool=none".into(),
+                format!("--sched={policy}").into(),
+                format!("--quantum={quantum}").into(),
+                format!("--record-schedule={}", runner.file(&format!("explore-{k}")).display()).into(),
+            ],
+            progress: format!("exploring schedule {} of {}", k + 1, self.explore),
+            ..Request::default()
+        };
+        r.limits.log = true;
+        r.limits.count_blocks = true;
+        r.limits.time = runner.time_limit(10);
+        r.limits.budget = runner.block_budget(30);
+        (r, format!("{policy} with a quantum of {quantum} blocks"))
+    }
+
     fn detect(&self, runner: &Runner) -> Request {
         let mut r = Request {
             args: vec![
                 "--tool=race".into(),
                 format!("--sched={}", self.sched).into(),
+                format!("--quantum={}", self.quantum).into(),
                 format!("--record-schedule={}", runner.file("schedule").display()).into(),
                 format!("--race-out={}", runner.file("found.json").display()).into(),
             ],
@@ -79,7 +117,23 @@ impl Harm {
 
     fn step(&mut self, runner: &Runner, ran: Vec<Ran>) -> Result<Step<Outcome>, Outcome> {
         match std::mem::replace(&mut self.stage, Stage::Start) {
+            Stage::Start if self.explore > 0 => {
+                self.stage = Stage::Explore(0);
+                Ok(Step::Run(self.explore(runner, 0).0))
+            }
             Stage::Start => {
+                self.stage = Stage::Detect;
+                Ok(Step::Run(self.detect(runner)))
+            }
+            Stage::Explore(k) => {
+                let run = ran.into_iter().next().and_then(|r| r.outcome.ok());
+                if let Some(how) = run.as_ref().and_then(|r| failed(r, self.failure.as_deref())) {
+                    self.sched = format!("replay:{}", runner.file(&format!("explore-{k}")).display());
+                    self.explored = Some((k, self.explore(runner, k).1, how));
+                } else if k + 1 < self.explore {
+                    self.stage = Stage::Explore(k + 1);
+                    return Ok(Step::Run(self.explore(runner, k + 1).0));
+                }
                 self.stage = Stage::Detect;
                 Ok(Step::Run(self.detect(runner)))
             }
@@ -232,14 +286,26 @@ fn code_of(e: &Ending) -> i32 {
 pub fn drive(cli: &Cli) -> Result<i32, Error> {
     let started = std::time::Instant::now();
     // Each run gets the scheduler it needs: the detection run the user's, the others replay.
-    let options: Vec<OsString> = cli.run_options.iter().filter(|o| !o.starts_with("--sched=")).map(OsString::from).collect();
+    let options: Vec<OsString> = cli.run_options.iter().filter(|o| !o.starts_with("--sched=") && !o.starts_with("--quantum=")).map(OsString::from).collect();
     let mut runner =
         Runner::with("race", cli.command.clone(), options.clone(), cli.seed, cli.stdin_file.clone()).map_err(|e| Error::internal(e.to_string()))?;
     runner.jobs = 2;
     let failure = crate::tools::suppress::failure_spec(cli)?;
-    let mut search = Harm { sched: cli.sched.clone(), max_tests: cli.race.max_harm_tests as usize, failure: failure.clone(), stage: Stage::Start };
+    let mut search = Harm {
+        sched: cli.sched.clone(),
+        quantum: cli.quantum,
+        explore: cli.race.explore,
+        depth: cli.race.depth,
+        explored: None,
+        max_tests: cli.race.max_harm_tests as usize,
+        failure: failure.clone(),
+        stage: Stage::Start,
+    };
     let outcome = runner.drive(&mut search);
-    if let Some(path) = &cli.record_schedule {
+    // The schedule analysed is kept where --record-schedule says, or, when --explore found
+    // it, beside the program's files under a new name (as Valgrind's vgcore.PID).
+    let keep = cli.record_schedule.clone().or_else(|| search.explored.as_ref().map(|_| PathBuf::from(format!("rtgrind-schedule.{}", std::process::id()))));
+    if let Some(path) = &keep {
         if std::fs::copy(runner.file("schedule"), path).is_err() {
             return Err(Error::usage(format!("cannot write the schedule to '{}'", path.display())));
         }
@@ -284,7 +350,7 @@ pub fn drive(cli: &Cli) -> Result<i32, Error> {
         root = Some(match race_behind(&sup.chain, &found.races[..verdicts.len()], &verdicts) {
             Some((k, run, location)) => {
                 report.findings[k].root =
-                    Some(format!("the run {how}; the failure used {location}, which this race's write defined (run {} of the suppression chain)", run + 1));
+                    Some(format!("the run {how}; it used {location}, defined by this race's write (run {} of the suppression chain)", run + 1));
                 let f = report.findings.remove(k);
                 report.findings.insert(0, f);
                 report.result = "root-cause".into();
@@ -327,6 +393,24 @@ pub fn drive(cli: &Cli) -> Result<i32, Error> {
         _ => 4,
     };
     report.findings.sort_by_key(rank);
+    report.explored = Some(match (&search.explored, &keep) {
+        (Some((k, policy, how)), Some(path)) => {
+            let mut replay = vec![std::ffi::OsString::from("rtgrind"), "--tool=race".into(), format!("--sched=replay:{}", path.display()).into()];
+            replay.extend(cli.command.iter().cloned());
+            format!(
+                "schedule {} of {} ({policy}) failed: the run {how}; saved as {}; to replay it: {}",
+                k + 1,
+                cli.race.explore,
+                path.display(),
+                crate::tools::child::shell_words(&replay)
+            )
+        }
+        _ if cli.race.explore > 0 => {
+            format!("none of the {} schedules tried (--explore) failed; the run analysed used --sched={}", cli.race.explore, cli.sched)
+        }
+        _ => String::new(),
+    })
+    .filter(|e| !e.is_empty());
     report.runs = runner.runs;
     report.seconds = started.elapsed().as_secs_f64();
     emit(&report, cli);

@@ -26,6 +26,16 @@ pub struct Options {
     #[arg(long, default_value_t = 10, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_harm_tests: u32,
 
+    /// Before detecting, try up to N schedules (random and PCT, alternately, with short
+    /// quanta) and analyse the first that fails: saved with --record-schedule (else as
+    /// rtgrind-schedule.PID), and the command that replays it is given.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub explore: u32,
+
+    /// The depth of the PCT schedules --explore tries (priority change points + 1).
+    #[arg(long, default_value_t = 3, value_name = "D", value_parser = clap::value_parser!(u32).range(1..))]
+    pub depth: u32,
+
     /// (Internal) write the races found, for the search, to FILE (or, with --race-plan, what
     /// the run saw of the planned races).
     #[arg(long, value_name = "FILE", hide = true)]
