@@ -273,3 +273,41 @@ fn explore_finds_a_failing_schedule_and_its_root_cause() {
     assert_eq!(replay.status.code(), None, "the saved schedule crashes again: {}", replay.describe());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--suppressions=FILE`: a known race named by function (TSan's `race:` form), by `file:line`,
+/// or in a helgrind block, is left out (the program's own exit status then); another file's
+/// race is not; a file that cannot be read or parsed is one line of error, exit status 2.
+#[test]
+fn known_races_are_left_out_by_a_suppressions_file() {
+    let exe = program("racy_counter", "c", "racy_counter_supp", &["-O0"]);
+    let line = place("racy_counter", "racy_counter_supp", "race", "work");
+    let file_line = line.split(' ').next().unwrap();
+    let dir = crate::common::scratch_dir("race-suppressions");
+    for (name, text, left_out) in [
+        ("by-function", "# known\nrace:work\n".to_string(), true),
+        ("by-line", format!("race:{file_line}\n"), true),
+        ("helgrind", "{\n   counter\n   Helgrind:Race\n   fun:wor*\n}\n".to_string(), true),
+        ("other", "race:other.c\n".to_string(), false),
+    ] {
+        let f = dir.join(name);
+        std::fs::write(&f, text).unwrap();
+        let o = run_rtgrind(["--tool=race".to_string(), format!("--suppressions={}", f.display())], &Cmd::new(&exe));
+        let err = o.stderr_str();
+        if left_out {
+            assert_eq!(o.status.code(), Some(0), "{name}: {}", o.describe());
+            assert!(races(&err).is_empty() && err.contains("race: 0 data races (3 threads; 1 more suppressed by --suppressions)"), "{name}: {err}");
+        } else {
+            assert_eq!(o.status.code(), Some(1), "{name}: {}", o.describe());
+            assert!(!races(&err).is_empty(), "{name}: {err}");
+        }
+    }
+    let bad = dir.join("bad");
+    std::fs::write(&bad, "work\n").unwrap();
+    for f in [bad, dir.join("missing")] {
+        let o = run_rtgrind(["--tool=race".to_string(), format!("--suppressions={}", f.display())], &Cmd::new(&exe));
+        assert_eq!(o.status.code(), Some(2), "{}", o.describe());
+        let err = o.stderr_str();
+        assert!(err.lines().count() == 1 && err.starts_with("rtgrind: error: ") && err.contains("suppressions"), "{err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -47,6 +47,8 @@ struct Harm {
     max_tests: usize,
     /// `--failure`, checked.
     failure: Option<String>,
+    /// `--suppressions`, made absolute for the runs.
+    suppressions: Option<PathBuf>,
     stage: Stage,
 }
 
@@ -86,6 +88,9 @@ impl Harm {
             progress: "detecting races".into(),
             ..Request::default()
         };
+        if let Some(s) = &self.suppressions {
+            r.args.push(format!("--suppressions={}", s.display()).into());
+        }
         r.limits.log = true;
         r.limits.count_blocks = true;
         r
@@ -299,6 +304,7 @@ pub fn drive(cli: &Cli) -> Result<i32, Error> {
         explored: None,
         max_tests: cli.race.max_harm_tests as usize,
         failure: failure.clone(),
+        suppressions: cli.race.suppressions.as_ref().map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone())),
         stage: Stage::Start,
     };
     let outcome = runner.drive(&mut search);

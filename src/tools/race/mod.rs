@@ -8,6 +8,7 @@ mod driver;
 mod harm;
 mod hb;
 mod run;
+mod suppressions;
 
 use super::{Error, ToolRun};
 use crate::cli::{Cli, YesNo};
@@ -35,6 +36,11 @@ pub struct Options {
     /// The depth of the PCT schedules --explore tries (priority change points + 1).
     #[arg(long, default_value_t = 3, value_name = "D", value_parser = clap::value_parser!(u32).range(1..))]
     pub depth: u32,
+
+    /// Leave out the races FILE names: `race:PATTERN` lines (ThreadSanitizer's) or helgrind's
+    /// `{ ... fun:NAME ... }` blocks; a pattern names a function, a file, `file:line` or a module.
+    #[arg(long, value_name = "FILE")]
+    pub suppressions: Option<PathBuf>,
 
     /// (Internal) write the races found, for the search, to FILE (or, with --race-plan, what
     /// the run saw of the planned races).
@@ -71,6 +77,10 @@ pub fn make(cli: &Cli) -> Result<Box<dyn ToolRun>, Error> {
         error_exitcode: cli.search.error_exitcode,
         command: cli.command.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
         race_out: o.race_out.clone(),
+        suppressions: match &o.suppressions {
+            Some(path) => suppressions::Suppressions::load(path).map_err(Error::usage)?,
+            None => suppressions::Suppressions::default(),
+        },
     };
     Ok(Box::new(run::RaceRun::new(program, out, plan)?))
 }
@@ -86,6 +96,9 @@ pub fn wants_search(cli: &Cli) -> bool {
 pub fn search(cli: &Cli) -> Result<i32, Error> {
     if !crate::resolve(&cli.command[0]).is_file() {
         return Err(Error { message: format!("{}: no such file", cli.command[0].to_string_lossy()), code: 127 });
+    }
+    if let Some(path) = &cli.race.suppressions {
+        suppressions::Suppressions::load(path).map_err(Error::usage)?;
     }
     crate::log_to_file(cli);
     driver::drive(cli)

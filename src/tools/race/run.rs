@@ -33,6 +33,8 @@ pub struct Output {
     pub error_exitcode: i32,
     pub command: Vec<String>,
     pub race_out: Option<std::path::PathBuf>,
+    /// Races to leave out (`--suppressions`).
+    pub suppressions: super::suppressions::Suppressions,
 }
 
 /// The SARIF rule of the tool's findings.
@@ -497,12 +499,18 @@ impl RaceRun {
         };
         // Once per pair of lines (two instructions of one line are one place to the user).
         let mut lines_seen = HashSet::new();
+        let mut suppressed = 0;
         let kept: Vec<(usize, &hb::Race)> = races
             .iter()
             .enumerate()
             .filter(|(k, _)| {
                 let (e, l) = (&places[2 * k], &places[2 * k + 1]);
                 lines_seen.insert(if e <= l { (e, l) } else { (l, e) })
+            })
+            .filter(|(k, _)| {
+                let known = self.out.suppressions.matches(&places[2 * k]) || self.out.suppressions.matches(&places[2 * k + 1]);
+                suppressed += usize::from(known);
+                !known
             })
             .collect();
         let side = |a: &hb::Access| {
@@ -538,6 +546,7 @@ impl RaceRun {
             summary: Some(match self.state.detector.threads() {
                 // Nothing to race with: said so rather than "0 data races".
                 1 => "0 data races: the program ran one thread only".into(),
+                n if suppressed > 0 => format!("{} data races ({n} threads; {suppressed} more suppressed by --suppressions)", findings.len()),
                 n => format!("{} data races ({n} threads)", findings.len()),
             }),
             findings,
