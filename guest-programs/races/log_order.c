@@ -10,7 +10,10 @@
 #include <sched.h>
 #include <stdio.h>
 #define PER 3
-static const char *entries[2][PER] = {{"A open", "A read", "A close"}, {"B open", "B write", "B close"}};
+static const char *entries[2][PER] = {
+    {"A open", "A read", "A close"},
+    {"B open", "B write", "B close"},
+};
 static const char *log_[2 * PER];
 static int n;
 static void append(const char *entry) {

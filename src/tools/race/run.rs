@@ -46,39 +46,44 @@ const RUNTIME: [&str; 6] = ["libc.so", "ld-linux", "libstdc++.so", "libgcc_s.so"
 
 /// Bits of the filter of atomic locations (512 KiB).
 const FILTER_BITS: usize = 1 << 22;
-/// Slots of the same-epoch cache (16 MiB, touched as used).
-const CACHE_SLOTS: usize = 1 << 20;
-
 impl State {
-    /// The slot of `addr`'s granule.
-    fn slot(addr: u64) -> usize {
-        (addr >> 3) as usize & (CACHE_SLOTS - 1)
-    }
-
-    /// Thread `t`'s epoch as the cache and the inline code hold it.
+    /// Thread `t`'s epoch as the cache words and the inline code hold it: `tid << 32 | clock`
+    /// (48 bits: threads are fewer than 65536).
     fn epoch(&self, t: hb::Tid) -> u64 {
         (t as u64) << 32 | u64::from(self.detector.epoch(t))
     }
 
-    /// After thread `t`'s access: the slot of its granule holds it (the kinds of this thread's
-    /// accesses at the same address in the same epoch added up). An access over more than one
-    /// granule is not held (another thread's access to its later granules would not meet it
-    /// in the slot): it empties the slots of every granule it touches.
+    /// The cache word of the granule of `addr`.
+    fn word(&self, addr: u64) -> *mut u64 {
+        self.cache.addr(addr & !7) as *mut u64
+    }
+
+    /// The granule of `addr` holds no access any more (it turned atomic, or an exit word).
+    fn forget(&mut self, addr: u64) {
+        // SAFETY: a shadow address of the cache's map: its slice (or the sink) is reserved.
+        unsafe { *self.word(addr) = 0 };
+    }
+
+    /// After thread `t`'s access: the word of its granule holds it (the bytes this thread
+    /// wrote and read there in its epoch, added up). An access over more than one granule is
+    /// not held (the inline check reads one word): it empties the words of every granule it
+    /// touches.
     fn cache(&mut self, t: hb::Tid, addr: u64, size: u64, write: bool) {
         let last = addr.saturating_add(size.max(1) - 1);
         if last >> 3 != addr >> 3 {
             for g in addr >> 3..=last >> 3 {
-                self.cache[Self::slot(g << 3) * 2] = 0;
+                self.forget(g << 3);
             }
             return;
         }
-        let epoch = self.epoch(t);
-        let i = Self::slot(addr) * 2;
-        let kind = if write { 2 } else { 1 };
-        let (word, old_epoch) = (self.cache[i], self.cache[i + 1]);
-        let same = word >> 8 == addr && old_epoch == epoch;
-        self.cache[i] = addr << 8 | size.max(if same { (word >> 2) & 63 } else { 0 }) << 2 | kind | if same { word & 3 } else { 0 };
-        self.cache[i + 1] = epoch;
+        let bytes = ((1u64 << size.clamp(1, 8)) - 1) << (addr & 7) & 0xff;
+        let high = self.epoch(t) << 16;
+        let p = self.word(addr);
+        // SAFETY: as in `forget`.
+        let old = unsafe { *p };
+        let kept = if old & !0xffff == high { old & 0xffff } else { 0 };
+        // SAFETY: as above.
+        unsafe { *p = high | kept | if write { bytes << 8 } else { bytes } };
     }
 
     /// `addr` is an atomic location or an exit word from now on: the filter has its bit.
@@ -114,12 +119,13 @@ struct State {
     /// A bit per 8-byte granule (hashed): set where an atomic location or an exit word may
     /// be, so the library's plain accesses elsewhere skip their call-out.
     filter: Box<[u64]>,
-    /// The last access seen per slot (hashed by granule), two words each: `addr << 8 | size
-    /// << 2 | kinds` (1 read, 2 write) and the accessing thread's epoch (`tid << 32 | clock`).
-    /// An access at the same address, no larger, of a kind covered, by the same thread in the
-    /// same epoch adds nothing (FastTrack's same-epoch case): the inline code skips its
-    /// call-out. Any other access to the granule calls out and takes the slot.
-    cache: Box<[u64]>,
+    /// Per 8-byte granule, in a word of a direct-mapped shadow (one shadow byte per guest byte,
+    /// as taint's): the epoch of the last thread to access it, and the bytes that thread wrote
+    /// and read there in that epoch: `epoch << 16 | written << 8 | read` (a bit per byte). An
+    /// access by the same thread in the same epoch to bytes it already wrote (or, for a read,
+    /// read or wrote) adds nothing (FastTrack's same-epoch case): the inline code skips its
+    /// call-out. Any other access to the granule calls out and updates the word.
+    cache: crate::shadow::memory::ShadowMemory,
     /// Tool-area words: the thread's number, the access's address, the thread's epoch.
     tid_word: usize,
     addr_word: usize,
@@ -156,7 +162,7 @@ impl RaceRun {
             atomic: HashSet::default(),
             exit_words: HashSet::default(),
             filter: vec![0u64; FILTER_BITS / 64].into_boxed_slice(),
-            cache: vec![0u64; CACHE_SLOTS * 2].into_boxed_slice(),
+            cache: crate::shadow::memory::ShadowMemory::new().map_err(|e| Error::internal(format!("cannot reserve shadow memory: {e}")))?,
             tid_word: words,
             addr_word: words + 8,
             epoch_word: words + 16,
@@ -193,7 +199,7 @@ extern "C" fn access(ctx: *mut ThreadContext, arg: u64) {
         if st.atomic.insert(addr) {
             // Atomic from now on: plain accesses to it call out again (they order).
             st.mark(addr);
-            st.cache[State::slot(addr) * 2] = 0;
+            st.forget(addr);
         }
         st.detector.acquire(t, addr);
         st.detector.access(t, addr, site.size, true, true, site.number);
@@ -348,34 +354,41 @@ impl RaceRun {
     }
 
     /// The call-out for the access at the address in `t` (of `size` bytes, a write or not),
-    /// unless the same-epoch cache already holds such an access by this thread in its epoch.
+    /// unless its granule's cache word says this thread already made it in its epoch
+    /// (`State::cache`).
     fn cached_callout(&mut self, b: &mut Inline, arg: u64, (t, u): (AsmRegister64, AsmRegister64), size: u64, write: bool) {
         b.clobber_flags();
         let (v, w) = (b.scratch(), b.scratch());
-        let cache = self.state.cache.as_ptr() as u64;
+        let table = self.state.cache.delta_table_addr() as i32;
         let (epoch, address) = (tool_area(self.state.epoch_word), tool_area(self.state.addr_word));
         let a = b.asm();
         let (mut slow, mut done) = (a.create_label(), a.create_label());
+        // v = the granule's word: at the address plus its slice's delta, 8-aligned (deltas are).
         a.mov(u, t).unwrap();
-        a.shr(u, 3).unwrap();
-        a.and(u, (CACHE_SLOTS - 1) as i32).unwrap();
-        a.shl(u, 4).unwrap();
-        a.mov(v, cache).unwrap();
-        a.add(u, v).unwrap();
+        a.shr(u, crate::shadow::memory::SLICE_BITS).unwrap();
+        a.and(u, 0xff).unwrap();
+        a.mov(u, qword_ptr(u * 8 + table)).unwrap();
+        a.add(u, t).unwrap();
+        a.and(u, -8).unwrap();
         a.mov(v, qword_ptr(u)).unwrap();
+        // This thread's epoch?
         a.mov(w, v).unwrap();
-        a.shr(w, 8).unwrap();
-        a.cmp(w, t).unwrap();
+        a.shr(w, 16).unwrap();
+        a.cmp(w, qword_ptr(epoch).gs()).unwrap();
         a.jne(slow).unwrap();
-        // A write needs a write of this epoch; a read either.
-        a.test(v, if write { 2 } else { 3 }).unwrap();
-        a.je(slow).unwrap();
-        a.shr(v, 2).unwrap();
-        a.and(v, 63).unwrap();
-        a.cmp(v, size.min(63) as i32).unwrap();
-        a.jb(slow).unwrap();
-        a.mov(v, qword_ptr(u + 8)).unwrap();
-        a.cmp(v, qword_ptr(epoch).gs()).unwrap();
+        // w = the access's bytes in the granule (past bit 7 if it runs into the next one).
+        a.mov(u, t).unwrap();
+        a.and(u, 7).unwrap();
+        a.mov(w, (1u64 << size.clamp(1, 8)) - 1).unwrap();
+        a.shlx(w, w, u).unwrap();
+        // u = the bytes that cover it: written ones for a write, either for a read.
+        a.mov(u, v).unwrap();
+        a.shr(u, 8).unwrap();
+        if !write {
+            a.or(u, v).unwrap();
+        }
+        a.and(u, 0xff).unwrap();
+        a.andn(w, u, w).unwrap();
         a.je(done).unwrap();
         a.set_label(&mut slow).unwrap();
         a.mov(qword_ptr(address).gs(), t).unwrap();
@@ -396,6 +409,9 @@ impl ToolRun for RaceRun {
     fn start(&mut self, ctx: &mut ThreadContext, mem: &GuestMemory) {
         ctx.tool_area[self.state.tid_word / 8] = 0;
         ctx.tool_area[self.state.epoch_word / 8] = self.state.epoch(0);
+        for (s, e) in crate::shadow::initial_ranges(ctx.gpr[4], mem) {
+            self.state.cache.cover(s, e);
+        }
         self.main_path = crate::tools::main_module(mem, &self.program).0;
         self.note_runtime(mem, 0, u64::MAX >> 16);
     }
@@ -424,7 +440,7 @@ impl ToolRun for RaceRun {
                 if let Some(&w) = self.exit_word.get(t).filter(|&&w| w != 0) {
                     self.state.exit_words.insert(w);
                     self.state.mark(w);
-                    self.state.cache[State::slot(w) * 2] = 0;
+                    self.state.forget(w);
                     self.state.detector.release(t, w);
                 }
             }
@@ -436,6 +452,9 @@ impl ToolRun for RaceRun {
     }
 
     fn syscall_post(&mut self, ctx: &mut ThreadContext, nr: u64, args: &[u64; 6], ret: i64, mem: &GuestMemory) {
+        if let Some((start, end)) = crate::shadow::mapped_by(nr as i64, args, ret, mem) {
+            self.state.cache.cover(start, end);
+        }
         if nr as i64 == libc::SYS_mmap && ret > 0 && args[2] as i32 & libc::PROT_EXEC != 0 {
             self.note_runtime(mem, ret as u64, ret as u64 + args[1]);
         }
