@@ -311,3 +311,52 @@ fn known_races_are_left_out_by_a_suppressions_file() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The root causes of the other failing programs, at -O0 and -O2, each the race (both
+/// of its lines) or the line the program's comments name:
+/// - double-checked locking that publishes its flag before the field (the failure uses what
+///   the other thread had not written yet: the race whose other order avoids the failure);
+/// - a reader that loads a shared pointer another thread clears and reopens (at -O0 the
+///   failure's definition is the local copy of what the racing load saw, on its line);
+/// - the harmful race of §6.2.1 of the dissertation (its "line 2", racing with itself or with
+///   "line 1");
+/// - a worker's stack overflow, no race: the first point of memory corruption.
+///
+/// (double_checked's assertion fails in a worker: its abort kills the process from a thread
+/// that is not the main one, which once left the run without its report.)
+#[test]
+fn multithreaded_failures_are_traced_to_their_root_causes() {
+    let pair = |name: &str, out: &str, a: &str, b: &str| -> Vec<(String, String)> {
+        let (a, b) = (place(name, out, a, "get"), place(name, out, b, "get"));
+        vec![(a.clone(), b.clone()), (b, a)]
+    };
+    for opt in ["-O0", "-O2"] {
+        let run = |name: &str, flags: &[&str]| {
+            let out = format!("{name}{opt}").replace('-', "_");
+            let exe = program(name, "c", &out, &[&[opt], flags].concat());
+            let o = run_rtgrind(["--tool=race"], &Cmd::new(&exe));
+            assert_eq!(o.status.code(), Some(1), "{out}: {}", o.describe());
+            (out, o.stderr_str())
+        };
+        // The root-cause race: the first race after the root-cause line.
+        let root = |err: &str| {
+            let at = err.lines().position(|l| l.contains("race: root cause of the failure: the harmful data race below (")).unwrap_or_else(|| panic!("{err}"));
+            races(&err.lines().skip(at).collect::<Vec<_>>().join("\n")).into_iter().next().unwrap()
+        };
+        let (out, err) = run("double_checked", &[]);
+        assert!(pair("double_checked", &out, "race check", "race publish").contains(&root(&err)), "{out}: {err}");
+        let (out, err) = run("reopen_reader", &[]);
+        // The reader's load is its line's, or at -O2 the use's line it was scheduled into.
+        let close = place("reopen_reader", &out, "race close", "reloader");
+        let r = root(&err);
+        let reader = if r.0 == close { &r.1 } else { &r.0 };
+        assert!((r.0 == close || r.1 == close) && ["race load", "crash"].iter().any(|m| *reader == place("reopen_reader", &out, m, "reader")), "{out}: {err}");
+        let (out, err) = run("paper_harmful_race", &[]);
+        let (line1, line2) = (place("paper_harmful_race", &out, "line 1", "work"), place("paper_harmful_race", &out, "line 2", "work"));
+        let r = root(&err);
+        assert!(r.0 == line2 && (r.1 == line2 || r.1 == line1) || r.1 == line2 && r.0 == line1, "{out}: {r:?}\n{err}");
+        let (out, err) = run("worker_stack_overflow", &[]);
+        let overflow = place("worker_stack_overflow", &out, "overflow", "label");
+        assert!(err.contains(&format!("race: first point of memory corruption: {overflow}")), "{out}: {err}");
+    }
+}

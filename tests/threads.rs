@@ -679,3 +679,21 @@ fn stdin_file_captures_once_and_replays() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(bad.stderr_str().starts_with("rtgrind: error: --stdin-file: cannot use"), "{}", bad.describe());
 }
+
+/// A thread other than the main one that aborts kills the process the usual way: the report's
+/// line names the signal and the place, and the tool's end-of-run hooks run. (A new thread's
+/// Rust code once ran on its creator's thread-local storage, so it seemed parked when its own
+/// abort arrived, and died without a report.)
+#[test]
+fn an_abort_in_a_worker_thread_ends_the_run_with_its_report() {
+    let source = "#include <pthread.h>\n#include <stdlib.h>\nstatic void *work(void *a) { abort(); return a; }\nint main(void) { pthread_t t; pthread_create(&t, NULL, work, NULL); pthread_join(t, NULL); return 0; }\n";
+    let exe = common::compile_snippet("abort_worker", "c", source, &["-pthread"]);
+    for tool in ["--tool=none", "--tool=count"] {
+        let out = run_rtgrind([tool], &Cmd::new(&exe));
+        assert_eq!(out.status.code(), None, "{tool}: {}", out.describe());
+        let err = out.stderr_str();
+        assert!(err.contains("Process terminating with default action of signal 6 (SIGABRT) at ") && !err.contains("waiting to be scheduled"), "{tool}: {err}");
+    }
+    let out = run_rtgrind(["--tool=count"], &Cmd::new(&exe));
+    assert!(out.stderr_str().contains("count:") || out.stderr_str().contains("instructions"), "the tool's report: {}", out.describe());
+}

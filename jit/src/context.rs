@@ -201,6 +201,13 @@ impl ThreadContext {
         ctx
     }
 
+    /// The context runs on the calling host thread from now on: the host `fs` its Rust code
+    /// gets back on every exit from translated code is this thread's own (a context made on
+    /// one thread for another, as a new guest thread's is, has its maker's).
+    pub fn adopt_host_thread(&mut self) {
+        self.host_fs = crate::dispatch::read_fs_base();
+    }
+
     /// Hash slot of a guest indirect-branch target in the inline table.
     #[inline]
     pub fn ibl_slot(target: u64) -> usize {

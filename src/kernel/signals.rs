@@ -189,6 +189,9 @@ impl Signals {
         // SAFETY: the stack is leaked, so it outlives every handler invocation on this thread.
         unsafe { libc::sigaltstack(&ss, std::ptr::null_mut()) };
         ctx.runtime_data = Arc::as_ptr(&self.inbox) as u64;
+        // Its Rust code must run on its own thread-local storage (Rust's and the C library's:
+        // errno, malloc's caches, the scheduler's PARKED), not its creator's.
+        ctx.adopt_host_thread();
         self.apply_mask();
     }
 

@@ -4,7 +4,7 @@
 
 use super::harm::{self, Found, Plan, Seen, Verdict};
 use crate::cli::Cli;
-use crate::report::model::Report;
+use crate::report::model::{Finding, Report};
 use crate::tools::search::{Ending, Ran, Request, RunOutcome, Runner, Search, Step};
 use crate::tools::suppress::driver::{self as suppression, Verdict as SupVerdict};
 use crate::tools::suppress::plan::{Outcome as SupOutcome, Point};
@@ -30,8 +30,16 @@ enum Stage {
 /// What the search ends with: the detection run's races, its ending and how it failed (if it
 /// did), with a verdict on each race tested; or why it could not run.
 enum Outcome {
-    Tested { found: Box<Found>, ending: Ending, failed: Option<String>, verdicts: Vec<(Verdict, String)> },
+    Tested { found: Box<Found>, ending: Ending, failed: Option<String>, verdicts: Vec<Judged> },
     CannotRun(String, i32),
+}
+
+/// A race's harm test: the verdict, why, and whether the run in the other order avoided the
+/// failure the run in the race's order had.
+struct Judged {
+    verdict: Verdict,
+    why: String,
+    avoids: bool,
 }
 
 struct Harm {
@@ -189,12 +197,14 @@ impl Harm {
                             harm::judge(key, reference_seen.as_ref().and_then(|s| s.get(k)), reversed_seen.as_ref().and_then(|s| s.get(k)), &first, &second)
                         }
                     };
+                    let mut avoids = false;
                     if let (Some(a), Some(b)) = (&reference, &reversed) {
                         if verdict != Verdict::Undecided {
                             why.push_str(&changes(a, b));
                         }
+                        avoids = self::failed(a, self.failure.as_deref()).is_some() && self::failed(b, self.failure.as_deref()).is_none();
                     }
-                    verdicts.push((verdict, why));
+                    verdicts.push(Judged { verdict, why, avoids });
                 }
                 Err(Outcome::Tested { found, ending: detect.ending, failed, verdicts })
             }
@@ -255,16 +265,29 @@ fn failed(run: &RunOutcome, failure: Option<&str>) -> Option<String> {
 /// schedule meets them (Fig. 6.1 of the dissertation): the first definition of the chain (in
 /// the order the runs found them, the failure's own first) that is one access of a harmful
 /// race — its later access, a write racing with an earlier access (WAR, WAW), or its earlier
-/// access, a write that a later read races with (RAW). The race, the run and the location.
-fn race_behind(chain: &[(Vec<Point>, SupOutcome)], races: &[harm::Key], verdicts: &[(Verdict, String)]) -> Option<(usize, usize, String)> {
+/// access, a write that a later read races with (RAW) — or, on its line, the copy of what a
+/// racing read saw (unoptimized code stores a loaded pointer into a local before using it).
+/// The race, the run, the location and whether it was the copy.
+fn race_behind(chain: &[(Vec<Point>, SupOutcome)], races: &[harm::Key], verdicts: &[Judged], findings: &[Finding]) -> Option<(usize, usize, String, bool)> {
     for (run, (_, outcome)) in chain.iter().enumerate() {
         for def in &outcome.defs {
             let pc = def.point.pc;
-            let hit = races.iter().zip(verdicts).position(|(k, (v, _))| {
-                *v == Verdict::Harmful && ((k.second.pc == pc && k.second.write) || (k.first.pc == pc && k.first.write && k.second.reads))
+            let harmful = |k: usize| verdicts[k].verdict == Verdict::Harmful;
+            let hit = (0..races.len()).find(|&k| {
+                let r = &races[k];
+                harmful(k) && ((r.second.pc == pc && r.second.write) || (r.first.pc == pc && r.first.write && r.second.reads))
             });
             if let Some(k) = hit {
-                return Some((k, run, def.location.clone()));
+                return Some((k, run, def.location.clone(), false));
+            }
+            let copied = (0..races.len()).find(|&k| {
+                let (r, f) = (&races[k], &findings[k]);
+                harmful(k)
+                    && ((r.second.reads && !r.second.write && f.place == def.place)
+                        || (r.first.reads && !r.first.write && f.earlier_place.as_deref() == Some(&def.place)))
+            });
+            if let Some(k) = copied {
+                return Some((k, run, def.location.clone(), true));
             }
         }
     }
@@ -322,11 +345,11 @@ pub fn drive(cli: &Cli) -> Result<i32, Error> {
     };
     let mut report = found.report;
     let untested = report.findings.len() - verdicts.len();
-    for (f, (v, why)) in report.findings.iter_mut().zip(&verdicts) {
-        f.verdict = Some(v.name().into());
-        f.harm = Some(why.clone());
+    for (f, j) in report.findings.iter_mut().zip(&verdicts) {
+        f.verdict = Some(j.verdict.name().into());
+        f.harm = Some(j.why.clone());
     }
-    let count = |v: Verdict| verdicts.iter().filter(|(w, _)| *w == v).count();
+    let count = |v: Verdict| verdicts.iter().filter(|j| j.verdict == v).count();
     let (harmful, undecided, benign) = (count(Verdict::Harmful), count(Verdict::Undecided), count(Verdict::Benign));
     if !report.findings.is_empty() {
         let mut parts = vec![format!("{harmful} harmful"), format!("{benign} benign")];
@@ -353,10 +376,21 @@ pub fn drive(cli: &Cli) -> Result<i32, Error> {
         report.traced_again = sup.traced_again;
         let model = crate::tools::suppress::report::model(&sup, &cli.command);
         report.chain = model.chain.clone();
-        root = Some(match race_behind(&sup.chain, &found.races[..verdicts.len()], &verdicts) {
-            Some((k, run, location)) => {
-                report.findings[k].root =
-                    Some(format!("the run {how}; it used {location}, defined by this race's write (run {} of the suppression chain)", run + 1));
+        // A race that defined what the failure used; else one whose other order avoids the
+        // failure (the chain may end at a copy of what it read, or the failure may use what
+        // the other thread had not written yet, as in double-checked locking).
+        let behind = race_behind(&sup.chain, &found.races[..verdicts.len()], &verdicts, &report.findings)
+            .map(|(k, run, location, copied)| {
+                let by = if copied { "a copy, on its line, of what this race's read saw" } else { "this race's write" };
+                (k, format!("it used {location}, defined by {by} (run {} of the suppression chain)", run + 1))
+            })
+            .or_else(|| {
+                let k = verdicts.iter().position(|j| j.verdict == Verdict::Harmful && j.avoids)?;
+                Some((k, "in the other order the program does not fail, and no race defined what the failure used".to_string()))
+            });
+        root = Some(match behind {
+            Some((k, why)) => {
+                report.findings[k].root = Some(format!("the run {how}; {why}"));
                 let f = report.findings.remove(k);
                 report.findings.insert(0, f);
                 report.result = "root-cause".into();
