@@ -133,6 +133,12 @@ fn a_result_read_without_a_join_races_with_its_write() {
         )),
         "{v:?}"
     );
+    // Each race says where its threads last synchronized: the main thread when it created the
+    // worker (clone), the worker in its start-up.
+    let err = o.stderr_str();
+    let syncs: Vec<&str> = err.lines().filter_map(|l| l.split_once("race:    last synchronization: ").map(|x| x.1)).collect();
+    assert_eq!(syncs.len(), 2, "{err}");
+    assert!(syncs.iter().all(|s| s.contains("thread 0 at ") && s.contains("thread 1 at ") && s.contains("clone")), "{syncs:?}");
     for object in ["`done`, a global of 4 bytes", "`result`, a global of 8 bytes"] {
         assert!(o.stderr_str().contains(&format!("the address is in {object}")), "{}", o.stderr_str());
     }

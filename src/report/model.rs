@@ -126,6 +126,10 @@ pub struct Finding {
     pub verdict: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub harm: Option<String>,
+    /// The last synchronization each of a race's threads performed before the race was seen
+    /// ("thread 1 at a.c:9 (f); thread 2: none since it started") (race).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub syncs: Option<String>,
     /// This race is the root cause of the run's failure, and why (race).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub root: Option<String>,

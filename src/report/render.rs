@@ -48,6 +48,9 @@ fn finding(r: &Report, f: &Finding, k: usize) -> Vec<String> {
         if let Some(o) = &f.object {
             out.push(format!("   the address is {o}"));
         }
+        if let Some(syncs) = &f.syncs {
+            out.push(format!("   last synchronization: {syncs}"));
+        }
         if let Some(v) = &f.verdict {
             out.push(format!("   {v}: {}", or_none(&f.harm)));
         }

@@ -53,6 +53,24 @@ impl State {
         (t as u64) << 32 | u64::from(self.detector.epoch(t))
     }
 
+    /// Thread `t` synchronized at `pc`.
+    fn synced(&mut self, t: hb::Tid, pc: u64) {
+        if self.last_sync.len() <= t {
+            self.last_sync.resize(t + 1, 0);
+        }
+        self.last_sync[t] = pc;
+    }
+
+    /// After an access by `t`: each race it found keeps both threads' last synchronization.
+    fn note_races(&mut self, t: hb::Tid) {
+        let sync = |s: &State, u: hb::Tid| s.last_sync.get(u).copied().unwrap_or(0);
+        while self.race_syncs.len() < self.detector.races.len() {
+            let earlier = self.detector.races[self.race_syncs.len()].earlier.tid;
+            let pair = [sync(self, earlier), sync(self, t)];
+            self.race_syncs.push(pair);
+        }
+    }
+
     /// The cache word of the granule of `addr`.
     fn word(&self, addr: u64) -> *mut u64 {
         self.cache.addr(addr & !7) as *mut u64
@@ -132,6 +150,11 @@ struct State {
     epoch_word: usize,
     /// A harm run's watch on its races.
     watch: Option<Watcher>,
+    /// Per thread: the instruction of its last synchronization (0: none yet).
+    last_sync: Vec<u64>,
+    /// Per race found: the last synchronization of the earlier access's thread and of the
+    /// later's, when it was found.
+    race_syncs: Vec<[u64; 2]>,
 }
 
 pub struct RaceRun {
@@ -167,6 +190,8 @@ impl RaceRun {
             addr_word: words + 8,
             epoch_word: words + 16,
             watch: plan.map(Watcher::new),
+            last_sync: Vec::new(),
+            race_syncs: Vec::new(),
         };
         Ok(RaceRun {
             program,
@@ -204,6 +229,8 @@ extern "C" fn access(ctx: *mut ThreadContext, arg: u64) {
         st.detector.acquire(t, addr);
         st.detector.access(t, addr, site.size, true, true, site.number);
         st.detector.release(t, addr);
+        st.synced(t, site.pc);
+        st.note_races(t);
         ctx.tool_area[st.epoch_word / 8] = st.epoch(t);
         return;
     }
@@ -213,15 +240,18 @@ extern "C" fn access(ctx: *mut ThreadContext, arg: u64) {
         // An atomic load acquires what stores to its location released; reading a dead
         // thread's cleared word is seeing its exit (`pthread_join`).
         st.detector.acquire(t, addr);
+        st.synced(t, site.pc);
     }
     if !site.trusted {
         st.detector.access(t, addr, site.size, site.write, atomic, site.number);
+        st.note_races(t);
         if !atomic && !exit_word {
             st.cache(t, addr, site.size, site.write);
         }
     }
     if atomic && site.write {
         st.detector.release(t, addr);
+        st.synced(t, site.pc);
         ctx.tool_area[st.epoch_word / 8] = st.epoch(t);
     }
 }
@@ -435,6 +465,7 @@ impl ToolRun for RaceRun {
                 // epoch now.
                 let clears = args[0] & libc::CLONE_CHILD_CLEARTID as u64 != 0;
                 self.creating = Some((self.state.detector.fork(t), if clears { args[3] } else { 0 }));
+                self.state.synced(t, ctx.rip.wrapping_sub(2));
             }
             libc::SYS_exit => {
                 if let Some(&w) = self.exit_word.get(t).filter(|&&w| w != 0) {
@@ -444,7 +475,10 @@ impl ToolRun for RaceRun {
                     self.state.detector.release(t, w);
                 }
             }
-            libc::SYS_futex if is_wake(args[1]) => self.state.detector.release(t, args[0]),
+            libc::SYS_futex if is_wake(args[1]) => {
+                self.state.detector.release(t, args[0]);
+                self.state.synced(t, ctx.rip.wrapping_sub(2));
+            }
             _ => {}
         }
         ctx.tool_area[self.state.epoch_word / 8] = self.state.epoch(t);
@@ -461,6 +495,7 @@ impl ToolRun for RaceRun {
         if nr as i64 == libc::SYS_futex && !is_wake(args[1]) {
             let t = self.tid(ctx);
             self.state.detector.acquire(t, args[0]);
+            self.state.synced(t, ctx.rip.wrapping_sub(2));
         }
     }
 
@@ -509,8 +544,15 @@ impl RaceRun {
     /// The races as the one report model, and each finding's race as the harm runs name it.
     fn model(&self, mem: &GuestMemory) -> (Report, Vec<harm::Key>) {
         let races = &self.state.detector.races;
-        let pcs: Vec<u64> = races.iter().flat_map(|r| [self.sites[r.earlier.site as usize].pc, self.sites[r.later.site as usize].pc]).collect();
+        // The two accesses' places, then the two threads' last synchronizations', per race.
+        let syncs = &self.state.race_syncs;
+        let mut pcs: Vec<u64> = races.iter().flat_map(|r| [self.sites[r.earlier.site as usize].pc, self.sites[r.later.site as usize].pc]).collect();
+        pcs.extend(syncs.iter().flatten().map(|&pc| pc.max(1)));
         let places = crate::report::lines::SourceLines::default().describe(&pcs, mem);
+        let sync_of = |k: usize, which: usize, tid: hb::Tid| match syncs.get(k).map(|s| s[which]) {
+            Some(pc) if pc != 0 => format!("thread {tid} at {}", places[2 * races.len() + 2 * k + which]),
+            _ => format!("thread {tid}: none since it started"),
+        };
         let objects = crate::report::symbols::named_objects(&self.main_path, mem);
         let what = |a: &hb::Access| {
             let s = &self.sites[a.site as usize];
@@ -553,6 +595,7 @@ impl RaceRun {
                     earlier_access: Some(earlier_access),
                     earlier_place: Some(earlier.clone()),
                     object: Some(object_of(r.addr, &objects, mem)),
+                    syncs: Some(format!("{}; {}", sync_of(k, 0, r.earlier.tid), sync_of(k, 1, r.later.tid))),
                     ..Finding::default()
                 }
             })
