@@ -1048,8 +1048,12 @@ impl SuppressRun {
         // Allocator memory: the brk heap or an anonymous mapping (glibc's arenas and large
         // blocks), never the stack, a global or a file.
         // (The brk heap starts right after the program's data, in its last page.)
-        let allocator_memory =
-            (mem.brk_start..mem.brk_cur).contains(&p) || mem.region_at(p).is_some_and(|(_, r)| r.name.as_deref().is_none_or(|n| n == "[heap]"));
+        // (Not the crashing thread's own stack: a thread's stack is an anonymous mapping too,
+        // and a buffer in its frames is no heap block, as the stack protector's abort in a
+        // worker thread showed.)
+        let stack = mem.region_at(ctx.gpr[4]).map(|(start, _)| start);
+        let allocator_memory = (mem.brk_start..mem.brk_cur).contains(&p)
+            || mem.region_at(p).is_some_and(|(start, r)| r.name.as_deref().is_none_or(|n| n == "[heap]") && Some(start) != stack);
         let heap_block = p >= 16 && p % 16 == 0 && guest_mem::read_u64(p - 8).is_some() && allocator_memory;
         // The size field whoever wrote it; the first words only as the allocator's own
         // (a block's contents are the program's business, even copied by memset).
