@@ -150,65 +150,70 @@ impl Harm {
                 self.stage = Stage::Detect;
                 Ok(Step::Run(self.detect(runner)))
             }
-            Stage::Detect => {
-                let run = ran.into_iter().next().ok_or_else(|| Outcome::CannotRun("no run was made".into(), crate::EXIT_INTERNAL))?;
-                let detect = run.outcome.map_err(|e| Outcome::CannotRun(format!("cannot run rtgrind: {e}"), crate::EXIT_INTERNAL))?;
-                crate::tools::child::show_output(&detect.stdout);
-                show_error_output(&detect.stderr);
-                let text = std::fs::read_to_string(runner.file("found.json")).map_err(|_| {
-                    let why = detect.error().unwrap_or_else(|| format!("the detection run ended ({}) without its report", detect.ending.describe()));
-                    Outcome::CannotRun(why, code_of(&detect.ending))
-                })?;
-                let failed = failed(&detect, self.failure.as_deref());
-                let found: Box<Found> =
-                    serde_json::from_str(&text).map_err(|e| Outcome::CannotRun(format!("internal: the detection run's report: {e}"), crate::EXIT_INTERNAL))?;
-                if found.races.is_empty() {
-                    return Err(Outcome::Tested { found, ending: detect.ending, failed, verdicts: Vec::new() });
-                }
-                let tested = &found.races[..found.races.len().min(self.max_tests)];
-                let mut batch = Vec::with_capacity(tested.len() + 1);
-                for reverse in std::iter::once(None).chain((0..tested.len()).map(Some)) {
-                    batch.push(
-                        Self::harm_run(runner, tested, reverse).map_err(|e| Outcome::CannotRun(format!("cannot write a plan: {e}"), crate::EXIT_INTERNAL))?,
-                    );
-                }
-                self.stage = Stage::Test { found, detect, failed };
-                Ok(Step::Batch(batch))
-            }
+            Stage::Detect => self.detected(runner, ran),
             Stage::Test { found, detect, failed } => {
-                let mut runs = ran.into_iter().map(|r| r.outcome.ok());
-                let reference = runs.next().flatten();
-                let seen = |o: &Option<RunOutcome>, name: &str| -> Option<Vec<Seen>> {
-                    o.as_ref()?;
-                    serde_json::from_str(&std::fs::read_to_string(runner.file(&format!("seen-{name}.json"))).ok()?).ok()
-                };
-                let reference_seen = seen(&reference, "reference");
-                let mut verdicts = Vec::new();
-                for (k, reversed) in runs.enumerate() {
-                    let key = &found.races[k];
-                    let f = &found.report.findings[k];
-                    let first = name(&key.first, f.earlier_place.as_deref().unwrap_or_default());
-                    let second = name(&key.second, &f.place);
-                    let reversed_seen = seen(&reversed, &format!("reverse-{k}"));
-                    let stopped = reversed.as_ref().map(|o| &o.ending).filter(|e| matches!(e, Ending::TimedOut | Ending::Budget));
-                    let (verdict, mut why) = match stopped {
-                        Some(e) => (Verdict::Undecided, format!("the run in the other order was {}", e.describe())),
-                        None => {
-                            harm::judge(key, reference_seen.as_ref().and_then(|s| s.get(k)), reversed_seen.as_ref().and_then(|s| s.get(k)), &first, &second)
-                        }
-                    };
-                    let mut avoids = false;
-                    if let (Some(a), Some(b)) = (&reference, &reversed) {
-                        if verdict != Verdict::Undecided {
-                            why.push_str(&changes(a, b));
-                        }
-                        avoids = self::failed(a, self.failure.as_deref()).is_some() && self::failed(b, self.failure.as_deref()).is_none();
-                    }
-                    verdicts.push(Judged { verdict, why, avoids });
-                }
+                let verdicts = self.verdicts(runner, &found, ran);
                 Err(Outcome::Tested { found, ending: detect.ending, failed, verdicts })
             }
         }
+    }
+
+    /// The detection run made: its output shown, its races read back; the harm runs next.
+    fn detected(&mut self, runner: &Runner, ran: Vec<Ran>) -> Result<Step<Outcome>, Outcome> {
+        let run = ran.into_iter().next().ok_or_else(|| Outcome::CannotRun("no run was made".into(), crate::EXIT_INTERNAL))?;
+        let detect = run.outcome.map_err(|e| Outcome::CannotRun(format!("cannot run rtgrind: {e}"), crate::EXIT_INTERNAL))?;
+        crate::tools::child::show_output(&detect.stdout);
+        show_error_output(&detect.stderr);
+        let text = std::fs::read_to_string(runner.file("found.json")).map_err(|_| {
+            let why = detect.error().unwrap_or_else(|| format!("the detection run ended ({}) without its report", detect.ending.describe()));
+            Outcome::CannotRun(why, code_of(&detect.ending))
+        })?;
+        let failed = failed(&detect, self.failure.as_deref());
+        let found: Box<Found> =
+            serde_json::from_str(&text).map_err(|e| Outcome::CannotRun(format!("internal: the detection run's report: {e}"), crate::EXIT_INTERNAL))?;
+        if found.races.is_empty() {
+            return Err(Outcome::Tested { found, ending: detect.ending, failed, verdicts: Vec::new() });
+        }
+        let tested = &found.races[..found.races.len().min(self.max_tests)];
+        let mut batch = Vec::with_capacity(tested.len() + 1);
+        for reverse in std::iter::once(None).chain((0..tested.len()).map(Some)) {
+            batch.push(Self::harm_run(runner, tested, reverse).map_err(|e| Outcome::CannotRun(format!("cannot write a plan: {e}"), crate::EXIT_INTERNAL))?);
+        }
+        self.stage = Stage::Test { found, detect, failed };
+        Ok(Step::Batch(batch))
+    }
+
+    /// The harm runs made (the reference run first): each tested race's verdict.
+    fn verdicts(&self, runner: &Runner, found: &Found, ran: Vec<Ran>) -> Vec<Judged> {
+        let mut runs = ran.into_iter().map(|r| r.outcome.ok());
+        let reference = runs.next().flatten();
+        let seen = |o: &Option<RunOutcome>, name: &str| -> Option<Vec<Seen>> {
+            o.as_ref()?;
+            serde_json::from_str(&std::fs::read_to_string(runner.file(&format!("seen-{name}.json"))).ok()?).ok()
+        };
+        let reference_seen = seen(&reference, "reference");
+        let mut verdicts = Vec::new();
+        for (k, reversed) in runs.enumerate() {
+            let key = &found.races[k];
+            let f = &found.report.findings[k];
+            let first = name(&key.first, f.earlier_place.as_deref().unwrap_or_default());
+            let second = name(&key.second, &f.place);
+            let reversed_seen = seen(&reversed, &format!("reverse-{k}"));
+            let stopped = reversed.as_ref().map(|o| &o.ending).filter(|e| matches!(e, Ending::TimedOut | Ending::Budget));
+            let (verdict, mut why) = match stopped {
+                Some(e) => (Verdict::Undecided, format!("the run in the other order was {}", e.describe())),
+                None => harm::judge(key, reference_seen.as_ref().and_then(|s| s.get(k)), reversed_seen.as_ref().and_then(|s| s.get(k)), &first, &second),
+            };
+            let mut avoids = false;
+            if let (Some(a), Some(b)) = (&reference, &reversed) {
+                if verdict != Verdict::Undecided {
+                    why.push_str(&changes(a, b));
+                }
+                avoids = failed(a, self.failure.as_deref()).is_some() && failed(b, self.failure.as_deref()).is_none();
+            }
+            verdicts.push(Judged { verdict, why, avoids });
+        }
+        verdicts
     }
 }
 
@@ -331,21 +336,73 @@ pub fn drive(cli: &Cli) -> Result<i32, Error> {
         stage: Stage::Start,
     };
     let outcome = runner.drive(&mut search);
-    // The schedule analysed is kept where --record-schedule says, or, when --explore found
-    // it, beside the program's files under a new name (as Valgrind's vgcore.PID).
-    let keep = cli.record_schedule.clone().or_else(|| search.explored.as_ref().map(|_| PathBuf::from(format!("rtgrind-schedule.{}", std::process::id()))));
+    let keep = keep_schedule(cli, &runner, search.explored.is_some())?;
+    let (found, ending, failed, verdicts) = match outcome {
+        Outcome::CannotRun(why, code) => return Err(Error { message: why, code }),
+        Outcome::Tested { found, ending, failed, verdicts } => (found, ending, failed, verdicts),
+    };
+    let races = found.races;
+    let mut report = found.report;
+    let tally = judged(&mut report, &verdicts, cli.race.max_harm_tests);
+    let root = match &failed {
+        Some(how) => {
+            let mut replaying = options;
+            replaying.push(format!("--sched=replay:{}", runner.file("schedule").display()).into());
+            let sr = Runner::with("race-suppress", cli.command.clone(), replaying, cli.seed, Some(runner.stdin_file.clone()))
+                .map_err(|e| Error::internal(e.to_string()))?;
+            let opts = suppression::Options { max_runs: 20, error_exitcode: cli.search.error_exitcode, failure, show_output: false };
+            let (concluded, runs) = failure_root(&mut report, sr, &opts, &races[..verdicts.len()], &verdicts, how, &cli.command);
+            runner.runs += runs;
+            Some(concluded)
+        }
+        None => None,
+    };
+    // Harmful first, then undecided, then benign, then those not tested; in order of
+    // detection within each (a root cause stays first).
+    let rank = |f: &Finding| match (f.root.is_some() || f.kind != "data race", f.verdict.as_deref()) {
+        (true, _) => 0,
+        (_, Some("harmful")) => 1,
+        (_, Some("undecided")) => 2,
+        (_, Some("benign")) => 3,
+        _ => 4,
+    };
+    report.findings.sort_by_key(rank);
+    report.explored = explored(cli, search.explored.as_ref(), keep.as_deref());
+    report.runs = runner.runs;
+    report.seconds = started.elapsed().as_secs_f64();
+    emit(&report, cli);
+    Ok(match root {
+        Some(true) => cli.search.error_exitcode,
+        Some(false) => UNDECIDED,
+        None if tally.harmful > 0 => cli.search.error_exitcode,
+        None if tally.undecided > 0 || tally.untested > 0 => UNDECIDED,
+        None => code_of(&ending),
+    })
+}
+
+/// The schedule analysed is kept where `--record-schedule` says, or, when `--explore` found
+/// it, beside the program's files under a new name (as Valgrind's vgcore.PID): where.
+fn keep_schedule(cli: &Cli, runner: &Runner, explored: bool) -> Result<Option<PathBuf>, Error> {
+    let keep = cli.record_schedule.clone().or_else(|| explored.then(|| PathBuf::from(format!("rtgrind-schedule.{}", std::process::id()))));
     if let Some(path) = &keep {
         if std::fs::copy(runner.file("schedule"), path).is_err() {
             return Err(Error::usage(format!("cannot write the schedule to '{}'", path.display())));
         }
     }
-    let (found, ending, failed, verdicts) = match outcome {
-        Outcome::CannotRun(why, code) => return Err(Error { message: why, code }),
-        Outcome::Tested { found, ending, failed, verdicts } => (found, ending, failed, verdicts),
-    };
-    let mut report = found.report;
+    Ok(keep)
+}
+
+/// How many races the harm tests found of each kind, and left untested.
+struct Tally {
+    harmful: usize,
+    undecided: usize,
+    untested: usize,
+}
+
+/// The harm tests' verdicts into the report's findings and its summary.
+fn judged(report: &mut Report, verdicts: &[Judged], max_tests: u32) -> Tally {
     let untested = report.findings.len() - verdicts.len();
-    for (f, j) in report.findings.iter_mut().zip(&verdicts) {
+    for (f, j) in report.findings.iter_mut().zip(verdicts) {
         f.verdict = Some(j.verdict.name().into());
         f.harm = Some(j.why.clone());
     }
@@ -357,110 +414,77 @@ pub fn drive(cli: &Cli) -> Result<i32, Error> {
             parts.push(format!("{undecided} undecided"));
         }
         if untested > 0 {
-            parts.push(format!("{untested} not tested (--max-harm-tests={})", cli.race.max_harm_tests));
+            parts.push(format!("{untested} not tested (--max-harm-tests={max_tests})"));
         }
-        report.summary = Some(format!("{}: {}", report.summary.unwrap_or_default(), parts.join(", ")));
+        report.summary = Some(format!("{}: {}", report.summary.take().unwrap_or_default(), parts.join(", ")));
         report.result = if harmful > 0 { "harmful" } else { "found" }.into();
     }
-    let mut root = None;
-    if let Some(how) = &failed {
-        // The failure's root cause: execution suppression on the same schedule, its chain of
-        // definitions checked against the harmful races.
-        let mut replaying = options;
-        replaying.push(format!("--sched=replay:{}", runner.file("schedule").display()).into());
-        let mut sr = Runner::with("race-suppress", cli.command.clone(), replaying, cli.seed, Some(runner.stdin_file.clone()))
-            .map_err(|e| Error::internal(e.to_string()))?;
-        let opts = suppression::Options { max_runs: 20, error_exitcode: cli.search.error_exitcode, failure, show_output: false };
-        let sup = suppression::find(&mut sr, &opts);
-        runner.runs += sup.runs;
-        report.traced_again = sup.traced_again;
-        let model = crate::tools::suppress::report::model(&sup, &cli.command);
-        report.chain = model.chain.clone();
-        // A race that defined what the failure used; else one whose other order avoids the
-        // failure (the chain may end at a copy of what it read, or the failure may use what
-        // the other thread had not written yet, as in double-checked locking).
-        let behind = race_behind(&sup.chain, &found.races[..verdicts.len()], &verdicts, &report.findings)
-            .map(|(k, run, location, copied)| {
-                let by = if copied { "a copy, on its line, of what this race's read saw" } else { "this race's write" };
-                (k, format!("it used {location}, defined by {by} (run {} of the suppression chain)", run + 1))
-            })
-            .or_else(|| {
-                let k = verdicts.iter().position(|j| j.verdict == Verdict::Harmful && j.avoids)?;
-                Some((k, "in the other order the program does not fail, and no race defined what the failure used".to_string()))
-            });
-        root = Some(match behind {
-            Some((k, why)) => {
-                report.findings[k].root = Some(format!("the run {how}; {why}"));
-                let f = report.findings.remove(k);
-                report.findings.insert(0, f);
-                report.result = "root-cause".into();
-                true
-            }
-            None => {
-                report.reason = format!(
-                    "the run {how}; {}",
-                    match &sup.verdict {
-                        SupVerdict::RootCause(_) => "no harmful race defined what it used: its root cause is the first point of memory corruption".into(),
-                        _ => model.reason.clone(),
-                    }
-                );
-                match &sup.verdict {
-                    SupVerdict::RootCause(_) => {
-                        report.result = "root-cause".into();
-                        let races = std::mem::take(&mut report.findings);
-                        report.findings = model.findings.into_iter().chain(races).collect();
-                        true
-                    }
-                    SupVerdict::NotReproducible(..) => {
-                        report.result = "not-reproducible".into();
-                        false
-                    }
-                    _ => {
-                        report.result = "inconclusive".into();
-                        false
-                    }
-                }
-            }
+    Tally { harmful, undecided, untested }
+}
+
+/// The root cause of the run's failure (`how` it failed): execution suppression on the same
+/// schedule (`runner`'s runs replay it), its chain of definitions checked against the harmful
+/// races (`race_behind`); else a harmful race whose other order avoids the failure (the
+/// failure may use what the other thread had not written yet, as in double-checked locking);
+/// else suppression's own answer. Into `report`; whether it concluded, and the runs it made.
+fn failure_root(
+    report: &mut Report,
+    mut runner: Runner,
+    opts: &suppression::Options,
+    races: &[harm::Key],
+    verdicts: &[Judged],
+    how: &str,
+    command: &[OsString],
+) -> (bool, u32) {
+    let sup = suppression::find(&mut runner, opts);
+    report.traced_again = sup.traced_again;
+    let model = crate::tools::suppress::report::model(&sup, command);
+    report.chain = model.chain.clone();
+    let behind = race_behind(&sup.chain, races, verdicts, &report.findings)
+        .map(|(k, run, location, copied)| {
+            let by = if copied { "a copy, on its line, of what this race's read saw" } else { "this race's write" };
+            (k, format!("it used {location}, defined by {by} (run {} of the suppression chain)", run + 1))
+        })
+        .or_else(|| {
+            let k = verdicts.iter().position(|j| j.verdict == Verdict::Harmful && j.avoids)?;
+            Some((k, "in the other order the program does not fail, and no race defined what the failure used".to_string()))
         });
+    if let Some((k, why)) = behind {
+        report.findings[k].root = Some(format!("the run {how}; {why}"));
+        let f = report.findings.remove(k);
+        report.findings.insert(0, f);
+        report.result = "root-cause".into();
+        return (true, sup.runs);
     }
-    // Harmful first, then undecided, then benign, then those not tested; in order of
-    // detection within each (a root cause stays first).
-    let rank = |f: &crate::report::model::Finding| match (f.root.is_some() || f.kind != "data race", f.verdict.as_deref()) {
-        (true, _) => 0,
-        (_, Some("harmful")) => 1,
-        (_, Some("undecided")) => 2,
-        (_, Some("benign")) => 3,
-        _ => 4,
+    let (result, why, concluded) = match &sup.verdict {
+        SupVerdict::RootCause(_) => ("root-cause", "no harmful race defined what it used: its root cause is the first point of memory corruption".into(), true),
+        SupVerdict::NotReproducible(..) => ("not-reproducible", model.reason.clone(), false),
+        _ => ("inconclusive", model.reason.clone(), false),
     };
-    report.findings.sort_by_key(rank);
-    report.explored = Some(match (&search.explored, &keep) {
+    report.reason = format!("the run {how}; {why}");
+    report.result = result.into();
+    if concluded {
+        let races = std::mem::take(&mut report.findings);
+        report.findings = model.findings.into_iter().chain(races).collect();
+    }
+    (concluded, sup.runs)
+}
+
+/// How `--explore` went, for the report: the schedule that failed, where it was kept and the
+/// command that replays it; or that none failed.
+fn explored(cli: &Cli, found: Option<&(u32, String, String)>, kept: Option<&std::path::Path>) -> Option<String> {
+    match (found, kept) {
         (Some((k, policy, how)), Some(path)) => {
-            let mut replay = vec![std::ffi::OsString::from("rtgrind"), "--tool=race".into(), format!("--sched=replay:{}", path.display()).into()];
+            let mut replay = vec![OsString::from("rtgrind"), "--tool=race".into(), format!("--sched=replay:{}", path.display()).into()];
             replay.extend(cli.command.iter().cloned());
-            format!(
-                "schedule {} of {} ({policy}) failed: the run {how}; saved as {}; to replay it: {}",
-                k + 1,
-                cli.race.explore,
-                path.display(),
-                crate::tools::child::shell_words(&replay)
-            )
+            let command = crate::tools::child::shell_words(&replay);
+            Some(format!("schedule {} of {} ({policy}) failed: the run {how}; saved as {}; to replay it: {command}", k + 1, cli.race.explore, path.display()))
         }
         _ if cli.race.explore > 0 => {
-            format!("none of the {} schedules tried (--explore) failed; the run analysed used --sched={}", cli.race.explore, cli.sched)
+            Some(format!("none of the {} schedules tried (--explore) failed; the run analysed used --sched={}", cli.race.explore, cli.sched))
         }
-        _ => String::new(),
-    })
-    .filter(|e| !e.is_empty());
-    report.runs = runner.runs;
-    report.seconds = started.elapsed().as_secs_f64();
-    emit(&report, cli);
-    Ok(match root {
-        Some(true) => cli.search.error_exitcode,
-        Some(false) => UNDECIDED,
-        None if harmful > 0 => cli.search.error_exitcode,
-        None if undecided > 0 || untested > 0 => UNDECIDED,
-        None => code_of(&ending),
-    })
+        _ => None,
+    }
 }
 
 /// The report: text on rtgrind's messages, SARIF and JSON on standard output.
