@@ -50,6 +50,9 @@ fn unsynchronized_increments_race_at_their_line() {
         assert!(!found.is_empty() && found.iter().all(|(a, b)| a == &line && b == &line), "{opt}: expected races at {line}:\n{err}");
         assert!(err.contains("by thread 2") && err.contains("earlier write of 8 bytes by thread 1"), "{err}");
         assert!(err.contains("race:    the address is in `hits`, a global of 8 bytes"), "{err}");
+        // The later access's callers, from a scan of its thread's stack: the thread's start
+        // in the C library, entered from `clone`.
+        assert!(err.contains("race:    called from 0x") && err.lines().any(|l| l.contains("race:             by 0x") && l.contains("clone")), "{err}");
         // Reversed, the other thread reads `hits` before the first one's increments. At -O0
         // (load, add, store) that loses the first one's update: another output. At -O2 (one
         // `add` of 1000 to memory) both orders end at 2000, but each reads another value.

@@ -130,6 +130,10 @@ pub struct Finding {
     /// ("thread 1 at a.c:9 (f); thread 2: none since it started") (race).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub syncs: Option<String>,
+    /// The callers of a race's later access, innermost first ("0x401234: a.c:30 (main); ...")
+    /// (race).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack: Option<String>,
     /// This race is the root cause of the run's failure, and why (race).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub root: Option<String>,

@@ -48,6 +48,11 @@ fn finding(r: &Report, f: &Finding, k: usize) -> Vec<String> {
         if let Some(o) = &f.object {
             out.push(format!("   the address is {o}"));
         }
+        if let Some(stack) = &f.stack {
+            for (i, frame) in stack.split("; ").enumerate() {
+                out.push(format!("   {} {frame}", if i == 0 { "called from" } else { "         by" }));
+            }
+        }
         if let Some(syncs) = &f.syncs {
             out.push(format!("   last synchronization: {syncs}"));
         }

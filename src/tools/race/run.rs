@@ -61,13 +61,15 @@ impl State {
         self.last_sync[t] = pc;
     }
 
-    /// After an access by `t`: each race it found keeps both threads' last synchronization.
-    fn note_races(&mut self, t: hb::Tid) {
+    /// After an access by `t` (its stack pointer `sp`): each race it found keeps both
+    /// threads' last synchronization and the return addresses on `t`'s stack.
+    fn note_races(&mut self, t: hb::Tid, sp: u64) {
         let sync = |s: &State, u: hb::Tid| s.last_sync.get(u).copied().unwrap_or(0);
         while self.race_syncs.len() < self.detector.races.len() {
             let earlier = self.detector.races[self.race_syncs.len()].earlier.tid;
             let pair = [sync(self, earlier), sync(self, t)];
             self.race_syncs.push(pair);
+            self.race_stacks.push(return_addresses(sp, STACK_FRAMES));
         }
     }
 
@@ -155,6 +157,8 @@ struct State {
     /// Per race found: the last synchronization of the earlier access's thread and of the
     /// later's, when it was found.
     race_syncs: Vec<[u64; 2]>,
+    /// Per race found: the return addresses on the later access's thread's stack then.
+    race_stacks: Vec<Vec<u64>>,
 }
 
 pub struct RaceRun {
@@ -192,6 +196,7 @@ impl RaceRun {
             watch: plan.map(Watcher::new),
             last_sync: Vec::new(),
             race_syncs: Vec::new(),
+            race_stacks: Vec::new(),
         };
         Ok(RaceRun {
             program,
@@ -230,7 +235,7 @@ extern "C" fn access(ctx: *mut ThreadContext, arg: u64) {
         st.detector.access(t, addr, site.size, true, true, site.number);
         st.detector.release(t, addr);
         st.synced(t, site.pc);
-        st.note_races(t);
+        st.note_races(t, ctx.gpr[4]);
         ctx.tool_area[st.epoch_word / 8] = st.epoch(t);
         return;
     }
@@ -244,7 +249,7 @@ extern "C" fn access(ctx: *mut ThreadContext, arg: u64) {
     }
     if !site.trusted {
         st.detector.access(t, addr, site.size, site.write, atomic, site.number);
-        st.note_races(t);
+        st.note_races(t, ctx.gpr[4]);
         if !atomic && !exit_word {
             st.cache(t, addr, site.size, site.write);
         }
@@ -548,7 +553,17 @@ impl RaceRun {
         let syncs = &self.state.race_syncs;
         let mut pcs: Vec<u64> = races.iter().flat_map(|r| [self.sites[r.earlier.site as usize].pc, self.sites[r.later.site as usize].pc]).collect();
         pcs.extend(syncs.iter().flatten().map(|&pc| pc.max(1)));
+        // Then each race's stack: return addresses into code only (a stack scan finds data too).
+        let code = |pc: &&u64| mem.region_at(**pc).is_some_and(|(_, r)| r.prot & libc::PROT_EXEC != 0);
+        let stacks: Vec<Vec<u64>> = self.state.race_stacks.iter().map(|s| s.iter().filter(code).copied().collect()).collect();
+        let stack_at = pcs.len();
+        pcs.extend(stacks.iter().flatten());
         let places = crate::report::lines::SourceLines::default().describe(&pcs, mem);
+        let stack_of = |k: usize| {
+            let first = stack_at + stacks[..k].iter().map(Vec::len).sum::<usize>();
+            let frames: Vec<String> = (0..stacks.get(k).map_or(0, Vec::len)).map(|i| format!("{:#x}: {}", stacks[k][i], places[first + i])).collect();
+            (!frames.is_empty()).then(|| frames.join("; "))
+        };
         let sync_of = |k: usize, which: usize, tid: hb::Tid| match syncs.get(k).map(|s| s[which]) {
             Some(pc) if pc != 0 => format!("thread {tid} at {}", places[2 * races.len() + 2 * k + which]),
             _ => format!("thread {tid}: none since it started"),
@@ -596,6 +611,7 @@ impl RaceRun {
                     earlier_place: Some(earlier.clone()),
                     object: Some(object_of(r.addr, &objects, mem)),
                     syncs: Some(format!("{}; {}", sync_of(k, 0, r.earlier.tid), sync_of(k, 1, r.later.tid))),
+                    stack: stack_of(k),
                     ..Finding::default()
                 }
             })
@@ -632,6 +648,35 @@ fn object_of(addr: u64, objects: &[(u64, u64, String)], mem: &GuestMemory) -> St
         Some(name) => format!("in {name}"),
         None => "in an anonymous mapping (a thread's stack or a large heap block)".into(),
     }
+}
+
+/// Callers shown under a race's later access.
+const STACK_FRAMES: usize = 6;
+
+/// Up to `n` return addresses on the stack from `sp` up (16 KiB at most): words that point just
+/// past a call instruction (`call rel32`, or `call` through a register or memory), as a stack
+/// scan finds them (no frame pointers needed; a stale one left by an earlier call may show).
+fn return_addresses(sp: u64, n: usize) -> Vec<u64> {
+    let mut words = vec![0u8; 16 << 10];
+    let got = crate::kernel::guest_mem::read_some(sp, &mut words);
+    let mut out = Vec::new();
+    for w in words[..got].chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())) {
+        if out.len() == n {
+            break;
+        }
+        let mut before = [0u8; 7];
+        if w < 0x10000 || !crate::kernel::guest_mem::read(w - 7, &mut before) {
+            continue;
+        }
+        // call rel32 (e8); call r/m64 (ff /2) with a register, a disp8, a [rip+disp32] or a
+        // disp32 operand (and a SIB byte for the last two forms' 7-byte encodings).
+        let ff2 = |k: usize| before[k] == 0xff && (before[k + 1] >> 3) & 7 == 2;
+        let call = before[2] == 0xe8 || (ff2(5) && before[6] >> 6 == 3) || (ff2(4) && before[5] >> 6 == 1) || ff2(1) || ff2(0);
+        if call {
+            out.push(w);
+        }
+    }
+    out
 }
 
 /// Whether a futex operation wakes (or requeues) waiters rather than waiting.
