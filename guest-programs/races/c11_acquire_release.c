@@ -2,9 +2,9 @@
  * then sets an `_Atomic int` flag with a release store; the consumer spins on an acquire load of
  * the flag (yielding) and then reads the struct. The release/acquire pair orders the plain
  * stores before the plain loads, so there is no data race. On x86-64 both atomics are plain
- * `mov`s and no read-modify-write touches the flag: rtgrind does not see the synchronization
- * yet (issue 23), so it reports false positives on the flag's store and load and on the
- * message's fields (the lines marked below). The output is fixed. */
+ * `mov`s and no read-modify-write touches the flag: rtgrind knows the flag atomic from its
+ * `_Atomic` type in the DWARF (without, it reported the flag's store and load and the
+ * message's fields: the lines marked below). The output is fixed. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>

@@ -4,6 +4,7 @@
 //! their order, then in the other; different values read or left in memory make it harmful.
 //! `driver` is the search that makes those runs.
 
+mod atomics;
 mod driver;
 mod harm;
 mod hb;

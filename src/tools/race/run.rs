@@ -447,7 +447,14 @@ impl ToolRun for RaceRun {
         for (s, e) in crate::shadow::initial_ranges(ctx.gpr[4], mem) {
             self.state.cache.cover(s, e);
         }
-        self.main_path = crate::tools::main_module(mem, &self.program).0;
+        let (path, (mapped, _)) = crate::tools::main_module(mem, &self.program);
+        self.main_path = path;
+        // The program's declared atomics order as those a lock-prefixed instruction touched.
+        for (addr, _) in super::atomics::declared(&self.main_path, mapped) {
+            self.state.atomic.insert(addr);
+            self.state.mark(addr);
+            self.state.forget(addr);
+        }
         self.note_runtime(mem, 0, u64::MAX >> 16);
     }
 

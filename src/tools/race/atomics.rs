@@ -1,0 +1,141 @@
+//! The program's own atomic globals, from its DWARF (`gimli`): C11's `_Atomic` variables, and
+//! `_Atomic` members and elements of global structures and arrays. On x86-64 an acquire load
+//! and a release store are plain `mov`s, which nothing in the code tells apart from a racy
+//! access; the declared type does. The race tool treats these locations as it treats those a
+//! `lock`-prefixed instruction touched: atomic, a load acquiring and a store releasing.
+//! (Atomics in heap blocks or on the stack, and C++'s `std::atomic`, whose DWARF is a class,
+//! are not found this way.)
+
+use gimli::{AttributeValue, EndianSlice, Operation, RunTimeEndian, SectionId, UnitOffset};
+
+type Slice<'a> = EndianSlice<'a, RunTimeEndian>;
+type Unit<'a> = gimli::Unit<Slice<'a>>;
+
+/// Elements of an array of atomics marked, at most (a larger array is marked in part).
+const MAX_ELEMENTS: u64 = 4096;
+/// Nesting of structures and arrays followed.
+const MAX_DEPTH: u32 = 4;
+
+/// The atomic objects the ELF file at `path` declares, with their sizes, at the addresses they
+/// have once the file's lowest loaded page is mapped at `mapped`; none when it has no DWARF
+/// (or it cannot be read).
+pub fn declared(path: &str, mapped: u64) -> Vec<(u64, u64)> {
+    let Ok(file) = std::fs::read(path) else { return Vec::new() };
+    let Ok(elf) = goblin::elf::Elf::parse(&file) else { return Vec::new() };
+    let lowest = elf.program_headers.iter().filter(|p| p.p_type == goblin::elf::program_header::PT_LOAD).map(|p| p.p_vaddr & !0xfff).min();
+    let bias = mapped.wrapping_sub(lowest.unwrap_or(mapped));
+    let section = |id: SectionId| -> Result<Slice<'_>, gimli::Error> {
+        let data = elf
+            .section_headers
+            .iter()
+            .find(|s| elf.shdr_strtab.get_at(s.sh_name) == Some(id.name()))
+            .and_then(|s| file.get(s.sh_offset as usize..(s.sh_offset + s.sh_size) as usize))
+            .unwrap_or(&[]);
+        Ok(EndianSlice::new(data, RunTimeEndian::Little))
+    };
+    let Ok(dwarf) = gimli::Dwarf::load(section) else { return Vec::new() };
+    let mut out = Vec::new();
+    let _ = variables(&dwarf, &mut out);
+    out.sort_unstable();
+    out.dedup();
+    out.into_iter().map(|(a, s)| (a.wrapping_add(bias), s)).collect()
+}
+
+/// Every global variable's atomic parts, into `out`.
+fn variables<'a>(dwarf: &gimli::Dwarf<Slice<'a>>, out: &mut Vec<(u64, u64)>) -> Result<(), gimli::Error> {
+    let mut headers = dwarf.units();
+    while let Some(header) = headers.next()? {
+        let unit = dwarf.unit(header)?;
+        let mut entries = unit.entries();
+        while let Some((_, entry)) = entries.next_dfs()? {
+            if entry.tag() != gimli::DW_TAG_variable {
+                continue;
+            }
+            let (Some(AttributeValue::Exprloc(expr)), Some(AttributeValue::UnitRef(ty))) =
+                (entry.attr_value(gimli::DW_AT_location)?, entry.attr_value(gimli::DW_AT_type)?)
+            else {
+                continue;
+            };
+            // A static address and nothing else (not a TLS or computed location).
+            let mut ops = expr.operations(unit.encoding());
+            let address = match ops.next()? {
+                Some(Operation::Address { address }) => address,
+                Some(Operation::AddressIndex { index }) => dwarf.address(&unit, index)?,
+                _ => continue,
+            };
+            if ops.next()?.is_none() {
+                parts(&unit, ty, address, out, 0)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The atomic parts of an object of type `ty` at `at`.
+fn parts(unit: &Unit<'_>, ty: UnitOffset, at: u64, out: &mut Vec<(u64, u64)>, depth: u32) -> Result<(), gimli::Error> {
+    let entry = unit.entry(ty)?;
+    match entry.tag() {
+        gimli::DW_TAG_atomic_type => {
+            let size = entry_type(&entry)?.map(|t| byte_size(unit, t)).transpose()?.flatten().unwrap_or(8);
+            out.push((at, size));
+        }
+        gimli::DW_TAG_typedef | gimli::DW_TAG_const_type | gimli::DW_TAG_volatile_type => {
+            if let Some(t) = entry_type(&entry)? {
+                parts(unit, t, at, out, depth)?;
+            }
+        }
+        gimli::DW_TAG_structure_type if depth < MAX_DEPTH => {
+            let mut tree = unit.entries_tree(Some(ty))?;
+            let mut members = tree.root()?.children();
+            while let Some(member) = members.next()? {
+                let m = member.entry();
+                let offset = m.attr_value(gimli::DW_AT_data_member_location)?.and_then(|v| v.udata_value());
+                if let (gimli::DW_TAG_member, Some(offset), Some(t)) = (m.tag(), offset, entry_type(m)?) {
+                    parts(unit, t, at + offset, out, depth + 1)?;
+                }
+            }
+        }
+        gimli::DW_TAG_array_type if depth < MAX_DEPTH => {
+            let Some(element) = entry_type(&entry)? else { return Ok(()) };
+            let size = byte_size(unit, element)?.unwrap_or(0);
+            let mut tree = unit.entries_tree(Some(ty))?;
+            let mut ranges = tree.root()?.children();
+            let mut count = None;
+            while let Some(range) = ranges.next()? {
+                let r = range.entry();
+                count = r.attr_value(gimli::DW_AT_count)?.and_then(|v| v.udata_value());
+                count = count.or(r.attr_value(gimli::DW_AT_upper_bound)?.and_then(|v| v.udata_value()).map(|u| u + 1));
+            }
+            // An element with atomic parts of its own: each element's.
+            let mut first = Vec::new();
+            parts(unit, element, at, &mut first, depth + 1)?;
+            if size > 0 && !first.is_empty() {
+                for i in 0..count.unwrap_or(1).min(MAX_ELEMENTS) {
+                    out.extend(first.iter().map(|&(a, s)| (a + i * size, s)));
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// An entry's `DW_AT_type`, within its unit.
+fn entry_type(entry: &gimli::DebuggingInformationEntry<'_, '_, Slice<'_>>) -> Result<Option<UnitOffset>, gimli::Error> {
+    Ok(match entry.attr_value(gimli::DW_AT_type)? {
+        Some(AttributeValue::UnitRef(t)) => Some(t),
+        _ => None,
+    })
+}
+
+/// A type's size in bytes, through typedefs and qualifiers.
+fn byte_size(unit: &Unit<'_>, ty: UnitOffset) -> Result<Option<u64>, gimli::Error> {
+    let entry = unit.entry(ty)?;
+    if let Some(size) = entry.attr_value(gimli::DW_AT_byte_size)?.and_then(|v| v.udata_value()) {
+        return Ok(Some(size));
+    }
+    match entry_type(&entry)? {
+        Some(t) => byte_size(unit, t),
+        None => Ok(None),
+    }
+}
