@@ -383,3 +383,17 @@ fn multithreaded_failures_are_traced_to_their_root_causes() {
         }
     }
 }
+
+/// A deadlock (two threads lock two mutexes in opposite orders) is reported as the scheduler
+/// finds it (each thread and its futex) with its exit status, 123, after the races.
+#[test]
+fn a_deadlock_is_reported_with_its_threads() {
+    let source = std::fs::read_to_string(repo_root().join("guest-programs/threads/special/abba_deadlock.c")).unwrap();
+    let exe = compile_snippet("abba_deadlock_race", "c", &source, &["-g", "-pthread"]);
+    let o = crate::common::run_rtgrind_within(["--tool=race"], &Cmd::new(&exe), std::time::Duration::from_secs(60));
+    assert_eq!(o.status.code(), Some(123), "{}", o.describe());
+    let err = o.stderr_str();
+    let own = |l: &&str| crate::common::report_line_pid(l) == Some(o.pid);
+    assert!(err.lines().filter(own).any(|l| l.contains("deadlock: all 3 live threads wait forever")), "{err}");
+    assert_eq!(err.lines().filter(own).filter(|l| l.contains("deadlock:   thread ") && l.contains(" waits on futex 0x")).count(), 3, "{err}");
+}

@@ -164,6 +164,11 @@ impl Harm {
         let detect = run.outcome.map_err(|e| Outcome::CannotRun(format!("cannot run rtgrind: {e}"), crate::EXIT_INTERNAL))?;
         crate::tools::child::show_output(&detect.stdout);
         show_error_output(&detect.stderr);
+        // What the run's own report said of how it ended that the race report does not
+        // repeat: a deadlock (the threads and futexes, exit status 123).
+        for line in detect.log.lines().filter(|l| l.contains("deadlock")) {
+            eprintln!("=={}== {}", std::process::id(), line.split_once("== ").map_or(line, |x| x.1));
+        }
         let text = std::fs::read_to_string(runner.file("found.json")).map_err(|_| {
             let why = detect.error().unwrap_or_else(|| format!("the detection run ended ({}) without its report", detect.ending.describe()));
             Outcome::CannotRun(why, code_of(&detect.ending))
