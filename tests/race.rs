@@ -397,3 +397,17 @@ fn a_deadlock_is_reported_with_its_threads() {
     assert!(err.lines().filter(own).any(|l| l.contains("deadlock: all 3 live threads wait forever")), "{err}");
     assert_eq!(err.lines().filter(own).filter(|l| l.contains("deadlock:   thread ") && l.contains(" waits on futex 0x")).count(), 3, "{err}");
 }
+
+/// A race on a counter in the main thread's frame, which two workers increment through a
+/// pointer: found at its line, and the address said to be on the main thread's stack.
+#[test]
+fn a_race_on_a_threads_stack_says_whose_stack() {
+    let exe = program("stack_shared", "c", "stack_shared", &["-O0"]);
+    let o = run_rtgrind(["--tool=race"], &Cmd::new(&exe));
+    assert_eq!(o.status.code(), Some(1), "{}", o.describe());
+    let err = o.stderr_str();
+    let line = place("stack_shared", "stack_shared", "race", "work");
+    let found = races(&err);
+    assert!(!found.is_empty() && found.iter().all(|(a, b)| a == &line && b == &line), "{err}");
+    assert!(err.contains("race:    the address is on thread 0's stack"), "{err}");
+}

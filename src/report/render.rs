@@ -136,7 +136,13 @@ fn summary_of_chain(r: &Report) -> Vec<String> {
         1 => ", 1 to trace a suppression run's failure".into(),
         n => format!(", {n} to trace suppression runs' failures"),
     };
-    let mut out = vec![format!("{} runs (1 of them to check that the crash repeats{again}), {:.2} s:", r.runs, r.seconds)];
+    // (The race tool's runs are more than its suppression chain's: its own summary counts them.)
+    let head = if r.tool == "race" {
+        "the failure's suppression chain (the runs replay the schedule):".to_string()
+    } else {
+        format!("{} runs (1 of them to check that the crash repeats{again}), {:.2} s:", r.runs, r.seconds)
+    };
+    let mut out = vec![head];
     for step in &r.chain {
         let from = if step.suppressing_from.is_empty() {
             "original run".to_string()

@@ -375,6 +375,9 @@ pub fn drive(cli: &Cli) -> Result<i32, Error> {
     report.explored = explored(cli, search.explored.as_ref(), keep.as_deref());
     report.runs = runner.runs;
     report.seconds = started.elapsed().as_secs_f64();
+    if let Some(summary) = &mut report.summary {
+        summary.push_str(&format!("; {} runs of the program, {:.2} s", report.runs, report.seconds));
+    }
     emit(&report, cli);
     Ok(match root {
         Some(true) => cli.search.error_exitcode,

@@ -176,6 +176,8 @@ pub struct RaceRun {
     creating: Option<(hb::Clock, u64)>,
     /// Each thread's exit word, by thread.
     exit_word: Vec<u64>,
+    /// Each thread's stack pointer when it started (its stack's mapping holds it), by thread.
+    stack_of: Vec<u64>,
     out: Output,
     /// Races were reported.
     found: bool,
@@ -206,6 +208,7 @@ impl RaceRun {
             sites: Vec::new(),
             creating: None,
             exit_word: vec![0],
+            stack_of: Vec::new(),
             out,
             found: false,
         })
@@ -444,6 +447,7 @@ impl ToolRun for RaceRun {
     fn start(&mut self, ctx: &mut ThreadContext, mem: &GuestMemory) {
         ctx.tool_area[self.state.tid_word / 8] = 0;
         ctx.tool_area[self.state.epoch_word / 8] = self.state.epoch(0);
+        self.stack_of = vec![ctx.gpr[4]];
         for (s, e) in crate::shadow::initial_ranges(ctx.gpr[4], mem) {
             self.state.cache.cover(s, e);
         }
@@ -467,6 +471,10 @@ impl ToolRun for RaceRun {
             self.exit_word.resize(t + 1, 0);
         }
         self.exit_word[t] = exit_word;
+        if self.stack_of.len() <= t {
+            self.stack_of.resize(t + 1, 0);
+        }
+        self.stack_of[t] = child.gpr[4];
     }
 
     fn syscall_pre(&mut self, ctx: &mut ThreadContext, nr: u64, args: &[u64; 6]) -> Option<i64> {
@@ -616,7 +624,7 @@ impl RaceRun {
                     access: Some(access),
                     earlier_access: Some(earlier_access),
                     earlier_place: Some(earlier.clone()),
-                    object: Some(object_of(r.addr, &objects, mem)),
+                    object: Some(object_of(r.addr, &objects, mem, &self.stack_of)),
                     syncs: Some(format!("{}; {}", sync_of(k, 0, r.earlier.tid), sync_of(k, 1, r.later.tid))),
                     stack: stack_of(k),
                     ..Finding::default()
@@ -642,8 +650,9 @@ impl RaceRun {
     }
 }
 
-/// What `addr` belongs to: a global of the program (by its symbol), the heap, a mapping.
-fn object_of(addr: u64, objects: &[(u64, u64, String)], mem: &GuestMemory) -> String {
+/// What `addr` belongs to: a global of the program (by its symbol), the heap, a thread's stack
+/// (`stacks`: each thread's stack pointer when it started), a mapping.
+fn object_of(addr: u64, objects: &[(u64, u64, String)], mem: &GuestMemory, stacks: &[u64]) -> String {
     if let Some((s, e, name)) = objects.iter().find(|o| (o.0..o.1).contains(&addr)) {
         let at = if addr > *s { format!(" at offset {}", addr - s) } else { String::new() };
         return format!("in `{name}`{at}, a global of {} bytes", e - s);
@@ -651,9 +660,14 @@ fn object_of(addr: u64, objects: &[(u64, u64, String)], mem: &GuestMemory) -> St
     if (mem.brk_start..mem.brk_cur).contains(&addr) {
         return "in the heap".into();
     }
-    match mem.region_at(addr).and_then(|(_, r)| r.name.clone()) {
+    let region = mem.region_at(addr);
+    let start = region.map(|(s, _)| s);
+    if let Some(t) = stacks.iter().position(|&sp| sp != 0 && start.is_some() && mem.region_at(sp).map(|(s, _)| s) == start) {
+        return format!("on thread {t}'s stack");
+    }
+    match region.and_then(|(_, r)| r.name.clone()) {
         Some(name) => format!("in {name}"),
-        None => "in an anonymous mapping (a thread's stack or a large heap block)".into(),
+        None => "in an anonymous mapping (a thread's malloc arena or a large heap block)".into(),
     }
 }
 
