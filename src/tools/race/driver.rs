@@ -391,7 +391,13 @@ pub fn drive(cli: &Cli) -> Result<i32, Error> {
 /// The schedule analysed is kept where `--record-schedule` says, or, when `--explore` found
 /// it, beside the program's files under a new name (as Valgrind's vgcore.PID): where.
 fn keep_schedule(cli: &Cli, runner: &Runner, explored: bool) -> Result<Option<PathBuf>, Error> {
-    let keep = cli.record_schedule.clone().or_else(|| explored.then(|| PathBuf::from(format!("rtgrind-schedule.{}", std::process::id()))));
+    // (A name of our own is never one that exists: nothing there is overwritten.)
+    let fresh = || {
+        (0..)
+            .map(|n| PathBuf::from(format!("rtgrind-schedule.{}{}", std::process::id(), if n == 0 { String::new() } else { format!(".{n}") })))
+            .find(|p| !p.exists())
+    };
+    let keep = cli.record_schedule.clone().or_else(|| explored.then(fresh).flatten());
     if let Some(path) = &keep {
         if std::fs::copy(runner.file("schedule"), path).is_err() {
             return Err(Error::usage(format!("cannot write the schedule to '{}'", path.display())));
