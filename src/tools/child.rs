@@ -180,18 +180,9 @@ pub struct TempDir(pub PathBuf);
 
 impl TempDir {
     pub fn new(tool: &str) -> std::io::Result<TempDir> {
-        // A directory of its own, never one left by an earlier process of the same pid (a
-        // killed search's files were read as this one's runs').
-        let base = std::env::temp_dir().join(format!("rtgrind-{tool}-{}", std::process::id()));
-        for n in 0u32.. {
-            let d = if n == 0 { base.clone() } else { base.with_extension(n.to_string()) };
-            match std::fs::create_dir(&d) {
-                Ok(()) => return Ok(TempDir(d)),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 1000 => continue,
-                Err(e) => return Err(e),
-            }
-        }
-        unreachable!("the loop returns")
+        let d = std::env::temp_dir().join(format!("rtgrind-{tool}-{}", std::process::id()));
+        std::fs::create_dir_all(&d)?;
+        Ok(TempDir(d))
     }
 }
 
