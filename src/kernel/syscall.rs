@@ -214,7 +214,9 @@ impl Runtime {
                 let b = self.exe_alias(a[1]);
                 self.passthrough(nr, [a[0], b.unwrap_or(a[1]), a[2], a[3], a[4], a[5]])
             }
-            _ if may_block(nr) && !prompt(nr, &a) => self.blocking_call(nr, a),
+            // (`prompt` matters only when another thread could take the baton: no extra
+            // syscalls for a single thread's reads and writes.)
+            _ if may_block(nr) && (!self.p().cache.preemption() || !prompt(nr, &a)) => self.blocking_call(nr, a),
             _ => self.passthrough(nr, a),
         };
         if ret == -(libc::EINTR as i64) {

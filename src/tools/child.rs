@@ -74,6 +74,14 @@ pub fn show_output(path: &Path) {
     }
 }
 
+/// Copies a run's standard error (the file `path`; rtgrind's own messages went to its log) to
+/// rtgrind's.
+pub fn show_error_output(path: &Path) {
+    if let Ok(mut f) = std::fs::File::open(path) {
+        let _ = std::io::copy(&mut f, &mut std::io::stderr().lock());
+    }
+}
+
 /// Runs `rtgrind ARGS` with stdout and stderr to the given files; None if it ran longer than
 /// `limit` (it is killed), else its status and wall time.
 pub fn run(args: &[std::ffi::OsString], stdout: &Path, stderr: &Path, limit: Option<Duration>) -> std::io::Result<Option<(ExitStatus, Duration)>> {

@@ -163,7 +163,7 @@ impl Harm {
         let run = ran.into_iter().next().ok_or_else(|| Outcome::CannotRun("no run was made".into(), crate::EXIT_INTERNAL))?;
         let detect = run.outcome.map_err(|e| Outcome::CannotRun(format!("cannot run rtgrind: {e}"), crate::EXIT_INTERNAL))?;
         crate::tools::child::show_output(&detect.stdout);
-        show_error_output(&detect.stderr);
+        crate::tools::child::show_error_output(&detect.stderr);
         // What the run's own report said of how it ended that the race report does not
         // repeat: a deadlock (the threads and futexes, exit status 123).
         for line in detect.log.lines().filter(|l| l.contains("deadlock")) {
@@ -302,13 +302,6 @@ fn race_behind(chain: &[(Vec<Point>, SupOutcome)], races: &[harm::Key], verdicts
         }
     }
     None
-}
-
-/// The program's standard error from a run (rtgrind's own messages went to its log).
-fn show_error_output(path: &std::path::Path) {
-    if let Ok(mut f) = std::fs::File::open(path) {
-        let _ = std::io::copy(&mut f, &mut std::io::stderr().lock());
-    }
 }
 
 /// The status a run's ending gives rtgrind's own.
