@@ -189,7 +189,12 @@ pub struct TempDir(pub PathBuf);
 impl TempDir {
     pub fn new(tool: &str) -> std::io::Result<TempDir> {
         let d = std::env::temp_dir().join(format!("rtgrind-{tool}-{}", std::process::id()));
-        std::fs::create_dir_all(&d)?;
+        // A directory of this name was left by a dead process that had our pid (a killed search,
+        // or one kept by RTGRIND_KEEP_RUNS): its runs' files must not be read as ours.
+        if d.exists() {
+            std::fs::remove_dir_all(&d)?;
+        }
+        std::fs::create_dir(&d)?;
         Ok(TempDir(d))
     }
 }
@@ -216,4 +221,21 @@ pub fn progress(text: &str) {
 /// Clears the progress line.
 pub fn progress_done() {
     progress("");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TempDir;
+
+    /// A dead process with our pid left its search directory: a new search starts empty (a stale
+    /// trace there was once read as the new search's).
+    #[test]
+    fn a_search_directory_left_by_an_earlier_process_is_not_reused() {
+        let stale = std::env::temp_dir().join(format!("rtgrind-unit-{}", std::process::id()));
+        std::fs::create_dir_all(stale.join("run-1")).unwrap();
+        std::fs::write(stale.join("run-1/outcome.json"), "{}").unwrap();
+        let dir = TempDir::new("unit").unwrap();
+        assert_eq!(dir.0, stale);
+        assert_eq!(std::fs::read_dir(&dir.0).unwrap().count(), 0, "the earlier process's files are still there");
+    }
 }
