@@ -178,6 +178,13 @@ impl ShadowMemory {
         ShadowMemory::with_skew(ORIGIN_SKEW)
     }
 
+    /// The `k`-th of several maps of u64 words one tool keeps beside each other (its granules'
+    /// words are reached together): each at a skew of its own, so that they do not alias each
+    /// other in the cache (see `SKEW`).
+    pub fn nth_of_several(k: u64) -> io::Result<ShadowMemory> {
+        ShadowMemory::with_skew(SKEW + 0x140 * (k + 1))
+    }
+
     fn with_skew(skew: u64) -> io::Result<ShadowMemory> {
         let sink = reserve_slice()?;
         let deltas = low_table()?;
@@ -247,6 +254,13 @@ impl ShadowMemory {
                 }
             }
         }
+    }
+
+    /// Whether `addr` has a shadow of its own (its slice is covered), not the sink that every
+    /// uncovered slice shares.
+    #[inline]
+    pub fn covers(&self, addr: u64) -> bool {
+        canonical(addr) && addr >> 47 == 0 && self.covered[(addr >> SLICE_BITS) as usize]
     }
 
     /// The shadow address of guest address `addr` (as translated code computes it; a

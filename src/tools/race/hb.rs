@@ -5,7 +5,17 @@
 //! the last read of each thread as epochs (thread, that thread's clock then); an access races
 //! with an earlier one by another thread whose epoch the accessing thread's clock does not
 //! cover. Atomic accesses never race with each other.
+//!
+//! Where the memory is (a slice the shadow covers), a granule's state is two words kept in
+//! shadow memory, as TSan keeps its shadow cells: its last write and its last read, each an
+//! epoch with the bytes it covers, and a third word with their code sites. That is enough for
+//! almost every granule: a write covering the earlier one's bytes replaces it, as does a read
+//! covering the last read's bytes by a thread that read after it; accesses of one epoch add
+//! up their bytes. A granule that needs more (reads by two threads not ordered with each
+//! other, writes of different bytes in different epochs) moves to a map of full cells for
+//! good, as does memory outside the covered slices.
 
+use crate::shadow::memory::ShadowMemory;
 use std::collections::{HashMap, HashSet};
 
 pub type Tid = usize;
@@ -94,10 +104,60 @@ type Granules = HashMap<u64, Cell, Fast>;
 /// The hasher of addresses (granules, locations, objects).
 pub type Fast = std::hash::BuildHasherDefault<GranuleHasher>;
 
-#[derive(Default)]
+/// One access in a compact word: `tid << 48 | clock << 16 | flags << 8 | bytes` (bit k of the
+/// bytes for byte k of the granule; none: no access). A thread's clock starts at 1.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Word(u64);
+
+/// In a write word: the granule's state is a full cell of the map.
+const SPILLED: u64 = 1 << 9;
+const ATOMIC: u64 = 1 << 8;
+
+impl Word {
+    fn of(a: Access, mask: u8) -> Word {
+        Word((a.tid as u64) << 48 | u64::from(a.clock) << 16 | if a.atomic { ATOMIC } else { 0 } | u64::from(mask))
+    }
+    fn mask(self) -> u8 {
+        self.0 as u8
+    }
+    fn tid(self) -> Tid {
+        (self.0 >> 48) as Tid
+    }
+    fn clock(self) -> u32 {
+        (self.0 >> 16) as u32
+    }
+    fn atomic(self) -> bool {
+        self.0 & ATOMIC != 0
+    }
+    /// The same epoch and kind as `a` (the bytes may differ).
+    fn same_epoch(self, a: Access) -> bool {
+        self.0 & !0xff == Word::of(a, 0).0
+    }
+    fn with_mask(self, mask: u8) -> Word {
+        if mask == 0 {
+            Word(0)
+        } else {
+            Word(self.0 & !0xff | u64::from(mask))
+        }
+    }
+    fn access(self, site: u32, write: bool) -> Access {
+        Access { tid: self.tid(), clock: self.clock(), site, write, atomic: self.atomic() }
+    }
+}
+
+/// The granules' compact words, in shadow memory: last write, last read, and their sites
+/// (`write site | read site << 32`).
+struct Compact {
+    writes: ShadowMemory,
+    reads: ShadowMemory,
+    sites: ShadowMemory,
+}
+
 pub struct Detector {
     threads: Vec<Clock>,
     objects: HashMap<u64, Clock, Fast>,
+    compact: Compact,
+    /// Full cells: granules the compact words cannot hold, and memory outside covered slices.
     cells: Granules,
     /// Races found, once per pair of sites.
     pub races: Vec<Race>,
@@ -106,11 +166,19 @@ pub struct Detector {
 
 impl Detector {
     /// The main thread (0) alone.
-    pub fn new() -> Detector {
-        let mut d = Detector::default();
-        d.threads.push(Clock::default());
+    pub fn new() -> std::io::Result<Detector> {
+        let compact = Compact { writes: ShadowMemory::nth_of_several(0)?, reads: ShadowMemory::nth_of_several(1)?, sites: ShadowMemory::nth_of_several(2)? };
+        let mut d = Detector { threads: vec![Clock::default()], objects: HashMap::default(), compact, cells: Granules::default(), races: Vec::new(), seen: HashSet::new() };
         d.threads[0].set(0, 1);
-        d
+        Ok(d)
+    }
+
+    /// Memory in `[start, end)` (mapped by the program) keeps its granules' state compact.
+    pub fn cover(&mut self, start: u64, end: u64) {
+        let c = &mut self.compact;
+        for m in [&mut c.writes, &mut c.reads, &mut c.sites] {
+            m.cover(start, end);
+        }
     }
 
     /// Thread `parent` creates a thread: everything the parent did so far happens before
@@ -190,30 +258,91 @@ impl Detector {
     /// with (and the first byte they share), after recording it.
     fn granule(&mut self, t: Tid, g: u64, mask: u8, now: Access) -> Option<(Access, u64)> {
         let clock = &self.threads[t];
-        let cell = self.cells.entry(g).or_default();
-        let unordered = |h: &&Held| h.mask & mask != 0 && h.access.tid != t && h.access.clock > clock.get(h.access.tid) && !(h.access.atomic && now.atomic);
-        let mut found = cell.writes.iter().find(unordered).copied();
-        if now.write && found.is_none() {
-            found = cell.reads.iter().find(unordered).copied();
+        let c = &self.compact;
+        if !c.writes.covers(g) {
+            return cell_access(self.cells.entry(g).or_default(), clock, t, mask, now);
         }
-        let list = if now.write { &mut cell.writes } else { &mut cell.reads };
-        // What this access covers it takes over: earlier entries keep only the other bytes.
-        list.retain_mut(|h| {
-            if now.write || h.access.tid == t {
-                h.mask &= !mask;
-            }
+        let (wp, rp, sp) = (c.writes.addr(g) as *mut u64, c.reads.addr(g) as *mut u64, c.sites.addr(g) as *mut u64);
+        // SAFETY: shadow addresses of a covered slice: reserved, read-write, 8-aligned (the
+        // granule is, and slice deltas are multiples of 8); one thread runs the detector.
+        let (w, r, sites) = unsafe { (Word(*wp), Word(*rp), *sp) };
+        if w.0 & SPILLED != 0 {
+            let cell = self.cells.get_mut(&g).expect("a spilled granule has its cell");
+            return cell_access(cell, clock, t, mask, now);
+        }
+        // What the granule's words become, if two words can hold it.
+        let new = Word::of(now, mask);
+        let kept = if now.write {
+            let w2 = if w.mask() & !mask == 0 {
+                Some(new)
+            } else if w.same_epoch(now) {
+                Some(new.with_mask(mask | w.mask()))
+            } else {
+                None
+            };
+            w2.map(|w2| (w2, r.with_mask(r.mask() & !mask), sites & !0xffff_ffff | u64::from(now.site)))
+        } else {
+            let ordered = r.tid() == t || r.clock() <= clock.get(r.tid());
+            let r2 = if r.mask() & !mask == 0 && ordered {
+                Some(new)
+            } else if r.same_epoch(now) {
+                Some(new.with_mask(mask | r.mask()))
+            } else {
+                None
+            };
+            r2.map(|r2| (w, r2, sites & 0xffff_ffff | u64::from(now.site) << 32))
+        };
+        let Some((w2, r2, sites2)) = kept else {
+            // Spill: the granule's two accesses become a full cell's.
+            let held = |x: Word, site: u32, write: bool| (x.mask() != 0).then(|| Held { access: x.access(site, write), mask: x.mask() });
+            let mut cell = Cell::default();
+            cell.writes.extend(held(w, sites as u32, true));
+            cell.reads.extend(held(r, (sites >> 32) as u32, false));
+            let found = cell_access(&mut cell, clock, t, mask, now);
+            self.cells.insert(g, cell);
+            // SAFETY: as above.
+            unsafe { *wp = SPILLED };
+            return found;
+        };
+        let unordered = |x: Word| x.mask() & mask != 0 && x.tid() != t && x.clock() > clock.get(x.tid()) && !(x.atomic() && now.atomic);
+        let found = if unordered(w) {
+            Some((w.access(sites as u32, true), w.mask()))
+        } else if now.write && unordered(r) {
+            Some((r.access((sites >> 32) as u32, false), r.mask()))
+        } else {
+            None
+        };
+        // SAFETY: as above.
+        unsafe { (*wp, *rp, *sp) = (w2.0, r2.0, sites2) };
+        found.map(|(a, m)| (a, u64::from((m & mask).trailing_zeros())))
+    }
+}
+
+/// The access `now` by `t` (its clock `clock`) to the bytes `mask` of a full cell: an earlier
+/// access it races with (and the first byte they share), after recording it.
+fn cell_access(cell: &mut Cell, clock: &Clock, t: Tid, mask: u8, now: Access) -> Option<(Access, u64)> {
+    let unordered = |h: &&Held| h.mask & mask != 0 && h.access.tid != t && h.access.clock > clock.get(h.access.tid) && !(h.access.atomic && now.atomic);
+    let mut found = cell.writes.iter().find(unordered).copied();
+    if now.write && found.is_none() {
+        found = cell.reads.iter().find(unordered).copied();
+    }
+    let list = if now.write { &mut cell.writes } else { &mut cell.reads };
+    // What this access covers it takes over: earlier entries keep only the other bytes.
+    list.retain_mut(|h| {
+        if now.write || h.access.tid == t {
+            h.mask &= !mask;
+        }
+        h.mask != 0
+    });
+    if now.write {
+        cell.reads.retain_mut(|h| {
+            h.mask &= !mask;
             h.mask != 0
         });
-        if now.write {
-            cell.reads.retain_mut(|h| {
-                h.mask &= !mask;
-                h.mask != 0
-            });
-        }
-        let list = if now.write { &mut cell.writes } else { &mut cell.reads };
-        list.push(Held { access: now, mask });
-        found.map(|h| (h.access, u64::from((h.mask & mask).trailing_zeros())))
     }
+    let list = if now.write { &mut cell.writes } else { &mut cell.reads };
+    list.push(Held { access: now, mask });
+    found.map(|h| (h.access, u64::from((h.mask & mask).trailing_zeros())))
 }
 
 #[cfg(test)]
@@ -222,14 +351,16 @@ mod tests {
 
     #[test]
     fn unordered_writes_race_and_a_lock_orders_them() {
-        let mut d = Detector::new();
+        let mut d = Detector::new().unwrap();
+        d.cover(0, 0x10000);
         let (a, b) = (d.create(0), d.create(0));
         d.access(a, 0x1000, 4, true, false, 1);
         d.access(b, 0x1000, 4, true, false, 2);
         assert_eq!(d.races.len(), 1);
         assert_eq!((d.races[0].earlier.site, d.races[0].later.site, d.races[0].addr), (1, 2, 0x1000));
         // The same through a lock: no race.
-        let mut d = Detector::new();
+        let mut d = Detector::new().unwrap();
+        d.cover(0, 0x10000);
         let (a, b) = (d.create(0), d.create(0));
         d.acquire(a, 0x50);
         d.access(a, 0x2000, 8, true, false, 1);
@@ -243,7 +374,8 @@ mod tests {
 
     #[test]
     fn creation_orders_what_came_before_and_atomics_never_race() {
-        let mut d = Detector::new();
+        let mut d = Detector::new().unwrap();
+        d.cover(0, 0x10000);
         d.access(0, 0x1000, 4, true, false, 1);
         let a = d.create(0);
         d.access(a, 0x1000, 4, false, false, 2);
@@ -251,7 +383,8 @@ mod tests {
         d.access(0, 0x1000, 4, true, false, 3);
         assert_eq!(d.races.len(), 1);
         assert_eq!((d.races[0].earlier.site, d.races[0].later.site), (2, 3));
-        let mut d = Detector::new();
+        let mut d = Detector::new().unwrap();
+        d.cover(0, 0x10000);
         let (a, b) = (d.create(0), d.create(0));
         d.access(a, 0x3000, 4, true, true, 1);
         d.access(b, 0x3000, 4, true, true, 2);
@@ -260,5 +393,53 @@ mod tests {
         d.access(a, 0x4000, 1, true, false, 3);
         d.access(b, 0x4001, 1, true, false, 4);
         assert!(d.races.is_empty());
+    }
+
+    /// The compact words find a race on exactly the accesses full cells find one on: random
+    /// accesses of three threads (sizes, bytes, atomics, locks), once in covered memory and
+    /// once in memory only the cells hold.
+    #[test]
+    fn compact_words_find_what_full_cells_find() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        // (Two detectors for all rounds, each round on a granule of its own: shadow slices are
+        // few and never given back.)
+        let (mut compact, mut cells) = (Detector::new().unwrap(), Detector::new().unwrap());
+        compact.cover(0x1000, 0x2000);
+        for d in [&mut compact, &mut cells] {
+            d.create(0);
+            d.create(0);
+        }
+        for round in 0..200 {
+            let base = [0x1000u64 + 8 * round, 0x7f00_0000_0000 + 8 * round];
+            for site in 0..60u32 {
+                let t = next(3) as Tid;
+                let (op, obj) = (next(6), next(2));
+                for d in [&mut compact, &mut cells] {
+                    match op {
+                        0 => d.release(t, obj),
+                        1 => d.acquire(t, obj),
+                        _ => {}
+                    }
+                }
+                let size = [1u64, 2, 4, 8][next(4) as usize];
+                let off = next(9 - size);
+                let (write, atomic) = (next(2) == 0, next(6) == 0);
+                compact.access(t, base[0] + off, size, write, atomic, site);
+                cells.access(t, base[1] + off, size, write, atomic, site);
+            }
+            let later = |d: &Detector| d.races.iter().map(|r| r.later.site).collect::<Vec<_>>();
+            assert_eq!(later(&compact), later(&cells), "round {round}");
+            compact.races.clear();
+            cells.races.clear();
+            compact.seen.clear();
+            cells.seen.clear();
+        }
+        assert!(cells.cells.len() == 200 && !cells.compact.writes.covers(0x7f00_0000_0000));
     }
 }

@@ -187,7 +187,7 @@ impl RaceRun {
     pub fn new(program: String, out: Output, plan: Option<harm::Plan>) -> Result<RaceRun, Error> {
         let words = rtgrind_jit::claims::claim_area("the race detector", 24).map_err(|e| Error::internal(format!("internal: {e}")))?;
         let state = State {
-            detector: hb::Detector::new(),
+            detector: hb::Detector::new().map_err(|e| Error::internal(format!("cannot reserve shadow memory: {e}")))?,
             atomic: HashSet::default(),
             exit_words: HashSet::default(),
             filter: vec![0u64; FILTER_BITS / 64].into_boxed_slice(),
@@ -450,6 +450,7 @@ impl ToolRun for RaceRun {
         self.stack_of = vec![ctx.gpr[4]];
         for (s, e) in crate::shadow::initial_ranges(ctx.gpr[4], mem) {
             self.state.cache.cover(s, e);
+            self.state.detector.cover(s, e);
         }
         let (path, (mapped, _)) = crate::tools::main_module(mem, &self.program);
         self.main_path = path;
@@ -508,6 +509,7 @@ impl ToolRun for RaceRun {
     fn syscall_post(&mut self, ctx: &mut ThreadContext, nr: u64, args: &[u64; 6], ret: i64, mem: &GuestMemory) {
         if let Some((start, end)) = crate::shadow::mapped_by(nr as i64, args, ret, mem) {
             self.state.cache.cover(start, end);
+            self.state.detector.cover(start, end);
         }
         if nr as i64 == libc::SYS_mmap && ret > 0 && args[2] as i32 & libc::PROT_EXEC != 0 {
             self.note_runtime(mem, ret as u64, ret as u64 + args[1]);
