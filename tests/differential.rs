@@ -1,6 +1,6 @@
 //! Differential tests: every program in `guest-programs/correct/`, in each of its build variants,
-//! runs natively and under `rtgrind -q --tool=none` and `--tool=taint` (and `--tool=count` for
-//! the first variant); exit status (or fatal signal), stdout and stderr must be identical. The native run must also match the program's `exit=`/`signal=`
+//! runs natively and under `rtgrind -q --tool=none` and `--tool=taint` (and `--tool=count` and
+//! `--tool=race --harm=no` for the first variant); exit status (or fatal signal), stdout and stderr must be identical. The native run must also match the program's `exit=`/`signal=`
 //! directive, so a broken test program is reported as such and not as an rtgrind bug.
 
 use crate::common::{self, compare_tool, run_native, run_rtgrind};
@@ -70,13 +70,17 @@ fn check_guest(name: &str) {
         }
         // The tools must not change what the program does either: taint with origins (inline
         // shadow propagation on every instruction) in every variant, count in the first.
-        let tools: &[&str] = if variant == &guest.builds[0].0 { &["none", "taint", "count"] } else { &["none", "taint"] };
+        // And race (its light call-outs keep only some of the registers) in the first.
+        let tools: &[&str] = if variant == &guest.builds[0].0 { &["none", "taint", "count", "race"] } else { &["none", "taint"] };
         let mut timed_out = false;
         for tool in tools {
             common::reset_dir(&dir);
             let mut opts = vec!["-q".to_string(), format!("--tool={tool}")];
             if *tool == "taint" {
                 opts.push("--track-origins=yes".into());
+            }
+            if *tool == "race" {
+                opts.push("--harm=no".into());
             }
             let rt = run_rtgrind(&opts, &cmd);
             if let Err(e) = compare_tool(&native, &rt, tool) {

@@ -128,6 +128,8 @@ pub struct ThreadContext {
     pub callout_fs: u64,
     pub callout_flags: u64,
     pub callout_routine: u64,
+    /// The address of `rtg_callout_light` (`instrument::Inline::callout_light`).
+    pub callout_light_routine: u64,
     /// Guest x87/SSE/AVX state while outside the cache (xsave format, 64-byte aligned).
     pub xsave: XsaveArea,
     /// Inline indirect-branch table: `ibl_keys[h] = -guest_target`, `ibl_vals[h] = host`.
@@ -166,6 +168,7 @@ pub const OFF_CALLOUT_REGS: usize = offset_of!(ThreadContext, callout_regs);
 pub const OFF_CALLOUT_FS: usize = offset_of!(ThreadContext, callout_fs);
 pub const OFF_CALLOUT_FLAGS: usize = offset_of!(ThreadContext, callout_flags);
 pub const OFF_CALLOUT_ROUTINE: usize = offset_of!(ThreadContext, callout_routine);
+pub const OFF_CALLOUT_LIGHT_ROUTINE: usize = offset_of!(ThreadContext, callout_light_routine);
 pub const OFF_XSAVE: usize = offset_of!(ThreadContext, xsave);
 pub const OFF_IBL_KEYS: usize = offset_of!(ThreadContext, ibl_keys);
 pub const OFF_IBL_VALS: usize = offset_of!(ThreadContext, ibl_vals);
@@ -188,6 +191,7 @@ impl ThreadContext {
         ctx.exit_routine = crate::dispatch::exit_routine_addr();
         ctx.ibl_miss = crate::dispatch::ibl_miss_addr();
         ctx.callout_routine = crate::dispatch::callout_addr();
+        ctx.callout_light_routine = crate::dispatch::callout_light_addr();
         let null = crate::dispatch::ibl_null_addr();
         ctx.ibl_vals.iter_mut().for_each(|v| *v = null);
         // A valid initial x87/SSE state: default control words, all components in init state.

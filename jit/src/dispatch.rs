@@ -224,6 +224,80 @@ std::arch::global_asm!(
     "mov r15, gs:[{cregs}+120]",
     "mov rsp, gs:[{cregs}+32]",
     "jmp qword ptr gs:[{cret}]",
+    "",
+    // A light call-out: the function promises to use no vector register beyond xmm0-15, no
+    // thread-local and no C library function, so only the registers the ABI lets it clobber,
+    // the flags and xmm0-15 are kept (no xsave, no fs switch, no quantum spill).
+    ".p2align 4",
+    ".globl rtg_callout_light",
+    "rtg_callout_light:",
+    "mov gs:[{cregs}+0], rax",
+    "mov gs:[{cregs}+8], rcx",
+    "mov gs:[{cregs}+16], rdx",
+    "mov gs:[{cregs}+24], rbx",
+    "mov gs:[{cregs}+32], rsp",
+    "mov gs:[{cregs}+48], rsi",
+    "mov gs:[{cregs}+56], rdi",
+    "mov gs:[{cregs}+64], r8",
+    "mov gs:[{cregs}+72], r9",
+    "mov gs:[{cregs}+80], r10",
+    "mov gs:[{cregs}+88], r11",
+    "mov rsp, gs:[{host_rsp}]",
+    "lea rsp, [rsp-256]",
+    "pushfq",
+    "mov rbx, rsp",
+    "and rsp, -16",
+    "cld",
+    "sub rsp, 256",
+    "movaps [rsp+0], xmm0",
+    "movaps [rsp+16], xmm1",
+    "movaps [rsp+32], xmm2",
+    "movaps [rsp+48], xmm3",
+    "movaps [rsp+64], xmm4",
+    "movaps [rsp+80], xmm5",
+    "movaps [rsp+96], xmm6",
+    "movaps [rsp+112], xmm7",
+    "movaps [rsp+128], xmm8",
+    "movaps [rsp+144], xmm9",
+    "movaps [rsp+160], xmm10",
+    "movaps [rsp+176], xmm11",
+    "movaps [rsp+192], xmm12",
+    "movaps [rsp+208], xmm13",
+    "movaps [rsp+224], xmm14",
+    "movaps [rsp+240], xmm15",
+    "mov rdi, gs:[{self_ptr}]",
+    "mov rsi, gs:[{carg}]",
+    "call qword ptr gs:[{cfn}]",
+    "movaps xmm0, [rsp+0]",
+    "movaps xmm1, [rsp+16]",
+    "movaps xmm2, [rsp+32]",
+    "movaps xmm3, [rsp+48]",
+    "movaps xmm4, [rsp+64]",
+    "movaps xmm5, [rsp+80]",
+    "movaps xmm6, [rsp+96]",
+    "movaps xmm7, [rsp+112]",
+    "movaps xmm8, [rsp+128]",
+    "movaps xmm9, [rsp+144]",
+    "movaps xmm10, [rsp+160]",
+    "movaps xmm11, [rsp+176]",
+    "movaps xmm12, [rsp+192]",
+    "movaps xmm13, [rsp+208]",
+    "movaps xmm14, [rsp+224]",
+    "movaps xmm15, [rsp+240]",
+    "mov rsp, rbx",
+    "popfq",
+    "mov rax, gs:[{cregs}+0]",
+    "mov rcx, gs:[{cregs}+8]",
+    "mov rdx, gs:[{cregs}+16]",
+    "mov rbx, gs:[{cregs}+24]",
+    "mov rsi, gs:[{cregs}+48]",
+    "mov rdi, gs:[{cregs}+56]",
+    "mov r8, gs:[{cregs}+64]",
+    "mov r9, gs:[{cregs}+72]",
+    "mov r10, gs:[{cregs}+80]",
+    "mov r11, gs:[{cregs}+88]",
+    "mov rsp, gs:[{cregs}+32]",
+    "jmp qword ptr gs:[{cret}]",
     ".globl rtg_code_end",
     "rtg_code_end:",
     host_rsp = const OFF_HOST_RSP,
@@ -264,10 +338,15 @@ extern "sysv64" {
     fn rtg_code_end();
     fn rtg_sigreturn();
     fn rtg_callout();
+    fn rtg_callout_light();
 }
 
 pub(crate) fn callout_addr() -> u64 {
     rtg_callout as *const () as u64
+}
+
+pub(crate) fn callout_light_addr() -> u64 {
+    rtg_callout_light as *const () as u64
 }
 
 /// The `sa_restorer` for handlers installed with the raw syscall (`rt_sigreturn`).

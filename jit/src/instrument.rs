@@ -15,8 +15,9 @@
 //! tool pays only for the hooks it uses.
 
 use crate::context::{
-    counter_step, counts_in_registers, ThreadContext, OFF_CALLOUT_ARG, OFF_CALLOUT_FN, OFF_CALLOUT_RET, OFF_CALLOUT_ROUTINE, OFF_COUNTER, OFF_COUNTER_STEP,
-    OFF_FLAGS_RAX, OFF_FLAGS_SAVE, OFF_IBL_KEYS, OFF_IBL_MISS, OFF_IBL_VALS, OFF_SAVE_RCX, OFF_SAVE_RDX, OFF_TOOL_AREA, OFF_TOOL_SPILL,
+    counter_step, counts_in_registers, ThreadContext, OFF_CALLOUT_ARG, OFF_CALLOUT_FN, OFF_CALLOUT_LIGHT_ROUTINE, OFF_CALLOUT_RET, OFF_CALLOUT_ROUTINE,
+    OFF_COUNTER, OFF_COUNTER_STEP, OFF_FLAGS_RAX, OFF_FLAGS_SAVE, OFF_IBL_KEYS, OFF_IBL_MISS, OFF_IBL_VALS, OFF_SAVE_RCX, OFF_SAVE_RDX, OFF_TOOL_AREA,
+    OFF_TOOL_SPILL,
 };
 use iced_x86::code_asm::{ax, get_gpr64, qword_bcst, qword_ptr, rax, rcx, rdx, word_ptr, xmm18, AsmMemoryOperand, AsmRegister64, CodeAssembler};
 use iced_x86::{Instruction, InstructionInfo, OpKind, Register};
@@ -449,6 +450,20 @@ impl Inline {
     /// survive the call (it costs a full state save: keep it off hot paths); `scratch` is a
     /// register this builder lent, which the call clobbers.
     pub fn callout(&mut self, f: Callout, arg: u64, scratch: AsmRegister64) {
+        self.callout_through(OFF_CALLOUT_ROUTINE, f, arg, scratch);
+    }
+
+    /// As `callout`, at a fraction of its cost, for a function that touches no vector
+    /// register beyond xmm0-15 (Rust code built for the baseline x86-64 never does), calls no
+    /// C library function (`memcpy` and its kin use the wider ones), allocates nothing, uses
+    /// no thread-local (`fs` stays the guest's), never switches threads and never unwinds.
+    /// Only the general registers, the flags and xmm0-15 are kept; the function runs on the
+    /// host stack.
+    pub fn callout_light(&mut self, f: Callout, arg: u64, scratch: AsmRegister64) {
+        self.callout_through(OFF_CALLOUT_LIGHT_ROUTINE, f, arg, scratch);
+    }
+
+    fn callout_through(&mut self, routine: usize, f: Callout, arg: u64, scratch: AsmRegister64) {
         let a = self.asm();
         let mut back = a.create_label();
         a.mov(scratch, f as usize as u64).unwrap();
@@ -457,7 +472,7 @@ impl Inline {
         a.mov(qword_ptr(OFF_CALLOUT_ARG as u64).gs(), scratch).unwrap();
         a.lea(scratch, qword_ptr(back)).unwrap();
         a.mov(qword_ptr(OFF_CALLOUT_RET as u64).gs(), scratch).unwrap();
-        a.jmp(qword_ptr(OFF_CALLOUT_ROUTINE as u64).gs()).unwrap();
+        a.jmp(qword_ptr(routine as u64).gs()).unwrap();
         a.set_label(&mut back).unwrap();
         a.zero_bytes().unwrap();
     }

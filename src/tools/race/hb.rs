@@ -156,7 +156,8 @@ struct Compact {
 pub struct Detector {
     threads: Vec<Clock>,
     objects: HashMap<u64, Clock, Fast>,
-    compact: Compact,
+    /// None: every granule in a full cell (a test's reference detector).
+    compact: Option<Compact>,
     /// Full cells: granules the compact words cannot hold, and memory outside covered slices.
     cells: Granules,
     /// Races found, once per pair of sites.
@@ -168,16 +169,28 @@ impl Detector {
     /// The main thread (0) alone.
     pub fn new() -> std::io::Result<Detector> {
         let compact = Compact { writes: ShadowMemory::nth_of_several(0)?, reads: ShadowMemory::nth_of_several(1)?, sites: ShadowMemory::nth_of_several(2)? };
-        let mut d = Detector { threads: vec![Clock::default()], objects: HashMap::default(), compact, cells: Granules::default(), races: Vec::new(), seen: HashSet::new() };
+        Ok(Detector::with(Some(compact)))
+    }
+
+    fn with(compact: Option<Compact>) -> Detector {
+        let mut d = Detector {
+            threads: vec![Clock::default()],
+            objects: HashMap::default(),
+            compact,
+            cells: Granules::default(),
+            races: Vec::new(),
+            seen: HashSet::new(),
+        };
         d.threads[0].set(0, 1);
-        Ok(d)
+        d
     }
 
     /// Memory in `[start, end)` (mapped by the program) keeps its granules' state compact.
     pub fn cover(&mut self, start: u64, end: u64) {
-        let c = &mut self.compact;
-        for m in [&mut c.writes, &mut c.reads, &mut c.sites] {
-            m.cover(start, end);
+        if let Some(c) = &mut self.compact {
+            for m in [&mut c.writes, &mut c.reads, &mut c.sites] {
+                m.cover(start, end);
+            }
         }
     }
 
@@ -224,7 +237,18 @@ impl Detector {
     pub fn release(&mut self, t: Tid, obj: u64) {
         let c = self.threads[t].clone();
         self.objects.entry(obj).or_default().join(&c);
-        self.tick(t);
+        // Before the first thread is created nothing can tell the epochs apart (every thread
+        // starts from the creator's clock): one epoch for the whole start keeps its accesses
+        // in the same-epoch cache.
+        if self.threads.len() > 1 {
+            self.tick(t);
+        }
+    }
+
+    /// No thread was created yet: no access can race with anything (every thread starts
+    /// after all of them).
+    pub fn alone(&self) -> bool {
+        self.threads.len() == 1
     }
 
     /// Thread `t` acquires `obj` (a lock, a wait that returned): what was released there
@@ -254,25 +278,68 @@ impl Detector {
         }
     }
 
-    /// The access `now` by `t` to the bytes `mask` of granule `g`: an earlier access it races
-    /// with (and the first byte they share), after recording it.
-    fn granule(&mut self, t: Tid, g: u64, mask: u8, now: Access) -> Option<(Access, u64)> {
-        let clock = &self.threads[t];
-        let c = &self.compact;
-        if !c.writes.covers(g) {
-            return cell_access(self.cells.entry(g).or_default(), clock, t, mask, now);
+    /// Thread `t`'s plain access of `size` bytes at `addr` when it is the common case,
+    /// recorded: no race, and granules whose state takes it without a new cell or a spill.
+    /// False otherwise, with the granules before the first that cannot take it recorded (`access`
+    /// then does it all: an access recorded again finds nothing new). It calls nothing and
+    /// allocates nothing (the tool runs it in a light call-out).
+    #[inline]
+    pub fn access_quick(&mut self, t: Tid, addr: u64, size: u64, write: bool, site: u32) -> bool {
+        let now = Access { tid: t, clock: self.threads[t].get(t), site, write, atomic: false };
+        let end = addr.saturating_add(size.max(1));
+        let mut g = addr & !7;
+        while g < end {
+            let (lo, hi) = (addr.max(g) - g, end.min(g + 8) - g);
+            let mask = (((1u16 << hi) - 1) & !((1u16 << lo) - 1)) as u8;
+            if !self.granule_quick(t, g, mask, now) {
+                return false;
+            }
+            g += 8;
         }
-        let (wp, rp, sp) = (c.writes.addr(g) as *mut u64, c.reads.addr(g) as *mut u64, c.sites.addr(g) as *mut u64);
-        // SAFETY: shadow addresses of a covered slice: reserved, read-write, 8-aligned (the
-        // granule is, and slice deltas are multiples of 8); one thread runs the detector.
-        let (w, r, sites) = unsafe { (Word(*wp), Word(*rp), *sp) };
+        true
+    }
+
+    /// `access_quick` on granule `g`.
+    #[inline]
+    fn granule_quick(&mut self, t: Tid, g: u64, mask: u8, now: Access) -> bool {
+        match self.plan(t, g, mask, now) {
+            Some(Plan { at, next: Some(next), found: None, .. }) => {
+                at.set(next);
+                true
+            }
+            Some(_) => false,
+            None => {
+                // A full cell: recorded here if that needs no allocation (nor a new cell).
+                let Some(cell) = self.cells.get_mut(&g) else { return false };
+                if cell_race(cell, &self.threads[t], t, mask, now).is_some() {
+                    return false;
+                }
+                cell_trim(cell, t, mask, now);
+                let list = if now.write { &mut cell.writes } else { &mut cell.reads };
+                if list.len() == list.capacity() {
+                    // (`access` does it again: the trim changed nothing the race check sees.)
+                    return false;
+                }
+                list.push(Held { access: now, mask });
+                true
+            }
+        }
+    }
+
+    /// What the access `now` by `t` to the bytes `mask` of granule `g` does to its compact
+    /// words; none where a full cell holds the granule (it is spilled, or not covered).
+    #[inline]
+    fn plan(&self, t: Tid, g: u64, mask: u8, now: Access) -> Option<Plan> {
+        let c = self.compact.as_ref().filter(|c| c.writes.covers(g))?;
+        let at = Slots(c.writes.addr(g) as *mut u64, c.reads.addr(g) as *mut u64, c.sites.addr(g) as *mut u64);
+        let (w, r, sites) = at.get();
         if w.0 & SPILLED != 0 {
-            let cell = self.cells.get_mut(&g).expect("a spilled granule has its cell");
-            return cell_access(cell, clock, t, mask, now);
+            return None;
         }
+        let clock = &self.threads[t];
         // What the granule's words become, if two words can hold it.
         let new = Word::of(now, mask);
-        let kept = if now.write {
+        let next = if now.write {
             let w2 = if w.mask() & !mask == 0 {
                 Some(new)
             } else if w.same_epoch(now) {
@@ -292,18 +359,6 @@ impl Detector {
             };
             r2.map(|r2| (w, r2, sites & 0xffff_ffff | u64::from(now.site) << 32))
         };
-        let Some((w2, r2, sites2)) = kept else {
-            // Spill: the granule's two accesses become a full cell's.
-            let held = |x: Word, site: u32, write: bool| (x.mask() != 0).then(|| Held { access: x.access(site, write), mask: x.mask() });
-            let mut cell = Cell::default();
-            cell.writes.extend(held(w, sites as u32, true));
-            cell.reads.extend(held(r, (sites >> 32) as u32, false));
-            let found = cell_access(&mut cell, clock, t, mask, now);
-            self.cells.insert(g, cell);
-            // SAFETY: as above.
-            unsafe { *wp = SPILLED };
-            return found;
-        };
         let unordered = |x: Word| x.mask() & mask != 0 && x.tid() != t && x.clock() > clock.get(x.tid()) && !(x.atomic() && now.atomic);
         let found = if unordered(w) {
             Some((w.access(sites as u32, true), w.mask()))
@@ -312,22 +367,86 @@ impl Detector {
         } else {
             None
         };
-        // SAFETY: as above.
-        unsafe { (*wp, *rp, *sp) = (w2.0, r2.0, sites2) };
-        found.map(|(a, m)| (a, u64::from((m & mask).trailing_zeros())))
+        Some(Plan { at, old: (w, r, sites), next, found: found.map(|(a, m)| (a, u64::from((m & mask).trailing_zeros()))) })
     }
+
+    /// The access `now` by `t` to the bytes `mask` of granule `g`: an earlier access it races
+    /// with (and the first byte they share), after recording it.
+    fn granule(&mut self, t: Tid, g: u64, mask: u8, now: Access) -> Option<(Access, u64)> {
+        let Some(plan) = self.plan(t, g, mask, now) else {
+            let clock = &self.threads[t];
+            return cell_access(self.cells.entry(g).or_default(), clock, t, mask, now);
+        };
+        if let Some(next) = plan.next {
+            plan.at.set(next);
+            return plan.found;
+        }
+        // Spill: the granule's two accesses become a full cell's.
+        let (w, r, sites) = plan.old;
+        let held = |x: Word, site: u32, write: bool| (x.mask() != 0).then(|| Held { access: x.access(site, write), mask: x.mask() });
+        // (Room for a few more accesses, which `access_quick` can then record.)
+        let mut cell = Cell { writes: Vec::with_capacity(4), reads: Vec::with_capacity(4) };
+        cell.writes.extend(held(w, sites as u32, true));
+        cell.reads.extend(held(r, (sites >> 32) as u32, false));
+        let found = cell_access(&mut cell, &self.threads[t], t, mask, now);
+        self.cells.insert(g, cell);
+        plan.at.set((Word(SPILLED), Word(0), 0));
+        found
+    }
+}
+
+/// A granule's three compact words in shadow memory: its write, its read and their sites.
+struct Slots(*mut u64, *mut u64, *mut u64);
+
+impl Slots {
+    fn get(&self) -> (Word, Word, u64) {
+        // SAFETY: shadow addresses of a covered slice (`Detector::plan`): reserved, read-write,
+        // 8-aligned (granules are, and slice deltas are multiples of 8); one thread at a time
+        // runs the detector.
+        unsafe { (Word(*self.0), Word(*self.1), *self.2) }
+    }
+
+    fn set(&self, (w, r, sites): (Word, Word, u64)) {
+        // SAFETY: as in `get`.
+        unsafe { (*self.0, *self.1, *self.2) = (w.0, r.0, sites) };
+    }
+}
+
+/// What an access does to a granule's compact words: where they are, what they held, what they
+/// become (none: they cannot hold it, the granule spills), and the earlier access it races with.
+struct Plan {
+    at: Slots,
+    old: (Word, Word, u64),
+    next: Option<(Word, Word, u64)>,
+    found: Option<(Access, u64)>,
 }
 
 /// The access `now` by `t` (its clock `clock`) to the bytes `mask` of a full cell: an earlier
 /// access it races with (and the first byte they share), after recording it.
 fn cell_access(cell: &mut Cell, clock: &Clock, t: Tid, mask: u8, now: Access) -> Option<(Access, u64)> {
+    let found = cell_race(cell, clock, t, mask, now);
+    cell_trim(cell, t, mask, now);
+    let list = if now.write { &mut cell.writes } else { &mut cell.reads };
+    list.push(Held { access: now, mask });
+    found
+}
+
+/// The earlier access of a full cell the access `now` races with, and the first byte they share.
+#[inline]
+fn cell_race(cell: &Cell, clock: &Clock, t: Tid, mask: u8, now: Access) -> Option<(Access, u64)> {
     let unordered = |h: &&Held| h.mask & mask != 0 && h.access.tid != t && h.access.clock > clock.get(h.access.tid) && !(h.access.atomic && now.atomic);
     let mut found = cell.writes.iter().find(unordered).copied();
     if now.write && found.is_none() {
         found = cell.reads.iter().find(unordered).copied();
     }
+    found.map(|h| (h.access, u64::from((h.mask & mask).trailing_zeros())))
+}
+
+/// What the access `now` covers it takes over: the cell's earlier entries keep only the other
+/// bytes (a write's, every access's; a read's, its thread's reads).
+#[inline]
+fn cell_trim(cell: &mut Cell, t: Tid, mask: u8, now: Access) {
     let list = if now.write { &mut cell.writes } else { &mut cell.reads };
-    // What this access covers it takes over: earlier entries keep only the other bytes.
     list.retain_mut(|h| {
         if now.write || h.access.tid == t {
             h.mask &= !mask;
@@ -340,9 +459,6 @@ fn cell_access(cell: &mut Cell, clock: &Clock, t: Tid, mask: u8, now: Access) ->
             h.mask != 0
         });
     }
-    let list = if now.write { &mut cell.writes } else { &mut cell.reads };
-    list.push(Held { access: now, mask });
-    found.map(|h| (h.access, u64::from((h.mask & mask).trailing_zeros())))
 }
 
 #[cfg(test)]
@@ -359,8 +475,7 @@ mod tests {
         assert_eq!(d.races.len(), 1);
         assert_eq!((d.races[0].earlier.site, d.races[0].later.site, d.races[0].addr), (1, 2, 0x1000));
         // The same through a lock: no race.
-        let mut d = Detector::new().unwrap();
-        d.cover(0, 0x10000);
+        d.races.clear();
         let (a, b) = (d.create(0), d.create(0));
         d.acquire(a, 0x50);
         d.access(a, 0x2000, 8, true, false, 1);
@@ -383,8 +498,7 @@ mod tests {
         d.access(0, 0x1000, 4, true, false, 3);
         assert_eq!(d.races.len(), 1);
         assert_eq!((d.races[0].earlier.site, d.races[0].later.site), (2, 3));
-        let mut d = Detector::new().unwrap();
-        d.cover(0, 0x10000);
+        d.races.clear();
         let (a, b) = (d.create(0), d.create(0));
         d.access(a, 0x3000, 4, true, true, 1);
         d.access(b, 0x3000, 4, true, true, 2);
@@ -395,9 +509,10 @@ mod tests {
         assert!(d.races.is_empty());
     }
 
-    /// The compact words find a race on exactly the accesses full cells find one on: random
-    /// accesses of three threads (sizes, bytes, atomics, locks), once in covered memory and
-    /// once in memory only the cells hold.
+    /// The compact words find a race on exactly the accesses full cells find one on, and so
+    /// does the quick path (`access_quick`, then `access` where it cannot): random accesses of
+    /// three threads (sizes, bytes, atomics, locks), in covered memory and in memory only the
+    /// cells hold.
     #[test]
     fn compact_words_find_what_full_cells_find() {
         let mut seed = 0x2545_f491_4f6c_dd1du64;
@@ -407,20 +522,27 @@ mod tests {
             seed ^= seed << 17;
             seed % n
         };
-        // (Two detectors for all rounds, each round on a granule of its own: shadow slices are
-        // few and never given back.)
-        let (mut compact, mut cells) = (Detector::new().unwrap(), Detector::new().unwrap());
+        // (Detectors for all rounds, each round on a granule of its own: shadow slices are few
+        // and never given back.)
+        let (mut compact, mut cells, mut quick) = (Detector::new().unwrap(), Detector::with(None), Detector::new().unwrap());
         compact.cover(0x1000, 0x2000);
-        for d in [&mut compact, &mut cells] {
+        quick.cover(0x1000, 0x2000);
+        for d in [&mut compact, &mut cells, &mut quick] {
             d.create(0);
             d.create(0);
         }
         for round in 0..200 {
-            let base = [0x1000u64 + 8 * round, 0x7f00_0000_0000 + 8 * round];
-            for site in 0..60u32 {
-                let t = next(3) as Tid;
-                let (op, obj) = (next(6), next(2));
-                for d in [&mut compact, &mut cells] {
+            let base = [0x1000u64 + 8 * round, 0x7000 + 8 * round];
+            // (Few accesses, threads or locks in some rounds, so that some granules never leave
+            // the compact words.)
+            // (Sites of their own in each round: a race with an access the round before, which
+            // shared the granule, is not one seen already.)
+            let (threads, calm) = (1 + next(3), next(3) == 0);
+            for k in 0..2 + next(30) as u32 {
+                let site = round as u32 * 100 + k;
+                let t = next(threads) as Tid;
+                let (op, obj) = (next(if calm { 60 } else { 6 }), next(2));
+                for d in [&mut compact, &mut cells, &mut quick] {
                     match op {
                         0 => d.release(t, obj),
                         1 => d.acquire(t, obj),
@@ -428,18 +550,25 @@ mod tests {
                     }
                 }
                 let size = [1u64, 2, 4, 8][next(4) as usize];
-                let off = next(9 - size);
+                // (Some run into the next granule, the next round's.)
+                let off = next(8);
                 let (write, atomic) = (next(2) == 0, next(6) == 0);
                 compact.access(t, base[0] + off, size, write, atomic, site);
                 cells.access(t, base[1] + off, size, write, atomic, site);
+                // The light call-out's way: the quick path, else the whole one.
+                if atomic || !quick.access_quick(t, base[0] + off, size, write, site) {
+                    quick.access(t, base[0] + off, size, write, atomic, site);
+                }
             }
-            let later = |d: &Detector| d.races.iter().map(|r| r.later.site).collect::<Vec<_>>();
+            // (The accesses that found a race: one over two granules may find two.)
+            let later = |d: &Detector| d.races.iter().map(|r| r.later.site).collect::<std::collections::BTreeSet<_>>();
             assert_eq!(later(&compact), later(&cells), "round {round}");
-            compact.races.clear();
-            cells.races.clear();
-            compact.seen.clear();
-            cells.seen.clear();
+            assert_eq!(later(&quick), later(&cells), "round {round}, quick path");
+            for d in [&mut compact, &mut cells, &mut quick] {
+                d.races.clear();
+                d.seen.clear();
+            }
         }
-        assert!(cells.cells.len() == 200 && !cells.compact.writes.covers(0x7f00_0000_0000));
+        assert!(cells.cells.len() >= 200 && compact.cells.len() < cells.cells.len());
     }
 }

@@ -8,7 +8,8 @@
 //! creator's past before it, and its exit releases the word the kernel clears for
 //! `pthread_join` (`CLONE_CHILD_CLEARTID`), which a load that reads it acquires.
 //!
-//! Each access is handed to the detector in a call-out, unless inline code dismisses it first
+//! Each access is handed to the detector in a call-out (a light one first, for what the
+//! detector's compact words hold: `access_light`), unless inline code dismisses it first
 //! (a bitmap of atomic locations for the runtime's plain accesses, a same-epoch cache for the
 //! others); accesses through the stack pointer (the thread's own frames) are not. A harm run
 //! (a plan) also watches its races' accesses around their instructions (`harm::Watcher`).
@@ -111,6 +112,12 @@ impl State {
         let bit = (addr >> 3) as usize & (FILTER_BITS - 1);
         self.filter[bit / 64] |= 1 << (bit % 64);
     }
+
+    /// The filter has the bit of `addr`'s granule: it may be an atomic location or an exit word.
+    fn filtered(&self, addr: u64) -> bool {
+        let bit = (addr >> 3) as usize & (FILTER_BITS - 1);
+        self.filter[bit / 64] & 1 << (bit % 64) != 0
+    }
 }
 
 /// One memory access instruction of the code, as its call-out is told.
@@ -150,6 +157,8 @@ struct State {
     tid_word: usize,
     addr_word: usize,
     epoch_word: usize,
+    /// Set by `access_light` when the access needs `access`.
+    slow_word: usize,
     /// A harm run's watch on its races.
     watch: Option<Watcher>,
     /// Per thread: the instruction of its last synchronization (0: none yet).
@@ -185,7 +194,7 @@ pub struct RaceRun {
 
 impl RaceRun {
     pub fn new(program: String, out: Output, plan: Option<harm::Plan>) -> Result<RaceRun, Error> {
-        let words = rtgrind_jit::claims::claim_area("the race detector", 24).map_err(|e| Error::internal(format!("internal: {e}")))?;
+        let words = rtgrind_jit::claims::claim_area("the race detector", 32).map_err(|e| Error::internal(format!("internal: {e}")))?;
         let state = State {
             detector: hb::Detector::new().map_err(|e| Error::internal(format!("cannot reserve shadow memory: {e}")))?,
             atomic: HashSet::default(),
@@ -195,6 +204,7 @@ impl RaceRun {
             tid_word: words,
             addr_word: words + 8,
             epoch_word: words + 16,
+            slow_word: words + 24,
             watch: plan.map(Watcher::new),
             last_sync: Vec::new(),
             race_syncs: Vec::new(),
@@ -262,6 +272,24 @@ extern "C" fn access(ctx: *mut ThreadContext, arg: u64) {
         st.synced(t, site.pc);
         ctx.tool_area[st.epoch_word / 8] = st.epoch(t);
     }
+}
+
+/// The common case of an access, in a light call-out (`Inline::callout_light`: it calls
+/// nothing and allocates nothing): a plain access away from atomic locations and exit words
+/// that the detector's compact words record without a race. Anything else sets the tool-area
+/// word that sends the inline code on to `access`.
+extern "C" fn access_light(ctx: *mut ThreadContext, arg: u64) {
+    // SAFETY: as for `access`.
+    let (ctx, site) = unsafe { (&mut *ctx, &*(arg as *const Site)) };
+    // SAFETY: as above.
+    let st = unsafe { &mut *site.state };
+    let t = ctx.tool_area[st.tid_word / 8] as hb::Tid;
+    let addr = ctx.tool_area[st.addr_word / 8];
+    let done = !st.filtered(addr) && (st.detector.alone() || st.detector.access_quick(t, addr, site.size, site.write, site.number));
+    if done {
+        st.cache(t, addr, site.size, site.write);
+    }
+    ctx.tool_area[st.slow_word / 8] = u64::from(!done);
 }
 
 impl Tool for RaceRun {
@@ -430,6 +458,10 @@ impl RaceRun {
         a.je(done).unwrap();
         a.set_label(&mut slow).unwrap();
         a.mov(qword_ptr(address).gs(), t).unwrap();
+        b.callout_light(access_light, arg, t);
+        let a = b.asm();
+        a.cmp(qword_ptr(tool_area(self.state.slow_word)).gs(), 0).unwrap();
+        a.je(done).unwrap();
         b.callout(access, arg, t);
         let a = b.asm();
         a.set_label(&mut done).unwrap();
