@@ -3,8 +3,9 @@
 //! and a release store are plain `mov`s, which nothing in the code tells apart from a racy
 //! access; the declared type does. The race tool treats these locations as it treats those a
 //! `lock`-prefixed instruction touched: atomic, a load acquiring and a store releasing.
-//! (Atomics in heap blocks or on the stack, and C++'s `std::atomic`, whose DWARF is a class,
-//! are not found this way.)
+//! C++'s `std::atomic` (a class in DWARF) is found by its code instead: the loads and stores of
+//! code whose lines are in libstdc++'s atomic headers, wherever the object is (`code`). (C11
+//! atomics in heap blocks or on the stack are not found: their code is the program's own.)
 
 use gimli::{AttributeValue, EndianSlice, Operation, RunTimeEndian, SectionId, UnitOffset};
 
@@ -20,8 +21,40 @@ const MAX_DEPTH: u32 = 4;
 /// have once the file's lowest loaded page is mapped at `mapped`; none when it has no DWARF
 /// (or it cannot be read).
 pub fn declared(path: &str, mapped: u64) -> Vec<(u64, u64)> {
-    let Ok(file) = std::fs::read(path) else { return Vec::new() };
-    let Ok(elf) = goblin::elf::Elf::parse(&file) else { return Vec::new() };
+    let (found, bias) = with_dwarf(path, mapped, variables);
+    found.into_iter().map(|(a, size)| (a.wrapping_add(bias), size)).collect()
+}
+
+/// The file's code that C++'s `std::atomic` operations compiled to (the rows of its line table
+/// in libstdc++'s `atomic` headers, inlined or not), as address ranges where the file's lowest
+/// loaded page is mapped at `mapped`. Its loads and stores are the atomic's, wherever the
+/// object is (a global, a heap block, a stack).
+pub fn code(path: &str, mapped: u64) -> Vec<(u64, u64)> {
+    let (found, bias) = with_dwarf(path, mapped, atomic_header_rows);
+    let mut ranges: Vec<(u64, u64)> = found.into_iter().map(|(a, b)| (a.wrapping_add(bias), b.wrapping_add(bias))).collect();
+    // Adjacent rows make one range (binary search over them in `within`).
+    ranges.dedup_by(|b, a| {
+        let joined = b.0 <= a.1;
+        if joined {
+            a.1 = a.1.max(b.1);
+        }
+        joined
+    });
+    ranges
+}
+
+/// Whether `pc` is in one of the sorted, disjoint `ranges`.
+pub fn within(ranges: &[(u64, u64)], pc: u64) -> bool {
+    let i = ranges.partition_point(|r| r.1 <= pc);
+    ranges.get(i).is_some_and(|r| r.0 <= pc)
+}
+
+/// What `f` collects from the DWARF of the ELF file at `path` (pairs of the file's addresses
+/// and sizes or ends), sorted, and what to add to the file's addresses where it is mapped; none
+/// without DWARF.
+fn with_dwarf(path: &str, mapped: u64, f: impl Fn(&gimli::Dwarf<Slice<'_>>, &mut Vec<(u64, u64)>) -> Result<(), gimli::Error>) -> (Vec<(u64, u64)>, u64) {
+    let Ok(file) = std::fs::read(path) else { return (Vec::new(), 0) };
+    let Ok(elf) = goblin::elf::Elf::parse(&file) else { return (Vec::new(), 0) };
     let lowest = elf.program_headers.iter().filter(|p| p.p_type == goblin::elf::program_header::PT_LOAD).map(|p| p.p_vaddr & !0xfff).min();
     let bias = mapped.wrapping_sub(lowest.unwrap_or(mapped));
     let section = |id: SectionId| -> Result<Slice<'_>, gimli::Error> {
@@ -33,12 +66,45 @@ pub fn declared(path: &str, mapped: u64) -> Vec<(u64, u64)> {
             .unwrap_or(&[]);
         Ok(EndianSlice::new(data, RunTimeEndian::Little))
     };
-    let Ok(dwarf) = gimli::Dwarf::load(section) else { return Vec::new() };
+    let Ok(dwarf) = gimli::Dwarf::load(section) else { return (Vec::new(), 0) };
     let mut out = Vec::new();
-    let _ = variables(&dwarf, &mut out);
+    let _ = f(&dwarf, &mut out);
     out.sort_unstable();
     out.dedup();
-    out.into_iter().map(|(a, s)| (a.wrapping_add(bias), s)).collect()
+    (out, bias)
+}
+
+/// libstdc++'s headers whose code is `std::atomic`'s operations.
+const ATOMIC_HEADERS: [&str; 3] = ["atomic_base.h", "atomic", "atomic_wait.h"];
+
+/// The ranges of code whose line-table rows are in `ATOMIC_HEADERS` (start, end), into `out`.
+fn atomic_header_rows(dwarf: &gimli::Dwarf<Slice<'_>>, out: &mut Vec<(u64, u64)>) -> Result<(), gimli::Error> {
+    let mut headers = dwarf.units();
+    while let Some(header) = headers.next()? {
+        let unit = dwarf.unit(header)?;
+        let Some(program) = unit.line_program.clone() else { continue };
+        let mut rows = program.rows();
+        // The row before: its address, and whether its file is an atomic header.
+        let mut open: Option<u64> = None;
+        while let Some((header, row)) = rows.next_row()? {
+            if let Some(start) = open.take() {
+                if row.address() > start {
+                    out.push((start, row.address()));
+                }
+            }
+            if row.end_sequence() {
+                continue;
+            }
+            let file = row.file(header).map(|f| dwarf.attr_string(&unit, f.path_name()));
+            if let Some(Ok(name)) = file {
+                let name = name.to_string_lossy();
+                if ATOMIC_HEADERS.contains(&name.rsplit('/').next().unwrap_or_default()) {
+                    open = Some(row.address());
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Every global variable's atomic parts, into `out`.

@@ -128,6 +128,8 @@ struct Site {
     reads: bool,
     /// A `lock`-prefixed read-modify-write or an `xchg` with memory.
     atomic_rmw: bool,
+    /// A load or store of C++'s `std::atomic` (`atomics::code`): its location is atomic.
+    atomic_code: bool,
     /// Code of the C and C++ runtime (the C library, the dynamic loader, libstdc++, libgcc,
     /// libgomp): trusted to be race-free itself, as TSan and Helgrind take it; its atomics
     /// still order.
@@ -174,6 +176,8 @@ pub struct RaceRun {
     program: String,
     /// The main program's mapping's name (for its symbols).
     main_path: String,
+    /// The main program's code of `std::atomic` operations (`atomics::code`), sorted ranges.
+    atomic_code: Vec<(u64, u64)>,
     /// The runtime's code, trusted (`Site::trusted`), as it is mapped: the loader at start,
     /// the libraries as the loader maps them.
     runtime: Vec<(u64, u64)>,
@@ -213,6 +217,7 @@ impl RaceRun {
         Ok(RaceRun {
             program,
             main_path: String::new(),
+            atomic_code: Vec::new(),
             runtime: Vec::new(),
             state: Box::new(state),
             sites: Vec::new(),
@@ -251,6 +256,11 @@ extern "C" fn access(ctx: *mut ThreadContext, arg: u64) {
         st.note_races(t, ctx.gpr[4]);
         ctx.tool_area[st.epoch_word / 8] = st.epoch(t);
         return;
+    }
+    if site.atomic_code && st.atomic.insert(addr) {
+        // A `std::atomic`'s load or store: its location is atomic from now on.
+        st.mark(addr);
+        st.forget(addr);
     }
     let atomic = st.atomic.contains(&addr);
     let exit_word = st.exit_words.contains(&addr);
@@ -304,16 +314,29 @@ impl Tool for RaceRun {
         // its accesses), which the filtered path keeps as the checked one does.
         let trusted = self.state.watch.is_some() || self.runtime.iter().any(|r| (r.0..r.1).contains(&ins.ip()));
         let watched = self.state.watch.as_ref().is_some_and(|w| w.watches(ins.ip()));
+        let atomic_code = super::atomics::within(&self.atomic_code, ins.ip());
         for m in used {
-            // The thread's own frames, thread-local storage and gathers are not shared data.
-            if m.base() == Register::RSP || matches!(m.segment(), Register::FS | Register::GS) || m.index().is_vector_register() {
+            // The thread's own frames, thread-local storage and gathers are not shared data;
+            // an atomic in the frame (another thread may have its address) still orders.
+            let own_frame = m.base() == Register::RSP && !atomic_rmw && !atomic_code;
+            if own_frame || matches!(m.segment(), Register::FS | Register::GS) || m.index().is_vector_register() {
                 continue;
             }
             let write = crate::shadow::propagate::writes(m.access());
             let reads = atomic_rmw || matches!(m.access(), OpAccess::Read | OpAccess::ReadWrite | OpAccess::CondRead | OpAccess::ReadCondWrite);
             let size = m.memory_size().size().max(1) as u64;
             let number = self.sites.len() as u32;
-            let s = Box::new(Site { pc: ins.ip(), size, write, reads, atomic_rmw: atomic_rmw && ins.op_count() > 0, trusted, number, state: &mut *self.state });
+            let s = Box::new(Site {
+                pc: ins.ip(),
+                size,
+                write,
+                reads,
+                atomic_rmw: atomic_rmw && ins.op_count() > 0,
+                atomic_code,
+                trusted,
+                number,
+                state: &mut *self.state,
+            });
             let arg = &*s as *const Site as u64;
             self.sites.push(s);
             let (t, u) = (b.scratch(), b.scratch());
@@ -326,7 +349,7 @@ impl Tool for RaceRun {
                 // The library's plain accesses matter only at atomic locations and exit words:
                 // the filter says where those may be, inline.
                 self.filtered_callout(b, arg, t, u);
-            } else if !atomic_rmw {
+            } else if !atomic_rmw && !atomic_code {
                 self.cached_callout(b, arg, (t, u), size, write);
             } else {
                 b.asm().mov(qword_ptr(tool_area(self.state.addr_word)).gs(), t).unwrap();
@@ -492,6 +515,7 @@ impl ToolRun for RaceRun {
             self.state.mark(addr);
             self.state.forget(addr);
         }
+        self.atomic_code = super::atomics::code(&self.main_path, mapped);
         self.note_runtime(mem, 0, u64::MAX >> 16);
     }
 
