@@ -409,6 +409,30 @@ fn multithreaded_failures_are_traced_to_their_root_causes() {
     }
 }
 
+/// The dissertation's non-race error (§6.2.2, Fig. 6.5 and 6.6): the races on `z` and `*x` are
+/// judged benign (every order stores the same value), and the loop goes on past the crashes to
+/// the assertion they hid and its definition, the wrong constant stored at "line -1": suppressing
+/// it, nothing fails. (Before, the search stopped at the assertion, a failure other than the
+/// crash on a constant.)
+#[test]
+fn a_non_race_error_is_traced_past_its_benign_races() {
+    for opt in ["-O0", "-O2"] {
+        let out = format!("paper_non_race_error{opt}").replace('-', "_");
+        let exe = program("paper_non_race_error", "c", &out, &[opt]);
+        let o = run_rtgrind(["--tool=race"], &Cmd::new(&exe));
+        assert_eq!(o.status.code(), Some(1), "{out}: {}", o.describe());
+        let err = o.stderr_str();
+        let wrong_z = place("paper_non_race_error", &out, "line -1", "work");
+        assert!(err.contains(&format!("race: first point of memory corruption: {wrong_z}\n")), "{out}: {err}");
+        // The race of the two threads' "line -1" stores, judged benign.
+        let lines: Vec<&str> = err.lines().collect();
+        let at = lines.iter().position(|l| l.contains("race: data race at ") && l.ends_with(&format!("at {wrong_z}")));
+        let at = at.unwrap_or_else(|| panic!("{out}: no race at {wrong_z}:\n{err}"));
+        let verdict = lines[at..].iter().find(|l| l.contains("race:    benign") || l.contains("race:    harmful") || l.contains("race:    undecided")).unwrap();
+        assert!(verdict.contains("race:    benign: both orders leave the same value: the two writes store the same value"), "{out}: {err}");
+    }
+}
+
 /// A deadlock (two threads lock two mutexes in opposite orders) is reported as the scheduler
 /// finds it (each thread and its futex) with its exit status, 123, after the races.
 #[test]

@@ -16,6 +16,11 @@ pub struct Options {
     pub failure: Option<String>,
     /// Copy the original run's standard output to rtgrind's (not when a report takes it).
     pub show_output: bool,
+    /// A suppression run that fails otherwise, on constants the program stored, is the next
+    /// failure to explain rather than the end of the search (the race tool's loop, ch. 6 of
+    /// the dissertation: in Fig. 6.6 the assertion that fails once the crashes are suppressed
+    /// is followed to its definition).
+    pub follow_new_failures: bool,
 }
 
 /// Exit status when the search could not conclude.
@@ -206,7 +211,7 @@ impl Suppression<'_> {
     fn advance(&mut self, runner: &Runner) -> Result<Step<Verdict>, Verdict> {
         let current = &self.chain.last().expect("the original run is in the chain").1;
         self.calls.learn(current);
-        if let Some(v) = concluded(&self.chain, self.crash.as_ref().expect("a failure"), &self.calls) {
+        if let Some(v) = concluded(&self.chain, self.crash.as_ref().expect("a failure"), &self.calls, self.opts.follow_new_failures) {
             return Err(v);
         }
         let new = next_points(&self.chain.last().unwrap().1, &mut self.calls, &self.points)?;
@@ -376,7 +381,7 @@ pub fn find(runner: &mut Runner, opts: &Options) -> Search {
 /// Whether the chain's last run ends the search otherwise than by running on: the points it
 /// added (whole calls that overflowed) avoided the failure and it failed otherwise, or it used
 /// nothing defined.
-fn concluded(chain: &[(Vec<Point>, Outcome)], crash: &Crash, calls: &super::calls::Calls) -> Option<Verdict> {
+fn concluded(chain: &[(Vec<Point>, Outcome)], crash: &Crash, calls: &super::calls::Calls, follow_new_failures: bool) -> Option<Verdict> {
     let (added, current) = &chain[chain.len() - 1];
     // Suppressing whole the library calls that overflowed avoided the failure if the run
     // then failed otherwise: what the copy should have written in bounds is missing, and
@@ -394,7 +399,8 @@ fn concluded(chain: &[(Vec<Point>, Outcome)], crash: &Crash, calls: &super::call
     // before the code that would set it): no corruption, but what the suppressed points'
     // code left unset when the run went on past the failure (giflib's option parser,
     // suppressed, never set the output name). Their root cause, so qualified.
-    if chain.len() > 1 && !same && !added.is_empty() && !current.defs.is_empty() && current.defs.iter().all(|d| d.constant) {
+    let constants = !current.defs.is_empty() && current.defs.iter().all(|d| d.constant);
+    if chain.len() > 1 && !same && !added.is_empty() && constants && !follow_new_failures {
         return Some(Verdict::RootCause(roots(chain, None, Some(crash_text(current)))));
     }
     if current.defs.is_empty() {

@@ -76,7 +76,8 @@ pub fn search(cli: &Cli) -> Result<i32, Error> {
     }
     let failure = failure_spec(cli)?;
     let (json, sarif) = (cli.search.json, cli.search.sarif);
-    let opts = driver::Options { max_runs: o.max_runs, error_exitcode: cli.search.error_exitcode, failure, show_output: !json && !sarif };
+    let opts =
+        driver::Options { max_runs: o.max_runs, error_exitcode: cli.search.error_exitcode, failure, show_output: !json && !sarif, follow_new_failures: false };
     let format = report::Format { json, sarif, dot: o.dot.clone() };
     crate::log_to_file(cli);
     Ok(driver::drive(super::search::Runner::new("suppress", cli), cli.command.clone(), opts, format))
