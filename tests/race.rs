@@ -409,6 +409,31 @@ fn multithreaded_failures_are_traced_to_their_root_causes() {
     }
 }
 
+/// Both accesses of a race come with their callers: the later's from the detection run, the
+/// earlier's from the harm test's reference run, where the replayed schedule brings it again;
+/// each thread's stack is scanned only up to where it started (no stale frames of `main`
+/// above a worker's `clone`).
+#[test]
+fn both_accesses_of_a_race_have_their_callers() {
+    let exe = program("log_order", "c", "log_order", &["-O0"]);
+    let o = run_rtgrind(["--tool=race"], &Cmd::new(&exe));
+    let err = o.stderr_str();
+    let caller = place("log_order", "log_order", "call append", "worker");
+    let lines: Vec<&str> = err.lines().map(|l| l.split_once("race: ").map_or(l, |(_, r)| r)).collect();
+    // The race of the index store with the other worker's index load.
+    let store = place("log_order", "log_order", "race index store", "append");
+    let at = lines.iter().position(|l| l.starts_with("data race at ") && l.ends_with(&format!("at {store}"))).unwrap_or_else(|| panic!("{err}"));
+    let end = at + 1 + lines[at + 1..].iter().position(|l| l.starts_with("data race at ")).unwrap_or(lines.len() - at - 1);
+    let race = &lines[at..end];
+    let earlier =
+        race.iter().position(|l| l.starts_with("   the earlier access (seen again when the schedule was replayed):")).unwrap_or_else(|| panic!("{err}"));
+    let first_frame =
+        |from: usize| race[from..].iter().find(|l| l.starts_with("   called from ")).map(|l| l.split_once(": ").map_or("", |(_, p)| p).to_string());
+    assert_eq!(first_frame(0).as_deref(), Some(caller.as_str()), "{err}");
+    assert_eq!(first_frame(earlier).as_deref(), Some(caller.as_str()), "{err}");
+    assert!(!race.iter().any(|l| (l.starts_with("   called from") || l.starts_with("            by")) && l.ends_with("(main)")), "{err}");
+}
+
 /// The dissertation's non-race error (§6.2.2, Fig. 6.5 and 6.6): the races on `z` and `*x` are
 /// judged benign (every order stores the same value), and the loop goes on past the crashes to
 /// the assertion they hid and its definition, the wrong constant stored at "line -1": suppressing

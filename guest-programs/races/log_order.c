@@ -25,7 +25,7 @@ static void append(const char *entry) {
 static void *worker(void *arg) {
     const char **mine = arg;
     for (int k = 0; k < PER; k++)
-        append(mine[k]);
+        append(mine[k]); /* call append */
     return NULL;
 }
 int main(void) {

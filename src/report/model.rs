@@ -134,6 +134,10 @@ pub struct Finding {
     /// (race).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stack: Option<String>,
+    /// The callers of a race's earlier access, as the harm test's reference run saw them
+    /// (race).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub earlier_stack: Option<String>,
     /// This race is the root cause of the run's failure, and why (race).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub root: Option<String>,

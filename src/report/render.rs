@@ -48,10 +48,17 @@ fn finding(r: &Report, f: &Finding, k: usize) -> Vec<String> {
         if let Some(o) = &f.object {
             out.push(format!("   the address is {o}"));
         }
-        if let Some(stack) = &f.stack {
+        let callers = |out: &mut Vec<String>, stack: &str, head: &str| {
             for (i, frame) in stack.split("; ").enumerate() {
-                out.push(format!("   {} {frame}", if i == 0 { "called from" } else { "         by" }));
+                out.push(format!("   {} {frame}", if i == 0 { head } else { "         by" }));
             }
+        };
+        if let Some(stack) = &f.stack {
+            callers(&mut out, stack, "called from");
+        }
+        if let Some(stack) = &f.earlier_stack {
+            out.push("   the earlier access (seen again when the schedule was replayed):".into());
+            callers(&mut out, stack, "called from");
         }
         if let Some(syncs) = &f.syncs {
             out.push(format!("   last synchronization: {syncs}"));

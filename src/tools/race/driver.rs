@@ -40,6 +40,8 @@ struct Judged {
     verdict: Verdict,
     why: String,
     avoids: bool,
+    /// The earlier access's callers, from the reference run.
+    earlier_stack: Option<String>,
 }
 
 struct Harm {
@@ -216,7 +218,8 @@ impl Harm {
                 }
                 avoids = failed(a, self.failure.as_deref()).is_some() && failed(b, self.failure.as_deref()).is_none();
             }
-            verdicts.push(Judged { verdict, why, avoids });
+            let earlier_stack = reference_seen.as_ref().and_then(|s| s.get(k)).and_then(|s| s.first_frames.clone());
+            verdicts.push(Judged { verdict, why, avoids, earlier_stack });
         }
         verdicts
     }
@@ -412,6 +415,7 @@ fn judged(report: &mut Report, verdicts: &[Judged], max_tests: u32) -> Tally {
     for (f, j) in report.findings.iter_mut().zip(verdicts) {
         f.verdict = Some(j.verdict.name().into());
         f.harm = Some(j.why.clone());
+        f.earlier_stack = j.earlier_stack.clone();
     }
     let count = |v: Verdict| verdicts.iter().filter(|j| j.verdict == v).count();
     let (harmful, undecided, benign) = (count(Verdict::Harmful), count(Verdict::Undecided), count(Verdict::Benign));

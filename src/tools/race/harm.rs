@@ -60,6 +60,13 @@ pub struct Seen {
     pub second_found: Vec<u8>,
     /// Both accesses' bytes once the later of the two had run.
     pub left: Vec<u8>,
+    /// The return addresses on the first access's thread's stack when it came (its callers,
+    /// which the detection run, seeing the race only at the later access, does not know).
+    #[serde(default)]
+    pub first_stack: Vec<u64>,
+    /// Those callers, described ("0x401234: a.c:30 (main); ..."), as the run's end writes them.
+    #[serde(default)]
+    pub first_frames: Option<String>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -109,7 +116,7 @@ impl Watcher {
     /// Thread `t`, in epoch `epoch`, is about to access `size` bytes at `addr` from `pc`. If
     /// this is the first access of the race to reverse, the race (the caller holds the thread
     /// back, then calls `resumed`: no borrow of the watcher may live while it waits).
-    pub fn before(&mut self, t: usize, epoch: u32, pc: u64, addr: u64, size: u64) -> Option<usize> {
+    pub fn before(&mut self, t: usize, epoch: u32, pc: u64, addr: u64, size: u64, stack: impl Fn() -> Vec<u64>) -> Option<usize> {
         let mut hold = None;
         for (k, key) in self.plan.races.iter().enumerate() {
             match self.phase[k] {
@@ -118,6 +125,7 @@ impl Watcher {
                     self.addrs[k][0] = addr;
                     self.seen[k].first = true;
                     self.seen[k].first_found = bytes(addr, key.first.size);
+                    self.seen[k].first_stack = stack();
                     if self.plan.reverse == Some(k) {
                         hold = Some(k);
                     } else {

@@ -70,8 +70,16 @@ impl State {
             let earlier = self.detector.races[self.race_syncs.len()].earlier.tid;
             let pair = [sync(self, earlier), sync(self, t)];
             self.race_syncs.push(pair);
-            self.race_stacks.push(return_addresses(sp, STACK_FRAMES));
+            let top = self.stack_top(t);
+            self.race_stacks.push(return_addresses(sp, top, STACK_FRAMES));
         }
+    }
+
+    /// How far up a scan of thread `t`'s stack goes: a little past where its stack pointer
+    /// started (the frame of `clone` that started it; above are other threads' or the
+    /// environment's words, whose stale return addresses are no callers).
+    fn stack_top(&self, t: hb::Tid) -> u64 {
+        self.stack_of.get(t).map_or(u64::MAX, |&sp| sp.saturating_add(64))
     }
 
     /// The cache word of the granule of `addr`.
@@ -170,6 +178,9 @@ struct State {
     race_syncs: Vec<[u64; 2]>,
     /// Per race found: the return addresses on the later access's thread's stack then.
     race_stacks: Vec<Vec<u64>>,
+    /// Each thread's stack pointer when it started (its stack's mapping holds it; nothing of
+    /// its own is above it), by thread.
+    stack_of: Vec<u64>,
 }
 
 pub struct RaceRun {
@@ -189,8 +200,6 @@ pub struct RaceRun {
     creating: Option<(hb::Clock, u64)>,
     /// Each thread's exit word, by thread.
     exit_word: Vec<u64>,
-    /// Each thread's stack pointer when it started (its stack's mapping holds it), by thread.
-    stack_of: Vec<u64>,
     out: Output,
     /// Races were reported.
     found: bool,
@@ -213,6 +222,7 @@ impl RaceRun {
             last_sync: Vec::new(),
             race_syncs: Vec::new(),
             race_stacks: Vec::new(),
+            stack_of: Vec::new(),
         };
         Ok(RaceRun {
             program,
@@ -223,7 +233,6 @@ impl RaceRun {
             sites: Vec::new(),
             creating: None,
             exit_word: vec![0],
-            stack_of: Vec::new(),
             out,
             found: false,
         })
@@ -253,7 +262,7 @@ extern "C" fn access(ctx: *mut ThreadContext, arg: u64) {
         st.detector.access(t, addr, site.size, true, true, site.number);
         st.detector.release(t, addr);
         st.synced(t, site.pc);
-        st.note_races(t, ctx.gpr[4]);
+        st.note_races(t, ctx.callout_regs[4]);
         ctx.tool_area[st.epoch_word / 8] = st.epoch(t);
         return;
     }
@@ -272,7 +281,7 @@ extern "C" fn access(ctx: *mut ThreadContext, arg: u64) {
     }
     if !site.trusted {
         st.detector.access(t, addr, site.size, site.write, atomic, site.number);
-        st.note_races(t, ctx.gpr[4]);
+        st.note_races(t, ctx.callout_regs[4]);
         if !atomic && !exit_word {
             st.cache(t, addr, site.size, site.write);
         }
@@ -383,8 +392,11 @@ extern "C" fn watch_before(ctx: *mut ThreadContext, arg: u64) {
         let t = ctx.tool_area[st.tid_word / 8] as hb::Tid;
         let addr = ctx.tool_area[st.addr_word / 8];
         let epoch = st.detector.epoch(t);
+        let top = st.stack_top(t);
         let Some(w) = st.watch.as_mut() else { return };
-        (t, addr, w.before(t, epoch, site.pc, addr, site.size).and_then(|k| Some((k, w.scheduler()?))))
+        let sp = ctx.callout_regs[4];
+        let stack = || return_addresses(sp, top, STACK_FRAMES);
+        (t, addr, w.before(t, epoch, site.pc, addr, site.size, stack).and_then(|k| Some((k, w.scheduler()?))))
     };
     if let Some((k, sched)) = hold {
         let reversed = sched.hold(t, site.pc);
@@ -502,7 +514,7 @@ impl ToolRun for RaceRun {
     fn start(&mut self, ctx: &mut ThreadContext, mem: &GuestMemory) {
         ctx.tool_area[self.state.tid_word / 8] = 0;
         ctx.tool_area[self.state.epoch_word / 8] = self.state.epoch(0);
-        self.stack_of = vec![ctx.gpr[4]];
+        self.state.stack_of = vec![ctx.gpr[4]];
         for (s, e) in crate::shadow::initial_ranges(ctx.gpr[4], mem) {
             self.state.cache.cover(s, e);
             self.state.detector.cover(s, e);
@@ -528,10 +540,10 @@ impl ToolRun for RaceRun {
             self.exit_word.resize(t + 1, 0);
         }
         self.exit_word[t] = exit_word;
-        if self.stack_of.len() <= t {
-            self.stack_of.resize(t + 1, 0);
+        if self.state.stack_of.len() <= t {
+            self.state.stack_of.resize(t + 1, 0);
         }
-        self.stack_of[t] = child.gpr[4];
+        self.state.stack_of[t] = child.gpr[4];
     }
 
     fn syscall_pre(&mut self, ctx: &mut ThreadContext, nr: u64, args: &[u64; 6]) -> Option<i64> {
@@ -580,6 +592,9 @@ impl ToolRun for RaceRun {
     fn fini(&mut self, report: &mut Reporter, mem: &GuestMemory) {
         if let Some(w) = self.state.watch.as_mut() {
             w.finish();
+            for s in &mut w.seen {
+                s.first_frames = frames(&s.first_stack, mem);
+            }
             let seen = serde_json::to_string(&w.seen).unwrap_or_default();
             self.write_out(report, &seen);
             return;
@@ -630,7 +645,8 @@ impl RaceRun {
         let code = |pc: &&u64| mem.region_at(**pc).is_some_and(|(_, r)| r.prot & libc::PROT_EXEC != 0);
         let stacks: Vec<Vec<u64>> = self.state.race_stacks.iter().map(|s| s.iter().filter(code).copied().collect()).collect();
         let stack_at = pcs.len();
-        pcs.extend(stacks.iter().flatten());
+        // (Each return address described by the call before it: its line is the caller's.)
+        pcs.extend(stacks.iter().flatten().map(|ret| ret - 1));
         let places = crate::report::lines::SourceLines::default().describe(&pcs, mem);
         let stack_of = |k: usize| {
             let first = stack_at + stacks[..k].iter().map(Vec::len).sum::<usize>();
@@ -682,7 +698,7 @@ impl RaceRun {
                     access: Some(access),
                     earlier_access: Some(earlier_access),
                     earlier_place: Some(earlier.clone()),
-                    object: Some(object_of(r.addr, &objects, mem, &self.stack_of)),
+                    object: Some(object_of(r.addr, &objects, mem, &self.state.stack_of)),
                     syncs: Some(format!("{}; {}", sync_of(k, 0, r.earlier.tid), sync_of(k, 1, r.later.tid))),
                     stack: stack_of(k),
                     ..Finding::default()
@@ -729,14 +745,25 @@ fn object_of(addr: u64, objects: &[(u64, u64, String)], mem: &GuestMemory, stack
     }
 }
 
+/// `returns` described as a race's stack is ("0x401234: a.c:30 (main); ..."): those into code
+/// only (a stack scan finds data too); none when none is.
+fn frames(returns: &[u64], mem: &GuestMemory) -> Option<String> {
+    let code: Vec<u64> = returns.iter().copied().filter(|&pc| mem.region_at(pc).is_some_and(|(_, r)| r.prot & libc::PROT_EXEC != 0)).collect();
+    let calls: Vec<u64> = code.iter().map(|ret| ret - 1).collect();
+    let places = crate::report::lines::SourceLines::default().describe(&calls, mem);
+    let frames: Vec<String> = code.iter().zip(&places).map(|(pc, p)| format!("{pc:#x}: {p}")).collect();
+    (!frames.is_empty()).then(|| frames.join("; "))
+}
+
 /// Callers shown under a race's later access.
 const STACK_FRAMES: usize = 6;
 
-/// Up to `n` return addresses on the stack from `sp` up (16 KiB at most): words that point just
+/// Up to `n` return addresses on the stack from `sp` up to `top` (16 KiB at most): words that point just
 /// past a call instruction (`call rel32`, or `call` through a register or memory), as a stack
 /// scan finds them (no frame pointers needed; a stale one left by an earlier call may show).
-fn return_addresses(sp: u64, n: usize) -> Vec<u64> {
-    let mut words = vec![0u8; 16 << 10];
+fn return_addresses(sp: u64, top: u64, n: usize) -> Vec<u64> {
+    let len = top.saturating_sub(sp).clamp(8, 16 << 10);
+    let mut words = vec![0u8; len as usize];
     let got = crate::kernel::guest_mem::read_some(sp, &mut words);
     let mut out = Vec::new();
     for w in words[..got].chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())) {
