@@ -270,7 +270,7 @@ mod tests {
     }
 
     fn seen(first: &[u8], second: &[u8], left: &[u8]) -> Seen {
-        Seen { first: true, second: true, reversed: true, first_found: first.to_vec(), second_found: second.to_vec(), left: left.to_vec() }
+        Seen { first: true, second: true, reversed: true, first_found: first.to_vec(), second_found: second.to_vec(), left: left.to_vec(), ..Seen::default() }
     }
 
     #[test]
