@@ -8,6 +8,7 @@ mod atomics;
 mod driver;
 mod harm;
 mod hb;
+mod heap;
 mod run;
 mod suppressions;
 

@@ -16,6 +16,7 @@
 
 use super::harm::{self, Watcher};
 use super::hb;
+use super::heap::{self, Heap};
 use crate::kernel::memory::GuestMemory;
 use crate::report::model::{Finding, Report, VERSION};
 use crate::report::Reporter;
@@ -72,6 +73,8 @@ impl State {
             self.race_syncs.push(pair);
             let top = self.stack_top(t);
             self.race_stacks.push(return_addresses(sp, top, STACK_FRAMES));
+            let addr = self.detector.races[self.race_blocks.len()].addr;
+            self.race_blocks.push(self.heap.block_at(addr).map(|(start, b)| (start, b.size, b.stack.clone())));
         }
     }
 
@@ -178,9 +181,20 @@ struct State {
     race_syncs: Vec<[u64; 2]>,
     /// Per race found: the return addresses on the later access's thread's stack then.
     race_stacks: Vec<Vec<u64>>,
+    /// Per race found: the heap block its address was in then (start, size, its allocation's
+    /// callers), if any (it may be freed by the end).
+    race_blocks: Vec<Option<(u64, u64, Vec<u64>)>>,
     /// Each thread's stack pointer when it started (its stack's mapping holds it; nothing of
     /// its own is above it), by thread.
     stack_of: Vec<u64>,
+    /// The live heap blocks and where they were allocated (detection runs only).
+    heap: Heap,
+}
+
+/// An allocation function's entry, as its call-out is told.
+struct AllocSite {
+    kind: heap::Kind,
+    state: *mut State,
 }
 
 pub struct RaceRun {
@@ -196,6 +210,10 @@ pub struct RaceRun {
     // Boxed: translations hold their addresses, which must not move as the vector grows.
     #[allow(clippy::vec_box)]
     sites: Vec<Box<Site>>,
+    #[allow(clippy::vec_box)]
+    alloc_sites: Vec<Box<AllocSite>>,
+    /// The C libraries whose allocation functions the heap watches.
+    allocators: Vec<String>,
     /// A clone under way: the clock its thread starts from, and its exit word.
     creating: Option<(hb::Clock, u64)>,
     /// Each thread's exit word, by thread.
@@ -222,7 +240,9 @@ impl RaceRun {
             last_sync: Vec::new(),
             race_syncs: Vec::new(),
             race_stacks: Vec::new(),
+            race_blocks: Vec::new(),
             stack_of: Vec::new(),
+            heap: Heap::default(),
         };
         Ok(RaceRun {
             program,
@@ -231,6 +251,8 @@ impl RaceRun {
             runtime: Vec::new(),
             state: Box::new(state),
             sites: Vec::new(),
+            alloc_sites: Vec::new(),
+            allocators: Vec::new(),
             creating: None,
             exit_word: vec![0],
             out,
@@ -314,6 +336,9 @@ extern "C" fn access_light(ctx: *mut ThreadContext, arg: u64) {
 impl Tool for RaceRun {
     fn before_insn(&mut self, site: &InsnSite, b: &mut Inline) {
         let ins = site.ins;
+        if self.state.watch.is_none() {
+            self.watch_heap(site, b);
+        }
         if ins.is_string_instruction() || matches!(ins.mnemonic(), Mnemonic::Lea | Mnemonic::Nop) {
             return;
         }
@@ -381,6 +406,33 @@ impl Tool for RaceRun {
     }
 }
 
+/// At an allocation function's entry: its arguments and callers.
+extern "C" fn alloc_enter(ctx: *mut ThreadContext, arg: u64) {
+    // SAFETY: as for `access`; `arg` is an `AllocSite` the tool keeps.
+    let (ctx, site) = unsafe { (&mut *ctx, &*(arg as *const AllocSite)) };
+    // SAFETY: as above.
+    let st = unsafe { &mut *site.state };
+    let t = ctx.tool_area[st.tid_word / 8] as hb::Tid;
+    let (regs, top) = (ctx.callout_regs, st.stack_top(t));
+    st.heap.enter(t, site.kind, (regs[7], regs[6]), regs[4], || return_addresses(regs[4], top, ALLOC_FRAMES));
+}
+
+/// At a `ret` of an allocation function: the block it returns.
+extern "C" fn alloc_return(ctx: *mut ThreadContext, arg: u64) {
+    // SAFETY: rtg_callout passes this thread's context; `arg` is the tool's state.
+    let (ctx, st) = unsafe { (&mut *ctx, &mut *(arg as *mut State)) };
+    let t = ctx.tool_area[st.tid_word / 8] as hb::Tid;
+    st.heap.returned(t, ctx.callout_regs[4], ctx.callout_regs[0]);
+}
+
+/// At a jump out of an allocation function's code (calloc's to memset).
+extern "C" fn alloc_jump(ctx: *mut ThreadContext, arg: u64) {
+    // SAFETY: rtg_callout passes this thread's context; `arg` is the tool's state.
+    let (ctx, st) = unsafe { (&mut *ctx, &mut *(arg as *mut State)) };
+    let t = ctx.tool_area[st.tid_word / 8] as hb::Tid;
+    st.heap.jumped_out(t, ctx.callout_regs[4], ctx.callout_regs[7]);
+}
+
 /// Before a watched access (a harm run): the watch sees it, and may hold the thread back.
 extern "C" fn watch_before(ctx: *mut ThreadContext, arg: u64) {
     // SAFETY: as for `access`; no reference to the state lives while the thread is held
@@ -427,6 +479,35 @@ impl RaceRun {
             if RUNTIME.iter().any(|p| name.starts_with(p)) && !self.runtime.contains(&(s, e)) {
                 self.runtime.push((s, e));
             }
+            let path = r.name.clone().unwrap_or_default();
+            if name.starts_with("libc.so") && r.prot & libc::PROT_EXEC != 0 && !self.allocators.contains(&path) {
+                self.state.heap.note_library(&path, mem);
+                self.allocators.push(path);
+            }
+        }
+    }
+
+    /// Call-outs at the allocation functions' entries and returns (`heap`).
+    fn watch_heap(&mut self, site: &InsnSite, b: &mut Inline) {
+        let pc = site.ins.ip();
+        if let Some(kind) = self.state.heap.entry(pc) {
+            let s = Box::new(AllocSite { kind, state: &mut *self.state });
+            let arg = &*s as *const AllocSite as u64;
+            self.alloc_sites.push(s);
+            let r = b.scratch();
+            b.callout(alloc_enter, arg, r);
+            b.release_scratch();
+        }
+        if site.ins.mnemonic() == Mnemonic::Ret && self.state.heap.in_allocator(pc) {
+            let r = b.scratch();
+            b.callout(alloc_return, &*self.state as *const State as u64, r);
+            b.release_scratch();
+        }
+        let jump = site.ins.mnemonic() == Mnemonic::Jmp && site.ins.op0_kind() == rtgrind_jit::iced_x86::OpKind::NearBranch64;
+        if jump && self.state.heap.leaves_allocator(pc, site.ins.near_branch_target()) {
+            let r = b.scratch();
+            b.callout(alloc_jump, &*self.state as *const State as u64, r);
+            b.release_scratch();
         }
     }
 
@@ -698,7 +779,7 @@ impl RaceRun {
                     access: Some(access),
                     earlier_access: Some(earlier_access),
                     earlier_place: Some(earlier.clone()),
-                    object: Some(object_of(r.addr, &objects, mem, &self.state.stack_of)),
+                    object: Some(object_of(r.addr, &objects, mem, &self.state.stack_of, self.state.race_blocks.get(k).and_then(Option::as_ref))),
                     syncs: Some(format!("{}; {}", sync_of(k, 0, r.earlier.tid), sync_of(k, 1, r.later.tid))),
                     stack: stack_of(k),
                     ..Finding::default()
@@ -726,10 +807,17 @@ impl RaceRun {
 
 /// What `addr` belongs to: a global of the program (by its symbol), the heap, a thread's stack
 /// (`stacks`: each thread's stack pointer when it started), a mapping.
-fn object_of(addr: u64, objects: &[(u64, u64, String)], mem: &GuestMemory, stacks: &[u64]) -> String {
+fn object_of(addr: u64, objects: &[(u64, u64, String)], mem: &GuestMemory, stacks: &[u64], block: Option<&(u64, u64, Vec<u64>)>) -> String {
     if let Some((s, e, name)) = objects.iter().find(|o| (o.0..o.1).contains(&addr)) {
         let at = if addr > *s { format!(" at offset {}", addr - s) } else { String::new() };
         return format!("in `{name}`{at}, a global of {} bytes", e - s);
+    }
+    if let Some((start, size, stack)) = block {
+        let at = frames(stack, mem).map(|f| {
+            let places: Vec<&str> = f.split("; ").map(|frame| frame.split_once(": ").map_or(frame, |(_, p)| p)).collect();
+            format!(", allocated at {}", places.join(", called from "))
+        });
+        return format!("in a heap block of {size} bytes at {start:#x}, at offset {}{}", addr - start, at.unwrap_or_default());
     }
     if (mem.brk_start..mem.brk_cur).contains(&addr) {
         return "in the heap".into();
@@ -754,6 +842,9 @@ fn frames(returns: &[u64], mem: &GuestMemory) -> Option<String> {
     let frames: Vec<String> = code.iter().zip(&places).map(|(pc, p)| format!("{pc:#x}: {p}")).collect();
     (!frames.is_empty()).then(|| frames.join("; "))
 }
+
+/// Callers kept for a heap block's allocation (the allocator's caller first).
+const ALLOC_FRAMES: usize = 3;
 
 /// Callers shown under a race's later access.
 const STACK_FRAMES: usize = 6;
