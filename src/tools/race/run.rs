@@ -90,6 +90,14 @@ impl State {
         self.cache.addr(addr & !7) as *mut u64
     }
 
+    /// The granules of `[addr, addr+len)` hold no access any more (another access was recorded
+    /// there without the cache: a memory function's).
+    fn forget_range(&mut self, addr: u64, len: u64) {
+        for g in (addr >> 3)..=(addr.saturating_add(len - 1) >> 3) {
+            self.forget(g << 3);
+        }
+    }
+
     /// The granule of `addr` holds no access any more (it turned atomic, or an exit word).
     fn forget(&mut self, addr: u64) {
         // SAFETY: a shadow address of the cache's map: its slice (or the sink) is reserved.
@@ -147,7 +155,25 @@ struct Site {
     trusted: bool,
     number: u32,
     state: *mut State,
+    /// A call of the C library's memory function of this name (`MEMORY_CALLS`): the site is
+    /// the call, its access the range the function reads or writes (`size` is 0).
+    call: Option<&'static str>,
 }
+
+/// The C library's functions that copy or fill memory the program names, which the program
+/// calls (the library's own accesses are trusted, not checked): their ranges are checked at the
+/// call as the program's accesses, as TSan's interceptors do. Name, and whether it reads a
+/// source (rsi) as well as writing the destination (rdi), `rdx` bytes.
+const MEMORY_CALLS: [(&str, bool); 8] = [
+    ("memcpy", true),
+    ("memmove", true),
+    ("mempcpy", true),
+    ("__memcpy_chk", true),
+    ("__memmove_chk", true),
+    ("__mempcpy_chk", true),
+    ("memset", false),
+    ("__memset_chk", false),
+];
 
 /// What the call-outs share (one guest thread runs at a time: the scheduler's baton).
 struct State {
@@ -214,6 +240,8 @@ pub struct RaceRun {
     alloc_sites: Vec<Box<AllocSite>>,
     /// The C libraries whose allocation functions the heap watches.
     allocators: Vec<String>,
+    /// The main program's calls through the PLT or GOT, by name (`MEMORY_CALLS`).
+    callees: Option<crate::report::symbols::Callees>,
     /// A clone under way: the clock its thread starts from, and its exit word.
     creating: Option<(hb::Clock, u64)>,
     /// Each thread's exit word, by thread.
@@ -253,6 +281,7 @@ impl RaceRun {
             sites: Vec::new(),
             alloc_sites: Vec::new(),
             allocators: Vec::new(),
+            callees: None,
             creating: None,
             exit_word: vec![0],
             out,
@@ -338,6 +367,7 @@ impl Tool for RaceRun {
         let ins = site.ins;
         if self.state.watch.is_none() {
             self.watch_heap(site, b);
+            self.check_memory_call(site, b);
         }
         if ins.is_string_instruction() || matches!(ins.mnemonic(), Mnemonic::Lea | Mnemonic::Nop) {
             return;
@@ -369,6 +399,7 @@ impl Tool for RaceRun {
                 atomic_code,
                 trusted,
                 number,
+                call: None,
                 state: &mut *self.state,
             });
             let arg = &*s as *const Site as u64;
@@ -404,6 +435,28 @@ impl Tool for RaceRun {
             b.release_scratch();
         }
     }
+}
+
+/// Before the program's call of a memory function (`MEMORY_CALLS`; `arg` its write site,
+/// whose number plus one is its read site for a copy): the ranges it writes and reads.
+extern "C" fn memory_call(ctx: *mut ThreadContext, arg: u64) {
+    // SAFETY: as for `access`.
+    let (ctx, site) = unsafe { (&mut *ctx, &*(arg as *const Site)) };
+    // SAFETY: as above.
+    let st = unsafe { &mut *site.state };
+    let t = ctx.tool_area[st.tid_word / 8] as hb::Tid;
+    let regs = ctx.callout_regs;
+    let (dst, src, len) = (regs[7], regs[6], regs[2]);
+    if len == 0 || len > 1 << 30 {
+        return;
+    }
+    if MEMORY_CALLS.iter().any(|m| Some(m.0) == site.call && m.1) {
+        st.detector.access(t, src, len, false, false, site.number + 1);
+        st.forget_range(src, len);
+    }
+    st.detector.access(t, dst, len, true, false, site.number);
+    st.forget_range(dst, len);
+    st.note_races(t, regs[4]);
 }
 
 /// At an allocation function's entry: its arguments and callers.
@@ -485,6 +538,38 @@ impl RaceRun {
                 self.allocators.push(path);
             }
         }
+    }
+
+    /// A call-out before the program's calls of memory functions (`MEMORY_CALLS`), whose
+    /// ranges are checked as the program's accesses.
+    fn check_memory_call(&mut self, site: &InsnSite, b: &mut Inline) {
+        let ins = site.ins;
+        if ins.mnemonic() != Mnemonic::Call || self.runtime.iter().any(|r| (r.0..r.1).contains(&ins.ip())) {
+            return;
+        }
+        let Some(name) = self.callees.as_ref().and_then(|c| c.name(ins.next_ip())) else { return };
+        let Some(&(call, _)) = MEMORY_CALLS.iter().find(|m| m.0 == name) else { return };
+        let number = self.sites.len() as u32;
+        for write in [true, false] {
+            let number = self.sites.len() as u32;
+            let s = Site {
+                pc: ins.ip(),
+                size: 0,
+                write,
+                reads: !write,
+                atomic_rmw: false,
+                atomic_code: false,
+                trusted: false,
+                number,
+                state: &mut *self.state,
+                call: Some(call),
+            };
+            self.sites.push(Box::new(s));
+        }
+        let arg = &*self.sites[number as usize] as *const Site as u64;
+        let r = b.scratch();
+        b.callout(memory_call, arg, r);
+        b.release_scratch();
     }
 
     /// Call-outs at the allocation functions' entries and returns (`heap`).
@@ -609,6 +694,7 @@ impl ToolRun for RaceRun {
             self.state.forget(addr);
         }
         self.atomic_code = super::atomics::code(&self.main_path, mapped);
+        self.callees = crate::report::symbols::Callees::of(&self.main_path, mem);
         self.note_runtime(mem, 0, u64::MAX >> 16);
     }
 
@@ -741,7 +827,11 @@ impl RaceRun {
         let objects = crate::report::symbols::named_objects(&self.main_path, mem);
         let what = |a: &hb::Access| {
             let s = &self.sites[a.site as usize];
-            format!("{} of {} bytes by thread {}", if s.write { "write" } else { "read" }, s.size, a.tid)
+            let kind = if s.write { "write" } else { "read" };
+            match s.call {
+                Some(f) => format!("{kind} by `{f}` by thread {}", a.tid),
+                None => format!("{kind} of {} bytes by thread {}", s.size, a.tid),
+            }
         };
         // Once per pair of lines (two instructions of one line are one place to the user).
         let mut lines_seen = HashSet::new();
