@@ -104,14 +104,22 @@ type Granules = HashMap<u64, Cell, Fast>;
 /// The hasher of addresses (granules, locations, objects).
 pub type Fast = std::hash::BuildHasherDefault<GranuleHasher>;
 
-/// One access in a compact word: `tid << 48 | clock << 16 | flags << 8 | bytes` (bit k of the
-/// bytes for byte k of the granule; none: no access). A thread's clock starts at 1.
+/// One thread's accesses in a compact word: `tid << 48 | clock << 16 | delta << 10 | flags << 8
+/// | bytes` (bit k of the bytes for byte k of the granule; none: no access). Some of the bytes
+/// (the *older* ones, a mask kept in the sites word) may be of an earlier epoch of the same
+/// thread, `delta` ticks before `clock` (a thread's partial writes or reads of a granule across
+/// a lock or an atomic: glibc's malloc ticks the clock at every call). A thread's clock starts
+/// at 1.
 #[derive(Clone, Copy, PartialEq, Eq)]
 struct Word(u64);
 
 /// In a write word: the granule's state is a full cell of the map.
 const SPILLED: u64 = 1 << 9;
 const ATOMIC: u64 = 1 << 8;
+const DELTA_SHIFT: u32 = 10;
+const DELTA_MAX: u32 = 63;
+/// Sites the sites word holds (24 bits each, beside the two older-bytes masks).
+const SITE_LIMIT: u32 = 1 << 24;
 
 impl Word {
     fn of(a: Access, mask: u8) -> Word {
@@ -129,9 +137,8 @@ impl Word {
     fn atomic(self) -> bool {
         self.0 & ATOMIC != 0
     }
-    /// The same epoch and kind as `a` (the bytes may differ).
-    fn same_epoch(self, a: Access) -> bool {
-        self.0 & !0xff == Word::of(a, 0).0
+    fn delta(self) -> u32 {
+        (self.0 >> DELTA_SHIFT) as u32 & DELTA_MAX
     }
     fn with_mask(self, mask: u8) -> Word {
         if mask == 0 {
@@ -140,13 +147,64 @@ impl Word {
             Word(self.0 & !0xff | u64::from(mask))
         }
     }
-    fn access(self, site: u32, write: bool) -> Access {
-        Access { tid: self.tid(), clock: self.clock(), site, write, atomic: self.atomic() }
+    fn with_delta(self, delta: u32) -> Word {
+        Word(self.0 & !(u64::from(DELTA_MAX) << DELTA_SHIFT) | u64::from(delta) << DELTA_SHIFT)
+    }
+    /// Its bytes by epoch: (bytes, clock) for the newer ones, then the older ones (`old`).
+    fn parts(self, old: u8) -> [(u8, u32); 2] {
+        [(self.mask() & !old, self.clock()), (self.mask() & old, self.clock().wrapping_sub(self.delta()))]
+    }
+    fn access(self, clock: u32, site: u32, write: bool) -> Access {
+        Access { tid: self.tid(), clock, site, write, atomic: self.atomic() }
     }
 }
 
-/// The granules' compact words, in shadow memory: last write, last read, and their sites
-/// (`write site | read site << 32`).
+/// A granule's compact state, decoded: its last writes and reads (each a word and its older
+/// bytes) and their sites.
+#[derive(Clone, Copy)]
+struct Compacted {
+    w: Word,
+    w_old: u8,
+    r: Word,
+    r_old: u8,
+    w_site: u32,
+    r_site: u32,
+}
+
+impl Compacted {
+    fn of((w, r, sites): (Word, Word, u64)) -> Compacted {
+        let site = |k: u32| (sites >> k) as u32 & (SITE_LIMIT - 1);
+        Compacted { w, w_old: (sites >> 48) as u8, r, r_old: (sites >> 56) as u8, w_site: site(0), r_site: site(24) }
+    }
+    fn words(self) -> (Word, Word, u64) {
+        let sites = u64::from(self.w_site) | u64::from(self.r_site) << 24 | u64::from(self.w_old) << 48 | u64::from(self.r_old) << 56;
+        (self.w, self.r, sites)
+    }
+}
+
+/// `x` (older bytes `old`) and the access `now` to `mask`, both one thread's, in one word: the
+/// access's bytes at its clock, the rest of `x`'s at theirs, if the rest are of one epoch no more
+/// than `DELTA_MAX` ticks older (else none: the granule spills).
+fn merge(x: Word, old: u8, now: Access, mask: u8) -> Option<(Word, u8)> {
+    let new = Word::of(now, mask);
+    let rest = x.mask() & !mask;
+    if rest == 0 {
+        return Some((new, 0));
+    }
+    let (in_old, in_new) = (rest & old, rest & !old);
+    if in_old != 0 && in_new != 0 {
+        return None;
+    }
+    let rest_clock = if in_old != 0 { x.clock().wrapping_sub(x.delta()) } else { x.clock() };
+    let delta = now.clock.checked_sub(rest_clock)?;
+    if delta == 0 {
+        return Some((new.with_mask(mask | rest), 0));
+    }
+    (delta <= DELTA_MAX).then(|| (new.with_mask(mask | rest).with_delta(delta), rest))
+}
+
+/// The granules' compact words, in shadow memory: last write, last read, and their sites and
+/// older bytes (`write site | read site << 24 | write's older << 48 | read's older << 56`).
 struct Compact {
     writes: ShadowMemory,
     reads: ShadowMemory,
@@ -332,42 +390,52 @@ impl Detector {
     fn plan(&self, t: Tid, g: u64, mask: u8, now: Access) -> Option<Plan> {
         let c = self.compact.as_ref().filter(|c| c.writes.covers(g))?;
         let at = Slots(c.writes.addr(g) as *mut u64, c.reads.addr(g) as *mut u64, c.sites.addr(g) as *mut u64);
-        let (w, r, sites) = at.get();
-        if w.0 & SPILLED != 0 {
+        let old = at.get();
+        if old.0 .0 & SPILLED != 0 {
             return None;
         }
+        let k = Compacted::of(old);
         let clock = &self.threads[t];
-        // What the granule's words become, if two words can hold it.
-        let new = Word::of(now, mask);
-        let next = if now.write {
-            let w2 = if w.mask() & !mask == 0 {
-                Some(new)
-            } else if w.same_epoch(now) {
-                Some(new.with_mask(mask | w.mask()))
-            } else {
-                None
-            };
-            w2.map(|w2| (w2, r.with_mask(r.mask() & !mask), sites & !0xffff_ffff | u64::from(now.site)))
-        } else {
-            let ordered = r.tid() == t || r.clock() <= clock.get(r.tid());
-            let r2 = if r.mask() & !mask == 0 && ordered {
-                Some(new)
-            } else if r.same_epoch(now) {
-                Some(new.with_mask(mask | r.mask()))
-            } else {
-                None
-            };
-            r2.map(|r2| (w, r2, sites & 0xffff_ffff | u64::from(now.site) << 32))
-        };
-        let unordered = |x: Word| x.mask() & mask != 0 && x.tid() != t && x.clock() > clock.get(x.tid()) && !(x.atomic() && now.atomic);
-        let found = if unordered(w) {
-            Some((w.access(sites as u32, true), w.mask()))
-        } else if now.write && unordered(r) {
-            Some((r.access((sites >> 32) as u32, false), r.mask()))
-        } else {
+        // What the granule's words become, if they can hold it.
+        let own = |x: Word| x.tid() == t && x.atomic() == now.atomic;
+        let next = if now.site >= SITE_LIMIT {
             None
+        } else if now.write {
+            let w2 = if k.w.mask() & !mask == 0 {
+                Some((Word::of(now, mask), 0))
+            } else if own(k.w) {
+                merge(k.w, k.w_old, now, mask)
+            } else {
+                None
+            };
+            w2.map(|(w, w_old)| {
+                let r = k.r.with_mask(k.r.mask() & !mask);
+                let r_old = k.r_old & !mask;
+                Compacted { w, w_old, r: if r_old == 0 { r.with_delta(0) } else { r }, r_old, w_site: now.site, ..k }.words()
+            })
+        } else {
+            // (The newer clock is the later: ordered after it is ordered after both.)
+            let ordered = k.r.tid() == t || k.r.clock() <= clock.get(k.r.tid());
+            let r2 = if k.r.mask() & !mask == 0 && ordered {
+                Some((Word::of(now, mask), 0))
+            } else if own(k.r) {
+                merge(k.r, k.r_old, now, mask)
+            } else {
+                None
+            };
+            r2.map(|(r, r_old)| Compacted { r, r_old, r_site: now.site, ..k }.words())
         };
-        Some(Plan { at, old: (w, r, sites), next, found: found.map(|(a, m)| (a, u64::from((m & mask).trailing_zeros()))) })
+        let unordered = |x: Word, old: u8, site: u32, write: bool| {
+            x.parts(old).into_iter().find_map(|(m, c)| {
+                let races = m & mask != 0 && x.tid() != t && c > clock.get(x.tid()) && !(x.atomic() && now.atomic);
+                races.then(|| (x.access(c, site, write), m))
+            })
+        };
+        let mut found = unordered(k.w, k.w_old, k.w_site, true);
+        if now.write && found.is_none() {
+            found = unordered(k.r, k.r_old, k.r_site, false);
+        }
+        Some(Plan { at, old, next, found: found.map(|(a, m)| (a, u64::from((m & mask).trailing_zeros()))) })
     }
 
     /// The access `now` by `t` to the bytes `mask` of granule `g`: an earlier access it races
@@ -381,13 +449,15 @@ impl Detector {
             plan.at.set(next);
             return plan.found;
         }
-        // Spill: the granule's two accesses become a full cell's.
-        let (w, r, sites) = plan.old;
-        let held = |x: Word, site: u32, write: bool| (x.mask() != 0).then(|| Held { access: x.access(site, write), mask: x.mask() });
+        // Spill: the granule's accesses become a full cell's.
+        let k = Compacted::of(plan.old);
+        let held = |x: Word, old: u8, site: u32, write: bool| {
+            x.parts(old).into_iter().filter(|p| p.0 != 0).map(move |(m, c)| Held { access: x.access(c, site, write), mask: m })
+        };
         // (Room for a few more accesses, which `access_quick` can then record.)
         let mut cell = Cell { writes: Vec::with_capacity(4), reads: Vec::with_capacity(4) };
-        cell.writes.extend(held(w, sites as u32, true));
-        cell.reads.extend(held(r, (sites >> 32) as u32, false));
+        cell.writes.extend(held(k.w, k.w_old, k.w_site, true));
+        cell.reads.extend(held(k.r, k.r_old, k.r_site, false));
         let found = cell_access(&mut cell, &self.threads[t], t, mask, now);
         self.cells.insert(g, cell);
         plan.at.set((Word(SPILLED), Word(0), 0));
@@ -507,6 +577,29 @@ mod tests {
         d.access(a, 0x4000, 1, true, false, 3);
         d.access(b, 0x4001, 1, true, false, 4);
         assert!(d.races.is_empty());
+    }
+
+    /// A thread's partial writes of one granule in two epochs stay in one word, each byte with
+    /// its own epoch: a thread that acquired what the first epoch released reads the first
+    /// bytes without a race and the later ones with one; reads the same.
+    #[test]
+    fn a_threads_partial_accesses_in_two_epochs_keep_their_epochs() {
+        for write in [true, false] {
+            let mut d = Detector::new().unwrap();
+            d.cover(0, 0x10000);
+            let (a, b) = (d.create(0), d.create(0));
+            d.access(a, 0x1000, 4, write, false, 1);
+            d.release(a, 0x50);
+            d.access(a, 0x1004, 4, write, false, 2);
+            // Held in one compact word.
+            assert!(d.cells.is_empty(), "write {write}");
+            d.acquire(b, 0x50);
+            // b reads what a wrote, writes what a read: a race on the later bytes only.
+            d.access(b, 0x1000, 4, !write, false, 3);
+            assert!(d.races.is_empty(), "write {write}: {:?}", d.races);
+            d.access(b, 0x1004, 4, !write, false, 4);
+            assert_eq!(d.races.iter().map(|r| (r.earlier.site, r.later.site, r.addr)).collect::<Vec<_>>(), vec![(2, 4, 0x1004)], "write {write}");
+        }
     }
 
     /// The compact words find a race on exactly the accesses full cells find one on, and so
