@@ -167,6 +167,25 @@ fn low_table() -> io::Result<&'static mut [u64; ENTRIES]> {
     Ok(unsafe { &mut *(p as *mut [u64; ENTRIES]) })
 }
 
+/// Tests make many maps in one process, more than the address space has slices for: theirs
+/// give their slices back. (A tool's maps live as long as its process: translated code holds
+/// their tables' addresses until the very end.)
+#[cfg(test)]
+impl Drop for ShadowMemory {
+    fn drop(&mut self) {
+        let len = ((1u64 << SLICE_BITS) + 2 * GUARD) as usize;
+        let shadow_of = |i: usize| self.deltas[i].wrapping_add((i as u64) << SLICE_BITS).wrapping_sub(self.skew);
+        // The covered slices, then the sink (every kernel-half index leads there).
+        let slices = (0..SLICES).filter(|&i| self.covered[i]).map(shadow_of).chain([shadow_of(SLICES) & ((1 << 47) - 1)]);
+        for at in slices {
+            // SAFETY: a slice this map reserved (plus its guards), used by nothing else.
+            unsafe { libc::munmap((at - GUARD) as *mut libc::c_void, len) };
+        }
+        // SAFETY: the map's own table page, no longer used.
+        unsafe { libc::munmap(self.deltas.as_mut_ptr() as *mut libc::c_void, 4096) };
+    }
+}
+
 impl ShadowMemory {
     /// A map whose every slice is the sink, until `cover` gives it a shadow of its own.
     pub fn new() -> io::Result<ShadowMemory> {
@@ -410,6 +429,17 @@ impl ShadowMemory {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tests_maps_give_their_slices_back() {
+        // More maps, one after another, than the address space has slices for.
+        for _ in 0..150 {
+            let mut m = ShadowMemory::new().unwrap();
+            m.cover(0x1000, 0x2000);
+            m.set(0x1000, 7);
+            assert_eq!(m.get(0x1000), 7);
+        }
+    }
 
     #[test]
     fn covered_slices_are_private_and_the_rest_share_the_sink() {
