@@ -344,6 +344,23 @@ extern "C" fn access(ctx: *mut ThreadContext, arg: u64) {
     }
 }
 
+/// The common case of an atomic read-modify-write, in a light call-out (as `access_light`):
+/// a location already atomic whose clock and the thread's need no growing, and no race.
+extern "C" fn rmw_light(ctx: *mut ThreadContext, arg: u64) {
+    // SAFETY: as for `access`.
+    let (ctx, site) = unsafe { (&mut *ctx, &*(arg as *const Site)) };
+    // SAFETY: as above.
+    let st = unsafe { &mut *site.state };
+    let t = ctx.tool_area[st.tid_word / 8] as hb::Tid;
+    let addr = ctx.tool_area[st.addr_word / 8];
+    let done = st.atomic.contains(&addr) && st.last_sync.len() > t && st.detector.rmw_quick(t, addr, site.size, site.number);
+    if done {
+        st.last_sync[t] = site.pc;
+        ctx.tool_area[st.epoch_word / 8] = st.epoch(t);
+    }
+    ctx.tool_area[st.slow_word / 8] = u64::from(!done);
+}
+
 /// The common case of an access, in a light call-out (`Inline::callout_light`: it calls
 /// nothing and allocates nothing): a plain access away from atomic locations and exit words
 /// that the detector's compact words record without a race. Anything else sets the tool-area
@@ -355,7 +372,7 @@ extern "C" fn access_light(ctx: *mut ThreadContext, arg: u64) {
     let st = unsafe { &mut *site.state };
     let t = ctx.tool_area[st.tid_word / 8] as hb::Tid;
     let addr = ctx.tool_area[st.addr_word / 8];
-    let done = !st.filtered(addr) && (st.detector.alone() || st.detector.access_quick(t, addr, site.size, site.write, site.number));
+    let done = !st.filtered(addr) && (st.detector.alone() || st.detector.access_quick(t, addr, site.size, site.write, false, site.number));
     if done {
         st.cache(t, addr, site.size, site.write);
     }
@@ -416,6 +433,19 @@ impl Tool for RaceRun {
                 self.filtered_callout(b, arg, t, u);
             } else if !atomic_rmw && !atomic_code {
                 self.cached_callout(b, arg, (t, u), size, write);
+            } else if atomic_rmw && ins.op_count() > 0 {
+                // The light call-out first (`rmw_light`), the full one when it cannot.
+                b.clobber_flags();
+                b.asm().mov(qword_ptr(tool_area(self.state.addr_word)).gs(), t).unwrap();
+                b.callout_light(rmw_light, arg, t);
+                let a = b.asm();
+                let mut done = a.create_label();
+                a.cmp(qword_ptr(tool_area(self.state.slow_word)).gs(), 0).unwrap();
+                a.je(done).unwrap();
+                b.callout(access, arg, t);
+                let a = b.asm();
+                a.set_label(&mut done).unwrap();
+                a.zero_bytes().unwrap();
             } else {
                 b.asm().mov(qword_ptr(tool_area(self.state.addr_word)).gs(), t).unwrap();
                 b.callout(access, arg, t);
