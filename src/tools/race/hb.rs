@@ -36,13 +36,20 @@ impl Clock {
         self.0[t] = v;
     }
 
+    /// `join` of a clock no longer than this one (which never grows, so never allocates: for
+    /// the light call-out).
+    fn join_as_long(&mut self, other: &Clock) {
+        debug_assert!(other.0.len() <= self.0.len());
+        for (a, &b) in self.0.iter_mut().zip(&other.0) {
+            *a = (*a).max(b);
+        }
+    }
+
     fn join(&mut self, other: &Clock) {
         if self.0.len() < other.0.len() {
             self.0.resize(other.0.len(), 0);
         }
-        for (a, &b) in self.0.iter_mut().zip(&other.0) {
-            *a = (*a).max(b);
-        }
+        self.join_as_long(other);
     }
 }
 
@@ -321,18 +328,13 @@ impl Detector {
     /// Thread `t` accesses `size` bytes at `addr` from code site `site`.
     pub fn access(&mut self, t: Tid, addr: u64, size: u64, write: bool, atomic: bool, site: u32) {
         let now = Access { tid: t, clock: self.threads[t].get(t), site, write, atomic };
-        let end = addr.saturating_add(size.max(1));
-        let mut g = addr & !7;
-        while g < end {
-            let (lo, hi) = (addr.max(g) - g, end.min(g + 8) - g);
-            let mask = (((1u16 << hi) - 1) & !((1u16 << lo) - 1)) as u8;
+        for (g, mask) in granules(addr, size) {
             if let Some((earlier, byte)) = self.granule(t, g, mask, now) {
                 let key = (earlier.site.min(site), earlier.site.max(site));
                 if self.seen.insert(key) {
                     self.races.push(Race { addr: g + byte, earlier, later: now });
                 }
             }
-            g += 8;
         }
     }
 
@@ -344,17 +346,7 @@ impl Detector {
     #[inline]
     pub fn access_quick(&mut self, t: Tid, addr: u64, size: u64, write: bool, atomic: bool, site: u32) -> bool {
         let now = Access { tid: t, clock: self.threads[t].get(t), site, write, atomic };
-        let end = addr.saturating_add(size.max(1));
-        let mut g = addr & !7;
-        while g < end {
-            let (lo, hi) = (addr.max(g) - g, end.min(g + 8) - g);
-            let mask = (((1u16 << hi) - 1) & !((1u16 << lo) - 1)) as u8;
-            if !self.granule_quick(t, g, mask, now) {
-                return false;
-            }
-            g += 8;
-        }
-        true
+        granules(addr, size).all(|(g, mask)| self.granule_quick(t, g, mask, now))
     }
 
     /// Thread `t`'s atomic read-modify-write of `size` bytes at `addr` (acquire, the access,
@@ -367,16 +359,17 @@ impl Detector {
     pub fn rmw_quick(&mut self, t: Tid, addr: u64, size: u64, site: u32) -> bool {
         let (threads, objects) = (&mut self.threads, &mut self.objects);
         let Some(object) = objects.get_mut(&addr).filter(|o| o.0.len() == threads[t].0.len()) else { return false };
-        threads[t].join(object);
+        threads[t].join_as_long(object);
         if !self.access_quick(t, addr, size, true, true, site) {
             return false;
         }
-        let (threads, objects) = (&self.threads, &mut self.objects);
+        let (threads, objects) = (&mut self.threads, &mut self.objects);
         if let Some(object) = objects.get_mut(&addr) {
-            object.join(&threads[t]);
+            object.join_as_long(&threads[t]);
         }
-        if self.threads.len() > 1 {
-            self.tick(t);
+        if threads.len() > 1 {
+            // (The thread's own entry is there: `adopt` set it.)
+            threads[t].0[t] += 1;
         }
         true
     }
@@ -513,6 +506,16 @@ struct Plan {
     old: (Word, Word, u64),
     next: Option<(Word, Word, u64)>,
     found: Option<(Access, u64)>,
+}
+
+/// The granules an access of `size` bytes at `addr` touches, each with the bytes of it the
+/// access covers (bit k for byte k).
+fn granules(addr: u64, size: u64) -> impl Iterator<Item = (u64, u8)> {
+    let end = addr.saturating_add(size.max(1));
+    ((addr & !7)..end).step_by(8).map(move |g| {
+        let (lo, hi) = (addr.max(g) - g, end.min(g + 8) - g);
+        (g, (((1u16 << hi) - 1) & !((1u16 << lo) - 1)) as u8)
+    })
 }
 
 /// The access `now` by `t` (its clock `clock`) to the bytes `mask` of a full cell: an earlier

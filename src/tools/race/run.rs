@@ -22,7 +22,7 @@ use crate::report::model::{Finding, Report, VERSION};
 use crate::report::Reporter;
 use crate::tools::{Error, ToolRun};
 use rtgrind_jit::iced_x86::{Mnemonic, OpAccess, Register, UsedMemory};
-use rtgrind_jit::instrument::code_asm::{qword_ptr, AsmRegister64};
+use rtgrind_jit::instrument::code_asm::{qword_ptr, AsmRegister64, CodeLabel};
 use rtgrind_jit::instrument::{tool_area, Inline, InsnSite, Tool};
 use rtgrind_jit::ThreadContext;
 use std::collections::HashSet;
@@ -67,14 +67,12 @@ impl State {
     /// threads' last synchronization and the return addresses on `t`'s stack.
     fn note_races(&mut self, t: hb::Tid, sp: u64) {
         let sync = |s: &State, u: hb::Tid| s.last_sync.get(u).copied().unwrap_or(0);
-        while self.race_syncs.len() < self.detector.races.len() {
-            let earlier = self.detector.races[self.race_syncs.len()].earlier.tid;
-            let pair = [sync(self, earlier), sync(self, t)];
-            self.race_syncs.push(pair);
-            let top = self.stack_top(t);
-            self.race_stacks.push(return_addresses(sp, top, STACK_FRAMES));
-            let addr = self.detector.races[self.race_blocks.len()].addr;
-            self.race_blocks.push(self.heap.block_at(addr).map(|(start, b)| (start, b.size, b.stack.clone())));
+        while self.noted.len() < self.detector.races.len() {
+            let race = self.detector.races[self.noted.len()];
+            let syncs = [sync(self, race.earlier.tid), sync(self, t)];
+            let stack = return_addresses(sp, self.stack_top(t), STACK_FRAMES);
+            let block = self.heap.block_at(race.addr).map(|(start, b)| (start, b.size, b.stack.clone()));
+            self.noted.push(Noted { syncs, stack, block });
         }
     }
 
@@ -128,15 +126,31 @@ impl State {
 
     /// `addr` is an atomic location or an exit word from now on: the filter has its bit.
     fn mark(&mut self, addr: u64) {
-        let bit = (addr >> 3) as usize & (FILTER_BITS - 1);
-        self.filter[bit / 64] |= 1 << (bit % 64);
+        let (word, bit) = filter_bit(addr);
+        self.filter[word] |= bit;
     }
 
     /// The filter has the bit of `addr`'s granule: it may be an atomic location or an exit word.
     fn filtered(&self, addr: u64) -> bool {
-        let bit = (addr >> 3) as usize & (FILTER_BITS - 1);
-        self.filter[bit / 64] & 1 << (bit % 64) != 0
+        let (word, bit) = filter_bit(addr);
+        self.filter[word] & bit != 0
     }
+}
+
+/// The filter's word and bit for the (hashed) granule of `addr`.
+fn filter_bit(addr: u64) -> (usize, u64) {
+    let bit = (addr >> 3) as usize & (FILTER_BITS - 1);
+    (bit / 64, 1 << (bit % 64))
+}
+
+/// What is kept of a race when it is found: where both threads last synchronized (the earlier
+/// access's thread's, then the later's), the return addresses on the later access's thread's
+/// stack, and the heap block its address was in (start, size, its allocation's callers; the
+/// program may free it by the end).
+struct Noted {
+    syncs: [u64; 2],
+    stack: Vec<u64>,
+    block: Option<(u64, u64, Vec<u64>)>,
 }
 
 /// One memory access instruction of the code, as its call-out is told.
@@ -202,14 +216,8 @@ struct State {
     watch: Option<Watcher>,
     /// Per thread: the instruction of its last synchronization (0: none yet).
     last_sync: Vec<u64>,
-    /// Per race found: the last synchronization of the earlier access's thread and of the
-    /// later's, when it was found.
-    race_syncs: Vec<[u64; 2]>,
-    /// Per race found: the return addresses on the later access's thread's stack then.
-    race_stacks: Vec<Vec<u64>>,
-    /// Per race found: the heap block its address was in then (start, size, its allocation's
-    /// callers), if any (it may be freed by the end).
-    race_blocks: Vec<Option<(u64, u64, Vec<u64>)>>,
+    /// Per race found: what was noted of it then.
+    noted: Vec<Noted>,
     /// Each thread's stack pointer when it started (its stack's mapping holds it; nothing of
     /// its own is above it), by thread.
     stack_of: Vec<u64>,
@@ -266,9 +274,7 @@ impl RaceRun {
             slow_word: words + 24,
             watch: plan.map(Watcher::new),
             last_sync: Vec::new(),
-            race_syncs: Vec::new(),
-            race_stacks: Vec::new(),
-            race_blocks: Vec::new(),
+            noted: Vec::new(),
             stack_of: Vec::new(),
             heap: Heap::default(),
         };
@@ -434,15 +440,10 @@ impl Tool for RaceRun {
             } else if !atomic_rmw && !atomic_code {
                 self.cached_callout(b, arg, (t, u), size, write);
             } else if atomic_rmw && ins.op_count() > 0 {
-                // The light call-out first (`rmw_light`), the full one when it cannot.
                 b.clobber_flags();
                 b.asm().mov(qword_ptr(tool_area(self.state.addr_word)).gs(), t).unwrap();
-                b.callout_light(rmw_light, arg, t);
-                let a = b.asm();
-                let mut done = a.create_label();
-                a.cmp(qword_ptr(tool_area(self.state.slow_word)).gs(), 0).unwrap();
-                a.je(done).unwrap();
-                b.callout(access, arg, t);
+                let mut done = b.asm().create_label();
+                self.light_then_full(b, rmw_light, arg, t, done);
                 let a = b.asm();
                 a.set_label(&mut done).unwrap();
                 a.zero_bytes().unwrap();
@@ -689,14 +690,21 @@ impl RaceRun {
         a.je(done).unwrap();
         a.set_label(&mut slow).unwrap();
         a.mov(qword_ptr(address).gs(), t).unwrap();
-        b.callout_light(access_light, arg, t);
+        self.light_then_full(b, access_light, arg, t, done);
+        let a = b.asm();
+        a.set_label(&mut done).unwrap();
+        a.zero_bytes().unwrap();
+    }
+
+    /// The light call-out `light` for the access (its address in the tool area already), then,
+    /// if it set the slow word, the full one (`access`); on to `done` otherwise. (The flags are
+    /// clobbered; `t` is a borrowed register.)
+    fn light_then_full(&self, b: &mut Inline, light: rtgrind_jit::instrument::Callout, arg: u64, t: AsmRegister64, done: CodeLabel) {
+        b.callout_light(light, arg, t);
         let a = b.asm();
         a.cmp(qword_ptr(tool_area(self.state.slow_word)).gs(), 0).unwrap();
         a.je(done).unwrap();
         b.callout(access, arg, t);
-        let a = b.asm();
-        a.set_label(&mut done).unwrap();
-        a.zero_bytes().unwrap();
     }
 }
 
@@ -835,22 +843,20 @@ impl RaceRun {
     fn model(&self, mem: &GuestMemory) -> (Report, Vec<harm::Key>) {
         let races = &self.state.detector.races;
         // The two accesses' places, then the two threads' last synchronizations', per race.
-        let syncs = &self.state.race_syncs;
+        let noted = &self.state.noted;
         let mut pcs: Vec<u64> = races.iter().flat_map(|r| [self.sites[r.earlier.site as usize].pc, self.sites[r.later.site as usize].pc]).collect();
-        pcs.extend(syncs.iter().flatten().map(|&pc| pc.max(1)));
-        // Then each race's stack: return addresses into code only (a stack scan finds data too).
-        let code = |pc: &&u64| mem.region_at(**pc).is_some_and(|(_, r)| r.prot & libc::PROT_EXEC != 0);
-        let stacks: Vec<Vec<u64>> = self.state.race_stacks.iter().map(|s| s.iter().filter(code).copied().collect()).collect();
+        pcs.extend(noted.iter().flat_map(|n| n.syncs).map(|pc| pc.max(1)));
+        // Then each race's stack, described by its calls (`callers`).
+        let stacks: Vec<Vec<u64>> = noted.iter().map(|n| code_only(&n.stack, mem)).collect();
         let stack_at = pcs.len();
-        // (Each return address described by the call before it: its line is the caller's.)
         pcs.extend(stacks.iter().flatten().map(|ret| ret - 1));
         let places = crate::report::lines::SourceLines::default().describe(&pcs, mem);
         let stack_of = |k: usize| {
             let first = stack_at + stacks[..k].iter().map(Vec::len).sum::<usize>();
-            let frames: Vec<String> = (0..stacks.get(k).map_or(0, Vec::len)).map(|i| format!("{:#x}: {}", stacks[k][i], places[first + i])).collect();
-            (!frames.is_empty()).then(|| frames.join("; "))
+            let stack = stacks.get(k).map_or(&[][..], Vec::as_slice);
+            callers(stack, &places[first..first + stack.len()])
         };
-        let sync_of = |k: usize, which: usize, tid: hb::Tid| match syncs.get(k).map(|s| s[which]) {
+        let sync_of = |k: usize, which: usize, tid: hb::Tid| match noted.get(k).map(|n| n.syncs[which]) {
             Some(pc) if pc != 0 => format!("thread {tid} at {}", places[2 * races.len() + 2 * k + which]),
             _ => format!("thread {tid}: none since it started"),
         };
@@ -899,7 +905,7 @@ impl RaceRun {
                     access: Some(access),
                     earlier_access: Some(earlier_access),
                     earlier_place: Some(earlier.clone()),
-                    object: Some(object_of(r.addr, &objects, mem, &self.state.stack_of, self.state.race_blocks.get(k).and_then(Option::as_ref))),
+                    object: Some(object_of(r.addr, &objects, mem, &self.state.stack_of, noted.get(k).and_then(|n| n.block.as_ref()))),
                     syncs: Some(format!("{}; {}", sync_of(k, 0, r.earlier.tid), sync_of(k, 1, r.later.tid))),
                     stack: stack_of(k),
                     ..Finding::default()
@@ -956,10 +962,20 @@ fn object_of(addr: u64, objects: &[(u64, u64, String)], mem: &GuestMemory, stack
 /// `returns` described as a race's stack is ("0x401234: a.c:30 (main); ..."): those into code
 /// only (a stack scan finds data too); none when none is.
 fn frames(returns: &[u64], mem: &GuestMemory) -> Option<String> {
-    let code: Vec<u64> = returns.iter().copied().filter(|&pc| mem.region_at(pc).is_some_and(|(_, r)| r.prot & libc::PROT_EXEC != 0)).collect();
+    let code = code_only(returns, mem);
     let calls: Vec<u64> = code.iter().map(|ret| ret - 1).collect();
-    let places = crate::report::lines::SourceLines::default().describe(&calls, mem);
-    let frames: Vec<String> = code.iter().zip(&places).map(|(pc, p)| format!("{pc:#x}: {p}")).collect();
+    callers(&code, &crate::report::lines::SourceLines::default().describe(&calls, mem))
+}
+
+/// The return addresses into code (a stack scan finds data too).
+fn code_only(returns: &[u64], mem: &GuestMemory) -> Vec<u64> {
+    returns.iter().copied().filter(|&pc| mem.region_at(pc).is_some_and(|(_, r)| r.prot & libc::PROT_EXEC != 0)).collect()
+}
+
+/// Return addresses with the places of their calls (each described by the call before it:
+/// its line is the caller's), as a race's stack is written; none when there are none.
+fn callers(returns: &[u64], places: &[String]) -> Option<String> {
+    let frames: Vec<String> = returns.iter().zip(places).map(|(pc, p)| format!("{pc:#x}: {p}")).collect();
     (!frames.is_empty()).then(|| frames.join("; "))
 }
 
