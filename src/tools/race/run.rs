@@ -248,8 +248,10 @@ pub struct RaceRun {
     alloc_sites: Vec<Box<AllocSite>>,
     /// The C libraries whose allocation functions the heap watches.
     allocators: Vec<String>,
-    /// The main program's calls through the PLT or GOT, by name (`MEMORY_CALLS`).
+    /// The main program's calls through the PLT or GOT, by name (`MEMORY_CALLS`), and its
+    /// code's range (whose calls those names are).
     callees: Option<crate::report::symbols::Callees>,
+    main_range: (u64, u64),
     /// A clone under way: the clock its thread starts from, and its exit word.
     creating: Option<(hb::Clock, u64)>,
     /// Each thread's exit word, by thread.
@@ -288,6 +290,7 @@ impl RaceRun {
             alloc_sites: Vec::new(),
             allocators: Vec::new(),
             callees: None,
+            main_range: (0, 0),
             creating: None,
             exit_word: vec![0],
             out,
@@ -575,7 +578,8 @@ impl RaceRun {
     /// ranges are checked as the program's accesses.
     fn check_memory_call(&mut self, site: &InsnSite, b: &mut Inline) {
         let ins = site.ins;
-        if ins.mnemonic() != Mnemonic::Call || self.runtime.iter().any(|r| (r.0..r.1).contains(&ins.ip())) {
+        // (Only the main program's: the callees are named by its GOT slots.)
+        if ins.mnemonic() != Mnemonic::Call || !(self.main_range.0..self.main_range.1).contains(&ins.ip()) {
             return;
         }
         let Some(name) = self.callees.as_ref().and_then(|c| c.name(ins.next_ip())) else { return };
@@ -723,7 +727,8 @@ impl ToolRun for RaceRun {
             self.state.cache.cover(s, e);
             self.state.detector.cover(s, e);
         }
-        let (path, (mapped, _)) = crate::tools::main_module(mem, &self.program);
+        let (path, (mapped, end)) = crate::tools::main_module(mem, &self.program);
+        self.main_range = (mapped, end);
         self.main_path = path;
         // The program's declared atomics order as those a lock-prefixed instruction touched.
         for (addr, _) in super::atomics::declared(&self.main_path, mapped) {
