@@ -107,11 +107,16 @@ fn summary_chunks(addr: u64, len: u64) -> std::ops::RangeInclusive<u64> {
 
 /// Reserves a 1 TiB slice (plus guards) in some slice nobody uses; returns its base.
 fn reserve_slice() -> io::Result<u64> {
+    reserve_slices(1)
+}
+
+/// Reserves `n` adjacent 1 TiB slices (plus guards) where nobody is; returns their base.
+pub(super) fn reserve_slices(n: u64) -> io::Result<u64> {
     // Candidates in the middle of the address space: below PIE programs and heaps (0x55…),
     // above everything non-PIE (low TiB), far from libraries and stacks (0x7f…).
-    for s in (0x08..0x50u64).chain(0x58..0x70) {
+    for s in (0x08..=0x50 - n).chain(0x58..=0x70 - n) {
         let at = (s << SLICE_BITS) - GUARD;
-        let len = ((1u64 << SLICE_BITS) + 2 * GUARD) as usize;
+        let len = ((n << SLICE_BITS) + 2 * GUARD) as usize;
         let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED_NOREPLACE;
         // SAFETY: MAP_FIXED_NOREPLACE never replaces an existing mapping.
         let p = unsafe { libc::mmap(at as *mut libc::c_void, len, libc::PROT_READ | libc::PROT_WRITE, flags, -1, 0) };
@@ -150,12 +155,12 @@ fn delta(i: usize, shadow: u64, skew: u64) -> u64 {
 }
 
 /// Whether `addr` is canonical: bits 47-63 all clear (user) or all set (kernel).
-fn canonical(addr: u64) -> bool {
+pub(super) fn canonical(addr: u64) -> bool {
     matches!(addr >> 47, 0 | 0x1_ffff)
 }
 
 /// A zeroed page below 2 GiB for a delta table.
-fn low_table() -> io::Result<&'static mut [u64; ENTRIES]> {
+pub(super) fn low_table() -> io::Result<&'static mut [u64; ENTRIES]> {
     const _: () = assert!(ENTRIES * 8 <= 4096);
     let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_32BIT;
     // SAFETY: a fresh anonymous mapping, never unmapped: the 'static reference stays valid.
@@ -195,13 +200,6 @@ impl ShadowMemory {
     /// A map for origins, beside a `new` one (see `ORIGIN_SKEW`).
     pub fn for_origins() -> io::Result<ShadowMemory> {
         ShadowMemory::with_skew(ORIGIN_SKEW)
-    }
-
-    /// The `k`-th of several maps of u64 words one tool keeps beside each other (its granules'
-    /// words are reached together): each at a skew of its own, so that they do not alias each
-    /// other in the cache (see `SKEW`).
-    pub fn nth_of_several(k: u64) -> io::Result<ShadowMemory> {
-        ShadowMemory::with_skew(SKEW + 0x140 * (k + 1))
     }
 
     fn with_skew(skew: u64) -> io::Result<ShadowMemory> {
@@ -273,13 +271,6 @@ impl ShadowMemory {
                 }
             }
         }
-    }
-
-    /// Whether `addr` has a shadow of its own (its slice is covered), not the sink that every
-    /// uncovered slice shares.
-    #[inline]
-    pub fn covers(&self, addr: u64) -> bool {
-        canonical(addr) && addr >> 47 == 0 && self.covered[(addr >> SLICE_BITS) as usize]
     }
 
     /// The shadow address of guest address `addr` (as translated code computes it; a

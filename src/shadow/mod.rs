@@ -10,6 +10,7 @@
 pub mod fast;
 pub mod memory;
 pub mod propagate;
+pub mod records;
 
 use rtgrind_jit::ThreadContext;
 

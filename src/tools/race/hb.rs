@@ -8,14 +8,15 @@
 //!
 //! Where the memory is (a slice the shadow covers), a granule's state is two words kept in
 //! shadow memory, as TSan keeps its shadow cells: its last write and its last read, each an
-//! epoch with the bytes it covers, and a third word with their code sites. That is enough for
+//! epoch with the bytes it covers, and a third word with their code sites, side by side in the
+//! granule's record (`shadow::records`; its fourth word is the user's). That is enough for
 //! almost every granule: a write covering the earlier one's bytes replaces it, as does a read
 //! covering the last read's bytes by a thread that read after it; accesses of one epoch add
 //! up their bytes. A granule that needs more (reads by two threads not ordered with each
 //! other, writes of different bytes in different epochs) moves to a map of full cells for
 //! good, as does memory outside the covered slices.
 
-use crate::shadow::memory::ShadowMemory;
+use crate::shadow::records::GranuleRecords;
 use std::collections::{HashMap, HashSet};
 
 pub type Tid = usize;
@@ -111,12 +112,12 @@ type Granules = HashMap<u64, Cell, Fast>;
 /// The hasher of addresses (granules, locations, objects).
 pub type Fast = std::hash::BuildHasherDefault<GranuleHasher>;
 
-/// One thread's accesses in a compact word: `tid << 48 | clock << 16 | delta << 10 | flags << 8
-/// | bytes` (bit k of the bytes for byte k of the granule; none: no access). Some of the bytes
-/// (the *older* ones, a mask kept in the sites word) may be of an earlier epoch of the same
-/// thread, `delta` ticks before `clock` (a thread's partial writes or reads of a granule across
-/// a lock or an atomic: glibc's malloc ticks the clock at every call). A thread's clock starts
-/// at 1.
+/// One thread's accesses in a compact word: `tid << 48 | clock << 16 | delta's low bits << 10
+/// | flags << 8 | bytes` (bit k of the bytes for byte k of the granule; none: no access). Some
+/// of the bytes (the *older* ones, a mask kept in the sites word) may be of an earlier epoch of
+/// the same thread, `delta` ticks before `clock` (a thread's partial writes or reads of a
+/// granule across a lock or an atomic: glibc's malloc ticks the clock at every call; the delta's
+/// high bits are in the sites word too). A thread's clock starts at 1.
 #[derive(Clone, Copy, PartialEq, Eq)]
 struct Word(u64);
 
@@ -124,9 +125,13 @@ struct Word(u64);
 const SPILLED: u64 = 1 << 9;
 const ATOMIC: u64 = 1 << 8;
 const DELTA_SHIFT: u32 = 10;
-const DELTA_MAX: u32 = 63;
-/// Sites the sites word holds (24 bits each, beside the two older-bytes masks).
-const SITE_LIMIT: u32 = 1 << 24;
+/// The delta's bits in the word, and in all.
+const DELTA_LOW: u32 = 6;
+const DELTA_MAX: u32 = (1 << 10) - 1;
+/// Sites the sites word holds (20 bits each, beside the deltas' high bits and the two
+/// older-bytes masks: `write site | read site << 20 | write's delta >> 6 << 40 | read's delta
+/// >> 6 << 44 | write's older << 48 | read's older << 56`).
+const SITE_LIMIT: u32 = 1 << 20;
 
 impl Word {
     fn of(a: Access, mask: u8) -> Word {
@@ -144,9 +149,6 @@ impl Word {
     fn atomic(self) -> bool {
         self.0 & ATOMIC != 0
     }
-    fn delta(self) -> u32 {
-        (self.0 >> DELTA_SHIFT) as u32 & DELTA_MAX
-    }
     fn with_mask(self, mask: u8) -> Word {
         if mask == 0 {
             Word(0)
@@ -154,75 +156,93 @@ impl Word {
             Word(self.0 & !0xff | u64::from(mask))
         }
     }
-    fn with_delta(self, delta: u32) -> Word {
-        Word(self.0 & !(u64::from(DELTA_MAX) << DELTA_SHIFT) | u64::from(delta) << DELTA_SHIFT)
-    }
-    /// Its bytes by epoch: (bytes, clock) for the newer ones, then the older ones (`old`).
-    fn parts(self, old: u8) -> [(u8, u32); 2] {
-        [(self.mask() & !old, self.clock()), (self.mask() & old, self.clock().wrapping_sub(self.delta()))]
+    /// Its bytes by epoch: (bytes, clock) for the newer ones, then the older ones (`old`,
+    /// `delta` ticks before).
+    fn parts(self, old: u8, delta: u32) -> [(u8, u32); 2] {
+        [(self.mask() & !old, self.clock()), (self.mask() & old, self.clock().wrapping_sub(delta))]
     }
     fn access(self, clock: u32, site: u32, write: bool) -> Access {
         Access { tid: self.tid(), clock, site, write, atomic: self.atomic() }
     }
 }
 
-/// A granule's compact state, decoded: its last writes and reads (each a word and its older
-/// bytes) and their sites.
+/// A granule's compact state, decoded: its last writes and reads (each a word, its older
+/// bytes and how much older they are) and their sites.
 #[derive(Clone, Copy)]
 struct Compacted {
     w: Word,
     w_old: u8,
+    w_delta: u32,
     r: Word,
     r_old: u8,
+    r_delta: u32,
     w_site: u32,
     r_site: u32,
 }
 
 impl Compacted {
     fn of((w, r, sites): (Word, Word, u64)) -> Compacted {
-        let site = |k: u32| (sites >> k) as u32 & (SITE_LIMIT - 1);
-        Compacted { w, w_old: (sites >> 48) as u8, r, r_old: (sites >> 56) as u8, w_site: site(0), r_site: site(24) }
+        let bits = |x: u64, at: u32, n: u32| (x >> at) as u32 & ((1 << n) - 1);
+        let delta = |x: Word, high: u32| bits(x.0, DELTA_SHIFT, DELTA_LOW) | bits(sites, high, 4) << DELTA_LOW;
+        let plain = |x: Word| Word(x.0 & !(u64::from((1u32 << DELTA_LOW) - 1) << DELTA_SHIFT));
+        Compacted {
+            w: plain(w),
+            w_old: (sites >> 48) as u8,
+            w_delta: delta(w, 40),
+            r: plain(r),
+            r_old: (sites >> 56) as u8,
+            r_delta: delta(r, 44),
+            w_site: bits(sites, 0, 20),
+            r_site: bits(sites, 20, 20),
+        }
     }
     fn words(self) -> (Word, Word, u64) {
-        let sites = u64::from(self.w_site) | u64::from(self.r_site) << 24 | u64::from(self.w_old) << 48 | u64::from(self.r_old) << 56;
-        (self.w, self.r, sites)
+        let low = |x: Word, delta: u32| Word(x.0 | u64::from(delta & ((1 << DELTA_LOW) - 1)) << DELTA_SHIFT);
+        let high = |delta: u32| u64::from(delta >> DELTA_LOW);
+        let sites = u64::from(self.w_site)
+            | u64::from(self.r_site) << 20
+            | high(self.w_delta) << 40
+            | high(self.r_delta) << 44
+            | u64::from(self.w_old) << 48
+            | u64::from(self.r_old) << 56;
+        (low(self.w, self.w_delta), low(self.r, self.r_delta), sites)
     }
 }
 
-/// `x` (older bytes `old`) and the access `now` to `mask`, both one thread's, in one word: the
-/// access's bytes at its clock, the rest of `x`'s at theirs, if the rest are of one epoch no more
-/// than `DELTA_MAX` ticks older (else none: the granule spills).
-fn merge(x: Word, old: u8, now: Access, mask: u8) -> Option<(Word, u8)> {
+/// `x` (older bytes `old`, `delta` ticks older) and the access `now` to `mask`, both one
+/// thread's, in one word: the access's bytes at its clock, the rest of `x`'s at theirs, if the
+/// rest are of one epoch no more than `DELTA_MAX` ticks older (else none: the granule spills).
+/// The word, its older bytes and their delta.
+fn merge(x: Word, old: u8, delta: u32, now: Access, mask: u8) -> Option<(Word, u8, u32)> {
     let new = Word::of(now, mask);
     let rest = x.mask() & !mask;
     if rest == 0 {
-        return Some((new, 0));
+        return Some((new, 0, 0));
     }
     let (in_old, in_new) = (rest & old, rest & !old);
     if in_old != 0 && in_new != 0 {
-        return None;
+        // Two epochs left beside the access: only if it is of the newer one (it moves its
+        // bytes there), else three.
+        return (now.clock == x.clock()).then_some((new.with_mask(mask | rest), in_old, delta));
     }
-    let rest_clock = if in_old != 0 { x.clock().wrapping_sub(x.delta()) } else { x.clock() };
+    let rest_clock = if in_old != 0 { x.clock().wrapping_sub(delta) } else { x.clock() };
     let delta = now.clock.checked_sub(rest_clock)?;
     if delta == 0 {
-        return Some((new.with_mask(mask | rest), 0));
+        return Some((new.with_mask(mask | rest), 0, 0));
     }
-    (delta <= DELTA_MAX).then(|| (new.with_mask(mask | rest).with_delta(delta), rest))
+    (delta <= DELTA_MAX).then_some((new.with_mask(mask | rest), rest, delta))
 }
 
-/// The granules' compact words, in shadow memory: last write, last read, and their sites and
-/// older bytes (`write site | read site << 24 | write's older << 48 | read's older << 56`).
-struct Compact {
-    writes: ShadowMemory,
-    reads: ShadowMemory,
-    sites: ShadowMemory,
-}
+/// The granules' compact words are the first three of their records: last write, last read,
+/// and their sites and older bytes (`write site | read site << 24 | write's older << 48 |
+/// read's older << 56`). The fourth is the detector's user's (`USER_WORD`).
+pub const USER_WORD: usize = 3;
 
 pub struct Detector {
     threads: Vec<Clock>,
     objects: HashMap<u64, Clock, Fast>,
     /// None: every granule in a full cell (a test's reference detector).
-    compact: Option<Compact>,
+    compact: Option<GranuleRecords>,
     /// Full cells: granules the compact words cannot hold, and memory outside covered slices.
     cells: Granules,
     /// Races found, once per pair of sites.
@@ -233,11 +253,10 @@ pub struct Detector {
 impl Detector {
     /// The main thread (0) alone.
     pub fn new() -> std::io::Result<Detector> {
-        let compact = Compact { writes: ShadowMemory::nth_of_several(0)?, reads: ShadowMemory::nth_of_several(1)?, sites: ShadowMemory::nth_of_several(2)? };
-        Ok(Detector::with(Some(compact)))
+        Ok(Detector::with(Some(GranuleRecords::new()?)))
     }
 
-    fn with(compact: Option<Compact>) -> Detector {
+    fn with(compact: Option<GranuleRecords>) -> Detector {
         let mut d = Detector {
             threads: vec![Clock::default()],
             objects: HashMap::default(),
@@ -253,10 +272,13 @@ impl Detector {
     /// Memory in `[start, end)` (mapped by the program) keeps its granules' state compact.
     pub fn cover(&mut self, start: u64, end: u64) {
         if let Some(c) = &mut self.compact {
-            for m in [&mut c.writes, &mut c.reads, &mut c.sites] {
-                m.cover(start, end);
-            }
+            c.cover(start, end);
         }
+    }
+
+    /// The granules' records (none in a test's reference detector).
+    pub fn records(&self) -> Option<&GranuleRecords> {
+        self.compact.as_ref()
     }
 
     /// Thread `parent` creates a thread: everything the parent did so far happens before
@@ -405,8 +427,8 @@ impl Detector {
     /// words; none where a full cell holds the granule (it is spilled, or not covered).
     #[inline]
     fn plan(&self, t: Tid, g: u64, mask: u8, now: Access) -> Option<Plan> {
-        let c = self.compact.as_ref().filter(|c| c.writes.covers(g))?;
-        let at = Slots(c.writes.addr(g) as *mut u64, c.reads.addr(g) as *mut u64, c.sites.addr(g) as *mut u64);
+        let c = self.compact.as_ref().filter(|c| c.covers(g))?;
+        let at = Slots(c.record(g));
         let old = at.get();
         if old.0 .0 & SPILLED != 0 {
             return None;
@@ -419,38 +441,39 @@ impl Detector {
             None
         } else if now.write {
             let w2 = if k.w.mask() & !mask == 0 {
-                Some((Word::of(now, mask), 0))
+                Some((Word::of(now, mask), 0, 0))
             } else if own(k.w) {
-                merge(k.w, k.w_old, now, mask)
+                merge(k.w, k.w_old, k.w_delta, now, mask)
             } else {
                 None
             };
-            w2.map(|(w, w_old)| {
+            w2.map(|(w, w_old, w_delta)| {
                 let r = k.r.with_mask(k.r.mask() & !mask);
                 let r_old = k.r_old & !mask;
-                Compacted { w, w_old, r: if r_old == 0 { r.with_delta(0) } else { r }, r_old, w_site: now.site, ..k }.words()
+                let r_delta = if r_old == 0 { 0 } else { k.r_delta };
+                Compacted { w, w_old, w_delta, r, r_old, r_delta, w_site: now.site, ..k }.words()
             })
         } else {
             // (The newer clock is the later: ordered after it is ordered after both.)
             let ordered = k.r.tid() == t || k.r.clock() <= clock.get(k.r.tid());
             let r2 = if k.r.mask() & !mask == 0 && ordered {
-                Some((Word::of(now, mask), 0))
+                Some((Word::of(now, mask), 0, 0))
             } else if own(k.r) {
-                merge(k.r, k.r_old, now, mask)
+                merge(k.r, k.r_old, k.r_delta, now, mask)
             } else {
                 None
             };
-            r2.map(|(r, r_old)| Compacted { r, r_old, r_site: now.site, ..k }.words())
+            r2.map(|(r, r_old, r_delta)| Compacted { r, r_old, r_delta, r_site: now.site, ..k }.words())
         };
-        let unordered = |x: Word, old: u8, site: u32, write: bool| {
-            x.parts(old).into_iter().find_map(|(m, c)| {
+        let unordered = |x: Word, old: u8, delta: u32, site: u32, write: bool| {
+            x.parts(old, delta).into_iter().find_map(|(m, c)| {
                 let races = m & mask != 0 && x.tid() != t && c > clock.get(x.tid()) && !(x.atomic() && now.atomic);
                 races.then(|| (x.access(c, site, write), m))
             })
         };
-        let mut found = unordered(k.w, k.w_old, k.w_site, true);
+        let mut found = unordered(k.w, k.w_old, k.w_delta, k.w_site, true);
         if now.write && found.is_none() {
-            found = unordered(k.r, k.r_old, k.r_site, false);
+            found = unordered(k.r, k.r_old, k.r_delta, k.r_site, false);
         }
         Some(Plan { at, old, next, found: found.map(|(a, m)| (a, u64::from((m & mask).trailing_zeros()))) })
     }
@@ -468,13 +491,13 @@ impl Detector {
         }
         // Spill: the granule's accesses become a full cell's.
         let k = Compacted::of(plan.old);
-        let held = |x: Word, old: u8, site: u32, write: bool| {
-            x.parts(old).into_iter().filter(|p| p.0 != 0).map(move |(m, c)| Held { access: x.access(c, site, write), mask: m })
+        let held = |x: Word, old: u8, delta: u32, site: u32, write: bool| {
+            x.parts(old, delta).into_iter().filter(|p| p.0 != 0).map(move |(m, c)| Held { access: x.access(c, site, write), mask: m })
         };
         // (Room for a few more accesses, which `access_quick` can then record.)
         let mut cell = Cell { writes: Vec::with_capacity(4), reads: Vec::with_capacity(4) };
-        cell.writes.extend(held(k.w, k.w_old, k.w_site, true));
-        cell.reads.extend(held(k.r, k.r_old, k.r_site, false));
+        cell.writes.extend(held(k.w, k.w_old, k.w_delta, k.w_site, true));
+        cell.reads.extend(held(k.r, k.r_old, k.r_delta, k.r_site, false));
         let found = cell_access(&mut cell, &self.threads[t], t, mask, now);
         self.cells.insert(g, cell);
         plan.at.set((Word(SPILLED), Word(0), 0));
@@ -482,20 +505,19 @@ impl Detector {
     }
 }
 
-/// A granule's three compact words in shadow memory: its write, its read and their sites.
-struct Slots(*mut u64, *mut u64, *mut u64);
+/// A granule's record: its three compact words (write, read, their sites) first.
+struct Slots(*mut u64);
 
 impl Slots {
     fn get(&self) -> (Word, Word, u64) {
-        // SAFETY: shadow addresses of a covered slice (`Detector::plan`): reserved, read-write,
-        // 8-aligned (granules are, and slice deltas are multiples of 8); one thread at a time
-        // runs the detector.
-        unsafe { (Word(*self.0), Word(*self.1), *self.2) }
+        // SAFETY: a record of a covered slice (`Detector::plan`): reserved, read-write, aligned;
+        // one thread at a time runs the detector.
+        unsafe { (Word(*self.0), Word(*self.0.add(1)), *self.0.add(2)) }
     }
 
     fn set(&self, (w, r, sites): (Word, Word, u64)) {
         // SAFETY: as in `get`.
-        unsafe { (*self.0, *self.1, *self.2) = (w.0, r.0, sites) };
+        unsafe { (*self.0, *self.0.add(1), *self.0.add(2)) = (w.0, r.0, sites) };
     }
 }
 
@@ -607,8 +629,10 @@ mod tests {
     }
 
     /// A thread's partial writes of one granule in two epochs stay in one word, each byte with
-    /// its own epoch: a thread that acquired what the first epoch released reads the first
-    /// bytes without a race and the later ones with one; reads the same.
+    /// its own epoch, even a thousand ticks apart, and so does an access of the newer epoch to
+    /// an older byte (it moves to the newer): a thread that acquired what the first epoch
+    /// released reads the first bytes without a race and the later ones with one; reads the
+    /// same.
     #[test]
     fn a_threads_partial_accesses_in_two_epochs_keep_their_epochs() {
         for write in [true, false] {
@@ -617,15 +641,22 @@ mod tests {
             let (a, b) = (d.create(0), d.create(0));
             d.access(a, 0x1000, 4, write, false, 1);
             d.release(a, 0x50);
+            for _ in 0..DELTA_MAX - 1 {
+                d.release(a, 0x60);
+            }
             d.access(a, 0x1004, 4, write, false, 2);
+            d.access(a, 0x1000, 1, write, false, 3);
             // Held in one compact word.
             assert!(d.cells.is_empty(), "write {write}");
             d.acquire(b, 0x50);
-            // b reads what a wrote, writes what a read: a race on the later bytes only.
-            d.access(b, 0x1000, 4, !write, false, 3);
+            // b reads what a wrote, writes what a read: a race on the later bytes only (the
+            // word keeps one site: the last).
+            d.access(b, 0x1001, 3, !write, false, 4);
             assert!(d.races.is_empty(), "write {write}: {:?}", d.races);
-            d.access(b, 0x1004, 4, !write, false, 4);
-            assert_eq!(d.races.iter().map(|r| (r.earlier.site, r.later.site, r.addr)).collect::<Vec<_>>(), vec![(2, 4, 0x1004)], "write {write}");
+            d.access(b, 0x1000, 1, !write, false, 5);
+            d.access(b, 0x1004, 4, !write, false, 6);
+            let races = d.races.iter().map(|r| (r.earlier.site, r.later.site, r.addr)).collect::<Vec<_>>();
+            assert_eq!(races, vec![(3, 5, 0x1000), (3, 6, 0x1004)], "write {write}");
         }
     }
 

@@ -83,9 +83,11 @@ impl State {
         self.stack_of.get(t).map_or(u64::MAX, |&sp| sp.saturating_add(64))
     }
 
-    /// The cache word of the granule of `addr`.
+    /// The cache word of the granule of `addr`: its record's user word.
     fn word(&self, addr: u64) -> *mut u64 {
-        self.cache.addr(addr & !7) as *mut u64
+        let records = self.detector.records().expect("a run's detector keeps records");
+        // SAFETY: a word of the record (records are `WORDS` words).
+        unsafe { records.record(addr).add(hb::USER_WORD) }
     }
 
     /// The granules of `[addr, addr+len)` hold no access any more (another access was recorded
@@ -191,6 +193,13 @@ const MEMORY_CALLS: [(&str, bool); 8] = [
 
 /// What the call-outs share (one guest thread runs at a time: the scheduler's baton).
 struct State {
+    /// The detector, whose granule records' user word is the run's same-epoch cache: the epoch
+    /// of the last thread to access the granule, and the bytes that thread wrote and read there
+    /// in that epoch: `epoch << 16 | written << 8 | read` (a bit per byte). An access by the
+    /// same thread in the same epoch to bytes it already wrote (or, for a read, read or wrote)
+    /// adds nothing (FastTrack's same-epoch case): the inline code skips its call-out. Any
+    /// other access to the granule calls out and updates the word. (In the record, beside the
+    /// detector's words for it, which a call-out reads next: one cache line, one page.)
     detector: hb::Detector,
     /// Locations a `lock`-prefixed instruction or `xchg` touched: atomic ever after.
     atomic: HashSet<u64, hb::Fast>,
@@ -199,13 +208,6 @@ struct State {
     /// A bit per 8-byte granule (hashed): set where an atomic location or an exit word may
     /// be, so the library's plain accesses elsewhere skip their call-out.
     filter: Box<[u64]>,
-    /// Per 8-byte granule, in a word of a direct-mapped shadow (one shadow byte per guest byte,
-    /// as taint's): the epoch of the last thread to access it, and the bytes that thread wrote
-    /// and read there in that epoch: `epoch << 16 | written << 8 | read` (a bit per byte). An
-    /// access by the same thread in the same epoch to bytes it already wrote (or, for a read,
-    /// read or wrote) adds nothing (FastTrack's same-epoch case): the inline code skips its
-    /// call-out. Any other access to the granule calls out and updates the word.
-    cache: crate::shadow::memory::ShadowMemory,
     /// Tool-area words: the thread's number, the access's address, the thread's epoch.
     tid_word: usize,
     addr_word: usize,
@@ -269,7 +271,6 @@ impl RaceRun {
             atomic: HashSet::default(),
             exit_words: HashSet::default(),
             filter: vec![0u64; FILTER_BITS / 64].into_boxed_slice(),
-            cache: crate::shadow::memory::ShadowMemory::new().map_err(|e| Error::internal(format!("cannot reserve shadow memory: {e}")))?,
             tid_word: words,
             addr_word: words + 8,
             epoch_word: words + 16,
@@ -661,18 +662,21 @@ impl RaceRun {
     fn cached_callout(&mut self, b: &mut Inline, arg: u64, (t, u): (AsmRegister64, AsmRegister64), size: u64, write: bool) {
         b.clobber_flags();
         let (v, w) = (b.scratch(), b.scratch());
-        let table = self.state.cache.delta_table_addr() as i32;
+        let records = self.state.detector.records().expect("a run's detector keeps records");
+        let table = records.delta_table_addr() as i32;
         let (epoch, address) = (tool_area(self.state.epoch_word), tool_area(self.state.addr_word));
         let a = b.asm();
         let (mut slow, mut done) = (a.create_label(), a.create_label());
-        // v = the granule's word: at the address plus its slice's delta, 8-aligned (deltas are).
+        // v = the granule's cache word: its record at the granule's address times the record's
+        // words plus its slice's delta (records are aligned), then the user word in it.
+        const _: () = assert!(crate::shadow::records::WORDS == 4);
         a.mov(u, t).unwrap();
         a.shr(u, crate::shadow::memory::SLICE_BITS).unwrap();
         a.and(u, 0xff).unwrap();
         a.mov(u, qword_ptr(u * 8 + table)).unwrap();
-        a.add(u, t).unwrap();
-        a.and(u, -8).unwrap();
-        a.mov(v, qword_ptr(u)).unwrap();
+        a.lea(u, qword_ptr(u + t * 4)).unwrap();
+        a.and(u, -32).unwrap();
+        a.mov(v, qword_ptr(u + 8 * hb::USER_WORD as i32)).unwrap();
         // This thread's epoch?
         a.mov(w, v).unwrap();
         a.shr(w, 16).unwrap();
@@ -724,7 +728,6 @@ impl ToolRun for RaceRun {
         ctx.tool_area[self.state.epoch_word / 8] = self.state.epoch(0);
         self.state.stack_of = vec![ctx.gpr[4]];
         for (s, e) in crate::shadow::initial_ranges(ctx.gpr[4], mem) {
-            self.state.cache.cover(s, e);
             self.state.detector.cover(s, e);
         }
         let (path, (mapped, end)) = crate::tools::main_module(mem, &self.program);
@@ -786,7 +789,6 @@ impl ToolRun for RaceRun {
 
     fn syscall_post(&mut self, ctx: &mut ThreadContext, nr: u64, args: &[u64; 6], ret: i64, mem: &GuestMemory) {
         if let Some((start, end)) = crate::shadow::mapped_by(nr as i64, args, ret, mem) {
-            self.state.cache.cover(start, end);
             self.state.detector.cover(start, end);
         }
         if nr as i64 == libc::SYS_mmap && ret > 0 && args[2] as i32 & libc::PROT_EXEC != 0 {
