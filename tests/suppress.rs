@@ -347,6 +347,28 @@ fn named_failures_exit_code_stderr_and_output() {
     assert!(out.stderr_str().contains("invalid --failure"), "{}", out.describe());
 }
 
+/// A wrong number printed through a library that formats it by table lookup (as glibc's
+/// `_itoa_word` does): the digit the library loads from its table takes the origin of the
+/// index it was looked up with, so the output leads back to the program's wrong count, not
+/// into the library (its table nobody wrote) and on to the loader.
+#[test]
+fn a_digit_a_library_looks_up_is_defined_by_the_value_that_chose_it() {
+    let source = std::fs::read_to_string(repo_root().join("guest-programs/bugs/libdigits.c")).unwrap();
+    let lib = compile_snippet("libdigits.so", "c", &source, &["-g", "-O2", "-shared", "-fPIC"]);
+    let dir = lib.parent().unwrap().display().to_string();
+    let libs = ["-Wl,--no-as-needed".to_string(), format!("-L{dir}"), "-ldigits".into(), format!("-Wl,-rpath,{dir}")];
+    let source = std::fs::read_to_string(repo_root().join("guest-programs/bugs/digits_wrong.c")).unwrap();
+    let args: Vec<&str> = ["-g", "-O0"].into_iter().chain(libs.iter().map(String::as_str)).collect();
+    let exe = compile_snippet("digits_wrong", "c", &source, &args);
+    let expected = crate::common::scratch_dir("suppress-digits").join("expected.txt");
+    std::fs::write(&expected, "6\n").unwrap();
+    let out = run_rtgrind(["--tool=suppress", &format!("--failure=output:{}", expected.display())], &Cmd::new(&exe));
+    let err = out.stderr_str();
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    let root = place("digits_wrong", "root: should be argc + 5", "set_count");
+    assert!(headline(&err).ends_with(&format!("first point of memory corruption: {root}")), "{err}");
+}
+
 #[test]
 fn a_failure_that_does_not_repeat_is_reported_with_both_outcomes() {
     let exe = bug("flaky", "flaky", &|s| s);

@@ -884,11 +884,24 @@ impl Propagation {
 
     /// Whether the policy's origin code for a copy leaves the flags alone: a copy into
     /// registers only (a store defines or marks, with `btr`/`bt`/`and`) of a register or
-    /// memory (an immediate is a constant made with `or`), other than a pointer load in the
-    /// program (`undefined_takes_address` tests).
+    /// memory (an immediate is a constant made with `or`), other than a load that may take its
+    /// address's origin (`undefined_takes_address` tests).
     fn policy_copy_flag_free(&self, class: Class, o: &Operands, ins: &Instruction) -> bool {
-        let pointer_load = !o.src_mem.is_empty() && o.dst_regs.iter().any(|d| d.part == Part::W64) && self.policy.is_some_and(|p| p.is_main(ins.ip()));
-        class == Class::Copy && o.dst_mem.is_empty() && !(o.src_regs.is_empty() && o.src_mem.is_empty()) && !pointer_load
+        let takes_address = o.src_mem.first().is_some_and(|m| self.may_take_address(ins, o, m));
+        class == Class::Copy && o.dst_mem.is_empty() && !(o.src_regs.is_empty() && o.src_mem.is_empty()) && !takes_address
+    }
+
+    /// Whether a load from `m` nobody defined takes its address's origin (under a policy): a
+    /// pointer-sized load in the program, and a library's lookup in a table (an index
+    /// register): a table nobody wrote (digits, case and class tables) passes on what chose the
+    /// entry, so the digit `printf` looks up for `n % 10` is `n`'s, not the library's.
+    fn may_take_address(&self, ins: &Instruction, o: &Operands, m: &UsedMemory) -> bool {
+        let Some(p) = self.policy else { return false };
+        if p.is_main(ins.ip()) {
+            o.dst_regs.iter().any(|d| d.part == Part::W64)
+        } else {
+            m.index().is_gpr64() && !o.dst_regs.is_empty()
+        }
     }
 
     /// Taint bits of what the instruction writes (`flag_free`: without touching the flags,
@@ -1189,7 +1202,7 @@ impl Propagation {
             // (Loaded into the accumulator itself: `r.m` is only a name here.)
             let r = Regs { m: r.acc, ..r };
             self.load_origin(b, r, m);
-            if o.dst_regs.iter().any(|d| d.part == Part::W64) && policy.is_some_and(|p| p.is_main(ins.ip())) {
+            if self.may_take_address(ins, o, m) {
                 self.undefined_takes_address(b, r, m, here);
             }
         }
