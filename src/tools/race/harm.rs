@@ -34,6 +34,27 @@ pub struct Key {
     pub second: Side,
 }
 
+impl Key {
+    /// The bytes the watch compares for each access: its own; for a memory function's call
+    /// (size 0: a range), the other access's bytes at the race's address (8 if both are
+    /// calls), the part of the range the race is about.
+    fn sizes(&self) -> (u64, u64) {
+        let other = |x: u64| if x == 0 { 8 } else { x };
+        let one = |own: u64, theirs: u64| if own == 0 { other(theirs) } else { own };
+        (one(self.first.size, self.second.size), one(self.second.size, self.first.size))
+    }
+
+    /// Where the watch reads an access's bytes: where it was made, or for a call the race's
+    /// address.
+    fn at(&self, side: &Side, addr: u64) -> u64 {
+        if side.size == 0 {
+            self.addr
+        } else {
+            addr
+        }
+    }
+}
+
 /// What a detection run leaves the search: its report and each finding's race, in order.
 #[derive(Serialize, Deserialize)]
 pub struct Found {
@@ -122,9 +143,9 @@ impl Watcher {
             match self.phase[k] {
                 Phase::Waiting if t == key.first.tid && pc == key.first.pc && epoch == key.first.epoch && covers(addr, size, key.addr) => {
                     self.phase[k] = Phase::First;
-                    self.addrs[k][0] = addr;
+                    self.addrs[k][0] = key.at(&key.first, addr);
                     self.seen[k].first = true;
-                    self.seen[k].first_found = bytes(addr, key.first.size);
+                    self.seen[k].first_found = bytes(self.addrs[k][0], key.sizes().0);
                     self.seen[k].first_stack = stack();
                     if self.plan.reverse == Some(k) {
                         hold = Some(k);
@@ -134,9 +155,9 @@ impl Watcher {
                 }
                 Phase::First if t == key.second.tid && pc == key.second.pc && covers(addr, size, key.addr) => {
                     self.phase[k] = Phase::Done;
-                    self.addrs[k][1] = addr;
+                    self.addrs[k][1] = key.at(&key.second, addr);
                     self.seen[k].second = true;
-                    self.seen[k].second_found = bytes(addr, key.second.size);
+                    self.seen[k].second_found = bytes(self.addrs[k][1], key.sizes().1);
                     if self.plan.reverse == Some(k) {
                         // The held thread goes on at this thread's next switch point, after
                         // its access.
@@ -159,10 +180,10 @@ impl Watcher {
 
     /// Thread `t`, held back before the first access of race `k` (at `addr`), goes on:
     /// `reversed` if the other thread made its access meanwhile.
-    pub fn resumed(&mut self, t: usize, k: usize, addr: u64, reversed: bool) {
+    pub fn resumed(&mut self, t: usize, k: usize, reversed: bool) {
         self.seen[k].reversed = reversed;
         // What it finds now that the other thread went first.
-        self.seen[k].first_found = bytes(addr, self.plan.races[k].first.size);
+        self.seen[k].first_found = bytes(self.addrs[k][0], self.plan.races[k].sizes().0);
         self.pending.push((t, k));
     }
 
@@ -174,8 +195,9 @@ impl Watcher {
             if pt != t {
                 return true;
             }
-            let mut left = bytes(addrs[k][0], races[k].first.size);
-            left.extend(bytes(addrs[k][1], races[k].second.size));
+            let (first, second) = races[k].sizes();
+            let mut left = bytes(addrs[k][0], first);
+            left.extend(bytes(addrs[k][1], second));
             seen[k].left = left;
             false
         });
@@ -226,11 +248,6 @@ fn value(b: &[u8]) -> String {
 /// accesses are named by `first` and `second` ("thread 1's write at a.c:3").
 pub fn judge(key: &Key, reference: Option<&Seen>, reversed: Option<&Seen>, first: &str, second: &str) -> (Verdict, String) {
     let undecided = |why: String| (Verdict::Undecided, why);
-    if key.first.size == 0 || key.second.size == 0 {
-        // (A memory function's range, checked at the program's call: the watch sees single
-        // instructions' accesses only.)
-        return undecided("the harm test does not reorder a memory function's copy or fill (yet)".into());
-    }
     let Some(r) = reference.filter(|r| r.first && r.second) else {
         return undecided("the race did not recur when the run was replayed on its schedule".into());
     };
@@ -249,8 +266,9 @@ pub fn judge(key: &Key, reference: Option<&Seen>, reversed: Option<&Seen>, first
     }
     if r.left != s.left {
         let half = |b: &[u8], n: u64| value(&b[..(n as usize).min(b.len())]);
-        let end = |b: &[u8]| value(&b[(key.first.size as usize).min(b.len())..]);
-        let (ra, sa) = (half(&r.left, key.first.size), half(&s.left, key.first.size));
+        let first = key.sizes().0;
+        let end = |b: &[u8]| value(&b[(first as usize).min(b.len())..]);
+        let (ra, sa) = (half(&r.left, first), half(&s.left, first));
         let shown = if ra != sa { (ra, sa) } else { (end(&r.left), end(&s.left)) };
         differs.push(format!("the two leave {} in memory in the run's order, {} in the other", shown.0, shown.1));
     }

@@ -254,6 +254,9 @@ pub struct RaceRun {
     /// code's range (whose calls those names are).
     callees: Option<crate::report::symbols::Callees>,
     main_range: (u64, u64),
+    /// In a harm run: where the watched memory functions' calls return (their accesses are
+    /// made there).
+    watched_returns: HashSet<u64>,
     /// A clone under way: the clock its thread starts from, and its exit word.
     creating: Option<(hb::Clock, u64)>,
     /// Each thread's exit word, by thread.
@@ -292,6 +295,7 @@ impl RaceRun {
             allocators: Vec::new(),
             callees: None,
             main_range: (0, 0),
+            watched_returns: HashSet::new(),
             creating: None,
             exit_word: vec![0],
             out,
@@ -394,7 +398,13 @@ impl Tool for RaceRun {
         let ins = site.ins;
         if self.state.watch.is_none() {
             self.watch_heap(site, b);
-            self.check_memory_call(site, b);
+        }
+        self.check_memory_call(site, b);
+        if self.watched_returns.contains(&ins.ip()) {
+            // A watched memory function's call returned: its accesses are made.
+            let r = b.scratch();
+            b.callout(watch_after, &*self.state as *const State as u64, r);
+            b.release_scratch();
         }
         if ins.is_string_instruction() || matches!(ins.mnemonic(), Mnemonic::Lea | Mnemonic::Nop) {
             return;
@@ -523,27 +533,54 @@ extern "C" fn alloc_jump(ctx: *mut ThreadContext, arg: u64) {
 
 /// Before a watched access (a harm run): the watch sees it, and may hold the thread back.
 extern "C" fn watch_before(ctx: *mut ThreadContext, arg: u64) {
-    // SAFETY: as for `access`; no reference to the state lives while the thread is held
-    // (other threads' call-outs use it meanwhile).
+    // SAFETY: as for `access`.
     let (ctx, site) = unsafe { (&mut *ctx, &*(arg as *const Site)) };
-    let (t, addr, hold) = {
-        // SAFETY: as above.
+    // SAFETY: as above.
+    let addr = ctx.tool_area[unsafe { &*site.state }.addr_word / 8];
+    watch_ranges(ctx, site, &[(addr, site.size)]);
+}
+
+/// Before a watched call of a memory function (a harm run): the watch sees the ranges it
+/// writes and reads (as `memory_call` names them).
+extern "C" fn watch_call(ctx: *mut ThreadContext, arg: u64) {
+    // SAFETY: as for `access`.
+    let (ctx, site) = unsafe { (&mut *ctx, &*(arg as *const Site)) };
+    let regs = ctx.callout_regs;
+    let (dst, src, len) = (regs[7], regs[6], regs[2]);
+    if len == 0 || len > 1 << 30 {
+        return;
+    }
+    let copies = MEMORY_CALLS.iter().any(|m| Some(m.0) == site.call && m.1);
+    let ranges = [(dst, len), (src, len)];
+    watch_ranges(ctx, site, &ranges[..if copies { 2 } else { 1 }]);
+}
+
+/// Thread's accesses of `site` to `ranges` are about to be made: the watch sees them, and may
+/// hold the thread back (until the other access of the race it reverses is made).
+fn watch_ranges(ctx: &mut ThreadContext, site: &Site, ranges: &[(u64, u64)]) {
+    // (No reference to the state lives while the thread is held: other threads' call-outs use
+    // it meanwhile.)
+    let (t, hold) = {
+        // SAFETY: the site's state outlives the run; one guest thread runs at a time.
         let st = unsafe { &mut *site.state };
         let t = ctx.tool_area[st.tid_word / 8] as hb::Tid;
-        let addr = ctx.tool_area[st.addr_word / 8];
         let epoch = st.detector.epoch(t);
         let top = st.stack_top(t);
         let Some(w) = st.watch.as_mut() else { return };
         let sp = ctx.callout_regs[4];
         let stack = || return_addresses(sp, top, STACK_FRAMES);
-        (t, addr, w.before(t, epoch, site.pc, addr, site.size, stack).and_then(|k| Some((k, w.scheduler()?))))
+        let mut hold = None;
+        for &(addr, size) in ranges {
+            hold = hold.or(w.before(t, epoch, site.pc, addr, size, stack));
+        }
+        (t, hold.and_then(|k| Some((k, w.scheduler()?))))
     };
     if let Some((k, sched)) = hold {
         let reversed = sched.hold(t, site.pc);
         // SAFETY: as above; the thread holds the baton again.
         let st = unsafe { &mut *site.state };
         if let Some(w) = st.watch.as_mut() {
-            w.resumed(t, k, addr, reversed);
+            w.resumed(t, k, reversed);
         }
     }
 }
@@ -604,7 +641,15 @@ impl RaceRun {
         }
         let arg = &*self.sites[number as usize] as *const Site as u64;
         let r = b.scratch();
-        b.callout(memory_call, arg, r);
+        match &self.state.watch {
+            // A harm run watches the calls its races name (checks nothing), until they return.
+            Some(w) if w.watches(ins.ip()) => {
+                b.callout(watch_call, arg, r);
+                self.watched_returns.insert(ins.next_ip());
+            }
+            Some(_) => {}
+            None => b.callout(memory_call, arg, r),
+        }
         b.release_scratch();
     }
 
