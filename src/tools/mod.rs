@@ -6,6 +6,8 @@ pub mod checkpoints;
 pub mod child;
 pub mod count;
 pub mod expected;
+#[cfg(test)]
+pub mod light_check;
 pub mod race;
 pub mod sarif;
 pub mod search;

@@ -1069,3 +1069,17 @@ fn is_wake(op: u64) -> bool {
     // FUTEX_WAKE, FUTEX_REQUEUE, FUTEX_CMP_REQUEUE, FUTEX_WAKE_OP, FUTEX_WAKE_BITSET, ...
     matches!(op & 0x7f, 1 | 3 | 4 | 5 | 10 | 12)
 }
+
+#[cfg(test)]
+mod tests {
+    /// The functions the race tool runs in light call-outs keep to what those preserve (no
+    /// wide vector registers, thread-local storage, C library or allocation, in them or what
+    /// they call): `tools::light_check`.
+    #[test]
+    fn the_light_call_outs_keep_their_contract() {
+        for (name, f) in [("access_light", super::access_light as usize), ("rmw_light", super::rmw_light as usize)] {
+            let breaches = crate::tools::light_check::breaches(f);
+            assert!(breaches.is_empty(), "{name}:\n{}", breaches.join("\n"));
+        }
+    }
+}
