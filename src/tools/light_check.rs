@@ -129,7 +129,7 @@ mod tests {
         extern "C" fn allocates(n: usize) -> usize {
             std::hint::black_box(vec![1u8; n]).len()
         }
-        assert!(!breaches(copies as usize).is_empty());
-        assert!(!breaches(allocates as usize).is_empty());
+        assert!(!breaches(copies as *const () as usize).is_empty());
+        assert!(!breaches(allocates as *const () as usize).is_empty());
     }
 }
