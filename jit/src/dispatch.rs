@@ -19,6 +19,47 @@
 use crate::context::*;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+/// The call-outs' saves of the registers a called function may clobber (and rbx, which the
+/// stubs use to keep the stack pointer) to `ThreadContext::callout_regs`, with the guest's
+/// stack pointer; and their restores, the stack pointer last, then the jump back to the
+/// translated code. The full call-out adds the callee-saved registers (a tool's function may
+/// read or change any guest register there).
+macro_rules! save_volatile {
+    () => {
+        concat!(
+            "mov gs:[{cregs}+0], rax\n",
+            "mov gs:[{cregs}+8], rcx\n",
+            "mov gs:[{cregs}+16], rdx\n",
+            "mov gs:[{cregs}+24], rbx\n",
+            "mov gs:[{cregs}+32], rsp\n",
+            "mov gs:[{cregs}+48], rsi\n",
+            "mov gs:[{cregs}+56], rdi\n",
+            "mov gs:[{cregs}+64], r8\n",
+            "mov gs:[{cregs}+72], r9\n",
+            "mov gs:[{cregs}+80], r10\n",
+            "mov gs:[{cregs}+88], r11",
+        )
+    };
+}
+macro_rules! restore_volatile {
+    () => {
+        concat!(
+            "mov rax, gs:[{cregs}+0]\n",
+            "mov rcx, gs:[{cregs}+8]\n",
+            "mov rdx, gs:[{cregs}+16]\n",
+            "mov rbx, gs:[{cregs}+24]\n",
+            "mov rsi, gs:[{cregs}+48]\n",
+            "mov rdi, gs:[{cregs}+56]\n",
+            "mov r8, gs:[{cregs}+64]\n",
+            "mov r9, gs:[{cregs}+72]\n",
+            "mov r10, gs:[{cregs}+80]\n",
+            "mov r11, gs:[{cregs}+88]\n",
+            "mov rsp, gs:[{cregs}+32]\n",
+            "jmp qword ptr gs:[{cret}]",
+        )
+    };
+}
+
 std::arch::global_asm!(
     ".text",
     ".p2align 4",
@@ -147,18 +188,8 @@ std::arch::global_asm!(
     ".p2align 4",
     ".globl rtg_callout",
     "rtg_callout:",
-    "mov gs:[{cregs}+0], rax",
-    "mov gs:[{cregs}+8], rcx",
-    "mov gs:[{cregs}+16], rdx",
-    "mov gs:[{cregs}+24], rbx",
-    "mov gs:[{cregs}+32], rsp",
+    save_volatile!(),
     "mov gs:[{cregs}+40], rbp",
-    "mov gs:[{cregs}+48], rsi",
-    "mov gs:[{cregs}+56], rdi",
-    "mov gs:[{cregs}+64], r8",
-    "mov gs:[{cregs}+72], r9",
-    "mov gs:[{cregs}+80], r10",
-    "mov gs:[{cregs}+88], r11",
     "mov gs:[{cregs}+96], r12",
     "mov gs:[{cregs}+104], r13",
     "mov gs:[{cregs}+112], r14",
@@ -207,23 +238,12 @@ std::arch::global_asm!(
     "wrfsbase rax",
     "mov rsp, rbx",
     "popfq",
-    "mov rax, gs:[{cregs}+0]",
-    "mov rcx, gs:[{cregs}+8]",
-    "mov rdx, gs:[{cregs}+16]",
-    "mov rbx, gs:[{cregs}+24]",
     "mov rbp, gs:[{cregs}+40]",
-    "mov rsi, gs:[{cregs}+48]",
-    "mov rdi, gs:[{cregs}+56]",
-    "mov r8, gs:[{cregs}+64]",
-    "mov r9, gs:[{cregs}+72]",
-    "mov r10, gs:[{cregs}+80]",
-    "mov r11, gs:[{cregs}+88]",
     "mov r12, gs:[{cregs}+96]",
     "mov r13, gs:[{cregs}+104]",
     "mov r14, gs:[{cregs}+112]",
     "mov r15, gs:[{cregs}+120]",
-    "mov rsp, gs:[{cregs}+32]",
-    "jmp qword ptr gs:[{cret}]",
+    restore_volatile!(),
     "",
     // A light call-out: the function promises to use no vector register beyond xmm0-15, no
     // thread-local and no C library function, so only the registers the ABI lets it clobber,
@@ -231,18 +251,8 @@ std::arch::global_asm!(
     ".p2align 4",
     ".globl rtg_callout_light",
     "rtg_callout_light:",
-    "mov gs:[{cregs}+0], rax",
-    "mov gs:[{cregs}+8], rcx",
-    "mov gs:[{cregs}+16], rdx",
-    "mov gs:[{cregs}+24], rbx",
-    "mov gs:[{cregs}+32], rsp",
-    "mov gs:[{cregs}+48], rsi",
-    "mov gs:[{cregs}+56], rdi",
-    "mov gs:[{cregs}+64], r8",
-    "mov gs:[{cregs}+72], r9",
-    "mov gs:[{cregs}+80], r10",
-    "mov gs:[{cregs}+88], r11",
-    "mov rsp, gs:[{host_rsp}]",
+    save_volatile!(),
+"mov rsp, gs:[{host_rsp}]",
     "lea rsp, [rsp-256]",
     "pushfq",
     "mov rbx, rsp",
@@ -286,18 +296,7 @@ std::arch::global_asm!(
     "movaps xmm15, [rsp+240]",
     "mov rsp, rbx",
     "popfq",
-    "mov rax, gs:[{cregs}+0]",
-    "mov rcx, gs:[{cregs}+8]",
-    "mov rdx, gs:[{cregs}+16]",
-    "mov rbx, gs:[{cregs}+24]",
-    "mov rsi, gs:[{cregs}+48]",
-    "mov rdi, gs:[{cregs}+56]",
-    "mov r8, gs:[{cregs}+64]",
-    "mov r9, gs:[{cregs}+72]",
-    "mov r10, gs:[{cregs}+80]",
-    "mov r11, gs:[{cregs}+88]",
-    "mov rsp, gs:[{cregs}+32]",
-    "jmp qword ptr gs:[{cret}]",
+    restore_volatile!(),
     ".globl rtg_code_end",
     "rtg_code_end:",
     host_rsp = const OFF_HOST_RSP,
