@@ -176,6 +176,7 @@ fn race_free_programs_report_no_race() {
         ("cxx_threads", "cpp", ""),
         ("cxx_atomics", "cpp", ""),
         ("omp_reduction", "c", "-fopenmp"),
+        ("omp_phases", "c", "-fopenmp"),
         ("rwlock_readers", "c", ""),
         ("c11_acquire_release", "c", ""),
         ("lock_free_queue", "c", ""),
@@ -188,6 +189,25 @@ fn race_free_programs_report_no_race() {
             assert_eq!(o.status.code(), Some(0), "{out}: {}", o.describe());
             assert!(o.stderr_str().contains("race: 0 data races ("), "{out}: {}", o.describe());
             assert!(!o.stdout_str().is_empty(), "{out}");
+        }
+    }
+}
+
+/// libgomp's barriers order the phases they separate under any schedule: a futex word is an
+/// atomic location from its first futex call, so the spinning thread's plain load of the
+/// barrier's generation acquires what the last thread's plain store released (before, a thread
+/// that saw the store while spinning, and so never slept in the futex, was unordered: false
+/// races across `#pragma omp barrier`, `single`, `master` and a region's end).
+#[test]
+fn openmp_barriers_order_their_phases_under_other_schedules() {
+    for opt in ["-O0", "-O2"] {
+        let out = format!("omp_phases_sched{opt}").replace('-', "_");
+        let exe = program("omp_phases", "c", &out, &[opt, "-fopenmp"]);
+        for sched in ["--sched=random:3", "--sched=rr"] {
+            let o = run_rtgrind(["--tool=race", "--harm=no", sched, "--quantum=100"], &Cmd::new(&exe));
+            assert_eq!(o.status.code(), Some(0), "{out} {sched}: {}", o.describe());
+            assert!(o.stderr_str().contains("race: 0 data races ("), "{out} {sched}: {}", o.describe());
+            assert_eq!(o.stdout_str(), "2 20288 170 2075\n", "{out} {sched}");
         }
     }
 }

@@ -126,6 +126,19 @@ impl State {
         unsafe { *p = high | kept | if write { bytes << 8 } else { bytes } };
     }
 
+    /// A futex word is an atomic location from its first futex call on (the kernel reads it
+    /// atomically; the code that waits and wakes on it publishes through it): its plain stores
+    /// release, its plain loads acquire. libgomp's barriers spin on their generation word with
+    /// plain loads before they sleep on it, and the last thread to arrive stores it plainly:
+    /// a thread that saw the store while spinning never reached the futex wait that would
+    /// have acquired (false races across `#pragma omp barrier` and a parallel region's end).
+    fn atomic_word(&mut self, addr: u64) {
+        if self.atomic.insert(addr) {
+            self.mark(addr);
+            self.forget(addr);
+        }
+    }
+
     /// `addr` is an atomic location or an exit word from now on: the filter has its bit.
     fn mark(&mut self, addr: u64) {
         let (word, bit) = filter_bit(addr);
@@ -823,9 +836,11 @@ impl ToolRun for RaceRun {
                 }
             }
             libc::SYS_futex if is_wake(args[1]) => {
+                self.state.atomic_word(args[0]);
                 self.state.detector.release(t, args[0]);
                 self.state.synced(t, ctx.rip.wrapping_sub(2));
             }
+            libc::SYS_futex => self.state.atomic_word(args[0]),
             _ => {}
         }
         ctx.tool_area[self.state.epoch_word / 8] = self.state.epoch(t);
