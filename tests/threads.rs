@@ -171,6 +171,22 @@ fn scheduling_policies_keep_correct_output() {
     assert!(errors.is_empty(), "{}", errors.join("\n\n"));
 }
 
+/// A thread that busy-waits on another's progress does not stall a PCT schedule for ever: one
+/// that kept the others from running for a hundred decisions in a row drops below them (and so
+/// does one that yields). Depth 1 has no change point: with the spinner ranked first, half of
+/// these seeds never ended before.
+#[test]
+fn pct_lets_a_spinning_thread_fall_behind() {
+    let source = std::fs::read_to_string(common::threads_dir().join("special/spin_flag.c")).unwrap();
+    let exe = common::compile_snippet("spin_flag", "c", &source, &["-O1", "-pthread"]);
+    for seed in 1..=12 {
+        let sched = format!("--sched=pct:{seed}:1");
+        let o = run_rtgrind_within(["-q", "--tool=none", sched.as_str()], &Cmd::new(&exe), Duration::from_secs(60));
+        assert!(!o.timed_out, "{sched}: the run did not end");
+        assert_eq!((o.status.code(), o.stdout_str().as_str()), (Some(0), "done\n"), "{sched}: {}", o.describe());
+    }
+}
+
 const PYTHON_THREADS: &str = r#"
 import queue
 import threading

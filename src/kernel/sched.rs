@@ -82,6 +82,10 @@ struct Slot {
     hold_broken: bool,
     /// The decision its hold began at.
     held_at: u64,
+    /// PCT: decisions in a row that kept it running while others could run.
+    streak: u64,
+    /// It yielded (`sched_yield`) at the switch point being decided.
+    yielded: bool,
 }
 
 struct State {
@@ -92,6 +96,9 @@ struct State {
     decisions: u64,
     replay: VecDeque<Decision>,
     change_points: Vec<u64>,
+    /// PCT: the priority the next thread lowered for starving the others gets (below every
+    /// other; see `lower`).
+    low: u64,
     record: Option<std::fs::File>,
 }
 
@@ -103,6 +110,27 @@ pub struct Scheduler {
 
 /// Scheduling decisions a held thread waits at most (`Scheduler::hold`).
 const HOLD_DECISIONS: u64 = 20;
+
+/// PCT priorities: threads start at random ones above `CHANGED`; the i-th change point gives
+/// its thread `CHANGED + i` (later change points rank above earlier ones, as in the paper);
+/// a thread that yields, or that kept the others from running for `STARVE` decisions in a
+/// row, drops below every other (`State::low` counts down from `CHANGED`). Strict priorities
+/// alone let a thread that spins on another's progress (a flag in a busy loop, libgomp's
+/// barrier with an infinite spin count) run forever: the run would never end.
+const CHANGED: u64 = 1 << 40;
+const STARVE: u64 = 100;
+
+/// PCT: thread `me` drops below every other thread.
+fn lower(st: &mut State, me: usize) {
+    st.slots[me].priority = st.low;
+    st.low -= 1;
+    st.slots[me].streak = 0;
+}
+
+/// A PCT thread's starting priority: random, above every lowered one.
+fn pct_priority(rng: &mut u64) -> u64 {
+    CHANGED << 1 | splitmix(rng) >> 24
+}
 
 /// Every live thread waits forever: the report lines.
 pub struct Deadlock(pub Vec<String>);
@@ -143,8 +171,8 @@ impl Scheduler {
             // The main thread's first quantum, which no decision grants (`schedule_quantum`).
             let _ = writeln!(f, "# quantum {quantum}");
         }
-        let mut st = State { current: Some(0), slots: Vec::new(), rng, seq: 0, decisions: 0, replay, change_points, record };
-        let priority = splitmix(&mut st.rng);
+        let mut st = State { current: Some(0), slots: Vec::new(), rng, seq: 0, decisions: 0, replay, change_points, low: CHANGED, record };
+        let priority = pct_priority(&mut st.rng);
         st.slots.push(Slot {
             tid: main_tid,
             state: TState::Runnable,
@@ -159,6 +187,8 @@ impl Scheduler {
             directed: VecDeque::new(),
             hold_broken: false,
             held_at: 0,
+            streak: 0,
+            yielded: false,
         });
         Scheduler { state: Mutex::new(st), policy, quantum }
     }
@@ -170,7 +200,7 @@ impl Scheduler {
     /// Registers a new, runnable thread; returns its index.
     pub fn add_thread(&self, tid: i32, inbox: Arc<Inbox>, mask: u64) -> usize {
         let mut st = self.lock();
-        let priority = splitmix(&mut st.rng);
+        let priority = pct_priority(&mut st.rng);
         st.slots.push(Slot {
             tid,
             state: TState::Runnable,
@@ -185,6 +215,8 @@ impl Scheduler {
             directed: VecDeque::new(),
             hold_broken: false,
             held_at: 0,
+            streak: 0,
+            yielded: false,
         });
         st.slots.len() - 1
     }
@@ -260,6 +292,7 @@ impl Scheduler {
             return None;
         }
         st.decisions += 1;
+        let yielded = std::mem::take(&mut st.slots[me].yielded);
         let d = match &self.policy {
             Policy::RoundRobin => {
                 let to = runnable.iter().copied().find(|&i| i > me).unwrap_or(runnable[0]);
@@ -270,12 +303,26 @@ impl Scheduler {
                 let quantum = 1 + splitmix(&mut st.rng) % (2 * self.quantum);
                 Decision { to, quantum }
             }
-            Policy::Pct { .. } => {
+            Policy::Pct { depth, .. } => {
                 if st.change_points.first() == Some(&st.decisions) {
                     st.change_points.remove(0);
-                    st.slots[me].priority = 0;
+                    st.slots[me].priority = CHANGED + u64::from(*depth) - 1 - st.change_points.len() as u64;
                 }
-                let to = *runnable.iter().max_by_key(|&&i| (st.slots[i].priority, i)).unwrap();
+                if yielded {
+                    lower(st, me);
+                }
+                let best = |st: &State| *runnable.iter().max_by_key(|&&i| (st.slots[i].priority, i)).unwrap();
+                let mut to = best(st);
+                if to == me && runnable.len() > 1 {
+                    st.slots[me].streak += 1;
+                    if st.slots[me].streak >= STARVE {
+                        lower(st, me);
+                        to = best(st);
+                    }
+                }
+                if to != me {
+                    st.slots[me].streak = 0;
+                }
                 let quantum = 1 + splitmix(&mut st.rng) % (2 * self.quantum);
                 Decision { to, quantum }
             }
@@ -311,6 +358,14 @@ impl Scheduler {
         let st = park(st, &cv, me);
         let q = st.slots[me].quantum;
         (st, q)
+    }
+
+    /// `me` yields (`sched_yield`): a switch point at which, under PCT, it drops below every
+    /// other thread (as a change point would; a thread that yields is waiting for another).
+    /// Returns the quantum to run with.
+    pub fn yield_now(&self, me: usize, pc: u64, blocks: u64) -> u64 {
+        self.lock().slots[me].yielded = true;
+        self.preempt(me, pc, blocks)
     }
 
     /// A counted preemption point of `me`. Returns the quantum to run with.

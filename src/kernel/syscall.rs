@@ -193,7 +193,7 @@ impl Runtime {
             // that yields lets the others on, and the order stays the scheduler's).
             libc::SYS_sched_yield if self.p().cache.preemption() => {
                 let pc = self.ctx.rip;
-                let q = self.p().sched.preempt(self.index, pc, self.instance());
+                let q = self.p().sched.yield_now(self.index, pc, self.instance());
                 self.set_quantum(q);
                 0
             }
