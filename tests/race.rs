@@ -506,6 +506,25 @@ fn a_race_through_memcpy_is_found_at_the_call() {
     }
 }
 
+/// A race through `strlen` (the library's reads are trusted: the program's call is checked up
+/// to the string's NUL) is found against the other thread's write of a letter, and judged by
+/// reversing them at the call; `strcpy` and `strcmp` under one mutex are not a race.
+#[test]
+fn a_race_through_strlen_is_found_at_the_call() {
+    for opt in ["-O0", "-O2"] {
+        let out = format!("strlen_race{opt}").replace('-', "_");
+        let exe = program("strlen_race", "c", &out, &[opt]);
+        let o = run_rtgrind(["--tool=race"], &Cmd::new(&exe));
+        assert_eq!(o.status.code(), Some(1), "{out}: {}", o.describe());
+        let err = o.stderr_str();
+        let (write, call) = (place("strlen_race", &out, "racing write", "renamer"), place("strlen_race", &out, "racing strlen", "main"));
+        assert!(err.contains(&format!("write of 1 bytes by thread 1 at {write}")), "{out}: {err}");
+        assert!(err.contains(&format!("and an earlier read by `strlen` by thread 0 at {call}, with no synchronization between")), "{out}: {err}");
+        assert!(err.contains(&format!("harmful: thread 0's read at {call} reads 0x6c in the run's order, 0x4c in the other")), "{out}: {err}");
+        assert!(err.contains("race: 1 data races ("), "{out}: {err}");
+    }
+}
+
 /// A race whose earlier access is a `memset` call: the harm test holds that thread back at the
 /// call until the other thread has read, which then reads 0 instead of the fill.
 #[test]

@@ -5,6 +5,7 @@
 //! `driver` is the search that makes those runs.
 
 mod atomics;
+mod calls;
 mod driver;
 mod harm;
 mod hb;

@@ -14,6 +14,7 @@
 //! others); accesses through the stack pointer (the thread's own frames) are not. A harm run
 //! (a plan) also watches its races' accesses around their instructions (`harm::Watcher`).
 
+use super::calls;
 use super::harm::{self, Watcher};
 use super::hb;
 use super::heap::{self, Heap};
@@ -23,7 +24,7 @@ use crate::report::Reporter;
 use crate::tools::{Error, ToolRun};
 use rtgrind_jit::iced_x86::{Mnemonic, OpAccess, Register, UsedMemory};
 use rtgrind_jit::instrument::code_asm::{qword_ptr, AsmRegister64, CodeLabel};
-use rtgrind_jit::instrument::{tool_area, Inline, InsnSite, Tool};
+use rtgrind_jit::instrument::{tool_area, Callout, Inline, InsnSite, Tool};
 use rtgrind_jit::ThreadContext;
 use std::collections::HashSet;
 
@@ -184,25 +185,10 @@ struct Site {
     trusted: bool,
     number: u32,
     state: *mut State,
-    /// A call of the C library's memory function of this name (`MEMORY_CALLS`): the site is
-    /// the call, its access the range the function reads or writes (`size` is 0).
-    call: Option<&'static str>,
+    /// A call of the C library's memory or string function of this name (`calls`): the site
+    /// is the call, its accesses the ranges the function reads or writes (`size` is 0).
+    call: Option<(&'static str, calls::Kind)>,
 }
-
-/// The C library's functions that copy or fill memory the program names, which the program
-/// calls (the library's own accesses are trusted, not checked): their ranges are checked at the
-/// call as the program's accesses, as TSan's interceptors do. Name, and whether it reads a
-/// source (rsi) as well as writing the destination (rdi), `rdx` bytes.
-const MEMORY_CALLS: [(&str, bool); 8] = [
-    ("memcpy", true),
-    ("memmove", true),
-    ("mempcpy", true),
-    ("__memcpy_chk", true),
-    ("__memmove_chk", true),
-    ("__mempcpy_chk", true),
-    ("memset", false),
-    ("__memset_chk", false),
-];
 
 /// What the call-outs share (one guest thread runs at a time: the scheduler's baton).
 struct State {
@@ -221,6 +207,8 @@ struct State {
     /// A bit per 8-byte granule (hashed): set where an atomic location or an exit word may
     /// be, so the library's plain accesses elsewhere skip their call-out.
     filter: Box<[u64]>,
+    /// Guest pages the string functions' checks read in place (`calls::Readable`).
+    readable: calls::Readable,
     /// Tool-area words: the thread's number, the access's address, the thread's epoch.
     tid_word: usize,
     addr_word: usize,
@@ -263,7 +251,7 @@ pub struct RaceRun {
     alloc_sites: Vec<Box<AllocSite>>,
     /// The C libraries whose allocation functions the heap watches.
     allocators: Vec<String>,
-    /// The main program's calls through the PLT or GOT, by name (`MEMORY_CALLS`), and its
+    /// The main program's calls through the PLT or GOT, by name (`calls::CALLS`), and its
     /// code's range (whose calls those names are).
     callees: Option<crate::report::symbols::Callees>,
     main_range: (u64, u64),
@@ -287,6 +275,7 @@ impl RaceRun {
             atomic: HashSet::default(),
             exit_words: HashSet::default(),
             filter: vec![0u64; FILTER_BITS / 64].into_boxed_slice(),
+            readable: calls::Readable::default(),
             tid_word: words,
             addr_word: words + 8,
             epoch_word: words + 16,
@@ -470,7 +459,7 @@ impl Tool for RaceRun {
                 b.clobber_flags();
                 b.asm().mov(qword_ptr(tool_area(self.state.addr_word)).gs(), t).unwrap();
                 let mut done = b.asm().create_label();
-                self.light_then_full(b, rmw_light, arg, t, done);
+                self.light_then_full(b, (rmw_light, access), arg, t, done);
                 let a = b.asm();
                 a.set_label(&mut done).unwrap();
                 a.zero_bytes().unwrap();
@@ -495,26 +484,56 @@ impl Tool for RaceRun {
     }
 }
 
-/// Before the program's call of a memory function (`MEMORY_CALLS`; `arg` its write site,
-/// whose number plus one is its read site for a copy): the ranges it writes and reads.
+/// The ranges the call at `site` (of a `calls` function) reads and writes, from its
+/// arguments.
+/// (In a full call-out: pages not known readable yet are checked.)
+fn call_ranges(site: &Site, ctx: &ThreadContext, st: &mut State) -> calls::Ranges {
+    let regs = ctx.callout_regs;
+    let ranges = site.call.map(|(_, kind)| calls::ranges(kind, [regs[7], regs[6], regs[2]], &mut calls::Checking(&mut st.readable)));
+    ranges.and_then(Result::ok).unwrap_or_default()
+}
+
+/// What `call_ranges` gives with only the pages known readable (a light call-out's).
+fn quick_call_ranges(site: &Site, ctx: &ThreadContext, st: &State) -> Result<calls::Ranges, calls::Unknown> {
+    let regs = ctx.callout_regs;
+    site.call.map_or(Ok(calls::Ranges::default()), |(_, kind)| calls::ranges(kind, [regs[7], regs[6], regs[2]], &mut calls::Known(&st.readable)))
+}
+
+/// Before the program's call of a memory or string function (`calls`; `arg` its write site,
+/// whose number plus one is its read site): the ranges it writes and reads.
 extern "C" fn memory_call(ctx: *mut ThreadContext, arg: u64) {
     // SAFETY: as for `access`.
     let (ctx, site) = unsafe { (&mut *ctx, &*(arg as *const Site)) };
     // SAFETY: as above.
     let st = unsafe { &mut *site.state };
     let t = ctx.tool_area[st.tid_word / 8] as hb::Tid;
-    let regs = ctx.callout_regs;
-    let (dst, src, len) = (regs[7], regs[6], regs[2]);
-    if len == 0 || len > 1 << 30 {
-        return;
+    for r in call_ranges(site, ctx, st).iter() {
+        st.detector.access(t, r.addr, r.len, r.write, false, site.number + u32::from(!r.write));
+        st.forget_range(r.addr, r.len);
     }
-    if MEMORY_CALLS.iter().any(|m| Some(m.0) == site.call && m.1) {
-        st.detector.access(t, src, len, false, false, site.number + 1);
-        st.forget_range(src, len);
-    }
-    st.detector.access(t, dst, len, true, false, site.number);
-    st.forget_range(dst, len);
-    st.note_races(t, regs[4]);
+    st.note_races(t, ctx.callout_regs[4]);
+}
+
+/// `memory_call`'s common case, in a light call-out (as `access_light`): its strings on pages
+/// known readable, and every range recorded by the compact words without a race. Anything
+/// else sets the slow word (the full call-out does it all again).
+extern "C" fn memory_call_light(ctx: *mut ThreadContext, arg: u64) {
+    // SAFETY: as for `access`.
+    let (ctx, site) = unsafe { (&mut *ctx, &*(arg as *const Site)) };
+    // SAFETY: as above.
+    let st = unsafe { &mut *site.state };
+    let t = ctx.tool_area[st.tid_word / 8] as hb::Tid;
+    let done = match quick_call_ranges(site, ctx, st) {
+        Ok(ranges) => ranges.iter().all(|r| {
+            let ok = st.detector.alone() || st.detector.access_quick(t, r.addr, r.len, r.write, false, site.number + u32::from(!r.write));
+            if ok {
+                st.forget_range(r.addr, r.len);
+            }
+            ok
+        }),
+        Err(calls::Unknown) => false,
+    };
+    ctx.tool_area[st.slow_word / 8] = u64::from(!done);
 }
 
 /// At an allocation function's entry: its arguments and callers.
@@ -553,19 +572,15 @@ extern "C" fn watch_before(ctx: *mut ThreadContext, arg: u64) {
     watch_ranges(ctx, site, &[(addr, site.size)]);
 }
 
-/// Before a watched call of a memory function (a harm run): the watch sees the ranges it
-/// writes and reads (as `memory_call` names them).
+/// Before a watched call of a memory or string function (a harm run): the watch sees the
+/// ranges it writes and reads (as `memory_call` names them).
 extern "C" fn watch_call(ctx: *mut ThreadContext, arg: u64) {
     // SAFETY: as for `access`.
     let (ctx, site) = unsafe { (&mut *ctx, &*(arg as *const Site)) };
-    let regs = ctx.callout_regs;
-    let (dst, src, len) = (regs[7], regs[6], regs[2]);
-    if len == 0 || len > 1 << 30 {
-        return;
-    }
-    let copies = MEMORY_CALLS.iter().any(|m| Some(m.0) == site.call && m.1);
-    let ranges = [(dst, len), (src, len)];
-    watch_ranges(ctx, site, &ranges[..if copies { 2 } else { 1 }]);
+    // SAFETY: as for `access`.
+    let st = unsafe { &mut *site.state };
+    let ranges: Vec<(u64, u64)> = call_ranges(site, ctx, st).iter().map(|r| (r.addr, r.len)).collect();
+    watch_ranges(ctx, site, &ranges);
 }
 
 /// Thread's accesses of `site` to `ranges` are about to be made: the watch sees them, and may
@@ -625,7 +640,7 @@ impl RaceRun {
         }
     }
 
-    /// A call-out before the program's calls of memory functions (`MEMORY_CALLS`), whose
+    /// A call-out before the program's calls of memory functions (`calls::CALLS`), whose
     /// ranges are checked as the program's accesses.
     fn check_memory_call(&mut self, site: &InsnSite, b: &mut Inline) {
         let ins = site.ins;
@@ -634,7 +649,7 @@ impl RaceRun {
             return;
         }
         let Some(name) = self.callees.as_ref().and_then(|c| c.name(ins.next_ip())) else { return };
-        let Some(&(call, _)) = MEMORY_CALLS.iter().find(|m| m.0 == name) else { return };
+        let Some(call) = calls::kind(&name) else { return };
         let number = self.sites.len() as u32;
         for write in [true, false] {
             let number = self.sites.len() as u32;
@@ -661,7 +676,14 @@ impl RaceRun {
                 self.watched_returns.insert(ins.next_ip());
             }
             Some(_) => {}
-            None => b.callout(memory_call, arg, r),
+            None => {
+                b.clobber_flags();
+                let mut done = b.asm().create_label();
+                self.light_then_full(b, (memory_call_light, memory_call), arg, r, done);
+                let a = b.asm();
+                a.set_label(&mut done).unwrap();
+                a.zero_bytes().unwrap();
+            }
         }
         b.release_scratch();
     }
@@ -756,21 +778,21 @@ impl RaceRun {
         a.je(done).unwrap();
         a.set_label(&mut slow).unwrap();
         a.mov(qword_ptr(address).gs(), t).unwrap();
-        self.light_then_full(b, access_light, arg, t, done);
+        self.light_then_full(b, (access_light, access), arg, t, done);
         let a = b.asm();
         a.set_label(&mut done).unwrap();
         a.zero_bytes().unwrap();
     }
 
     /// The light call-out `light` for the access (its address in the tool area already), then,
-    /// if it set the slow word, the full one (`access`); on to `done` otherwise. (The flags are
+    /// if it set the slow word, the full one (`full`); on to `done` otherwise. (The flags are
     /// clobbered; `t` is a borrowed register.)
-    fn light_then_full(&self, b: &mut Inline, light: rtgrind_jit::instrument::Callout, arg: u64, t: AsmRegister64, done: CodeLabel) {
+    fn light_then_full(&self, b: &mut Inline, (light, full): (Callout, Callout), arg: u64, t: AsmRegister64, done: CodeLabel) {
         b.callout_light(light, arg, t);
         let a = b.asm();
         a.cmp(qword_ptr(tool_area(self.state.slow_word)).gs(), 0).unwrap();
         a.je(done).unwrap();
-        b.callout(access, arg, t);
+        b.callout(full, arg, t);
     }
 }
 
@@ -848,6 +870,11 @@ impl ToolRun for RaceRun {
     }
 
     fn syscall_post(&mut self, ctx: &mut ThreadContext, nr: u64, args: &[u64; 6], ret: i64, mem: &GuestMemory) {
+        let remaps =
+            [libc::SYS_mmap, libc::SYS_munmap, libc::SYS_mprotect, libc::SYS_mremap, libc::SYS_brk, libc::SYS_madvise, libc::SYS_shmat, libc::SYS_shmdt];
+        if remaps.contains(&(nr as i64)) {
+            self.state.readable.forget();
+        }
         if let Some((start, end)) = crate::shadow::mapped_by(nr as i64, args, ret, mem) {
             self.state.detector.cover(start, end);
         }
@@ -932,7 +959,7 @@ impl RaceRun {
             let s = &self.sites[a.site as usize];
             let kind = if s.write { "write" } else { "read" };
             match s.call {
-                Some(f) => format!("{kind} by `{f}` by thread {}", a.tid),
+                Some((f, _)) => format!("{kind} by `{f}` by thread {}", a.tid),
                 None => format!("{kind} of {} bytes by thread {}", s.size, a.tid),
             }
         };
@@ -1092,7 +1119,12 @@ mod tests {
     /// they call): `tools::light_check`.
     #[test]
     fn the_light_call_outs_keep_their_contract() {
-        for (name, f) in [("access_light", super::access_light as *const () as usize), ("rmw_light", super::rmw_light as *const () as usize)] {
+        let light = [
+            ("access_light", super::access_light as *const ()),
+            ("rmw_light", super::rmw_light as *const ()),
+            ("memory_call_light", super::memory_call_light as *const ()),
+        ];
+        for (name, f) in light.map(|(n, f)| (n, f as usize)) {
             let breaches = crate::tools::light_check::breaches(f);
             assert!(breaches.is_empty(), "{name}:\n{}", breaches.join("\n"));
         }
