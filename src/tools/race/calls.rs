@@ -253,7 +253,7 @@ mod tests {
     /// process's own).
     #[test]
     fn string_functions_read_up_to_where_they_stop() {
-        let (a, b) = (b"abcdef\0".as_ptr() as u64, b"abcxyz\0".as_ptr() as u64);
+        let (a, b) = (c"abcdef".as_ptr() as u64, c"abcxyz".as_ptr() as u64);
         let mut mem = Readable::default();
         let mut ranges_ = |k: Kind, args: [u64; 3]| ranges(k, args, &mut Checking(&mut mem)).unwrap();
         let n = |v: Ranges| v.iter().map(|r| (r.addr, r.len, r.write)).collect::<Vec<_>>();
