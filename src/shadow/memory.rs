@@ -54,12 +54,65 @@ const SUMMARY_LEN: u64 = 1 << (47 - SUMMARY_BITS);
 /// address gets some user chunk's index, harmless: its access faults anyway).
 pub const SUMMARY_SEL: u64 = ADDR_MASK & !((1 << SUMMARY_BITS) - 1);
 
+/// A direct map's table (`ShadowMemory`'s, `records::GranuleRecords`'): per table index (bits
+/// 40-47 of an address), what to add to the (scaled) address to reach its shadow, in a page of
+/// its own below 2 GiB (translated code holds its address as a 32-bit displacement); and which
+/// user slices have a shadow of their own (`width` adjacent slices each), not the sink.
+pub(super) struct SliceTable {
+    pub deltas: &'static mut [u64; ENTRIES],
+    pub covered: [bool; SLICES],
+    width: u64,
+}
+
+impl SliceTable {
+    /// A table whose every index leads to one new sink (`delta(index, where the shadow is)`).
+    pub fn new(width: u64, delta: impl Fn(usize, u64) -> u64) -> io::Result<SliceTable> {
+        let sink = reserve_slices(width)?;
+        let deltas = low_table()?;
+        for (i, d) in deltas.iter_mut().enumerate() {
+            *d = delta(i, sink);
+        }
+        Ok(SliceTable { deltas, covered: [false; SLICES], width })
+    }
+
+    /// Address of the table (below 2 GiB, for translated code).
+    pub fn addr(&self) -> u32 {
+        let a = self.deltas.as_ptr() as u64;
+        u32::try_from(a).ok().filter(|&a| a < 1 << 31).expect("MAP_32BIT gives an address below 2 GiB")
+    }
+
+    /// Gives every slice `[start, end)` touches a shadow of its own.
+    pub fn cover(&mut self, start: u64, end: u64, delta: impl Fn(usize, u64) -> u64) {
+        if end <= start {
+            return;
+        }
+        let (first, last) = ((start & ADDR_MASK) >> SLICE_BITS, ((end - 1) & ADDR_MASK) >> SLICE_BITS);
+        for s in first as usize..=last as usize {
+            if self.covered[s] {
+                continue;
+            }
+            match reserve_slices(self.width) {
+                Ok(at) => {
+                    self.deltas[s] = delta(s, at);
+                    self.covered[s] = true;
+                }
+                Err(e) => {
+                    eprintln!("rtgrind: error: cannot reserve shadow memory: {e}");
+                    std::process::exit(crate::EXIT_INTERNAL)
+                }
+            }
+        }
+    }
+
+    /// Whether `addr`'s slice has a shadow of its own.
+    #[inline]
+    pub fn covers(&self, addr: u64) -> bool {
+        canonical(addr) && addr >> 47 == 0 && self.covered[(addr >> SLICE_BITS) as usize]
+    }
+}
+
 pub struct ShadowMemory {
-    /// Per table index: what to add to a guest address to reach its shadow. In a page of its
-    /// own below 2 GiB: translated code holds its address as a 32-bit displacement.
-    deltas: &'static mut [u64; ENTRIES],
-    /// Slices with a shadow of their own.
-    covered: [bool; SLICES],
+    table: SliceTable,
     /// Where shadow bytes sit in their page relative to the guest's (see `SKEW`).
     skew: u64,
     /// The summary's byte 0 (below 2 GiB, with a readable page on both sides: translated
@@ -105,13 +158,8 @@ fn summary_chunks(addr: u64, len: u64) -> std::ops::RangeInclusive<u64> {
     first..=if last < first { SUMMARY_LEN - 1 } else { last }
 }
 
-/// Reserves a 1 TiB slice (plus guards) in some slice nobody uses; returns its base.
-fn reserve_slice() -> io::Result<u64> {
-    reserve_slices(1)
-}
-
 /// Reserves `n` adjacent 1 TiB slices (plus guards) where nobody is; returns their base.
-pub(super) fn reserve_slices(n: u64) -> io::Result<u64> {
+fn reserve_slices(n: u64) -> io::Result<u64> {
     // Candidates in the middle of the address space: below PIE programs and heaps (0x55…),
     // above everything non-PIE (low TiB), far from libraries and stacks (0x7f…).
     for s in (0x08..=0x50 - n).chain(0x58..=0x70 - n) {
@@ -160,7 +208,7 @@ pub(super) fn canonical(addr: u64) -> bool {
 }
 
 /// A zeroed page below 2 GiB for a delta table.
-pub(super) fn low_table() -> io::Result<&'static mut [u64; ENTRIES]> {
+fn low_table() -> io::Result<&'static mut [u64; ENTRIES]> {
     const _: () = assert!(ENTRIES * 8 <= 4096);
     let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_32BIT;
     // SAFETY: a fresh anonymous mapping, never unmapped: the 'static reference stays valid.
@@ -179,15 +227,15 @@ pub(super) fn low_table() -> io::Result<&'static mut [u64; ENTRIES]> {
 impl Drop for ShadowMemory {
     fn drop(&mut self) {
         let len = ((1u64 << SLICE_BITS) + 2 * GUARD) as usize;
-        let shadow_of = |i: usize| self.deltas[i].wrapping_add((i as u64) << SLICE_BITS).wrapping_sub(self.skew);
+        let shadow_of = |i: usize| self.table.deltas[i].wrapping_add((i as u64) << SLICE_BITS).wrapping_sub(self.skew);
         // The covered slices, then the sink (every kernel-half index leads there).
-        let slices = (0..SLICES).filter(|&i| self.covered[i]).map(shadow_of).chain([shadow_of(SLICES) & ((1 << 47) - 1)]);
+        let slices = (0..SLICES).filter(|&i| self.table.covered[i]).map(shadow_of).chain([shadow_of(SLICES) & ((1 << 47) - 1)]);
         for at in slices {
             // SAFETY: a slice this map reserved (plus its guards), used by nothing else.
             unsafe { libc::munmap((at - GUARD) as *mut libc::c_void, len) };
         }
         // SAFETY: the map's own table page, no longer used.
-        unsafe { libc::munmap(self.deltas.as_mut_ptr() as *mut libc::c_void, 4096) };
+        unsafe { libc::munmap(self.table.deltas.as_mut_ptr() as *mut libc::c_void, 4096) };
     }
 }
 
@@ -203,12 +251,8 @@ impl ShadowMemory {
     }
 
     fn with_skew(skew: u64) -> io::Result<ShadowMemory> {
-        let sink = reserve_slice()?;
-        let deltas = low_table()?;
-        for (i, d) in deltas.iter_mut().enumerate() {
-            *d = delta(i, sink, skew);
-        }
-        Ok(ShadowMemory { deltas, covered: [false; SLICES], skew, summary: std::ptr::null_mut() })
+        let table = SliceTable::new(1, |i, at| delta(i, at, skew))?;
+        Ok(ShadowMemory { table, skew, summary: std::ptr::null_mut() })
     }
 
     /// A map with a summary (for a tool whose blocks have fast versions), where there is room
@@ -245,32 +289,13 @@ impl ShadowMemory {
 
     /// Address of the delta table (below 2 GiB, for translated code).
     pub fn delta_table_addr(&self) -> u32 {
-        let a = self.deltas.as_ptr() as u64;
-        u32::try_from(a).ok().filter(|&a| a < 1 << 31).expect("MAP_32BIT gives an address below 2 GiB")
+        self.table.addr()
     }
 
     /// Gives every slice `[start, end)` touches a shadow of its own.
     pub fn cover(&mut self, start: u64, end: u64) {
-        if end <= start {
-            return;
-        }
-        let (first, last) = ((start & ADDR_MASK) >> SLICE_BITS, ((end - 1) & ADDR_MASK) >> SLICE_BITS);
-        for s in first..=last {
-            let s = s as usize;
-            if self.covered[s] {
-                continue;
-            }
-            match reserve_slice() {
-                Ok(at) => {
-                    self.deltas[s] = delta(s, at, self.skew);
-                    self.covered[s] = true;
-                }
-                Err(e) => {
-                    eprintln!("rtgrind: error: cannot reserve shadow memory: {e}");
-                    std::process::exit(crate::EXIT_INTERNAL)
-                }
-            }
-        }
+        let skew = self.skew;
+        self.table.cover(start, end, |s, at| delta(s, at, skew));
     }
 
     /// The shadow address of guest address `addr` (as translated code computes it; a
@@ -279,7 +304,7 @@ impl ShadowMemory {
     #[inline]
     pub fn addr(&self, addr: u64) -> *mut u8 {
         let x = if canonical(addr) { addr } else { addr & ADDR_MASK };
-        x.wrapping_add(self.deltas[((x & INDEX_BITS) >> SLICE_BITS) as usize]) as *mut u8
+        x.wrapping_add(self.table.deltas[((x & INDEX_BITS) >> SLICE_BITS) as usize]) as *mut u8
     }
 
     pub fn get(&mut self, addr: u64) -> u8 {

@@ -9,7 +9,7 @@
 //! `(x & !7) * WORDS + delta[bits 40-47 of x]`, the table below 2 GiB for translated code
 //! (`lea r, [x*4]`, one load with the table as displacement, an add).
 
-use super::memory::{canonical, low_table, reserve_slices, ADDR_MASK, ENTRIES, INDEX_BITS, SLICES, SLICE_BITS};
+use super::memory::{canonical, SliceTable, ADDR_MASK, INDEX_BITS, SLICES, SLICE_BITS};
 use std::io;
 
 /// Words in a record (a power of two: translated code scales the address by it).
@@ -21,8 +21,7 @@ const SKEW: u64 = 0x860;
 
 pub struct GranuleRecords {
     /// Per table index: what to add to `granule * WORDS` to reach its record.
-    deltas: &'static mut [u64; ENTRIES],
-    covered: [bool; SLICES],
+    table: SliceTable,
 }
 
 /// What to add to a scaled address with table index `i` for its record in the slices at `at`
@@ -32,70 +31,43 @@ fn delta(i: usize, at: u64) -> u64 {
     (at + SKEW).wrapping_sub(base.wrapping_mul(WORDS))
 }
 
-fn reserve() -> io::Result<u64> {
-    reserve_slices(WORDS)
-}
-
 /// Tests make many maps in one process: theirs give their slices back (as `ShadowMemory`'s).
 #[cfg(test)]
 impl Drop for GranuleRecords {
     fn drop(&mut self) {
         let len = ((WORDS << SLICE_BITS) + 2 * super::memory::GUARD) as usize;
-        let base = |i: usize| self.deltas[i].wrapping_add(((i as u64) << SLICE_BITS).wrapping_mul(WORDS)).wrapping_sub(SKEW);
-        let kernel = |i: usize| self.deltas[i].wrapping_add((0xffff_0000_0000_0000 | (i as u64) << SLICE_BITS).wrapping_mul(WORDS)).wrapping_sub(SKEW);
-        for at in (0..SLICES).filter(|&i| self.covered[i]).map(base).chain([kernel(SLICES)]) {
+        let d = &self.table.deltas;
+        let base = |i: usize| d[i].wrapping_add(((i as u64) << SLICE_BITS).wrapping_mul(WORDS)).wrapping_sub(SKEW);
+        let kernel = |i: usize| d[i].wrapping_add((0xffff_0000_0000_0000 | (i as u64) << SLICE_BITS).wrapping_mul(WORDS)).wrapping_sub(SKEW);
+        for at in (0..SLICES).filter(|&i| self.table.covered[i]).map(base).chain([kernel(SLICES)]) {
             // SAFETY: slices this map reserved (plus guards), used by nothing else.
             unsafe { libc::munmap((at - super::memory::GUARD) as *mut libc::c_void, len) };
         }
         // SAFETY: the map's own table page, no longer used.
-        unsafe { libc::munmap(self.deltas.as_mut_ptr() as *mut libc::c_void, 4096) };
+        unsafe { libc::munmap(self.table.deltas.as_mut_ptr() as *mut libc::c_void, 4096) };
     }
 }
 
 impl GranuleRecords {
     /// A map whose every slice is the sink, until `cover` gives it records of its own.
     pub fn new() -> io::Result<GranuleRecords> {
-        let sink = reserve()?;
-        let deltas = low_table()?;
-        for (i, d) in deltas.iter_mut().enumerate() {
-            *d = delta(i, sink);
-        }
-        Ok(GranuleRecords { deltas, covered: [false; SLICES] })
+        Ok(GranuleRecords { table: SliceTable::new(WORDS, delta)? })
     }
 
     /// Address of the delta table (below 2 GiB, for translated code).
     pub fn delta_table_addr(&self) -> u32 {
-        let a = self.deltas.as_ptr() as u64;
-        u32::try_from(a).ok().filter(|&a| a < 1 << 31).expect("MAP_32BIT gives an address below 2 GiB")
+        self.table.addr()
     }
 
     /// Gives every slice `[start, end)` touches records of its own.
     pub fn cover(&mut self, start: u64, end: u64) {
-        if end <= start {
-            return;
-        }
-        let (first, last) = ((start & ADDR_MASK) >> SLICE_BITS, ((end - 1) & ADDR_MASK) >> SLICE_BITS);
-        for s in first as usize..=last as usize {
-            if self.covered[s] {
-                continue;
-            }
-            match reserve() {
-                Ok(at) => {
-                    self.deltas[s] = delta(s, at);
-                    self.covered[s] = true;
-                }
-                Err(e) => {
-                    eprintln!("rtgrind: error: cannot reserve shadow memory: {e}");
-                    std::process::exit(crate::EXIT_INTERNAL)
-                }
-            }
-        }
+        self.table.cover(start, end, delta);
     }
 
     /// Whether `addr`'s granule has a record of its own (not the sink's).
     #[inline]
     pub fn covers(&self, addr: u64) -> bool {
-        canonical(addr) && addr >> 47 == 0 && self.covered[(addr >> SLICE_BITS) as usize]
+        self.table.covers(addr)
     }
 
     /// The record of the granule of `addr`: `WORDS` words (a non-canonical address, which no
@@ -103,7 +75,7 @@ impl GranuleRecords {
     #[inline]
     pub fn record(&self, addr: u64) -> *mut u64 {
         let x = if canonical(addr) { addr } else { addr & ADDR_MASK };
-        ((x & !7).wrapping_mul(WORDS)).wrapping_add(self.deltas[((x & INDEX_BITS) >> SLICE_BITS) as usize]) as *mut u64
+        ((x & !7).wrapping_mul(WORDS)).wrapping_add(self.table.deltas[((x & INDEX_BITS) >> SLICE_BITS) as usize]) as *mut u64
     }
 }
 
