@@ -56,7 +56,7 @@ thread_tests! {
 }
 
 /// The programs of `guest-programs/threads/special/`, each used by a test below.
-const SPECIAL_PROGRAMS: &[&str] = &["racy_counter", "abba_deadlock", "racy_env", "spin_wide_store", "racy_file_io"];
+const SPECIAL_PROGRAMS: &[&str] = &["racy_counter", "abba_deadlock", "racy_env", "spin_wide_store", "racy_file_io", "spin_flag"];
 
 /// `--sched=random:SEED` for a program: a seed derived from its name (FNV-1a), so each program
 /// sees a different but fixed schedule.
@@ -177,7 +177,7 @@ fn scheduling_policies_keep_correct_output() {
 /// these seeds never ended before.
 #[test]
 fn pct_lets_a_spinning_thread_fall_behind() {
-    let source = std::fs::read_to_string(common::threads_dir().join("special/spin_flag.c")).unwrap();
+    let source = std::fs::read_to_string(common::threads_special_dir().join("spin_flag.c")).unwrap();
     let exe = common::compile_snippet("spin_flag", "c", &source, &["-O1", "-pthread"]);
     for seed in 1..=12 {
         let sched = format!("--sched=pct:{seed}:1");
