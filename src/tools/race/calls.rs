@@ -96,14 +96,16 @@ fn string(mem: &mut impl Pages, addr: u64) -> Result<Option<u64>, Unknown> {
     Ok(None)
 }
 
-/// Where the strings at `x` and `y` first differ or end, counted from 1 (at most `bound`).
-fn compared(mem: &mut impl Pages, x: u64, y: u64, bound: u64) -> Result<Option<u64>, Unknown> {
+/// Where the strings at `x` and `y` first differ (`caseless`: but for ASCII case) or end,
+/// counted from 1 (at most `bound`).
+fn compared(mem: &mut impl Pages, x: u64, y: u64, bound: u64, caseless: bool) -> Result<Option<u64>, Unknown> {
+    let differ = |p: u8, q: u8| if caseless { !p.eq_ignore_ascii_case(&q) } else { p != q };
     let mut i = 0;
     while i < bound.min(STRING_LIMIT) {
         let room = |a: u64| 4096 - (a & 4095);
         let n = room(x + i).min(room(y + i));
         let (Some(a), Some(b)) = (bytes(mem, x + i, n)?, bytes(mem, y + i, n)?) else { return Ok(None) };
-        if let Some(k) = a.iter().zip(b).position(|(p, q)| p != q || *p == 0) {
+        if let Some(k) = a.iter().zip(b).position(|(p, q)| differ(*p, *q) || *p == 0) {
             return Ok(Some((i + k as u64 + 1).min(bound)));
         }
         i += n;
@@ -124,9 +126,12 @@ pub enum Kind {
     Find,
     /// Reads the string at rdi (strlen, strdup).
     Length,
-    /// Reads the strings at rdi and rsi to the first difference (strcmp), at most `rdx` bytes
-    /// of each when bounded (strncmp).
-    StrCompare { bounded: bool },
+    /// Reads the strings at rdi and rsi to the first difference (strcmp; ignoring ASCII case:
+    /// strcasecmp), at most `rdx` bytes of each when bounded (strncmp).
+    StrCompare { bounded: bool, caseless: bool },
+    /// Reads both strings whole (strcoll: a locale's collation weighs every character, beyond
+    /// the first difference).
+    Collate,
     /// Reads the string at rsi and writes it at rdi (strcpy).
     StrCopy,
     /// Reads the strings at rdi and rsi, writes the second after the first (strcat).
@@ -151,11 +156,11 @@ pub const CALLS: [(&str, Kind); 27] = [
     ("strlen", Kind::Length),
     ("strdup", Kind::Length),
     ("__strdup", Kind::Length),
-    ("strcmp", Kind::StrCompare { bounded: false }),
-    ("strcoll", Kind::StrCompare { bounded: false }),
-    ("strcasecmp", Kind::StrCompare { bounded: false }),
-    ("strncmp", Kind::StrCompare { bounded: true }),
-    ("strncasecmp", Kind::StrCompare { bounded: true }),
+    ("strcmp", Kind::StrCompare { bounded: false, caseless: false }),
+    ("strcoll", Kind::Collate),
+    ("strcasecmp", Kind::StrCompare { bounded: false, caseless: true }),
+    ("strncmp", Kind::StrCompare { bounded: true, caseless: false }),
+    ("strncasecmp", Kind::StrCompare { bounded: true, caseless: true }),
     ("strcpy", Kind::StrCopy),
     ("stpcpy", Kind::StrCopy),
     ("__strcpy_chk", Kind::StrCopy),
@@ -226,10 +231,14 @@ pub fn ranges(kind: Kind, [rdi, rsi, rdx]: [u64; 3], mem: &mut impl Pages) -> Re
         }
         Kind::Length => string(mem, rdi)?.map_or_else(Ranges::default, |n| Ranges::of(&[read(rdi, n)])),
         // To the first difference or the NUL (they differ at the shorter one's NUL).
-        Kind::StrCompare { bounded } => {
-            let stop = compared(mem, rdi, rsi, if bounded { rdx } else { u64::MAX })?;
+        Kind::StrCompare { bounded, caseless } => {
+            let stop = compared(mem, rdi, rsi, if bounded { rdx } else { u64::MAX }, caseless)?;
             stop.map_or_else(Ranges::default, |n| Ranges::of(&[read(rdi, n), read(rsi, n)]))
         }
+        Kind::Collate => match (string(mem, rdi)?, string(mem, rsi)?) {
+            (Some(a), Some(b)) => Ranges::of(&[read(rdi, a), read(rsi, b)]),
+            _ => Ranges::default(),
+        },
         Kind::StrCopy => string(mem, rsi)?.map_or_else(Ranges::default, |n| Ranges::of(&[write(rdi, n), read(rsi, n)])),
         Kind::StrCat => match (string(mem, rdi)?, string(mem, rsi)?) {
             (Some(d), Some(n)) => Ranges::of(&[read(rdi, d), write(rdi + d - 1, n), read(rsi, n)]),
@@ -259,10 +268,17 @@ mod tests {
         let n = |v: Ranges| v.iter().map(|r| (r.addr, r.len, r.write)).collect::<Vec<_>>();
         assert_eq!(n(ranges_(Kind::Length, [a, 0, 0])), vec![(a, 7, false)]);
         // strcmp stops at the first difference (index 3), strncmp also at its bound.
-        assert_eq!(n(ranges_(Kind::StrCompare { bounded: false }, [a, b, 0])), vec![(a, 4, false), (b, 4, false)]);
-        assert_eq!(n(ranges_(Kind::StrCompare { bounded: true }, [a, b, 2])), vec![(a, 2, false), (b, 2, false)]);
+        let (exact, caseless) = (Kind::StrCompare { bounded: false, caseless: false }, Kind::StrCompare { bounded: false, caseless: true });
+        assert_eq!(n(ranges_(exact, [a, b, 0])), vec![(a, 4, false), (b, 4, false)]);
+        assert_eq!(n(ranges_(Kind::StrCompare { bounded: true, caseless: false }, [a, b, 2])), vec![(a, 2, false), (b, 2, false)]);
+        // Case aside, "abcdef" and "ABCxyz" differ at index 3 too; exactly, at 0.
+        let upper = c"ABCxyz".as_ptr() as u64;
+        assert_eq!(n(ranges_(caseless, [a, upper, 0])), vec![(a, 4, false), (upper, 4, false)]);
+        assert_eq!(n(ranges_(exact, [a, upper, 0])), vec![(a, 1, false), (upper, 1, false)]);
+        // strcoll reads both strings whole.
+        assert_eq!(n(ranges_(Kind::Collate, [a, upper, 0])), vec![(a, 7, false), (upper, 7, false)]);
         // Equal strings: to the NUL.
-        assert_eq!(n(ranges_(Kind::StrCompare { bounded: false }, [a, a, 0])), vec![(a, 7, false), (a, 7, false)]);
+        assert_eq!(n(ranges_(exact, [a, a, 0])), vec![(a, 7, false), (a, 7, false)]);
         assert_eq!(n(ranges_(Kind::Compare, [a, b, 6])), vec![(a, 4, false), (b, 4, false)]);
         assert_eq!(n(ranges_(Kind::Find, [a, u64::from(b'c'), 6])), vec![(a, 3, false)]);
         assert_eq!(n(ranges_(Kind::StrFind { last: false }, [a, u64::from(b'd'), 0])), vec![(a, 4, false)]);
