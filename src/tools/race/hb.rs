@@ -93,6 +93,38 @@ fn full_cell<'a>(compact: &Option<GranuleRecords>, cells: &'a mut Granules, spil
     }
 }
 
+/// The compact words that hold exactly what `cell` holds, if they can: its writes one thread's
+/// in at most two epochs `DELTA_MAX` apart, its reads likewise, each list's newest site under
+/// `SITE_LIMIT` (the words keep one site each, the newest).
+fn compacted(cell: &Cell) -> Option<(Word, Word, u64)> {
+    fn one(list: &[Held]) -> Option<(Word, u8, u32, u32)> {
+        let Some(newest) = list.iter().max_by_key(|h| h.access.clock) else { return Some((Word(0), 0, 0, 0)) };
+        let a = newest.access;
+        if a.site >= SITE_LIMIT {
+            return None;
+        }
+        let (mut all, mut old, mut old_clock) = (0u8, 0u8, None);
+        for h in list {
+            if h.access.tid != a.tid || h.access.atomic != a.atomic {
+                return None;
+            }
+            all |= h.mask;
+            if h.access.clock != a.clock {
+                match old_clock {
+                    Some(c) if c != h.access.clock => return None,
+                    _ => old_clock = Some(h.access.clock),
+                }
+                old |= h.mask;
+            }
+        }
+        let delta = old_clock.map_or(0, |c| a.clock - c);
+        (delta <= DELTA_MAX).then(|| (Word::of(a, all), old, delta, a.site))
+    }
+    let (w, w_old, w_delta, w_site) = one(&cell.writes)?;
+    let (r, r_old, r_delta, r_site) = one(&cell.reads)?;
+    Some(Compacted { w, w_old, w_delta, r, r_old, r_delta, w_site, r_site }.words())
+}
+
 /// An 8-byte granule's last writes and each thread's last reads, with the bytes each touched.
 #[derive(Default)]
 struct Cell {
@@ -260,6 +292,8 @@ pub struct Detector {
     /// Full cells of granules the compact words cannot hold: a spilled granule's read word is
     /// its index here (no hash lookup: its record is at hand, in the cache already).
     spilled: Vec<Cell>,
+    /// Slots of `spilled` free again (their granules went back to compact words).
+    free: Vec<usize>,
     /// Races found, once per pair of sites.
     pub races: Vec<Race>,
     seen: HashSet<(u32, u32)>,
@@ -278,6 +312,7 @@ impl Detector {
             compact,
             cells: Granules::default(),
             spilled: Vec::new(),
+            free: Vec::new(),
             races: Vec::new(),
             seen: HashSet::new(),
         };
@@ -434,7 +469,10 @@ impl Detector {
                     return false;
                 }
                 list.push(Held { access: now, mask });
-                true
+                // (A spilled one the compact words can hold again goes back to them in
+                // `access`.)
+                let spilled = self.compact.as_ref().is_some_and(|c| c.covers(g));
+                !(spilled && compacted(cell).is_some())
             }
         }
     }
@@ -498,11 +536,22 @@ impl Detector {
     /// with (and the first byte they share), after recording it.
     fn granule(&mut self, t: Tid, g: u64, mask: u8, now: Access) -> Option<(Access, u64)> {
         let Some(plan) = self.plan(t, g, mask, now) else {
-            let cell = match full_cell(&self.compact, &mut self.cells, &mut self.spilled, g) {
-                Some(cell) => cell,
-                None => self.cells.entry(g).or_default(),
+            let Some(cell) = full_cell(&self.compact, &mut self.cells, &mut self.spilled, g) else {
+                return cell_access(self.cells.entry(g).or_default(), &self.threads[t], t, mask, now);
             };
-            return cell_access(cell, &self.threads[t], t, mask, now);
+            let found = cell_access(cell, &self.threads[t], t, mask, now);
+            // A spilled granule whose accesses fit the compact words again (a write over the
+            // reads that spilled it, one thread's partial writes in one epoch) goes back to
+            // them: a thread that ticks often (a polling loop's mutex) would otherwise take
+            // the cells' path on every new epoch.
+            if let (Some(words), Some(c)) = (compacted(cell), self.compact.as_ref().filter(|c| c.covers(g))) {
+                let at = Slots(c.record(g));
+                let index = at.get().1 .0 as usize;
+                self.spilled[index] = Cell::default();
+                self.free.push(index);
+                at.set(words);
+            }
+            return found;
         };
         if let Some(next) = plan.next {
             plan.at.set(next);
@@ -518,15 +567,24 @@ impl Detector {
         cell.writes.extend(held(k.w, k.w_old, k.w_delta, k.w_site, true));
         cell.reads.extend(held(k.r, k.r_old, k.r_delta, k.r_site, false));
         let found = cell_access(&mut cell, &self.threads[t], t, mask, now);
-        plan.at.set((Word(SPILLED), Word(self.spilled.len() as u64), 0));
-        self.spilled.push(cell);
+        let index = match self.free.pop() {
+            Some(i) => {
+                self.spilled[i] = cell;
+                i
+            }
+            None => {
+                self.spilled.push(cell);
+                self.spilled.len() - 1
+            }
+        };
+        plan.at.set((Word(SPILLED), Word(index as u64), 0));
         found
     }
 
     /// How many granules have a full cell.
     #[cfg(test)]
     fn full_cells(&self) -> usize {
-        self.cells.len() + self.spilled.len()
+        self.cells.len() + self.spilled.len() - self.free.len()
     }
 }
 
@@ -683,6 +741,28 @@ mod tests {
             let races = d.races.iter().map(|r| (r.earlier.site, r.later.site, r.addr)).collect::<Vec<_>>();
             assert_eq!(races, vec![(3, 5, 0x1000), (3, 6, 0x1004)], "write {write}");
         }
+    }
+
+    /// A spilled granule goes back to the compact words once its accesses fit them again (a
+    /// write over the reads of two unordered threads that spilled it), and races there as
+    /// before.
+    #[test]
+    fn a_granule_whose_accesses_fit_again_leaves_its_full_cell() {
+        let mut d = Detector::new().unwrap();
+        d.cover(0, 0x10000);
+        let (a, b) = (d.create(0), d.create(0));
+        d.access(a, 0x1000, 8, false, false, 1);
+        d.access(b, 0x1000, 8, false, false, 2);
+        assert_eq!(d.full_cells(), 1);
+        d.release(b, 0x50);
+        d.acquire(a, 0x50);
+        d.access(a, 0x1000, 8, true, false, 3);
+        assert_eq!((d.full_cells(), d.free.len()), (0, 1));
+        assert!(d.races.is_empty(), "{:?}", d.races);
+        d.access(b, 0x1004, 4, true, false, 4);
+        assert_eq!(d.races.iter().map(|r| (r.earlier.site, r.later.site, r.addr)).collect::<Vec<_>>(), vec![(3, 4, 0x1004)]);
+        // (Another thread's partial write spills it again, into the free slot.)
+        assert_eq!((d.full_cells(), d.free.len(), d.spilled.len()), (1, 0, 1));
     }
 
     /// The compact words find a race on exactly the accesses full cells find one on, and so
