@@ -13,8 +13,8 @@
 //! almost every granule: a write covering the earlier one's bytes replaces it, as does a read
 //! covering the last read's bytes by a thread that read after it; accesses of one epoch add
 //! up their bytes. A granule that needs more (reads by two threads not ordered with each
-//! other, writes of different bytes in different epochs) moves to a map of full cells for
-//! good, as does memory outside the covered slices.
+//! other, writes of different bytes in different epochs) moves to a full cell, and back when
+//! its accesses fit the words again; memory outside the covered slices has full cells only.
 
 use crate::shadow::records::GranuleRecords;
 use std::collections::{HashMap, HashSet};
