@@ -525,6 +525,19 @@ fn a_race_through_strlen_is_found_at_the_call() {
     }
 }
 
+/// A string function's range is read in place from pages known readable, forgotten when the
+/// guest unmaps one: `strlen` of an unmapped string is the guest's SIGSEGV, as natively, not a
+/// fault in rtgrind (internal error, status 125, before the pages were forgotten).
+#[test]
+fn a_string_on_an_unmapped_page_is_the_guests_crash() {
+    use std::os::unix::process::ExitStatusExt;
+    let exe = program("string_after_munmap", "c", "string_after_munmap", &["-O0"]);
+    let o = run_rtgrind(["--tool=race", "--harm=no"], &Cmd::new(&exe));
+    assert_eq!(o.status.signal(), Some(libc::SIGSEGV), "{}", o.describe());
+    assert_eq!(o.stdout_str(), "5\n", "{}", o.describe());
+    assert!(o.stderr_str().contains("Process terminating with default action of signal 11 (SIGSEGV)"), "{}", o.describe());
+}
+
 /// A race whose earlier access is a `memset` call: the harm test holds that thread back at the
 /// call until the other thread has read, which then reads 0 instead of the fill.
 #[test]

@@ -870,8 +870,18 @@ impl ToolRun for RaceRun {
     }
 
     fn syscall_post(&mut self, ctx: &mut ThreadContext, nr: u64, args: &[u64; 6], ret: i64, mem: &GuestMemory) {
-        let remaps =
-            [libc::SYS_mmap, libc::SYS_munmap, libc::SYS_mprotect, libc::SYS_mremap, libc::SYS_brk, libc::SYS_madvise, libc::SYS_shmat, libc::SYS_shmdt];
+        // (Any change of the guest's mappings: the pages `calls` reads strings from in place.)
+        let remaps = [
+            libc::SYS_mmap,
+            libc::SYS_munmap,
+            libc::SYS_mprotect,
+            libc::SYS_pkey_mprotect,
+            libc::SYS_mremap,
+            libc::SYS_brk,
+            libc::SYS_madvise,
+            libc::SYS_shmat,
+            libc::SYS_shmdt,
+        ];
         if remaps.contains(&(nr as i64)) {
             self.state.readable.forget();
         }
