@@ -841,6 +841,10 @@ impl ToolRun for RaceRun {
 
     fn syscall_pre(&mut self, ctx: &mut ThreadContext, nr: u64, args: &[u64; 6]) -> Option<i64> {
         let t = self.tid(ctx);
+        if remaps(nr) {
+            // (Before as well as after: another thread may run while this one is in the call.)
+            self.state.readable.forget();
+        }
         match nr as i64 {
             libc::SYS_clone => {
                 // The creator's past orders the thread's future; the creator moves on to a new
@@ -870,19 +874,7 @@ impl ToolRun for RaceRun {
     }
 
     fn syscall_post(&mut self, ctx: &mut ThreadContext, nr: u64, args: &[u64; 6], ret: i64, mem: &GuestMemory) {
-        // (Any change of the guest's mappings: the pages `calls` reads strings from in place.)
-        let remaps = [
-            libc::SYS_mmap,
-            libc::SYS_munmap,
-            libc::SYS_mprotect,
-            libc::SYS_pkey_mprotect,
-            libc::SYS_mremap,
-            libc::SYS_brk,
-            libc::SYS_madvise,
-            libc::SYS_shmat,
-            libc::SYS_shmdt,
-        ];
-        if remaps.contains(&(nr as i64)) {
+        if remaps(nr) {
             self.state.readable.forget();
         }
         if let Some((start, end)) = crate::shadow::mapped_by(nr as i64, args, ret, mem) {
@@ -1117,6 +1109,23 @@ fn return_addresses(sp: u64, top: u64, n: usize) -> Vec<u64> {
 }
 
 /// Whether a futex operation wakes (or requeues) waiters rather than waiting.
+/// Whether system call `nr` may change the guest's mappings (so the pages `calls` reads strings
+/// from in place are forgotten).
+fn remaps(nr: u64) -> bool {
+    let calls = [
+        libc::SYS_mmap,
+        libc::SYS_munmap,
+        libc::SYS_mprotect,
+        libc::SYS_pkey_mprotect,
+        libc::SYS_mremap,
+        libc::SYS_brk,
+        libc::SYS_madvise,
+        libc::SYS_shmat,
+        libc::SYS_shmdt,
+    ];
+    calls.contains(&(nr as i64))
+}
+
 fn is_wake(op: u64) -> bool {
     // FUTEX_WAKE, FUTEX_REQUEUE, FUTEX_CMP_REQUEUE, FUTEX_WAKE_OP, FUTEX_WAKE_BITSET, ...
     matches!(op & 0x7f, 1 | 3 | 4 | 5 | 10 | 12)
