@@ -39,9 +39,11 @@ impl Key {
     /// (size 0: a range), the other access's bytes at the race's address (8 if both are
     /// calls), the part of the range the race is about.
     fn sizes(&self) -> (u64, u64) {
-        let other = |x: u64| if x == 0 { 8 } else { x };
-        let one = |own: u64, theirs: u64| if own == 0 { other(theirs) } else { own };
-        (one(self.first.size, self.second.size), one(self.second.size, self.first.size))
+        let size = |own: u64, theirs: u64| match (own, theirs) {
+            (0, 0) => 8,
+            (0, x) | (x, _) => x,
+        };
+        (size(self.first.size, self.second.size), size(self.second.size, self.first.size))
     }
 
     /// Where the watch reads an access's bytes: where it was made, or for a call the race's
@@ -178,8 +180,8 @@ impl Watcher {
         self.sched
     }
 
-    /// Thread `t`, held back before the first access of race `k` (at `addr`), goes on:
-    /// `reversed` if the other thread made its access meanwhile.
+    /// Thread `t`, held back before the first access of race `k`, goes on: `reversed` if the
+    /// other thread made its access meanwhile.
     pub fn resumed(&mut self, t: usize, k: usize, reversed: bool) {
         self.seen[k].reversed = reversed;
         // What it finds now that the other thread went first.

@@ -278,8 +278,8 @@ fn merge(x: Word, old: u8, delta: u32, now: Access, mask: u8) -> Option<(Word, u
 }
 
 /// The granules' compact words are the first three of their records: last write, last read,
-/// and their sites and older bytes (`write site | read site << 24 | write's older << 48 |
-/// read's older << 56`). The fourth is the detector's user's (`USER_WORD`).
+/// and their sites, deltas' high bits and older bytes (laid out as `SITE_LIMIT` says). The
+/// fourth is the detector's user's (`USER_WORD`).
 pub const USER_WORD: usize = 3;
 
 pub struct Detector {

@@ -456,13 +456,8 @@ impl Tool for RaceRun {
             } else if !atomic_rmw && !atomic_code {
                 self.cached_callout(b, arg, (t, u), size, write);
             } else if atomic_rmw && ins.op_count() > 0 {
-                b.clobber_flags();
                 b.asm().mov(qword_ptr(tool_area(self.state.addr_word)).gs(), t).unwrap();
-                let mut done = b.asm().create_label();
-                self.light_then_full(b, (rmw_light, access), arg, t, done);
-                let a = b.asm();
-                a.set_label(&mut done).unwrap();
-                a.zero_bytes().unwrap();
+                self.light_or_full(b, (rmw_light, access), arg, t);
             } else {
                 b.asm().mov(qword_ptr(tool_area(self.state.addr_word)).gs(), t).unwrap();
                 b.callout(access, arg, t);
@@ -488,15 +483,19 @@ impl Tool for RaceRun {
 /// arguments.
 /// (In a full call-out: pages not known readable yet are checked.)
 fn call_ranges(site: &Site, ctx: &ThreadContext, st: &mut State) -> calls::Ranges {
-    let regs = ctx.callout_regs;
-    let ranges = site.call.map(|(_, kind)| calls::ranges(kind, [regs[7], regs[6], regs[2]], &mut calls::Checking(&mut st.readable)));
+    let ranges = site.call.map(|(_, kind)| calls::ranges(kind, call_args(ctx), &mut calls::Checking(&mut st.readable)));
     ranges.and_then(Result::ok).unwrap_or_default()
 }
 
 /// What `call_ranges` gives with only the pages known readable (a light call-out's).
 fn quick_call_ranges(site: &Site, ctx: &ThreadContext, st: &State) -> Result<calls::Ranges, calls::Unknown> {
+    site.call.map_or(Ok(calls::Ranges::default()), |(_, kind)| calls::ranges(kind, call_args(ctx), &mut calls::Known(&st.readable)))
+}
+
+/// A call's first three arguments (rdi, rsi, rdx), as the call-out saw them.
+fn call_args(ctx: &ThreadContext) -> [u64; 3] {
     let regs = ctx.callout_regs;
-    site.call.map_or(Ok(calls::Ranges::default()), |(_, kind)| calls::ranges(kind, [regs[7], regs[6], regs[2]], &mut calls::Known(&st.readable)))
+    [regs[7], regs[6], regs[2]]
 }
 
 /// Before the program's call of a memory or string function (`calls`; `arg` its write site,
@@ -577,7 +576,7 @@ extern "C" fn watch_before(ctx: *mut ThreadContext, arg: u64) {
 extern "C" fn watch_call(ctx: *mut ThreadContext, arg: u64) {
     // SAFETY: as for `access`.
     let (ctx, site) = unsafe { (&mut *ctx, &*(arg as *const Site)) };
-    // SAFETY: as for `access`.
+    // SAFETY: as above.
     let st = unsafe { &mut *site.state };
     let ranges: Vec<(u64, u64)> = call_ranges(site, ctx, st).iter().map(|r| (r.addr, r.len)).collect();
     watch_ranges(ctx, site, &ranges);
@@ -676,14 +675,7 @@ impl RaceRun {
                 self.watched_returns.insert(ins.next_ip());
             }
             Some(_) => {}
-            None => {
-                b.clobber_flags();
-                let mut done = b.asm().create_label();
-                self.light_then_full(b, (memory_call_light, memory_call), arg, r, done);
-                let a = b.asm();
-                a.set_label(&mut done).unwrap();
-                a.zero_bytes().unwrap();
-            }
+            None => self.light_or_full(b, (memory_call_light, memory_call), arg, r),
         }
         b.release_scratch();
     }
@@ -793,6 +785,16 @@ impl RaceRun {
         a.cmp(qword_ptr(tool_area(self.state.slow_word)).gs(), 0).unwrap();
         a.je(done).unwrap();
         b.callout(full, arg, t);
+    }
+
+    /// `light_then_full`, on to the code after it either way.
+    fn light_or_full(&self, b: &mut Inline, callouts: (Callout, Callout), arg: u64, t: AsmRegister64) {
+        b.clobber_flags();
+        let mut done = b.asm().create_label();
+        self.light_then_full(b, callouts, arg, t, done);
+        let a = b.asm();
+        a.set_label(&mut done).unwrap();
+        a.zero_bytes().unwrap();
     }
 }
 
@@ -1108,7 +1110,6 @@ fn return_addresses(sp: u64, top: u64, n: usize) -> Vec<u64> {
     out
 }
 
-/// Whether a futex operation wakes (or requeues) waiters rather than waiting.
 /// Whether system call `nr` may change the guest's mappings (so the pages `calls` reads strings
 /// from in place are forgotten).
 fn remaps(nr: u64) -> bool {
@@ -1126,6 +1127,7 @@ fn remaps(nr: u64) -> bool {
     calls.contains(&(nr as i64))
 }
 
+/// Whether a futex operation wakes (or requeues) waiters rather than waiting.
 fn is_wake(op: u64) -> bool {
     // FUTEX_WAKE, FUTEX_REQUEUE, FUTEX_CMP_REQUEUE, FUTEX_WAKE_OP, FUTEX_WAKE_BITSET, ...
     matches!(op & 0x7f, 1 | 3 | 4 | 5 | 10 | 12)
