@@ -152,6 +152,13 @@ pub mod origin {
     pub fn thread_bits(n: u64) -> u64 {
         REAL | (n & 0xff) << THREAD_SHIFT
     }
+    /// The bits of which an origin has one set unless the loader made it: another thread's
+    /// (a thread the program started counts its instances from 1), or the main thread's at or
+    /// after `first_instance` (a power of two), the program's entry.
+    pub fn not_loaders_mask(first_instance: u64) -> u64 {
+        let instances_from_entry = !REAL & !((first_instance << INSTANCE_SHIFT) - 1);
+        instances_from_entry | 0xff << THREAD_SHIFT
+    }
     /// The origin of site `site` now, from the thread's instance word.
     pub fn here(site: u32, instance_word: u64) -> u64 {
         instance_word | (u64::from(site) << SITE_SHIFT)
@@ -234,4 +241,22 @@ pub fn gpr_slot(n: usize) -> usize {
 /// The shadow mask of general register `n`.
 pub fn gpr(ctx: &mut ThreadContext, n: usize) -> &mut u64 {
     word(ctx, gpr_slot(n))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::origin::*;
+
+    /// The loader's origins are the main thread's before the entry; a worker's low instances
+    /// are the program's (a value a worker computed and the main thread printed).
+    #[test]
+    fn only_the_main_threads_origins_before_the_entry_are_the_loaders() {
+        let entry = 1 << 24;
+        let mask = not_loaders_mask(entry);
+        let origin = |instance: u64, thread: u64, site: u64| REAL | instance << INSTANCE_SHIFT | thread << THREAD_SHIFT | site << SITE_SHIFT | INCOMING;
+        assert_eq!(origin(entry - 1, 0, 0xf_ffff) & mask, 0);
+        assert_ne!(origin(entry, 0, 0) & mask, 0);
+        assert_ne!(origin(3, 2, 0) & mask, 0);
+        assert_ne!(origin(1, 255, 0) & mask, 0);
+    }
 }

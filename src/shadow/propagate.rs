@@ -1559,9 +1559,10 @@ impl Propagation {
 
     /// With a policy: a load from memory nobody defined takes the origin of its address (the
     /// index register's, else the base's; not the stack or frame pointer's), or is defined
-    /// here if the address is a global's (RIP-relative) or the loader's too (made before the program's first instance,
-    /// `Policy::first_instance`: argv stepped past its end in a register, where `-O0` would
-    /// have stored the step). Only for pointer-sized loads into general registers in the
+    /// here if the address is a global's (RIP-relative) or the loader's too (made by the main
+    /// thread before the program's first instance, `Policy::first_instance`: argv stepped past
+    /// its end in a register, where `-O0` would have stored the step; a worker's instances
+    /// start low, and are the program's). Only for pointer-sized loads into general registers in the
     /// program: library copies (memcpy's vector loads of input bytes) must keep "no
     /// definition". Flag-free after the test (`lea`s and moves).
     fn undefined_takes_address(&mut self, b: &mut Inline, r: Regs, m: &UsedMemory, here: u64) {
@@ -1583,14 +1584,10 @@ impl Propagation {
             return;
         };
         let n = from.number() - Register::RAX.number();
-        // Instances below `first_instance` (a power of two) have no bit at or above its own.
-        let shift = 1 + origin::INSTANCE_SHIFT + policy.first_instance.trailing_zeros();
         let a = b.asm();
         a.mov(r.u, ta(slot::ORIGIN_GPR + 8 * n)).unwrap();
-        a.mov(r.t, r.u).unwrap();
-        a.shl(r.t, 1).unwrap();
-        a.shr(r.t, shift).unwrap();
-        a.test(r.t, r.t).unwrap();
+        a.mov(r.t, origin::not_loaders_mask(policy.first_instance) as i64).unwrap();
+        a.and(r.t, r.u).unwrap();
         self.define_here(b, r, here);
         let a = b.asm();
         a.cmovz(r.u, r.t).unwrap();

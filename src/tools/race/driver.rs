@@ -447,7 +447,9 @@ fn failure_root(
     how: &str,
     command: &[OsString],
 ) -> (bool, u32) {
-    let sup = suppression::find(&mut runner, opts);
+    // The loop ends at the first harmful race it meets (Fig. 6.1).
+    let enough = |chain: &[(Vec<Point>, SupOutcome)]| race_behind(chain, races, verdicts, &report.findings).is_some();
+    let sup = suppression::find_until(&mut runner, opts, Some(&enough));
     report.traced_again = sup.traced_again;
     let model = crate::tools::suppress::report::model(&sup, command);
     report.chain = model.chain.clone();

@@ -40,7 +40,13 @@ struct Suppression<'o> {
     calls: super::calls::Calls,
     /// Runs made again to trace a suppression run's failure.
     traced_again: u32,
+    /// The caller's answer found in the chain so far: the search stops there.
+    enough: Option<&'o Enough<'o>>,
 }
+
+/// Whether the chain so far holds what the caller looks for (the race tool: a definition
+/// that is a harmful race's access, where the dissertation's loop ends).
+pub type Enough<'a> = dyn Fn(&[(Vec<Point>, Outcome)]) -> bool + 'a;
 
 enum Stage {
     Start,
@@ -209,6 +215,9 @@ impl Suppression<'_> {
     /// The chain's last run was analysed: ends the search, or asks for the next suppression run
     /// with the points for its failure's definitions.
     fn advance(&mut self, runner: &Runner) -> Result<Step<Verdict>, Verdict> {
+        if self.enough.is_some_and(|enough| enough(&self.chain)) {
+            return Err(Verdict::Inconclusive("the caller's answer is in the chain".into()));
+        }
         let current = &self.chain.last().expect("the original run is in the chain").1;
         self.calls.learn(current);
         if let Some(v) = concluded(&self.chain, self.crash.as_ref().expect("a failure"), &self.calls, self.opts.follow_new_failures) {
@@ -371,9 +380,22 @@ pub fn drive(runner: Result<Runner, SearchError>, command: Vec<std::ffi::OsStrin
 /// The search on `runner`'s program, to its verdict (another tool's search runs it too: the
 /// race tool, for a failure no harmful race explains).
 pub fn find(runner: &mut Runner, opts: &Options) -> Search {
+    find_until(runner, opts, None)
+}
+
+/// The search, ended early where the chain holds what `enough` looks for.
+pub fn find_until<'o>(runner: &mut Runner, opts: &'o Options, enough: Option<&'o Enough<'o>>) -> Search {
     let started = Instant::now();
-    let mut s =
-        Suppression { opts, stage: Stage::Start, chain: Vec::new(), crash: None, points: Vec::new(), calls: super::calls::Calls::new(), traced_again: 0 };
+    let mut s = Suppression {
+        opts,
+        stage: Stage::Start,
+        chain: Vec::new(),
+        crash: None,
+        points: Vec::new(),
+        calls: super::calls::Calls::new(),
+        traced_again: 0,
+        enough,
+    };
     let verdict = runner.drive(&mut s);
     Search { verdict, chain: s.chain, runs: runner.runs, traced_again: s.traced_again, seconds: started.elapsed().as_secs_f64() }
 }

@@ -264,7 +264,7 @@ impl SuppressRun {
         let o = self.origin_at(addr);
         let narrow_store = self.prop.sites.pc(origin::site(o)).and_then(decode).is_some_and(|i| {
             let info = InstructionInfoFactory::new().info(&i).clone();
-            info.used_memory().iter().any(|m| writes(m.access()) && m.memory_size().size() < 8)
+            info.used_memory().iter().any(|m| writes(m.access()) && (m.memory_size().size() < 8 || !origin::in_main(o)))
         });
         if (size < 8 || addr % 8 + size > 8) && narrow_store && !self.narrow.contains(&(addr, size)) {
             self.narrow.push((addr, size));
@@ -1333,7 +1333,7 @@ impl SuppressRun {
             }
             Failure::Output(out) => {
                 let Some(m) = out.check(nr as u64, args) else { return };
-                let o = self.origin_at(args[1] + m.index as u64);
+                let o = self.location_origin(args[1] + m.index as u64, 1);
                 locs.push((format!("output byte {} ({:?})", m.offset, m.byte as char), o));
                 format!("output differs from the expected at byte {}", m.offset)
             }
