@@ -70,21 +70,20 @@ impl Heap {
     }
 
     /// Thread `t` enters `kind` with arguments `a` and `b` (rdi, rsi), its stack pointer at
-    /// `sp` and callers `stack`.
-    pub fn enter(&mut self, t: usize, kind: Kind, (a, b): (u64, u64), sp: u64, stack: impl FnOnce() -> Vec<u64>) {
-        if matches!(kind, Kind::Free | Kind::Realloc) {
-            self.blocks.remove(&a);
-        }
+    /// `sp` and callers `stack`. The block it frees, if any: (start, size).
+    pub fn enter(&mut self, t: usize, kind: Kind, (a, b): (u64, u64), sp: u64, stack: impl FnOnce() -> Vec<u64>) -> Option<(u64, u64)> {
+        let freed = if matches!(kind, Kind::Free | Kind::Realloc) { self.blocks.remove(&a).map(|block| (a, block.size)) } else { None };
         let size = match kind {
             Kind::Malloc => a,
             Kind::Calloc => a.saturating_mul(b),
             Kind::Realloc => b,
-            Kind::Free => return,
+            Kind::Free => return freed,
         };
         if self.pending.len() <= t {
             self.pending.resize_with(t + 1, Vec::new);
         }
         self.pending[t].push(Pending { kind, sp, size, stack: stack() });
+        freed
     }
 
     /// Thread `t` returns from an allocating function with stack pointer `sp` (at the `ret`)
@@ -144,10 +143,11 @@ mod tests {
         assert_eq!(h.block_at(0x6017).map(|(s, b)| (s, b.size, b.stack.clone())), Some((0x6000, 24, vec![0x401000])));
         assert!(h.block_at(0x6018).is_none());
         assert_eq!(h.block_at(0x501f).map(|(s, b)| (s, b.size)), Some((0x5000, 32)));
-        h.enter(1, Kind::Free, (0x6000, 0), 0x7000, Vec::new);
+        assert_eq!(h.enter(1, Kind::Free, (0x6000, 0), 0x7000, Vec::new), Some((0x6000, 24)));
         assert!(h.block_at(0x6000).is_none());
+        assert_eq!(h.enter(1, Kind::Free, (0x6000, 0), 0x7000, Vec::new), None);
         // realloc frees its old block and allocates the new one.
-        h.enter(2, Kind::Realloc, (0x5000, 64), 0x8000, Vec::new);
+        assert_eq!(h.enter(2, Kind::Realloc, (0x5000, 64), 0x8000, Vec::new), Some((0x5000, 32)));
         h.returned(2, 0x8000, 0x9000);
         assert!(h.block_at(0x5000).is_none());
         assert_eq!(h.block_at(0x903f).map(|(s, b)| (s, b.size)), Some((0x9000, 64)));

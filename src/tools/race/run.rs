@@ -99,6 +99,22 @@ impl State {
         }
     }
 
+    /// A heap block was freed: its atomic locations (a mutex, libgomp's task) are plain memory
+    /// again for whatever the allocator puts there next.
+    fn freed(&mut self, start: u64, size: u64) {
+        if self.atomic.is_empty() {
+            return;
+        }
+        let end = start.saturating_add(size);
+        if size as usize > self.atomic.len() {
+            self.atomic.retain(|a| !(start..end).contains(a));
+        } else {
+            for a in start..end {
+                self.atomic.remove(&a);
+            }
+        }
+    }
+
     /// The granule of `addr` holds no access any more (it turned atomic, or an exit word).
     fn forget(&mut self, addr: u64) {
         // SAFETY: a shadow address of the cache's map: its slice (or the sink) is reserved.
@@ -243,6 +259,8 @@ pub struct RaceRun {
     /// The runtime's code, trusted (`Site::trusted`), as it is mapped: the loader at start,
     /// the libraries as the loader maps them.
     runtime: Vec<(u64, u64)>,
+    /// libgomp's code, as mapped: its plain loads and stores are its acquires and releases.
+    gomp: Vec<(u64, u64)>,
     state: Box<State>,
     // Boxed: translations hold their addresses, which must not move as the vector grows.
     #[allow(clippy::vec_box)]
@@ -291,6 +309,7 @@ impl RaceRun {
             main_path: String::new(),
             atomic_code: Vec::new(),
             runtime: Vec::new(),
+            gomp: Vec::new(),
             state: Box::new(state),
             sites: Vec::new(),
             alloc_sites: Vec::new(),
@@ -398,9 +417,9 @@ extern "C" fn access_light(ctx: *mut ThreadContext, arg: u64) {
 impl Tool for RaceRun {
     fn before_insn(&mut self, site: &InsnSite, b: &mut Inline) {
         let ins = site.ins;
-        if self.state.watch.is_none() {
-            self.watch_heap(site, b);
-        }
+        // (In harm runs too: a freed block's atomics stop ordering there as well, so both
+        // runs tick the same epochs.)
+        self.watch_heap(site, b);
         self.check_memory_call(site, b);
         if self.watched_returns.contains(&ins.ip()) {
             // A watched memory function's call returned: its accesses are made.
@@ -417,11 +436,16 @@ impl Tool for RaceRun {
         // its accesses), which the filtered path keeps as the checked one does.
         let trusted = self.state.watch.is_some() || self.runtime.iter().any(|r| (r.0..r.1).contains(&ins.ip()));
         let watched = self.state.watch.as_ref().is_some_and(|w| w.watches(ins.ip()));
-        let atomic_code = super::atomics::within(&self.atomic_code, ins.ip());
+        let in_atomic_code = super::atomics::within(&self.atomic_code, ins.ip());
+        // libgomp orders its threads with plain loads and stores the source calls acquires
+        // and releases (a task's completion and `taskwait`/`taskgroup`'s fast path on the
+        // children count): in libgomp every plain access to shared memory is atomic.
+        let gomp = self.gomp.iter().any(|r| (r.0..r.1).contains(&ins.ip()));
         for m in used {
             // The thread's own frames, thread-local storage and gathers are not shared data;
             // an atomic in the frame (another thread may have its address) still orders.
-            let own_frame = m.base() == Register::RSP && !atomic_rmw && !atomic_code;
+            let own_frame = m.base() == Register::RSP && !atomic_rmw && !in_atomic_code;
+            let atomic_code = in_atomic_code || gomp && !own_frame;
             if own_frame || matches!(m.segment(), Register::FS | Register::GS) || m.index().is_vector_register() {
                 continue;
             }
@@ -449,7 +473,7 @@ impl Tool for RaceRun {
                 b.asm().mov(qword_ptr(tool_area(self.state.addr_word)).gs(), t).unwrap();
                 b.callout(watch_before, arg, u);
             }
-            if trusted && !atomic_rmw {
+            if trusted && !atomic_rmw && !atomic_code {
                 // The library's plain accesses matter only at atomic locations and exit words:
                 // the filter says where those may be, inline.
                 self.filtered_callout(b, arg, t, u);
@@ -543,7 +567,9 @@ extern "C" fn alloc_enter(ctx: *mut ThreadContext, arg: u64) {
     let st = unsafe { &mut *site.state };
     let t = ctx.tool_area[st.tid_word / 8] as hb::Tid;
     let (regs, top) = (ctx.callout_regs, st.stack_top(t));
-    st.heap.enter(t, site.kind, (regs[7], regs[6]), regs[4], || return_addresses(regs[4], top, ALLOC_FRAMES));
+    if let Some((start, size)) = st.heap.enter(t, site.kind, (regs[7], regs[6]), regs[4], || return_addresses(regs[4], top, ALLOC_FRAMES)) {
+        st.freed(start, size);
+    }
 }
 
 /// At a `ret` of an allocation function: the block it returns.
@@ -630,6 +656,9 @@ impl RaceRun {
             let name = r.name.as_deref().and_then(|n| n.rsplit('/').next()).unwrap_or_default();
             if RUNTIME.iter().any(|p| name.starts_with(p)) && !self.runtime.contains(&(s, e)) {
                 self.runtime.push((s, e));
+                if name.starts_with("libgomp.so") {
+                    self.gomp.push((s, e));
+                }
             }
             let path = r.name.clone().unwrap_or_default();
             if name.starts_with("libc.so") && r.prot & libc::PROT_EXEC != 0 && !self.allocators.contains(&path) {
