@@ -315,6 +315,12 @@ impl Runtime {
                 match kind {
                     ExitKind::Direct => return Some(id),
                     ExitKind::Preempt => self.preempted(target),
+                    // A spinning thread lets the one it waits for run (without, it spun out
+                    // its whole quantum at every wait: libgomp's barriers, glibc's spinlocks).
+                    ExitKind::Yield => {
+                        let q = self.p().sched.yield_now(self.index, target, self.instance());
+                        self.set_quantum(q);
+                    }
                     ExitKind::Syscall => self.guest_syscall(),
                     ExitKind::Cpuid => {
                         let g = &mut self.ctx.gpr;

@@ -96,6 +96,9 @@ pub enum ExitKind {
     ClientRequest,
     /// The thread's quantum ran out at the start of the block at `target` (not yet run).
     Preempt,
+    /// `pause` at `pc` with several threads: a spin-wait's hint that the thread waits for
+    /// another (Valgrind yields there too); `target` is after it.
+    Yield,
 }
 
 #[derive(Clone, Debug)]

@@ -113,6 +113,9 @@ struct BlockBuilder {
     /// inside it (not with preemption counts, which every loop must pass).
     pc: u64,
     self_loops: bool,
+    /// `pause` leaves for the runtime, which lets another thread run (with preemption: more
+    /// than one thread).
+    pause_yields: bool,
     /// Registers spilled where the fast (or only) version starts, before `loop_head`: a `jcc`
     /// back to the block's start with just these stolen links to the head, so a loop keeps
     /// them stolen (a reload at its end and a spill at its start would chain every iteration
@@ -173,6 +176,7 @@ impl BlockBuilder {
             taken_with_stolen: Vec::new(),
             pc,
             self_loops: !cache.preempt,
+            pause_yields: cache.preempt,
             pre_steal,
             loop_head: None,
             wants_pre_steal: 0,
@@ -790,7 +794,8 @@ impl Body<'_, '_> {
         let sequential = matches!(ins.flow_control(), FlowControl::Next | FlowControl::XbeginXabortXend);
         // (A conditional branch the block goes on past reloads them on its taken path only.)
         let conditional_branch = ins.flow_control() == FlowControl::ConditionalBranch;
-        if !(sequential || conditional_branch) || matches!(ins.mnemonic(), Mnemonic::Syscall | Mnemonic::Cpuid | Mnemonic::Rdtsc | Mnemonic::Rdtscp) {
+        let yields = ins.mnemonic() == Mnemonic::Pause && b.pause_yields;
+        if !(sequential || conditional_branch) || yields || matches!(ins.mnemonic(), Mnemonic::Syscall | Mnemonic::Cpuid | Mnemonic::Rdtsc | Mnemonic::Rdtscp) {
             // The block ends with this instruction: every register gets its guest value back.
             b.restore(!0);
         }
@@ -837,11 +842,13 @@ impl Body<'_, '_> {
         }
     }
 
-    /// A `syscall`, `cpuid` or (virtual TSC) `rdtsc`: the block leaves for the runtime.
+    /// A `syscall`, `cpuid`, (virtual TSC) `rdtsc` or (several threads) `pause`: the block
+    /// leaves for the runtime.
     fn leaves_for_the_runtime(&mut self, b: &mut BlockBuilder) -> bool {
         let ins = self.ins;
         let (kind, note) = match ins.mnemonic() {
             Mnemonic::Syscall => (ExitKind::Syscall, None),
+            Mnemonic::Pause if b.pause_yields => (ExitKind::Yield, None),
             Mnemonic::Cpuid => (ExitKind::Cpuid, None),
             Mnemonic::Rdtsc | Mnemonic::Rdtscp if self.env.virtual_tsc => (ExitKind::Rdtsc, (ins.mnemonic() == Mnemonic::Rdtscp).then(|| "rdtscp".to_string())),
             _ => return false,
