@@ -331,6 +331,25 @@ fn a_wrong_output_is_traced_to_the_race_on_the_index() {
     }
 }
 
+/// A failure that does not repeat when its schedule is replayed (the program aborts unless a
+/// file exists, and makes it first; the file is outside the directory it runs in, whose new
+/// entries the runs put aside): said so, exit status 2, no root cause guessed.
+#[test]
+fn a_failure_that_does_not_repeat_is_said_to_be_one() {
+    let exe = program("fails_once", "c", "fails_once", &["-O0"]);
+    let dir = crate::common::scratch_dir("fails_once");
+    let marker = dir.join("marker");
+    let _ = std::fs::remove_file(&marker);
+    let o = run_rtgrind(["--tool=race", "--json"], &Cmd::new(&exe).arg(&marker));
+    assert_eq!(o.status.code(), Some(2), "{}", o.describe());
+    let err = o.stderr_str();
+    assert!(err.contains("race: the run died of SIGABRT; it did not fail again when its schedule was replayed"), "{err}");
+    assert!(!err.contains("root cause of the failure") && !err.contains("first point of memory corruption"), "{err}");
+    let report: crate::model::Report = serde_json::from_str(o.stdout_str().lines().last().unwrap_or_default()).unwrap();
+    assert_eq!(report.result, "not-reproducible");
+    assert!(marker.exists(), "the program ran and made its file");
+}
+
 /// A worker's overflow that the main thread's crash uses after joining it: no race is
 /// involved (none is found), so the root cause is the first point of memory corruption.
 #[test]

@@ -472,6 +472,12 @@ fn failure_root(
     let (result, why, concluded) = match &sup.verdict {
         SupVerdict::RootCause(_) => ("root-cause", "no harmful race defined what it used: its root cause is the first point of memory corruption".into(), true),
         SupVerdict::NotReproducible(..) => ("not-reproducible", model.reason.clone(), false),
+        // The search's first run replays the schedule: it did not fail at all.
+        SupVerdict::NoFailure => (
+            "not-reproducible",
+            "it did not fail again when its schedule was replayed: the failure depends on more than the schedule (a file the first run changed, input from outside), and no root cause is guessed".into(),
+            false,
+        ),
         _ => ("inconclusive", model.reason.clone(), false),
     };
     report.reason = format!("the run {how}; {why}");
