@@ -331,6 +331,25 @@ fn a_wrong_output_is_traced_to_the_race_on_the_index() {
     }
 }
 
+/// An uninitialized read in a worker that is properly synchronized (the dissertation's
+/// mysqld-3): the worker reads a database's name through the selection the main thread left
+/// NULL before creating it. No race (the creation orders them); the root cause is the
+/// definition of the NULL, at -O2 too, where the store is inlined into `main` and the value
+/// is computed from `argc` (a store outside the frame assigns, whatever its value crossed).
+#[test]
+fn an_uninitialized_read_in_a_synchronized_worker_is_traced_to_its_definition() {
+    for opt in ["-O0", "-O2"] {
+        let out = format!("load_unselected{opt}").replace('-', "_");
+        let exe = program("load_unselected", "c", &out, &[opt]);
+        let o = run_rtgrind(["--tool=race"], &Cmd::new(&exe));
+        assert_eq!(o.status.code(), Some(1), "{out}: {}", o.describe());
+        let err = o.stderr_str();
+        let line = place("load_unselected", &out, "defines the selection", "select_database");
+        assert!(err.contains(&format!("race: first point of memory corruption: {line}\n")), "{out}: expected {line}:\n{err}");
+        assert!(err.contains("race: 0 data races (2 threads)"), "{out}: {err}");
+    }
+}
+
 /// A failure that does not repeat when its schedule is replayed (the program aborts unless a
 /// file exists, and makes it first; the file is outside the directory it runs in, whose new
 /// entries the runs put aside): said so, exit status 2, no root cause guessed.

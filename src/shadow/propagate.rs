@@ -521,9 +521,10 @@ pub mod dep {
 /// Origins as the suppression tool needs them: the definition of a value is where a
 /// programmer would say it was defined.
 /// - A store in the main program defines the location it writes (`q2 = x` defines q2),
-///   unless the value crossed a call as an argument (bit `origin::INCOMING`, set by the tool
-///   on the argument registers at a call): spilling a parameter keeps the caller's
-///   definition. Storing a call's result (`v = f()`) is an assignment and defines.
+///   unless it is into the frame (through the stack or frame pointer) and the value crossed
+///   a call as an argument (bit `origin::INCOMING`, set by the tool on the argument registers
+///   at a call): spilling a parameter keeps the caller's definition. Storing a call's result
+///   (`v = f()`) is an assignment and defines.
 /// - A store in a library keeps the origin of a value the program defined (memcpy moves the
 ///   program's corruption, it does not make it) and defines the rest: strcpy of input bytes,
 ///   or of data a library wrote (an overflowing strcpy of a strncpy'd copy is the corruption);
@@ -580,6 +581,12 @@ fn copies_stack_pointer(ins: &Instruction) -> bool {
 /// [`Policy`], a library's such store is a save or spill that moves a value without defining it.
 fn frame_store(o: &Operands) -> bool {
     o.dst_mem.first().is_some_and(|m| m.base() == Register::RSP)
+}
+
+/// A store of the program into its frame (through the stack or frame pointer), where a
+/// compiler spills an argument.
+fn spill(o: &Operands) -> bool {
+    o.dst_mem.first().is_some_and(|m| matches!(m.base(), Register::RSP | Register::RBP))
 }
 
 /// What the out-of-line call-outs of a propagation need.
@@ -1219,9 +1226,14 @@ impl Propagation {
         } else if is_store {
             self.define_here(b, r, here);
             let a = b.asm();
-            if p.is_main(ins.ip()) {
-                // A store in the program defines the location, unless it only spills a value
-                // that crossed a call (an argument, a result).
+            if p.is_main(ins.ip()) && !spill(o) {
+                // A store in the program elsewhere than its frame assigns: it defines the
+                // location whatever the value went through (`current = argc > 1 ? &db :
+                // NULL` stores a value computed from an argument).
+                a.mov(r.acc, r.t).unwrap();
+            } else if p.is_main(ins.ip()) {
+                // A store in the program's frame defines the location, unless it only spills
+                // a value that crossed a call (an argument, a result).
                 a.mov(r.u, r.acc).unwrap();
                 a.btr(r.u, 0).unwrap();
                 a.cmovnc(r.u, r.t).unwrap();
