@@ -218,6 +218,22 @@ fn openmp_barriers_and_tasks_order_under_other_schedules() {
     }
 }
 
+/// OpenMP's `atomic write` and `atomic read` are plain `mov`s: the statements an `omp atomic`
+/// directive precedes (read from the source the DWARF names) are atomic code, so the flag both
+/// threads write and read is no race (a write-write race at its line before), and the one
+/// race is the plain increment on the line after an atomic statement (-O0, -O2).
+#[test]
+fn openmp_atomics_do_not_race_and_the_plain_access_beside_them_does() {
+    for opt in ["-O0", "-O2"] {
+        let out = format!("omp_atomics{opt}").replace('-', "_");
+        let exe = program("omp_atomics", "c", &out, &[opt, "-fopenmp"]);
+        let o = run_rtgrind(["--tool=race", "--harm=no"], &Cmd::new(&exe));
+        assert_eq!(o.stdout_str(), "4 2 2 1\n", "{out}");
+        let line = place("omp_atomics", &out, "racing increment", "main._omp_fn.0");
+        assert_eq!(races(&o.stderr_str()), vec![(line.clone(), line)], "{out}: {}", o.stderr_str());
+    }
+}
+
 /// A freed heap block's atomic location is plain memory again: the allocator hands the
 /// block of an atomic counter out again as a plain counter two threads increment, and that
 /// race is found (before, the location stayed atomic, and two atomic accesses never race).

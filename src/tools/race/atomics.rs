@@ -4,8 +4,11 @@
 //! access; the declared type does. The race tool treats these locations as it treats those a
 //! `lock`-prefixed instruction touched: atomic, a load acquiring and a store releasing.
 //! C++'s `std::atomic` (a class in DWARF) is found by its code instead: the loads and stores of
-//! code whose lines are in libstdc++'s atomic headers, wherever the object is (`code`). (C11
-//! atomics in heap blocks or on the stack are not found: their code is the program's own.)
+//! code whose lines are in libstdc++'s atomic headers, wherever the object is (`code`), and so
+//! are OpenMP's `atomic read` and `write` (plain `mov`s): the statements an `omp atomic`
+//! directive precedes in the source of a unit built with `-fopenmp`. (C11 atomics in heap
+//! blocks or on the stack used with an explicit order are not found: their code is the
+//! program's own, and nothing in it says atomic.)
 
 use gimli::{AttributeValue, EndianSlice, Operation, RunTimeEndian, SectionId, UnitOffset};
 
@@ -77,14 +80,20 @@ fn with_dwarf(path: &str, mapped: u64, f: impl Fn(&gimli::Dwarf<Slice<'_>>, &mut
 /// libstdc++'s headers whose code is `std::atomic`'s operations.
 const ATOMIC_HEADERS: [&str; 3] = ["atomic_base.h", "atomic", "atomic_wait.h"];
 
-/// The ranges of code whose line-table rows are in `ATOMIC_HEADERS` (start, end), into `out`.
+/// The ranges of code whose line-table rows are atomic operations (start, end), into `out`:
+/// rows in `ATOMIC_HEADERS`, and in a unit built with `-fopenmp`, the rows of a statement an
+/// `omp atomic` directive precedes in its source (`read` and `write` compile to plain `mov`s,
+/// relaxed; without the source, nothing says so).
 fn atomic_header_rows(dwarf: &gimli::Dwarf<Slice<'_>>, out: &mut Vec<(u64, u64)>) -> Result<(), gimli::Error> {
+    let mut sources: std::collections::HashMap<std::path::PathBuf, Vec<bool>> = std::collections::HashMap::new();
     let mut headers = dwarf.units();
     while let Some(header) = headers.next()? {
         let unit = dwarf.unit(header)?;
         let Some(program) = unit.line_program.clone() else { continue };
+        let openmp = openmp_unit(dwarf, &unit)?;
+        let comp_dir = unit.comp_dir.map(|d| std::path::PathBuf::from(d.to_string_lossy().into_owned()));
         let mut rows = program.rows();
-        // The row before: its address, and whether its file is an atomic header.
+        // The row before: its address, and whether its code is atomic.
         let mut open: Option<u64> = None;
         while let Some((header, row)) = rows.next_row()? {
             if let Some(start) = open.take() {
@@ -95,16 +104,56 @@ fn atomic_header_rows(dwarf: &gimli::Dwarf<Slice<'_>>, out: &mut Vec<(u64, u64)>
             if row.end_sequence() {
                 continue;
             }
-            let file = row.file(header).map(|f| dwarf.attr_string(&unit, f.path_name()));
-            if let Some(Ok(name)) = file {
-                let name = name.to_string_lossy();
-                if ATOMIC_HEADERS.contains(&name.rsplit('/').next().unwrap_or_default()) {
-                    open = Some(row.address());
-                }
+            let Some(file) = row.file(header) else { continue };
+            let name = dwarf.attr_string(&unit, file.path_name())?.to_string_lossy().into_owned();
+            let atomic = ATOMIC_HEADERS.contains(&name.rsplit('/').next().unwrap_or_default())
+                || openmp
+                    && row.line().is_some_and(|line| {
+                        let mut path = comp_dir.clone().unwrap_or_default();
+                        if let Some(dir) = file.directory(header).and_then(|d| dwarf.attr_string(&unit, d).ok()) {
+                            path.push(dir.to_string_lossy().as_ref());
+                        }
+                        path.push(&name);
+                        let marks =
+                            sources.entry(path).or_insert_with_key(|p| std::fs::read_to_string(p).map(|text| omp_atomic_lines(&text)).unwrap_or_default());
+                        marks.get(line.get() as usize).copied().unwrap_or(false)
+                    });
+            if atomic {
+                open = Some(row.address());
             }
         }
     }
     Ok(())
+}
+
+/// Whether the unit was compiled with `-fopenmp` (GCC records its options in the producer).
+fn openmp_unit(dwarf: &gimli::Dwarf<Slice<'_>>, unit: &Unit<'_>) -> Result<bool, gimli::Error> {
+    let mut entries = unit.entries();
+    let Some((_, root)) = entries.next_dfs()? else { return Ok(false) };
+    let Some(producer) = root.attr_value(gimli::DW_AT_producer)? else { return Ok(false) };
+    Ok(dwarf.attr_string(unit, producer).is_ok_and(|p| p.to_string_lossy().contains("-fopenmp")))
+}
+
+/// For each line of a C or C++ source (index = line number), whether it is part of the
+/// statement an `omp atomic` directive precedes: from the next line that is not blank to the
+/// first that holds a `;`.
+fn omp_atomic_lines(text: &str) -> Vec<bool> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut marks = vec![false; lines.len() + 1];
+    let mut inside = false;
+    for (i, line) in lines.iter().enumerate() {
+        let words: Vec<&str> = line.trim_start().trim_start_matches('#').split_whitespace().collect();
+        let directive = line.trim_start().starts_with('#') && words.len() >= 3 && words[0] == "pragma" && words[1] == "omp" && words[2] == "atomic";
+        if directive {
+            inside = true;
+            continue;
+        }
+        if inside && !line.trim().is_empty() {
+            marks[i + 1] = true;
+            inside = !line.contains(';');
+        }
+    }
+    marks
 }
 
 /// Every global variable's atomic parts, into `out`.
@@ -203,5 +252,19 @@ fn byte_size(unit: &Unit<'_>, ty: UnitOffset) -> Result<Option<u64>, gimli::Erro
     match entry_type(&entry)? {
         Some(t) => byte_size(unit, t),
         None => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::omp_atomic_lines;
+
+    /// The statement after each `omp atomic` directive, to its `;`, and nothing else.
+    #[test]
+    fn the_statements_omp_atomic_directives_precede_are_marked() {
+        let text =
+            "int x;\n#pragma omp atomic write\n  x = 1;\ny = 2;\n  # pragma omp atomic read seq_cst\n\n  v =\n    x;\nz = 3;\n#pragma omp atomics\nw = 4;\n";
+        let marked: Vec<usize> = omp_atomic_lines(text).iter().enumerate().filter(|m| *m.1).map(|m| m.0).collect();
+        assert_eq!(marked, vec![3, 7, 8]);
     }
 }
