@@ -309,7 +309,10 @@ fn a_lost_update_that_trips_an_assertion_is_traced_to_its_race() {
     for opt in ["-O0", "-O2"] {
         let out = format!("lost_update{opt}").replace('-', "_");
         let exe = program("lost_update", "c", &out, &[opt]);
-        let o = run_rtgrind(["--tool=race"], &Cmd::new(&exe));
+        let dot = crate::common::scratch_dir("race-dot").join(format!("{out}.dot"));
+        let _ = std::fs::remove_file(&dot);
+        let dot_opt = format!("--dot={}", dot.display());
+        let o = run_rtgrind(["--tool=race", &dot_opt], &Cmd::new(&exe));
         assert_eq!(o.status.code(), Some(1), "{opt}: {}", o.describe());
         let err = o.stderr_str();
         let root = err.lines().position(|l| l.contains("race: root cause of the failure: the harmful data race below (the run died of SIGABRT; it used "));
@@ -319,6 +322,20 @@ fn a_lost_update_that_trips_an_assertion_is_traced_to_its_race() {
         assert_eq!(first.first(), Some(&(store, load)), "{opt}: the root cause is the store's race with the load:\n{err}");
         assert!(err.contains("race:   1. original run: SIGABRT"), "{opt}: the chain is shown:\n{err}");
         assert!(!err.contains("race:   2. suppressing from "), "{opt}: the loop ends at the first harmful race:\n{err}");
+        // The graph: the chain's run, its definition leading to the root race's store, the
+        // race's two accesses drawn bold; an existing graph is not overwritten.
+        let graph = std::fs::read_to_string(&dot).unwrap_or_else(|e| panic!("{opt}: no graph: {e}"));
+        let (store, load) = (place("lost_update", &out, "race store", "work"), place("lost_update", &out, "race load", "work"));
+        assert!(graph.starts_with("digraph races {") && graph.contains("run0 [label=\"run 1: SIGABRT"), "{opt}: {graph}");
+        assert!(graph.contains(&format!("race0_a [label=\"read of 8 bytes by thread 2\\n{load}\", penwidth=2]")), "{opt}: {graph}");
+        assert!(graph.contains(&format!("race0_b [label=\"write of 8 bytes by thread 1\\n{store}\", penwidth=2]")), "{opt}: {graph}");
+        assert!(
+            graph.contains("race0_a -> race0_b [label=\"root cause: harmful data race") && graph.contains("def0_0 -> race0_b [label=\"is\""),
+            "{opt}: {graph}"
+        );
+        let again = run_rtgrind(["--tool=race", &dot_opt], &Cmd::new(&exe));
+        assert_eq!(again.status.code(), Some(2), "{opt}: {}", again.describe());
+        assert!(again.stderr_str().contains("not overwriting") && std::fs::read_to_string(&dot).unwrap() == graph, "{opt}: {}", again.describe());
     }
 }
 

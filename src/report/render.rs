@@ -183,11 +183,12 @@ fn ended(step: &Step) -> String {
     }
 }
 
-/// The chain of runs as a Graphviz graph: each run, the definitions its failure used, the
-/// next run suppressing them, and the root causes.
+/// The report as a Graphviz graph: each run of the chain, the definitions its failure used
+/// and the next run suppressing them; each data race as its two accesses; the root causes.
 pub fn dot(r: &Report) -> String {
     let esc = |v: &str| v.replace('\\', "\\\\").replace('"', "\\\"");
-    let mut g = String::from("digraph suppression {\n  rankdir=TB;\n  node [shape=box, fontname=\"monospace\"];\n");
+    let name = if r.tool == "race" { "races" } else { "suppression" };
+    let mut g = format!("digraph {name} {{\n  rankdir=TB;\n  node [shape=box, fontname=\"monospace\"];\n");
     for (i, step) in r.chain.iter().enumerate() {
         let _ = writeln!(g, "  run{i} [label=\"run {}: {}\", style=rounded];", i + 1, esc(&ended(step)));
         for (k, u) in step.used.iter().enumerate() {
@@ -198,11 +199,44 @@ pub fn dot(r: &Report) -> String {
             }
         }
     }
-    if r.result == "root-cause" {
-        for (k, f) in r.findings.iter().enumerate() {
-            let _ = writeln!(g, "  root{k} [label=\"first point of memory corruption:\\n{}\", penwidth=2];", esc(&f.place));
+    for (k, f) in r.findings.iter().enumerate() {
+        if f.kind == "data race" {
+            // The earlier access, then the later one; the root cause drawn bold.
+            let verdict = f.verdict.as_deref().map(|v| format!("{v} ")).unwrap_or_default();
+            let (head, pen) = if f.root.is_some() { ("root cause: ", 2) } else { ("", 1) };
+            let object = f.object.as_deref().or(f.address.as_deref()).unwrap_or("?");
+            let _ = writeln!(
+                g,
+                "  race{k}_a [label=\"{}\\n{}\", penwidth={pen}];",
+                esc(f.earlier_access.as_deref().unwrap_or("?")),
+                esc(f.earlier_place.as_deref().unwrap_or("?"))
+            );
+            let _ = writeln!(g, "  race{k}_b [label=\"{}\\n{}\", penwidth={pen}];", esc(f.access.as_deref().unwrap_or("?")), esc(&f.place));
+            let _ = writeln!(g, "  race{k}_a -> race{k}_b [label=\"{head}{verdict}data race\\n{}\", penwidth={pen}];", esc(object));
+            if f.root.is_some() {
+                // The chain's definitions that are one of the race's accesses lead to it.
+                for (i, step) in r.chain.iter().enumerate() {
+                    for (d, u) in step.used.iter().enumerate() {
+                        for (side, place) in [("b", Some(&f.place)), ("a", f.earlier_place.as_ref())] {
+                            if place == Some(&u.defined_at) {
+                                let _ = writeln!(g, "  def{i}_{d} -> race{k}_{side} [label=\"is\", style=dotted];");
+                            }
+                        }
+                    }
+                }
+            }
+        } else if r.result == "root-cause" {
+            let _ = writeln!(g, "  root{k} [label=\"{}:\\n{}\", penwidth=2];", esc(&f.kind), esc(&f.place));
         }
     }
     g.push_str("}\n");
     g
+}
+
+/// `--dot`'s graph written to `path` (a search's report); what went wrong, on rtgrind's
+/// messages.
+pub fn write_dot(path: &std::path::Path, r: &Report) {
+    if let Err(e) = std::fs::write(path, dot(r)) {
+        eprintln!("=={}== {}: cannot write {}: {e}", std::process::id(), r.tool, path.display());
+    }
 }

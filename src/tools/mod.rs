@@ -21,6 +21,7 @@ use rtgrind_jit::iced_x86::ConditionCode;
 use rtgrind_jit::instrument::code_asm::{AsmRegister64, CodeAssembler};
 use rtgrind_jit::instrument::{NoInstrumentation, Tool};
 use rtgrind_jit::ThreadContext;
+use std::path::PathBuf;
 
 /// Why a tool cannot run as asked: a one-line message and rtgrind's exit status.
 #[derive(Debug, thiserror::Error)]
@@ -66,6 +67,30 @@ pub struct FailureOptions {
     /// stderr:REGEX (standard error matches), output:FILE (standard output differs from FILE).
     #[arg(long, value_name = "KIND")]
     pub failure: Option<String>,
+
+    /// Write the chain of runs (and, for --tool=race, the races and the root cause) as a
+    /// Graphviz graph to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub dot: Option<PathBuf>,
+}
+
+impl FailureOptions {
+    /// `--dot`'s file, checked before any run: never one that exists (nothing the user has is
+    /// overwritten), and in a directory that exists.
+    pub fn dot_file(&self) -> Result<Option<PathBuf>, Error> {
+        let Some(d) = &self.dot else { return Ok(None) };
+        if d.exists() {
+            return Err(Error::usage(format!("--dot: '{}' exists; not overwriting it", d.display())));
+        }
+        let dir = match d.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => std::path::Path::new("."),
+        };
+        if !dir.is_dir() {
+            return Err(Error::usage(format!("--dot: cannot write '{}': no directory '{}'", d.display(), dir.display())));
+        }
+        Ok(Some(d.clone()))
+    }
 }
 
 /// The ids of an option group's arguments.

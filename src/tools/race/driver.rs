@@ -518,4 +518,7 @@ fn emit(report: &Report, cli: &Cli) {
     if cli.search.json {
         println!("{}", report.to_json());
     }
+    if let Some(path) = &cli.failure.dot {
+        crate::report::render::write_dot(path, report);
+    }
 }

@@ -80,6 +80,8 @@ pub fn make(cli: &Cli) -> Result<Box<dyn ToolRun>, Error> {
         error_exitcode: cli.search.error_exitcode,
         command: cli.command.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
         race_out: o.race_out.clone(),
+        // (A search's own runs write no graph: the search does.)
+        dot: if o.race_out.is_none() && o.race_plan.is_none() { cli.failure.dot_file()? } else { None },
         suppressions: match &o.suppressions {
             Some(path) => suppressions::Suppressions::load(path).map_err(Error::usage)?,
             None => suppressions::Suppressions::default(),
@@ -103,6 +105,7 @@ pub fn search(cli: &Cli) -> Result<i32, Error> {
     if let Some(path) = &cli.race.suppressions {
         suppressions::Suppressions::load(path).map_err(Error::usage)?;
     }
+    cli.failure.dot_file()?;
     crate::log_to_file(cli);
     driver::drive(cli)
 }

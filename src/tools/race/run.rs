@@ -36,6 +36,8 @@ pub struct Output {
     pub error_exitcode: i32,
     pub command: Vec<String>,
     pub race_out: Option<std::path::PathBuf>,
+    /// Where the report's graph goes (`--dot`).
+    pub dot: Option<std::path::PathBuf>,
     /// Races to leave out (`--suppressions`).
     pub suppressions: super::suppressions::Suppressions,
 }
@@ -946,6 +948,9 @@ impl ToolRun for RaceRun {
         }
         if self.out.json {
             println!("{}", model.to_json());
+        }
+        if let Some(path) = &self.out.dot {
+            crate::report::render::write_dot(path, &model);
         }
         self.found = !model.findings.is_empty();
     }

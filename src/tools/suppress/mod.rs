@@ -27,10 +27,6 @@ pub struct Options {
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(3..))]
     pub max_runs: u32,
 
-    /// Write the chain of runs as a Graphviz graph to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub dot: Option<PathBuf>,
-
     /// (Internal) run once with the suppression points in FILE.
     #[arg(long, value_name = "FILE", hide = true)]
     pub suppress_plan: Option<PathBuf>,
@@ -68,17 +64,12 @@ pub fn search(cli: &Cli) -> Result<i32, Error> {
     if !crate::resolve(&cli.command[0]).is_file() {
         return Err(Error { message: format!("{}: no such file", cli.command[0].to_string_lossy()), code: 127 });
     }
-    if let Some(d) = &o.dot {
-        // Nothing the user has is overwritten without asking.
-        if d.exists() {
-            return Err(Error::usage(format!("--dot: '{}' exists; not overwriting it", d.display())));
-        }
-    }
+    let dot = cli.failure.dot_file()?;
     let failure = failure_spec(cli)?;
     let (json, sarif) = (cli.search.json, cli.search.sarif);
     let opts =
         driver::Options { max_runs: o.max_runs, error_exitcode: cli.search.error_exitcode, failure, show_output: !json && !sarif, follow_new_failures: false };
-    let format = report::Format { json, sarif, dot: o.dot.clone() };
+    let format = report::Format { json, sarif, dot };
     crate::log_to_file(cli);
     Ok(driver::drive(super::search::Runner::new("suppress", cli), cli.command.clone(), opts, format))
 }

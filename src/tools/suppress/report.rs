@@ -35,9 +35,7 @@ pub fn emit(s: &Search, command: &[std::ffi::OsString], format: &Format, pid: u3
         println!("{}", sarif::document(RULE, &report));
     }
     if let Some(path) = &format.dot {
-        if let Err(e) = std::fs::write(path, render::dot(&report)) {
-            eprintln!("=={pid}== suppress: cannot write {}: {e}", path.display());
-        }
+        render::write_dot(path, &report);
     }
 }
 
