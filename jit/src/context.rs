@@ -135,7 +135,18 @@ pub struct ThreadContext {
     /// Inline indirect-branch table: `ibl_keys[h] = -guest_target`, `ibl_vals[h] = host`.
     pub ibl_keys: [u64; IBL_ENTRIES],
     pub ibl_vals: [u64; IBL_ENTRIES],
+    /// The slots `ibl_insert` filled since the table was last emptied, the first
+    /// `ibl_filled_len` of them (more than fit: `IBL_FILLED_ALL`, every slot must be emptied).
+    /// The table is emptied at every asynchronous signal; clearing all its megabyte took longer
+    /// than a 50 µs interval timer's period, and a program with one never got further.
+    pub ibl_filled: [u32; IBL_FILLED],
+    pub ibl_filled_len: u32,
 }
+
+/// Slots `ibl_filled` remembers.
+pub const IBL_FILLED: usize = 4096;
+/// `ibl_filled_len` when more slots were filled than it remembers.
+const IBL_FILLED_ALL: u32 = u32::MAX;
 
 pub const OFF_GPR: usize = offset_of!(ThreadContext, gpr);
 pub const OFF_COUNTS_IN_REGISTERS: usize = offset_of!(ThreadContext, counts_in_registers);
@@ -222,15 +233,34 @@ impl ThreadContext {
     /// Records `guest -> host` in the inline table (replacing whatever shared the slot).
     pub fn ibl_insert(&mut self, guest: u64, host: u64) {
         let s = Self::ibl_slot(guest);
+        if self.ibl_keys[s] == 0 && self.ibl_vals[s] == crate::dispatch::ibl_null_addr() {
+            // Empty until now: remembered for `ibl_clear`.
+            match self.ibl_filled.get_mut(self.ibl_filled_len as usize) {
+                Some(slot) => {
+                    *slot = s as u32;
+                    self.ibl_filled_len += 1;
+                }
+                None => self.ibl_filled_len = IBL_FILLED_ALL,
+            }
+        }
         self.ibl_keys[s] = guest.wrapping_neg();
         self.ibl_vals[s] = host;
     }
 
-    /// Empties the inline table, so every indirect branch misses to the dispatcher.
+    /// Empties the inline table, so every indirect branch misses to the dispatcher: the slots
+    /// filled since it was last emptied.
     pub fn ibl_clear(&mut self) {
         let null = crate::dispatch::ibl_null_addr();
-        self.ibl_keys.iter_mut().for_each(|k| *k = 0);
-        self.ibl_vals.iter_mut().for_each(|v| *v = null);
+        if self.ibl_filled_len == IBL_FILLED_ALL {
+            self.ibl_keys.iter_mut().for_each(|k| *k = 0);
+            self.ibl_vals.iter_mut().for_each(|v| *v = null);
+        } else {
+            for &s in &self.ibl_filled[..self.ibl_filled_len as usize] {
+                self.ibl_keys[s as usize] = 0;
+                self.ibl_vals[s as usize] = null;
+            }
+        }
+        self.ibl_filled_len = 0;
     }
 }
 
@@ -295,5 +325,24 @@ mod tests {
         assert_eq!(c.ibl_keys[s].wrapping_add(0x401000), 0);
         c.ibl_clear();
         assert_eq!(c.ibl_keys[s], 0);
+    }
+
+    /// Emptying the table empties every slot filled since it was last emptied, whether it
+    /// remembered them one by one or had more than it remembers.
+    #[test]
+    fn ibl_clear_empties_every_filled_slot() {
+        let null = crate::dispatch::ibl_null_addr();
+        let mut c = ThreadContext::new_boxed();
+        for n in [10u64, IBL_FILLED as u64 + 10, 3] {
+            let targets: Vec<u64> = (0..n).map(|k| 0x400000 + k).collect();
+            for &t in &targets {
+                c.ibl_insert(t, 0x1000 + t);
+                c.ibl_insert(t, 0x2000 + t); // (a slot filled again is remembered once)
+            }
+            assert!(targets.iter().all(|&t| c.ibl_vals[ThreadContext::ibl_slot(t)] == 0x2000 + t));
+            c.ibl_clear();
+            assert!(c.ibl_keys.iter().all(|&k| k == 0) && c.ibl_vals.iter().all(|&v| v == null), "{n} targets");
+            assert_eq!(c.ibl_filled_len, 0);
+        }
     }
 }
