@@ -1300,9 +1300,16 @@ impl SuppressRun {
 
     /// Checks a syscall against `--failure`; the first match is the run's failure, with the
     /// used locations: what the output or the status came from, and what the program last
-    /// branched on.
-    fn named_failure(&mut self, ctx: &mut ThreadContext, nr: i64, args: &[u64; 6], ends: bool) {
+    /// branched on. A write about to be `suppressed` (a corrupt argument or buffer) writes
+    /// nothing the program meant: it fails nothing, and the output it stands for is skipped.
+    fn named_failure(&mut self, ctx: &mut ThreadContext, nr: i64, args: &[u64; 6], ends: bool, suppressed: bool) {
         let Some(failure) = self.failure.as_mut() else { return };
+        if suppressed {
+            if let Failure::Output(out) = failure {
+                out.skip(nr as u64, args);
+            }
+            return;
+        }
         let pc = ctx.rip.wrapping_sub(2);
         let instance = origin::instance(ctx.counter);
         let write = nr == libc::SYS_write && args[2] > 0;
@@ -1756,10 +1763,18 @@ impl ToolRun for SuppressRun {
         crate::tools::note_exec(nr, args);
         let ends = self.lifetime.ends_process(nr);
         let nr = nr as i64;
+        let n = super::super::taint::arg_count(nr);
+        let corrupt_arg = SYSCALL_ARGS.iter().take(n).any(|&r| *shadow::gpr(ctx, r) != 0);
+        // Corrupt bytes written to a pipe travel with their marks (see `pipes`).
+        let corrupt_buf = match nr {
+            libc::SYS_write | libc::SYS_pwrite64 | libc::SYS_sendto => pipe_inode(args[0]).is_none() && self.state.mem().any(args[1], args[2].min(1 << 24)),
+            _ => false,
+        };
+        let exiting = matches!(nr, libc::SYS_exit | libc::SYS_exit_group | libc::SYS_rt_sigreturn);
         if self.crash.is_none() {
-            self.named_failure(ctx, nr, args, ends);
+            self.named_failure(ctx, nr, args, ends, (corrupt_arg || corrupt_buf) && !exiting);
         }
-        if matches!(nr, libc::SYS_exit | libc::SYS_exit_group | libc::SYS_rt_sigreturn) {
+        if exiting {
             return None;
         }
         // A call suppressed whole unmaps nothing (free of an mmapped block): its stores are
@@ -1773,13 +1788,6 @@ impl ToolRun for SuppressRun {
                 return Some(0);
             }
         }
-        let n = super::super::taint::arg_count(nr);
-        let corrupt_arg = SYSCALL_ARGS.iter().take(n).any(|&r| *shadow::gpr(ctx, r) != 0);
-        // Corrupt bytes written to a pipe travel with their marks (see `pipes`).
-        let corrupt_buf = match nr {
-            libc::SYS_write | libc::SYS_pwrite64 | libc::SYS_sendto => pipe_inode(args[0]).is_none() && self.state.mem().any(args[1], args[2].min(1 << 24)),
-            _ => false,
-        };
         if corrupt_arg || corrupt_buf {
             self.state.count("syscalls with a corrupt argument");
             self.syscall_suppressed = true;
