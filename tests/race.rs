@@ -250,6 +250,23 @@ fn a_freed_atomic_is_plain_memory_again() {
     }
 }
 
+/// C11's atomics used with explicit orders on a heap block's flag (stdatomic.h's macros) and
+/// on a flag in main's frame (GCC's builtins) order what they hand over: found by the calls'
+/// lines and columns, their own load or store and not their arguments'. The one race is the
+/// global the release store publishes as its value, read as the macro's argument (-O0, -O2;
+/// before, the flags' accesses and the message's fields raced).
+#[test]
+fn c11_atomics_on_the_heap_and_stack_order_and_their_arguments_race() {
+    for opt in ["-O0", "-O2"] {
+        let out = format!("c11_heap_atomics{opt}").replace('-', "_");
+        let exe = program("c11_heap_atomics", "c", &out, &[opt]);
+        let o = run_rtgrind(["--tool=race", "--harm=no"], &Cmd::new(&exe));
+        assert_eq!(o.stdout_str(), "started 42\n7 hello\n", "{out}");
+        let want = (place("c11_heap_atomics", &out, "racing read", "producer"), place("c11_heap_atomics", &out, "racing write", "main"));
+        assert_eq!(races(&o.stderr_str()), vec![want], "{out}: {}", o.stderr_str());
+    }
+}
+
 /// C++'s `std::atomic` orders through its code (lines in libstdc++'s atomic headers), wherever
 /// the atomic is: a heap atomic's release and acquire leave no race on the payload they hand
 /// over, and the one real race beside it is found at its two lines (-O0 and -O2).

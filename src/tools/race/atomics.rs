@@ -6,9 +6,12 @@
 //! C++'s `std::atomic` (a class in DWARF) is found by its code instead: the loads and stores of
 //! code whose lines are in libstdc++'s atomic headers, wherever the object is (`code`), and so
 //! are OpenMP's `atomic read` and `write` (plain `mov`s): the statements an `omp atomic`
-//! directive precedes in the source of a unit built with `-fopenmp`. (C11 atomics in heap
-//! blocks or on the stack used with an explicit order are not found: their code is the
-//! program's own, and nothing in it says atomic.)
+//! directive precedes in the source of a unit built with `-fopenmp`. C11's loads and stores
+//! with an explicit order (`atomic_load_explicit`, GCC's `__atomic_store_n`...) on objects in
+//! heap blocks or frames are found by their source instead (`c_accesses`): the instruction of
+//! the operation's own line and column that loads or stores (outside the frame if one does). (A plain
+//! expression of an `_Atomic` object in a heap block, a sequentially consistent load, is a
+//! plain `mov` that nothing marks: it is not found.)
 
 use gimli::{AttributeValue, EndianSlice, Operation, RunTimeEndian, SectionId, UnitOffset};
 
@@ -52,10 +55,10 @@ pub fn within(ranges: &[(u64, u64)], pc: u64) -> bool {
     ranges.get(i).is_some_and(|r| r.0 <= pc)
 }
 
-/// What `f` collects from the DWARF of the ELF file at `path` (pairs of the file's addresses
-/// and sizes or ends), sorted, and what to add to the file's addresses where it is mapped; none
+/// What `f` collects from the DWARF of the ELF file at `path` (the file's addresses with
+/// sizes, ends or kinds), sorted, and what to add to the file's addresses where it is mapped; none
 /// without DWARF.
-fn with_dwarf(path: &str, mapped: u64, f: impl Fn(&gimli::Dwarf<Slice<'_>>, &mut Vec<(u64, u64)>) -> Result<(), gimli::Error>) -> (Vec<(u64, u64)>, u64) {
+fn with_dwarf<T: Ord>(path: &str, mapped: u64, f: impl Fn(&gimli::Dwarf<Slice<'_>>, &mut Vec<T>) -> Result<(), gimli::Error>) -> (Vec<T>, u64) {
     let Ok(file) = std::fs::read(path) else { return (Vec::new(), 0) };
     let Ok(elf) = goblin::elf::Elf::parse(&file) else { return (Vec::new(), 0) };
     let lowest = elf.program_headers.iter().filter(|p| p.p_type == goblin::elf::program_header::PT_LOAD).map(|p| p.p_vaddr & !0xfff).min();
@@ -75,6 +78,138 @@ fn with_dwarf(path: &str, mapped: u64, f: impl Fn(&gimli::Dwarf<Slice<'_>>, &mut
     out.sort_unstable();
     out.dedup();
     (out, bias)
+}
+
+/// The instructions of the ELF file at `path` (its lowest loaded page mapped at `mapped`) that
+/// are the loads and stores of C11's and GCC's atomic operations the source calls by name
+/// (`C_OPS`): on x86-64 a plain `mov`, an acquire load or a release store, on whatever object
+/// the pointer names. The operation's code is the rows of its line and column (the column of
+/// the call's name, where GCC puts a macro's or a builtin's expansion); of those, the access is
+/// the last load (a load operation) or store (a store), outside the frame if one is: the others
+/// are its arguments' loads and, unoptimized, the temporaries of `stdatomic.h`'s macros.
+pub fn c_accesses(path: &str, mapped: u64) -> Vec<u64> {
+    let (rows, bias) = with_dwarf(path, mapped, c_atomic_rows);
+    let Ok(file) = std::fs::read(path) else { return Vec::new() };
+    let Ok(elf) = goblin::elf::Elf::parse(&file) else { return Vec::new() };
+    let mut found: Vec<u64> = rows.iter().filter_map(|&(start, end, op)| access_in(&elf, &file, start, end, op)).map(|pc| pc.wrapping_add(bias)).collect();
+    found.sort_unstable();
+    found.dedup();
+    found
+}
+
+/// What a C11 or GCC atomic operation that compiles to a plain `mov` does to its object.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+enum Op {
+    Load,
+    Store,
+}
+
+/// The atomic operations that compile to a plain `mov` on x86-64, by the name the source calls
+/// (`stdatomic.h`'s macros and GCC's builtins; the read-modify-writes are `lock`-prefixed or
+/// `xchg`, known without this).
+const C_OPS: [(&str, Op); 10] = [
+    ("atomic_load", Op::Load),
+    ("atomic_load_explicit", Op::Load),
+    ("__atomic_load_n", Op::Load),
+    ("__atomic_load", Op::Load),
+    ("atomic_store", Op::Store),
+    ("atomic_store_explicit", Op::Store),
+    ("__atomic_store_n", Op::Store),
+    ("__atomic_store", Op::Store),
+    ("atomic_flag_clear_explicit", Op::Store),
+    ("__atomic_clear", Op::Store),
+];
+
+/// For each line of a C source (index = line number), the columns (from 1, in bytes, as GCC
+/// counts them) where it calls one of `C_OPS`, with what the call does.
+fn c_atomic_calls(text: &str) -> Vec<Vec<(u64, Op)>> {
+    let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let mut calls = vec![Vec::new()];
+    for line in text.lines() {
+        let bytes = line.as_bytes();
+        let mut here = Vec::new();
+        let mut i = 0;
+        while i < bytes.len() {
+            if !ident(bytes[i]) || (i > 0 && ident(bytes[i - 1])) {
+                i += 1;
+                continue;
+            }
+            let end = (i..bytes.len()).find(|&j| !ident(bytes[j])).unwrap_or(bytes.len());
+            let name = &line[i..end];
+            let called = line[end..].trim_start().starts_with('(');
+            if let Some(&(_, op)) = C_OPS.iter().find(|(n, _)| *n == name).filter(|_| called) {
+                here.push((i as u64 + 1, op));
+            }
+            i = end;
+        }
+        calls.push(here);
+    }
+    calls
+}
+
+/// The code ranges of the rows at a call of one of `C_OPS` (start, end, what it does), into
+/// `out`.
+fn c_atomic_rows(dwarf: &gimli::Dwarf<Slice<'_>>, out: &mut Vec<(u64, u64, Op)>) -> Result<(), gimli::Error> {
+    let mut sources: std::collections::HashMap<std::path::PathBuf, Vec<Vec<(u64, Op)>>> = std::collections::HashMap::new();
+    let mut headers = dwarf.units();
+    while let Some(header) = headers.next()? {
+        let unit = dwarf.unit(header)?;
+        let Some(program) = unit.line_program.clone() else { continue };
+        let comp_dir = unit.comp_dir.map(|d| std::path::PathBuf::from(d.to_string_lossy().into_owned()));
+        let mut rows = program.rows();
+        let mut open: Option<(u64, Op)> = None;
+        while let Some((header, row)) = rows.next_row()? {
+            if let Some((start, op)) = open.take() {
+                if row.address() > start {
+                    out.push((start, row.address(), op));
+                }
+            }
+            if row.end_sequence() {
+                continue;
+            }
+            let (Some(file), Some(line), gimli::ColumnType::Column(column)) = (row.file(header), row.line(), row.column()) else { continue };
+            let mut path = comp_dir.clone().unwrap_or_default();
+            if let Some(dir) = file.directory(header).and_then(|d| dwarf.attr_string(&unit, d).ok()) {
+                path.push(dir.to_string_lossy().as_ref());
+            }
+            path.push(dwarf.attr_string(&unit, file.path_name())?.to_string_lossy().as_ref());
+            let calls = sources.entry(path).or_insert_with_key(|p| std::fs::read_to_string(p).map(|text| c_atomic_calls(&text)).unwrap_or_default());
+            let here = calls.get(line.get() as usize).map(Vec::as_slice).unwrap_or_default();
+            open = here.iter().find(|(c, _)| *c == column.get()).map(|&(_, op)| (row.address(), op));
+        }
+    }
+    Ok(())
+}
+
+/// The instruction in the file's code from `start` to `end` that is an atomic operation's
+/// access `op`: the last load or store there outside the frame (not through the stack pointer,
+/// nor below the frame pointer: unoptimized, the macros' temporaries), else the last in it;
+/// thread-local storage and gathers aside.
+fn access_in(elf: &goblin::elf::Elf<'_>, file: &[u8], start: u64, end: u64, op: Op) -> Option<u64> {
+    use rtgrind_jit::iced_x86::{Decoder, DecoderOptions, InstructionInfoFactory, OpAccess, Register};
+    let segment =
+        elf.program_headers.iter().find(|p| p.p_type == goblin::elf::program_header::PT_LOAD && (p.p_vaddr..p.p_vaddr + p.p_filesz).contains(&start))?;
+    let from = (segment.p_offset + start - segment.p_vaddr) as usize;
+    let to = (segment.p_offset + end.min(segment.p_vaddr + segment.p_filesz) - segment.p_vaddr) as usize;
+    let mut decoder = Decoder::with_ip(64, file.get(from..to)?, start, DecoderOptions::NONE);
+    let mut factory = InstructionInfoFactory::new();
+    // The last such access outside the frame, else the last in it (a builtin's on a local
+    // of the function itself: the macros reach even those through a pointer).
+    let (mut outside, mut inside) = (None, None);
+    for ins in &mut decoder {
+        for m in factory.info(&ins).used_memory() {
+            let access = match op {
+                Op::Load => matches!(m.access(), OpAccess::Read | OpAccess::CondRead),
+                Op::Store => matches!(m.access(), OpAccess::Write | OpAccess::CondWrite),
+            };
+            if !access || matches!(m.segment(), Register::FS | Register::GS) || m.index().is_vector_register() {
+                continue;
+            }
+            let frame = m.base() == Register::RSP || m.base() == Register::RBP && (m.displacement() as i64) < 0;
+            *if frame { &mut inside } else { &mut outside } = Some(ins.ip());
+        }
+    }
+    outside.or(inside)
 }
 
 /// libstdc++'s headers whose code is `std::atomic`'s operations.
@@ -257,7 +392,19 @@ fn byte_size(unit: &Unit<'_>, ty: UnitOffset) -> Result<Option<u64>, gimli::Erro
 
 #[cfg(test)]
 mod tests {
-    use super::omp_atomic_lines;
+    use super::{c_atomic_calls, omp_atomic_lines, Op};
+
+    /// The columns of the calls of atomic loads and stores by name, and nothing else: not a
+    /// longer name, not a name that is not called, not a read-modify-write.
+    #[test]
+    fn the_columns_of_atomic_loads_and_stores_are_found() {
+        let text = "int x = *q + atomic_load_explicit(p, memory_order_acquire);\n\tatomic_store_explicit (p, 1, memory_order_release);\nmy_atomic_load(p); atomic_load_x(p); atomic_fetch_add(p, 1);\nvoid *f = atomic_load; x += __atomic_load_n(q, 2) + __atomic_store_n(q, 1, 3);\n";
+        let calls = c_atomic_calls(text);
+        assert_eq!(calls[1], vec![(14, Op::Load)]);
+        assert_eq!(calls[2], vec![(2, Op::Store)]);
+        assert!(calls[3].is_empty());
+        assert_eq!(calls[4], vec![(29, Op::Load), (53, Op::Store)]);
+    }
 
     /// The statement after each `omp atomic` directive, to its `;`, and nothing else.
     #[test]

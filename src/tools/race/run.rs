@@ -258,6 +258,9 @@ pub struct RaceRun {
     main_path: String,
     /// The main program's code of `std::atomic` operations (`atomics::code`), sorted ranges.
     atomic_code: Vec<(u64, u64)>,
+    /// The main program's loads and stores of C11's atomic operations (`atomics::c_accesses`),
+    /// sorted.
+    c_atomics: Vec<u64>,
     /// The runtime's code, trusted (`Site::trusted`), as it is mapped: the loader at start,
     /// the libraries as the loader maps them.
     runtime: Vec<(u64, u64)>,
@@ -310,6 +313,7 @@ impl RaceRun {
             program,
             main_path: String::new(),
             atomic_code: Vec::new(),
+            c_atomics: Vec::new(),
             runtime: Vec::new(),
             gomp: Vec::new(),
             state: Box::new(state),
@@ -438,7 +442,7 @@ impl Tool for RaceRun {
         // its accesses), which the filtered path keeps as the checked one does.
         let trusted = self.state.watch.is_some() || self.runtime.iter().any(|r| (r.0..r.1).contains(&ins.ip()));
         let watched = self.state.watch.as_ref().is_some_and(|w| w.watches(ins.ip()));
-        let in_atomic_code = super::atomics::within(&self.atomic_code, ins.ip());
+        let in_atomic_code = super::atomics::within(&self.atomic_code, ins.ip()) || self.c_atomics.binary_search(&ins.ip()).is_ok();
         // libgomp orders its threads with plain loads and stores the source calls acquires
         // and releases (a task's completion and `taskwait`/`taskgroup`'s fast path on the
         // children count): in libgomp every plain access to shared memory is atomic.
@@ -853,6 +857,7 @@ impl ToolRun for RaceRun {
             self.state.forget(addr);
         }
         self.atomic_code = super::atomics::code(&self.main_path, mapped);
+        self.c_atomics = super::atomics::c_accesses(&self.main_path, mapped);
         self.callees = crate::report::symbols::Callees::of(&self.main_path, mem);
         self.note_runtime(mem, 0, u64::MAX >> 16);
     }
