@@ -470,6 +470,8 @@ impl Runtime {
         if !self.sig.deliver(&mut self.ctx, &info) {
             self.die_by_signal(&SigInfo::new(libc::SIGSEGV, 0x80, 0));
         }
+        let (tool, ctx, _) = self.tool_view();
+        tool.signal_handler(ctx, sig);
         self.p().sched.set_mask(self.index, self.sig.mask);
     }
 

@@ -267,6 +267,21 @@ fn c11_atomics_on_the_heap_and_stack_order_and_their_arguments_race() {
     }
 }
 
+/// A signal one thread sends another orders the sender's past before the handler: the
+/// message main fills before `pthread_kill` is no race with the handler's read of it; what
+/// main writes after sending is (-O0, -O2; before, the message raced as well).
+#[test]
+fn a_signal_sent_to_a_thread_orders_what_came_before_it() {
+    for opt in ["-O0", "-O2"] {
+        let out = format!("signal_handoff{opt}").replace('-', "_");
+        let exe = program("signal_handoff", "c", &out, &[opt]);
+        let o = run_rtgrind(["--tool=race", "--harm=no"], &Cmd::new(&exe));
+        assert_eq!(o.stdout_str(), "handed over 1\n", "{out}");
+        let want = (place("signal_handoff", &out, "racing read", "on_usr1"), place("signal_handoff", &out, "racing write", "main"));
+        assert_eq!(races(&o.stderr_str()), vec![want], "{out}: {}", o.stderr_str());
+    }
+}
+
 /// C++'s `std::atomic` orders through its code (lines in libstdc++'s atomic headers), wherever
 /// the atomic is: a heap atomic's release and acquire leave no race on the payload they hand
 /// over, and the one real race beside it is found at its two lines (-O0 and -O2).

@@ -210,6 +210,8 @@ pub trait ToolRun: Tool {
     fn client_request(&mut self, _ctx: &mut ThreadContext, req: &[u64; 6], _mem: &GuestMemory) -> Option<u64> {
         (req[0] == REQ_RUNNING_ON_RTGRIND).then_some(1)
     }
+    /// The guest's handler for signal `sig` is about to run on this thread (its frame built).
+    fn signal_handler(&mut self, _ctx: &mut ThreadContext, _sig: i32) {}
     /// The guest dies of signal `sig` (`code` and fault address `addr` from its siginfo); the
     /// context is the dying thread's, at the faulting instruction for a synchronous fault.
     fn fatal_signal(&mut self, _ctx: &mut ThreadContext, _sig: i32, _code: i32, _addr: u64, _mem: &GuestMemory) {}

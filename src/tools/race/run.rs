@@ -187,6 +187,12 @@ struct Noted {
     block: Option<(u64, u64, Vec<u64>)>,
 }
 
+/// The synchronization object of signal `sig`: sending it releases there, its handler's start
+/// acquires (a kernel address, never a guest location's).
+fn signal_object(sig: i32) -> u64 {
+    0xffff_ff00_0000_0000 | sig as u64
+}
+
 /// One memory access instruction of the code, as its call-out is told.
 struct Site {
     pc: u64,
@@ -905,10 +911,24 @@ impl ToolRun for RaceRun {
                 self.state.synced(t, ctx.rip.wrapping_sub(2));
             }
             libc::SYS_futex => self.state.atomic_word(args[0]),
+            libc::SYS_kill | libc::SYS_tkill | libc::SYS_tgkill | libc::SYS_rt_sigqueueinfo | libc::SYS_rt_tgsigqueueinfo => {
+                // A signal sent orders the sender's past before its handler (`signal_handler`).
+                let sig = if matches!(nr as i64, libc::SYS_tgkill | libc::SYS_rt_tgsigqueueinfo) { args[2] } else { args[1] };
+                if (1..65).contains(&sig) {
+                    self.state.detector.release(t, signal_object(sig as i32));
+                    self.state.synced(t, ctx.rip.wrapping_sub(2));
+                }
+            }
             _ => {}
         }
         ctx.tool_area[self.state.epoch_word / 8] = self.state.epoch(t);
         None
+    }
+
+    fn signal_handler(&mut self, ctx: &mut ThreadContext, sig: i32) {
+        let t = self.tid(ctx);
+        self.state.detector.acquire(t, signal_object(sig));
+        ctx.tool_area[self.state.epoch_word / 8] = self.state.epoch(t);
     }
 
     fn syscall_post(&mut self, ctx: &mut ThreadContext, nr: u64, args: &[u64; 6], ret: i64, mem: &GuestMemory) {
