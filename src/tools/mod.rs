@@ -6,6 +6,7 @@ pub mod checkpoints;
 pub mod child;
 pub mod count;
 pub mod expected;
+pub mod heap;
 #[cfg(test)]
 pub mod light_check;
 pub mod race;

@@ -9,7 +9,6 @@ mod calls;
 mod driver;
 mod harm;
 mod hb;
-mod heap;
 mod run;
 mod suppressions;
 

@@ -17,10 +17,10 @@
 use super::calls;
 use super::harm::{self, Watcher};
 use super::hb;
-use super::heap::{self, Heap};
 use crate::kernel::memory::GuestMemory;
 use crate::report::model::{Finding, Report, VERSION};
 use crate::report::Reporter;
+use crate::tools::heap::{self, Heap, Hook};
 use crate::tools::{Error, ToolRun};
 use rtgrind_jit::iced_x86::{Mnemonic, OpAccess, Register, UsedMemory};
 use rtgrind_jit::instrument::code_asm::{qword_ptr, AsmRegister64, CodeLabel};
@@ -672,12 +672,8 @@ impl RaceRun {
                     self.gomp.push((s, e));
                 }
             }
-            let path = r.name.clone().unwrap_or_default();
-            if name.starts_with("libc.so") && r.prot & libc::PROT_EXEC != 0 && !self.allocators.contains(&path) {
-                self.state.heap.note_library(&path, mem);
-                self.allocators.push(path);
-            }
         }
+        self.state.heap.note_mapping(mem, start, end, &mut self.allocators);
     }
 
     /// A call-out before the program's calls of memory functions (`calls::CALLS`), whose
@@ -723,26 +719,21 @@ impl RaceRun {
 
     /// Call-outs at the allocation functions' entries and returns (`heap`).
     fn watch_heap(&mut self, site: &InsnSite, b: &mut Inline) {
-        let pc = site.ins.ip();
-        if let Some(kind) = self.state.heap.entry(pc) {
-            let s = Box::new(AllocSite { kind, state: &mut *self.state });
-            let arg = &*s as *const AllocSite as u64;
-            self.alloc_sites.push(s);
-            let r = b.scratch();
-            b.callout(alloc_enter, arg, r);
-            b.release_scratch();
-        }
-        if site.ins.mnemonic() == Mnemonic::Ret && self.state.heap.in_allocator(pc) {
-            let r = b.scratch();
-            b.callout(alloc_return, &*self.state as *const State as u64, r);
-            b.release_scratch();
-        }
-        let jump = site.ins.mnemonic() == Mnemonic::Jmp && site.ins.op0_kind() == rtgrind_jit::iced_x86::OpKind::NearBranch64;
-        if jump && self.state.heap.leaves_allocator(pc, site.ins.near_branch_target()) {
-            let r = b.scratch();
-            b.callout(alloc_jump, &*self.state as *const State as u64, r);
-            b.release_scratch();
-        }
+        let state = &*self.state as *const State as u64;
+        let (f, arg): (extern "C" fn(*mut ThreadContext, u64), u64) = match self.state.heap.hook_at(site.ins) {
+            Some(Hook::Enter(kind)) => {
+                let s = Box::new(AllocSite { kind, state: &mut *self.state });
+                let arg = &*s as *const AllocSite as u64;
+                self.alloc_sites.push(s);
+                (alloc_enter, arg)
+            }
+            Some(Hook::Return) => (alloc_return, state),
+            Some(Hook::JumpOut) => (alloc_jump, state),
+            None => return,
+        };
+        let r = b.scratch();
+        b.callout(f, arg, r);
+        b.release_scratch();
     }
 
     /// The call-out for the access at the address in `t`, only if the filter has the bit of

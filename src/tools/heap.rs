@@ -1,8 +1,9 @@
-//! The heap blocks a race's address may be in, with where each was allocated (as helgrind
-//! and TSan report them): the C library's `malloc`, `calloc`, `realloc` and `free` are watched
-//! at their entry (the size asked for, the callers) and at their `ret`s (the block returned;
-//! or calloc's jump to `memset`, which returns it for calloc), by address, as the library is
-//! mapped. C++'s `new` and everything else that allocates
+//! The program's live heap blocks (for the race tool, where a race's address was allocated,
+//! as helgrind and TSan report it; for suppression runs, the blocks whose redzones to check):
+//! the C library's `malloc`, `calloc`, `realloc` and `free` are watched at their entry (the
+//! size asked for, the callers) and at their `ret`s (the block returned; or calloc's jump to
+//! `memset`, which returns it for calloc), by address, as the library is mapped (`hook_at`
+//! says where a tool puts its call-outs). C++'s `new` and everything else that allocates
 //! through `malloc` is seen there too, with its own caller among the callers.
 
 use std::collections::{BTreeMap, HashMap};
@@ -17,6 +18,15 @@ pub enum Kind {
 }
 
 const FUNCTIONS: [(&str, Kind); 4] = [("malloc", Kind::Malloc), ("calloc", Kind::Calloc), ("realloc", Kind::Realloc), ("free", Kind::Free)];
+
+/// Where a heap-watching tool puts a call-out (`Heap::hook_at`), and what it then tells the
+/// `Heap`: `enter`, `returned` (rsp, rax), `jumped_out` (rsp, rdi).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hook {
+    Enter(Kind),
+    Return,
+    JumpOut,
+}
 
 /// A live block: its size and the return addresses on the allocating thread's stack.
 pub struct Block {
@@ -57,6 +67,34 @@ impl Heap {
                 }
             }
         }
+    }
+
+    /// Learns the allocation functions of the C library if `[start, end)` of `mem` maps its
+    /// code (once per library file, whose paths `known` keeps).
+    pub fn note_mapping(&mut self, mem: &crate::kernel::memory::GuestMemory, start: u64, end: u64, known: &mut Vec<String>) {
+        for (_, _, r) in mem.pieces(start, end) {
+            let name = r.name.as_deref().and_then(|n| n.rsplit('/').next()).unwrap_or_default();
+            let path = r.name.clone().unwrap_or_default();
+            if name.starts_with("libc.so") && r.prot & libc::PROT_EXEC != 0 && !known.contains(&path) {
+                self.note_library(&path, mem);
+                known.push(path);
+            }
+        }
+    }
+
+    /// What a tool watching the heap puts before the instruction `ins`: a call-out at an
+    /// allocation function's entry, at a `ret` that ends one, or at a jump out of one.
+    pub fn hook_at(&self, ins: &rtgrind_jit::iced_x86::Instruction) -> Option<Hook> {
+        use rtgrind_jit::iced_x86::{Mnemonic, OpKind};
+        let pc = ins.ip();
+        if let Some(kind) = self.entry(pc) {
+            return Some(Hook::Enter(kind));
+        }
+        if ins.mnemonic() == Mnemonic::Ret && self.in_allocator(pc) {
+            return Some(Hook::Return);
+        }
+        let jump = ins.mnemonic() == Mnemonic::Jmp && ins.op0_kind() == OpKind::NearBranch64;
+        (jump && self.leaves_allocator(pc, ins.near_branch_target())).then_some(Hook::JumpOut)
     }
 
     /// The allocation function whose entry is at `pc`.
