@@ -53,6 +53,10 @@ pub struct Report {
     /// that replays it, or how many schedules were tried (race).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explored: Option<String>,
+    /// The memory layout the runs had from some run on, and why (suppress: heap redzones
+    /// once a run did not fail without them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layout: Option<String>,
 }
 
 /// One answer: an instruction instance, where it is reported, and how to read it.

@@ -150,6 +150,7 @@ fn summary_of_chain(r: &Report) -> Vec<String> {
         format!("{} runs (1 of them to check that the crash repeats{again}), {:.2} s:", r.runs, r.seconds)
     };
     let mut out = vec![head];
+    out.extend(r.layout.iter().map(|l| format!("  ({l})")));
     for step in &r.chain {
         let from = if step.suppressing_from.is_empty() {
             "original run".to_string()

@@ -159,6 +159,16 @@ impl Heap {
         self.bodies.iter().any(|b| (b.0..b.1).contains(&pc) && !(b.0..b.1).contains(&target))
     }
 
+    /// The allocation function thread `t` is in with stack pointer `sp` (at its `ret`).
+    pub fn pending_kind(&self, t: usize, sp: u64) -> Option<Kind> {
+        self.pending.get(t)?.iter().rev().find(|p| p.sp == sp).map(|p| p.kind)
+    }
+
+    /// The live blocks, by address.
+    pub fn blocks(&self) -> impl Iterator<Item = (u64, &Block)> {
+        self.blocks.iter().map(|(&s, b)| (s, b))
+    }
+
     /// The live block holding `addr`: its start and the block.
     pub fn block_at(&self, addr: u64) -> Option<(u64, &Block)> {
         let (&start, block) = self.blocks.range(..=addr).next_back()?;

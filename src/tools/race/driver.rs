@@ -351,7 +351,14 @@ pub fn drive(cli: &Cli) -> Result<i32, Error> {
             replaying.push(format!("--sched=replay:{}", runner.file("schedule").display()).into());
             let sr = Runner::with("race-suppress", cli.command.clone(), replaying, cli.seed, Some(runner.stdin_file.clone()))
                 .map_err(|e| Error::internal(e.to_string()))?;
-            let opts = suppression::Options { max_runs: 20, error_exitcode: cli.search.error_exitcode, failure, show_output: false, follow_new_failures: true };
+            let opts = suppression::Options {
+                max_runs: 20,
+                error_exitcode: cli.search.error_exitcode,
+                failure,
+                show_output: false,
+                follow_new_failures: true,
+                reorder: false,
+            };
             let (concluded, runs) = failure_root(&mut report, sr, &opts, &races[..verdicts.len()], &verdicts, how, &cli.command);
             runner.runs += runs;
             Some(concluded)

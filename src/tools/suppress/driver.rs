@@ -21,6 +21,11 @@ pub struct Options {
     /// the dissertation: in Fig. 6.6 the assertion that fails once the crashes are suppressed
     /// is followed to its definition).
     pub follow_new_failures: bool,
+    /// When a run does not fail (the original, or a suppression run), run it again with heap
+    /// redzones (`redzones`), where an overflow that corrupted nothing the run used shows, and
+    /// go on under them if it fails (the complete technique of the dissertation's Fig. 5.7,
+    /// its heap layout).
+    pub reorder: bool,
 }
 
 /// Exit status when the search could not conclude.
@@ -42,6 +47,10 @@ struct Suppression<'o> {
     traced_again: u32,
     /// The caller's answer found in the chain so far: the search stops there.
     enough: Option<&'o Enough<'o>>,
+    /// The runs have heap redzones: from which run on (`Options::reorder`), and whether that
+    /// run failed where the one before it had not.
+    redzones_from: Option<u32>,
+    redzones_exposed: bool,
 }
 
 /// Whether the chain so far holds what the caller looks for (the race tool: a definition
@@ -97,13 +106,21 @@ impl Suppression<'_> {
             Some(r) => self.outcome(runner, r, !matches!(stage, Stage::Original | Stage::Repeat { .. }))?,
             None => return self.ask(runner, Stage::Original, &[], true, &[]),
         };
+        if self.redzones_from == Some(runner.runs) {
+            self.redzones_exposed = last.crash.is_some();
+        }
         match stage {
             Stage::Start => unreachable!("no run is asked for before the original"),
             Stage::Original => {
-                if self.opts.show_output {
+                if self.opts.show_output && self.redzones_from.is_none() {
                     crate::tools::child::show_output(&runner.file("stdout-1"));
                 }
                 if last.crash.is_none() {
+                    if self.opts.reorder && self.redzones_from.is_none() {
+                        // A corruption that made no crash may show with redzones.
+                        self.redzones_from = Some(runner.runs + 1);
+                        return self.ask(runner, Stage::Original, &[], true, &[]);
+                    }
                     return Err(Verdict::NoFailure);
                 }
                 let watch = last.narrow.clone();
@@ -171,7 +188,15 @@ impl Suppression<'_> {
     fn ask(&mut self, runner: &Runner, stage: Stage, points: &[Point], trace: bool, watch: &[(u64, u64)]) -> Result<Step<Verdict>, Verdict> {
         let n = runner.runs + 1;
         let (plan_path, out_path) = (runner.file(&format!("plan-{n}")), runner.file(&format!("outcome-{n}")));
-        let plan = Plan { points: points.to_vec(), out: None, at_functions: Vec::new(), failure: self.opts.failure.clone(), trace, watch: watch.to_vec() };
+        let plan = Plan {
+            points: points.to_vec(),
+            out: None,
+            at_functions: Vec::new(),
+            failure: self.opts.failure.clone(),
+            trace,
+            watch: watch.to_vec(),
+            redzones: self.redzones_from.is_some(),
+        };
         std::fs::write(&plan_path, plan.to_text()).map_err(|e| Verdict::Inconclusive(format!("cannot run rtgrind: {e}")))?;
         let args =
             vec!["--tool=suppress".into(), format!("--suppress-plan={}", plan_path.display()).into(), format!("--suppress-out={}", out_path.display()).into()];
@@ -257,6 +282,13 @@ impl Suppression<'_> {
     /// the next step from its failure.
     fn finish(&mut self, runner: &Runner, new: Vec<Point>, o: Outcome) -> Result<Step<Verdict>, Verdict> {
         let done = o.crash.is_none();
+        if done && o.stopped.is_none() && self.opts.reorder && self.redzones_from.is_none() && runner.runs < self.opts.max_runs {
+            // The same suppression with redzones: an overflow the suppressed run still made
+            // may show there (Fig. 5.7), and its failure is followed as any other.
+            self.redzones_from = Some(runner.runs + 1);
+            let points = self.points.clone();
+            return self.ask(runner, Stage::Suppressed { new }, &points, false, &[]);
+        }
         self.chain.push((new, o));
         if done {
             let looped = self.chain[self.chain.len() - 1].1.stopped.is_some();
@@ -273,6 +305,7 @@ fn signame(sig: i32) -> String {
         libc::SIGFPE => "SIGFPE".into(),
         libc::SIGILL => "SIGILL".into(),
         libc::SIGABRT => "SIGABRT".into(),
+        super::run::REDZONE_FAILURE => "a heap block's redzone overwritten".into(),
         s => format!("signal {s}"),
     }
 }
@@ -358,6 +391,9 @@ pub struct Search {
     /// Of those, runs made again to trace a suppression run's failure.
     pub traced_again: u32,
     pub seconds: f64,
+    /// The run from which the runs had heap redzones, if they came to, and whether it failed
+    /// where the run before it had not.
+    pub redzones: Option<(u32, bool)>,
 }
 
 /// Runs the search and prints the report; returns the exit status.
@@ -366,7 +402,7 @@ pub fn drive(runner: Result<Runner, SearchError>, command: Vec<std::ffi::OsStrin
     let error_exitcode = opts.error_exitcode;
     let search = match runner {
         Ok(mut runner) => find(&mut runner, &opts),
-        Err(e) => Search { verdict: Verdict::Inconclusive(e.to_string()), chain: Vec::new(), runs: 0, traced_again: 0, seconds: 0.0 },
+        Err(e) => Search { verdict: Verdict::Inconclusive(e.to_string()), chain: Vec::new(), runs: 0, traced_again: 0, seconds: 0.0, redzones: None },
     };
     super::report::emit(&search, &command, &format, pid);
     match search.verdict {
@@ -395,9 +431,18 @@ pub fn find_until<'o>(runner: &mut Runner, opts: &'o Options, enough: Option<&'o
         calls: super::calls::Calls::new(),
         traced_again: 0,
         enough,
+        redzones_from: None,
+        redzones_exposed: false,
     };
     let verdict = runner.drive(&mut s);
-    Search { verdict, chain: s.chain, runs: runner.runs, traced_again: s.traced_again, seconds: started.elapsed().as_secs_f64() }
+    Search {
+        verdict,
+        chain: s.chain,
+        runs: runner.runs,
+        traced_again: s.traced_again,
+        seconds: started.elapsed().as_secs_f64(),
+        redzones: s.redzones_from.map(|n| (n, s.redzones_exposed)),
+    }
 }
 
 /// Whether the chain's last run ends the search otherwise than by running on: the points it

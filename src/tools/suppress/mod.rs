@@ -10,6 +10,7 @@ mod frames;
 mod guards;
 mod ordinals;
 pub mod plan;
+pub(super) mod redzones;
 pub mod report;
 pub mod run;
 mod slice;
@@ -26,6 +27,12 @@ pub struct Options {
     /// Most program runs the search may take.
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(3..))]
     pub max_runs: u32,
+
+    /// When a run does not fail, run it again with heap redzones (16 bytes after each block,
+    /// checked at free, realloc and exit) and go on under them if it fails: a heap overflow
+    /// that crashes nothing is found too (no: never).
+    #[arg(long, value_enum, default_value = "yes", value_name = "yes|no")]
+    pub reorder: crate::cli::YesNo,
 
     /// (Internal) run once with the suppression points in FILE.
     #[arg(long, value_name = "FILE", hide = true)]
@@ -67,8 +74,14 @@ pub fn search(cli: &Cli) -> Result<i32, Error> {
     let dot = cli.failure.dot_file()?;
     let failure = failure_spec(cli)?;
     let (json, sarif) = (cli.search.json, cli.search.sarif);
-    let opts =
-        driver::Options { max_runs: o.max_runs, error_exitcode: cli.search.error_exitcode, failure, show_output: !json && !sarif, follow_new_failures: false };
+    let opts = driver::Options {
+        max_runs: o.max_runs,
+        error_exitcode: cli.search.error_exitcode,
+        failure,
+        show_output: !json && !sarif,
+        follow_new_failures: false,
+        reorder: o.reorder == crate::cli::YesNo::Yes,
+    };
     let format = report::Format { json, sarif, dot };
     crate::log_to_file(cli);
     Ok(driver::drive(super::search::Runner::new("suppress", cli), cli.command.clone(), opts, format))

@@ -88,6 +88,8 @@ pub struct Plan {
     /// Locations (address, size) whose last store the run watches (`watch`): their
     /// definitions at a finer grain than an origin granule.
     pub watch: Vec<(u64, u64)>,
+    /// Heap blocks get redzones (`redzones`): one overwritten is the run's failure.
+    pub redzones: bool,
 }
 
 impl Plan {
@@ -98,6 +100,9 @@ impl Plan {
         }
         if self.trace {
             s += "trace\n";
+        }
+        if self.redzones {
+            s += "redzones\n";
         }
         for (addr, size) in &self.watch {
             s += &format!("watch\t{addr:#x}\t{size}\n");
@@ -112,6 +117,7 @@ impl Plan {
                 "point" => plan.points.push(Point::parse(&f[1..]).ok_or(format!("plan line {}: bad point", i + 1))?),
                 "failure" => plan.failure = Some(f[1..].join("\t")),
                 "trace" => plan.trace = true,
+                "redzones" => plan.redzones = true,
                 "watch" => plan.watch.push(range(&f[1..]).ok_or(format!("plan line {}: bad watch", i + 1))?),
                 "at" => plan.at_functions.push(f.get(1).ok_or(format!("plan line {}: `at` needs a function", i + 1))?.to_string()),
                 "" => {}
@@ -266,9 +272,18 @@ mod tests {
         for q in [p, Point { instance: 3, site: 0x401234, ..p }, Point { instance: 42 | BY_BLOCK, ..p }] {
             assert_eq!(Plan::parse(&Plan { points: vec![q], ..Plan::default() }.to_text()).unwrap().points, vec![q]);
         }
-        let plan = Plan { points: vec![p], out: None, at_functions: vec![], failure: Some("stderr:a\tb".into()), trace: true, watch: vec![(0x7ffc_0010, 4)] };
+        let plan = Plan {
+            points: vec![p],
+            out: None,
+            at_functions: vec![],
+            failure: Some("stderr:a\tb".into()),
+            trace: true,
+            watch: vec![(0x7ffc_0010, 4)],
+            redzones: true,
+        };
         assert_eq!(Plan::parse(&plan.to_text()).unwrap().failure, plan.failure);
         assert!(Plan::parse(&plan.to_text()).unwrap().trace);
+        assert!(Plan::parse(&plan.to_text()).unwrap().redzones && !Plan::parse("trace\n").unwrap().redzones);
         assert_eq!(Plan::parse(&plan.to_text()).unwrap().points, vec![p]);
         assert_eq!(Plan::parse(&plan.to_text()).unwrap().watch, plan.watch);
         let o = Outcome {

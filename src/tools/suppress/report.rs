@@ -42,7 +42,8 @@ pub fn emit(s: &Search, command: &[std::ffi::OsString], format: &Format, pid: u3
 /// The search as the one report model (`report::model`).
 pub fn model(s: &Search, command: &[std::ffi::OsString]) -> Report {
     let (result, reason) = match &s.verdict {
-        Verdict::NoFailure => ("no-failure", "the program did not fail (no crash); nothing to find. A corruption that does not crash in this memory layout would need variable re-ordering to show (planned as --tool=reorder, not available yet).".to_string()),
+        Verdict::NoFailure if s.redzones.is_some() => ("no-failure", "the program did not fail (no crash), with heap redzones either (16 bytes after each block, checked at free, realloc and the end of the run); nothing to find. Layouts of globals and stack frames are not tried yet.".to_string()),
+        Verdict::NoFailure => ("no-failure", "the program did not fail (no crash); nothing to find (--reorder=no: heap redzones were not tried).".to_string()),
         Verdict::NotReproducible(a, b, how) => ("not-reproducible", format!("the failure does not reproduce in repeatable mode: run 1: {a}; run 2: {b}; they differ in {how}")),
         Verdict::RootCause(_) => ("root-cause", String::new()),
         Verdict::Inconclusive(why) => ("inconclusive", why.clone()),
@@ -97,6 +98,13 @@ pub fn model(s: &Search, command: &[std::ffi::OsString]) -> Report {
         traced_again: s.traced_again,
         seconds: (s.seconds * 1000.0).round() / 1000.0,
         chain,
+        layout: s.redzones.map(|(n, exposed)| {
+            let zones = format!("heap blocks had redzones, {} bytes after each, checked at free, realloc and the end of the run", super::redzones::REDZONE);
+            match exposed {
+                true => format!("from run {n} on, {zones}: run {} did not fail without them", n - 1),
+                false => format!("run {n} was run {} again but its {zones}: it did not fail either", n - 1),
+            }
+        }),
         ..Report::default()
     }
 }

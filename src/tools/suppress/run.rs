@@ -15,9 +15,10 @@ use super::frames::{
     call_sites_between, calls_into, calls_with, frame_entries, init_call_log, init_table, logged_call, logged_ordinals, CALLEE_SAVED, CALL_LOG_ENTRY,
     CALL_LOG_WRAP_BIT, ENTRY_WORDS_USED, MASKS,
 };
-use super::guards::{call_store_callout, guard_callout, hit, plain_store_of, point_callout, Guard, GuardKind, PointCheck, State};
+use super::guards::{call_store_callout, guard_callout, guest_regs, hit, plain_store_of, point_callout, Guard, GuardKind, PointCheck, State};
 use super::ordinals;
 use super::plan::{self, Outcome, Plan, Point};
+use super::redzones::{Overwritten, Redzones};
 use super::watch::{self, WatchCheck, Watched};
 use crate::kernel::guest_mem;
 use crate::kernel::memory::GuestMemory;
@@ -28,6 +29,7 @@ use crate::shadow::memory::ShadowMemory;
 use crate::shadow::propagate::{effective_address, r16, r32, writes, Policy, Propagation};
 use crate::shadow::{self, fast, origin, slot};
 use crate::tools::expected::ExpectedOutput;
+use crate::tools::heap::Hook;
 use crate::tools::{decode, ToolRun};
 use rtgrind_jit::iced_x86::{ConditionCode, FlowControl, Instruction, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register, UsedMemory};
 use rtgrind_jit::instrument::code_asm::{qword_ptr, AsmRegister64, CodeLabel};
@@ -95,10 +97,36 @@ pub struct SuppressRun {
     block_use: fast::BlockUse,
     /// The fast version being translated.
     fast_block: fast::FastBlock,
+    /// Heap redzones, in a run with them (`Plan::redzones`).
+    redzones: Option<Redzones>,
+    /// The heap hooks' call-out arguments (boxed: translations hold their addresses).
+    #[allow(clippy::vec_box)]
+    heap_sites: Vec<Box<HeapSite>>,
+}
+
+/// An allocation function's hook, as its call-out is told.
+struct HeapSite {
+    hook: Hook,
+    run: *mut SuppressRun,
+    /// Registers the hook's code lent (`guards::guest_regs`).
+    spilled: u16,
+}
+
+/// At an allocation function's entry, `ret` or jump out, in a run with redzones.
+extern "C" fn heap_hook(ctx: *mut ThreadContext, arg: u64) {
+    // SAFETY: rtg_callout passes this thread's context; `arg` is a `HeapSite` the tool keeps,
+    // whose tool is boxed for the whole run and touched by one thread at a time (the one
+    // holding the baton, which is running this call-out, not any other of its methods).
+    let (ctx, site) = unsafe { (&mut *ctx, &*(arg as *const HeapSite)) };
+    // SAFETY: as above.
+    unsafe { &mut *site.run }.heap_hook(ctx, site.hook, site.spilled);
 }
 
 /// The failure: (signal, or a negative `Failure` code; guest pc; the thread's block instance;
 /// used locations with their origins; for a named failure, what happened).
+/// `Failed::signal` of an overwritten redzone.
+pub(super) const REDZONE_FAILURE: i32 = -2;
+
 /// Locations a failure used, each with its origin (what the report says of it, origin).
 type Locations = Vec<(String, u64)>;
 
@@ -202,6 +230,7 @@ impl SuppressRun {
             continued: Default::default(),
         });
         let anchors = ordinals::Anchors::new(plan.points.iter().map(|p| p.pc));
+        let redzones = plan.redzones.then(Redzones::default);
         Ok(SuppressRun {
             program,
             plan,
@@ -233,6 +262,8 @@ impl SuppressRun {
             fast: fast::enabled(),
             block_use: Default::default(),
             fast_block: fast::FastBlock::new(0, 0, false, &Default::default()),
+            redzones,
+            heap_sites: Vec::new(),
         })
     }
 
@@ -1298,6 +1329,44 @@ impl SuppressRun {
             .collect()
     }
 
+    /// A heap hook (`heap_hook`): the heap's blocks and their redzones kept, an allocation
+    /// asked with room for its redzone, a freed block's checked.
+    fn heap_hook(&mut self, ctx: &mut ThreadContext, hook: Hook, spilled: u16) {
+        let regs = guest_regs(ctx, spilled);
+        let t = origin::thread(ctx.counter);
+        let Some(zones) = self.redzones.as_mut() else { return };
+        match hook {
+            Hook::Enter(kind) => {
+                let (overwritten, (rdi, rsi)) = zones.enter(t, kind, (regs[7], regs[6]), regs[4]);
+                for (r, v) in [(7, rdi), (6, rsi)] {
+                    // (A register the hook's code lent has its guest value in its spill slot.)
+                    *if spilled & (1 << r) != 0 { &mut ctx.tool_spill[r] } else { &mut ctx.callout_regs[r] } = v;
+                }
+                if let Some(o) = overwritten {
+                    self.redzone_failure(ctx, o);
+                }
+            }
+            Hook::Return => zones.returned(t, regs[4], regs[0], false),
+            Hook::JumpOut => zones.returned(t, regs[4], regs[7], true),
+        }
+    }
+
+    /// A redzone found overwritten is the run's failure (the first failure only): it used the
+    /// first byte that changed, defined by the store that wrote it.
+    fn redzone_failure(&mut self, ctx: &mut ThreadContext, o: Overwritten) {
+        if self.crash.is_some() {
+            return;
+        }
+        let location = format!("byte {} of the redzone after the heap block of {} bytes at {:#x}", o.byte - o.block - o.size, o.size, o.block);
+        let mut used = vec![(location, self.location_origin(o.byte, 1))];
+        used.retain(|l| l.1 & !origin::INCOMING != 0);
+        self.def_sites = call_sites(ctx, &used);
+        self.call_ordinals = logged_ordinals(ctx);
+        let stack = self.program_stack(ctx);
+        let what = format!("heap block of {} bytes overrun: its redzone was overwritten (found {})", o.size, o.when);
+        self.crash = Some(Failed { signal: REDZONE_FAILURE, pc: ctx.rip, instance: origin::instance(ctx.counter), used, what, stack });
+    }
+
     /// Checks a syscall against `--failure`; the first match is the run's failure, with the
     /// used locations: what the output or the status came from, and what the program last
     /// branched on. A write about to be `suppressed` (a corrupt argument or buffer) writes
@@ -1630,6 +1699,18 @@ impl Tool for SuppressRun {
         let ins = site.ins;
         let pc = ins.ip();
         self.segments.insn(pc);
+        if let Some(hook) = self.redzones.as_ref().and_then(|z| z.heap.hook_at(ins)) {
+            if b.version() == Version::Fast {
+                // (The call-out borrows a register: perhaps the fast block's cached one.)
+                self.fast_block.forget_stack();
+            }
+            let r = b.scratch();
+            let s = Box::new(HeapSite { hook, run: self as *mut SuppressRun, spilled: b.spilled() });
+            let arg = &*s as *const HeapSite as u64;
+            self.heap_sites.push(s);
+            b.callout(heap_hook, arg, r);
+            b.release_scratch();
+        }
         let fast = b.version() == Version::Fast;
         if !fast {
             // An instruction a point names counts its executions first (`ordinals`): the
@@ -1762,6 +1843,11 @@ impl ToolRun for SuppressRun {
     fn syscall_pre(&mut self, ctx: &mut ThreadContext, nr: u64, args: &[u64; 6]) -> Option<i64> {
         crate::tools::note_exec(nr, args);
         let ends = self.lifetime.ends_process(nr);
+        if ends && self.crash.is_none() {
+            if let Some(o) = self.redzones.as_mut().and_then(Redzones::at_exit) {
+                self.redzone_failure(ctx, o);
+            }
+        }
         let nr = nr as i64;
         let n = super::super::taint::arg_count(nr);
         let corrupt_arg = SYSCALL_ARGS.iter().take(n).any(|&r| *shadow::gpr(ctx, r) != 0);
@@ -1819,6 +1905,11 @@ impl ToolRun for SuppressRun {
         }
         if let Some((start, end)) = shadow::mapped_by(nr, a, ret, mem) {
             self.cover(start, end);
+        }
+        if nr == libc::SYS_mmap && a[2] as i32 & libc::PROT_EXEC != 0 {
+            if let Some(z) = self.redzones.as_mut() {
+                z.heap.note_mapping(mem, ret as u64, ret as u64 + a[1], &mut z.libraries);
+            }
         }
         // A syscall a point names, or one a call suppressed whole makes: what the kernel
         // wrote is corrupt and keeps its last definition (a `read` past a buffer's end).

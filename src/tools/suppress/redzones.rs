@@ -1,0 +1,128 @@
+//! Heap redzones: the heap's part of variable re-ordering (the dissertation's §5.3, Fig. 5.7).
+//! An overflow past a heap block often corrupts nothing the run goes on to use, and then no
+//! crash shows it. A run with redzones asks the C library for `REDZONE` more bytes with every
+//! block (`malloc`, `calloc`, `realloc`; C++'s `new` through them), fills them with a known
+//! byte when the block comes back, and checks them when the block is freed or reallocated and
+//! when the process ends: a byte that changed is the run's failure, and the store that wrote
+//! it is what the failure used (its origin, in a traced run), so suppression goes on from the
+//! overflowing store as from a crash.
+
+use crate::tools::heap::{Heap, Kind};
+use std::collections::HashMap;
+
+/// Bytes after each block.
+pub const REDZONE: u64 = 16;
+/// What a redzone holds (a `calloc` block's: zeros, as the library's `memset` of the whole
+/// request leaves it).
+const FILL: u8 = 0xfa;
+
+/// The blocks with redzones and what theirs hold.
+#[derive(Default)]
+pub struct Redzones {
+    pub heap: Heap,
+    /// The C library files whose allocation functions `heap` knows.
+    pub libraries: Vec<String>,
+    /// Each live block's redzone byte, by block start.
+    fill: HashMap<u64, u8>,
+}
+
+/// A redzone found overwritten: its block, the first byte that changed, and when it was seen.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Overwritten {
+    pub block: u64,
+    pub size: u64,
+    pub byte: u64,
+    pub when: &'static str,
+}
+
+impl Redzones {
+    /// At an allocation function's entry: the block it frees, checked, and the arguments it
+    /// is to run with instead (`rdi`, `rsi`), asking for the redzone too.
+    pub fn enter(&mut self, t: usize, kind: Kind, (rdi, rsi): (u64, u64), sp: u64) -> (Option<Overwritten>, (u64, u64)) {
+        let freed = self.heap.enter(t, kind, (rdi, rsi), sp, Vec::new);
+        let when = if kind == Kind::Free { "at its free" } else { "at its realloc" };
+        let overwritten = freed.and_then(|(block, size)| self.check(block, size, when));
+        let args = match kind {
+            Kind::Malloc => (rdi.saturating_add(REDZONE), rsi),
+            // (An overflowing product is the library's to refuse: left as asked.)
+            Kind::Calloc => match rdi.checked_mul(rsi).and_then(|n| n.checked_add(REDZONE)) {
+                Some(n) => (1, n),
+                None => (rdi, rsi),
+            },
+            Kind::Realloc if rsi != 0 => (rdi, rsi.saturating_add(REDZONE)),
+            _ => (rdi, rsi),
+        };
+        (overwritten, args)
+    }
+
+    /// An allocation function returned `block` (or calloc jumped out to its `memset` with it):
+    /// its redzone is filled, for calloc by that `memset`.
+    pub fn returned(&mut self, t: usize, sp: u64, block: u64, jumped_out: bool) {
+        let kind = self.heap.pending_kind(t, sp);
+        // (Only calloc's jump out returns a block; a `ret` ends an allocation under way.)
+        if kind.is_none() || jumped_out && kind != Some(Kind::Calloc) {
+            return;
+        }
+        if jumped_out {
+            self.heap.jumped_out(t, sp, block);
+        } else {
+            self.heap.returned(t, sp, block);
+        }
+        let Some((start, b)) = self.heap.block_at(block).filter(|(s, _)| *s == block) else { return };
+        let (size, fill) = (b.size, if kind == Some(Kind::Calloc) { 0 } else { FILL });
+        // (The library returned room for `size + REDZONE` bytes, asked for at its entry.)
+        if !jumped_out && !crate::kernel::guest_mem::write(start + size, &[fill; REDZONE as usize]) {
+            return;
+        }
+        self.fill.insert(start, fill);
+    }
+
+    /// The first overwritten byte of the redzone after `block` (of `size` bytes), if any.
+    fn check(&mut self, block: u64, size: u64, when: &'static str) -> Option<Overwritten> {
+        let fill = self.fill.remove(&block)?;
+        let zone = crate::kernel::guest_mem::read_vec(block + size, REDZONE as usize)?;
+        let k = zone.iter().position(|&b| b != fill)?;
+        Some(Overwritten { block, size, byte: block + size + k as u64, when })
+    }
+
+    /// At the process's end: the first live block (by address) whose redzone was overwritten.
+    pub fn at_exit(&mut self) -> Option<Overwritten> {
+        let blocks: Vec<(u64, u64)> = self.heap.blocks().map(|(s, b)| (s, b.size)).collect();
+        blocks.into_iter().find_map(|(s, size)| self.check(s, size, "at the end of the run"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A block's redzone is asked for, filled and checked: untouched, nothing; a byte past the
+    /// end changed, that byte, at the free; calloc's is zeros; a realloc checks the old block.
+    #[test]
+    fn redzones_are_asked_for_filled_and_checked() {
+        let mut zones = Redzones::default();
+        let mut memory = vec![0u8; 256];
+        let base = memory.as_mut_ptr() as u64;
+        let (a, b) = (base, base + 64);
+        assert_eq!(zones.enter(1, Kind::Malloc, (20, 0), 0x7000), (None, (20 + REDZONE, 0)));
+        zones.returned(1, 0x7000, a, false);
+        assert_eq!(memory[20..36], [FILL; 16]);
+        assert_eq!(zones.enter(1, Kind::Calloc, (3, 8), 0x7000), (None, (1, 24 + REDZONE)));
+        zones.returned(1, 0x7000, b, true);
+        // The program writes one byte past its first block; its calloc block's zone is intact.
+        memory[20] = b'x';
+        assert_eq!(zones.enter(1, Kind::Free, (b, 0), 0x7000).0, None);
+        let (overwritten, _) = zones.enter(1, Kind::Realloc, (a, 40), 0x7000);
+        assert_eq!(overwritten, Some(Overwritten { block: a, size: 20, byte: a + 20, when: "at its realloc" }));
+        // A block freed twice is checked once.
+        assert_eq!(zones.enter(1, Kind::Free, (a, 0), 0x7000).0, None);
+        // At the end: the live block whose zone changed.
+        zones.enter(2, Kind::Malloc, (8, 0), 0x8000);
+        zones.returned(2, 0x8000, base + 128, false);
+        assert_eq!(zones.at_exit(), None);
+        zones.enter(2, Kind::Malloc, (8, 0), 0x8000);
+        zones.returned(2, 0x8000, base + 128, false);
+        memory[128 + 8 + 15] = 0;
+        assert_eq!(zones.at_exit(), Some(Overwritten { block: base + 128, size: 8, byte: base + 128 + 23, when: "at the end of the run" }));
+    }
+}
