@@ -239,14 +239,20 @@ fn openmp_atomics_do_not_race_and_the_plain_access_beside_them_does() {
 /// race is found (before, the location stayed atomic, and two atomic accesses never race).
 #[test]
 fn a_freed_atomic_is_plain_memory_again() {
+    // (The output says the block is the atomic's.)
+    only_race("freed_atomic", "reused 2\n", ("racing increment", "worker"), ("other increment", "main"));
+}
+
+/// `guest-programs/races/NAME.c` at -O0 and -O2 under `--harm=no`: its output is `stdout`, and
+/// its one race is between the accesses marked `later` and `earlier` (marker, function).
+fn only_race(name: &str, stdout: &str, later: (&str, &str), earlier: (&str, &str)) {
     for opt in ["-O0", "-O2"] {
-        let out = format!("freed_atomic{opt}").replace('-', "_");
-        let exe = program("freed_atomic", "c", &out, &[opt]);
+        let out = format!("{name}{opt}").replace('-', "_");
+        let exe = program(name, "c", &out, &[opt]);
         let o = run_rtgrind(["--tool=race", "--harm=no"], &Cmd::new(&exe));
-        assert_eq!(o.stdout_str(), "reused 2\n", "{out}: the block is the atomic's");
-        let err = o.stderr_str();
-        let want = (place("freed_atomic", &out, "racing increment", "worker"), place("freed_atomic", &out, "other increment", "main"));
-        assert_eq!(races(&err), vec![want], "{out}: {err}");
+        assert_eq!(o.stdout_str(), stdout, "{out}");
+        let want = (place(name, &out, later.0, later.1), place(name, &out, earlier.0, earlier.1));
+        assert_eq!(races(&o.stderr_str()), vec![want], "{out}: {}", o.stderr_str());
     }
 }
 
@@ -257,14 +263,7 @@ fn a_freed_atomic_is_plain_memory_again() {
 /// before, the flags' accesses and the message's fields raced).
 #[test]
 fn c11_atomics_on_the_heap_and_stack_order_and_their_arguments_race() {
-    for opt in ["-O0", "-O2"] {
-        let out = format!("c11_heap_atomics{opt}").replace('-', "_");
-        let exe = program("c11_heap_atomics", "c", &out, &[opt]);
-        let o = run_rtgrind(["--tool=race", "--harm=no"], &Cmd::new(&exe));
-        assert_eq!(o.stdout_str(), "started 42\n7 hello\n", "{out}");
-        let want = (place("c11_heap_atomics", &out, "racing read", "producer"), place("c11_heap_atomics", &out, "racing write", "main"));
-        assert_eq!(races(&o.stderr_str()), vec![want], "{out}: {}", o.stderr_str());
-    }
+    only_race("c11_heap_atomics", "started 42\n7 hello\n", ("racing read", "producer"), ("racing write", "main"));
 }
 
 /// A signal one thread sends another orders the sender's past before the handler: the
@@ -272,14 +271,7 @@ fn c11_atomics_on_the_heap_and_stack_order_and_their_arguments_race() {
 /// main writes after sending is (-O0, -O2; before, the message raced as well).
 #[test]
 fn a_signal_sent_to_a_thread_orders_what_came_before_it() {
-    for opt in ["-O0", "-O2"] {
-        let out = format!("signal_handoff{opt}").replace('-', "_");
-        let exe = program("signal_handoff", "c", &out, &[opt]);
-        let o = run_rtgrind(["--tool=race", "--harm=no"], &Cmd::new(&exe));
-        assert_eq!(o.stdout_str(), "handed over 1\n", "{out}");
-        let want = (place("signal_handoff", &out, "racing read", "on_usr1"), place("signal_handoff", &out, "racing write", "main"));
-        assert_eq!(races(&o.stderr_str()), vec![want], "{out}: {}", o.stderr_str());
-    }
+    only_race("signal_handoff", "handed over 1\n", ("racing read", "on_usr1"), ("racing write", "main"));
 }
 
 /// C++'s `std::atomic` orders through its code (lines in libstdc++'s atomic headers), wherever
