@@ -41,7 +41,7 @@ impl Redzones {
     pub fn enter(&mut self, t: usize, kind: Kind, (rdi, rsi): (u64, u64), sp: u64) -> (Option<Overwritten>, (u64, u64)) {
         let freed = self.heap.enter(t, kind, (rdi, rsi), sp, Vec::new);
         let when = if kind == Kind::Free { "at its free" } else { "at its realloc" };
-        let overwritten = freed.and_then(|(block, size)| self.check(block, size, when));
+        let overwritten = freed.and_then(|(block, size)| self.check(block, size, when, false));
         let args = match kind {
             Kind::Malloc => (rdi.saturating_add(REDZONE), rsi),
             // (An overflowing product is the library's to refuse: left as asked.)
@@ -70,17 +70,30 @@ impl Redzones {
         }
         let Some((start, b)) = self.heap.block_at(block).filter(|(s, _)| *s == block) else { return };
         let (size, fill) = (b.size, if kind == Some(Kind::Calloc) { 0 } else { FILL });
-        // (The library returned room for `size + REDZONE` bytes, asked for at its entry.)
-        if !jumped_out && !crate::kernel::guest_mem::write(start + size, &[fill; REDZONE as usize]) {
-            return;
+        if !jumped_out {
+            // SAFETY: the library just returned this block with room for `size + REDZONE`
+            // bytes (asked for at its entry), mapped and writable, in this process (the guest's
+            // memory is rtgrind's address space; a checked copy through the kernel at every
+            // allocation cost more than the rest of the hook).
+            unsafe { std::ptr::write_bytes((start + size) as *mut u8, fill, REDZONE as usize) };
         }
         self.fill.insert(start, fill);
     }
 
-    /// The first overwritten byte of the redzone after `block` (of `size` bytes), if any.
-    fn check(&mut self, block: u64, size: u64, when: &'static str) -> Option<Overwritten> {
+    /// The first overwritten byte of the redzone after `block` (of `size` bytes), if any; read
+    /// through the kernel if `checked` (at the end, once for every block: the program may have
+    /// unmapped what it never freed), else in place (at a free, on the hot path).
+    fn check(&mut self, block: u64, size: u64, when: &'static str, checked: bool) -> Option<Overwritten> {
         let fill = self.fill.remove(&block)?;
-        let zone = crate::kernel::guest_mem::read_vec(block + size, REDZONE as usize)?;
+        let copy;
+        let zone = if checked {
+            copy = crate::kernel::guest_mem::read_vec(block + size, REDZONE as usize)?;
+            &copy[..]
+        } else {
+            // SAFETY: a live block's redzone, filled at its allocation: the allocator still
+            // owns that memory and is about to read the block's header beside it.
+            unsafe { std::slice::from_raw_parts((block + size) as *const u8, REDZONE as usize) }
+        };
         let k = zone.iter().position(|&b| b != fill)?;
         Some(Overwritten { block, size, byte: block + size + k as u64, when })
     }
@@ -88,7 +101,7 @@ impl Redzones {
     /// At the process's end: the first live block (by address) whose redzone was overwritten.
     pub fn at_exit(&mut self) -> Option<Overwritten> {
         let blocks: Vec<(u64, u64)> = self.heap.blocks().map(|(s, b)| (s, b.size)).collect();
-        blocks.into_iter().find_map(|(s, size)| self.check(s, size, "at the end of the run"))
+        blocks.into_iter().find_map(|(s, size)| self.check(s, size, "at the end of the run", true))
     }
 }
 
