@@ -1,6 +1,6 @@
 //! Differential tests: every program in `guest-programs/correct/`, in each of its build variants,
-//! runs natively and under `rtgrind -q --tool=none` and `--tool=taint` (and `--tool=count` and
-//! `--tool=race --harm=no` for the first variant); exit status (or fatal signal), stdout and stderr must be identical. The native run must also match the program's `exit=`/`signal=`
+//! runs natively and under `rtgrind -q --tool=none` and `--tool=taint` (and `--tool=count`,
+//! `--tool=race --harm=no` and a suppression run with heap redzones for the first variant); exit status (or fatal signal), stdout and stderr must be identical. The native run must also match the program's `exit=`/`signal=`
 //! directive, so a broken test program is reported as such and not as an rtgrind bug.
 
 use crate::common::{self, compare_tool, run_native, run_rtgrind};
@@ -70,8 +70,10 @@ fn check_guest(name: &str) {
         }
         // The tools must not change what the program does either: taint with origins (inline
         // shadow propagation on every instruction) in every variant, count in the first.
-        // And race (its light call-outs keep only some of the registers) in the first.
-        let tools: &[&str] = if variant == &guest.builds[0].0 { &["none", "taint", "count", "race"] } else { &["none", "taint"] };
+        // And race (its light call-outs keep only some of the registers) in the first, and a
+        // suppression run with heap redzones (issue 24: a correct program runs the same with
+        // its blocks laid out otherwise, and overruns none).
+        let tools: &[&str] = if variant == &guest.builds[0].0 { &["none", "taint", "count", "race", "suppress"] } else { &["none", "taint"] };
         let mut timed_out = false;
         for tool in tools {
             common::reset_dir(&dir);
@@ -82,8 +84,25 @@ fn check_guest(name: &str) {
             if *tool == "race" {
                 opts.push("--harm=no".into());
             }
+            let outcome = (*tool == "suppress").then(|| {
+                let plans = common::scratch_dir(&format!("{name}-plan"));
+                std::fs::write(plans.join("plan"), "redzones\n").unwrap();
+                let _ = std::fs::remove_file(plans.join("outcome"));
+                opts.push(format!("--suppress-plan={}", plans.join("plan").display()));
+                opts.push(format!("--suppress-out={}", plans.join("outcome").display()));
+                plans.join("outcome")
+            });
             let rt = run_rtgrind(&opts, &cmd);
-            if let Err(e) = compare_tool(&native, &rt, tool) {
+            let mut result = compare_tool(&native, &rt, tool);
+            if let (Some(outcome), Ok(())) = (&outcome, &result) {
+                // (An overwritten redzone is the outcome's `crash` line of kind -2; a program
+                // that crashes natively crashes there with its own signal.)
+                let seen = std::fs::read_to_string(outcome).unwrap_or_default();
+                if let Some(line) = seen.lines().find(|l| l.starts_with("crash\t-2\t")) {
+                    result = Err(format!("the run with heap redzones failed: {line}"));
+                }
+            }
+            if let Err(e) = result {
                 if !failed.contains(variant) {
                     failed.push(*variant);
                 }
