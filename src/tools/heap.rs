@@ -51,6 +51,8 @@ pub struct Heap {
     blocks: BTreeMap<u64, Block>,
     /// Per thread, allocations under way (innermost last).
     pending: Vec<Vec<Pending>>,
+    /// The C library files whose functions `note_mapping` learnt.
+    libraries: Vec<String>,
 }
 
 impl Heap {
@@ -70,14 +72,14 @@ impl Heap {
     }
 
     /// Learns the allocation functions of the C library if `[start, end)` of `mem` maps its
-    /// code (once per library file, whose paths `known` keeps).
-    pub fn note_mapping(&mut self, mem: &crate::kernel::memory::GuestMemory, start: u64, end: u64, known: &mut Vec<String>) {
+    /// code (once per library file).
+    pub fn note_mapping(&mut self, mem: &crate::kernel::memory::GuestMemory, start: u64, end: u64) {
         for (_, _, r) in mem.pieces(start, end) {
             let name = r.name.as_deref().and_then(|n| n.rsplit('/').next()).unwrap_or_default();
             let path = r.name.clone().unwrap_or_default();
-            if name.starts_with("libc.so") && r.prot & libc::PROT_EXEC != 0 && !known.contains(&path) {
+            if name.starts_with("libc.so") && r.prot & libc::PROT_EXEC != 0 && !self.libraries.contains(&path) {
                 self.note_library(&path, mem);
-                known.push(path);
+                self.libraries.push(path);
             }
         }
     }

@@ -27,7 +27,7 @@ const MAX_DEPTH: u32 = 4;
 /// have once the file's lowest loaded page is mapped at `mapped`; none when it has no DWARF
 /// (or it cannot be read).
 pub fn declared(path: &str, mapped: u64) -> Vec<(u64, u64)> {
-    let (found, bias) = with_dwarf(path, mapped, variables);
+    let (found, bias) = with_dwarf(path, mapped, |dwarf, _, _, out| variables(dwarf, out));
     found.into_iter().map(|(a, size)| (a.wrapping_add(bias), size)).collect()
 }
 
@@ -36,7 +36,7 @@ pub fn declared(path: &str, mapped: u64) -> Vec<(u64, u64)> {
 /// loaded page is mapped at `mapped`. Its loads and stores are the atomic's, wherever the
 /// object is (a global, a heap block, a stack).
 pub fn code(path: &str, mapped: u64) -> Vec<(u64, u64)> {
-    let (found, bias) = with_dwarf(path, mapped, atomic_header_rows);
+    let (found, bias) = with_dwarf(path, mapped, |dwarf, _, _, out| atomic_header_rows(dwarf, out));
     let mut ranges: Vec<(u64, u64)> = found.into_iter().map(|(a, b)| (a.wrapping_add(bias), b.wrapping_add(bias))).collect();
     // Adjacent rows make one range (binary search over them in `within`).
     ranges.dedup_by(|b, a| {
@@ -55,10 +55,14 @@ pub fn within(ranges: &[(u64, u64)], pc: u64) -> bool {
     ranges.get(i).is_some_and(|r| r.0 <= pc)
 }
 
-/// What `f` collects from the DWARF of the ELF file at `path` (the file's addresses with
-/// sizes, ends or kinds), sorted, and what to add to the file's addresses where it is mapped; none
+/// What `f` collects from the DWARF of the ELF file at `path` (given the file too: the file's
+/// addresses with sizes or ends, or instructions), sorted, and what to add to the file's addresses where it is mapped; none
 /// without DWARF.
-fn with_dwarf<T: Ord>(path: &str, mapped: u64, f: impl Fn(&gimli::Dwarf<Slice<'_>>, &mut Vec<T>) -> Result<(), gimli::Error>) -> (Vec<T>, u64) {
+fn with_dwarf<T: Ord>(
+    path: &str,
+    mapped: u64,
+    f: impl Fn(&gimli::Dwarf<Slice<'_>>, &goblin::elf::Elf<'_>, &[u8], &mut Vec<T>) -> Result<(), gimli::Error>,
+) -> (Vec<T>, u64) {
     let Ok(file) = std::fs::read(path) else { return (Vec::new(), 0) };
     let Ok(elf) = goblin::elf::Elf::parse(&file) else { return (Vec::new(), 0) };
     let lowest = elf.program_headers.iter().filter(|p| p.p_type == goblin::elf::program_header::PT_LOAD).map(|p| p.p_vaddr & !0xfff).min();
@@ -74,7 +78,7 @@ fn with_dwarf<T: Ord>(path: &str, mapped: u64, f: impl Fn(&gimli::Dwarf<Slice<'_
     };
     let Ok(dwarf) = gimli::Dwarf::load(section) else { return (Vec::new(), 0) };
     let mut out = Vec::new();
-    let _ = f(&dwarf, &mut out);
+    let _ = f(&dwarf, &elf, &file, &mut out);
     out.sort_unstable();
     out.dedup();
     (out, bias)
@@ -88,13 +92,44 @@ fn with_dwarf<T: Ord>(path: &str, mapped: u64, f: impl Fn(&gimli::Dwarf<Slice<'_
 /// the last load (a load operation) or store (a store), outside the frame if one is: the others
 /// are its arguments' loads and, unoptimized, the temporaries of `stdatomic.h`'s macros.
 pub fn c_accesses(path: &str, mapped: u64) -> Vec<u64> {
-    let (rows, bias) = with_dwarf(path, mapped, c_atomic_rows);
-    let Ok(file) = std::fs::read(path) else { return Vec::new() };
-    let Ok(elf) = goblin::elf::Elf::parse(&file) else { return Vec::new() };
-    let mut found: Vec<u64> = rows.iter().filter_map(|&(start, end, op)| access_in(&elf, &file, start, end, op)).map(|pc| pc.wrapping_add(bias)).collect();
-    found.sort_unstable();
-    found.dedup();
-    found
+    let (found, bias) = with_dwarf(path, mapped, |dwarf, elf, file, out| {
+        let mut rows = Vec::new();
+        c_atomic_rows(dwarf, &mut rows)?;
+        out.extend(rows.into_iter().filter_map(|(start, end, op)| access_in(elf, file, start, end, op)));
+        Ok(())
+    });
+    found.into_iter().map(|pc| pc.wrapping_add(bias)).collect()
+}
+
+/// The source files a unit's line table names, each read once (by its path: the unit's
+/// compilation directory, the file's directory, its name) and what `facts` says of each of its
+/// lines (index = line number); nothing for a file that cannot be read.
+struct Sources<T> {
+    read: std::collections::HashMap<std::path::PathBuf, std::rc::Rc<Vec<T>>>,
+    facts: fn(&str) -> Vec<T>,
+}
+
+impl<T> Sources<T> {
+    fn new(facts: fn(&str) -> Vec<T>) -> Sources<T> {
+        Sources { read: Default::default(), facts }
+    }
+
+    /// The facts of the file a row of `unit`'s line table (`header`) names.
+    fn of(
+        &mut self,
+        dwarf: &gimli::Dwarf<Slice<'_>>,
+        unit: &Unit<'_>,
+        header: &gimli::LineProgramHeader<Slice<'_>>,
+        file: &gimli::FileEntry<Slice<'_>>,
+    ) -> Result<std::rc::Rc<Vec<T>>, gimli::Error> {
+        let mut path = unit.comp_dir.map(|d| std::path::PathBuf::from(d.to_string_lossy().into_owned())).unwrap_or_default();
+        if let Some(dir) = file.directory(header).and_then(|d| dwarf.attr_string(unit, d).ok()) {
+            path.push(dir.to_string_lossy().as_ref());
+        }
+        path.push(dwarf.attr_string(unit, file.path_name())?.to_string_lossy().as_ref());
+        let facts = self.facts;
+        Ok(self.read.entry(path).or_insert_with_key(|p| std::rc::Rc::new(std::fs::read_to_string(p).map(|text| facts(&text)).unwrap_or_default())).clone())
+    }
 }
 
 /// What a C11 or GCC atomic operation that compiles to a plain `mov` does to its object.
@@ -120,9 +155,12 @@ const C_OPS: [(&str, Op); 10] = [
     ("__atomic_clear", Op::Store),
 ];
 
+/// A line's calls of `C_OPS`: their columns and what each does.
+type Calls = Vec<(u64, Op)>;
+
 /// For each line of a C source (index = line number), the columns (from 1, in bytes, as GCC
 /// counts them) where it calls one of `C_OPS`, with what the call does.
-fn c_atomic_calls(text: &str) -> Vec<Vec<(u64, Op)>> {
+fn c_atomic_calls(text: &str) -> Vec<Calls> {
     let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
     let mut calls = vec![Vec::new()];
     for line in text.lines() {
@@ -150,14 +188,15 @@ fn c_atomic_calls(text: &str) -> Vec<Vec<(u64, Op)>> {
 /// The code ranges of the rows at a call of one of `C_OPS` (start, end, what it does), into
 /// `out`.
 fn c_atomic_rows(dwarf: &gimli::Dwarf<Slice<'_>>, out: &mut Vec<(u64, u64, Op)>) -> Result<(), gimli::Error> {
-    let mut sources: std::collections::HashMap<std::path::PathBuf, Vec<Vec<(u64, Op)>>> = std::collections::HashMap::new();
+    let mut sources = Sources::new(c_atomic_calls);
     let mut headers = dwarf.units();
     while let Some(header) = headers.next()? {
         let unit = dwarf.unit(header)?;
         let Some(program) = unit.line_program.clone() else { continue };
-        let comp_dir = unit.comp_dir.map(|d| std::path::PathBuf::from(d.to_string_lossy().into_owned()));
         let mut rows = program.rows();
         let mut open: Option<(u64, Op)> = None;
+        // The file of the rows before (most rows follow one of the same file), and its calls.
+        let mut current: Option<(u64, std::rc::Rc<Vec<Calls>>)> = None;
         while let Some((header, row)) = rows.next_row()? {
             if let Some((start, op)) = open.take() {
                 if row.address() > start {
@@ -168,12 +207,14 @@ fn c_atomic_rows(dwarf: &gimli::Dwarf<Slice<'_>>, out: &mut Vec<(u64, u64, Op)>)
                 continue;
             }
             let (Some(file), Some(line), gimli::ColumnType::Column(column)) = (row.file(header), row.line(), row.column()) else { continue };
-            let mut path = comp_dir.clone().unwrap_or_default();
-            if let Some(dir) = file.directory(header).and_then(|d| dwarf.attr_string(&unit, d).ok()) {
-                path.push(dir.to_string_lossy().as_ref());
-            }
-            path.push(dwarf.attr_string(&unit, file.path_name())?.to_string_lossy().as_ref());
-            let calls = sources.entry(path).or_insert_with_key(|p| std::fs::read_to_string(p).map(|text| c_atomic_calls(&text)).unwrap_or_default());
+            let calls = match &current {
+                Some((index, calls)) if *index == row.file_index() => calls.clone(),
+                _ => {
+                    let calls = sources.of(dwarf, &unit, header, file)?;
+                    current = Some((row.file_index(), calls.clone()));
+                    calls
+                }
+            };
             let here = calls.get(line.get() as usize).map(Vec::as_slice).unwrap_or_default();
             open = here.iter().find(|(c, _)| *c == column.get()).map(|&(_, op)| (row.address(), op));
         }
@@ -220,13 +261,12 @@ const ATOMIC_HEADERS: [&str; 3] = ["atomic_base.h", "atomic", "atomic_wait.h"];
 /// `omp atomic` directive precedes in its source (`read` and `write` compile to plain `mov`s,
 /// relaxed; without the source, nothing says so).
 fn atomic_header_rows(dwarf: &gimli::Dwarf<Slice<'_>>, out: &mut Vec<(u64, u64)>) -> Result<(), gimli::Error> {
-    let mut sources: std::collections::HashMap<std::path::PathBuf, Vec<bool>> = std::collections::HashMap::new();
+    let mut sources = Sources::new(omp_atomic_lines);
     let mut headers = dwarf.units();
     while let Some(header) = headers.next()? {
         let unit = dwarf.unit(header)?;
         let Some(program) = unit.line_program.clone() else { continue };
         let openmp = openmp_unit(dwarf, &unit)?;
-        let comp_dir = unit.comp_dir.map(|d| std::path::PathBuf::from(d.to_string_lossy().into_owned()));
         let mut rows = program.rows();
         // The row before: its address, and whether its code is atomic.
         let mut open: Option<u64> = None;
@@ -241,18 +281,11 @@ fn atomic_header_rows(dwarf: &gimli::Dwarf<Slice<'_>>, out: &mut Vec<(u64, u64)>
             }
             let Some(file) = row.file(header) else { continue };
             let name = dwarf.attr_string(&unit, file.path_name())?.to_string_lossy().into_owned();
-            let atomic = ATOMIC_HEADERS.contains(&name.rsplit('/').next().unwrap_or_default())
-                || openmp
-                    && row.line().is_some_and(|line| {
-                        let mut path = comp_dir.clone().unwrap_or_default();
-                        if let Some(dir) = file.directory(header).and_then(|d| dwarf.attr_string(&unit, d).ok()) {
-                            path.push(dir.to_string_lossy().as_ref());
-                        }
-                        path.push(&name);
-                        let marks =
-                            sources.entry(path).or_insert_with_key(|p| std::fs::read_to_string(p).map(|text| omp_atomic_lines(&text)).unwrap_or_default());
-                        marks.get(line.get() as usize).copied().unwrap_or(false)
-                    });
+            let omp_atomic = match row.line() {
+                Some(line) if openmp => sources.of(dwarf, &unit, header, file)?.get(line.get() as usize).copied().unwrap_or(false),
+                _ => false,
+            };
+            let atomic = ATOMIC_HEADERS.contains(&name.rsplit('/').next().unwrap_or_default()) || omp_atomic;
             if atomic {
                 open = Some(row.address());
             }

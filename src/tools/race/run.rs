@@ -278,8 +278,6 @@ pub struct RaceRun {
     sites: Vec<Box<Site>>,
     #[allow(clippy::vec_box)]
     alloc_sites: Vec<Box<AllocSite>>,
-    /// The C libraries whose allocation functions the heap watches.
-    allocators: Vec<String>,
     /// The main program's calls through the PLT or GOT, by name (`calls::CALLS`), and its
     /// code's range (whose calls those names are).
     callees: Option<crate::report::symbols::Callees>,
@@ -325,7 +323,6 @@ impl RaceRun {
             state: Box::new(state),
             sites: Vec::new(),
             alloc_sites: Vec::new(),
-            allocators: Vec::new(),
             callees: None,
             main_range: (0, 0),
             watched_returns: HashSet::new(),
@@ -673,7 +670,7 @@ impl RaceRun {
                 }
             }
         }
-        self.state.heap.note_mapping(mem, start, end, &mut self.allocators);
+        self.state.heap.note_mapping(mem, start, end);
     }
 
     /// A call-out before the program's calls of memory functions (`calls::CALLS`), whose

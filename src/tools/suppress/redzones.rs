@@ -20,8 +20,6 @@ const FILL: u8 = 0xfa;
 #[derive(Default)]
 pub struct Redzones {
     pub heap: Heap,
-    /// The C library files whose allocation functions `heap` knows.
-    pub libraries: Vec<String>,
     /// Each live block's redzone byte, by block start.
     fill: HashMap<u64, u8>,
 }

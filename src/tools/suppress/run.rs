@@ -124,9 +124,6 @@ extern "C" fn heap_hook(ctx: *mut ThreadContext, arg: u64) {
 
 /// The failure: (signal, or a negative `Failure` code; guest pc; the thread's block instance;
 /// used locations with their origins; for a named failure, what happened).
-/// `Failed::signal` of an overwritten redzone.
-pub(super) const REDZONE_FAILURE: i32 = -2;
-
 /// Locations a failure used, each with its origin (what the report says of it, origin).
 type Locations = Vec<(String, u64)>;
 
@@ -142,6 +139,9 @@ struct Failed {
     /// The program's calls it happened under (return addresses, innermost first).
     stack: Vec<u64>,
 }
+
+/// `Failed::signal` of an overwritten redzone (a named failure's is -1).
+pub(super) const REDZONE_FAILURE: i32 = -2;
 
 /// A library call of the program that is a definition as a whole (a copy that wrote where the
 /// failure read): what it wrote, the call's instance word, its return address, the callee.
@@ -1360,11 +1360,18 @@ impl SuppressRun {
         let location = format!("byte {} of the redzone after the heap block of {} bytes at {:#x}", o.byte - o.block - o.size, o.size, o.block);
         let mut used = vec![(location, self.location_origin(o.byte, 1))];
         used.retain(|l| l.1 & !origin::INCOMING != 0);
+        let what = format!("heap block of {} bytes overrun: its redzone was overwritten (found {})", o.size, o.when);
+        self.fail(ctx, REDZONE_FAILURE, ctx.rip, used, what);
+    }
+
+    /// The run's failure, with the locations it `used`: what the driver needs of the failing
+    /// thread's calls (the library calls' sites and ordinals, the program's call stack) noted
+    /// now, while they are there.
+    fn fail(&mut self, ctx: &mut ThreadContext, signal: i32, pc: u64, used: Locations, what: String) {
         self.def_sites = call_sites(ctx, &used);
         self.call_ordinals = logged_ordinals(ctx);
         let stack = self.program_stack(ctx);
-        let what = format!("heap block of {} bytes overrun: its redzone was overwritten (found {})", o.size, o.when);
-        self.crash = Some(Failed { signal: REDZONE_FAILURE, pc: ctx.rip, instance: origin::instance(ctx.counter), used, what, stack });
+        self.crash = Some(Failed { signal, pc, instance: origin::instance(ctx.counter), used, what, stack });
     }
 
     /// Checks a syscall against `--failure`; the first match is the run's failure, with the
@@ -1380,7 +1387,6 @@ impl SuppressRun {
             return;
         }
         let pc = ctx.rip.wrapping_sub(2);
-        let instance = origin::instance(ctx.counter);
         let write = nr == libc::SYS_write && args[2] > 0;
         let mut locs = Vec::new();
         let what = match failure {
@@ -1422,10 +1428,7 @@ impl SuppressRun {
             locs.retain(|l| !origin::is_constant(l.1));
         }
         locs.truncate(1);
-        self.def_sites = call_sites(ctx, &locs);
-        self.call_ordinals = logged_ordinals(ctx);
-        let stack = self.program_stack(ctx);
-        self.crash = Some(Failed { signal: -1, pc, instance, used: locs, what, stack });
+        self.fail(ctx, -1, pc, locs, what);
     }
 
     /// A thread's tables: return addresses, executions, and in a run that traces its calls
@@ -1908,7 +1911,7 @@ impl ToolRun for SuppressRun {
         }
         if nr == libc::SYS_mmap && a[2] as i32 & libc::PROT_EXEC != 0 {
             if let Some(z) = self.redzones.as_mut() {
-                z.heap.note_mapping(mem, ret as u64, ret as u64 + a[1], &mut z.libraries);
+                z.heap.note_mapping(mem, ret as u64, ret as u64 + a[1]);
             }
         }
         // A syscall a point names, or one a call suppressed whole makes: what the kernel
@@ -1963,12 +1966,8 @@ impl ToolRun for SuppressRun {
     fn fatal_signal(&mut self, ctx: &mut ThreadContext, sig: i32, _code: i32, addr: u64, mem: &GuestMemory) {
         // A run that does not trace names the crash only (the driver traces it again).
         let locs = if self.traced() { self.crash_locations(ctx, sig, addr, mem) } else { Vec::new() };
-        let instance = origin::instance(ctx.counter);
         if self.crash.is_none() {
-            self.def_sites = call_sites(ctx, &locs);
-            self.call_ordinals = logged_ordinals(ctx);
-            let stack = self.program_stack(ctx);
-            self.crash = Some(Failed { signal: sig, pc: ctx.rip, instance, used: locs, what: String::new(), stack });
+            self.fail(ctx, sig, ctx.rip, locs, String::new());
         }
     }
 
