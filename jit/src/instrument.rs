@@ -71,6 +71,14 @@ pub enum When {
 }
 
 pub trait Tool {
+    /// May change the memory operand of a guest instruction before anything else sees it (a
+    /// layout moving the program's variables): only its displacement, never its registers or
+    /// its length's meaning. True if it changed; the instruction is then encoded anew, and
+    /// every other hook, the fault map and indirect branches see the changed one. Like every
+    /// hook, a function of the guest code.
+    fn rewrite(&mut self, _ins: &mut Instruction) -> bool {
+        false
+    }
     /// Whether the block at `pc` gets two versions, fast and full, each instrumented by the
     /// hooks below (`Inline::version` says which). `insns` is the straight-line code the
     /// block can reach (it may end before the last one). A tool's fast version runs while
@@ -100,6 +108,9 @@ pub trait Tool {
 /// An optional pass of a tool (a trace's dependence log, only for some searches): its hooks
 /// run when it is there, so the tool that holds it forwards each hook without a test.
 impl<T: Tool> Tool for Option<T> {
+    fn rewrite(&mut self, ins: &mut Instruction) -> bool {
+        self.as_mut().is_some_and(|t| t.rewrite(ins))
+    }
     fn two_versions(&mut self, pc: u64, insns: &[Instruction]) -> bool {
         self.as_mut().is_some_and(|t| t.two_versions(pc, insns))
     }

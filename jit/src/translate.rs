@@ -665,6 +665,7 @@ fn body(b: &mut BlockBuilder, env: &BodyEnv, tool: &mut dyn Tool) -> Result<(u64
         encoder: Encoder::new(64),
         info_factory: InstructionInfoFactory::new(),
         ins: Instruction::default(),
+        rewritten: false,
         count: 0,
         folded: 0,
         end: env.pc,
@@ -698,6 +699,8 @@ struct Body<'e, 'a> {
     info_factory: InstructionInfoFactory,
     /// The instruction being translated, and how many so far (it included).
     ins: Instruction,
+    /// Whether the tool changed `ins`'s memory operand (`Tool::rewrite`).
+    rewritten: bool,
     count: usize,
     /// Conditional branches inside the block so far (see `conditional`).
     folded: usize,
@@ -757,6 +760,7 @@ impl Body<'_, '_> {
     /// Translates `ins` with the tool's code before and after it.
     fn translate_insn(&mut self, b: &mut BlockBuilder, tool: &mut dyn Tool) -> Goes {
         self.count += 1;
+        self.rewritten = tool.rewrite(&mut self.ins);
         let (ins, count, pc) = (self.ins, self.count, self.env.pc);
         let info = self.info_factory.info(&ins).clone();
         let uses = used_registers(&ins, &info);
@@ -867,7 +871,7 @@ impl Body<'_, '_> {
         if restores {
             b.asm.bytes(&count_registers().store);
         }
-        copy_insn(b, &mut self.encoder, &self.ins, raw, uses);
+        copy_insn(b, &mut self.encoder, &self.ins, (raw, self.rewritten), uses);
         b.wrote(written, whole);
         if restores {
             b.asm.bytes(&count_registers().load);
@@ -1121,8 +1125,19 @@ fn label_pos(asm: &Asm, l: Label) -> usize {
     asm.label_pos(l)
 }
 
-/// Copies an instruction whose control flow is sequential.
-fn copy_insn(b: &mut BlockBuilder, encoder: &mut Encoder, ins: &Instruction, raw: &[u8], uses: u16) {
+/// Copies an instruction whose control flow is sequential (encoded anew if the tool rewrote it).
+fn copy_insn(b: &mut BlockBuilder, encoder: &mut Encoder, ins: &Instruction, (raw, rewritten): (&[u8], bool), uses: u16) {
+    if rewritten && !ins.is_ip_rel_memory_operand() {
+        let mut ins = *ins;
+        if ins.memory_displ_size() == 1 && i8::try_from(ins.memory_displacement64() as i64).is_err() {
+            ins.set_memory_displ_size(8);
+        }
+        encoder.encode(&ins, b.asm.here()).expect("a rewritten displacement encodes");
+        b.map(&ins, Fixup::None);
+        let bytes = encoder.take_buffer();
+        b.asm.bytes(&bytes);
+        return;
+    }
     if !ins.is_ip_rel_memory_operand() {
         b.map(ins, Fixup::None);
         b.asm.bytes(raw);
@@ -1372,6 +1387,36 @@ mod tests {
         // The placeholder's bytes are kept where its offset says.
         assert_eq!(&code[offsets[4] as usize..offsets[4] as usize + 2], &[0x0f, 0x85]);
         assert_eq!(offsets[5] as usize, code.len());
+    }
+
+    /// A tool's rewrite of a memory operand is what the translation runs: a frame-relative
+    /// displacement that no longer fits in 8 bits, and a RIP-relative one, both moved.
+    #[test]
+    fn a_rewritten_operand_is_encoded_anew() {
+        struct Move;
+        impl Tool for Move {
+            fn rewrite(&mut self, ins: &mut Instruction) -> bool {
+                match ins.memory_base() {
+                    Register::RBP => ins.set_memory_displacement64((-0x200i64) as u64),
+                    Register::RIP => ins.set_memory_displacement64(0x9000),
+                    _ => return false,
+                }
+                true
+            }
+        }
+        // 0x1000: mov eax, [rbp-8]; mov ecx, [rip+0x100]; int3
+        let code = vec![0x8b, 0x45, 0xf8, 0x8b, 0x0d, 0x00, 0x01, 0x00, 0x00, 0xcc];
+        let mut cache = CodeCache::new();
+        let id = translate(&mut cache, &mut Code(vec![(0x1000, code)]), &mut Move, 0x1000).unwrap();
+        let block = cache.block(id);
+        // SAFETY: the block's host code, just written to the cache and not freed.
+        let host = unsafe { std::slice::from_raw_parts(block.host_start as *const u8, block.host_len as usize) };
+        let insns: Vec<Instruction> = Decoder::with_ip(64, host, block.host_start, DecoderOptions::NONE).into_iter().collect();
+        let frame = insns.iter().find(|i| i.memory_base() == Register::RBP).expect("the frame load");
+        assert_eq!(frame.memory_displacement64() as i64, -0x200);
+        let moved = insns.iter().any(|i| i.is_ip_rel_memory_operand() && i.ip_rel_memory_address() == 0x9000 && i.op0_register() == Register::ECX);
+        let mov_abs = insns.iter().any(|i| i.code() == iced_x86::Code::Mov_r64_imm64 && i.immediate64() == 0x9000);
+        assert!(moved || mov_abs, "the RIP-relative load reads 0x9000: {insns:?}");
     }
 
     #[test]
