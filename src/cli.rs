@@ -80,6 +80,15 @@ pub struct Cli {
     #[arg(long, value_name = "FILE", hide = true)]
     pub blocks_out: Option<PathBuf>,
 
+    /// Run with the program's variables where layout FILE puts them (written by
+    /// --tool=reorder; any tool reads it).
+    #[arg(long, value_name = "FILE", help_heading = "Layouts")]
+    pub layout: Option<PathBuf>,
+
+    /// (Internal) write which variables the run's code names to FILE (--tool=reorder's search).
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub layout_record: Option<PathBuf>,
+
     /// (Not an option) what a search passes on to each of its runs: the run options given on
     /// the command line (`run_options`).
     #[arg(skip)]
@@ -137,7 +146,8 @@ const PER_PROCESS: [&str; 15] = [
 /// command line (each tool's own included), but the per-process ones.
 pub fn child_options(matches: &clap::ArgMatches, command: &clap::Command, tool: &str) -> Vec<String> {
     let mut opts = vec![format!("--tool={tool}"), "--trace-children=yes".to_string()];
-    opts.extend(given(matches, command, &|id| !PER_PROCESS.contains(&id)));
+    // (A layout is one program's: not another's it starts.)
+    opts.extend(given(matches, command, &|id| !PER_PROCESS.contains(&id) && !["layout", "layout_record"].contains(&id)));
     opts
 }
 

@@ -5,6 +5,7 @@
 
 mod cli;
 mod kernel;
+mod layout;
 mod loader;
 mod report;
 mod run;
@@ -99,7 +100,8 @@ fn main() {
     let log = cli.log_file.as_ref().map(|p| open_log(p));
     let reporter = Reporter::new(cli.quiet, log);
     let tool = (spec.make)(&cli).unwrap_or_else(|e| fail(&e.message, e.code));
-    let guest = load_guest(&cli);
+    let mut guest = load_guest(&cli);
+    let tool = under_layout(&cli, tool, &mut guest);
     let child_opts = cli::child_options(&matches, &command, spec.name);
     run_guest(&cli, spec, tool, guest, reporter, child_opts);
 }
@@ -194,6 +196,20 @@ fn load_guest(cli: &cli::Cli) -> Guest {
     let stack = loader::stack::build(&prog, &mut mem, path.as_os_str().as_bytes(), &argv, &envp, random, repeatable)
         .unwrap_or_else(|e| fail(&format!("cannot set up the initial stack: {e}"), EXIT_INTERNAL));
     Guest { argv, exe_path, prog, mem, rsp: stack.rsp, repeat }
+}
+
+/// The run's tool under `--layout` (and `--layout-record`), if given.
+fn under_layout(cli: &cli::Cli, tool: Box<dyn tools::ToolRun>, guest: &mut Guest) -> Box<dyn tools::ToolRun> {
+    if cli.layout.is_none() && cli.layout_record.is_none() {
+        return tool;
+    }
+    let layout = match &cli.layout {
+        Some(f) => layout::Layout::read(f).unwrap_or_else(|e| fail(&e, EXIT_USAGE)),
+        None => layout::Layout::default(),
+    };
+    let exe = guest.exe_path.to_string_lossy().into_owned();
+    let layered = layout::apply::Layered::new(tool, &layout, &exe, &mut guest.mem, cli.layout_record.clone()).unwrap_or_else(|e| fail(&e, EXIT_USAGE));
+    Box::new(layered)
 }
 
 /// Runs the loaded program under `tool` to its end.

@@ -1,6 +1,7 @@
 //! What rtgrind tells the user: its own messages (`==PID==` lines, to stderr or
 //! `--log-file`), errors, and guest addresses named as function+offset in a module.
 
+pub mod dwarf;
 pub mod lines;
 pub mod model;
 pub mod render;

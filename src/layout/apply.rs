@@ -1,0 +1,271 @@
+//! A layout applied to a run, under any tool: [`Layered`] wraps the run's tool, rewrites the
+//! program's instructions that name a moved variable as they are translated (`Tool::rewrite`:
+//! RIP-relative operands of moved globals, rbp-relative operands of re-laid frames' locals),
+//! and, when the program's own code first runs (its entry point, after the dynamic loader
+//! relocated it), copies the moved globals to the layout's region and points the slots the
+//! loader filled with their addresses (pointers in data, the GOT) at the new places.
+//! With `--layout-record`, it also notes which variables the run's code names, for the search.
+
+use super::objects::Objects;
+use super::Layout;
+use crate::kernel::memory::GuestMemory;
+use crate::report::Reporter;
+use crate::tools::ToolRun;
+use rtgrind_jit::iced_x86::{Instruction, Register};
+use rtgrind_jit::instrument::{Inline, InsnSite, Tool};
+use rtgrind_jit::ThreadContext;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+/// What a run's code named: the globals (by name) and the functions with locals whose frame it
+/// used (by file address), for `--tool=reorder`'s search.
+#[derive(Default, Debug, Serialize, Deserialize)]
+pub struct Accessed {
+    pub globals: BTreeSet<String>,
+    pub frames: BTreeSet<u64>,
+}
+
+/// The moved globals, where the guest sees them: (start, end, new start), by start.
+struct Moves {
+    moves: Vec<(u64, u64, u64)>,
+    /// Every global's start (moved or not): an address one past a moved global's end that is
+    /// another global's start means that one.
+    starts: Vec<u64>,
+    /// The slots the loader filled with addresses.
+    slots: Vec<u64>,
+    done: bool,
+}
+
+impl Moves {
+    /// Where address `a` is under the layout, if it is in (or just past) a moved global.
+    fn moved(&self, a: u64) -> Option<u64> {
+        let i = self.moves.partition_point(|m| m.0 <= a);
+        let (start, end, to) = *self.moves.get(i.checked_sub(1)?)?;
+        if a < end || a == end && self.starts.binary_search(&a).is_err() {
+            return Some(to + (a - start));
+        }
+        None
+    }
+
+    /// The moved globals' bytes copied to their places, and the loader's slots that point
+    /// into them pointed at the copies (a slot inside a moved global is in its copy).
+    fn relocate(&mut self) {
+        if std::mem::replace(&mut self.done, true) {
+            return;
+        }
+        for &(start, end, to) in &self.moves {
+            if let Some(bytes) = crate::kernel::guest_mem::read_vec(start, (end - start) as usize) {
+                crate::kernel::guest_mem::write(to, &bytes);
+            }
+        }
+        for &slot in &self.slots {
+            let at = self.moved(slot).unwrap_or(slot);
+            let Some(v) = crate::kernel::guest_mem::read_u64(at) else { continue };
+            if let Some(n) = self.moved(v) {
+                if !crate::kernel::guest_mem::write_u64(at, n) {
+                    // A slot the loader made read-only (RELRO): written as a debugger does.
+                    write_forced(at, n);
+                }
+            }
+        }
+    }
+}
+
+/// Writes a word through `/proc/self/mem`, which may write a read-only private mapping.
+fn write_forced(at: u64, v: u64) {
+    use std::os::unix::fs::FileExt;
+    if let Ok(f) = std::fs::OpenOptions::new().write(true).open("/proc/self/mem") {
+        let _ = f.write_at(&v.to_le_bytes(), at);
+    }
+}
+
+/// At the program's entry point: the moved globals copied (`Moves::relocate`).
+extern "C" fn relocate(_ctx: *mut ThreadContext, arg: u64) {
+    // SAFETY: `arg` is the `Moves` the `Layered` keeps boxed for the whole run; call-outs run
+    // on the thread holding the baton, the only one touching the tool.
+    unsafe { &mut *(arg as *mut Moves) }.relocate();
+}
+
+/// A re-laid frame: its function's code range and its locals' (start, end, new start) from rbp.
+struct FrameMoves {
+    low: u64,
+    high: u64,
+    file_low: u64,
+    locals: Vec<(i64, i64, i64)>,
+}
+
+/// The run's tool, under a layout.
+pub struct Layered {
+    inner: Box<dyn ToolRun>,
+    moves: Box<Moves>,
+    frames: Vec<FrameMoves>,
+    /// The program's mapped range and its entry point.
+    program: (u64, u64),
+    entry: u64,
+    /// Every movable global (start, end, name) and every re-laidable frame (low, high, file
+    /// low), for `--layout-record`.
+    globals: Vec<(u64, u64, String)>,
+    all_frames: Vec<(u64, u64, u64)>,
+    record: Option<(PathBuf, Accessed)>,
+}
+
+impl Layered {
+    /// `inner` under `layout` in the program `exe` (loaded in `mem`): the layout checked
+    /// against the program, its region mapped.
+    pub fn new(inner: Box<dyn ToolRun>, layout: &Layout, exe: &str, mem: &mut GuestMemory, record: Option<PathBuf>) -> Result<Layered, String> {
+        let objects = Objects::of(exe).ok_or_else(|| format!("--layout: cannot read the program '{exe}'"))?;
+        layout.check(&objects).map_err(|e| format!("--layout: the layout does not fit '{exe}': {e}"))?;
+        let (_, program) = crate::tools::main_module(mem, exe);
+        let bias = program.0.wrapping_sub(objects.first_vaddr);
+        let region_len = crate::kernel::memory::page_up(layout.globals.iter().map(|g| g.to + g.size).max().unwrap_or(0));
+        let region = if region_len == 0 {
+            0
+        } else {
+            let hint = program.0.saturating_sub(region_len + 0x10_0000) & !0xfff;
+            let at = mem.reserve(hint, region_len, false).map_err(|e| format!("--layout: cannot map the layout's region: {e}"))?;
+            mem.map_anon_fixed(at, region_len, libc::PROT_READ | libc::PROT_WRITE, "[rtgrind layout]").map_err(|e| format!("--layout: cannot map the layout's region: {e}"))?;
+            at
+        };
+        let mut moves: Vec<(u64, u64, u64)> = layout.globals.iter().map(|g| (g.address + bias, g.address + g.size + bias, region + g.to)).collect();
+        moves.sort_unstable();
+        let starts = objects.globals.iter().map(|v| v.at as u64 + bias).collect();
+        let slots = if moves.is_empty() { Vec::new() } else { objects.pointer_slots.iter().map(|s| s + bias).collect() };
+        let mut frames: Vec<FrameMoves> = layout
+            .frames
+            .iter()
+            .filter_map(|f| {
+                let fr = objects.frames.iter().find(|fr| fr.low == f.low_pc)?;
+                let mut locals: Vec<(i64, i64, i64)> = f.locals.iter().map(|l| (l.offset, l.offset + l.size as i64, l.to)).collect();
+                locals.sort_unstable();
+                Some(FrameMoves { low: fr.low + bias, high: fr.high + bias, file_low: fr.low, locals })
+            })
+            .collect();
+        frames.sort_by_key(|f| f.low);
+        Ok(Layered {
+            inner,
+            moves: Box::new(Moves { moves, starts, slots, done: false }),
+            frames,
+            program,
+            entry: objects.entry + bias,
+            globals: objects.globals.iter().map(|v| (v.at as u64 + bias, v.at as u64 + v.size + bias, v.name.clone())).collect(),
+            all_frames: objects.frames.iter().map(|f| (f.low + bias, f.high + bias, f.low)).collect(),
+            record: record.map(|p| (p, Accessed::default())),
+        })
+    }
+
+    /// Notes which global an address of the program's code names, and which frame it uses.
+    fn note(&mut self, ins: &Instruction) {
+        let Some((_, accessed)) = self.record.as_mut() else { return };
+        if ins.is_ip_rel_memory_operand() {
+            let a = ins.ip_rel_memory_address();
+            let i = self.globals.partition_point(|g| g.0 <= a);
+            if let Some(g) = i.checked_sub(1).and_then(|i| self.globals.get(i)).filter(|g| a < g.1) {
+                accessed.globals.insert(g.2.clone());
+            }
+        } else if ins.memory_base() == Register::RBP {
+            let ip = ins.ip();
+            let i = self.all_frames.partition_point(|f| f.0 <= ip);
+            if let Some(f) = i.checked_sub(1).and_then(|i| self.all_frames.get(i)).filter(|f| ip < f.1) {
+                accessed.frames.insert(f.2);
+            }
+        }
+    }
+}
+
+impl Tool for Layered {
+    fn rewrite(&mut self, ins: &mut Instruction) -> bool {
+        let ip = ins.ip();
+        if ip < self.program.0 || ip >= self.program.1 {
+            return self.inner.rewrite(ins);
+        }
+        self.note(ins);
+        if ins.is_ip_rel_memory_operand() {
+            if let Some(to) = self.moves.moved(ins.ip_rel_memory_address()) {
+                ins.set_memory_displacement64(to);
+                return true;
+            }
+        } else if ins.memory_base() == Register::RBP {
+            let i = self.frames.partition_point(|f| f.low <= ip);
+            if let Some(f) = i.checked_sub(1).and_then(|i| self.frames.get(i)).filter(|f| ip < f.high) {
+                let d = ins.memory_displacement64() as i64;
+                if let Some(&(at, _, to)) = f.locals.iter().find(|l| l.0 <= d && d < l.1) {
+                    ins.set_memory_displacement64((d - at + to) as u64);
+                    return true;
+                }
+            }
+        }
+        self.inner.rewrite(ins)
+    }
+    fn two_versions(&mut self, pc: u64, insns: &[Instruction]) -> bool {
+        self.inner.two_versions(pc, insns)
+    }
+    fn full_entry(&mut self, b: &mut Inline) {
+        self.inner.full_entry(b)
+    }
+    fn block_start(&mut self, pc: u64, b: &mut Inline) {
+        if pc == self.entry && !self.moves.moves.is_empty() {
+            let r = b.scratch();
+            b.callout(relocate, &mut *self.moves as *mut Moves as u64, r);
+            b.release_scratch();
+        }
+        self.inner.block_start(pc, b)
+    }
+    fn fall_through(&mut self, pc: u64, b: &mut Inline) {
+        self.inner.fall_through(pc, b)
+    }
+    fn before_insn(&mut self, site: &InsnSite, b: &mut Inline) {
+        self.inner.before_insn(site, b)
+    }
+    fn after_insn(&mut self, site: &InsnSite, b: &mut Inline) {
+        self.inner.after_insn(site, b)
+    }
+}
+
+impl ToolRun for Layered {
+    fn attach(&mut self, sched: &'static crate::kernel::sched::Scheduler) {
+        self.inner.attach(sched)
+    }
+    fn start(&mut self, ctx: &mut ThreadContext, mem: &GuestMemory) {
+        self.inner.start(ctx, mem)
+    }
+    fn thread_start(&mut self, child: &mut ThreadContext) {
+        self.inner.thread_start(child)
+    }
+    fn syscall_pre(&mut self, ctx: &mut ThreadContext, nr: u64, args: &[u64; 6]) -> Option<i64> {
+        self.inner.syscall_pre(ctx, nr, args)
+    }
+    fn syscall_post(&mut self, ctx: &mut ThreadContext, nr: u64, args: &[u64; 6], ret: i64, mem: &GuestMemory) {
+        self.inner.syscall_post(ctx, nr, args, ret, mem)
+    }
+    fn client_request(&mut self, ctx: &mut ThreadContext, req: &[u64; 6], mem: &GuestMemory) -> Option<u64> {
+        self.inner.client_request(ctx, req, mem)
+    }
+    fn signal_handler(&mut self, ctx: &mut ThreadContext, sig: i32) {
+        self.inner.signal_handler(ctx, sig)
+    }
+    fn fatal_signal(&mut self, ctx: &mut ThreadContext, sig: i32, code: i32, addr: u64, mem: &GuestMemory) {
+        self.inner.fatal_signal(ctx, sig, code, addr, mem)
+    }
+    fn forks_children(&self) -> bool {
+        self.inner.forks_children()
+    }
+    fn fork_requested(&mut self) -> bool {
+        self.inner.fork_requested()
+    }
+    fn forked(&mut self, ctx: &mut ThreadContext, child: i64) -> Option<u64> {
+        self.inner.forked(ctx, child)
+    }
+    fn retranslate_requested(&mut self) -> Option<(u64, u64)> {
+        self.inner.retranslate_requested()
+    }
+    fn fini(&mut self, report: &mut Reporter, mem: &GuestMemory) {
+        if let Some((path, accessed)) = &self.record {
+            let _ = std::fs::write(path, serde_json::to_string(accessed).expect("serializes"));
+        }
+        self.inner.fini(report, mem)
+    }
+    fn exit_code(&self) -> Option<i32> {
+        self.inner.exit_code()
+    }
+}

@@ -1,0 +1,109 @@
+//! Layouts of the program's variables (variable re-ordering, the dissertation's §5.3): which
+//! globals move to a region rtgrind lays out, and where each local of a re-laid frame goes. A
+//! layout is a JSON file (`--layout=FILE`, written by `--tool=reorder`) that every tool reads:
+//! the run's instructions that name a moved variable are rewritten as they are translated
+//! (`apply`), so the same program runs with its variables in another order.
+
+pub mod apply;
+pub mod objects;
+
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// A layout, as its file holds it. Addresses are the program file's own (link-time).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Layout {
+    /// The program it was made for.
+    pub program: String,
+    /// What it was made to try, for the reader: "buffer 'b' followed by 'p'".
+    #[serde(default)]
+    pub pairs: Vec<String>,
+    #[serde(default)]
+    pub globals: Vec<GlobalMove>,
+    #[serde(default)]
+    pub frames: Vec<FrameMove>,
+}
+
+/// A global moved to `to`, an offset in the layout's region.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GlobalMove {
+    pub name: String,
+    pub address: u64,
+    pub size: u64,
+    pub to: u64,
+}
+
+/// A function's frame re-laid: each local from its offset from rbp to another.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FrameMove {
+    pub function: String,
+    pub low_pc: u64,
+    pub locals: Vec<LocalMove>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LocalMove {
+    pub name: String,
+    pub offset: i64,
+    pub size: u64,
+    pub to: i64,
+}
+
+impl Layout {
+    pub fn read(path: &Path) -> Result<Layout, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("--layout: cannot read '{}': {e}", path.display()))?;
+        serde_json::from_str(&text).map_err(|e| format!("--layout: '{}' is not a layout: {e}", path.display()))
+    }
+
+    pub fn write(&self, path: &Path) -> std::io::Result<()> {
+        std::fs::write(path, serde_json::to_string_pretty(self).expect("a layout serializes") + "\n")
+    }
+
+    /// Whether it moves nothing.
+    pub fn is_empty(&self) -> bool {
+        self.globals.is_empty() && self.frames.is_empty()
+    }
+
+    /// Checks it against what the program's file can move: every moved variable one the file
+    /// has, where it says, and no two destinations overlapping (a layout edited by hand, or
+    /// made for another build of the program).
+    pub fn check(&self, objects: &objects::Objects) -> Result<(), String> {
+        let mut placed = Vec::new();
+        for g in &self.globals {
+            if !objects.globals.iter().any(|v| v.at == g.address as i64 && v.size == g.size) {
+                return Err(format!("no movable global '{}' of {} bytes at {:#x} in the program", g.name, g.size, g.address));
+            }
+            placed.push((g.to as i64, g.size, &g.name));
+        }
+        overlap(&mut placed)?;
+        for f in &self.frames {
+            let Some(frame) = objects.frames.iter().find(|fr| fr.low == f.low_pc) else {
+                return Err(format!("no frame that can be re-laid for function '{}' at {:#x}", f.function, f.low_pc));
+            };
+            let lowest = frame.locals.iter().map(|l| l.at).min().unwrap_or(0);
+            let mut placed = Vec::new();
+            for l in &f.locals {
+                if !frame.locals.iter().any(|v| v.at == l.offset && v.size == l.size) {
+                    return Err(format!("no local '{}' of {} bytes at rbp{} in '{}'", l.name, l.size, l.offset, f.function));
+                }
+                if l.to < lowest || l.to + l.size as i64 > 0 {
+                    return Err(format!("local '{}' of '{}' placed outside its frame", l.name, f.function));
+                }
+                placed.push((l.to, l.size, &l.name));
+            }
+            // The locals that stay keep their slots.
+            placed.extend(frame.locals.iter().filter(|v| !f.locals.iter().any(|l| l.offset == v.at)).map(|v| (v.at, v.size, &v.name)));
+            overlap(&mut placed)?;
+        }
+        Ok(())
+    }
+}
+
+/// An error naming two variables whose places overlap.
+fn overlap(placed: &mut [(i64, u64, &String)]) -> Result<(), String> {
+    placed.sort();
+    match placed.windows(2).find(|w| w[0].0 + w[0].1 as i64 > w[1].0) {
+        Some(w) => Err(format!("'{}' and '{}' overlap in the layout", w[0].2, w[1].2)),
+        None => Ok(()),
+    }
+}
