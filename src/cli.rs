@@ -111,6 +111,9 @@ pub struct Cli {
     pub race: crate::tools::race::Options,
 
     #[command(flatten)]
+    pub reorder: crate::tools::reorder::Options,
+
+    #[command(flatten)]
     pub search: crate::tools::SearchOptions,
 
     #[command(flatten)]

@@ -91,7 +91,6 @@ extern "C" fn relocate(_ctx: *mut ThreadContext, arg: u64) {
 struct FrameMoves {
     low: u64,
     high: u64,
-    file_low: u64,
     locals: Vec<(i64, i64, i64)>,
 }
 
@@ -124,7 +123,8 @@ impl Layered {
         } else {
             let hint = program.0.saturating_sub(region_len + 0x10_0000) & !0xfff;
             let at = mem.reserve(hint, region_len, false).map_err(|e| format!("--layout: cannot map the layout's region: {e}"))?;
-            mem.map_anon_fixed(at, region_len, libc::PROT_READ | libc::PROT_WRITE, "[rtgrind layout]").map_err(|e| format!("--layout: cannot map the layout's region: {e}"))?;
+            mem.map_anon_fixed(at, region_len, libc::PROT_READ | libc::PROT_WRITE, "[rtgrind layout]")
+                .map_err(|e| format!("--layout: cannot map the layout's region: {e}"))?;
             at
         };
         let mut moves: Vec<(u64, u64, u64)> = layout.globals.iter().map(|g| (g.address + bias, g.address + g.size + bias, region + g.to)).collect();
@@ -138,7 +138,7 @@ impl Layered {
                 let fr = objects.frames.iter().find(|fr| fr.low == f.low_pc)?;
                 let mut locals: Vec<(i64, i64, i64)> = f.locals.iter().map(|l| (l.offset, l.offset + l.size as i64, l.to)).collect();
                 locals.sort_unstable();
-                Some(FrameMoves { low: fr.low + bias, high: fr.high + bias, file_low: fr.low, locals })
+                Some(FrameMoves { low: fr.low + bias, high: fr.high + bias, locals })
             })
             .collect();
         frames.sort_by_key(|f| f.low);

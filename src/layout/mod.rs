@@ -6,6 +6,7 @@
 
 pub mod apply;
 pub mod objects;
+pub mod pairs;
 
 use serde::{Deserialize, Serialize};
 use std::path::Path;

@@ -73,7 +73,8 @@ impl Objects {
         o.globals_from(&elf, pie, &declared);
         if pie {
             use goblin::elf::reloc::{R_X86_64_64, R_X86_64_GLOB_DAT, R_X86_64_RELATIVE};
-            o.pointer_slots = elf.dynrelas.iter().filter(|r| matches!(r.r_type, R_X86_64_RELATIVE | R_X86_64_64 | R_X86_64_GLOB_DAT)).map(|r| r.r_offset).collect();
+            o.pointer_slots =
+                elf.dynrelas.iter().filter(|r| matches!(r.r_type, R_X86_64_RELATIVE | R_X86_64_64 | R_X86_64_GLOB_DAT)).map(|r| r.r_offset).collect();
             o.pointer_slots.sort_unstable();
         }
         for (f, reason) in frames {
@@ -152,7 +153,8 @@ fn dwarf_variables(path: &str) -> Declared {
                     }
                     gimli::DW_TAG_subprogram if out.len() < MAX_FRAMES => {
                         let Some((low, high)) = code_range(dwarf, &unit, entry)? else { continue };
-                        let name = entry.attr_value(gimli::DW_AT_name)?.and_then(|v| dwarf.attr_string(&unit, v).ok()).map(|s| s.to_string_lossy().into_owned());
+                        let name =
+                            entry.attr_value(gimli::DW_AT_name)?.and_then(|v| dwarf.attr_string(&unit, v).ok()).map(|s| s.to_string_lossy().into_owned());
                         let name = name.unwrap_or_else(|| format!("{low:#x}"));
                         let base = frame_base(entry.attr_value(gimli::DW_AT_frame_base)?, unit.encoding());
                         let (mut locals, mut why, mut statics) = (Vec::new(), None, Vec::new());
@@ -291,7 +293,11 @@ fn locals_of(
 }
 
 /// A function's code range.
-fn code_range(dwarf: &gimli::Dwarf<Slice<'_>>, unit: &Unit<'_>, entry: &gimli::DebuggingInformationEntry<'_, '_, Slice<'_>>) -> Result<Option<(u64, u64)>, gimli::Error> {
+fn code_range(
+    dwarf: &gimli::Dwarf<Slice<'_>>,
+    unit: &Unit<'_>,
+    entry: &gimli::DebuggingInformationEntry<'_, '_, Slice<'_>>,
+) -> Result<Option<(u64, u64)>, gimli::Error> {
     let Some(low) = entry.attr_value(gimli::DW_AT_low_pc)? else { return Ok(None) };
     let Some(low) = dwarf.attr_address(unit, low)? else { return Ok(None) };
     let high = match entry.attr_value(gimli::DW_AT_high_pc)? {

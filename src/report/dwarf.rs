@@ -54,4 +54,3 @@ pub fn byte_size(unit: &Unit<'_>, ty: UnitOffset) -> Result<Option<u64>, gimli::
         None => Ok(None),
     }
 }
-

@@ -60,6 +60,23 @@ impl SourceLines {
     }
 }
 
+/// A message's `(function+0xoff in module)` replaced by the `file:line (function)` it is in,
+/// where the module has a line for it ("0x... (main+0x37 in /p/prog): why" from a run's
+/// fatal-signal line, read by a search that has no guest memory of its own).
+pub fn with_source_line(text: &str, module: &str) -> String {
+    let found = text.find(" (").and_then(|i| {
+        let inner = &text[i + 2..];
+        let end = inner.find(')')?;
+        let (sym_off, path) = inner[..end].split_once(" in ")?;
+        let (sym, off) = sym_off.rsplit_once("+0x")?;
+        let path = if std::path::Path::new(path).is_absolute() { path.to_string() } else { module.to_string() };
+        let at = super::symbols::file_symbol(&path, sym)? + u64::from_str_radix(off, 16).ok()?;
+        let line = addr2line(&path, std::iter::once(at)).pop().flatten()?;
+        Some(format!("{} {line}{}", &text[..i], &inner[end + 1..]))
+    });
+    found.unwrap_or_else(|| text.to_string())
+}
+
 fn short(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }

@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 pub fn text(r: &Report) -> Vec<String> {
     let mut out = Vec::new();
     match r.result.as_str() {
-        "no-failure" | "not-reproducible" | "cannot-run" => out.push(r.reason.clone()),
+        "no-failure" | "not-reproducible" | "cannot-run" | "already-fails" => out.push(r.reason.clone()),
         "exhausted" => out.push(format!(
             "{}: search exhausted after {} switched runs ({} stopped by their budget; {:.2} s)",
             r.reason,
@@ -66,6 +66,12 @@ fn finding(r: &Report, f: &Finding, k: usize) -> Vec<String> {
         if let Some(v) = &f.verdict {
             out.push(format!("   {v}: {}", or_none(&f.harm)));
         }
+        return out;
+    }
+    if f.kind == "layout exposing a failure" {
+        out.push(format!("{} (a layout of the variables exposed it)", f.message));
+        out.extend(r.layout.iter().flat_map(|l| l.split("; ")).map(|pair| format!("   {pair}")));
+        out.extend(f.replay.iter().map(|how| format!("   layout {how}")));
         return out;
     }
     if f.kind == "critical predicate" {

@@ -125,6 +125,12 @@ pub fn function_address(path: &str, mem: &GuestMemory, name: &str) -> Option<u64
     fs.syms.iter().find(|s| s.2 == name).map(|s| s.0 + bias)
 }
 
+/// The file address of symbol `name` (a function or an object) in the ELF file at `path`.
+pub fn file_symbol(path: &str, name: &str) -> Option<u64> {
+    let fs = parse(path)?;
+    fs.syms.iter().find(|s| s.2 == name).map(|s| s.0).or_else(|| fs.objects.iter().find(|o| o.2 == name).map(|o| o.0))
+}
+
 /// The guest address of the entry point of module `path` mapped in `mem` (where the program's
 /// own code starts, after the dynamic loader's).
 pub fn entry_address(path: &str, mem: &GuestMemory) -> Option<u64> {

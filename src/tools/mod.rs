@@ -10,6 +10,7 @@ pub mod heap;
 #[cfg(test)]
 pub mod light_check;
 pub mod race;
+pub mod reorder;
 pub mod sarif;
 pub mod search;
 pub mod suppress;
@@ -151,6 +152,13 @@ pub const TOOLS: &[ToolSpec] = &[
         options: switch::option_ids,
         make: switch::make,
         search: Some(Search { wanted: switch::wants_search, run: switch::search }),
+    },
+    ToolSpec {
+        name: "reorder",
+        about: "Find a layout of the program's variables under which a run that corrupts memory quietly fails.",
+        options: reorder::option_ids,
+        make: reorder::make,
+        search: Some(Search { wanted: reorder::wants_search, run: reorder::search }),
     },
     ToolSpec {
         name: "suppress",
