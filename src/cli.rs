@@ -81,7 +81,7 @@ pub struct Cli {
     pub blocks_out: Option<PathBuf>,
 
     /// Run with the program's variables where layout FILE puts them (written by
-    /// --tool=reorder; any tool reads it).
+    /// --tool=reorder; any tool reads it), or in a random layout (random:SEED).
     #[arg(long, value_name = "FILE", help_heading = "Layouts")]
     pub layout: Option<PathBuf>,
 

@@ -123,7 +123,7 @@ impl Layered {
         } else {
             let hint = program.0.saturating_sub(region_len + 0x10_0000) & !0xfff;
             let at = mem.reserve(hint, region_len, false).map_err(|e| format!("--layout: cannot map the layout's region: {e}"))?;
-            mem.map_anon_fixed(at, region_len, libc::PROT_READ | libc::PROT_WRITE, "[rtgrind layout]")
+            mem.map_anon_fixed(at, region_len, libc::PROT_READ | libc::PROT_WRITE, "moved globals")
                 .map_err(|e| format!("--layout: cannot map the layout's region: {e}"))?;
             at
         };

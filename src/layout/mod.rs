@@ -100,6 +100,19 @@ impl Layout {
     }
 }
 
+/// Where a layout a search found is saved: `given` (never a file that exists), else a new
+/// `rtgrind-layout[-N].json` in the current directory.
+pub fn new_file(given: Option<&Path>) -> Result<std::path::PathBuf, String> {
+    if let Some(p) = given {
+        if p.exists() {
+            return Err(format!("--layout-out: '{}' exists; not overwriting it", p.display()));
+        }
+        return Ok(p.to_path_buf());
+    }
+    let name = |n: u32| if n == 1 { "rtgrind-layout.json".to_string() } else { format!("rtgrind-layout-{n}.json") };
+    Ok((1..).map(|n| std::path::PathBuf::from(name(n))).find(|p| !p.exists()).expect("a free name"))
+}
+
 /// An error naming two variables whose places overlap.
 fn overlap(placed: &mut [(i64, u64, &String)]) -> Result<(), String> {
     placed.sort();

@@ -41,7 +41,7 @@ pub struct Frame {
 }
 
 /// What can move in one file, and what cannot (with why).
-#[derive(Default, Debug)]
+#[derive(Default, Debug, Clone)]
 pub struct Objects {
     pub globals: Vec<Var>,
     pub fixed_globals: Vec<(String, String)>,
@@ -71,6 +71,7 @@ impl Objects {
         let pie = elf.header.e_type == goblin::elf::header::ET_DYN;
         let (declared, frames) = dwarf_variables(path);
         o.globals_from(&elf, pie, &declared);
+        o.fix_ambiguous_ends(&elf, &file);
         if pie {
             use goblin::elf::reloc::{R_X86_64_64, R_X86_64_GLOB_DAT, R_X86_64_RELATIVE};
             o.pointer_slots =
@@ -103,7 +104,11 @@ impl Objects {
                 continue;
             }
             let name = elf.strtab.get_at(s.st_name).unwrap_or("?").to_string();
-            let why = if !pie {
+            let why = if section.starts_with(".rodata") {
+                // (Nothing overflows into it, and the string literals after an object have no
+                // symbol to tell an address past its end from theirs.)
+                Some("read-only: no overflow corrupts it")
+            } else if !pie {
                 Some("the executable is not position-independent: the pointers to it in data are not known")
             } else if exported.contains(&s.st_value) {
                 Some("other modules may refer to it (exported)")
@@ -119,10 +124,44 @@ impl Objects {
                 _ if s.st_size > 8 => (Kind::Buffer, s.st_size),
                 _ => (Kind::Integer, s.st_size),
             };
-            let align = (1u64 << s.st_value.trailing_zeros().min(4)).min(16);
+            // (The alignment its address has, up to 64: aligned vector loads may rely on it.)
+            let align = 1u64 << s.st_value.trailing_zeros().min(6);
             self.globals.push(Var { at: s.st_value as i64, size, align, kind, name });
         }
         self.globals.sort();
+    }
+}
+
+impl Objects {
+    /// Globals whose end is another's start, where the code takes that address (`lea`): which
+    /// of the two it means (an array's end, or the next object) is not known, so neither moves.
+    fn fix_ambiguous_ends(&mut self, elf: &Elf, file: &[u8]) {
+        use rtgrind_jit::iced_x86::{Decoder, DecoderOptions, Mnemonic};
+        let mut taken = std::collections::HashSet::new();
+        for p in elf.program_headers.iter().filter(|p| p.p_type == goblin::elf::program_header::PT_LOAD && p.is_executable()) {
+            let Some(code) = file.get(p.p_offset as usize..(p.p_offset + p.p_filesz) as usize) else { continue };
+            for ins in Decoder::with_ip(64, code, p.p_vaddr, DecoderOptions::NONE) {
+                if ins.mnemonic() == Mnemonic::Lea && ins.is_ip_rel_memory_operand() {
+                    taken.insert(ins.ip_rel_memory_address() as i64);
+                }
+            }
+        }
+        let bound: std::collections::HashSet<usize> = self
+            .globals
+            .windows(2)
+            .enumerate()
+            .filter(|(_, w)| w[0].at + w[0].size as i64 == w[1].at && taken.contains(&w[1].at))
+            .flat_map(|(i, _)| [i, i + 1])
+            .collect();
+        let globals = std::mem::take(&mut self.globals);
+        for (i, g) in globals.into_iter().enumerate() {
+            if bound.contains(&i) {
+                self.fixed_globals
+                    .push((g.name, "its end or start is an address the code takes that is also its neighbour's: which one is meant is not known".into()));
+            } else {
+                self.globals.push(g);
+            }
+        }
     }
 }
 

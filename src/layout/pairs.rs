@@ -184,6 +184,43 @@ fn frame_with(f: &Frame, b: &Var, after: Option<&Var>, layout: &mut Layout) {
     });
 }
 
+/// A random layout of everything that can move (`--layout=random:SEED`): every movable
+/// global in the region in a shuffled order, every re-laidable frame's locals shuffled. A
+/// correct program runs the same under it (the differential suite checks).
+pub fn random(objects: &Objects, program: &str, seed: u64) -> Layout {
+    let mut state = seed ^ 0x9e37_79b9_7f4a_7c15;
+    let mut shuffled = |n: usize| {
+        let mut order: Vec<usize> = (0..n).collect();
+        for i in (1..n).rev() {
+            order.swap(i, (crate::kernel::repeat::splitmix(&mut state) % (i as u64 + 1)) as usize);
+        }
+        order
+    };
+    let mut layout = Layout { program: program.to_string(), pairs: vec![format!("random layout {seed}")], ..Layout::default() };
+    let mut cursor = 0u64;
+    for i in shuffled(objects.globals.len()) {
+        let g = &objects.globals[i];
+        let to = cursor.next_multiple_of(g.align.max(1));
+        layout.globals.push(GlobalMove { name: g.name.clone(), address: g.at as u64, size: g.size, to });
+        cursor = to + g.size;
+    }
+    for f in &objects.frames {
+        let lowest = f.locals.iter().map(|l| l.at).min().unwrap_or(0);
+        let mut top = 0i64;
+        let mut locals = Vec::new();
+        for i in shuffled(f.locals.len()) {
+            let l = &f.locals[i];
+            top = align_down(top - l.size as i64, l.align);
+            locals.push(LocalMove { name: l.name.clone(), offset: l.at, size: l.size, to: top });
+        }
+        // (A shuffle the alignments do not let fit stays as it was.)
+        if top >= lowest {
+            layout.frames.push(FrameMove { function: f.function.clone(), low_pc: f.low, locals });
+        }
+    }
+    layout
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -358,6 +358,7 @@ pub fn drive(cli: &Cli) -> Result<i32, Error> {
                 show_output: false,
                 follow_new_failures: true,
                 reorder: false,
+                layouts: None,
             };
             let (concluded, runs) = failure_root(&mut report, sr, &opts, &races[..verdicts.len()], &verdicts, how, &cli.command);
             runner.runs += runs;

@@ -114,7 +114,10 @@ impl Search for LayoutSearch<'_> {
             (self.layouts, self.considered) = pairs::layouts(self.objects, &accessed, &self.program, self.max);
         } else if let Some(k) = ran.iter().position(|r| (self.failed)(runner, r).is_some()) {
             let how = (self.failed)(runner, &ran[k]).unwrap_or_default();
-            return Step::Done(Verdict::Found { k: self.next - ran.len() + k, how });
+            let k = self.next - ran.len() + k;
+            // (Those after it in its batch do not count as tried.)
+            self.next = k + 1;
+            return Step::Done(Verdict::Found { k, how });
         }
         if self.next >= self.layouts.len() {
             return Step::Done(Verdict::NoneFailed);

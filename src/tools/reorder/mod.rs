@@ -17,8 +17,9 @@ pub struct Options {
     #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_layouts: u32,
 
-    /// Where to save the layout that exposed a failure (default: rtgrind-layout.json in the
-    /// current directory, or the first rtgrind-layout-N.json that does not exist).
+    /// Where to save the layout that exposed a failure (--tool=reorder, and --tool=suppress's
+    /// layout search; default: rtgrind-layout.json in the current directory, or the first
+    /// rtgrind-layout-N.json that does not exist).
     #[arg(long, value_name = "FILE")]
     pub layout_out: Option<PathBuf>,
 }
@@ -43,7 +44,7 @@ pub fn search(cli: &Cli) -> Result<i32, Error> {
     if !program.is_file() {
         return Err(Error { message: format!("{}: no such file", cli.command[0].to_string_lossy()), code: 127 });
     }
-    let out = layout_file(cli.reorder.layout_out.as_deref())?;
+    let out = crate::layout::new_file(cli.reorder.layout_out.as_deref()).map_err(Error::usage)?;
     let program = std::fs::canonicalize(&program).map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
     let objects = crate::layout::objects::Objects::of(&program).ok_or_else(|| Error::usage(format!("{program}: not an ELF file rtgrind can read")))?;
     let runner = super::search::Runner::new("reorder", cli).map_err(|e| Error::internal(e.to_string()))?;
@@ -52,24 +53,4 @@ pub fn search(cli: &Cli) -> Result<i32, Error> {
     let report = driver::drive(runner, cli.command.clone(), opts);
     driver::emit(&report, cli);
     Ok(if report.result == "no-failure" { 0 } else { cli.search.error_exitcode })
-}
-
-/// Where the layout found is saved: `--layout-out` (never a file that exists), else a new
-/// `rtgrind-layout[-N].json` in the current directory.
-fn layout_file(given: Option<&std::path::Path>) -> Result<PathBuf, Error> {
-    if let Some(p) = given {
-        if p.exists() {
-            return Err(Error::usage(format!("--layout-out: '{}' exists; not overwriting it", p.display())));
-        }
-        return Ok(p.to_path_buf());
-    }
-    let mut n = 1;
-    loop {
-        let name = if n == 1 { "rtgrind-layout.json".to_string() } else { format!("rtgrind-layout-{n}.json") };
-        let p = PathBuf::from(name);
-        if !p.exists() {
-            return Ok(p);
-        }
-        n += 1;
-    }
 }

@@ -5,7 +5,8 @@
 //! points added last are the first point of memory corruption.
 
 use super::plan::{Crash, Def, Outcome, Plan, Point};
-use crate::tools::search::{Ending, Failure, Limits, Ran, Request, Runner, SearchError, Step};
+use crate::tools::reorder::driver::{LayoutSearch, Verdict as ReorderVerdict};
+use crate::tools::search::{Ending, Failure, Limits, Ran, Request, Runner, Search as _, SearchError, Step};
 use std::time::Instant;
 
 #[derive(Clone)]
@@ -26,6 +27,22 @@ pub struct Options {
     /// go on under them if it fails (the complete technique of the dissertation's Fig. 5.7,
     /// its heap layout).
     pub reorder: bool,
+    /// What layouts of globals and frames may move, when the complete technique searches
+    /// them too (`--reorder=yes` on a program rtgrind can read): after the redzones, a run
+    /// that still does not fail is run under layouts (`tools::reorder`) until one fails.
+    pub layouts: Option<LayoutSetup>,
+}
+
+/// The program's movable variables and the layout search's limits.
+#[derive(Clone)]
+pub struct LayoutSetup {
+    pub objects: crate::layout::objects::Objects,
+    pub program: String,
+    pub max_layouts: usize,
+    pub jobs: usize,
+    /// `--layout-out`: where the layout found is saved (else a new file in the current
+    /// directory), for the user to run under it again.
+    pub out: Option<std::path::PathBuf>,
 }
 
 /// Exit status when the search could not conclude.
@@ -51,6 +68,15 @@ struct Suppression<'o> {
     /// run failed where the one before it had not.
     redzones_from: Option<u32>,
     redzones_exposed: bool,
+    /// The layout search, while it runs (`Stage::Layouts`), and the runs it made in all (not
+    /// counted in `--max-runs`).
+    layout_search: Option<LayoutSearch<'o>>,
+    layout_runs: u32,
+    layout_runs_before: u32,
+    /// The layout the runs had from some run on (that run, its file, its pairs), or what the
+    /// search tried without a failure.
+    layout: Option<(u32, std::path::PathBuf, String)>,
+    layouts_tried: Option<String>,
 }
 
 /// Whether the chain so far holds what the caller looks for (the race tool: a definition
@@ -86,6 +112,17 @@ enum Stage {
         together: Box<Outcome>,
         k: usize,
     },
+    /// The layout search (`layout_search`) runs; then the search goes on from `resume`.
+    Layouts {
+        resume: Resume,
+    },
+}
+
+/// Where the suppression search goes on after a layout search: the original run (asked for
+/// again under the layout found), or the suppression run that added `new` and ended with `o`.
+enum Resume {
+    Original,
+    Suppressed { new: Vec<Point>, o: Box<Outcome> },
 }
 
 impl crate::tools::search::Search for Suppression<'_> {
@@ -102,6 +139,9 @@ impl Suppression<'_> {
     /// that the failure repeats and the suppression runs that end without one do not.
     fn step(&mut self, runner: &Runner, ran: Vec<Ran>) -> Result<Step<Verdict>, Verdict> {
         let stage = std::mem::replace(&mut self.stage, Stage::Start);
+        if let Stage::Layouts { resume } = stage {
+            return self.layouts_step(runner, ran, resume);
+        }
         let last = match ran.into_iter().next() {
             Some(r) => self.outcome(runner, r, !matches!(stage, Stage::Original | Stage::Repeat { .. }))?,
             None => return self.ask(runner, Stage::Original, &[], true, &[]),
@@ -110,7 +150,7 @@ impl Suppression<'_> {
             self.redzones_exposed = last.crash.is_some();
         }
         match stage {
-            Stage::Start => unreachable!("no run is asked for before the original"),
+            Stage::Start | Stage::Layouts { .. } => unreachable!("no run is asked for before the original; the layout search's runs are its own"),
             Stage::Original => {
                 if self.opts.show_output && self.redzones_from.is_none() {
                     crate::tools::child::show_output(&runner.file("stdout-1"));
@@ -121,7 +161,8 @@ impl Suppression<'_> {
                         self.redzones_from = Some(runner.runs + 1);
                         return self.ask(runner, Stage::Original, &[], true, &[]);
                     }
-                    return Err(Verdict::NoFailure);
+                    // Or under another layout of its globals and frames.
+                    return self.search_layouts(runner, Resume::Original);
                 }
                 let watch = last.narrow.clone();
                 self.ask(runner, Stage::Repeat { first: Box::new(last) }, &[], !watch.is_empty(), &watch)
@@ -141,7 +182,7 @@ impl Suppression<'_> {
                     return self.ran_with(runner, new, last);
                 }
                 // The same run again, traced: the locations the failure used and their definitions.
-                if runner.runs >= self.opts.max_runs {
+                if self.used(runner) >= self.opts.max_runs {
                     return Err(Verdict::Inconclusive(format!("no room within --max-runs={} to trace the last run's failure", self.opts.max_runs)));
                 }
                 self.traced_again += 1;
@@ -158,7 +199,7 @@ impl Suppression<'_> {
                         crash_text(&last)
                     )));
                 }
-                if !last.narrow.is_empty() && runner.runs < self.opts.max_runs {
+                if !last.narrow.is_empty() && self.used(runner) < self.opts.max_runs {
                     self.traced_again += 1;
                     let (points, watch) = (self.points.clone(), last.narrow.clone());
                     return self.ask(runner, Stage::Watched { new, traced: Box::new(last), crash: c }, &points, true, &watch);
@@ -198,14 +239,128 @@ impl Suppression<'_> {
             redzones: self.redzones_from.is_some(),
         };
         std::fs::write(&plan_path, plan.to_text()).map_err(|e| Verdict::Inconclusive(format!("cannot run rtgrind: {e}")))?;
-        let args =
-            vec!["--tool=suppress".into(), format!("--suppress-plan={}", plan_path.display()).into(), format!("--suppress-out={}", out_path.display()).into()];
+        let args = self.run_args(runner, n, &plan_path, &out_path, None);
         // Later runs: 20 times the first run's time and blocks.
         let limits = Limits { budget: runner.block_budget(20), time: runner.time_limit(20), log: false, count_blocks: n == 1 };
         let traced = if trace && !points.is_empty() { ", traced" } else { "" };
         let progress = format!("suppress: run {n} ({} suppression points{traced})", points.len());
         self.stage = stage;
         Ok(Step::Run(Request { args, limits, progress, checkpoints: None }))
+    }
+
+    /// A suppression run's arguments (numbered `n`, with its plan and outcome files): under
+    /// `layout` if given, else the one found so far; noting the variables its code names for
+    /// a layout search (`--layout-record`).
+    fn run_args(&self, runner: &Runner, n: u32, plan: &std::path::Path, out: &std::path::Path, layout: Option<&std::path::Path>) -> Vec<std::ffi::OsString> {
+        let mut args: Vec<std::ffi::OsString> =
+            vec!["--tool=suppress".into(), format!("--suppress-plan={}", plan.display()).into(), format!("--suppress-out={}", out.display()).into()];
+        if let Some(l) = layout.or(self.layout.as_ref().map(|l| l.1.as_path())) {
+            args.push(format!("--layout={}", l.display()).into());
+        }
+        if self.opts.layouts.is_some() && self.layout_search.is_none() && self.layout.is_none() && self.layouts_tried.is_none() {
+            args.push(format!("--layout-record={}", runner.file(&format!("accessed-{n}")).display()).into());
+        }
+        args
+    }
+
+    /// Runs made towards `--max-runs` (a layout search's are not).
+    fn used(&self, runner: &Runner) -> u32 {
+        runner.runs - self.layout_runs
+    }
+
+    /// The last run did not fail: the layout search from it (once per search; with the
+    /// redzones it had), then the search goes on from `resume`.
+    fn search_layouts(&mut self, runner: &Runner, resume: Resume) -> Result<Step<Verdict>, Verdict> {
+        let Some(setup) = self.opts.layouts.as_ref().filter(|_| self.layout.is_none() && self.layouts_tried.is_none()) else {
+            return self.resume(runner, resume);
+        };
+        let plan = Plan {
+            points: self.points.clone(),
+            out: None,
+            at_functions: Vec::new(),
+            failure: self.opts.failure.clone(),
+            trace: false,
+            watch: Vec::new(),
+            redzones: self.redzones_from.is_some(),
+        }
+        .to_text();
+        let run = move |runner: &Runner, n: u32, layout: &std::path::Path| {
+            let (plan_path, out_path) = (runner.file(&format!("plan-{n}")), runner.file(&format!("outcome-{n}")));
+            let _ = std::fs::write(&plan_path, &plan);
+            let mut args: Vec<std::ffi::OsString> = vec![
+                "--tool=suppress".into(),
+                format!("--suppress-plan={}", plan_path.display()).into(),
+                format!("--suppress-out={}", out_path.display()).into(),
+            ];
+            args.push(format!("--layout={}", layout.display()).into());
+            let limits = Limits { budget: runner.block_budget(20), time: runner.time_limit(20), log: false, count_blocks: false };
+            Request { args, limits, progress: "suppress: layouts".into(), checkpoints: None }
+        };
+        let failed = |runner: &Runner, ran: &Ran| -> Option<String> {
+            let text = std::fs::read_to_string(runner.file(&format!("outcome-{}", ran.number))).ok()?;
+            let o = Outcome::parse(&text);
+            o.crash.is_some().then(|| describe_crash(&o))
+        };
+        let accessed = runner.file(&format!("accessed-{}", runner.runs));
+        let search = LayoutSearch::new(&setup.objects, &setup.program, (setup.max_layouts, setup.jobs), accessed, None, Box::new(run), Box::new(failed));
+        self.layout_search = Some(search);
+        self.layout_runs_before = runner.runs;
+        self.layouts_step(runner, Vec::new(), resume)
+    }
+
+    /// A step of the layout search; when it ends, the suppression search goes on: under the
+    /// layout that failed, or from `resume` as it was.
+    fn layouts_step(&mut self, runner: &Runner, ran: Vec<Ran>, resume: Resume) -> Result<Step<Verdict>, Verdict> {
+        let search = self.layout_search.as_mut().expect("a layout search runs");
+        let step = match search.next(runner, ran) {
+            Step::Done(v) => Err(v),
+            Step::Run(r) => Ok(Step::Run(r)),
+            Step::Batch(b) => Ok(Step::Batch(b)),
+        };
+        let verdict = match step {
+            Ok(step) => {
+                self.stage = Stage::Layouts { resume };
+                return Ok(step);
+            }
+            Err(v) => v,
+        };
+        self.layout_runs += runner.runs - self.layout_runs_before;
+        let search = self.layout_search.take().expect("a layout search runs");
+        match verdict {
+            ReorderVerdict::Found { k, .. } => {
+                // (The layout's file is the one its run read: layout-N.json of the search.)
+                // Saved where the user can run under it again (the search's directory goes).
+                let setup = self.opts.layouts.as_ref().expect("a layout search was set up");
+                let n = self.layout_runs_before + 1 + k as u32;
+                let file = crate::layout::new_file(setup.out.as_deref()).ok().filter(|f| search.layouts[k].write(f).is_ok());
+                let file = file.unwrap_or_else(|| runner.file(&format!("layout-{n}.json")));
+                self.layout = Some((runner.runs + 1, file, search.layouts[k].pairs.join("; ")));
+                self.layouts_tried = Some(search.tried());
+                match resume {
+                    Resume::Original => self.ask(runner, Stage::Original, &[], true, &[]),
+                    Resume::Suppressed { new, .. } => {
+                        let points = self.points.clone();
+                        self.ask(runner, Stage::Suppressed { new }, &points, false, &[])
+                    }
+                }
+            }
+            _ => {
+                self.layouts_tried = Some(search.tried());
+                self.resume(runner, resume)
+            }
+        }
+    }
+
+    /// The search goes on from `resume` with no (further) layout: the original run did not
+    /// fail, or the suppression run's outcome goes into the chain.
+    fn resume(&mut self, runner: &Runner, resume: Resume) -> Result<Step<Verdict>, Verdict> {
+        match resume {
+            Resume::Original => Err(Verdict::NoFailure),
+            Resume::Suppressed { new, o } => {
+                self.layouts_tried.get_or_insert_with(String::new);
+                self.finish(runner, new, *o)
+            }
+        }
     }
 
     /// A run's outcome, as the search takes it: a suppression run that does not end
@@ -249,7 +404,7 @@ impl Suppression<'_> {
             return Err(v);
         }
         let new = next_points(&self.chain.last().unwrap().1, &mut self.calls, &self.points)?;
-        if runner.runs >= self.opts.max_runs {
+        if self.used(runner) >= self.opts.max_runs {
             return Err(Verdict::Inconclusive(format!("no run without a crash within --max-runs={}", self.opts.max_runs)));
         }
         self.points.retain(|p| !self.calls.subsumed(p, &new));
@@ -269,7 +424,7 @@ impl Suppression<'_> {
 
     /// The run with the earlier points and `new[k]` alone, if any is left to try.
     fn alone(&mut self, runner: &Runner, new: Vec<Point>, together: Outcome, k: usize) -> Result<Step<Verdict>, Verdict> {
-        if k >= new.len() || runner.runs >= self.opts.max_runs {
+        if k >= new.len() || self.used(runner) >= self.opts.max_runs {
             return self.finish(runner, new, together);
         }
         let before = self.points.len() - new.len();
@@ -282,12 +437,17 @@ impl Suppression<'_> {
     /// the next step from its failure.
     fn finish(&mut self, runner: &Runner, new: Vec<Point>, o: Outcome) -> Result<Step<Verdict>, Verdict> {
         let done = o.crash.is_none();
-        if done && o.stopped.is_none() && self.opts.reorder && self.redzones_from.is_none() && runner.runs < self.opts.max_runs {
+        let room = self.used(runner) < self.opts.max_runs;
+        if done && o.stopped.is_none() && self.opts.reorder && self.redzones_from.is_none() && room {
             // The same suppression with redzones: an overflow the suppressed run still made
             // may show there (Fig. 5.7), and its failure is followed as any other.
             self.redzones_from = Some(runner.runs + 1);
             let points = self.points.clone();
             return self.ask(runner, Stage::Suppressed { new }, &points, false, &[]);
+        }
+        if done && o.stopped.is_none() && self.layouts_tried.is_none() && self.layout.is_none() && self.opts.layouts.is_some() && room {
+            // Then under other layouts of the globals and frames (Fig. 5.7's loop).
+            return self.search_layouts(runner, Resume::Suppressed { new, o: Box::new(o) });
         }
         self.chain.push((new, o));
         if done {
@@ -394,6 +554,10 @@ pub struct Search {
     /// The run from which the runs had heap redzones, if they came to, and whether it failed
     /// where the run before it had not.
     pub redzones: Option<(u32, bool)>,
+    /// The layout of globals and frames the runs had from some run on (that run, its file,
+    /// its pairs), and what the layout search tried.
+    pub layout: Option<(u32, String, String)>,
+    pub layouts_tried: Option<String>,
 }
 
 /// Runs the search and prints the report; returns the exit status.
@@ -402,7 +566,16 @@ pub fn drive(runner: Result<Runner, SearchError>, command: Vec<std::ffi::OsStrin
     let error_exitcode = opts.error_exitcode;
     let search = match runner {
         Ok(mut runner) => find(&mut runner, &opts),
-        Err(e) => Search { verdict: Verdict::Inconclusive(e.to_string()), chain: Vec::new(), runs: 0, traced_again: 0, seconds: 0.0, redzones: None },
+        Err(e) => Search {
+            verdict: Verdict::Inconclusive(e.to_string()),
+            chain: Vec::new(),
+            runs: 0,
+            traced_again: 0,
+            seconds: 0.0,
+            redzones: None,
+            layout: None,
+            layouts_tried: None,
+        },
     };
     super::report::emit(&search, &command, &format, pid);
     match search.verdict {
@@ -433,6 +606,11 @@ pub fn find_until<'o>(runner: &mut Runner, opts: &'o Options, enough: Option<&'o
         enough,
         redzones_from: None,
         redzones_exposed: false,
+        layout_search: None,
+        layout_runs: 0,
+        layout_runs_before: 0,
+        layout: None,
+        layouts_tried: None,
     };
     let verdict = runner.drive(&mut s);
     Search {
@@ -442,6 +620,8 @@ pub fn find_until<'o>(runner: &mut Runner, opts: &'o Options, enough: Option<&'o
         traced_again: s.traced_again,
         seconds: started.elapsed().as_secs_f64(),
         redzones: s.redzones_from.map(|n| (n, s.redzones_exposed)),
+        layout: s.layout.map(|(n, file, pairs)| (n, file.display().to_string(), pairs)),
+        layouts_tried: s.layouts_tried.filter(|t| !t.is_empty()),
     }
 }
 

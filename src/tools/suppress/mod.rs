@@ -45,7 +45,8 @@ pub struct Options {
 
 /// Ids of the options the tool owns.
 pub fn option_ids() -> Vec<String> {
-    [super::ids::<Options>(), super::ids::<super::SearchOptions>(), super::ids::<super::FailureOptions>()].concat()
+    let shared = vec!["max_layouts".to_string(), "jobs".to_string(), "layout_out".to_string()];
+    [super::ids::<Options>(), super::ids::<super::SearchOptions>(), super::ids::<super::FailureOptions>(), shared].concat()
 }
 
 /// One run of the search, with its plan (`--suppress-plan`).
@@ -81,10 +82,27 @@ pub fn search(cli: &Cli) -> Result<i32, Error> {
         show_output: !json && !sarif,
         follow_new_failures: false,
         reorder: o.reorder == crate::cli::YesNo::Yes,
+        layouts: layout_setup(cli)?,
     };
     let format = report::Format { json, sarif, dot };
     crate::log_to_file(cli);
     Ok(driver::drive(super::search::Runner::new("suppress", cli), cli.command.clone(), opts, format))
+}
+
+/// What the complete technique may re-lay in the program (`--reorder=yes`), with the layout
+/// search's limits (`--max-layouts`, `--jobs`); none for a program rtgrind cannot read.
+pub fn layout_setup(cli: &Cli) -> Result<Option<driver::LayoutSetup>, Error> {
+    if let Some(p) = cli.reorder.layout_out.as_deref().filter(|p| p.exists()) {
+        return Err(Error::usage(format!("--layout-out: '{}' exists; not overwriting it", p.display())));
+    }
+    if cli.suppress.reorder == crate::cli::YesNo::No || cli.layout.is_some() {
+        return Ok(None);
+    }
+    let Ok(program) = std::fs::canonicalize(crate::resolve(&cli.command[0])) else { return Ok(None) };
+    let program = program.to_string_lossy().into_owned();
+    let Some(objects) = crate::layout::objects::Objects::of(&program) else { return Ok(None) };
+    let (max_layouts, jobs, out) = (cli.reorder.max_layouts as usize, cli.switch.jobs as usize, cli.reorder.layout_out.clone());
+    Ok(Some(driver::LayoutSetup { objects, program, max_layouts, jobs, out }))
 }
 
 /// `--failure` checked, with a file it names made absolute (the runs may not share the

@@ -42,9 +42,17 @@ pub fn emit(s: &Search, command: &[std::ffi::OsString], format: &Format, pid: u3
 /// The search as the one report model (`report::model`).
 pub fn model(s: &Search, command: &[std::ffi::OsString]) -> Report {
     let (result, reason) = match &s.verdict {
-        Verdict::NoFailure if s.redzones.is_some() => ("no-failure", "the program did not fail (no crash), with heap redzones either (16 bytes after each block, checked at free, realloc and the end of the run); nothing to find. Layouts of globals and stack frames are not tried yet.".to_string()),
+        Verdict::NoFailure if s.redzones.is_some() => {
+            let layouts = match &s.layouts_tried {
+                Some(tried) => format!(", nor under other layouts of its globals and frames ({tried})"),
+                None => " (layouts of its globals and frames were not tried: the program's file cannot be read, or --layout was given)".into(),
+            };
+            ("no-failure", format!("the program did not fail (no crash), with heap redzones either (16 bytes after each block, checked at free, realloc and the end of the run){layouts}; nothing to find."))
+        }
         Verdict::NoFailure => ("no-failure", "the program did not fail (no crash); nothing to find (--reorder=no: heap redzones were not tried).".to_string()),
-        Verdict::NotReproducible(a, b, how) => ("not-reproducible", format!("the failure does not reproduce in repeatable mode: run 1: {a}; run 2: {b}; they differ in {how}")),
+        Verdict::NotReproducible(a, b, how) => {
+            ("not-reproducible", format!("the failure does not reproduce in repeatable mode: run 1: {a}; run 2: {b}; they differ in {how}"))
+        }
         Verdict::RootCause(_) => ("root-cause", String::new()),
         Verdict::Inconclusive(why) => ("inconclusive", why.clone()),
         Verdict::CannotRun(_, line) => ("cannot-run", line.clone()),
@@ -98,15 +106,31 @@ pub fn model(s: &Search, command: &[std::ffi::OsString]) -> Report {
         traced_again: s.traced_again,
         seconds: (s.seconds * 1000.0).round() / 1000.0,
         chain,
-        layout: s.redzones.map(|(n, exposed)| {
-            let zones = format!("heap blocks had redzones, {} bytes after each, checked at free, realloc and the end of the run", super::redzones::REDZONE);
-            match exposed {
-                true => format!("from run {n} on, {zones}: run {} did not fail without them", n - 1),
-                false => format!("run {n} was run {} again but its {zones}: it did not fail either", n - 1),
-            }
-        }),
+        layout: layout_text(s),
         ..Report::default()
     }
+}
+
+/// The layouts the runs had: heap redzones from some run on; a layout of globals and frames
+/// from some run on, or what the layout search tried in vain.
+fn layout_text(s: &Search) -> Option<String> {
+    let zones = s.redzones.map(|(n, exposed)| {
+        let zones = format!("heap blocks had redzones, {} bytes after each, checked at free, realloc and the end of the run", super::redzones::REDZONE);
+        match exposed {
+            true => format!("from run {n} on, {zones}: run {} did not fail without them", n - 1),
+            false => format!("run {n} was run {} again but its {zones}: it did not fail either", n - 1),
+        }
+    });
+    let layout = match (&s.layout, &s.layouts_tried) {
+        (Some((n, file, pairs)), tried) => {
+            let tried = tried.as_ref().map_or(String::new(), |t| format!(", found after {t}"));
+            Some(format!("from run {n} on, the variables had the layout in {file}: {pairs}{tried}"))
+        }
+        (None, Some(tried)) if !matches!(s.verdict, Verdict::NoFailure) => Some(format!("no layout of globals and frames made the last run fail: {tried}")),
+        _ => None,
+    };
+    let both: Vec<String> = zones.into_iter().chain(layout).collect();
+    (!both.is_empty()).then(|| both.join("; "))
 }
 
 /// How a run suppressed the points it added, when all of them alike: every call from their
