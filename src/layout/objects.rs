@@ -124,8 +124,12 @@ impl Objects {
                 _ if s.st_size > 8 => (Kind::Buffer, s.st_size),
                 _ => (Kind::Integer, s.st_size),
             };
-            // (The alignment its address has, up to 64: aligned vector loads may rely on it.)
-            let align = 1u64 << s.st_value.trailing_zeros().min(6);
+            // The alignment its address has, up to 64 (aligned vector loads may rely on it for
+            // an array or a structure); a scalar's own size at most (nothing vectorizes it).
+            let mut align = 1u64 << s.st_value.trailing_zeros().min(6);
+            if matches!(kind, Kind::Pointer | Kind::Integer) {
+                align = align.min(size.next_power_of_two().clamp(1, 16));
+            }
             self.globals.push(Var { at: s.st_value as i64, size, align, kind, name });
         }
         self.globals.sort();

@@ -329,11 +329,10 @@ impl Suppression<'_> {
         match verdict {
             ReorderVerdict::Found { k, .. } => {
                 // (The layout's file is the one its run read: layout-N.json of the search.)
-                // Saved where the user can run under it again (the search's directory goes).
-                let setup = self.opts.layouts.as_ref().expect("a layout search was set up");
+                // (The file its run read, in the search's directory: saved where the user can
+                // run under it again when the search ends, `save_layout`.)
                 let n = self.layout_runs_before + 1 + k as u32;
-                let file = crate::layout::new_file(setup.out.as_deref()).ok().filter(|f| search.layouts[k].write(f).is_ok());
-                let file = file.unwrap_or_else(|| runner.file(&format!("layout-{n}.json")));
+                let file = runner.file(&format!("layout-{n}.json"));
                 self.layout = Some((runner.runs + 1, file, search.layouts[k].pairs.join("; ")));
                 self.layouts_tried = Some(search.tried());
                 match resume {
@@ -613,6 +612,8 @@ pub fn find_until<'o>(runner: &mut Runner, opts: &'o Options, enough: Option<&'o
         layouts_tried: None,
     };
     let verdict = runner.drive(&mut s);
+    let out = opts.layouts.as_ref().and_then(|l| l.out.as_deref());
+    let layout = s.layout.map(|(n, file, pairs)| (n, save_layout(&file, out), pairs));
     Search {
         verdict,
         chain: s.chain,
@@ -620,8 +621,18 @@ pub fn find_until<'o>(runner: &mut Runner, opts: &'o Options, enough: Option<&'o
         traced_again: s.traced_again,
         seconds: started.elapsed().as_secs_f64(),
         redzones: s.redzones_from.map(|n| (n, s.redzones_exposed)),
-        layout: s.layout.map(|(n, file, pairs)| (n, file.display().to_string(), pairs)),
+        layout,
         layouts_tried: s.layouts_tried.filter(|t| !t.is_empty()),
+    }
+}
+
+/// The layout the runs had, copied from the search's directory (which goes) to `out`, else to
+/// a new file in the current directory (what runs leave there is moved away while the search
+/// runs, so not before it ends): the path to tell the user, or why it could not be kept.
+fn save_layout(file: &std::path::Path, out: Option<&std::path::Path>) -> String {
+    match crate::layout::new_file(out).and_then(|to| std::fs::copy(file, &to).map(|_| to).map_err(|e| e.to_string())) {
+        Ok(to) => to.display().to_string(),
+        Err(e) => format!("{} (not kept: {e})", file.display()),
     }
 }
 
