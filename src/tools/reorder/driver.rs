@@ -85,10 +85,11 @@ impl<'o> LayoutSearch<'o> {
         }
     }
 
-    /// What the search tried, for a report: "5 layouts tried over 2 buffers and ...".
-    pub fn tried(&self) -> String {
+    /// What the search tried, for a report: "5 layouts tried (in 6 runs) over 2 buffers and ...".
+    pub fn tried(&self, runs: Option<u32>) -> String {
         let n = self.next.min(self.layouts.len());
-        format!("{n} layout{} tried over {}", if n == 1 { "" } else { "s" }, self.considered.describe())
+        let runs = runs.map_or(String::new(), |r| format!(" in {r} run{}", if r == 1 { "" } else { "s" }));
+        format!("{n} layout{} tried{runs} over {}", if n == 1 { "" } else { "s" }, self.considered.describe())
     }
 }
 
@@ -194,7 +195,7 @@ pub fn drive(mut runner: Runner, command: Vec<OsString>, opts: Options) -> Repor
         Verdict::NoneFailed => {
             report.result = "no-failure".into();
             report.tried = Some(search.layouts.len() as u64);
-            report.reason = format!("no layout exposed a failure: {}", search.tried());
+            report.reason = format!("no layout exposed a failure: {}", search.tried(None));
         }
         Verdict::Found { k, how } => {
             let layout = &search.layouts[k];

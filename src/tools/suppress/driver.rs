@@ -324,8 +324,10 @@ impl Suppression<'_> {
             }
             Err(v) => v,
         };
-        self.layout_runs += runner.runs - self.layout_runs_before;
+        let made = runner.runs - self.layout_runs_before;
+        self.layout_runs += made;
         let search = self.layout_search.take().expect("a layout search runs");
+        let tried = search.tried(Some(made));
         match verdict {
             ReorderVerdict::Found { k, .. } => {
                 // (The layout's file is the one its run read: layout-N.json of the search.)
@@ -333,8 +335,8 @@ impl Suppression<'_> {
                 // run under it again when the search ends, `save_layout`.)
                 let n = self.layout_runs_before + 1 + k as u32;
                 let file = runner.file(&format!("layout-{n}.json"));
-                self.layout = Some((runner.runs + 1, file, search.layouts[k].pairs.join("; ")));
-                self.layouts_tried = Some(search.tried());
+                self.layout = Some((self.used(runner) + 1, file, search.layouts[k].pairs.join("; ")));
+                self.layouts_tried = Some(tried);
                 match resume {
                     Resume::Original => self.ask(runner, Stage::Original, &[], true, &[]),
                     Resume::Suppressed { new, .. } => {
@@ -344,7 +346,7 @@ impl Suppression<'_> {
                 }
             }
             _ => {
-                self.layouts_tried = Some(search.tried());
+                self.layouts_tried = Some(tried);
                 self.resume(runner, resume)
             }
         }
@@ -617,7 +619,8 @@ pub fn find_until<'o>(runner: &mut Runner, opts: &'o Options, enough: Option<&'o
     Search {
         verdict,
         chain: s.chain,
-        runs: runner.runs,
+        // (The layout search's runs are said with what it tried.)
+        runs: runner.runs - s.layout_runs,
         traced_again: s.traced_again,
         seconds: started.elapsed().as_secs_f64(),
         redzones: s.redzones_from.map(|n| (n, s.redzones_exposed)),
