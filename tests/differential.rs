@@ -1,6 +1,8 @@
 //! Differential tests: every program in `guest-programs/correct/`, in each of its build variants,
 //! runs natively and under `rtgrind -q --tool=none` and `--tool=taint` (and `--tool=count`,
-//! `--tool=race --harm=no` and a suppression run with heap redzones for the first variant); exit status (or fatal signal), stdout and stderr must be identical. The native run must also match the program's `exit=`/`signal=`
+//! `--tool=race --harm=no`, a suppression run with heap redzones and `--tool=none` under 20
+//! random layouts of the globals and frames for the first variant); exit status (or fatal
+//! signal), stdout and stderr must be identical. The native run must also match the program's `exit=`/`signal=`
 //! directive, so a broken test program is reported as such and not as an rtgrind bug.
 
 use crate::common::{self, compare_tool, run_native, run_rtgrind};
@@ -26,6 +28,7 @@ guest_tests! {
     stdin_echo,
     recursion,
     setjmp,
+    pointer_tables,
     signals_segv,
     signals_alarm,
     signals_during_lookups,
@@ -109,6 +112,19 @@ fn check_guest(name: &str) {
                 reports.push(format!("[{variant}, --tool={tool}] {e}"));
             }
             timed_out |= rt.timed_out;
+        }
+        if variant == &guest.builds[0].0 && !timed_out {
+            // Issue 24: the program runs the same under any layout of its globals and frames
+            // (20 random ones).
+            for seed in 1..=20 {
+                common::reset_dir(&dir);
+                let rt = run_rtgrind(["-q".to_string(), "--tool=none".into(), format!("--layout=random:{seed}")], &cmd);
+                if let Err(e) = compare_tool(&native, &rt, &format!("none --layout=random:{seed}")) {
+                    failed.push(*variant);
+                    reports.push(format!("[{variant}, --layout=random:{seed}] {e}"));
+                    break;
+                }
+            }
         }
         if timed_out {
             // One hang is enough to see; more would only multiply the wait.

@@ -25,6 +25,21 @@ fn sys(program: &str) -> Cmd {
     Cmd::new(program).env("LC_ALL", "C").env("TZ", "UTC")
 }
 
+/// Issue 24: system programs run the same under 20 random layouts (stripped, they have no
+/// symbols or DWARF to move: the layout must change nothing, and the layout machinery must
+/// not get in the way).
+#[test]
+fn system_programs_under_random_layouts() {
+    let input = common::scratch_dir("layouts-sort").join("in");
+    std::fs::write(&input, (0..2000).map(|i| format!("{}\n", (i * 7919) % 1000)).collect::<String>()).unwrap();
+    for seed in 1..=20 {
+        let layout = format!("--layout=random:{seed}");
+        same_as_native(&sys("/usr/bin/sort").args(["-n", input.to_str().unwrap()]), &[&layout], 0);
+        same_as_native(&sys("/usr/bin/sha256sum").arg(input.to_str().unwrap()), &[&layout], 0);
+        same_as_native(&sys("/usr/bin/ls").args(["-l", "/usr/bin/ls"]), &[&layout], 0);
+    }
+}
+
 #[test]
 fn ls_la_usr_bin() {
     let out = same_as_native(&sys("/usr/bin/ls").args(["-la", "/usr/bin"]), &[], 0);

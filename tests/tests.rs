@@ -9,6 +9,7 @@ mod insn;
 #[allow(dead_code)]
 mod model;
 mod race;
+mod reorder;
 mod suppress;
 mod switch;
 mod system_programs;

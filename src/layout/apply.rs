@@ -29,8 +29,8 @@ pub struct Accessed {
 /// The moved globals, where the guest sees them: (start, end, new start), by start.
 struct Moves {
     moves: Vec<(u64, u64, u64)>,
-    /// Every global's start (moved or not): an address one past a moved global's end that is
-    /// another global's start means that one.
+    /// Every data symbol's start (moved or not): an address one past a moved global's end that
+    /// is another symbol's start means that one.
     starts: Vec<u64>,
     /// The slots the loader filled with addresses.
     slots: Vec<u64>,
@@ -48,6 +48,15 @@ impl Moves {
         None
     }
 
+    /// Where the byte at `a` is under the layout: in a moved global, its copy.
+    fn moved_byte(&self, a: u64) -> u64 {
+        let i = self.moves.partition_point(|m| m.0 <= a);
+        match i.checked_sub(1).and_then(|i| self.moves.get(i)) {
+            Some(&(start, end, to)) if a < end => to + (a - start),
+            _ => a,
+        }
+    }
+
     /// The moved globals' bytes copied to their places, and the loader's slots that point
     /// into them pointed at the copies (a slot inside a moved global is in its copy).
     fn relocate(&mut self) {
@@ -60,7 +69,7 @@ impl Moves {
             }
         }
         for &slot in &self.slots {
-            let at = self.moved(slot).unwrap_or(slot);
+            let at = self.moved_byte(slot);
             let Some(v) = crate::kernel::guest_mem::read_u64(at) else { continue };
             if let Some(n) = self.moved(v) {
                 if !crate::kernel::guest_mem::write_u64(at, n) {
@@ -129,7 +138,7 @@ impl Layered {
         };
         let mut moves: Vec<(u64, u64, u64)> = layout.globals.iter().map(|g| (g.address + bias, g.address + g.size + bias, region + g.to)).collect();
         moves.sort_unstable();
-        let starts = objects.globals.iter().map(|v| v.at as u64 + bias).collect();
+        let starts = objects.starts.iter().map(|a| a + bias).collect();
         let slots = if moves.is_empty() { Vec::new() } else { objects.pointer_slots.iter().map(|s| s + bias).collect() };
         let mut frames: Vec<FrameMoves> = layout
             .frames

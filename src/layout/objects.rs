@@ -50,6 +50,9 @@ pub struct Objects {
     /// The slots the dynamic loader fills with addresses (RELATIVE, 64, GLOB_DAT): pointers
     /// stored in data, which must follow what they point to.
     pub pointer_slots: Vec<u64>,
+    /// Where every data symbol starts, moved or not, zero-sized ones too (`__TMC_END__`): an
+    /// address one past a moved global's end that is one of these means that symbol.
+    pub starts: Vec<u64>,
     /// The file's entry point and its lowest loaded page (file addresses).
     pub entry: u64,
     pub first_vaddr: u64,
@@ -95,6 +98,13 @@ impl Objects {
     fn globals_from(&mut self, elf: &Elf, pie: bool, declared: &HashMap<u64, (Kind, u64)>) {
         let exported: std::collections::HashSet<u64> = elf.dynsyms.iter().filter(|s| s.st_shndx != 0).map(|s| s.st_value).collect();
         let mut seen = std::collections::HashSet::new();
+        let data = |shndx: usize| {
+            let section = elf.section_headers.get(shndx).and_then(|h| elf.shdr_strtab.get_at(h.sh_name)).unwrap_or("");
+            [".data", ".bss", ".rodata"].iter().any(|p| section.starts_with(p))
+        };
+        self.starts = elf.syms.iter().filter(|s| s.st_value != 0 && data(s.st_shndx)).map(|s| s.st_value).collect();
+        self.starts.sort_unstable();
+        self.starts.dedup();
         for s in elf.syms.iter() {
             if s.st_type() != goblin::elf::sym::STT_OBJECT || s.st_size == 0 || s.st_value == 0 || !seen.insert(s.st_value) {
                 continue;
@@ -137,11 +147,12 @@ impl Objects {
 }
 
 impl Objects {
-    /// Globals whose end is another's start, where the code takes that address (`lea`): which
-    /// of the two it means (an array's end, or the next object) is not known, so neither moves.
+    /// Globals whose end is another's start, where the code takes that address (`lea`) or data
+    /// holds it (a relocation's addend): which of the two it means (an array's end, or the next
+    /// object) is not known, so neither moves.
     fn fix_ambiguous_ends(&mut self, elf: &Elf, file: &[u8]) {
         use rtgrind_jit::iced_x86::{Decoder, DecoderOptions, Mnemonic};
-        let mut taken = std::collections::HashSet::new();
+        let mut taken: std::collections::HashSet<i64> = elf.dynrelas.iter().filter_map(|r| r.r_addend).collect();
         for p in elf.program_headers.iter().filter(|p| p.p_type == goblin::elf::program_header::PT_LOAD && p.is_executable()) {
             let Some(code) = file.get(p.p_offset as usize..(p.p_offset + p.p_filesz) as usize) else { continue };
             for ins in Decoder::with_ip(64, code, p.p_vaddr, DecoderOptions::NONE) {

@@ -764,11 +764,13 @@ pub fn compile_snippet(name: &str, ext: &str, source: &str, flags: &[&str]) -> P
 // ---------------------------------------------------------------------------------------------
 // Guest programs
 
-pub const VARIANTS: &[&str] = &["pie", "nopie", "static", "static-pie", "nostdlib"];
+pub const VARIANTS: &[&str] = &["pie", "nopie", "static", "static-pie", "nostdlib", "O0"];
 
 fn variant_flags(variant: &str) -> &'static [&'static str] {
     match variant {
         "pie" => &["-O2", "-g", "-fPIE", "-pie"],
+        // Every local in its frame (issue 24: frames a layout can re-lay).
+        "O0" => &["-O0", "-g", "-fPIE", "-pie"],
         "nopie" => &["-O2", "-g", "-no-pie"],
         "static" => &["-O2", "-g", "-static"],
         "static-pie" => &["-O2", "-g", "-static-pie"],

@@ -1,0 +1,67 @@
+// pointer_tables: globals that point at each other (tables of pointers, a pointer one past an
+// array's end, function pointers, a structure of pointers), static locals, and functions with
+// local arrays, recursion and address-taken locals: what a layout of the globals and frames
+// must keep working (issue 24; -O0 keeps every local in its frame).
+// rtgrind-test: variants=O0,pie
+#include <stdio.h>
+#include <string.h>
+
+static int a = 1, b = 2;
+static int arr[4] = {5, 6, 7, 8};
+static int *const tab[] = {&a, &b, &arr[2]};
+static int *arr_end = arr + 4;
+static const char *names[] = {"x", "y", "z"};
+static struct {
+    int *p;
+    const char **n;
+    int (*f)(int);
+} s;
+static char buffer[64];
+static long counter;
+
+static int twice(int v) { return 2 * v; }
+static int thrice(int v) { return 3 * v; }
+static int (*ops[])(int) = {twice, thrice};
+
+static int sum_to_end(const int *p) {
+    int total = 0;
+    while (p < arr_end)
+        total += *p++;
+    return total;
+}
+
+static int depth(int n, char *trail) {
+    char mark[8];
+    int here = n;
+    snprintf(mark, sizeof mark, "%d", n);
+    strcat(trail, mark);
+    if (n == 0)
+        return here;
+    return here + depth(n - 1, trail);
+}
+
+static void bump(long *where, int by) { *where += by; }
+
+static int next_id(void) {
+    static int id = 100;
+    return id++;
+}
+
+int main(void) {
+    s.p = &b;
+    s.n = names;
+    s.f = ops[1];
+    *tab[0] += 10;
+    char trail[64] = "";
+    int d = depth(5, trail);
+    int local[5];
+    for (int i = 0; i < 5; i++)
+        local[i] = ops[i % 2](i);
+    bump(&counter, local[4]);
+    snprintf(buffer, sizeof buffer, "%s-%s-%s", names[0], s.n[1], names[2]);
+    printf("%d %d %d %d\n", *tab[0], *tab[1], *tab[2], *s.p);
+    printf("sum %d depth %d trail %s\n", sum_to_end(arr), d, trail);
+    printf("ops %d %d %d %d %d f=%d\n", local[0], local[1], local[2], local[3], local[4], s.f(7));
+    printf("counter %ld buffer %s ids %d %d\n", counter, buffer, next_id(), next_id());
+    return 0;
+}
