@@ -15,7 +15,7 @@ pub const VERSION: u32 = 1;
 pub struct Report {
     /// The tool (`suppress`, `switch`).
     pub tool: String,
-    /// How the search ended: `root-cause`, `found`, `no-failure`, `not-reproducible`,
+    /// How the search ended: `root-cause`, `found`, `no-failure`, `not-reproducible`, `already-fails`,
     /// `inconclusive`, `exhausted`, `cannot-run`.
     pub result: String,
     pub version: u32,
