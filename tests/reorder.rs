@@ -128,3 +128,23 @@ fn bad_layouts_are_refused_with_one_line() {
     assert!(out.stderr_str().contains("exists; not overwriting it"), "{}", out.describe());
     assert_eq!(std::fs::read_to_string(&garbage).unwrap(), "not json");
 }
+
+/// A write through a stale pointer into a freed block: natively it lands in bytes the
+/// allocator does not use. With freed blocks kept from reuse and filled (the heap's layout in
+/// a suppression run), the changed fill is the failure, and suppression ends at the write.
+#[test]
+fn a_write_after_free_is_found_with_freed_blocks_kept_from_reuse() {
+    let exe = program("heap_use_after_free");
+    let native = run_native(&Cmd::new(&exe));
+    assert_eq!(native.status.code(), Some(0), "{}", native.describe());
+    let out = run_rtgrind(["--tool=suppress"], &Cmd::new(&exe));
+    let err = out.stderr_str();
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    assert!(headline(&err).contains(&root("heap_use_after_free", "touch")), "{err}");
+    assert!(
+        err.contains("1. original run: heap block of 24 bytes written after its free (found at the end of the run; freed blocks were kept from reuse)"),
+        "{err}"
+    );
+    assert!(err.contains("it used byte 20 of the heap block of 24 bytes at "), "{err}");
+    assert!(err.contains("no layout of globals and frames made the last run fail: no layout to try over 0 buffers"), "{err}");
+}

@@ -973,7 +973,10 @@ fn a_library_copy_of_program_made_bytes_over_the_next_global_is_found_at_the_cop
 /// `call qword [rax]`), and the store through the dangling pointer is the root cause.
 #[test]
 fn a_use_after_free_through_a_varargs_function_is_found_at_the_write() {
-    for err in check_variants("uaf_varargs", "add_all", &["x"], None, (4, 4)) {
+    // (Up to 6: once the first write is suppressed the run passes, and, with freed blocks kept
+    // from reuse, the loop's other writes through the stale pointer show, until the line's
+    // every instance is suppressed.)
+    for err in check_variants("uaf_varargs", "add_all", &["x"], None, (6, 6)) {
         assert!(err.contains("it used target of `call "), "{err}");
     }
 }

@@ -88,6 +88,9 @@ impl<'o> LayoutSearch<'o> {
     /// What the search tried, for a report: "5 layouts tried (in 6 runs) over 2 buffers and ...".
     pub fn tried(&self, runs: Option<u32>) -> String {
         let n = self.next.min(self.layouts.len());
+        if self.layouts.is_empty() {
+            return format!("no layout to try over {}", self.considered.describe());
+        }
         let runs = runs.map_or(String::new(), |r| format!(" in {r} run{}", if r == 1 { "" } else { "s" }));
         format!("{n} layout{} tried{runs} over {}", if n == 1 { "" } else { "s" }, self.considered.describe())
     }

@@ -15,6 +15,10 @@ pub const REDZONE: u64 = 16;
 /// What a redzone holds (a `calloc` block's: zeros, as the library's `memset` of the whole
 /// request leaves it).
 const FILL: u8 = 0xfa;
+/// What a freed block holds while it waits in quarantine.
+const FREED: u8 = 0xfb;
+/// Bytes of freed blocks kept from reuse at most (then frees go through).
+const QUARANTINE: u64 = 16 << 20;
 
 /// The blocks with redzones and what theirs hold.
 #[derive(Default)]
@@ -22,24 +26,49 @@ pub struct Redzones {
     pub heap: Heap,
     /// Each live block's redzone byte, by block start.
     fill: HashMap<u64, u8>,
+    /// Freed blocks kept from reuse, filled with `FREED` (start, size), and their bytes.
+    quarantine: HashMap<u64, u64>,
+    quarantined: u64,
 }
 
-/// A redzone found overwritten: its block, the first byte that changed, and when it was seen.
+/// A redzone found overwritten (or, `after_free`, a quarantined block written): its block,
+/// the first byte that changed, and when it was seen.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Overwritten {
     pub block: u64,
     pub size: u64,
     pub byte: u64,
     pub when: &'static str,
+    pub after_free: bool,
 }
 
 impl Redzones {
     /// At an allocation function's entry: the block it frees, checked, and the arguments it
-    /// is to run with instead (`rdi`, `rsi`), asking for the redzone too.
-    pub fn enter(&mut self, t: usize, kind: Kind, (rdi, rsi): (u64, u64), sp: u64) -> (Option<Overwritten>, (u64, u64)) {
+    /// is to run with instead (`rdi`, `rsi`), asking for the redzone too; a freed block kept
+    /// in quarantine if `quarantine` allows.
+    pub fn enter(&mut self, t: usize, kind: Kind, (rdi, rsi): (u64, u64), sp: u64, quarantine: bool) -> (Option<Overwritten>, (u64, u64)) {
         let freed = self.heap.enter(t, kind, (rdi, rsi), sp, Vec::new);
         let when = if kind == Kind::Free { "at its free" } else { "at its realloc" };
         let overwritten = freed.and_then(|(block, size)| self.check(block, size, when, false));
+        if kind == Kind::Realloc {
+            // (The library reallocates a quarantined block as the live one it still is.)
+            self.unquarantine(rdi);
+        }
+        if let Some((block, size)) = freed.filter(|&(_, size)| quarantine && kind == Kind::Free && self.quarantined + size <= QUARANTINE) {
+            // Kept from reuse and filled: a write through a stale pointer changes the fill
+            // (checked at the end), a read of a pointer gets a non-canonical one. The library
+            // is asked to free nothing.
+            // SAFETY: the library's live block of `size` bytes (it has not freed it and will
+            // not: its free is made `free(NULL)`), mapped and writable in this process.
+            unsafe { std::ptr::write_bytes(block as *mut u8, FREED, size as usize) };
+            self.quarantine.insert(block, size);
+            self.quarantined += size;
+            return (overwritten, (0, rsi));
+        }
+        if kind == Kind::Free {
+            // A quarantined block freed again is freed now (once, as the library sees it).
+            self.unquarantine(rdi);
+        }
         let args = match kind {
             Kind::Malloc => (rdi.saturating_add(REDZONE), rsi),
             // (An overflowing product is the library's to refuse: left as asked.)
@@ -93,13 +122,29 @@ impl Redzones {
             unsafe { std::slice::from_raw_parts((block + size) as *const u8, REDZONE as usize) }
         };
         let k = zone.iter().position(|&b| b != fill)?;
-        Some(Overwritten { block, size, byte: block + size + k as u64, when })
+        Some(Overwritten { block, size, byte: block + size + k as u64, when, after_free: false })
     }
 
-    /// At the process's end: the first live block (by address) whose redzone was overwritten.
+    fn unquarantine(&mut self, block: u64) {
+        if let Some(size) = self.quarantine.remove(&block) {
+            self.quarantined -= size;
+        }
+    }
+
+    /// At the process's end: the first live block (by address) whose redzone was overwritten,
+    /// else the first quarantined block written after its free.
     pub fn at_exit(&mut self) -> Option<Overwritten> {
         let blocks: Vec<(u64, u64)> = self.heap.blocks().map(|(s, b)| (s, b.size)).collect();
-        blocks.into_iter().find_map(|(s, size)| self.check(s, size, "at the end of the run", true))
+        let zone = blocks.into_iter().find_map(|(s, size)| self.check(s, size, "at the end of the run", true));
+        zone.or_else(|| {
+            let mut kept: Vec<(u64, u64)> = self.quarantine.iter().map(|(&b, &s)| (b, s)).collect();
+            kept.sort_unstable();
+            kept.into_iter().find_map(|(block, size)| {
+                let bytes = crate::kernel::guest_mem::read_vec(block, size as usize)?;
+                let k = bytes.iter().position(|&b| b != FREED)?;
+                Some(Overwritten { block, size, byte: block + k as u64, when: "at the end of the run", after_free: true })
+            })
+        })
     }
 }
 
@@ -115,25 +160,25 @@ mod tests {
         let mut memory = vec![0u8; 256];
         let base = memory.as_mut_ptr() as u64;
         let (a, b) = (base, base + 64);
-        assert_eq!(zones.enter(1, Kind::Malloc, (20, 0), 0x7000), (None, (20 + REDZONE, 0)));
+        assert_eq!(zones.enter(1, Kind::Malloc, (20, 0), 0x7000, true), (None, (20 + REDZONE, 0)));
         zones.returned(1, 0x7000, a, false);
         assert_eq!(memory[20..36], [FILL; 16]);
-        assert_eq!(zones.enter(1, Kind::Calloc, (3, 8), 0x7000), (None, (1, 24 + REDZONE)));
+        assert_eq!(zones.enter(1, Kind::Calloc, (3, 8), 0x7000, true), (None, (1, 24 + REDZONE)));
         zones.returned(1, 0x7000, b, true);
         // The program writes one byte past its first block; its calloc block's zone is intact.
         memory[20] = b'x';
-        assert_eq!(zones.enter(1, Kind::Free, (b, 0), 0x7000).0, None);
-        let (overwritten, _) = zones.enter(1, Kind::Realloc, (a, 40), 0x7000);
-        assert_eq!(overwritten, Some(Overwritten { block: a, size: 20, byte: a + 20, when: "at its realloc" }));
+        assert_eq!(zones.enter(1, Kind::Free, (b, 0), 0x7000, true).0, None);
+        let (overwritten, _) = zones.enter(1, Kind::Realloc, (a, 40), 0x7000, true);
+        assert_eq!(overwritten, Some(Overwritten { block: a, size: 20, byte: a + 20, when: "at its realloc", after_free: false }));
         // A block freed twice is checked once.
-        assert_eq!(zones.enter(1, Kind::Free, (a, 0), 0x7000).0, None);
+        assert_eq!(zones.enter(1, Kind::Free, (a, 0), 0x7000, true).0, None);
         // At the end: the live block whose zone changed.
-        zones.enter(2, Kind::Malloc, (8, 0), 0x8000);
+        zones.enter(2, Kind::Malloc, (8, 0), 0x8000, true);
         zones.returned(2, 0x8000, base + 128, false);
         assert_eq!(zones.at_exit(), None);
-        zones.enter(2, Kind::Malloc, (8, 0), 0x8000);
+        zones.enter(2, Kind::Malloc, (8, 0), 0x8000, true);
         zones.returned(2, 0x8000, base + 128, false);
         memory[128 + 8 + 15] = 0;
-        assert_eq!(zones.at_exit(), Some(Overwritten { block: base + 128, size: 8, byte: base + 128 + 23, when: "at the end of the run" }));
+        assert_eq!(zones.at_exit(), Some(Overwritten { block: base + 128, size: 8, byte: base + 128 + 23, when: "at the end of the run", after_free: false }));
     }
 }

@@ -115,7 +115,10 @@ pub fn model(s: &Search, command: &[std::ffi::OsString]) -> Report {
 /// from some run on, or what the layout search tried in vain.
 fn layout_text(s: &Search) -> Option<String> {
     let zones = s.redzones.map(|(n, exposed)| {
-        let zones = format!("heap blocks had redzones, {} bytes after each, checked at free, realloc and the end of the run", super::redzones::REDZONE);
+        let zones = format!(
+            "heap blocks had redzones, {} bytes after each, checked at free, realloc and the end of the run, and freed blocks were kept from reuse",
+            super::redzones::REDZONE
+        );
         match exposed {
             true => format!("from run {n} on, {zones}: run {} did not fail without them", n - 1),
             false => format!("run {n} was run {} again but its {zones}: it did not fail either", n - 1),

@@ -1334,10 +1334,14 @@ impl SuppressRun {
     fn heap_hook(&mut self, ctx: &mut ThreadContext, hook: Hook, spilled: u16) {
         let regs = guest_regs(ctx, spilled);
         let t = origin::thread(ctx.counter);
+        // A call the plan suppresses whole is not the library's to act on: a `free` there is
+        // not kept in quarantine (it would not run; its point names the block it frees).
+        let ret = crate::kernel::guest_mem::read_u64(regs[4]).unwrap_or(0);
+        let suppressed = self.plan.points.iter().any(|p| p.site == ret || p.call_site().is_some_and(|s| s <= ret && ret - s <= 16));
         let Some(zones) = self.redzones.as_mut() else { return };
         match hook {
             Hook::Enter(kind) => {
-                let (overwritten, (rdi, rsi)) = zones.enter(t, kind, (regs[7], regs[6]), regs[4]);
+                let (overwritten, (rdi, rsi)) = zones.enter(t, kind, (regs[7], regs[6]), regs[4], !suppressed);
                 for (r, v) in [(7, rdi), (6, rsi)] {
                     // (A register the hook's code lent has its guest value in its spill slot.)
                     *if spilled & (1 << r) != 0 { &mut ctx.tool_spill[r] } else { &mut ctx.callout_regs[r] } = v;
@@ -1357,10 +1361,19 @@ impl SuppressRun {
         if self.crash.is_some() {
             return;
         }
-        let location = format!("byte {} of the redzone after the heap block of {} bytes at {:#x}", o.byte - o.block - o.size, o.size, o.block);
+        let (location, what) = if o.after_free {
+            (
+                format!("byte {} of the heap block of {} bytes at {:#x}, freed", o.byte - o.block, o.size, o.block),
+                format!("heap block of {} bytes written after its free (found {}; freed blocks were kept from reuse)", o.size, o.when),
+            )
+        } else {
+            (
+                format!("byte {} of the redzone after the heap block of {} bytes at {:#x}", o.byte - o.block - o.size, o.size, o.block),
+                format!("heap block of {} bytes overrun: its redzone was overwritten (found {})", o.size, o.when),
+            )
+        };
         let mut used = vec![(location, self.location_origin(o.byte, 1))];
         used.retain(|l| l.1 & !origin::INCOMING != 0);
-        let what = format!("heap block of {} bytes overrun: its redzone was overwritten (found {})", o.size, o.when);
         self.fail(ctx, REDZONE_FAILURE, ctx.rip, used, what);
     }
 
