@@ -60,6 +60,23 @@ fn copy_paste_pointer_three_crashes_to_line_of_the_alias() {
     assert!(out.stderr_str().contains("the program did not fail"), "{}", out.describe());
 }
 
+/// unrtf's CVE-2016-10091 reduced (a Debian package with the fix reverted; see the issue 24
+/// note): sprintf's last bytes overrun the saved frame pointer, and the caller then reads a
+/// local through the wrong frame, from a slot nothing wrote. The frame pointer is what went
+/// wrong, restored from what sprintf wrote: the sprintf is the root cause, in one suppression.
+#[test]
+fn a_saved_frame_pointer_overrun_by_sprintf_is_found_at_the_sprintf() {
+    let exe = bug("frame_smash", "frame_smash", &|s| s);
+    let out = run_rtgrind(["--tool=suppress"], &Cmd::new(&exe).arg("-2147483648"));
+    let err = out.stderr_str();
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    assert!(headline(&err).contains(&format!("{}, inside ", place("frame_smash", "root", "emboss"))), "{err}");
+    assert!(err.contains("it used the frame pointer rbp (0x") && err.contains("that nothing wrote was read, defined at iovsprintf.c"), "{err}");
+    assert_eq!(runs(&err), 4, "{err}");
+    let out = run_rtgrind(["--tool=suppress"], &Cmd::new(&exe).arg("12"));
+    assert_eq!(out.status.code(), Some(0), "{}", out.describe());
+}
+
 #[test]
 fn null_returned_on_error_path_found_where_it_was_assigned() {
     let exe = bug("null_return", "null_return", &|s| s);

@@ -1317,16 +1317,34 @@ impl SuppressRun {
         let nowhere = |v: u64| mem.region_at(v).is_none();
         let pointers: Vec<&super::slice::Load> = loads.iter().filter(|l| l.size == 8 && nowhere(l.value)).collect();
         let parts: Vec<&super::slice::Load> = if pointers.is_empty() { loads.iter().filter(|l| l.size != 8 || nowhere(l.value)).collect() } else { pointers };
-        parts
-            .into_iter()
-            .map(|l| {
-                (
-                    format!("the {}-byte value {:#x} at {:#x}, which the address was computed from", l.size, l.value, l.addr),
-                    self.location_origin(l.addr, l.size as u64),
-                )
-            })
-            .filter(|l| l.1 & !origin::INCOMING != 0)
-            .collect()
+        let mut used: Vec<(String, u64)> = Vec::new();
+        for l in parts {
+            let o = self.location_origin(l.addr, l.size as u64);
+            if o == 0 && l.frame {
+                // A frame slot nobody wrote: the frame pointer itself is wrong when its value
+                // came from something other than a frame's own set-up (a saved rbp a copy
+                // overran, restored by `leave`): that is what the address went wrong by.
+                let rbp = *shadow::word(ctx, slot::ORIGIN_GPR + 8 * 5);
+                if rbp & origin::REAL != 0 && !self.frame_setup(rbp) {
+                    used.push((format!("the frame pointer rbp ({:#x}), from which the slot at {:#x} that nothing wrote was read", ctx.gpr[5], l.addr), rbp));
+                }
+                continue;
+            }
+            used.push((format!("the {}-byte value {:#x} at {:#x}, which the address was computed from", l.size, l.value, l.addr), o));
+        }
+        used.retain(|l| l.1 & !origin::INCOMING != 0);
+        used
+    }
+
+    /// Whether origin `o` is a frame's own set-up of rbp: a `push rbp` (the saved frame
+    /// pointer popped back) or a `mov rbp, rsp`.
+    fn frame_setup(&self, o: u64) -> bool {
+        let Some(i) = self.prop.sites.pc(origin::site(o)).and_then(decode) else { return false };
+        match i.mnemonic() {
+            Mnemonic::Push => i.op0_register() == Register::RBP,
+            Mnemonic::Mov => i.op0_register() == Register::RBP && i.op1_register() == Register::RSP,
+            _ => false,
+        }
     }
 
     /// A heap hook (`heap_hook`): the heap's blocks and their redzones kept, an allocation

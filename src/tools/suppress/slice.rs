@@ -9,12 +9,14 @@
 
 use rtgrind_jit::iced_x86::{Decoder, DecoderOptions, FlowControl, Instruction, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register};
 
-/// A load the address was computed from: its address, its size and the value there now.
+/// A load the address was computed from: its address, its size, the value there now, and
+/// whether it was a frame slot (an address from rbp).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Load {
     pub addr: u64,
     pub size: usize,
     pub value: u64,
+    pub frame: bool,
 }
 
 /// How far back a slice looks (instructions).
@@ -71,7 +73,7 @@ pub(super) fn loads_behind(pc: u64, func: (u64, u64), regs: &[u64; 16], wanted: 
                     let addr = base.wrapping_add(m.displacement());
                     let size = m.memory_size().size().clamp(1, 8);
                     let value = read(addr, size).map_or(0, |b| b.iter().rev().fold(0u64, |v, &x| v << 8 | u64::from(x)));
-                    loads.push(Load { addr, size, value });
+                    loads.push(Load { addr, size, value, frame: m.base() == Register::RBP });
                 }
                 // Another load (through a pointer): not followed further.
                 Some(_) => {}
@@ -134,6 +136,6 @@ mod tests {
             }
         };
         let loads = loads_behind(fault, (start, start + code.len() as u64), &regs, &[Register::RAX], &read);
-        assert_eq!(loads, vec![Load { addr: rbp - 16, size: 8, value: 0x7_0000_0007 }, Load { addr: rbp - 4, size: 4, value: 2 }]);
+        assert_eq!(loads, vec![Load { addr: rbp - 16, size: 8, value: 0x7_0000_0007, frame: true }, Load { addr: rbp - 4, size: 4, value: 2, frame: true }]);
     }
 }
