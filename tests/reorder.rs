@@ -49,6 +49,10 @@ fn a_stack_overflow_onto_two_ints_is_exposed_by_a_layout_and_traced_to_the_copy(
     assert!(err.contains("1 layout tried of 4 made over 1 buffer and 6 address-related variables (1 global, 2 frames)"), "{err}");
     let replay = run_rtgrind(["--tool=none".to_string(), format!("--layout={}", layout.display())], &Cmd::new(&exe).arg(&name));
     assert!(replay.status.code().is_none() && replay.stderr_str().contains("Process terminating with default action of signal"), "{}", replay.describe());
+    // Every tool reads it: the switch search fails under it too, and its replay command keeps it.
+    let switched = run_rtgrind(["--tool=switch".to_string(), format!("--layout={}", layout.display())], &Cmd::new(&exe).arg(&name));
+    let err = switched.stderr_str();
+    assert!(err.contains("switch: the original run fails (signal 7") && err.contains(&format!("--repeatable=yes --layout={} --", layout.display())), "{err}");
 
     let kept = scratch_dir("reorder-kept").join("found.json");
     let out = run_rtgrind(["--tool=suppress".to_string(), format!("--layout-out={}", kept.display())], &Cmd::new(&exe).arg(&name));

@@ -278,3 +278,25 @@ impl ToolRun for Layered {
         self.inner.exit_code()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Moves;
+
+    /// An address inside a moved global follows it; one past its end follows it too unless
+    /// another symbol starts there; a slot (a location) never takes that guess.
+    #[test]
+    fn addresses_in_and_past_moved_globals_follow_them() {
+        let m = Moves {
+            moves: vec![(0x1000, 0x1010, 0x9000), (0x1020, 0x1028, 0x9100)],
+            starts: vec![0x1000, 0x1010, 0x1020, 0x1030],
+            slots: Vec::new(),
+            done: false,
+        };
+        assert_eq!(m.moved(0x1004), Some(0x9004));
+        assert_eq!(m.moved(0x1010), None);
+        assert_eq!(m.moved(0x1028), Some(0x9108));
+        assert_eq!((m.moved(0x0fff), m.moved(0x1030)), (None, None));
+        assert_eq!((m.moved_byte(0x1024), m.moved_byte(0x1028)), (0x9104, 0x1028));
+    }
+}

@@ -132,7 +132,9 @@ pub fn run(args: &[std::ffi::OsString], stdout: &Path, stderr: &Path, limit: Opt
 /// run its new entries are moved into the search's directory; the first run's are put back
 /// when the search ends (as a native run would have left them), the others' are discarded with
 /// the search's directory. Entries that cannot be moved (another file system: a directory, or
-/// a file that cannot be copied) stay.
+/// a file that cannot be copied) stay, and so does everything in a shared directory such as
+/// /tmp (another process's files appear there too: a search run in /tmp once moved a
+/// concurrent compiler's temporary files away).
 pub struct Leftovers {
     cwd: PathBuf,
     before: std::collections::HashSet<std::ffi::OsString>,
@@ -147,6 +149,13 @@ fn entries(dir: &Path) -> std::collections::HashSet<std::ffi::OsString> {
 impl Leftovers {
     pub fn new(stash: PathBuf) -> Option<Leftovers> {
         let cwd = std::env::current_dir().ok()?;
+        // A shared directory (world-writable and sticky, as /tmp) has other processes' new
+        // files too (a compiler's temporaries): nothing is moved there.
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&cwd).ok()?.permissions().mode();
+        if mode & 0o1002 == 0o1002 {
+            return None;
+        }
         let before = entries(&cwd);
         Some(Leftovers { cwd, before, stash, first: Vec::new() })
     }

@@ -187,6 +187,12 @@ impl Runner {
         Ok(Runner { leftovers, dir, command, options, seed, stdin_file, runs: 0, jobs: 1, first: None })
     }
 
+    /// The run options given on the command line, which every run gets (a replay command
+    /// needs them too: `--layout`, the scheduler's).
+    pub fn options(&self) -> &[OsString] {
+        &self.options
+    }
+
     /// A file of the search's directory.
     pub fn file(&self, name: &str) -> PathBuf {
         self.dir.0.join(name)

@@ -495,6 +495,8 @@ impl Switching {
     /// the same input.
     fn replay(&self, runner: &Runner, pc: u64, n: u64) -> String {
         let mut words: Vec<OsString> = vec!["rtgrind".into(), "--tool=switch".into(), format!("--switch-at={pc:#x}:{n}").into(), "--repeatable=yes".into()];
+        // (The run options, a layout's among them: the runs had them.)
+        words.extend(runner.options().iter().cloned());
         if self.opts.seed != 0 {
             words.push(format!("--seed={}", self.opts.seed).into());
         }
