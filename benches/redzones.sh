@@ -17,16 +17,8 @@ gcc -O2 -g -o "$work/malloc_heavy" "$root/guest-programs/correct/malloc_heavy.c"
 : > "$work/plan-plain"
 printf 'redzones\n' > "$work/plan-redzones"
 
-# The median wall time (seconds) of `runs` runs of the command.
-median() {
-    for _ in $(seq "$runs"); do
-        local s e
-        s=$(date +%s.%N)
-        "$@" > /dev/null 2>&1
-        e=$(date +%s.%N)
-        echo "$e - $s" | bc
-    done | sort -n | awk '{ a[NR] = $1 } END { printf "%.2f\n", a[int((NR + 1) / 2)] }'
-}
+# shellcheck source=benches/timing.sh
+. "$root/benches/timing.sh"
 
 p=$work/malloc_heavy
 native=$(median "$p")
@@ -34,7 +26,6 @@ none=$(median "$rt" -q "$p")
 plain=$(median "$rt" -q --tool=suppress --suppress-plan="$work/plan-plain" --suppress-out="$work/out" "$p")
 zones=$(median "$rt" -q --tool=suppress --suppress-plan="$work/plan-redzones" --suppress-out="$work/out" "$p")
 memcheck=$(median valgrind -q --tool=memcheck "$p")
-ratio() { printf '%.2f' "$(echo "scale=3; $1 / $2" | bc)"; }
 echo "| program | native | --tool=none | suppression run | with redzones | memcheck |"
 echo "|---|---:|---:|---:|---:|---:|"
 echo "| malloc_heavy (-O2) | ${native} s | ${none} s ($(ratio "$none" "$native")x) | ${plain} s ($(ratio "$plain" "$native")x) | ${zones} s ($(ratio "$zones" "$native")x; $(ratio "$zones" "$none")x none) | ${memcheck} s ($(ratio "$memcheck" "$native")x) |"

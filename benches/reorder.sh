@@ -15,16 +15,8 @@ work=$(mktemp -d /tmp/rtgrind-reorder.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 [ -x "$rt" ] || (cd "$root" && cargo build --release -q)
 
-median() {
-    for _ in $(seq "$runs"); do
-        local s e
-        s=$(date +%s.%N)
-        "$@" > /dev/null 2>&1
-        e=$(date +%s.%N)
-        echo "$e - $s" | bc
-    done | sort -n | awk '{ a[NR] = $1 } END { printf "%.2f\n", a[int((NR + 1) / 2)] }'
-}
-ratio() { printf '%.2f' "$(echo "scale=3; $1 / $2" | bc)"; }
+# shellcheck source=benches/timing.sh
+. "$root/benches/timing.sh"
 
 declare -A input=([stack_two_ints]=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa [global_into_unused]=aaaaaaaaaaaaaaaaaaaaaaaaaaaa [global_same_value]="x y")
 echo "| program | reorder: result | layouts tried / made | runs | time | suppress: root cause | suppress: layout runs | time |"

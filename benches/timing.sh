@@ -1,0 +1,16 @@
+# Shared by the benchmark scripts (sourced): wall-time medians and ratios. `runs` is the
+# number of runs per median (the script's RUNS argument).
+
+# The median wall time (seconds) of `runs` runs of the command, its output discarded.
+median() {
+    for _ in $(seq "$runs"); do
+        local s e
+        s=$(date +%s.%N)
+        "$@" > /dev/null 2>&1
+        e=$(date +%s.%N)
+        echo "$e - $s" | bc
+    done | sort -n | awk '{ a[NR] = $1 } END { printf "%.2f\n", a[int((NR + 1) / 2)] }'
+}
+
+# $1 / $2 with two decimals.
+ratio() { printf '%.2f' "$(echo "scale=3; $1 / $2" | bc)"; }
