@@ -72,6 +72,8 @@ fn a_saved_frame_pointer_overrun_by_sprintf_is_found_at_the_sprintf() {
     assert_eq!(out.status.code(), Some(1), "{}", out.describe());
     assert!(headline(&err).contains(&format!("{}, inside ", place("frame_smash", "root", "emboss"))), "{err}");
     assert!(err.contains("it used the frame pointer rbp (0x") && err.contains("that nothing wrote was read, defined at iovsprintf.c"), "{err}");
+    // (The sprintf whole: it overran the saved rbp with more than one store.)
+    assert!(err.contains("(the call suppressed whole)"), "{err}");
     assert_eq!(runs(&err), 4, "{err}");
     let out = run_rtgrind(["--tool=suppress"], &Cmd::new(&exe).arg("12"));
     assert_eq!(out.status.code(), Some(0), "{}", out.describe());

@@ -42,11 +42,13 @@ impl Calls {
     ///   that site, whole;
     /// - one of a call one of whose stores is suppressed already (the same again: the location
     ///   its suppressed store left corrupt; or another: strcpy's loop and its tail), or one that
-    ///   wrote a return address or a heap chunk's size (an overflow out of the caller's buffer,
-    ///   never a value the program meant): that call, whole;
+    ///   wrote a return address, a saved frame pointer or a heap chunk's size (an overflow out
+    ///   of the caller's buffer, never a value the program meant; its other stores may have
+    ///   overrun the rest): that call, whole;
     /// - anything else as it is.
     pub fn widen(&mut self, defs: &[Def], points: &[Point]) -> Vec<Point> {
-        let smashed = |what: &str| what.starts_with("return address at") || what.starts_with("size field of the heap");
+        let smashed =
+            |what: &str| what.starts_with("return address at") || what.starts_with("size field of the heap") || what.starts_with("the frame pointer rbp");
         let new: Vec<Point> = defs
             .iter()
             .map(|Def { point: d, location: what, .. }| {
