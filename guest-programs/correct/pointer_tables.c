@@ -42,6 +42,20 @@ static int depth(int n, char *trail) {
 
 static void bump(long *where, int by) { *where += by; }
 
+/* A local array of structures walked by index: -O0 computes an element's address from rbp as
+ * a value (`add rax, rbp; sub rax, N`), which no operand names (unrtf's optimize_word). */
+struct tag {
+    const char *name;
+    int has_param;
+};
+static int count_params(void) {
+    struct tag tags[] = {{"fs", 1}, {"f", 1}, {"b", 0}, {"", 0}};
+    int n = 0;
+    for (int i = 0; tags[i].name[0] != '\0'; i++)
+        n += tags[i].has_param;
+    return n;
+}
+
 static int next_id(void) {
     static int id = 100;
     return id++;
@@ -62,6 +76,6 @@ int main(void) {
     printf("%d %d %d %d\n", *tab[0], *tab[1], *tab[2], *s.p);
     printf("sum %d depth %d trail %s\n", sum_to_end(arr), d, trail);
     printf("ops %d %d %d %d %d f=%d\n", local[0], local[1], local[2], local[3], local[4], s.f(7));
-    printf("counter %ld buffer %s ids %d %d\n", counter, buffer, next_id(), next_id());
+    printf("counter %ld buffer %s ids %d %d params %d\n", counter, buffer, next_id(), next_id(), count_params());
     return 0;
 }

@@ -383,18 +383,29 @@ fn frame_base(v: Option<AttributeValue<Slice<'_>>>, encoding: gimli::Encoding) -
 /// (`push rbp; mov rbp, rsp`, after an `endbr64`), and every access below rbp is inside a
 /// local DWARF describes (else an unnamed slot, a temporary, could be overlapped).
 fn checked_frame(elf: &Elf, file: &[u8], f: &Frame) -> Result<(), String> {
-    use rtgrind_jit::iced_x86::{Decoder, DecoderOptions, Register};
+    use rtgrind_jit::iced_x86::{Decoder, DecoderOptions, Mnemonic, OpKind, Register};
     let code = elf
         .program_headers
         .iter()
         .find(|p| p.p_type == goblin::elf::program_header::PT_LOAD && p.p_vaddr <= f.low && f.high <= p.p_vaddr + p.p_filesz)
         .and_then(|p| file.get((f.low - p.p_vaddr + p.p_offset) as usize..(f.high - p.p_vaddr + p.p_offset) as usize))
         .ok_or("its code is not in the file")?;
-    let code = code.strip_prefix(&[0xf3, 0x0f, 0x1e, 0xfa][..]).unwrap_or(code);
+    let endbr = code.starts_with(&[0xf3, 0x0f, 0x1e, 0xfa]);
+    let code = if endbr { &code[4..] } else { code };
+    let code_start = f.low + if endbr { 4 } else { 0 };
     if !code.starts_with(&[0x55, 0x48, 0x89, 0xe5]) {
         return Err("no frame pointer (optimized code)".into());
     }
     for ins in Decoder::with_ip(64, code, 0, DecoderOptions::NONE) {
+        // rbp as a value (`add rax, rbp; sub rax, 0x68`: -O0's address of an array element)
+        // makes a local's address no operand names: the frame cannot move.
+        let frame_moves = matches!(ins.mnemonic(), Mnemonic::Push | Mnemonic::Pop)
+            || (ins.mnemonic() == Mnemonic::Mov && [ins.op0_register(), ins.op1_register()].contains(&Register::RSP));
+        let as_value = (0..ins.op_count())
+            .any(|i| ins.op_kind(i) == OpKind::Register && matches!(ins.op_register(i), Register::RBP | Register::EBP | Register::BP | Register::BPL));
+        if as_value && !frame_moves {
+            return Err(format!("rbp is used as a value at {:#x} (a local's address computed apart from its access)", code_start + ins.ip()));
+        }
         if ins.memory_base() != Register::RBP || (ins.memory_displacement64() as i64) >= 0 {
             continue;
         }
