@@ -267,6 +267,25 @@ if fetch sharutils 1:4.15.2-9; then
     done
 fi
 
+# --- unrtf (convert.c) ----------------------------------------------------------------------
+# CVE-2016-10091, put back: 0.21.10 has the fix upstream (char str[20] and snprintf in
+# cmd_expand, cmd_emboss and cmd_engrave), so the three functions are edited back to 0.21.9's
+# `char str[10]; sprintf(str, "%d", ...)`. \embo with the most negative int writes 12 bytes:
+# the last two overrun the saved frame pointer, and the caller reads its locals through it.
+# -O0 only (-O2 not tried yet).
+if fetch unrtf 0.21.10-clean-1; then
+    printf '{\\rtf1\\ansi {\\embo-2147483648 hello} world}\n' > "$work/emboss.rtf"
+    t=unrtf-O0
+    rm -rf "$work/$t" && cp -a "$work/unrtf" "$work/$t"
+    sed -i '1850,1925s/char str\[20\];/char str[10];/; 1850,1925s/snprintf(str, 20, /sprintf(str, /' "$work/$t/src/convert.c"
+    say "building $t"
+    # (Installed: it reads its output formats from its data directory.)
+    (cd "$work/$t" && autoreconf -fi && ./configure -q CC=gcc CFLAGS="$O0" --prefix="$work/$t/inst" && make -j2 && make install) > "$work/$t.build" 2>&1
+    case_ unrtf "$version" "CVE-2016-10091 stack overflow (saved rbp)" "-O0" \
+        "$(expect "$work/$t/src" convert.c 'sprintf(str, "%d", param);')" cmd_emboss \
+        "$work/$t" /dev/null -- inst/bin/unrtf "$work/emboss.rtf"
+fi
+
 # --- netcat (data/rservice.c) --------------------------------------------------------------
 # The example rservice copies its command line into `static char buf[256]`; a 100,000-byte
 # argument runs on to where memory ends and memcpy itself faults there.
