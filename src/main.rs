@@ -204,20 +204,16 @@ fn under_layout(cli: &cli::Cli, tool: Box<dyn tools::ToolRun>, guest: &mut Guest
         return tool;
     }
     let exe = guest.exe_path.to_string_lossy().into_owned();
+    let objects = layout::objects::Objects::of(&exe).unwrap_or_else(|| fail(&format!("--layout: cannot read the program '{exe}'"), EXIT_USAGE));
     let layout = match cli.layout.as_deref().map(|f| (f, f.to_str().and_then(|s| s.strip_prefix("random:")))) {
         Some((_, Some(seed))) => {
             let seed = seed.parse().unwrap_or_else(|_| fail(&format!("--layout=random:SEED: '{seed}' is not a number"), EXIT_USAGE));
-            let objects = layout::objects::Objects::of(&exe).unwrap_or_else(|| fail(&format!("--layout: cannot read the program '{exe}'"), EXIT_USAGE));
-            let l = layout::pairs::random(&objects, &exe, seed);
-            if std::env::var("RTG_DUMP").is_ok() {
-                eprintln!("{}", serde_json::to_string(&l).unwrap());
-            }
-            l
+            layout::pairs::random(&objects, &exe, seed)
         }
         Some((f, None)) => layout::Layout::read(f).unwrap_or_else(|e| fail(&e, EXIT_USAGE)),
         None => layout::Layout::default(),
     };
-    let layered = layout::apply::Layered::new(tool, &layout, &exe, &mut guest.mem, cli.layout_record.clone()).unwrap_or_else(|e| fail(&e, EXIT_USAGE));
+    let layered = layout::apply::Layered::new(tool, &layout, objects, &exe, &mut guest.mem, cli.layout_record.clone()).unwrap_or_else(|e| fail(&e, EXIT_USAGE));
     Box::new(layered)
 }
 

@@ -50,11 +50,7 @@ impl Moves {
 
     /// Where the byte at `a` is under the layout: in a moved global, its copy.
     fn moved_byte(&self, a: u64) -> u64 {
-        let i = self.moves.partition_point(|m| m.0 <= a);
-        match i.checked_sub(1).and_then(|i| self.moves.get(i)) {
-            Some(&(start, end, to)) if a < end => to + (a - start),
-            _ => a,
-        }
+        holding(&self.moves, |m| (m.0, m.1), a).map_or(a, |&(start, _, to)| to + (a - start))
     }
 
     /// The moved globals' bytes copied to their places, and the loader's slots that point
@@ -79,6 +75,12 @@ impl Moves {
             }
         }
     }
+}
+
+/// The entry of `sorted` (by start, disjoint ranges) whose range holds `a`.
+fn holding<T>(sorted: &[T], range: impl Fn(&T) -> (u64, u64), a: u64) -> Option<&T> {
+    let i = sorted.partition_point(|x| range(x).0 <= a);
+    sorted.get(i.checked_sub(1)?).filter(|x| a < range(x).1)
 }
 
 /// Writes a word through `/proc/self/mem`, which may write a read-only private mapping.
@@ -119,10 +121,16 @@ pub struct Layered {
 }
 
 impl Layered {
-    /// `inner` under `layout` in the program `exe` (loaded in `mem`): the layout checked
-    /// against the program, its region mapped.
-    pub fn new(inner: Box<dyn ToolRun>, layout: &Layout, exe: &str, mem: &mut GuestMemory, record: Option<PathBuf>) -> Result<Layered, String> {
-        let objects = Objects::of(exe).ok_or_else(|| format!("--layout: cannot read the program '{exe}'"))?;
+    /// `inner` under `layout` in the program `exe` (loaded in `mem`; what can move in it:
+    /// `objects`): the layout checked against the program, its region mapped.
+    pub fn new(
+        inner: Box<dyn ToolRun>,
+        layout: &Layout,
+        objects: Objects,
+        exe: &str,
+        mem: &mut GuestMemory,
+        record: Option<PathBuf>,
+    ) -> Result<Layered, String> {
         layout.check(&objects).map_err(|e| format!("--layout: the layout does not fit '{exe}': {e}"))?;
         let (_, program) = crate::tools::main_module(mem, exe);
         let bias = program.0.wrapping_sub(objects.first_vaddr);
@@ -167,15 +175,11 @@ impl Layered {
     fn note(&mut self, ins: &Instruction) {
         let Some((_, accessed)) = self.record.as_mut() else { return };
         if ins.is_ip_rel_memory_operand() {
-            let a = ins.ip_rel_memory_address();
-            let i = self.globals.partition_point(|g| g.0 <= a);
-            if let Some(g) = i.checked_sub(1).and_then(|i| self.globals.get(i)).filter(|g| a < g.1) {
+            if let Some(g) = holding(&self.globals, |g| (g.0, g.1), ins.ip_rel_memory_address()) {
                 accessed.globals.insert(g.2.clone());
             }
         } else if ins.memory_base() == Register::RBP {
-            let ip = ins.ip();
-            let i = self.all_frames.partition_point(|f| f.0 <= ip);
-            if let Some(f) = i.checked_sub(1).and_then(|i| self.all_frames.get(i)).filter(|f| ip < f.1) {
+            if let Some(f) = holding(&self.all_frames, |f| (f.0, f.1), ins.ip()) {
                 accessed.frames.insert(f.2);
             }
         }
@@ -195,8 +199,7 @@ impl Tool for Layered {
                 return true;
             }
         } else if ins.memory_base() == Register::RBP {
-            let i = self.frames.partition_point(|f| f.low <= ip);
-            if let Some(f) = i.checked_sub(1).and_then(|i| self.frames.get(i)).filter(|f| ip < f.high) {
+            if let Some(f) = holding(&self.frames, |f| (f.low, f.high), ip) {
                 let d = ins.memory_displacement64() as i64;
                 if let Some(&(at, _, to)) = f.locals.iter().find(|l| l.0 <= d && d < l.1) {
                     ins.set_memory_displacement64((d - at + to) as u64);

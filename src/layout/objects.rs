@@ -98,21 +98,19 @@ impl Objects {
     fn globals_from(&mut self, elf: &Elf, pie: bool, declared: &HashMap<u64, (Kind, u64)>) {
         let exported: std::collections::HashSet<u64> = elf.dynsyms.iter().filter(|s| s.st_shndx != 0).map(|s| s.st_value).collect();
         let mut seen = std::collections::HashSet::new();
+        // A symbol's section, if it is data.
         let data = |shndx: usize| {
             let section = elf.section_headers.get(shndx).and_then(|h| elf.shdr_strtab.get_at(h.sh_name)).unwrap_or("");
-            [".data", ".bss", ".rodata"].iter().any(|p| section.starts_with(p))
+            [".data", ".bss", ".rodata"].iter().any(|p| section.starts_with(p)).then_some(section)
         };
-        self.starts = elf.syms.iter().filter(|s| s.st_value != 0 && data(s.st_shndx)).map(|s| s.st_value).collect();
+        self.starts = elf.syms.iter().filter(|s| s.st_value != 0 && data(s.st_shndx).is_some()).map(|s| s.st_value).collect();
         self.starts.sort_unstable();
         self.starts.dedup();
         for s in elf.syms.iter() {
             if s.st_type() != goblin::elf::sym::STT_OBJECT || s.st_size == 0 || s.st_value == 0 || !seen.insert(s.st_value) {
                 continue;
             }
-            let section = elf.section_headers.get(s.st_shndx).and_then(|h| elf.shdr_strtab.get_at(h.sh_name)).unwrap_or("");
-            if ![".data", ".bss", ".rodata"].iter().any(|p| section.starts_with(p)) {
-                continue;
-            }
+            let Some(section) = data(s.st_shndx) else { continue };
             let name = elf.strtab.get_at(s.st_name).unwrap_or("?").to_string();
             let why = if section.starts_with(".rodata") {
                 // (Nothing overflows into it, and the string literals after an object have no

@@ -26,8 +26,8 @@ pub struct Options {
 pub enum Verdict {
     /// The program fails as it is (the run that noted its variables): `how`.
     AlreadyFails(String),
-    /// Layout `k` (from 0) of those made failed: `how`.
-    Found { k: usize, how: String },
+    /// Layout `k` (from 0) of those made failed: `how`; `file` is the copy its run read.
+    Found { k: usize, how: String, file: PathBuf },
     /// None of the layouts failed (how many, over what).
     NoneFailed,
     /// A run could not be made.
@@ -57,6 +57,8 @@ pub struct LayoutSearch<'o> {
     /// The next layout to run, and whether the layouts were made.
     next: usize,
     made: bool,
+    /// The layout files of the batch under way, in its order.
+    files: Vec<PathBuf>,
 }
 
 impl<'o> LayoutSearch<'o> {
@@ -82,15 +84,16 @@ impl<'o> LayoutSearch<'o> {
             considered: Considered::default(),
             next: 0,
             made: false,
+            files: Vec::new(),
         }
     }
 
-    /// What the search tried, for a report: "5 layouts tried (in 6 runs) over 2 buffers and ...".
+    /// What the search tried, for a report: "5 layouts tried [in 6 runs] over 2 buffers and ...".
     pub fn tried(&self, runs: Option<u32>) -> String {
-        let n = self.next.min(self.layouts.len());
         if self.layouts.is_empty() {
             return format!("no layout to try over {}", self.considered.describe());
         }
+        let n = self.next.min(self.layouts.len());
         let runs = runs.map_or(String::new(), |r| format!(" in {r} run{}", if r == 1 { "" } else { "s" }));
         format!("{n} layout{} tried{runs} over {}", if n == 1 { "" } else { "s" }, self.considered.describe())
     }
@@ -116,23 +119,24 @@ impl Search for LayoutSearch<'_> {
             }
             let accessed: Accessed = std::fs::read_to_string(&self.accessed).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();
             (self.layouts, self.considered) = pairs::layouts(self.objects, &accessed, &self.program, self.max);
-        } else if let Some(k) = ran.iter().position(|r| (self.failed)(runner, r).is_some()) {
-            let how = (self.failed)(runner, &ran[k]).unwrap_or_default();
-            let k = self.next - ran.len() + k;
+        } else if let Some((i, how)) = ran.iter().enumerate().find_map(|(i, r)| (self.failed)(runner, r).map(|how| (i, how))) {
+            let k = self.next - ran.len() + i;
             // (Those after it in its batch do not count as tried.)
             self.next = k + 1;
-            return Step::Done(Verdict::Found { k, how });
+            return Step::Done(Verdict::Found { k, how, file: self.files[i].clone() });
         }
         if self.next >= self.layouts.len() {
             return Step::Done(Verdict::NoneFailed);
         }
         let end = (self.next + self.jobs.max(1)).min(self.layouts.len());
+        self.files.clear();
         let batch = (self.next..end)
             .map(|k| {
                 let n = runner.runs + 1 + (k - self.next) as u32;
                 let file = runner.file(&format!("layout-{n}.json"));
                 let _ = self.layouts[k].write(&file);
                 let mut r = (self.run)(runner, n, &file);
+                self.files.push(file);
                 r.progress = format!("{} (layout {} of {})", r.progress, k + 1, self.layouts.len());
                 r
             })
@@ -200,7 +204,7 @@ pub fn drive(mut runner: Runner, command: Vec<OsString>, opts: Options) -> Repor
             report.tried = Some(search.layouts.len() as u64);
             report.reason = format!("no layout exposed a failure: {}", search.tried(None));
         }
-        Verdict::Found { k, how } => {
+        Verdict::Found { k, how, .. } => {
             let layout = &search.layouts[k];
             let saved = layout.write(&opts.out);
             let mut replay = vec![OsString::from("rtgrind"), "--tool=suppress".into(), format!("--layout={}", opts.out.display()).into()];

@@ -239,7 +239,7 @@ impl Suppression<'_> {
             redzones: self.redzones_from.is_some(),
         };
         std::fs::write(&plan_path, plan.to_text()).map_err(|e| Verdict::Inconclusive(format!("cannot run rtgrind: {e}")))?;
-        let args = self.run_args(runner, n, &plan_path, &out_path, None);
+        let args = self.run_args(runner, n, &plan_path, &out_path);
         // Later runs: 20 times the first run's time and blocks.
         let limits = Limits { budget: runner.block_budget(20), time: runner.time_limit(20), log: false, count_blocks: n == 1 };
         let traced = if trace && !points.is_empty() { ", traced" } else { "" };
@@ -249,12 +249,11 @@ impl Suppression<'_> {
     }
 
     /// A suppression run's arguments (numbered `n`, with its plan and outcome files): under
-    /// `layout` if given, else the one found so far; noting the variables its code names for
-    /// a layout search (`--layout-record`).
-    fn run_args(&self, runner: &Runner, n: u32, plan: &std::path::Path, out: &std::path::Path, layout: Option<&std::path::Path>) -> Vec<std::ffi::OsString> {
-        let mut args: Vec<std::ffi::OsString> =
-            vec!["--tool=suppress".into(), format!("--suppress-plan={}", plan.display()).into(), format!("--suppress-out={}", out.display()).into()];
-        if let Some(l) = layout.or(self.layout.as_ref().map(|l| l.1.as_path())) {
+    /// the layout found so far; noting the variables its code names for a layout search
+    /// (`--layout-record`).
+    fn run_args(&self, runner: &Runner, n: u32, plan: &std::path::Path, out: &std::path::Path) -> Vec<std::ffi::OsString> {
+        let mut args = suppress_args(plan, out);
+        if let Some((_, l, _)) = &self.layout {
             args.push(format!("--layout={}", l.display()).into());
         }
         if self.opts.layouts.is_some() && self.layout_search.is_none() && self.layout.is_none() && self.layouts_tried.is_none() {
@@ -287,11 +286,7 @@ impl Suppression<'_> {
         let run = move |runner: &Runner, n: u32, layout: &std::path::Path| {
             let (plan_path, out_path) = (runner.file(&format!("plan-{n}")), runner.file(&format!("outcome-{n}")));
             let _ = std::fs::write(&plan_path, &plan);
-            let mut args: Vec<std::ffi::OsString> = vec![
-                "--tool=suppress".into(),
-                format!("--suppress-plan={}", plan_path.display()).into(),
-                format!("--suppress-out={}", out_path.display()).into(),
-            ];
+            let mut args = suppress_args(&plan_path, &out_path);
             args.push(format!("--layout={}", layout.display()).into());
             let limits = Limits { budget: runner.block_budget(20), time: runner.time_limit(20), log: false, count_blocks: false };
             Request { args, limits, progress: "suppress: layouts".into(), checkpoints: None }
@@ -329,12 +324,9 @@ impl Suppression<'_> {
         let search = self.layout_search.take().expect("a layout search runs");
         let tried = search.tried(Some(made));
         match verdict {
-            ReorderVerdict::Found { k, .. } => {
-                // (The layout's file is the one its run read: layout-N.json of the search.)
+            ReorderVerdict::Found { k, file, .. } => {
                 // (The file its run read, in the search's directory: saved where the user can
                 // run under it again when the search ends, `save_layout`.)
-                let n = self.layout_runs_before + 1 + k as u32;
-                let file = runner.file(&format!("layout-{n}.json"));
                 self.layout = Some((self.used(runner) + 1, file, search.layouts[k].pairs.join("; ")));
                 self.layouts_tried = Some(tried);
                 match resume {
@@ -357,10 +349,7 @@ impl Suppression<'_> {
     fn resume(&mut self, runner: &Runner, resume: Resume) -> Result<Step<Verdict>, Verdict> {
         match resume {
             Resume::Original => Err(Verdict::NoFailure),
-            Resume::Suppressed { new, o } => {
-                self.layouts_tried.get_or_insert_with(String::new);
-                self.finish(runner, new, *o)
-            }
+            Resume::Suppressed { new, o } => self.finish(runner, new, *o),
         }
     }
 
@@ -625,8 +614,13 @@ pub fn find_until<'o>(runner: &mut Runner, opts: &'o Options, enough: Option<&'o
         seconds: started.elapsed().as_secs_f64(),
         redzones: s.redzones_from.map(|n| (n, s.redzones_exposed)),
         layout,
-        layouts_tried: s.layouts_tried.filter(|t| !t.is_empty()),
+        layouts_tried: s.layouts_tried,
     }
+}
+
+/// A suppression run's own arguments: its plan and where it writes its outcome.
+fn suppress_args(plan: &std::path::Path, out: &std::path::Path) -> Vec<std::ffi::OsString> {
+    vec!["--tool=suppress".into(), format!("--suppress-plan={}", plan.display()).into(), format!("--suppress-out={}", out.display()).into()]
 }
 
 /// The layout the runs had, copied from the search's directory (which goes) to `out`, else to

@@ -50,8 +50,9 @@ impl Redzones {
         let freed = self.heap.enter(t, kind, (rdi, rsi), sp, Vec::new);
         let when = if kind == Kind::Free { "at its free" } else { "at its realloc" };
         let overwritten = freed.and_then(|(block, size)| self.check(block, size, when, false));
-        if kind == Kind::Realloc {
-            // (The library reallocates a quarantined block as the live one it still is.)
+        if matches!(kind, Kind::Free | Kind::Realloc) {
+            // A quarantined block freed again (or reallocated) is the library's live block it
+            // still is: freed now (once, as the library sees it), or reallocated.
             self.unquarantine(rdi);
         }
         if let Some((block, size)) = freed.filter(|&(_, size)| quarantine && kind == Kind::Free && self.quarantined + size <= QUARANTINE) {
@@ -64,10 +65,6 @@ impl Redzones {
             self.quarantine.insert(block, size);
             self.quarantined += size;
             return (overwritten, (0, rsi));
-        }
-        if kind == Kind::Free {
-            // A quarantined block freed again is freed now (once, as the library sees it).
-            self.unquarantine(rdi);
         }
         let args = match kind {
             Kind::Malloc => (rdi.saturating_add(REDZONE), rsi),

@@ -29,7 +29,7 @@ use crate::shadow::memory::ShadowMemory;
 use crate::shadow::propagate::{effective_address, r16, r32, writes, Policy, Propagation};
 use crate::shadow::{self, fast, origin, slot};
 use crate::tools::expected::ExpectedOutput;
-use crate::tools::heap::Hook;
+use crate::tools::heap::{Hook, Kind};
 use crate::tools::{decode, ToolRun};
 use rtgrind_jit::iced_x86::{ConditionCode, FlowControl, Instruction, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register, UsedMemory};
 use rtgrind_jit::instrument::code_asm::{qword_ptr, AsmRegister64, CodeLabel};
@@ -1354,12 +1354,12 @@ impl SuppressRun {
         let t = origin::thread(ctx.counter);
         // A call the plan suppresses whole is not the library's to act on: a `free` there is
         // not kept in quarantine (it would not run; its point names the block it frees).
-        let ret = crate::kernel::guest_mem::read_u64(regs[4]).unwrap_or(0);
-        let suppressed = self.plan.points.iter().any(|p| p.site == ret || p.call_site().is_some_and(|s| s <= ret && ret - s <= 16));
+        let suppressed = |ret: u64| self.plan.points.iter().any(|p| p.site == ret || p.call_site().is_some_and(|s| s <= ret && ret - s <= 16));
+        let quarantine = matches!(hook, Hook::Enter(Kind::Free)) && !suppressed(crate::kernel::guest_mem::read_u64(regs[4]).unwrap_or(0));
         let Some(zones) = self.redzones.as_mut() else { return };
         match hook {
             Hook::Enter(kind) => {
-                let (overwritten, (rdi, rsi)) = zones.enter(t, kind, (regs[7], regs[6]), regs[4], !suppressed);
+                let (overwritten, (rdi, rsi)) = zones.enter(t, kind, (regs[7], regs[6]), regs[4], quarantine);
                 for (r, v) in [(7, rdi), (6, rsi)] {
                     // (A register the hook's code lent has its guest value in its spill slot.)
                     *if spilled & (1 << r) != 0 { &mut ctx.tool_spill[r] } else { &mut ctx.callout_regs[r] } = v;
