@@ -115,6 +115,9 @@ pub struct ThreadContext {
     pub tool_spill: [u64; NUM_GPRS],
     pub flags_save: u64,
     pub flags_rax: u64,
+    /// Where a call-out sends the thread (`instrument::Inline::exit_if_redirected`); zero
+    /// when it goes on where it was.
+    pub redirect: u64,
     /// Opaque to the engine: per-thread state a tool's inline code addresses through `gs`
     /// (shadow registers, for example).
     pub tool_area: [u64; TOOL_AREA_WORDS],
@@ -171,6 +174,7 @@ pub const OFF_QUANTUM: usize = offset_of!(ThreadContext, quantum);
 pub const OFF_TOOL_SPILL: usize = offset_of!(ThreadContext, tool_spill);
 pub const OFF_FLAGS_SAVE: usize = offset_of!(ThreadContext, flags_save);
 pub const OFF_FLAGS_RAX: usize = offset_of!(ThreadContext, flags_rax);
+pub const OFF_REDIRECT: usize = offset_of!(ThreadContext, redirect);
 pub const OFF_TOOL_AREA: usize = offset_of!(ThreadContext, tool_area);
 pub const OFF_CALLOUT_FN: usize = offset_of!(ThreadContext, callout_fn);
 pub const OFF_CALLOUT_ARG: usize = offset_of!(ThreadContext, callout_arg);
@@ -185,6 +189,19 @@ pub const OFF_IBL_KEYS: usize = offset_of!(ThreadContext, ibl_keys);
 pub const OFF_IBL_VALS: usize = offset_of!(ThreadContext, ibl_vals);
 
 impl ThreadContext {
+    /// The guest's general registers at a call-out whose code had the registers `spilled`
+    /// lent (`instrument::Inline::spilled`): those hold the tool's values, their guest
+    /// values wait in their spill slots.
+    pub fn guest_gprs(&self, spilled: u16) -> [u64; NUM_GPRS] {
+        std::array::from_fn(|r| if spilled & (1 << r) != 0 { self.tool_spill[r] } else { self.callout_regs[r] })
+    }
+
+    /// Sets guest register `r` from a call-out whose code had the registers `spilled` lent
+    /// (a lent one is reloaded from its spill slot).
+    pub fn set_guest_gpr(&mut self, spilled: u16, r: usize, v: u64) {
+        *if spilled & (1 << r) != 0 { &mut self.tool_spill[r] } else { &mut self.callout_regs[r] } = v;
+    }
+
     /// Allocates a zeroed context with mmap (it is about 1 MiB, mostly the lookup table, and
     /// only touched pages are backed) and points the empty lookup entries at `ibl_null`.
     pub fn new_boxed() -> Box<ThreadContext> {

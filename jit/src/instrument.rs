@@ -16,7 +16,7 @@
 
 use crate::context::{
     counter_step, counts_in_registers, ThreadContext, OFF_CALLOUT_ARG, OFF_CALLOUT_FN, OFF_CALLOUT_LIGHT_ROUTINE, OFF_CALLOUT_RET, OFF_CALLOUT_ROUTINE,
-    OFF_COUNTER, OFF_COUNTER_STEP, OFF_FLAGS_RAX, OFF_FLAGS_SAVE, OFF_IBL_KEYS, OFF_IBL_MISS, OFF_IBL_VALS, OFF_SAVE_RCX, OFF_SAVE_RDX, OFF_TOOL_AREA,
+    OFF_COUNTER, OFF_COUNTER_STEP, OFF_FLAGS_RAX, OFF_FLAGS_SAVE, OFF_IBL_KEYS, OFF_IBL_MISS, OFF_IBL_VALS, OFF_REDIRECT, OFF_SAVE_RCX, OFF_SAVE_RDX, OFF_TOOL_AREA,
     OFF_TOOL_SPILL,
 };
 use iced_x86::code_asm::{ax, get_gpr64, qword_bcst, qword_ptr, rax, rcx, rdx, word_ptr, xmm18, AsmMemoryOperand, AsmRegister64, CodeAssembler};
@@ -536,6 +536,21 @@ impl Inline {
         a.set_label(&mut hit).unwrap();
         hash(a);
         a.jmp(qword_ptr(rcx * 8 + OFF_IBL_VALS as u64).gs()).unwrap();
+    }
+
+    /// After a call-out: leaves the block for the guest pc the call-out put in
+    /// `ctx.redirect` (which is zeroed), as `exit_to` does, if it put one there; else the code
+    /// goes on here. Clobbers the flags.
+    pub fn exit_if_redirected(&mut self) {
+        self.clobber_flags();
+        let a = self.asm();
+        let mut stay = a.create_label();
+        a.cmp(qword_ptr(OFF_REDIRECT as u64).gs(), 0).unwrap();
+        a.je(stay).unwrap();
+        self.exit_to(OFF_REDIRECT as u64);
+        let a = self.asm();
+        a.set_label(&mut stay).unwrap();
+        a.zero_bytes().unwrap();
     }
 
     pub(crate) fn is_empty(&self) -> bool {

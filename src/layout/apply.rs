@@ -6,6 +6,7 @@
 //! loader filled with their addresses (pointers in data, the GOT) at the new places.
 //! With `--layout-record`, it also notes which variables the run's code names, for the search.
 
+use super::heap::{HeapLayer, Placement};
 use super::objects::Objects;
 use super::Layout;
 use crate::kernel::memory::GuestMemory;
@@ -24,6 +25,9 @@ use std::path::PathBuf;
 pub struct Accessed {
     pub globals: BTreeSet<String>,
     pub frames: BTreeSet<u64>,
+    /// The allocation sites, in the order they first allocated.
+    #[serde(default)]
+    pub heap: Vec<super::heap::Site>,
 }
 
 /// The moved globals, where the guest sees them: (start, end, new start), by start.
@@ -91,6 +95,22 @@ fn write_forced(at: u64, v: u64) {
     }
 }
 
+/// Bytes reserved for rtgrind's allocator (only pages the program touches are backed), and a
+/// smaller try where the system refuses that much.
+const HEAP_REGION: [u64; 2] = [4 << 30, 1 << 30];
+
+/// The region of the guest's memory rtgrind's allocator places blocks in: (start, length).
+fn heap_region(mem: &mut GuestMemory) -> Result<(u64, u64), String> {
+    let mut last = String::new();
+    for len in HEAP_REGION {
+        match mem.reserve(0, len, false).and_then(|at| mem.map_anon_fixed(at, len, libc::PROT_READ | libc::PROT_WRITE, "rtgrind heap").map(|_| at)) {
+            Ok(at) => return Ok((at, len)),
+            Err(e) => last = e.to_string(),
+        }
+    }
+    Err(format!("--layout: cannot map the heap's region: {last}"))
+}
+
 /// At the program's entry point: the moved globals copied (`Moves::relocate`).
 extern "C" fn relocate(_ctx: *mut ThreadContext, arg: u64) {
     // SAFETY: `arg` is the `Moves` the `Layered` keeps boxed for the whole run; call-outs run
@@ -118,6 +138,8 @@ pub struct Layered {
     globals: Vec<(u64, u64, String)>,
     all_frames: Vec<(u64, u64, u64)>,
     record: Option<(PathBuf, Accessed)>,
+    /// The heap, placed by rtgrind's allocator or watched for the record.
+    heap: Option<Box<HeapLayer>>,
 }
 
 impl Layered {
@@ -159,6 +181,14 @@ impl Layered {
             })
             .collect();
         frames.sort_by_key(|f| f.low);
+        let placement = if layout.places_heap() {
+            let (at, len) = heap_region(mem)?;
+            let pairs = layout.heap.iter().map(|p| super::heap::HeapPair { buffer: p.buffer + bias, follower: p.follower + bias, ..p.clone() }).collect();
+            Some(Placement::new(at, at + len, pairs, layout.heap_seed))
+        } else {
+            None
+        };
+        let heap = (placement.is_some() || record.is_some()).then(|| HeapLayer::new(placement, record.is_some(), program, bias));
         Ok(Layered {
             inner,
             moves: Box::new(Moves { moves, starts, slots, done: false }),
@@ -168,6 +198,7 @@ impl Layered {
             globals: objects.globals.iter().map(|v| (v.at as u64 + bias, v.at as u64 + v.size + bias, v.name.clone())).collect(),
             all_frames: objects.frames.iter().map(|f| (f.low + bias, f.high + bias, f.low)).collect(),
             record: record.map(|p| (p, Accessed::default())),
+            heap,
         })
     }
 
@@ -227,7 +258,12 @@ impl Tool for Layered {
         self.inner.fall_through(pc, b)
     }
     fn before_insn(&mut self, site: &InsnSite, b: &mut Inline) {
-        self.inner.before_insn(site, b)
+        // (The inner tool's code first: at an allocation function's entry it sees the call,
+        // and a `ret` of the allocator, where a replaced one returns, ends it.)
+        self.inner.before_insn(site, b);
+        if let Some(h) = self.heap.as_mut() {
+            h.instrument(site.ins, b);
+        }
     }
     fn after_insn(&mut self, site: &InsnSite, b: &mut Inline) {
         self.inner.after_insn(site, b)
@@ -248,6 +284,9 @@ impl ToolRun for Layered {
         self.inner.syscall_pre(ctx, nr, args)
     }
     fn syscall_post(&mut self, ctx: &mut ThreadContext, nr: u64, args: &[u64; 6], ret: i64, mem: &GuestMemory) {
+        if let Some(h) = self.heap.as_mut().filter(|_| nr == libc::SYS_mmap as u64 && ret >= 0 && args[2] as i32 & libc::PROT_EXEC != 0) {
+            h.note_mapping(mem, ret as u64, ret as u64 + args[1]);
+        }
         self.inner.syscall_post(ctx, nr, args, ret, mem)
     }
     fn client_request(&mut self, ctx: &mut ThreadContext, req: &[u64; 6], mem: &GuestMemory) -> Option<u64> {
@@ -272,7 +311,8 @@ impl ToolRun for Layered {
         self.inner.retranslate_requested()
     }
     fn fini(&mut self, report: &mut Reporter, mem: &GuestMemory) {
-        if let Some((path, accessed)) = &self.record {
+        if let Some((path, accessed)) = &mut self.record {
+            accessed.heap = self.heap.as_mut().map(|h| h.finish()).unwrap_or_default();
             let _ = std::fs::write(path, serde_json::to_string(accessed).expect("serializes"));
         }
         self.inner.fini(report, mem)

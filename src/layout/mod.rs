@@ -5,6 +5,7 @@
 //! (`apply`), so the same program runs with its variables in another order.
 
 pub mod apply;
+pub mod heap;
 pub mod objects;
 pub mod pairs;
 
@@ -23,6 +24,13 @@ pub struct Layout {
     pub globals: Vec<GlobalMove>,
     #[serde(default)]
     pub frames: Vec<FrameMove>,
+    /// Heap blocks placed after others, by allocation site (rtgrind's allocator then
+    /// replaces the library's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub heap: Vec<heap::HeapPair>,
+    /// A random layout's seed: rtgrind's allocator places every block a random distance on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heap_seed: Option<u64>,
 }
 
 /// A global moved to `to`, an offset in the layout's region.
@@ -62,7 +70,12 @@ impl Layout {
 
     /// Whether it moves nothing.
     pub fn is_empty(&self) -> bool {
-        self.globals.is_empty() && self.frames.is_empty()
+        self.globals.is_empty() && self.frames.is_empty() && self.heap.is_empty() && self.heap_seed.is_none()
+    }
+
+    /// Whether rtgrind's allocator places the heap's blocks under it.
+    pub fn places_heap(&self) -> bool {
+        !self.heap.is_empty() || self.heap_seed.is_some()
     }
 
     /// Checks it against what the program's file can move: every moved variable one the file

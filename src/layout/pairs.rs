@@ -185,7 +185,8 @@ fn frame_with(f: &Frame, b: &Var, after: Option<&Var>, layout: &mut Layout) {
 }
 
 /// A random layout of everything that can move (`--layout=random:SEED`): every movable
-/// global in the region in a shuffled order, every re-laidable frame's locals shuffled. A
+/// global in the region in a shuffled order, every re-laidable frame's locals shuffled, heap
+/// blocks placed by rtgrind's allocator at random distances. A
 /// correct program runs the same under it (the differential suite checks).
 pub fn random(objects: &Objects, program: &str, seed: u64) -> Layout {
     let mut state = seed ^ 0x9e37_79b9_7f4a_7c15;
@@ -196,7 +197,7 @@ pub fn random(objects: &Objects, program: &str, seed: u64) -> Layout {
         }
         order
     };
-    let mut layout = Layout { program: program.to_string(), pairs: vec![format!("random layout {seed}")], ..Layout::default() };
+    let mut layout = Layout { program: program.to_string(), pairs: vec![format!("random layout {seed}")], heap_seed: Some(seed), ..Layout::default() };
     let mut cursor = 0u64;
     for i in shuffled(objects.globals.len()) {
         let g = &objects.globals[i];

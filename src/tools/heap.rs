@@ -15,9 +15,25 @@ pub enum Kind {
     Calloc,
     Realloc,
     Free,
+    /// `memalign` and `aligned_alloc` (one function in the library).
+    Memalign,
+    PosixMemalign,
+    Valloc,
+    Pvalloc,
+    UsableSize,
 }
 
 const FUNCTIONS: [(&str, Kind); 4] = [("malloc", Kind::Malloc), ("calloc", Kind::Calloc), ("realloc", Kind::Realloc), ("free", Kind::Free)];
+/// What an allocator that replaces the library's takes over besides: its blocks must never
+/// reach the library's functions (only entries: their bodies never run).
+const REPLACED: [(&str, Kind); 6] = [
+    ("memalign", Kind::Memalign),
+    ("aligned_alloc", Kind::Memalign),
+    ("posix_memalign", Kind::PosixMemalign),
+    ("valloc", Kind::Valloc),
+    ("pvalloc", Kind::Pvalloc),
+    ("malloc_usable_size", Kind::UsableSize),
+];
 
 /// Where a heap-watching tool puts a call-out (`Heap::hook_at`), and what it then tells the
 /// `Heap`: `enter`, `returned` (rsp, rax), `jumped_out` (rsp, rdi).
@@ -53,22 +69,42 @@ pub struct Heap {
     pending: Vec<Vec<Pending>>,
     /// The C library files whose functions `note_mapping` learnt.
     libraries: Vec<String>,
+    /// Whether the entries of `REPLACED` are learnt too (`Heap::replacing`).
+    replacing: bool,
+    /// A `ret` of `malloc`'s code, where a replaced function returns.
+    ret: Option<u64>,
 }
 
 impl Heap {
+    /// A heap for an allocator that replaces the library's: it learns the aligned family's
+    /// entries and `malloc_usable_size`'s too, and a `ret` to return from them by.
+    pub fn replacing() -> Heap {
+        Heap { replacing: true, ..Heap::default() }
+    }
+
     /// Learns the allocation functions of the C library at `path` (mapped in `mem`).
     pub fn note_library(&mut self, path: &str, mem: &crate::kernel::memory::GuestMemory) {
+        let replaced: &[(&str, Kind)] = if self.replacing { &REPLACED } else { &[] };
         for (start, end, name) in crate::report::symbols::functions(path, mem) {
             // (One name per address is kept, the first in order: `__libc_malloc` for `malloc`,
             // `__GI___libc_free` for `free` where the library's own symbols are there.)
             let plain = name.trim_start_matches("__GI_").trim_start_matches("__libc_");
-            if let Some(&(_, kind)) = FUNCTIONS.iter().find(|f| f.0 == plain) {
-                self.entries.insert(start, kind);
-                if kind != Kind::Free && !self.bodies.contains(&(start, end)) {
+            if let Some(&(_, kind)) = FUNCTIONS.iter().chain(replaced).find(|f| f.0 == plain) {
+                self.entries.entry(start).or_insert(kind);
+                if matches!(kind, Kind::Malloc | Kind::Calloc | Kind::Realloc) && !self.bodies.contains(&(start, end)) {
                     self.bodies.push((start, end));
+                }
+                if kind == Kind::Malloc && self.ret.is_none() {
+                    self.ret = first_ret(start, end);
                 }
             }
         }
+    }
+
+    /// A `ret` of `malloc`'s code: a replaced function's call-out sends the thread there with
+    /// its result in rax (a `ret` in the allocator's code, so a tool watching returns sees it).
+    pub fn a_ret(&self) -> Option<u64> {
+        self.ret
     }
 
     /// Learns the allocation functions of the C library if `[start, end)` of `mem` maps its
@@ -117,7 +153,8 @@ impl Heap {
             Kind::Malloc => a,
             Kind::Calloc => a.saturating_mul(b),
             Kind::Realloc => b,
-            Kind::Free => return freed,
+            // (Seen only by a replacing allocator, which does not call this.)
+            _ => return freed,
         };
         if self.pending.len() <= t {
             self.pending.resize_with(t + 1, Vec::new);
@@ -176,6 +213,14 @@ impl Heap {
         let (&start, block) = self.blocks.range(..=addr).next_back()?;
         (addr < start.saturating_add(block.size.max(1))).then_some((start, block))
     }
+}
+
+/// The first `ret` in the code `[start, end)`, decoded in place.
+fn first_ret(start: u64, end: u64) -> Option<u64> {
+    use rtgrind_jit::iced_x86::{Decoder, DecoderOptions, Mnemonic};
+    let code = crate::kernel::guest_mem::read_vec(start, (end - start) as usize)?;
+    let mut d = Decoder::with_ip(64, &code, start, DecoderOptions::NONE);
+    d.iter().find(|i| i.mnemonic() == Mnemonic::Ret && i.op_count() == 0).map(|i| i.ip())
 }
 
 #[cfg(test)]

@@ -100,12 +100,10 @@ impl State {
 }
 
 /// The guest's general registers at a call-out whose code had the registers `spilled` lent
-/// (`Inline::spilled`): those hold the tool's values, their guest values wait in their spill
-/// slots. (A region's stores addressed from a lent rbp were marked corrupt at the tool's
-/// address, so which register the tool's code happened to borrow changed what a suppression
-/// run did.)
+/// (a region's stores addressed from a lent rbp were marked corrupt at the tool's address, so
+/// which register the tool's code happened to borrow changed what a suppression run did).
 pub(super) fn guest_regs(ctx: &ThreadContext, spilled: u16) -> [u64; 16] {
-    std::array::from_fn(|r| if spilled & (1 << r) != 0 { ctx.tool_spill[r] } else { ctx.callout_regs[r] })
+    ctx.guest_gprs(spilled)
 }
 
 /// The effective address of `ins`'s memory operand from the guest's registers `regs`.

@@ -1360,10 +1360,8 @@ impl SuppressRun {
         match hook {
             Hook::Enter(kind) => {
                 let (overwritten, (rdi, rsi)) = zones.enter(t, kind, (regs[7], regs[6]), regs[4], quarantine);
-                for (r, v) in [(7, rdi), (6, rsi)] {
-                    // (A register the hook's code lent has its guest value in its spill slot.)
-                    *if spilled & (1 << r) != 0 { &mut ctx.tool_spill[r] } else { &mut ctx.callout_regs[r] } = v;
-                }
+                ctx.set_guest_gpr(spilled, 7, rdi);
+                ctx.set_guest_gpr(spilled, 6, rsi);
                 if let Some(o) = overwritten {
                     self.redzone_failure(ctx, o);
                 }
