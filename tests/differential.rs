@@ -114,7 +114,7 @@ fn check_guest(name: &str) {
             timed_out |= rt.timed_out;
         }
         if variant == &guest.builds[0].0 && !timed_out {
-            // Issue 24: the program runs the same under any layout of its globals and frames
+            // Issue 24: the program runs the same under any layout of its globals, frames and heap
             // (20 random ones).
             for seed in 1..=20 {
                 common::reset_dir(&dir);

@@ -14,8 +14,13 @@ fn program(name: &str) -> std::path::PathBuf {
 /// `reorder_NAME.c:LINE (FUNC)` of the line carrying `/* root */` (the program is compiled
 /// under that name).
 fn root(name: &str, func: &str) -> String {
+    marked(name, "root", func)
+}
+
+/// `reorder_NAME.c:LINE (FUNC)` of the line carrying `/* MARK */`.
+fn marked(name: &str, mark: &str, func: &str) -> String {
     let text = std::fs::read_to_string(repo_root().join("guest-programs/reorder").join(format!("{name}.c"))).unwrap();
-    let line = text.lines().position(|l| l.contains("/* root */")).unwrap() + 1;
+    let line = text.lines().position(|l| l.contains(&format!("/* {mark} */"))).unwrap() + 1;
     format!("reorder_{name}.c:{line} ({func})")
 }
 
@@ -80,7 +85,7 @@ fn a_global_off_by_one_writing_the_value_already_there_cannot_be_exposed() {
     let out = run_rtgrind(["--tool=suppress"], &Cmd::new(&exe).args(["x", "y"]));
     let err = out.stderr_str();
     assert_eq!(out.status.code(), Some(0), "{}", out.describe());
-    assert!(err.contains("nor under other layouts of its globals and frames (3 layouts tried in 3 runs over 1 buffer"), "{err}");
+    assert!(err.contains("nor under other layouts of its globals, frames and heap blocks (3 layouts tried in 3 runs over 1 buffer"), "{err}");
 }
 
 /// A global overflow natively lands in an array nobody reads; a layout puts the greeting
@@ -150,5 +155,38 @@ fn a_write_after_free_is_found_with_freed_blocks_kept_from_reuse() {
         "{err}"
     );
     assert!(err.contains("it used byte 20 of the heap block of 24 bytes at "), "{err}");
-    assert!(err.contains("no layout of globals and frames made the last run fail: no layout to try over 0 buffers"), "{err}");
+    assert!(err.contains("no layout of globals, frames and heap blocks made the last run fail: no layout to try over 3 buffers and 7 address-related variables (2 globals, 2 frames, 3 allocation sites)"), "{err}");
+}
+
+/// A heap overflow natively lands in a block of counters that are set again: nothing shows
+/// it. The layouts pair the blocks that held no pointer with those that did, by allocation
+/// site; the first puts the table of entries right after the title (rtgrind's allocator places
+/// them), the overflow corrupts an entry pointer and printing it crashes. The layout file
+/// replays the crash, and suppression under it ends at the strcpy.
+#[test]
+fn a_heap_overflow_into_a_neighbour_is_exposed_by_a_changed_neighbour() {
+    let exe = program("heap_neighbour");
+    let title = "a".repeat(40);
+    let native = run_native(&Cmd::new(&exe).arg(&title));
+    assert_eq!(native.status.code(), Some(0), "the overflow must not crash natively: {}", native.describe());
+
+    let (out, layout) = reorder(&exe, &[&title]);
+    let err = out.stderr_str();
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    let crash = marked("heap_neighbour", "crash", "main");
+    assert!(err.contains("reorder: under layout 1 of 4 the run fails: SIGSEGV at ") && err.contains(&crash), "{err}");
+    let pair =
+        format!("heap block from {} followed by the block from {}", marked("heap_neighbour", "buffer", "main"), marked("heap_neighbour", "follower", "main"));
+    assert!(err.contains(&pair), "{err}");
+    assert!(err.contains("1 layout tried of 4 made over 3 buffers and 3 address-related variables") && err.contains("5 allocation sites)"), "{err}");
+    let saved: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&layout).unwrap()).unwrap();
+    assert_eq!(saved["heap"][0]["buffer_size"], 24, "{saved}");
+
+    let replay = run_rtgrind(["--tool=none".to_string(), format!("--layout={}", layout.display())], &Cmd::new(&exe).arg(&title));
+    assert!(replay.status.code().is_none() && replay.stderr_str().contains("(SIGSEGV)"), "{}", replay.describe());
+    let out = run_rtgrind(["--tool=suppress".to_string(), format!("--layout={}", layout.display())], &Cmd::new(&exe).arg(&title));
+    let err = out.stderr_str();
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    assert!(headline(&err).contains(&root("heap_neighbour", "main")), "{err}");
+    assert!(err.contains(&format!("1. original run: SIGSEGV at ")) && err.contains(&crash), "{err}");
 }

@@ -16,8 +16,8 @@
 
 use crate::context::{
     counter_step, counts_in_registers, ThreadContext, OFF_CALLOUT_ARG, OFF_CALLOUT_FN, OFF_CALLOUT_LIGHT_ROUTINE, OFF_CALLOUT_RET, OFF_CALLOUT_ROUTINE,
-    OFF_COUNTER, OFF_COUNTER_STEP, OFF_FLAGS_RAX, OFF_FLAGS_SAVE, OFF_IBL_KEYS, OFF_IBL_MISS, OFF_IBL_VALS, OFF_REDIRECT, OFF_SAVE_RCX, OFF_SAVE_RDX, OFF_TOOL_AREA,
-    OFF_TOOL_SPILL,
+    OFF_COUNTER, OFF_COUNTER_STEP, OFF_FLAGS_RAX, OFF_FLAGS_SAVE, OFF_IBL_KEYS, OFF_IBL_MISS, OFF_IBL_VALS, OFF_REDIRECT, OFF_SAVE_RCX, OFF_SAVE_RDX,
+    OFF_TOOL_AREA, OFF_TOOL_SPILL,
 };
 use iced_x86::code_asm::{ax, get_gpr64, qword_bcst, qword_ptr, rax, rcx, rdx, word_ptr, xmm18, AsmMemoryOperand, AsmRegister64, CodeAssembler};
 use iced_x86::{Instruction, InstructionInfo, OpKind, Register};

@@ -98,12 +98,15 @@ fn write_forced(at: u64, v: u64) {
 /// Bytes reserved for rtgrind's allocator (only pages the program touches are backed), and a
 /// smaller try where the system refuses that much.
 const HEAP_REGION: [u64; 2] = [4 << 30, 1 << 30];
+/// Where it is asked for: far from the program and its libraries, whose translations' code
+/// cache must lie within a jump of them.
+const HEAP_HINT: u64 = 0x1000_0000_0000;
 
 /// The region of the guest's memory rtgrind's allocator places blocks in: (start, length).
 fn heap_region(mem: &mut GuestMemory) -> Result<(u64, u64), String> {
     let mut last = String::new();
     for len in HEAP_REGION {
-        match mem.reserve(0, len, false).and_then(|at| mem.map_anon_fixed(at, len, libc::PROT_READ | libc::PROT_WRITE, "rtgrind heap").map(|_| at)) {
+        match mem.reserve(HEAP_HINT, len, false).and_then(|at| mem.map_anon_fixed(at, len, libc::PROT_READ | libc::PROT_WRITE, "rtgrind heap").map(|_| at)) {
             Ok(at) => return Ok((at, len)),
             Err(e) => last = e.to_string(),
         }
@@ -183,8 +186,7 @@ impl Layered {
         frames.sort_by_key(|f| f.low);
         let placement = if layout.places_heap() {
             let (at, len) = heap_region(mem)?;
-            let pairs = layout.heap.iter().map(|p| super::heap::HeapPair { buffer: p.buffer + bias, follower: p.follower + bias, ..p.clone() }).collect();
-            Some(Placement::new(at, at + len, pairs, layout.heap_seed))
+            Some(Placement::new(at, at + len, layout.heap.clone(), layout.heap_seed))
         } else {
             None
         };

@@ -44,8 +44,7 @@ fn room(size: u64) -> u64 {
 
 /// rtgrind's allocator in a run under a heap layout: blocks placed in a region of the guest's
 /// memory rtgrind reserved, bump by bump, freed blocks reused by the room they take (last
-/// freed first), and the layout's pairs placed next to each other. Sites here are the run's
-/// own addresses.
+/// freed first), and the layout's pairs placed next to each other. Sites are file addresses.
 pub struct Placement {
     start: u64,
     end: u64,

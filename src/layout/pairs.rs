@@ -8,6 +8,7 @@
 //! address (a smash), the next ones each of the frame's address variables right after it.
 
 use super::apply::Accessed;
+use super::heap::{HeapPair, Site};
 use super::objects::{Frame, Kind, Objects, Var};
 use super::{FrameMove, GlobalMove, Layout, LocalMove};
 
@@ -21,13 +22,16 @@ pub struct Considered {
     pub frames: usize,
     pub frames_left: usize,
     pub globals_left: usize,
+    /// Allocation sites among the buffers and address-related variables.
+    pub sites: usize,
 }
 
 impl Considered {
     /// "3 buffers and 5 address-related variables (4 globals, 2 frames)".
     pub fn describe(&self) -> String {
+        let sites = if self.sites > 0 { format!(", {} allocation site{}", self.sites, plural(self.sites)) } else { String::new() };
         let mut s = format!(
-            "{} buffer{} and {} address-related variable{} ({} global{}, {} frame{})",
+            "{} buffer{} and {} address-related variable{} ({} global{}, {} frame{}{sites})",
             self.buffers,
             plural(self.buffers),
             self.address_vars,
@@ -86,6 +90,7 @@ pub fn layouts(objects: &Objects, accessed: &Accessed, program: &str, max: usize
         frames: frames.len(),
         frames_left: objects.fixed_frames.len(),
         globals_left: objects.fixed_globals.len(),
+        sites: 0,
     };
     // Each frame's pairs: its buffers, each below the return address first, then below each of
     // its address variables.
@@ -99,22 +104,28 @@ pub fn layouts(objects: &Objects, accessed: &Accessed, program: &str, max: usize
             (*f, pairs)
         })
         .collect();
-    let global_rounds = if gb.is_empty() || ga.is_empty() { 0 } else { ga.len() * gb.len().div_ceil(ga.len()) };
-    let rounds = frame_pairs.iter().map(|(_, p)| p.len()).max().unwrap_or(0).max(global_rounds);
+    // The heap: blocks that held no pointer are the buffers, those that did the address-related.
+    let (hb, ha): (Vec<&Site>, Vec<&Site>) = accessed.heap.iter().partition(|s| !s.pointers);
+    considered.buffers += hb.len();
+    considered.address_vars += ha.len();
+    considered.sites = accessed.heap.len();
+    let lines = site_lines(program, &accessed.heap);
+    let global_rounds = rotations(gb.len(), ga.len());
+    let heap_rounds = rotations(hb.len(), ha.len());
+    let rounds = frame_pairs.iter().map(|(_, p)| p.len()).max().unwrap_or(0).max(global_rounds).max(heap_rounds);
     let mut out = Vec::new();
     for k in 0..rounds.min(max) {
         let mut layout = Layout { program: program.to_string(), ..Layout::default() };
         if k < global_rounds {
-            let group = k / ga.len();
-            let pairs: Vec<(&Var, &Var)> = gb
-                .iter()
-                .enumerate()
-                .skip(group * ga.len())
-                .take(ga.len())
-                .map(|(i, &b)| (b, ga[(i + k) % ga.len()]))
-                .filter(|(b, a)| b.name != a.name)
-                .collect();
+            let pairs: Vec<(&Var, &Var)> = rotation(gb.len(), ga.len(), k).map(|(i, j)| (gb[i], ga[j])).filter(|(b, a)| b.name != a.name).collect();
             globals_after(&pairs, &mut layout);
+        }
+        if k < heap_rounds {
+            for (i, j) in rotation(hb.len(), ha.len(), k) {
+                let (b, a) = (hb[i], ha[j]);
+                layout.heap.push(HeapPair { buffer: b.site, buffer_size: b.size, follower: a.site, follower_size: a.size });
+                layout.pairs.push(format!("heap block from {} followed by the block from {}", lines[&b.site], lines[&a.site]));
+            }
         }
         for (f, pairs) in &frame_pairs {
             if let Some(&(b, after)) = pairs.get(k) {
@@ -126,6 +137,28 @@ pub fn layouts(objects: &Objects, accessed: &Accessed, program: &str, max: usize
         }
     }
     (out, considered)
+}
+
+/// Layouts that pair each of `nb` buffers with each of `na` address variables once.
+fn rotations(nb: usize, na: usize) -> usize {
+    if nb == 0 || na == 0 {
+        0
+    } else {
+        na * nb.div_ceil(na)
+    }
+}
+
+/// The pairs (buffer, address variable) of the `k`-th of `rotations(nb, na)` layouts: a group
+/// of up to `na` buffers, the i-th followed by the (i + k)-th address variable.
+fn rotation(nb: usize, na: usize, k: usize) -> impl Iterator<Item = (usize, usize)> {
+    let group = k / na.max(1);
+    (group * na..nb.min(group * na + na)).map(move |i| (i, (i + k) % na))
+}
+
+/// Each allocation site's `file:line (function)` (of its call), else its address.
+fn site_lines(program: &str, sites: &[Site]) -> std::collections::HashMap<u64, String> {
+    let lines = crate::report::lines::addr2line(program, sites.iter().map(|s| s.site - 1));
+    sites.iter().zip(lines).map(|(s, l)| (s.site, l.unwrap_or_else(|| format!("the call returning to {:#x}", s.site)))).collect()
 }
 
 /// A frame's buffer and what follows it (None: the saved frame pointer and return address).
@@ -254,7 +287,7 @@ mod tests {
             var("unused", 0x4060, 8, 8, Kind::Pointer),
         ];
         let objects = Objects { globals, frames: vec![frame], ..Objects::default() };
-        let accessed = Accessed { globals: ["a", "b", "p", "q"].iter().map(|s| s.to_string()).collect(), frames: [0x1000].into() };
+        let accessed = Accessed { globals: ["a", "b", "p", "q"].iter().map(|s| s.to_string()).collect(), frames: [0x1000].into(), heap: Vec::new() };
         let (layouts, considered) = layouts(&objects, &accessed, "prog", 200);
         assert_eq!((considered.buffers, considered.address_vars), (3, 5));
         // The frame: 1 buffer x (return address + 3 address variables) = 4 layouts.
@@ -278,5 +311,16 @@ mod tests {
         }
         // No more layouts than asked for.
         assert_eq!(super::layouts(&objects, &accessed, "prog", 2).0.len(), 2);
+        // Heap sites: those whose blocks held no pointer are the buffers, each followed by
+        // another pointer site in each layout.
+        let site = |site, size, pointers| Site { site, size, pointers };
+        let heap = vec![site(0x10, 8, true), site(0x20, 24, false), site(0x30, 16, true), site(0x40, 4, false)];
+        let accessed = Accessed { heap, ..Accessed::default() };
+        let (layouts, considered) = super::layouts(&Objects::default(), &accessed, "prog", 200);
+        assert_eq!((considered.buffers, considered.address_vars, considered.sites), (2, 2, 4));
+        let pairs = |l: &Layout| l.heap.iter().map(|p| (p.buffer, p.follower)).collect::<Vec<_>>();
+        assert_eq!(layouts.iter().map(pairs).collect::<Vec<_>>(), [vec![(0x20, 0x10), (0x40, 0x30)], vec![(0x20, 0x30), (0x40, 0x10)]]);
+        assert_eq!((layouts[0].heap[0].buffer_size, layouts[0].heap[0].follower_size), (24, 8));
+        assert!(considered.describe().ends_with("(0 globals, 0 frames, 4 allocation sites)"), "{}", considered.describe());
     }
 }

@@ -82,7 +82,7 @@ fn short(path: &str) -> &str {
 }
 
 /// `file:line (function)` for each address, None where the module has no line for it.
-fn addr2line(module: &str, addrs: impl Iterator<Item = u64>) -> Vec<Option<String>> {
+pub fn addr2line(module: &str, addrs: impl Iterator<Item = u64>) -> Vec<Option<String>> {
     let addrs: Vec<String> = addrs.map(|a| format!("{a:#x}")).collect();
     let out = Command::new("addr2line").args(["-f", "-C", "-e", module]).args(&addrs).stderr(Stdio::null()).output();
     let Ok(out) = out else { return vec![None; addrs.len()] };

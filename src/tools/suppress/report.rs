@@ -44,8 +44,8 @@ pub fn model(s: &Search, command: &[std::ffi::OsString]) -> Report {
     let (result, reason) = match &s.verdict {
         Verdict::NoFailure if s.redzones.is_some() => {
             let layouts = match &s.layouts_tried {
-                Some(tried) => format!(", nor under other layouts of its globals and frames ({tried})"),
-                None => " (layouts of its globals and frames were not tried: the program's file cannot be read, or --layout was given)".into(),
+                Some(tried) => format!(", nor under other layouts of its globals, frames and heap blocks ({tried})"),
+                None => " (layouts of its globals, frames and heap blocks were not tried: the program's file cannot be read, or --layout was given)".into(),
             };
             ("no-failure", format!("the program did not fail (no crash), with heap redzones either (16 bytes after each block, checked at free, realloc and the end of the run){layouts}; nothing to find."))
         }
@@ -129,7 +129,9 @@ fn layout_text(s: &Search) -> Option<String> {
             let tried = tried.as_ref().map_or(String::new(), |t| format!(", found after {t}"));
             Some(format!("from run {n} on, the variables had the layout in {file}: {pairs}{tried}"))
         }
-        (None, Some(tried)) if !matches!(s.verdict, Verdict::NoFailure) => Some(format!("no layout of globals and frames made the last run fail: {tried}")),
+        (None, Some(tried)) if !matches!(s.verdict, Verdict::NoFailure) => {
+            Some(format!("no layout of globals, frames and heap blocks made the last run fail: {tried}"))
+        }
         _ => None,
     };
     let both: Vec<String> = zones.into_iter().chain(layout).collect();
