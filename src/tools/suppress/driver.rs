@@ -73,10 +73,13 @@ struct Suppression<'o> {
     layout_search: Option<LayoutSearch<'o>>,
     layout_runs: u32,
     layout_runs_before: u32,
-    /// The layout the runs had from some run on (that run, its file, its pairs), or what the
-    /// search tried without a failure.
-    layout: Option<(u32, std::path::PathBuf, String)>,
+    /// The layouts the runs had, each from some run on (that run, its file, its pairs, what
+    /// its search tried), and what the last search tried if it found none.
+    layouts: Vec<(u32, std::path::PathBuf, String, String)>,
     layouts_tried: Option<String>,
+    /// A layout search was made since the last layout was found (Fig. 5.7's loop searches
+    /// again only from a run under the layout found).
+    searched: bool,
 }
 
 /// Whether the chain so far holds what the caller looks for (the race tool: a definition
@@ -253,10 +256,10 @@ impl Suppression<'_> {
     /// (`--layout-record`).
     fn run_args(&self, runner: &Runner, n: u32, plan: &std::path::Path, out: &std::path::Path) -> Vec<std::ffi::OsString> {
         let mut args = suppress_args(plan, out);
-        if let Some((_, l, _)) = &self.layout {
+        if let Some((_, l, ..)) = self.layouts.last() {
             args.push(format!("--layout={}", l.display()).into());
         }
-        if self.opts.layouts.is_some() && self.layout_search.is_none() && self.layout.is_none() && self.layouts_tried.is_none() {
+        if self.opts.layouts.is_some() && self.layout_search.is_none() && !self.searched {
             args.push(format!("--layout-record={}", runner.file(&format!("accessed-{n}")).display()).into());
         }
         args
@@ -267,12 +270,14 @@ impl Suppression<'_> {
         runner.runs - self.layout_runs
     }
 
-    /// The last run did not fail: the layout search from it (once per search; with the
-    /// redzones it had), then the search goes on from `resume`.
+    /// The last run did not fail: the layout search from it (once from the start, and once
+    /// again after each layout found; with the redzones it had), then the search goes on from
+    /// `resume`.
     fn search_layouts(&mut self, runner: &Runner, resume: Resume) -> Result<Step<Verdict>, Verdict> {
-        let Some(setup) = self.opts.layouts.as_ref().filter(|_| self.layout.is_none() && self.layouts_tried.is_none()) else {
+        let Some(setup) = self.opts.layouts.as_ref().filter(|_| !self.searched) else {
             return self.resume(runner, resume);
         };
+        self.searched = true;
         let plan = Plan {
             points: self.points.clone(),
             out: None,
@@ -327,8 +332,8 @@ impl Suppression<'_> {
             ReorderVerdict::Found { k, file, .. } => {
                 // (The file its run read, in the search's directory: saved where the user can
                 // run under it again when the search ends, `save_layout`.)
-                self.layout = Some((self.used(runner) + 1, file, search.layouts[k].pairs.join("; ")));
-                self.layouts_tried = Some(tried);
+                self.layouts.push((self.used(runner) + 1, file, search.layouts[k].pairs.join("; "), tried));
+                self.searched = false;
                 match resume {
                     Resume::Original => self.ask(runner, Stage::Original, &[], true, &[]),
                     Resume::Suppressed { new, .. } => {
@@ -435,8 +440,8 @@ impl Suppression<'_> {
             let points = self.points.clone();
             return self.ask(runner, Stage::Suppressed { new }, &points, false, &[]);
         }
-        if done && o.stopped.is_none() && self.layouts_tried.is_none() && self.layout.is_none() && self.opts.layouts.is_some() && room {
-            // Then under other layouts of the globals and frames (Fig. 5.7's loop).
+        if done && o.stopped.is_none() && !self.searched && self.opts.layouts.is_some() && room {
+            // Then under other layouts (Fig. 5.7's loop: again after each layout found).
             return self.search_layouts(runner, Resume::Suppressed { new, o: Box::new(o) });
         }
         self.chain.push((new, o));
@@ -544,9 +549,9 @@ pub struct Search {
     /// The run from which the runs had heap redzones, if they came to, and whether it failed
     /// where the run before it had not.
     pub redzones: Option<(u32, bool)>,
-    /// The layout of globals and frames the runs had from some run on (that run, its file,
-    /// its pairs), and what the layout search tried.
-    pub layout: Option<(u32, String, String)>,
+    /// The layouts the runs had, each from some run on (that run, its file, its pairs, what
+    /// its search tried), and what the last search tried if it found none.
+    pub layouts: Vec<(u32, String, String, String)>,
     pub layouts_tried: Option<String>,
 }
 
@@ -563,7 +568,7 @@ pub fn drive(runner: Result<Runner, SearchError>, command: Vec<std::ffi::OsStrin
             traced_again: 0,
             seconds: 0.0,
             redzones: None,
-            layout: None,
+            layouts: Vec::new(),
             layouts_tried: None,
         },
     };
@@ -599,12 +604,16 @@ pub fn find_until<'o>(runner: &mut Runner, opts: &'o Options, enough: Option<&'o
         layout_search: None,
         layout_runs: 0,
         layout_runs_before: 0,
-        layout: None,
+        layouts: Vec::new(),
         layouts_tried: None,
+        searched: false,
     };
     let verdict = runner.drive(&mut s);
     let out = opts.layouts.as_ref().and_then(|l| l.out.as_deref());
-    let layout = s.layout.map(|(n, file, pairs)| (n, save_layout(&file, out), pairs));
+    // (`--layout-out` names the last layout, the one the last runs had.)
+    let last = s.layouts.len().saturating_sub(1);
+    let layouts =
+        s.layouts.into_iter().enumerate().map(|(i, (n, file, pairs, tried))| (n, save_layout(&file, out.filter(|_| i == last)), pairs, tried)).collect();
     Search {
         verdict,
         chain: s.chain,
@@ -613,7 +622,7 @@ pub fn find_until<'o>(runner: &mut Runner, opts: &'o Options, enough: Option<&'o
         traced_again: s.traced_again,
         seconds: started.elapsed().as_secs_f64(),
         redzones: s.redzones_from.map(|n| (n, s.redzones_exposed)),
-        layout,
+        layouts,
         layouts_tried: s.layouts_tried,
     }
 }

@@ -111,8 +111,8 @@ pub fn model(s: &Search, command: &[std::ffi::OsString]) -> Report {
     }
 }
 
-/// The layouts the runs had: heap redzones from some run on; a layout of globals and frames
-/// from some run on, or what the layout search tried in vain.
+/// The layouts the runs had: heap redzones from some run on; each layout found, from some run
+/// on; what the last layout search tried in vain.
 fn layout_text(s: &Search) -> Option<String> {
     let zones = s.redzones.map(|(n, exposed)| {
         let zones = format!(
@@ -124,17 +124,16 @@ fn layout_text(s: &Search) -> Option<String> {
             false => format!("run {n} was run {} again but its {zones}: it did not fail either", n - 1),
         }
     });
-    let layout = match (&s.layout, &s.layouts_tried) {
-        (Some((n, file, pairs)), tried) => {
-            let tried = tried.as_ref().map_or(String::new(), |t| format!(", found after {t}"));
-            Some(format!("from run {n} on, the variables had the layout in {file}: {pairs}{tried}"))
-        }
-        (None, Some(tried)) if !matches!(s.verdict, Verdict::NoFailure) => {
-            Some(format!("no layout of globals, frames and heap blocks made the last run fail: {tried}"))
+    let found =
+        s.layouts.iter().map(|(n, file, pairs, tried)| format!("from run {n} on, the variables had the layout in {file}: {pairs}, found after {tried}"));
+    let in_vain = match &s.layouts_tried {
+        Some(tried) if !matches!(s.verdict, Verdict::NoFailure) => {
+            let again = if s.layouts.is_empty() { "" } else { " (searched again from a run under the last layout found)" };
+            Some(format!("no layout of globals, frames and heap blocks made the last run fail{again}: {tried}"))
         }
         _ => None,
     };
-    let both: Vec<String> = zones.into_iter().chain(layout).collect();
+    let both: Vec<String> = zones.into_iter().chain(found).chain(in_vain).collect();
     (!both.is_empty()).then(|| both.join("; "))
 }
 
