@@ -18,10 +18,10 @@ trap 'rm -rf "$work"' EXIT
 # shellcheck source=benches/timing.sh
 . "$root/benches/timing.sh"
 
-declare -A input=([stack_two_ints]=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa [global_into_unused]=aaaaaaaaaaaaaaaaaaaaaaaaaaaa [global_same_value]="x y")
+declare -A input=([stack_two_ints]=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa [global_into_unused]=aaaaaaaaaaaaaaaaaaaaaaaaaaaa [global_same_value]="x y" [heap_neighbour]=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa)
 echo "| program | reorder: result | layouts tried / made | runs | time | suppress: root cause | suppress: layout runs | time |"
 echo "|---|---|---:|---:|---:|---|---:|---:|"
-for name in stack_two_ints global_into_unused global_same_value; do
+for name in stack_two_ints global_into_unused global_same_value heap_neighbour; do
     gcc -O0 -g -fno-stack-protector -o "$work/$name" "$root/guest-programs/reorder/$name.c"
     cd "$work" || exit 1
     rm -f rtgrind-layout*.json

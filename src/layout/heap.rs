@@ -8,6 +8,7 @@
 //! the program's calls that allocate, by the return address of the call (the first in the
 //! program on the stack, for an allocation made by a library function such as `strdup`).
 
+use crate::tools::address_hash::Fast;
 use crate::tools::heap::{Heap, Hook, Kind};
 use rtgrind_jit::iced_x86::Instruction;
 use rtgrind_jit::instrument::Inline;
@@ -49,9 +50,8 @@ pub struct Placement {
     start: u64,
     end: u64,
     next: u64,
-    /// Live blocks: their size, the room they take and their site.
-    live: HashMap<u64, (u64, u64, u64)>,
-    free: HashMap<u64, Vec<u64>>,
+    live: BlockTable,
+    free: HashMap<u64, Vec<u64>, Fast>,
     pairs: Vec<HeapPair>,
     /// A place made for a follower site's next block, right after a buffer block: (at, room).
     after: HashMap<u64, (u64, u64)>,
@@ -64,7 +64,17 @@ pub struct Placement {
 impl Placement {
     /// An allocator over the region `[start, end)`, placing the `pairs` (sites relocated).
     pub fn new(start: u64, end: u64, pairs: Vec<HeapPair>, seed: Option<u64>) -> Placement {
-        Placement { start, end, next: start, live: HashMap::new(), free: HashMap::new(), pairs, after: HashMap::new(), before: HashMap::new(), seed }
+        Placement {
+            start,
+            end,
+            next: start,
+            live: BlockTable::new(start, end),
+            free: HashMap::default(),
+            pairs,
+            after: HashMap::new(),
+            before: HashMap::new(),
+            seed,
+        }
     }
 
     /// Whether `a` is in the allocator's region (a block of its, live or not).
@@ -74,13 +84,14 @@ impl Placement {
 
     /// The live block starting at `block`: its site and size.
     pub fn live(&self, block: u64) -> Option<(u64, u64)> {
-        self.live.get(&block).map(|b| (b.2, b.0))
+        self.live.get(block)
     }
 
     /// Whether `a` is in a live block (by the room it takes).
     pub fn holding(&self, a: u64) -> bool {
         // (Blocks are in rooms of 16-byte units: at most one lookup per unit back to a start.)
-        self.owns(a) && (0..64).map(|k| (a & !(ALIGN - 1)).wrapping_sub(k * ALIGN)).any(|s| self.live.get(&s).is_some_and(|b| a < s + b.1))
+        let unit = a & !(ALIGN - 1);
+        self.owns(a) && (0..64).map(|k| unit.wrapping_sub(k * ALIGN)).filter(|&s| s >= self.start).any(|s| self.live.get(s).is_some_and(|b| a < s + room(b.1)))
     }
 
     /// A block of `size` bytes aligned to `align` (a power of two) for an allocation at
@@ -92,7 +103,7 @@ impl Placement {
             Some(at) => at,
             None => self.fresh(site, r, align.max(ALIGN))?,
         };
-        self.live.insert(at, (size, r, site));
+        self.live.insert(at, size, site);
         Some(at)
     }
 
@@ -135,9 +146,74 @@ impl Placement {
     /// Frees a block of the region: false if it is no live block (a double or wild free,
     /// which does nothing).
     pub fn free(&mut self, block: u64) -> bool {
-        let Some((_, r, _)) = self.live.remove(&block) else { return false };
+        let Some((_, size)) = self.live.remove(block) else { return false };
+        let r = room(size);
         self.free.entry(r).or_default().push(block);
         true
+    }
+}
+
+/// The live blocks of a placement's region by start (their size and site), in a table of
+/// 16-byte units per 64 KiB page, made when a block first starts in the page: beside the
+/// blocks rather than hashed (freeing a tree of a million nodes missed the cache at every
+/// lookup of a hash map).
+struct BlockTable {
+    start: u64,
+    pages: Vec<Option<Box<[u64]>>>,
+    sites: Vec<u64>,
+    site_index: HashMap<u64, u32, Fast>,
+}
+
+const PAGE_SHIFT: u32 = 16;
+const PAGE_UNITS: usize = 1 << (PAGE_SHIFT - 4);
+
+impl BlockTable {
+    fn new(start: u64, end: u64) -> BlockTable {
+        let pages = ((end - start) >> PAGE_SHIFT) as usize + 1;
+        BlockTable { start, pages: vec![None; pages], sites: Vec::new(), site_index: HashMap::default() }
+    }
+
+    /// The page and unit of `at` (a unit start in the region).
+    fn place(&self, at: u64) -> (usize, usize) {
+        let off = at - self.start;
+        ((off >> PAGE_SHIFT) as usize, ((off >> 4) as usize) & (PAGE_UNITS - 1))
+    }
+
+    /// An entry: (size + 1) << 24 | the site's index (0: no block starts there).
+    fn insert(&mut self, at: u64, size: u64, site: u64) {
+        let n = self.sites.len() as u32;
+        let k = *self.site_index.entry(site).or_insert(n);
+        if k == n {
+            self.sites.push(site);
+        }
+        let (p, u) = self.place(at);
+        self.pages[p].get_or_insert_with(|| vec![0; PAGE_UNITS].into_boxed_slice())[u] = (size + 1) << 24 | u64::from(k);
+    }
+
+    /// The block starting at `at`: its site and size.
+    fn get(&self, at: u64) -> Option<(u64, u64)> {
+        if at < self.start || at % ALIGN != 0 {
+            return None;
+        }
+        let (p, u) = self.place(at);
+        let e = *self.pages.get(p)?.as_ref()?.get(u)?;
+        (e != 0).then(|| (self.sites[(e & 0xff_ffff) as usize], (e >> 24) - 1))
+    }
+
+    fn remove(&mut self, at: u64) -> Option<(u64, u64)> {
+        let found = self.get(at)?;
+        let (p, u) = self.place(at);
+        self.pages[p].as_mut().expect("a block's page has its table")[u] = 0;
+        Some(found)
+    }
+
+    /// Every live block's start.
+    fn starts(&self) -> Vec<u64> {
+        let units = self.pages.iter().enumerate().filter_map(|(p, t)| Some((p, t.as_ref()?)));
+        units
+            .flat_map(|(p, t)| t.iter().enumerate().filter(|e| *e.1 != 0).map(move |(u, _)| ((p as u64) << PAGE_SHIFT) + ((u as u64) << 4)))
+            .map(|off| self.start + off)
+            .collect()
     }
 }
 
@@ -307,7 +383,10 @@ impl HeapLayer {
     /// Notes whether the live block at `block` holds a pointer (an aligned word that is an
     /// address in the program or in a live block), for its site.
     fn scan(&mut self, block: u64) {
-        let Some((site, size)) = self.block(block).filter(|_| self.record.is_some()) else { return };
+        if self.record.is_none() {
+            return;
+        }
+        let Some((site, size)) = self.block(block) else { return };
         let Some(bytes) = crate::kernel::guest_mem::read_vec(block, size.min(4096) as usize) else { return };
         let words = bytes.chunks_exact(8).map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes")));
         let program = self.program;
@@ -329,7 +408,7 @@ impl HeapLayer {
     /// At the run's end: the live blocks scanned, and the sites noted (for `Accessed`).
     pub fn finish(&mut self) -> Vec<Site> {
         let live: Vec<u64> = match &self.placement {
-            Some(p) => p.live.keys().copied().collect(),
+            Some(p) => p.live.starts(),
             None => self.heap.blocks().map(|(s, _)| s).collect(),
         };
         for block in live {

@@ -2,6 +2,7 @@
 //! instruments translations (the engine's `instrument::Tool`) and reacts to what the runtime
 //! sees (syscalls, client requests, the end of the run) through [`ToolRun`].
 
+pub mod address_hash;
 pub mod checkpoints;
 pub mod child;
 pub mod count;

@@ -132,29 +132,10 @@ struct Cell {
     reads: Vec<Held>,
 }
 
-/// Granules are keyed by address / 8: a multiplicative hash is enough (and far cheaper than
-/// SipHash, which dominated).
-#[derive(Default, Clone, Copy)]
-pub struct GranuleHasher(u64);
-
-impl std::hash::Hasher for GranuleHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = v.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29);
-    }
-}
-
 type Granules = HashMap<u64, Cell, Fast>;
 
 /// The hasher of addresses (granules, locations, objects).
-pub type Fast = std::hash::BuildHasherDefault<GranuleHasher>;
+pub use crate::tools::address_hash::Fast;
 
 /// One thread's accesses in a compact word: `tid << 48 | clock << 16 | delta's low bits << 10
 /// | flags << 8 | bytes` (bit k of the bytes for byte k of the granule; none: no access). Some
