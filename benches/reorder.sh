@@ -45,7 +45,8 @@ for name in stack_two_ints global_into_unused global_same_value heap_neighbour; 
     t2=$(printf '%.2f' "$(echo "$(date +%s.%N) - $s" | bc)")
     root_cause=$(echo "$sout" | sed -n 's/.*first point of memory corruption: \([^ ]*\).*/\1/p' | head -1)
     [ -z "$root_cause" ] && root_cause="(no failure)"
-    lruns=$(echo "$sout" | sed -n 's/.*tried in \([0-9]*\) runs\?.*/\1/p' | head -1)
+    # (Every layout search's runs: the complete technique searches again after a layout found.)
+    lruns=$(echo "$sout" | grep -o 'tried in [0-9]* runs\?' | grep -o '[0-9]\+' | paste -sd+ | bc)
     echo "| $name | $result | $tried | $nruns | ${t1} s | $root_cause | ${lruns:-0} | ${t2} s |"
 done
 
