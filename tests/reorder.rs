@@ -188,5 +188,5 @@ fn a_heap_overflow_into_a_neighbour_is_exposed_by_a_changed_neighbour() {
     let err = out.stderr_str();
     assert_eq!(out.status.code(), Some(1), "{}", out.describe());
     assert!(headline(&err).contains(&root("heap_neighbour", "main")), "{err}");
-    assert!(err.contains(&format!("1. original run: SIGSEGV at ")) && err.contains(&crash), "{err}");
+    assert!(err.contains("1. original run: SIGSEGV at ") && err.contains(&crash), "{err}");
 }

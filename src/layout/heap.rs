@@ -192,7 +192,7 @@ impl BlockTable {
 
     /// The block starting at `at`: its site and size.
     fn get(&self, at: u64) -> Option<(u64, u64)> {
-        if at < self.start || at % ALIGN != 0 {
+        if at < self.start || !at.is_multiple_of(ALIGN) {
             return None;
         }
         let (p, u) = self.place(at);
@@ -473,7 +473,7 @@ fn replace(p: &mut Placement, kind: Kind, regs: &[u64; 16], site: u64) -> Option
         Kind::Valloc => p.alloc(site, a, 4096),
         Kind::Pvalloc => p.alloc(site, a.checked_next_multiple_of(4096)?, 4096),
         Kind::PosixMemalign => {
-            if !b.is_power_of_two() || b % 8 != 0 {
+            if !b.is_power_of_two() || !b.is_multiple_of(8) {
                 return Some(libc::EINVAL as u64);
             }
             let block = p.alloc(site, c, b)?;
