@@ -143,6 +143,43 @@ impl Placement {
         Some(at)
     }
 
+    /// `alloc` without pairs, at no site, as far as it goes without allocating any of
+    /// rtgrind's own memory (a light call-out's): None where it would (or could not place).
+    pub fn alloc_light(&mut self, size: u64) -> Option<u64> {
+        if !self.pairs.is_empty() {
+            return None;
+        }
+        let r = room(size);
+        if let Some(list) = self.free.get_mut(&r) {
+            if let Some(&at) = list.last() {
+                let placed = self.live.insert_light(at, size, 0);
+                if placed {
+                    list.pop();
+                }
+                return placed.then_some(at);
+            }
+        }
+        // (The seed moves on only if the block is placed: the full path draws the same gap.)
+        let mut seed = self.seed;
+        let gap = seed.as_mut().map_or(0, |s| crate::kernel::repeat::splitmix(s) % 4 * ALIGN);
+        let at = (self.next + gap).checked_next_multiple_of(ALIGN)?;
+        let next = at.checked_add(r).filter(|&n| n <= self.end)?;
+        if !self.live.insert_light(at, size, 0) {
+            return None;
+        }
+        (self.seed, self.next) = (seed, next);
+        Some(at)
+    }
+
+    /// `free` of a live block as far as it goes without allocating (see `alloc_light`).
+    pub fn free_light(&mut self, block: u64) -> Option<()> {
+        let (_, size) = self.live.get(block)?;
+        let list = self.free.get_mut(&room(size)).filter(|l| l.len() < l.capacity())?;
+        list.push(block);
+        self.live.remove(block);
+        Some(())
+    }
+
     /// Frees a block of the region: false if it is no live block (a double or wild free,
     /// which does nothing).
     pub fn free(&mut self, block: u64) -> bool {
@@ -188,6 +225,16 @@ impl BlockTable {
         }
         let (p, u) = self.place(at);
         self.pages[p].get_or_insert_with(|| vec![0; PAGE_UNITS].into_boxed_slice())[u] = (size + 1) << 24 | u64::from(k);
+    }
+
+    /// `insert` where the site is known and `at`'s page has its table already (nothing to
+    /// allocate): false otherwise.
+    fn insert_light(&mut self, at: u64, size: u64, site: u64) -> bool {
+        let Some(&k) = self.site_index.get(&site) else { return false };
+        let (p, u) = self.place(at);
+        let Some(Some(table)) = self.pages.get_mut(p) else { return false };
+        table[u] = (size + 1) << 24 | u64::from(k);
+        true
     }
 
     /// The block starting at `at`: its site and size.
@@ -287,6 +334,27 @@ struct HookArg {
     spilled: u16,
 }
 
+/// The common `malloc` and `free` under a placement without pairs or a record, in a light
+/// call-out (see `Placement::alloc_light`); where it cannot, the full call-out after it does.
+extern "C" fn heap_light(ctx: *mut ThreadContext, arg: u64) {
+    // SAFETY: as `heap_callout`'s.
+    let (ctx, a) = unsafe { (&mut *ctx, &*(arg as *const HookArg)) };
+    // SAFETY: as above.
+    let layer = unsafe { &mut *a.layer };
+    let (Some(p), Some(ret)) = (layer.placement.as_mut(), layer.heap.a_ret()) else { return };
+    let rdi = ctx.guest_gprs(a.spilled)[7];
+    let result = match a.hook {
+        Hook::Enter(Kind::Malloc) => p.alloc_light(rdi),
+        Hook::Enter(Kind::Free) if rdi == 0 => Some(0),
+        Hook::Enter(Kind::Free) => p.free_light(rdi).map(|_| 0),
+        _ => None,
+    };
+    if let Some(v) = result {
+        ctx.set_guest_gpr(a.spilled, 0, v);
+        ctx.redirect = ret;
+    }
+}
+
 extern "C" fn heap_callout(ctx: *mut ThreadContext, arg: u64) {
     // SAFETY: rtg_callout passes this thread's context; `arg` is a `HookArg` the boxed layer
     // keeps for the whole run, touched by the thread holding the baton only.
@@ -320,6 +388,12 @@ impl HeapLayer {
         }
         let r = b.scratch();
         let arg = Box::new(HookArg { layer: self as *mut HeapLayer, hook, spilled: b.spilled() });
+        let pairs = self.placement.as_ref().is_some_and(|p| !p.pairs.is_empty());
+        if replacing && !pairs && self.record.is_none() && matches!(hook, Hook::Enter(Kind::Malloc | Kind::Free)) {
+            // (A full call-out's state save was most of the cost of a tiny block's malloc.)
+            b.callout_light(heap_light, &*arg as *const HookArg as u64, r);
+            b.exit_if_redirected();
+        }
         b.callout(heap_callout, &*arg as *const HookArg as u64, r);
         self.hooks.push(arg);
         if replacing {
@@ -515,5 +589,31 @@ mod tests {
         assert_eq!(p.alloc(0x3, 64, 64).map(|b| b % 64), Some(0));
         assert!(p.owns(a) && !p.owns(0x10200));
         assert_eq!(p.alloc(0x3, 0x200, 16), None);
+    }
+
+    /// The light paths place and free as the full ones do, and decline what would allocate:
+    /// a page without its table, a site not seen, a free list without room, any pair.
+    #[test]
+    fn light_paths_decline_what_would_allocate() {
+        let mut p = Placement::new(0x100000, 0x140000, Vec::new(), None);
+        assert_eq!(p.alloc_light(8), None);
+        let a = p.alloc(0, 8, 16).unwrap();
+        let b = p.alloc_light(20).unwrap();
+        assert_eq!((a, b, p.live(b)), (0x100000, 0x100010, Some((0, 20))));
+        // The first free of a room makes its list: the full path's.
+        assert_eq!(p.free_light(a), None);
+        assert!(p.free(a));
+        let c = p.alloc_light(16).unwrap();
+        assert_eq!(c, a);
+        assert_eq!(p.free_light(c), Some(()));
+        assert_eq!((p.live(c), p.free_light(c)), (None, None));
+        // A block starting in the next 64 KiB page: its table is not made yet.
+        assert_eq!(p.alloc_light(0x10000), Some(0x100030));
+        assert_eq!(p.alloc_light(40), None);
+        assert_eq!(p.alloc(0, 40, 16), Some(0x110030));
+        assert_eq!(p.alloc_light(40), Some(0x110060));
+        let mut paired = Placement::new(0x100000, 0x140000, vec![HeapPair { buffer: 1, buffer_size: 8, follower: 2, follower_size: 8 }], None);
+        paired.alloc(0, 8, 16).unwrap();
+        assert_eq!(paired.alloc_light(8), None);
     }
 }
