@@ -61,6 +61,25 @@ static int next_id(void) {
     return id++;
 }
 
+/* A callee-saved register pushed right after the frame pointer: -O0 saves rbx there, below
+ * rbp, and no local may be moved over its slot. */
+static long saved_register(const char *word) {
+    char copy[16];
+    asm volatile("" ::: "rbx");
+    strcpy(copy, word);
+    return 41 + (long)strlen(copy);
+}
+
+/* Its caller (optimized) keeps a value live across the call in a callee-saved register: a
+ * local moved over the slot where saved_register keeps rbx would change it. */
+__attribute__((optimize("O2"), noinline)) static long keeps_rbx(long n) {
+    long a = n * 3 + 1;
+    long r = saved_register("x");
+    return a * r;
+}
+
+static volatile long three = 3;
+
 int main(void) {
     s.p = &b;
     s.n = names;
@@ -77,5 +96,6 @@ int main(void) {
     printf("sum %d depth %d trail %s\n", sum_to_end(arr), d, trail);
     printf("ops %d %d %d %d %d f=%d\n", local[0], local[1], local[2], local[3], local[4], s.f(7));
     printf("counter %ld buffer %s ids %d %d params %d\n", counter, buffer, next_id(), next_id(), count_params());
+    printf("saved %ld\n", keeps_rbx(three));
     return 0;
 }

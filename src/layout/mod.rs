@@ -100,7 +100,7 @@ impl Layout {
                 if !frame.locals.iter().any(|v| v.at == l.offset && v.size == l.size) {
                     return Err(format!("no local '{}' of {} bytes at rbp{} in '{}'", l.name, l.size, l.offset, f.function));
                 }
-                if l.to < lowest || l.to + l.size as i64 > 0 {
+                if l.to < lowest || l.to + l.size as i64 > frame.top {
                     return Err(format!("local '{}' of '{}' placed outside its frame", l.name, f.function));
                 }
                 placed.push((l.to, l.size, &l.name));

@@ -31,13 +31,15 @@ pub struct Var {
 }
 
 /// A function whose locals can be re-laid: its code range (file addresses) and its locals,
-/// by offset from rbp.
+/// by offset from rbp; `top` is where they may reach up to (0, or below the registers the
+/// prologue pushes after setting rbp).
 #[derive(Clone, Debug)]
 pub struct Frame {
     pub function: String,
     pub low: u64,
     pub high: u64,
     pub locals: Vec<Var>,
+    pub top: i64,
 }
 
 /// What can move in one file, and what cannot (with why).
@@ -85,7 +87,8 @@ impl Objects {
             match reason {
                 Some(r) => o.fixed_frames.push((f.function, r)),
                 None => match checked_frame(&elf, &file, &f) {
-                    Ok(()) => o.frames.push(f),
+                    Ok(top) if f.locals.iter().all(|l| l.at + l.size as i64 <= top) => o.frames.push(Frame { top, ..f }),
+                    Ok(_) => o.fixed_frames.push((f.function, "a local overlaps the registers the prologue saves".into())),
                     Err(r) => o.fixed_frames.push((f.function, r)),
                 },
             }
@@ -242,7 +245,7 @@ fn dwarf_variables(path: &str) -> Declared {
             Found::Global(a, k, s) => {
                 globals.insert(a, (k, s));
             }
-            Found::Function(function, low, high, locals, why) => frames.push((Frame { function, low, high, locals }, why)),
+            Found::Function(function, low, high, locals, why) => frames.push((Frame { function, low, high, locals, top: 0 }, why)),
         }
     }
     (globals, frames)
@@ -379,8 +382,10 @@ fn frame_base(v: Option<AttributeValue<Slice<'_>>>, encoding: gimli::Encoding) -
 
 /// Whether the function's code lets its locals move: it sets up rbp as the frame pointer
 /// (`push rbp; mov rbp, rsp`, after an `endbr64`), and every access below rbp is inside a
-/// local DWARF describes (else an unnamed slot, a temporary, could be overlapped).
-fn checked_frame(elf: &Elf, file: &[u8], f: &Frame) -> Result<(), String> {
+/// local DWARF describes (else an unnamed slot, a temporary, could be overlapped). The top of
+/// its locals: below the registers pushed right after (`push rbx`: a local moved over its
+/// slot would be restored into the caller's rbx).
+fn checked_frame(elf: &Elf, file: &[u8], f: &Frame) -> Result<i64, String> {
     use rtgrind_jit::iced_x86::{Decoder, DecoderOptions, Mnemonic, OpKind, Register};
     let code = elf
         .program_headers
@@ -394,6 +399,7 @@ fn checked_frame(elf: &Elf, file: &[u8], f: &Frame) -> Result<(), String> {
     if !code.starts_with(&[0x55, 0x48, 0x89, 0xe5]) {
         return Err("no frame pointer (optimized code)".into());
     }
+    let pushed = Decoder::with_ip(64, &code[4..], 0, DecoderOptions::NONE).into_iter().take_while(|i| i.mnemonic() == Mnemonic::Push).count();
     for ins in Decoder::with_ip(64, code, 0, DecoderOptions::NONE) {
         // rbp as a value (`add rax, rbp; sub rax, 0x68`: -O0's address of an array element)
         // makes a local's address no operand names: the frame cannot move.
@@ -408,9 +414,11 @@ fn checked_frame(elf: &Elf, file: &[u8], f: &Frame) -> Result<(), String> {
             continue;
         }
         let d = ins.memory_displacement64() as i64;
-        if !f.locals.iter().any(|l| l.at <= d && d < l.at + l.size as i64) {
+        // (The registers pushed after rbp are restored from their slots: `mov rbx, [rbp-8]`.)
+        let saved = d >= -8 * pushed as i64;
+        if !saved && !f.locals.iter().any(|l| l.at <= d && d < l.at + l.size as i64) {
             return Err(format!("a frame slot at rbp{d} is no local DWARF describes"));
         }
     }
-    Ok(())
+    Ok(-8 * pushed as i64)
 }

@@ -192,9 +192,9 @@ fn globals_after(pairs: &[(&Var, &Var)], layout: &mut Layout) {
 fn frame_with(f: &Frame, b: &Var, after: Option<&Var>, layout: &mut Layout) {
     let lowest = f.locals.iter().map(|l| l.at).min().unwrap_or(0);
     let mut placed: Vec<(&Var, i64)> = Vec::new();
-    let mut top = 0i64;
+    let mut top = f.top;
     if let Some(a) = after {
-        top = align_down(-(a.size as i64), a.align);
+        top = align_down(f.top - a.size as i64, a.align);
         placed.push((a, top));
     }
     let at_b = align_down(top - b.size as i64, b.align);
@@ -212,6 +212,7 @@ fn frame_with(f: &Frame, b: &Var, after: Option<&Var>, layout: &mut Layout) {
     let locals = placed.iter().map(|(v, to)| LocalMove { name: v.name.clone(), offset: v.at, size: v.size, to: *to }).collect();
     layout.frames.push(FrameMove { function: f.function.clone(), low_pc: f.low, locals });
     layout.pairs.push(match after {
+        None if f.top < 0 => format!("buffer '{}' of {} right below the registers saved after the frame pointer and return address", b.name, f.function),
         None => format!("buffer '{}' of {} right below the saved frame pointer and return address", b.name, f.function),
         Some(a) => format!("buffer '{}' of {} followed by '{}'", b.name, f.function, a.name),
     });
@@ -240,7 +241,7 @@ pub fn random(objects: &Objects, program: &str, seed: u64) -> Layout {
     }
     for f in &objects.frames {
         let lowest = f.locals.iter().map(|l| l.at).min().unwrap_or(0);
-        let mut top = 0i64;
+        let mut top = f.top;
         let mut locals = Vec::new();
         for i in shuffled(f.locals.len()) {
             let l = &f.locals[i];
@@ -278,6 +279,7 @@ mod tests {
                 var("n", -8, 4, 4, Kind::Integer),
                 var("m", -4, 4, 4, Kind::Integer),
             ],
+            top: 0,
         };
         let globals = vec![
             var("a", 0x4000, 40, 16, Kind::Buffer),
