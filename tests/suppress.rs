@@ -278,6 +278,24 @@ fn a_heap_overflow_that_crashes_nothing_is_found_with_redzones() {
     }
 }
 
+/// The same overflow in a block of the `memalign` family: glibc's `memalign`, `aligned_alloc`
+/// and `valloc` tail-call a local function whose `ret`s end the allocation, `posix_memalign`
+/// returns its block through its first argument; each block gets its redzone and the store
+/// past its end is found.
+#[test]
+fn a_heap_overflow_in_an_aligned_block_is_found_with_redzones() {
+    let source = std::fs::read_to_string(repo_root().join("guest-programs/bugs/heap_overrun.c")).unwrap();
+    let exe = compile_snippet("heap_overrun_aligned", "c", &source, &["-g", "-O0"]);
+    let root = place("heap_overrun", "root", "fill").replace("heap_overrun.c", "heap_overrun_aligned.c");
+    for how in ["memalign", "posix_memalign", "aligned_alloc", "valloc"] {
+        let out = run_rtgrind(["--tool=suppress"], &Cmd::new(&exe).args(["9", how]));
+        let err = out.stderr_str();
+        assert_eq!(out.status.code(), Some(1), "{how}: {}", out.describe());
+        assert!(headline(&err).contains(&root), "{how}: expected {root}:\n{err}");
+        assert!(err.contains("1. original run: heap block of 36 bytes overrun: its redzone was overwritten (found at its free)"), "{how}: {err}");
+    }
+}
+
 #[test]
 fn pointer_computed_from_a_global_nobody_set() {
     // Nothing the address computation read was defined: it is a constant defined there (the

@@ -427,13 +427,13 @@ impl HeapLayer {
         let (bias, program) = (self.bias, self.program);
         let block = match hook {
             Hook::Enter(kind) => {
-                self.heap.enter(t, kind, (regs[7], regs[6]), sp, || vec![file_site(site(sp, program), bias)]);
+                self.heap.enter(t, kind, [regs[7], regs[6], regs[2]], sp, || vec![file_site(site(sp, program), bias)]);
                 return;
             }
-            Hook::Return => {
-                self.heap.returned(t, sp, regs[0]);
-                regs[0]
-            }
+            Hook::Return => match self.heap.returned(t, sp, regs[0]) {
+                Some(block) => block,
+                None => return,
+            },
             Hook::JumpOut => {
                 self.heap.jumped_out(t, sp, regs[7]);
                 regs[7]

@@ -576,7 +576,7 @@ extern "C" fn alloc_enter(ctx: *mut ThreadContext, arg: u64) {
     let st = unsafe { &mut *site.state };
     let t = ctx.tool_area[st.tid_word / 8] as hb::Tid;
     let (regs, top) = (ctx.callout_regs, st.stack_top(t));
-    if let Some((start, size)) = st.heap.enter(t, site.kind, (regs[7], regs[6]), regs[4], || return_addresses(regs[4], top, ALLOC_FRAMES)) {
+    if let Some((start, size)) = st.heap.enter(t, site.kind, [regs[7], regs[6], regs[2]], regs[4], || return_addresses(regs[4], top, ALLOC_FRAMES)) {
         st.freed(start, size);
     }
 }

@@ -1,7 +1,8 @@
 //! Heap redzones: the heap's part of variable re-ordering (the dissertation's §5.3, Fig. 5.7).
 //! An overflow past a heap block often corrupts nothing the run goes on to use, and then no
 //! crash shows it. A run with redzones asks the C library for `REDZONE` more bytes with every
-//! block (`malloc`, `calloc`, `realloc`; C++'s `new` through them), fills them with a known
+//! block (`malloc`, `calloc`, `realloc`, the `memalign` family; C++'s `new` through them),
+//! fills them with a known
 //! byte when the block comes back, and checks them when the block is freed or reallocated and
 //! when the process ends: a byte that changed is the run's failure, and the store that wrote
 //! it is what the failure used (its origin, in a traced run), so suppression goes on from the
@@ -44,10 +45,10 @@ pub struct Overwritten {
 
 impl Redzones {
     /// At an allocation function's entry: the block it frees, checked, and the arguments it
-    /// is to run with instead (`rdi`, `rsi`), asking for the redzone too; a freed block kept
-    /// in quarantine if `quarantine` allows.
-    pub fn enter(&mut self, t: usize, kind: Kind, (rdi, rsi): (u64, u64), sp: u64, quarantine: bool) -> (Option<Overwritten>, (u64, u64)) {
-        let freed = self.heap.enter(t, kind, (rdi, rsi), sp, Vec::new);
+    /// is to run with instead (`rdi`, `rsi`, `rdx`), asking for the redzone too; a freed block
+    /// kept in quarantine if `quarantine` allows.
+    pub fn enter(&mut self, t: usize, kind: Kind, [rdi, rsi, rdx]: [u64; 3], sp: u64, quarantine: bool) -> (Option<Overwritten>, [u64; 3]) {
+        let freed = self.heap.enter(t, kind, [rdi, rsi, rdx], sp, Vec::new);
         let when = if kind == Kind::Free { "at its free" } else { "at its realloc" };
         let overwritten = freed.and_then(|(block, size)| self.check(block, size, when, false));
         if matches!(kind, Kind::Free | Kind::Realloc) {
@@ -64,17 +65,19 @@ impl Redzones {
             unsafe { std::ptr::write_bytes(block as *mut u8, FREED, size as usize) };
             self.quarantine.insert(block, size);
             self.quarantined += size;
-            return (overwritten, (0, rsi));
+            return (overwritten, [0, rsi, rdx]);
         }
         let args = match kind {
-            Kind::Malloc => (rdi.saturating_add(REDZONE), rsi),
+            Kind::Malloc | Kind::Valloc | Kind::Pvalloc => [rdi.saturating_add(REDZONE), rsi, rdx],
             // (An overflowing product is the library's to refuse: left as asked.)
             Kind::Calloc => match rdi.checked_mul(rsi).and_then(|n| n.checked_add(REDZONE)) {
-                Some(n) => (1, n),
-                None => (rdi, rsi),
+                Some(n) => [1, n, rdx],
+                None => [rdi, rsi, rdx],
             },
-            Kind::Realloc if rsi != 0 => (rdi, rsi.saturating_add(REDZONE)),
-            _ => (rdi, rsi),
+            Kind::Realloc if rsi != 0 => [rdi, rsi.saturating_add(REDZONE), rdx],
+            Kind::Memalign => [rdi, rsi.saturating_add(REDZONE), rdx],
+            Kind::PosixMemalign => [rdi, rsi, rdx.saturating_add(REDZONE)],
+            _ => [rdi, rsi, rdx],
         };
         (overwritten, args)
     }
@@ -87,11 +90,16 @@ impl Redzones {
         if kind.is_none() || jumped_out && kind != Some(Kind::Calloc) {
             return;
         }
-        if jumped_out {
+        let block = if jumped_out {
             self.heap.jumped_out(t, sp, block);
+            block
         } else {
-            self.heap.returned(t, sp, block);
-        }
+            // (posix_memalign's block is where its argument points, not its result.)
+            match self.heap.returned(t, sp, block) {
+                Some(b) => b,
+                None => return,
+            }
+        };
         let Some((start, b)) = self.heap.block_at(block).filter(|(s, _)| *s == block) else { return };
         let (size, fill) = (b.size, if kind == Some(Kind::Calloc) { 0 } else { FILL });
         if !jumped_out {
@@ -157,23 +165,23 @@ mod tests {
         let mut memory = vec![0u8; 256];
         let base = memory.as_mut_ptr() as u64;
         let (a, b) = (base, base + 64);
-        assert_eq!(zones.enter(1, Kind::Malloc, (20, 0), 0x7000, true), (None, (20 + REDZONE, 0)));
+        assert_eq!(zones.enter(1, Kind::Malloc, [20, 0, 0], 0x7000, true), (None, [20 + REDZONE, 0, 0]));
         zones.returned(1, 0x7000, a, false);
         assert_eq!(memory[20..36], [FILL; 16]);
-        assert_eq!(zones.enter(1, Kind::Calloc, (3, 8), 0x7000, true), (None, (1, 24 + REDZONE)));
+        assert_eq!(zones.enter(1, Kind::Calloc, [3, 8, 0], 0x7000, true), (None, [1, 24 + REDZONE, 0]));
         zones.returned(1, 0x7000, b, true);
         // The program writes one byte past its first block; its calloc block's zone is intact.
         memory[20] = b'x';
-        assert_eq!(zones.enter(1, Kind::Free, (b, 0), 0x7000, true).0, None);
-        let (overwritten, _) = zones.enter(1, Kind::Realloc, (a, 40), 0x7000, true);
+        assert_eq!(zones.enter(1, Kind::Free, [b, 0, 0], 0x7000, true).0, None);
+        let (overwritten, _) = zones.enter(1, Kind::Realloc, [a, 40, 0], 0x7000, true);
         assert_eq!(overwritten, Some(Overwritten { block: a, size: 20, byte: a + 20, when: "at its realloc", after_free: false }));
         // A block freed twice is checked once.
-        assert_eq!(zones.enter(1, Kind::Free, (a, 0), 0x7000, true).0, None);
+        assert_eq!(zones.enter(1, Kind::Free, [a, 0, 0], 0x7000, true).0, None);
         // At the end: the live block whose zone changed.
-        zones.enter(2, Kind::Malloc, (8, 0), 0x8000, true);
+        zones.enter(2, Kind::Malloc, [8, 0, 0], 0x8000, true);
         zones.returned(2, 0x8000, base + 128, false);
         assert_eq!(zones.at_exit(), None);
-        zones.enter(2, Kind::Malloc, (8, 0), 0x8000, true);
+        zones.enter(2, Kind::Malloc, [8, 0, 0], 0x8000, true);
         zones.returned(2, 0x8000, base + 128, false);
         memory[128 + 8 + 15] = 0;
         assert_eq!(zones.at_exit(), Some(Overwritten { block: base + 128, size: 8, byte: base + 128 + 23, when: "at the end of the run", after_free: false }));

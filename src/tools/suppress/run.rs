@@ -1359,9 +1359,10 @@ impl SuppressRun {
         let Some(zones) = self.redzones.as_mut() else { return };
         match hook {
             Hook::Enter(kind) => {
-                let (overwritten, (rdi, rsi)) = zones.enter(t, kind, (regs[7], regs[6]), regs[4], quarantine);
-                ctx.set_guest_gpr(spilled, 7, rdi);
-                ctx.set_guest_gpr(spilled, 6, rsi);
+                let (overwritten, args) = zones.enter(t, kind, [regs[7], regs[6], regs[2]], regs[4], quarantine);
+                for (r, v) in [7, 6, 2].into_iter().zip(args) {
+                    ctx.set_guest_gpr(spilled, r, v);
+                }
                 if let Some(o) = overwritten {
                     self.redzone_failure(ctx, o);
                 }
