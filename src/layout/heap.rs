@@ -62,7 +62,7 @@ pub struct Placement {
 }
 
 impl Placement {
-    /// An allocator over the region `[start, end)`, placing the `pairs` (sites relocated).
+    /// An allocator over the region `[start, end)`, placing the `pairs`.
     pub fn new(start: u64, end: u64, pairs: Vec<HeapPair>, seed: Option<u64>) -> Placement {
         Placement {
             start,
@@ -123,7 +123,7 @@ impl Placement {
 
     /// A new block from the region's unused end, with the room its pairs want around it.
     fn fresh(&mut self, site: u64, r: u64, align: u64) -> Option<u64> {
-        let gap = self.seed.as_mut().map_or(0, |s| crate::kernel::repeat::splitmix(s) % 4 * ALIGN);
+        let gap = gap(&mut self.seed);
         let before = self.pairs.iter().find(|p| p.follower == site && !self.before.contains_key(&p.buffer)).map(|p| (p.buffer, room(p.buffer_size)));
         let ahead = before.map_or(0, |b| b.1);
         let at = (self.next + gap + ahead).checked_next_multiple_of(align)?;
@@ -161,8 +161,7 @@ impl Placement {
         }
         // (The seed moves on only if the block is placed: the full path draws the same gap.)
         let mut seed = self.seed;
-        let gap = seed.as_mut().map_or(0, |s| crate::kernel::repeat::splitmix(s) % 4 * ALIGN);
-        let at = (self.next + gap).checked_next_multiple_of(ALIGN)?;
+        let at = (self.next + gap(&mut seed)).checked_next_multiple_of(ALIGN)?;
         let next = at.checked_add(r).filter(|&n| n <= self.end)?;
         if !self.live.insert_light(at, size, 0) {
             return None;
@@ -188,6 +187,11 @@ impl Placement {
         self.free.entry(r).or_default().push(block);
         true
     }
+}
+
+/// How far on a new block goes: 0 to 3 units drawn from a random layout's seed, else 0.
+fn gap(seed: &mut Option<u64>) -> u64 {
+    seed.as_mut().map_or(0, |s| crate::kernel::repeat::splitmix(s) % 4 * ALIGN)
 }
 
 /// The live blocks of a placement's region by start (their size and site), in a table of
@@ -216,19 +220,20 @@ impl BlockTable {
         ((off >> PAGE_SHIFT) as usize, ((off >> 4) as usize) & (PAGE_UNITS - 1))
     }
 
-    /// An entry: (size + 1) << 24 | the site's index (0: no block starts there).
+    /// The site's index and `at`'s page table made where missing, then `insert_light`.
     fn insert(&mut self, at: u64, size: u64, site: u64) {
         let n = self.sites.len() as u32;
-        let k = *self.site_index.entry(site).or_insert(n);
-        if k == n {
+        if *self.site_index.entry(site).or_insert(n) == n {
             self.sites.push(site);
         }
-        let (p, u) = self.place(at);
-        self.pages[p].get_or_insert_with(|| vec![0; PAGE_UNITS].into_boxed_slice())[u] = (size + 1) << 24 | u64::from(k);
+        let (p, _) = self.place(at);
+        self.pages[p].get_or_insert_with(|| vec![0; PAGE_UNITS].into_boxed_slice());
+        let placed = self.insert_light(at, size, site);
+        debug_assert!(placed, "the site and the page are known now");
     }
 
-    /// `insert` where the site is known and `at`'s page has its table already (nothing to
-    /// allocate): false otherwise.
+    /// An entry, (size + 1) << 24 | the site's index (0: no block starts there), where the site
+    /// is known and `at`'s page has its table already (nothing to allocate): false otherwise.
     fn insert_light(&mut self, at: u64, size: u64, site: u64) -> bool {
         let Some(&k) = self.site_index.get(&site) else { return false };
         let (p, u) = self.place(at);
@@ -265,8 +270,9 @@ impl BlockTable {
 }
 
 /// The allocation site of a call whose return address is at `sp`: that address if it is in
-/// the program's code `[lo, hi)`, else the first word above it on the stack that is a return
-/// address into the program (a library function allocating for it), else 0 (unknown).
+/// the program's code `[lo, hi)`, else the first return address into the program above it on
+/// the stack (a library function allocating for it; `tools::return_addresses`, 63 words at
+/// most), else 0 (unknown).
 pub fn site(sp: u64, (lo, hi): (u64, u64)) -> u64 {
     // SAFETY: `sp` is the stack pointer at an allocation function's entry: the word there is
     // the return address its call pushed, on the thread's mapped stack.
@@ -274,11 +280,7 @@ pub fn site(sp: u64, (lo, hi): (u64, u64)) -> u64 {
     if (lo..hi).contains(&ret) {
         return ret;
     }
-    let Some(words) = crate::kernel::guest_mem::read_vec(sp + 8, 8 * 63) else { return 0 };
-    let mut words = words.chunks_exact(8).map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes")));
-    // One found above it must follow a call (`call rel32`, or `call [rip+d]` without a PLT).
-    let after_call = |a: u64| crate::kernel::guest_mem::read_vec(a - 6, 6).is_some_and(|c| c[1] == 0xe8 || c[0] == 0xff && c[1] == 0x15);
-    words.find(|&a| (lo + 6..hi).contains(&a) && after_call(a)).unwrap_or(0)
+    crate::tools::return_addresses(sp + 8, sp + 8 + 8 * 63).find(|a| (lo..hi).contains(a)).unwrap_or(0)
 }
 
 /// What a record run notes of the heap: each allocation site's largest block and whether its
@@ -409,7 +411,9 @@ impl HeapLayer {
             self.scan(regs[7]);
         }
         if let (Some(p), Hook::Enter(kind)) = (self.placement.as_mut(), hook) {
-            let site = file_site(site(sp, self.program), self.bias);
+            // (A free or a size query has no site: no stack scan on their way.)
+            let placed = !matches!(kind, Kind::Free | Kind::UsableSize);
+            let site = if placed { file_site(site(sp, self.program), self.bias) } else { 0 };
             if let Some(result) = replace(p, kind, &regs, site) {
                 ctx.set_guest_gpr(spilled, 0, result);
                 ctx.redirect = self.heap.a_ret().expect("the allocator's entries are known with its code");

@@ -24,6 +24,19 @@ pub enum Kind {
     UsableSize,
 }
 
+impl Kind {
+    /// Which argument (0: rdi, 1: rsi, 2: rdx) is the size of the block it allocates; None for
+    /// calloc (a product of two), free and the size query.
+    pub fn size_arg(self) -> Option<usize> {
+        match self {
+            Kind::Malloc | Kind::Valloc | Kind::Pvalloc => Some(0),
+            Kind::Realloc | Kind::Memalign => Some(1),
+            Kind::PosixMemalign => Some(2),
+            Kind::Calloc | Kind::Free | Kind::UsableSize => None,
+        }
+    }
+}
+
 const FUNCTIONS: [(&str, Kind); 9] = [
     ("malloc", Kind::Malloc),
     ("calloc", Kind::Calloc),
@@ -161,15 +174,13 @@ impl Heap {
 
     /// Thread `t` enters `kind` with arguments `[a, b, c]` (rdi, rsi, rdx), its stack pointer
     /// at `sp` and callers `stack`. The block it frees, if any: (start, size).
-    pub fn enter(&mut self, t: usize, kind: Kind, [a, b, c]: [u64; 3], sp: u64, stack: impl FnOnce() -> Vec<u64>) -> Option<(u64, u64)> {
+    pub fn enter(&mut self, t: usize, kind: Kind, args: [u64; 3], sp: u64, stack: impl FnOnce() -> Vec<u64>) -> Option<(u64, u64)> {
+        let [a, b, _] = args;
         let freed = if matches!(kind, Kind::Free | Kind::Realloc) { self.blocks.remove(&a).map(|block| (a, block.size)) } else { None };
-        let size = match kind {
-            Kind::Malloc => a,
-            Kind::Calloc => a.saturating_mul(b),
-            Kind::Realloc | Kind::Memalign => b,
-            Kind::PosixMemalign => c,
-            Kind::Valloc | Kind::Pvalloc => a,
-            Kind::Free | Kind::UsableSize => return freed,
+        let size = match (kind, kind.size_arg()) {
+            (Kind::Calloc, _) => a.saturating_mul(b),
+            (_, Some(i)) => args[i],
+            (_, None) => return freed,
         };
         if self.pending.len() <= t {
             self.pending.resize_with(t + 1, Vec::new);

@@ -301,6 +301,28 @@ pub fn main_module(mem: &GuestMemory, program: &str) -> (String, (u64, u64)) {
     (name, range)
 }
 
+/// The return addresses on the stack from `sp` up to `top` (16 KiB at most), innermost first:
+/// words that point just past a call instruction (`call rel32`, or `call` through a register or
+/// memory), as a stack scan finds them (no frame pointers needed; a stale one left by an
+/// earlier call may show).
+pub fn return_addresses(sp: u64, top: u64) -> impl Iterator<Item = u64> {
+    let len = top.saturating_sub(sp).clamp(8, 16 << 10);
+    let mut bytes = vec![0u8; len as usize];
+    let got = crate::kernel::guest_mem::read_some(sp, &mut bytes);
+    bytes.truncate(got - got % 8);
+    let words = (0..bytes.len() / 8).map(move |k| u64::from_le_bytes(bytes[8 * k..8 * k + 8].try_into().expect("8 bytes")));
+    words.filter(|&w| {
+        let mut before = [0u8; 7];
+        if w < 0x10000 || !crate::kernel::guest_mem::read(w - 7, &mut before) {
+            return false;
+        }
+        // call rel32 (e8); call r/m64 (ff /2) with a register, a disp8, a [rip+disp32] or a
+        // disp32 operand (and a SIB byte for the last two forms' 7-byte encodings).
+        let ff2 = |k: usize| before[k] == 0xff && (before[k + 1] >> 3) & 7 == 2;
+        before[2] == 0xe8 || (ff2(5) && before[6] >> 6 == 3) || (ff2(4) && before[5] >> 6 == 1) || ff2(1) || ff2(0)
+    })
+}
+
 /// The main program's mapped range (see `main_module`).
 pub fn main_module_range(mem: &GuestMemory, program: &str) -> (u64, u64) {
     main_module(mem, program).1

@@ -1130,31 +1130,9 @@ const ALLOC_FRAMES: usize = 3;
 /// Callers shown under a race's later access.
 const STACK_FRAMES: usize = 6;
 
-/// Up to `n` return addresses on the stack from `sp` up to `top` (16 KiB at most): words that point just
-/// past a call instruction (`call rel32`, or `call` through a register or memory), as a stack
-/// scan finds them (no frame pointers needed; a stale one left by an earlier call may show).
+/// Up to `n` return addresses on the stack from `sp` up to `top` (`tools::return_addresses`).
 fn return_addresses(sp: u64, top: u64, n: usize) -> Vec<u64> {
-    let len = top.saturating_sub(sp).clamp(8, 16 << 10);
-    let mut words = vec![0u8; len as usize];
-    let got = crate::kernel::guest_mem::read_some(sp, &mut words);
-    let mut out = Vec::new();
-    for w in words[..got].chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())) {
-        if out.len() == n {
-            break;
-        }
-        let mut before = [0u8; 7];
-        if w < 0x10000 || !crate::kernel::guest_mem::read(w - 7, &mut before) {
-            continue;
-        }
-        // call rel32 (e8); call r/m64 (ff /2) with a register, a disp8, a [rip+disp32] or a
-        // disp32 operand (and a SIB byte for the last two forms' 7-byte encodings).
-        let ff2 = |k: usize| before[k] == 0xff && (before[k + 1] >> 3) & 7 == 2;
-        let call = before[2] == 0xe8 || (ff2(5) && before[6] >> 6 == 3) || (ff2(4) && before[5] >> 6 == 1) || ff2(1) || ff2(0);
-        if call {
-            out.push(w);
-        }
-    }
-    out
+    crate::tools::return_addresses(sp, top).take(n).collect()
 }
 
 /// Whether system call `nr` may change the guest's mappings (so the pages `calls` reads strings

@@ -67,18 +67,19 @@ impl Redzones {
             self.quarantined += size;
             return (overwritten, [0, rsi, rdx]);
         }
-        let args = match kind {
-            Kind::Malloc | Kind::Valloc | Kind::Pvalloc => [rdi.saturating_add(REDZONE), rsi, rdx],
+        let mut args = [rdi, rsi, rdx];
+        match (kind, kind.size_arg()) {
             // (An overflowing product is the library's to refuse: left as asked.)
-            Kind::Calloc => match rdi.checked_mul(rsi).and_then(|n| n.checked_add(REDZONE)) {
-                Some(n) => [1, n, rdx],
-                None => [rdi, rsi, rdx],
-            },
-            Kind::Realloc if rsi != 0 => [rdi, rsi.saturating_add(REDZONE), rdx],
-            Kind::Memalign => [rdi, rsi.saturating_add(REDZONE), rdx],
-            Kind::PosixMemalign => [rdi, rsi, rdx.saturating_add(REDZONE)],
-            _ => [rdi, rsi, rdx],
-        };
+            (Kind::Calloc, _) => {
+                if let Some(n) = rdi.checked_mul(rsi).and_then(|n| n.checked_add(REDZONE)) {
+                    args = [1, n, rdx];
+                }
+            }
+            // (realloc to 0 frees.)
+            (Kind::Realloc, _) if rsi == 0 => {}
+            (_, Some(i)) => args[i] = args[i].saturating_add(REDZONE),
+            (_, None) => {}
+        }
         (overwritten, args)
     }
 
