@@ -30,6 +30,8 @@ pub struct Redzones {
     /// Freed blocks kept from reuse, filled with `FREED` (start, size), and their bytes.
     quarantine: HashMap<u64, u64>,
     quarantined: u64,
+    /// Pages a redzone was written on through the kernel, so known writable.
+    writable: std::collections::HashSet<u64>,
 }
 
 /// A redzone found overwritten (or, `after_free`, a quarantined block written): its block,
@@ -103,14 +105,36 @@ impl Redzones {
         };
         let Some((start, b)) = self.heap.block_at(block).filter(|(s, _)| *s == block) else { return };
         let (size, fill) = (b.size, if kind == Some(Kind::Calloc) { 0 } else { FILL });
-        if !jumped_out {
-            // SAFETY: the library just returned this block with room for `size + REDZONE`
-            // bytes (asked for at its entry), mapped and writable, in this process (the guest's
-            // memory is rtgrind's address space; a checked copy through the kernel at every
-            // allocation cost more than the rest of the hook).
-            unsafe { std::ptr::write_bytes((start + size) as *mut u8, fill, REDZONE as usize) };
+        if !jumped_out && !self.fill_zone(start + size, fill) {
+            // (Not the library's block: a suppression run changed what the allocator did.)
+            return;
         }
         self.fill.insert(start, fill);
+    }
+
+    /// Fills the redzone at `zone`: in place on pages a fill already wrote, through the kernel
+    /// on others (a checked copy at every allocation cost more than the rest of the hook, but
+    /// a suppression run can make an allocator return what is no block). False if it is not
+    /// writable memory.
+    fn fill_zone(&mut self, zone: u64, fill: u8) -> bool {
+        let pages = [zone >> 12, (zone + REDZONE - 1) >> 12];
+        if pages.iter().all(|p| self.writable.contains(p)) {
+            // SAFETY: pages this process wrote a redzone on, which the guest has not unmapped
+            // since (`unmapped` forgets them): mapped and writable.
+            unsafe { std::ptr::write_bytes(zone as *mut u8, fill, REDZONE as usize) };
+            return true;
+        }
+        if !crate::kernel::guest_mem::write(zone, &[fill; REDZONE as usize]) {
+            return false;
+        }
+        self.writable.extend(pages);
+        true
+    }
+
+    /// The guest unmapped or remapped `[start, end)` (or changed its protection): redzones
+    /// there are filled through the kernel again.
+    pub fn unmapped(&mut self, start: u64, end: u64) {
+        self.writable.retain(|p| !(start >> 12..end.div_ceil(4096)).contains(p));
     }
 
     /// The first overwritten byte of the redzone after `block` (of `size` bytes), if any; read
@@ -186,5 +210,19 @@ mod tests {
         zones.returned(2, 0x8000, base + 128, false);
         memory[128 + 8 + 15] = 0;
         assert_eq!(zones.at_exit(), Some(Overwritten { block: base + 128, size: 8, byte: base + 128 + 23, when: "at the end of the run", after_free: false }));
+    }
+
+    /// An allocator made to return what is no block (a suppression run can: 0x2 in unrtf's)
+    /// gets no redzone, and rtgrind does not crash writing one; a real block still does.
+    #[test]
+    fn a_result_that_is_no_block_gets_no_redzone() {
+        let mut zones = Redzones::default();
+        zones.enter(1, Kind::Malloc, [11, 0, 0], 0x7000, true);
+        zones.returned(1, 0x7000, 0x2, false);
+        assert!(zones.fill.is_empty());
+        let mut memory = vec![0u8; 64];
+        zones.enter(1, Kind::Malloc, [11, 0, 0], 0x7000, true);
+        zones.returned(1, 0x7000, memory.as_mut_ptr() as u64, false);
+        assert_eq!((zones.fill.len(), &memory[11..27]), (1, &[FILL; 16][..]));
     }
 }

@@ -1944,6 +1944,14 @@ impl ToolRun for SuppressRun {
                 z.heap.note_mapping(mem, ret as u64, ret as u64 + a[1]);
             }
         }
+        if let Some(z) = self.redzones.as_mut() {
+            match nr {
+                libc::SYS_munmap | libc::SYS_mremap | libc::SYS_mprotect => z.unmapped(a[0], a[0].saturating_add(a[1])),
+                // (The break may have come down: what was above it is gone.)
+                libc::SYS_brk => z.unmapped(ret as u64, u64::MAX),
+                _ => {}
+            }
+        }
         // A syscall a point names, or one a call suppressed whole makes: what the kernel
         // wrote is corrupt and keeps its last definition (a `read` past a buffer's end).
         let by_point = std::mem::take(&mut self.state.syscall_writes_corrupt);
