@@ -7,8 +7,13 @@ use crate::common::{compile_snippet, repo_root, run_native, run_rtgrind, scratch
 
 /// `guest-programs/reorder/NAME.c`, built `-g -O0 -fno-stack-protector`.
 fn program(name: &str) -> std::path::PathBuf {
+    built(name, "-O0")
+}
+
+/// `guest-programs/reorder/NAME.c`, built `-g OPT -fno-stack-protector`.
+fn built(name: &str, opt: &str) -> std::path::PathBuf {
     let source = std::fs::read_to_string(repo_root().join("guest-programs/reorder").join(format!("{name}.c"))).unwrap();
-    compile_snippet(&format!("reorder_{name}"), "c", &source, &["-g", "-O0", "-fno-stack-protector"])
+    compile_snippet(&format!("reorder_{name}"), "c", &source, &["-g", opt, "-fno-stack-protector"])
 }
 
 /// `reorder_NAME.c:LINE (FUNC)` of the line carrying `/* root */` (the program is compiled
@@ -70,6 +75,57 @@ fn a_stack_overflow_onto_two_ints_is_exposed_by_a_layout_and_traced_to_the_copy(
     let out = run_rtgrind(["--tool=suppress", "--reorder=no"], &Cmd::new(&exe).arg(&name));
     assert_eq!(out.status.code(), Some(0), "{}", out.describe());
     assert!(out.stderr_str().contains("the program did not fail"), "{}", out.describe());
+}
+
+/// The same shape in code without a frame pointer (`-Og`): the frame's locals are found from
+/// the CFA, which rsp locates at each pc by the call frame information, and a local's address
+/// taken as a copy of rsp follows it. Natively the overflow only reaches a saved register the
+/// caller no longer needs; the first layout puts the buffer right below that register and the
+/// return address, and the return goes wild; suppression under it ends at the strcpy.
+#[test]
+fn a_stack_smash_in_code_without_a_frame_pointer_is_exposed_and_traced_to_the_copy() {
+    let exe = built("stack_no_frame_pointer", "-Og");
+    let name = "a".repeat(39);
+    let native = run_native(&Cmd::new(&exe).arg(&name));
+    assert_eq!(native.status.code(), Some(0), "the overflow must not crash natively: {}", native.describe());
+
+    let (out, layout) = reorder(&exe, &[&name]);
+    let err = out.stderr_str();
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    assert!(err.contains("reorder: under layout 1 of 3 the run fails: SIGSEGV at 0x61616161616161"), "{err}");
+    assert!(err.contains("buffer 'tempname' of compress_name right below the saved registers and return address"), "{err}");
+    // tempname (24 bytes) at CFA-48 moves to CFA-40, right below rbx's slot at CFA-16.
+    let saved: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&layout).unwrap()).unwrap();
+    let frame = &saved["frames"][0];
+    assert_eq!(frame["function"], "compress_name", "{saved}");
+    let moved = frame["locals"].as_array().unwrap().iter().find(|l| l["name"] == "tempname").unwrap();
+    assert_eq!((moved["offset"].as_i64(), moved["to"].as_i64()), (Some(-48), Some(-40)), "{saved}");
+
+    let kept = scratch_dir("reorder-kept-og").join("found.json");
+    let out = run_rtgrind(["--tool=suppress".to_string(), format!("--layout-out={}", kept.display())], &Cmd::new(&exe).arg(&name));
+    let err = out.stderr_str();
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    assert!(headline(&err).contains(&root("stack_no_frame_pointer", "compress_name")), "{err}");
+    assert!(err.contains("buffer 'tempname' of compress_name right below the saved registers and return address, found after 1 layout tried"), "{err}");
+}
+
+/// A frame without a frame pointer re-laid by random layouts: the addresses of its locals,
+/// taken with `lea` from rsp and as a copy of rsp, follow them (the offset printed changes from
+/// layout to layout) and no two locals overlap (the values printed stay intact).
+#[test]
+fn locals_of_a_frame_without_a_frame_pointer_move_with_their_addresses() {
+    let exe = built("frame_addresses", "-Og");
+    let native = run_native(&Cmd::new(&exe));
+    assert_eq!(native.stdout_str(), "-48 first second 5\n", "{}", native.describe());
+    let mut offsets = std::collections::BTreeSet::new();
+    for seed in 1..=10 {
+        let out = run_rtgrind(["-q".to_string(), format!("--layout=random:{seed}")], &Cmd::new(&exe));
+        let line = out.stdout_str();
+        let (offset, values) = line.trim_end().split_once(' ').unwrap_or_else(|| panic!("seed {seed}: {}", out.describe()));
+        assert_eq!((values, out.status.code()), ("first second 5", native.status.code()), "seed {seed}: {}", out.describe());
+        offsets.insert(offset.parse::<i64>().unwrap());
+    }
+    assert!(offsets.len() >= 3 && !offsets.contains(&0), "{offsets:?}");
 }
 
 /// A global off-by-one that writes the zero already there: no layout can expose it, and both

@@ -73,7 +73,7 @@ pub enum When {
 pub trait Tool {
     /// May change the memory operand of a guest instruction before anything else sees it (a
     /// layout moving the program's variables): only its displacement, never its registers or
-    /// its length's meaning. True if it changed; the instruction is then encoded anew, and
+    /// its length's meaning (or a `mov r64, rsp` into the `lea` of an address beside rsp). True if it changed; the instruction is then encoded anew, and
     /// every other hook, the fault map and indirect branches see the changed one. Like every
     /// hook, a function of the guest code.
     fn rewrite(&mut self, _ins: &mut Instruction) -> bool {

@@ -1129,8 +1129,11 @@ fn label_pos(asm: &Asm, l: Label) -> usize {
 fn copy_insn(b: &mut BlockBuilder, encoder: &mut Encoder, ins: &Instruction, (raw, rewritten): (&[u8], bool), uses: u16) {
     if rewritten && !ins.is_ip_rel_memory_operand() {
         let mut ins = *ins;
-        if ins.memory_displ_size() == 1 && i8::try_from(ins.memory_displacement64() as i64).is_err() {
+        let d = ins.memory_displacement64() as i64;
+        if matches!(ins.memory_displ_size(), 0 | 1) && i8::try_from(d).is_err() {
             ins.set_memory_displ_size(8);
+        } else if ins.memory_displ_size() == 0 && d != 0 {
+            ins.set_memory_displ_size(1);
         }
         encoder.encode(&ins, b.asm.here()).expect("a rewritten displacement encodes");
         b.map(&ins, Fixup::None);

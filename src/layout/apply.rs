@@ -1,18 +1,21 @@
 //! A layout applied to a run, under any tool: [`Layered`] wraps the run's tool, rewrites the
 //! program's instructions that name a moved variable as they are translated (`Tool::rewrite`:
-//! RIP-relative operands of moved globals, rbp-relative operands of re-laid frames' locals),
+//! RIP-relative operands of moved globals, rbp- or rsp-relative operands of re-laid frames'
+//! locals),
 //! and, when the program's own code first runs (its entry point, after the dynamic loader
 //! relocated it), copies the moved globals to the layout's region and points the slots the
 //! loader filled with their addresses (pointers in data, the GOT) at the new places.
 //! With `--layout-record`, it also notes which variables the run's code names, for the search.
 
+use super::cfa::StackFrame;
 use super::heap::{HeapLayer, Placement};
+use super::objects::FrameBase;
 use super::objects::Objects;
 use super::Layout;
 use crate::kernel::memory::GuestMemory;
 use crate::report::Reporter;
 use crate::tools::ToolRun;
-use rtgrind_jit::iced_x86::{Instruction, Register};
+use rtgrind_jit::iced_x86::{Code, Instruction, MemoryOperand, Register};
 use rtgrind_jit::instrument::{Inline, InsnSite, Tool};
 use rtgrind_jit::ThreadContext;
 use serde::{Deserialize, Serialize};
@@ -121,11 +124,47 @@ extern "C" fn relocate(_ctx: *mut ThreadContext, arg: u64) {
     unsafe { &mut *(arg as *mut Moves) }.relocate();
 }
 
-/// A re-laid frame: its function's code range and its locals' (start, end, new start) from rbp.
+/// A re-laid frame: its function's code range and its locals' (start, end, new start) from
+/// its base: rbp, or the CFA where `rsp` says how far above rsp that is at each pc.
 struct FrameMoves {
     low: u64,
     high: u64,
     locals: Vec<(i64, i64, i64)>,
+    rsp: Option<StackFrame>,
+}
+
+impl FrameMoves {
+    /// Where offset `c` from the base is under the layout, if it is in a moved local.
+    fn moved(&self, c: i64) -> Option<i64> {
+        self.locals.iter().find(|l| l.0 <= c && c < l.1).map(|&(at, _, to)| c - at + to)
+    }
+
+    /// `ins` of this frame's function, naming a moved local, made to name where it is now: an
+    /// operand from rbp, or from rsp; a copy of rsp (a local's address) made an `lea` of the
+    /// new address.
+    fn rewrite(&self, ins: &mut Instruction) -> bool {
+        let Some(frame) = &self.rsp else {
+            if ins.memory_base() != Register::RBP {
+                return false;
+            }
+            let Some(to) = self.moved(ins.memory_displacement64() as i64) else { return false };
+            ins.set_memory_displacement64(to as u64);
+            return true;
+        };
+        let Some(off) = frame.offset_at(ins.ip()) else { return false };
+        if ins.memory_base() == Register::RSP {
+            let Some(to) = self.moved(ins.memory_displacement64() as i64 - off) else { return false };
+            ins.set_memory_displacement64((to + off) as u64);
+            return true;
+        }
+        let Some(reg) = super::frames::copy_of_rsp(ins) else { return false };
+        let Some(to) = self.moved(-off) else { return false };
+        let Ok(mut lea) = Instruction::with2(Code::Lea_r64_m, reg, MemoryOperand::with_base_displ(Register::RSP, to + off)) else { return false };
+        lea.set_len(ins.len());
+        lea.set_next_ip(ins.next_ip());
+        *ins = lea;
+        true
+    }
 }
 
 /// The run's tool, under a layout.
@@ -180,7 +219,11 @@ impl Layered {
                 let fr = objects.frames.iter().find(|fr| fr.low == f.low_pc)?;
                 let mut locals: Vec<(i64, i64, i64)> = f.locals.iter().map(|l| (l.offset, l.offset + l.size as i64, l.to)).collect();
                 locals.sort_unstable();
-                Some(FrameMoves { low: fr.low + bias, high: fr.high + bias, locals })
+                let rsp = match &fr.base {
+                    FrameBase::Rbp => None,
+                    FrameBase::Cfa(frame) => Some(StackFrame { rsp: frame.rsp.iter().map(|&(s, e, o)| (s + bias, e + bias, o)).collect(), saved: frame.saved }),
+                };
+                Some(FrameMoves { low: fr.low + bias, high: fr.high + bias, locals, rsp })
             })
             .collect();
         frames.sort_by_key(|f| f.low);
@@ -211,7 +254,7 @@ impl Layered {
             if let Some(g) = holding(&self.globals, |g| (g.0, g.1), ins.ip_rel_memory_address()) {
                 accessed.globals.insert(g.2.clone());
             }
-        } else if ins.memory_base() == Register::RBP {
+        } else if matches!(ins.memory_base(), Register::RBP | Register::RSP) || super::frames::copy_of_rsp(ins).is_some() {
             if let Some(f) = holding(&self.all_frames, |f| (f.0, f.1), ins.ip()) {
                 accessed.frames.insert(f.2);
             }
@@ -231,13 +274,9 @@ impl Tool for Layered {
                 ins.set_memory_displacement64(to);
                 return true;
             }
-        } else if ins.memory_base() == Register::RBP {
-            if let Some(f) = holding(&self.frames, |f| (f.low, f.high), ip) {
-                let d = ins.memory_displacement64() as i64;
-                if let Some(&(at, _, to)) = f.locals.iter().find(|l| l.0 <= d && d < l.1) {
-                    ins.set_memory_displacement64((d - at + to) as u64);
-                    return true;
-                }
+        } else if let Some(f) = holding(&self.frames, |f| (f.low, f.high), ip) {
+            if f.rewrite(ins) {
+                return true;
             }
         }
         self.inner.rewrite(ins)

@@ -5,6 +5,8 @@
 //! (`apply`), so the same program runs with its variables in another order.
 
 pub mod apply;
+pub mod cfa;
+pub mod frames;
 pub mod heap;
 pub mod objects;
 pub mod pairs;
@@ -42,7 +44,8 @@ pub struct GlobalMove {
     pub to: u64,
 }
 
-/// A function's frame re-laid: each local from its offset from rbp to another.
+/// A function's frame re-laid: each local from its offset from the frame's base (rbp where
+/// the function sets it up, else the CFA) to another.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FrameMove {
     pub function: String,
@@ -98,7 +101,7 @@ impl Layout {
             let mut placed = Vec::new();
             for l in &f.locals {
                 if !frame.locals.iter().any(|v| v.at == l.offset && v.size == l.size) {
-                    return Err(format!("no local '{}' of {} bytes at rbp{} in '{}'", l.name, l.size, l.offset, f.function));
+                    return Err(format!("no local '{}' of {} bytes at {} in '{}'", l.name, l.size, frame.place(l.offset), f.function));
                 }
                 if l.to < lowest || l.to + l.size as i64 > frame.top {
                     return Err(format!("local '{}' of '{}' placed outside its frame", l.name, f.function));

@@ -31,8 +31,8 @@ pub struct Var {
 }
 
 /// A function whose locals can be re-laid: its code range (file addresses) and its locals,
-/// by offset from rbp; `top` is where they may reach up to (0, or below the registers the
-/// prologue pushes after setting rbp).
+/// by offset from its base; `top` is where they may reach up to (below what the function
+/// saves in its frame: the return address, a frame pointer, callee-saved registers).
 #[derive(Clone, Debug)]
 pub struct Frame {
     pub function: String,
@@ -40,6 +40,24 @@ pub struct Frame {
     pub high: u64,
     pub locals: Vec<Var>,
     pub top: i64,
+    pub base: FrameBase,
+}
+
+/// What a frame's local offsets are from, and so which operands name its locals.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FrameBase {
+    /// rbp, the frame pointer its prologue sets (`-O0`).
+    Rbp,
+    /// The CFA, located from rsp at each pc (code without a frame pointer: `-Og`, `-O2`).
+    Cfa(super::cfa::StackFrame),
+}
+
+impl Frame {
+    /// A local's place for the reader: "rbp-24", "CFA-48".
+    pub fn place(&self, offset: i64) -> String {
+        let base = if self.base == FrameBase::Rbp { "rbp" } else { "CFA" };
+        format!("{base}{offset:+}")
+    }
 }
 
 /// What can move in one file, and what cannot (with why).
@@ -83,18 +101,22 @@ impl Objects {
                 elf.dynrelas.iter().filter(|r| matches!(r.r_type, R_X86_64_RELATIVE | R_X86_64_64 | R_X86_64_GLOB_DAT)).map(|r| r.r_offset).collect();
             o.pointer_slots.sort_unstable();
         }
-        for (f, reason) in frames {
-            match reason {
-                Some(r) => o.fixed_frames.push((f.function, r)),
-                None => match checked_frame(&elf, &file, &f) {
-                    Ok(top) if f.locals.iter().all(|l| l.at + l.size as i64 <= top) => o.frames.push(Frame { top, ..f }),
-                    Ok(_) => o.fixed_frames.push((f.function, "a local overlaps the registers the prologue saves".into())),
-                    Err(r) => o.fixed_frames.push((f.function, r)),
-                },
+        let cfi = super::cfa::Cfi::of(&elf, &file);
+        for (f, base) in frames {
+            let function = f.function.clone();
+            match base.and_then(|base| super::frames::checked(&elf, &file, &cfi, f, base)) {
+                Ok(f) => o.frames.push(f),
+                Err(r) => o.fixed_frames.push((function, r)),
             }
         }
         o.frames.sort_by_key(|f| f.low);
         Some(o)
+    }
+
+    /// What cannot move, each with why: "frame of 'f': ...", "global 'g': ...".
+    pub fn unmoved(&self) -> Vec<String> {
+        let frames = self.fixed_frames.iter().map(|(f, why)| format!("frame of '{f}': {why}"));
+        frames.chain(self.fixed_globals.iter().map(|(g, why)| format!("global '{g}': {why}"))).collect()
     }
 
     /// The data objects of the symbol table, each with its kind (DWARF's, else by size).
@@ -183,13 +205,23 @@ impl Objects {
 
 /// The globals DWARF declares (file address: kind and size) and the functions with locals:
 /// each with the reason it cannot be re-laid, if DWARF says so already.
-type Declared = (HashMap<u64, (Kind, u64)>, Vec<(Frame, Option<String>)>);
+/// The globals DWARF declares (kind and size by address), and the functions with locals: each
+/// with its frame base, or why its locals cannot move.
+type Declared = (HashMap<u64, (Kind, u64)>, Vec<(Frame, Result<DwarfBase, String>)>);
+
+/// A function's frame base as DWARF says (`DW_AT_frame_base`): its locals' offsets are from
+/// the CFA, or from rbp plus some offset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum DwarfBase {
+    Cfa,
+    Rbp(i64),
+}
 
 fn dwarf_variables(path: &str) -> Declared {
     #[derive(PartialEq, Eq, PartialOrd, Ord)]
     enum Found {
         Global(u64, Kind, u64),
-        Function(String, u64, u64, Vec<Var>, Option<String>),
+        Function(String, u64, u64, Vec<Var>, Result<DwarfBase, String>),
     }
     let (found, _) = with_dwarf(path, 0, |dwarf, _, _, out| {
         let mut headers = dwarf.units();
@@ -202,7 +234,7 @@ fn dwarf_variables(path: &str) -> Declared {
                 let entry = child.entry();
                 match entry.tag() {
                     gimli::DW_TAG_variable => {
-                        if let Some((Place::Address(a), kind, size, _)) = variable(&unit, entry)? {
+                        if let Some((Place::Address(a), kind, size, _)) = variable(dwarf, &unit, entry)? {
                             out.push(Found::Global(a, kind, size));
                         }
                     }
@@ -213,24 +245,20 @@ fn dwarf_variables(path: &str) -> Declared {
                         let name = name.unwrap_or_else(|| format!("{low:#x}"));
                         let base = frame_base(entry.attr_value(gimli::DW_AT_frame_base)?, unit.encoding());
                         let (mut locals, mut why, mut statics) = (Vec::new(), None, Vec::new());
-                        locals_of(dwarf, &unit, child, &mut locals, &mut why, &mut statics)?;
+                        if let Err(e) = locals_of(dwarf, &unit, child, &mut locals, &mut why, &mut statics) {
+                            why = Some(format!("its DWARF does not read: {e}"));
+                        }
                         out.extend(statics.into_iter().map(|(a, k, s)| Found::Global(a, k, s)));
                         if locals.is_empty() {
                             continue;
                         }
-                        let Some(base) = base else {
-                            out.push(Found::Function(name, low, high, Vec::new(), Some("its frame base is not rbp's".into())));
-                            continue;
+                        let locals = sharing_merged(locals);
+                        let base = match (why, base) {
+                            (Some(why), _) => Err(why),
+                            (None, None) => Err("its frame base is neither rbp nor the CFA".into()),
+                            (None, Some(base)) => Ok(base),
                         };
-                        for l in &mut locals {
-                            l.at += base;
-                            l.align = l.align.min(1 << (l.at.trailing_zeros().min(4)));
-                        }
-                        locals.sort();
-                        if why.is_none() && locals.windows(2).any(|w| w[0].at + w[0].size as i64 > w[1].at) {
-                            why = Some("locals share frame slots".into());
-                        }
-                        out.push(Found::Function(name, low, high, locals, why));
+                        out.push(Found::Function(name, low, high, locals, base));
                     }
                     _ => {}
                 }
@@ -245,10 +273,32 @@ fn dwarf_variables(path: &str) -> Declared {
             Found::Global(a, k, s) => {
                 globals.insert(a, (k, s));
             }
-            Found::Function(function, low, high, locals, why) => frames.push((Frame { function, low, high, locals, top: 0 }, why)),
+            Found::Function(function, low, high, locals, base) => frames.push((Frame { function, low, high, locals, top: 0, base: FrameBase::Rbp }, base)),
         }
     }
     (globals, frames)
+}
+
+/// Locals by offset, those that share frame slots (optimized code gives variables whose lives
+/// do not overlap the same slot) merged into one that moves as a whole: "a/b", the union of
+/// their slots, of the first kind of theirs the pairing cares most about.
+fn sharing_merged(mut locals: Vec<Var>) -> Vec<Var> {
+    locals.sort();
+    let mut out: Vec<Var> = Vec::with_capacity(locals.len());
+    for l in locals {
+        match out.last_mut() {
+            Some(m) if l.at < m.at + m.size as i64 => {
+                m.size = (m.at + m.size as i64).max(l.at + l.size as i64).wrapping_sub(m.at) as u64;
+                m.align = m.align.max(l.align);
+                m.kind = m.kind.min(l.kind);
+                if !m.name.split('/').any(|n| n == l.name) {
+                    m.name = format!("{}/{}", m.name, l.name);
+                }
+            }
+            _ => out.push(l),
+        }
+    }
+    out
 }
 
 /// Where a variable lives: a fixed address, or an offset from the frame base.
@@ -257,20 +307,100 @@ enum Place {
     Frame(i64),
 }
 
-/// A variable's place, kind, size and alignment, if its location is one of those.
-fn variable(unit: &Unit<'_>, entry: &gimli::DebuggingInformationEntry<'_, '_, Slice<'_>>) -> Result<Option<(Place, Kind, u64, u64)>, gimli::Error> {
-    let Some(AttributeValue::Exprloc(expr)) = entry.attr_value(gimli::DW_AT_location)? else { return Ok(None) };
-    let mut ops = expr.operations(unit.encoding());
-    let place = match ops.next()? {
-        Some(Operation::Address { address }) => Place::Address(address),
-        Some(Operation::FrameOffset { offset }) => Place::Frame(offset),
-        _ => return Ok(None),
+/// A variable's place, kind, size and alignment, if its location is one of those (an
+/// inlined function's copy of a variable has its type where its abstract origin says).
+fn variable(
+    dwarf: &gimli::Dwarf<Slice<'_>>,
+    unit: &Unit<'_>,
+    entry: &gimli::DebuggingInformationEntry<'_, '_, Slice<'_>>,
+) -> Result<Option<(Place, Kind, u64, u64)>, gimli::Error> {
+    let Some(location) = entry.attr_value(gimli::DW_AT_location)? else { return Ok(None) };
+    let Some(place) = place(dwarf, unit, location)? else { return Ok(None) };
+    let ty = match entry_type(entry)? {
+        Some(ty) => ty,
+        None => match origin(unit, entry)?.map(|o| entry_type(&o)) {
+            Some(Ok(Some(ty))) => ty,
+            _ => return Ok(None),
+        },
     };
-    if ops.next()?.is_some() {
-        return Ok(None);
-    }
-    let Some(ty) = entry_type(entry)? else { return Ok(None) };
     Ok(type_info(unit, ty, 0)?.map(|(k, size, align)| (place, k, size, align)))
+}
+
+/// The place a location names: an expression that is one address or one frame slot, or a
+/// location list whose entries name one frame slot and otherwise only registers and values
+/// (optimized code: a parameter arrives in a register, then lives in its slot).
+fn place(dwarf: &gimli::Dwarf<Slice<'_>>, unit: &Unit<'_>, location: AttributeValue<Slice<'_>>) -> Result<Option<Place>, gimli::Error> {
+    let single = |expr: gimli::Expression<Slice<'_>>| -> Result<Option<Place>, gimli::Error> {
+        let mut ops = expr.operations(unit.encoding());
+        let place = match ops.next() {
+            Ok(Some(Operation::Address { address })) => Place::Address(address),
+            Ok(Some(Operation::FrameOffset { offset })) => Place::Frame(offset),
+            _ => return Ok(None),
+        };
+        Ok(matches!(ops.next(), Ok(None)).then_some(place))
+    };
+    if let AttributeValue::Exprloc(expr) = location {
+        return single(expr);
+    }
+    let Some(list) = dwarf.attr_locations_offset(unit, location)? else { return Ok(None) };
+    let mut entries = dwarf.locations(unit, list)?;
+    let mut slot = None;
+    while let Some(entry) = entries.next()? {
+        match single(entry.data)? {
+            Some(Place::Frame(at)) if slot.is_none_or(|s| s == at) => slot = Some(at),
+            Some(_) => return Ok(None),
+            None if names_the_frame(dwarf, unit, AttributeValue::Exprloc(entry.data))? => return Ok(None),
+            None => {}
+        }
+    }
+    Ok(slot.map(Place::Frame))
+}
+
+/// The entry a concrete one (an inlined function's variable) takes its name and type from.
+fn origin<'u>(
+    unit: &'u Unit<'_>,
+    entry: &gimli::DebuggingInformationEntry<'_, '_, Slice<'_>>,
+) -> Result<Option<gimli::DebuggingInformationEntry<'u, 'u, Slice<'u>>>, gimli::Error> {
+    match entry.attr_value(gimli::DW_AT_abstract_origin)? {
+        Some(AttributeValue::UnitRef(o)) => unit.entry(o).map(Some),
+        _ => Ok(None),
+    }
+}
+
+/// Whether a variable's location (an expression or a location list) names the frame anywhere:
+/// a slot from the frame base, the CFA, rsp or rbp. One that does not (a register, a value
+/// computed) is not in the frame's memory, and a layout has nothing of it to move.
+fn names_the_frame(dwarf: &gimli::Dwarf<Slice<'_>>, unit: &Unit<'_>, location: AttributeValue<Slice<'_>>) -> Result<bool, gimli::Error> {
+    let frame_op = |op: &Operation<Slice<'_>>| match op {
+        Operation::FrameOffset { .. } | Operation::CallFrameCFA => true,
+        Operation::RegisterOffset { register, .. } => matches!(register.0, 6 | 7),
+        _ => false,
+    };
+    // (A value computed from rsp or rbp, `DW_OP_breg7 16; DW_OP_stack_value`, is no place in
+    // the frame: a pointer to a local, say. An operation gimli does not know might be.)
+    let in_expression = |expr: gimli::Expression<Slice<'_>>| -> Result<bool, gimli::Error> {
+        let mut ops = expr.operations(unit.encoding());
+        let mut named = false;
+        loop {
+            match ops.next() {
+                Ok(Some(Operation::StackValue)) => return Ok(false),
+                Ok(Some(op)) => named |= frame_op(&op),
+                Ok(None) => return Ok(named),
+                Err(_) => return Ok(true),
+            }
+        }
+    };
+    if let AttributeValue::Exprloc(expr) = location {
+        return in_expression(expr);
+    }
+    let Some(list) = dwarf.attr_locations_offset(unit, location)? else { return Ok(true) };
+    let mut entries = dwarf.locations(unit, list)?;
+    while let Some(entry) = entries.next()? {
+        if in_expression(entry.data)? {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// A type's kind, size and alignment, through typedefs and qualifiers.
@@ -316,7 +446,8 @@ fn type_info(unit: &Unit<'_>, ty: UnitOffset, depth: u32) -> Result<Option<(Kind
 
 /// The locals of a function (its formal parameters and variables, in nested blocks too), by
 /// offset from its frame base; the static ones among them (fixed addresses) apart; `why` set
-/// if one has no fixed frame slot (a variable-length array, a register).
+/// if one is in the frame but has no fixed slot there (a variable-length array, a location
+/// list naming a slot). Those in registers only do not matter.
 fn locals_of(
     dwarf: &gimli::Dwarf<Slice<'_>>,
     unit: &Unit<'_>,
@@ -330,17 +461,26 @@ fn locals_of(
         let entry = child.entry();
         match entry.tag() {
             gimli::DW_TAG_variable | gimli::DW_TAG_formal_parameter => {
-                let name = entry.attr_value(gimli::DW_AT_name)?.and_then(|v| dwarf.attr_string(unit, v).ok()).map(|s| s.to_string_lossy().into_owned());
-                match variable(unit, entry)? {
+                let named = match entry.attr_value(gimli::DW_AT_name)? {
+                    Some(v) => Some(v),
+                    None => origin(unit, entry)?.map(|o| o.attr_value(gimli::DW_AT_name)).transpose()?.flatten(),
+                };
+                let name = named.and_then(|v| dwarf.attr_string(unit, v).ok()).map(|s| s.to_string_lossy().into_owned());
+                match variable(dwarf, unit, entry)? {
                     Some((Place::Frame(at), kind, size, align)) => out.push(Var { at, size, align, kind, name: name.unwrap_or_default() }),
                     Some((Place::Address(a), kind, size, _)) => statics.push((a, kind, size)),
-                    None if entry.attr_value(gimli::DW_AT_location)?.is_some() && why.is_none() => {
-                        *why = Some(format!("local '{}' has no fixed frame slot", name.unwrap_or_default()));
+                    None if why.is_none() => {
+                        if let Some(location) = entry.attr_value(gimli::DW_AT_location)? {
+                            if names_the_frame(dwarf, unit, location)? {
+                                *why = Some(format!("local '{}' has no fixed frame slot", name.unwrap_or_default()));
+                            }
+                        }
                     }
                     None => {}
                 }
             }
-            gimli::DW_TAG_lexical_block => locals_of(dwarf, unit, child, out, why, statics)?,
+            // (An inlined function's locals are in the frame of the one it is inlined in.)
+            gimli::DW_TAG_lexical_block | gimli::DW_TAG_inlined_subroutine => locals_of(dwarf, unit, child, out, why, statics)?,
             _ => {}
         }
     }
@@ -366,59 +506,15 @@ fn code_range(
     Ok((high > low).then_some((low, high)))
 }
 
-/// What to add to a frame-base offset for an offset from rbp: the CFA is rbp+16 once the
-/// standard prologue ran (checked in `checked_frame`); None for another frame base.
-fn frame_base(v: Option<AttributeValue<Slice<'_>>>, encoding: gimli::Encoding) -> Option<i64> {
+/// A function's frame base, if it is the CFA or rbp plus an offset.
+fn frame_base(v: Option<AttributeValue<Slice<'_>>>, encoding: gimli::Encoding) -> Option<DwarfBase> {
     let Some(AttributeValue::Exprloc(expr)) = v else { return None };
     let mut ops = expr.operations(encoding);
     let base = match ops.next().ok()?? {
-        Operation::CallFrameCFA => 16,
-        Operation::Register { register } if register.0 == 6 => 0,
-        Operation::RegisterOffset { register, offset, .. } if register.0 == 6 => offset,
+        Operation::CallFrameCFA => DwarfBase::Cfa,
+        Operation::Register { register } if register.0 == 6 => DwarfBase::Rbp(0),
+        Operation::RegisterOffset { register, offset, .. } if register.0 == 6 => DwarfBase::Rbp(offset),
         _ => return None,
     };
     ops.next().ok()?.is_none().then_some(base)
-}
-
-/// Whether the function's code lets its locals move: it sets up rbp as the frame pointer
-/// (`push rbp; mov rbp, rsp`, after an `endbr64`), and every access below rbp is inside a
-/// local DWARF describes (else an unnamed slot, a temporary, could be overlapped). The top of
-/// its locals: below the registers pushed right after (`push rbx`: a local moved over its
-/// slot would be restored into the caller's rbx).
-fn checked_frame(elf: &Elf, file: &[u8], f: &Frame) -> Result<i64, String> {
-    use rtgrind_jit::iced_x86::{Decoder, DecoderOptions, Mnemonic, OpKind, Register};
-    let code = elf
-        .program_headers
-        .iter()
-        .find(|p| p.p_type == goblin::elf::program_header::PT_LOAD && p.p_vaddr <= f.low && f.high <= p.p_vaddr + p.p_filesz)
-        .and_then(|p| file.get((f.low - p.p_vaddr + p.p_offset) as usize..(f.high - p.p_vaddr + p.p_offset) as usize))
-        .ok_or("its code is not in the file")?;
-    let endbr = code.starts_with(&[0xf3, 0x0f, 0x1e, 0xfa]);
-    let code = if endbr { &code[4..] } else { code };
-    let code_start = f.low + if endbr { 4 } else { 0 };
-    if !code.starts_with(&[0x55, 0x48, 0x89, 0xe5]) {
-        return Err("no frame pointer (optimized code)".into());
-    }
-    let pushed = Decoder::with_ip(64, &code[4..], 0, DecoderOptions::NONE).into_iter().take_while(|i| i.mnemonic() == Mnemonic::Push).count();
-    for ins in Decoder::with_ip(64, code, 0, DecoderOptions::NONE) {
-        // rbp as a value (`add rax, rbp; sub rax, 0x68`: -O0's address of an array element)
-        // makes a local's address no operand names: the frame cannot move.
-        let frame_moves = matches!(ins.mnemonic(), Mnemonic::Push | Mnemonic::Pop)
-            || (ins.mnemonic() == Mnemonic::Mov && [ins.op0_register(), ins.op1_register()].contains(&Register::RSP));
-        let as_value = (0..ins.op_count())
-            .any(|i| ins.op_kind(i) == OpKind::Register && matches!(ins.op_register(i), Register::RBP | Register::EBP | Register::BP | Register::BPL));
-        if as_value && !frame_moves {
-            return Err(format!("rbp is used as a value at {:#x} (a local's address computed apart from its access)", code_start + ins.ip()));
-        }
-        if ins.memory_base() != Register::RBP || (ins.memory_displacement64() as i64) >= 0 {
-            continue;
-        }
-        let d = ins.memory_displacement64() as i64;
-        // (The registers pushed after rbp are restored from their slots: `mov rbx, [rbp-8]`.)
-        let saved = d >= -8 * pushed as i64;
-        if !saved && !f.locals.iter().any(|l| l.at <= d && d < l.at + l.size as i64) {
-            return Err(format!("a frame slot at rbp{d} is no local DWARF describes"));
-        }
-    }
-    Ok(-8 * pushed as i64)
 }

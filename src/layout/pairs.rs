@@ -9,7 +9,7 @@
 
 use super::apply::Accessed;
 use super::heap::{HeapPair, Site};
-use super::objects::{Frame, Kind, Objects, Var};
+use super::objects::{Frame, FrameBase, Kind, Objects, Var};
 use super::{FrameMove, GlobalMove, Layout, LocalMove};
 
 /// What the search considered: buffers and address-related variables among the globals and
@@ -211,9 +211,14 @@ fn frame_with(f: &Frame, b: &Var, after: Option<&Var>, layout: &mut Layout) {
     }
     let locals = placed.iter().map(|(v, to)| LocalMove { name: v.name.clone(), offset: v.at, size: v.size, to: *to }).collect();
     layout.frames.push(FrameMove { function: f.function.clone(), low_pc: f.low, locals });
+    let below = match (&f.base, f.top) {
+        (FrameBase::Rbp, 0) => "the saved frame pointer and return address",
+        (FrameBase::Rbp, _) => "the registers saved after the frame pointer and return address",
+        (FrameBase::Cfa(_), -8) => "the return address",
+        (FrameBase::Cfa(_), _) => "the saved registers and return address",
+    };
     layout.pairs.push(match after {
-        None if f.top < 0 => format!("buffer '{}' of {} right below the registers saved after the frame pointer and return address", b.name, f.function),
-        None => format!("buffer '{}' of {} right below the saved frame pointer and return address", b.name, f.function),
+        None => format!("buffer '{}' of {} right below {below}", b.name, f.function),
         Some(a) => format!("buffer '{}' of {} followed by '{}'", b.name, f.function, a.name),
     });
 }
@@ -280,6 +285,7 @@ mod tests {
                 var("m", -4, 4, 4, Kind::Integer),
             ],
             top: 0,
+            base: FrameBase::Rbp,
         };
         let globals = vec![
             var("a", 0x4000, 40, 16, Kind::Buffer),

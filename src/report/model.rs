@@ -53,6 +53,10 @@ pub struct Report {
     /// that replays it, or how many schedules were tried (race).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explored: Option<String>,
+    /// What a layout could not move, each with why: "frame of 'f': rsp is used as a value at
+    /// 0x1234" (reorder).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unmoved: Vec<String>,
     /// The memory layout the runs had from some run on, and why (suppress: heap redzones
     /// once a run did not fail without them).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -32,7 +32,22 @@ pub fn text(r: &Report) -> Vec<String> {
             }
         }
     }
+    out.extend(unmoved(&r.unmoved));
     out.into_iter().map(|l| format!("{}: {l}", r.tool)).collect()
+}
+
+/// At most this many of the variables a layout could not move are said in text (all in JSON).
+const UNMOVED_SAID: usize = 5;
+
+/// What a layout could not move, the first few with why.
+fn unmoved(all: &[String]) -> Vec<String> {
+    if all.is_empty() {
+        return Vec::new();
+    }
+    let more = if all.len() > UNMOVED_SAID { format!(", the first {UNMOVED_SAID} of {} (all in --json)", all.len()) } else { String::new() };
+    let mut out = vec![format!("left where they are{more}:")];
+    out.extend(all.iter().take(UNMOVED_SAID).map(|u| format!("   {u}")));
+    out
 }
 
 /// A finding's lines: its place, then what it is at (the `k`-th finding).

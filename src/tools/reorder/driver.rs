@@ -188,6 +188,7 @@ pub fn drive(mut runner: Runner, command: Vec<OsString>, opts: Options) -> Repor
         runs: runner.runs,
         seconds: started.elapsed().as_secs_f64(),
         candidates: Some(search.layouts.len() as u64),
+        unmoved: opts.objects.unmoved(),
         ..Report::default()
     };
     match verdict {
