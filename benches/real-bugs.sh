@@ -11,7 +11,7 @@
 # "(then failed otherwise)" where rtgrind qualified its answer so. Rows that are not a plain
 # "right line" are followed by rtgrind's chain of runs (its `suppress:` lines).
 #
-# The cases (6 programs, 7 bugs):
+# The cases (7 programs, 8 bugs):
 #   unzip 6.0      CVE-2022-0529  heap overflow: strcat of "#Lxxxxxxxx" escapes (10 bytes) into a
 #                                 buffer sized 8 per character (wide_to_local_string);
 #                                 reverted: debian/patches/28-cve-2022-0529-and-cve-2022-0530.patch
@@ -26,6 +26,8 @@
 #   sharutils 4.15.2 CVE-2018-1000097 heap overflow: unshar's fgets(rw_buffer, BUFSIZ, file) into a
 #                                 4096-byte block (a line of 8000 characters);
 #                                 reverted: debian/patches/01-fix-heap-buffer-overflow-cve-2018-1000097.patch
+#   unrtf 0.21.10  CVE-2016-10091 stack overflow: sprintf of an int into char str[10] (cmd_emboss,
+#                                 \embo-2147483648); put back by editing the fix out of convert.c
 #   netcat 1.10    rservice       global overflow: data/rservice.c's memcpy of its command line
 #                                 into static char buf[256], faulting where memory ends;
 #                                 reverted: debian/patches/rservice-buf.patch
@@ -271,19 +273,22 @@ fi
 # CVE-2016-10091, put back: 0.21.10 has the fix upstream (char str[20] and snprintf in
 # cmd_expand, cmd_emboss and cmd_engrave), so the three functions are edited back to 0.21.9's
 # `char str[10]; sprintf(str, "%d", ...)`. \embo with the most negative int writes 12 bytes:
-# the last two overrun the saved frame pointer, and the caller reads its locals through it.
-# -O0 only (-O2 not tried yet).
+# the last two overrun the saved frame pointer (-O0; at -O2 the saved registers), and the caller
+# reads its locals through it.
 if fetch unrtf 0.21.10-clean-1; then
     printf '{\\rtf1\\ansi {\\embo-2147483648 hello} world}\n' > "$work/emboss.rtf"
-    t=unrtf-O0
-    rm -rf "$work/$t" && cp -a "$work/unrtf" "$work/$t"
-    sed -i '1850,1925s/char str\[20\];/char str[10];/; 1850,1925s/snprintf(str, 20, /sprintf(str, /' "$work/$t/src/convert.c"
-    say "building $t"
-    # (Installed: it reads its output formats from its data directory.)
-    (cd "$work/$t" && autoreconf -fi && ./configure -q CC=gcc CFLAGS="$O0" --prefix="$work/$t/inst" && make -j2 && make install) > "$work/$t.build" 2>&1
-    case_ unrtf "$version" "CVE-2016-10091 stack overflow (saved rbp)" "-O0" \
-        "$(expect "$work/$t/src" convert.c 'sprintf(str, "%d", param);')" cmd_emboss \
-        "$work/$t" /dev/null -- inst/bin/unrtf "$work/emboss.rtf"
+    for o in O0 O2; do
+        eval "flags=\$$o"
+        t=unrtf-$o
+        rm -rf "$work/$t" && cp -a "$work/unrtf" "$work/$t"
+        sed -i '1850,1925s/char str\[20\];/char str[10];/; 1850,1925s/snprintf(str, 20, /sprintf(str, /' "$work/$t/src/convert.c"
+        say "building $t"
+        # (Installed: it reads its output formats from its data directory.)
+        (cd "$work/$t" && autoreconf -fi && ./configure -q CC=gcc CFLAGS="$flags" --prefix="$work/$t/inst" && make -j2 && make install) > "$work/$t.build" 2>&1
+        case_ unrtf "$version" "CVE-2016-10091 stack overflow (saved rbp)" "-$o" \
+            "$(expect "$work/$t/src" convert.c 'sprintf(str, "%d", param);')" cmd_emboss \
+            "$work/$t" /dev/null -- inst/bin/unrtf "$work/emboss.rtf"
+    done
 fi
 
 # --- netcat (data/rservice.c) --------------------------------------------------------------

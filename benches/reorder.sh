@@ -1,10 +1,11 @@
 #!/bin/bash
-# Variable re-ordering (issue 24). Part 1: for each program of guest-programs/reorder/ (-O0), the
-# layouts `--tool=reorder` tried to expose its failure (or to say none can), the runs and the
-# wall time of the search, and the same for the complete technique (`--tool=suppress`), against
+# Variable re-ordering (issue 24). Part 1: for each program of guest-programs/reorder/ (-O0; the
+# one without a frame pointer -Og), the layouts `--tool=reorder` tried to expose its failure (or
+# to say none can), the runs and the wall time of the search, and the same for the complete technique (`--tool=suppress`), against
 # the dissertation's Table 5.4 (5 layouts for ncompress to 135 for xv). Part 2: the cost of a
-# run under a layout: kernels of guest-programs/bench built -O0 (every local in its frame, so
-# frames are re-laid too) run natively, under `--tool=none`, and under `--layout=random:1`.
+# run under a layout: kernels of guest-programs/bench built -O0 (every local in its frame, found
+# from rbp) and -Og (frames found from rsp) run natively, under `--tool=none`, and under
+# `--layout=random:1`.
 # Medians of RUNS (default 3) wall times, ratios from the same run.
 # Usage: bash benches/reorder.sh [RUNS]
 set -u
@@ -18,11 +19,13 @@ trap 'rm -rf "$work"' EXIT
 # shellcheck source=benches/timing.sh
 . "$root/benches/timing.sh"
 
-declare -A input=([stack_two_ints]=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa [global_into_unused]=aaaaaaaaaaaaaaaaaaaaaaaaaaaa [global_same_value]="x y" [heap_neighbour]=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa)
+declare -A input=([stack_two_ints]=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa [stack_no_frame_pointer]=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa [global_into_unused]=aaaaaaaaaaaaaaaaaaaaaaaaaaaa [global_same_value]="x y" [heap_neighbour]=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa)
+# (Built -O0 unless said here.)
+declare -A opt=([stack_no_frame_pointer]=-Og)
 echo "| program | reorder: result | layouts tried / made | runs | time | suppress: root cause | suppress: layout runs | time |"
 echo "|---|---|---:|---:|---:|---|---:|---:|"
-for name in stack_two_ints global_into_unused global_same_value heap_neighbour; do
-    gcc -O0 -g -fno-stack-protector -o "$work/$name" "$root/guest-programs/reorder/$name.c"
+for name in stack_two_ints stack_no_frame_pointer global_into_unused global_same_value heap_neighbour; do
+    gcc "${opt[$name]:--O0}" -g -fno-stack-protector -o "$work/$name" "$root/guest-programs/reorder/$name.c"
     cd "$work" || exit 1
     rm -f rtgrind-layout*.json
     s=$(date +%s.%N)
@@ -51,13 +54,15 @@ for name in stack_two_ints global_into_unused global_same_value heap_neighbour; 
 done
 
 echo
-echo "| kernel (-O0) | native | --tool=none | --layout=random:1 |"
+echo "| kernel | native | --tool=none | --layout=random:1 |"
 echo "|---|---:|---:|---:|"
-for k in sort hashtable strings recursion; do
-    gcc -O0 -g -o "$work/$k" "$root/guest-programs/bench/$k.c" 2>/dev/null || continue
-    p=$work/$k
-    native=$(median "$p")
-    none=$(median "$rt" -q "$p")
-    laid=$(median "$rt" -q --layout=random:1 "$p")
-    echo "| $k | ${native} s | ${none} s ($(ratio "$none" "$native")x) | ${laid} s ($(ratio "$laid" "$native")x; $(ratio "$laid" "$none")x none) |"
+for o in -O0 -Og; do
+    for k in sort hashtable strings recursion; do
+        gcc "$o" -g -o "$work/$k" "$root/guest-programs/bench/$k.c" 2>/dev/null || continue
+        p=$work/$k
+        native=$(median "$p")
+        none=$(median "$rt" -q "$p")
+        laid=$(median "$rt" -q --layout=random:1 "$p")
+        echo "| $k ($o) | ${native} s | ${none} s ($(ratio "$none" "$native")x) | ${laid} s ($(ratio "$laid" "$native")x; $(ratio "$laid" "$none")x none) |"
+    done
 done
