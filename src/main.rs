@@ -11,6 +11,7 @@ mod report;
 mod run;
 mod shadow;
 mod tools;
+mod triage;
 
 use kernel::memory::GuestMemory;
 use kernel::signals::Signals;
@@ -33,7 +34,7 @@ fn fail(msg: &str, code: i32) -> ! {
 }
 
 /// Resolves a command name like the shell: a name without '/' is searched in PATH.
-fn resolve(prog: &std::ffi::OsStr) -> PathBuf {
+pub fn resolve(prog: &std::ffi::OsStr) -> PathBuf {
     let p = Path::new(prog);
     if prog.as_bytes().contains(&b'/') {
         return p.to_path_buf();
@@ -82,6 +83,11 @@ fn shebang(path: &Path) -> Option<(PathBuf, Option<Vec<u8>>)> {
 
 fn main() {
     keep_heap_apart();
+    // (`rtgrind triage ...` is a command of its own, with its own options.)
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args.get(1).is_some_and(|a| a == "triage") {
+        std::process::exit(triage::main(&args[2..]));
+    }
     let (mut cli, matches, command) = parse_command_line();
     let spec = tools::spec(&cli.tool);
     if let Some((flag, owners)) = tools::foreign_option(spec, &matches, &command) {

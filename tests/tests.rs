@@ -15,3 +15,4 @@ mod switch;
 mod system_programs;
 mod threads;
 mod tools;
+mod triage;

@@ -57,10 +57,32 @@ pub struct Report {
     /// 0x1234" (reorder).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unmoved: Vec<String>,
+    /// How the original run failed: its signal, where, and the program's calls it happened
+    /// under (suppress; what a grouping by crash stack uses).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<FailureSite>,
     /// The memory layout the runs had from some run on, and why (suppress: heap redzones
     /// once a run did not fail without them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub layout: Option<String>,
+}
+
+/// Where a run failed.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+pub struct FailureSite {
+    /// "SIGSEGV", or a named failure's kind.
+    pub signal: String,
+    /// "file:line (function)" of the failing instruction, or its address.
+    pub place: String,
+    /// Guest address, hex.
+    pub pc: String,
+    /// For a failure inside a library: the program's call it happened in ("file:line
+    /// (function)"), where a crash site is said to be.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call: Option<String>,
+    /// The program's calls it happened under, innermost first: "file:line (function)" of each
+    /// call (or its return address).
+    pub stack: Vec<String>,
 }
 
 /// One answer: an instruction instance, where it is reported, and how to read it.
@@ -88,6 +110,13 @@ pub struct Finding {
     pub instance: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call_site: Option<String>,
+    /// The program's instruction it names (a library's instruction: the program's call it
+    /// belongs to): the module's file name and the offset from where the module is loaded,
+    /// hex. What a fingerprint of the finding is made of (triage).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub module: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<String>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub by_block: bool,
     /// Executions of its site from it to the failure (switch).

@@ -57,6 +57,17 @@ fn parse(path: &str) -> Option<FileSyms> {
     Some(FileSyms { syms, objects, first_vaddr, is_dyn: elf.header.e_type == goblin::elf::header::ET_DYN, entry: elf.header.e_entry, slots })
 }
 
+/// Where an instruction `offset` bytes from the start of a module's loaded image (the file at
+/// `path`) is in the file: its file address, and the function holding it with how far into it
+/// (what stays the same when other functions change).
+pub fn in_file(path: &str, offset: u64) -> Option<(u64, Option<(String, u64)>)> {
+    let f = parse(path)?;
+    let at = offset + f.first_vaddr;
+    let i = f.syms.partition_point(|s| s.0 <= at);
+    let function = i.checked_sub(1).map(|i| &f.syms[i]).filter(|s| at < s.0 + s.1.max(1)).map(|s| (s.2.clone(), at - s.0));
+    Some((at, function))
+}
+
 impl SymbolCache {
     /// The module mapped at `pc` and `pc`'s address in that file (what debug info uses).
     pub fn file_address(&mut self, pc: u64, mem: &GuestMemory) -> Option<(String, u64)> {

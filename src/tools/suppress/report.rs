@@ -57,10 +57,17 @@ pub fn model(s: &Search, command: &[std::ffi::OsString]) -> Report {
         Verdict::Inconclusive(why) => ("inconclusive", why.clone()),
         Verdict::CannotRun(_, line) => ("cannot-run", line.clone()),
     };
+    let main = s.chain.first().map_or((0, 0), |(_, o)| o.main);
+    let program = command.first().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
+    let module = std::path::Path::new(&program).file_name().map(|n| n.to_string_lossy().into_owned());
+    // (The program's instruction: a library's is named by the program's call.)
+    let in_program = |pc: u64, site: u64| Some(if site != 0 { site } else { pc }).filter(|a| (main.0..main.1).contains(a)).map(|a| a - main.0);
     let findings = match &s.verdict {
         Verdict::RootCause(roots) => roots
             .iter()
             .map(|r| Finding {
+                module: in_program(r.point.pc, r.point.site).and(module.clone()),
+                offset: in_program(r.point.pc, r.point.site).map(|o| format!("{o:#x}")),
                 kind: "first point of memory corruption".into(),
                 place: r.place.clone(),
                 message: format!("first point of memory corruption: `{}` at {} ({} runs)", r.instruction, r.place, s.runs),
@@ -107,8 +114,21 @@ pub fn model(s: &Search, command: &[std::ffi::OsString]) -> Report {
         seconds: (s.seconds * 1000.0).round() / 1000.0,
         chain,
         layout: layout_text(s),
+        failure: s.chain.first().and_then(|(_, o)| failure_site(o, &program)),
         ..Report::default()
     }
+}
+
+/// Where the original run failed, its calls said by their source lines.
+fn failure_site(o: &super::plan::Outcome, program: &str) -> Option<crate::report::model::FailureSite> {
+    let c = o.crash.as_ref()?;
+    // (A return address, as a file address, less one: the call's line.)
+    let first_vaddr = crate::report::symbols::in_file(program, 0).map_or(0, |f| f.0);
+    let lines = crate::report::lines::addr2line(program, c.stack.iter().map(|r| r.wrapping_sub(1).wrapping_sub(o.main.0) + first_vaddr));
+    let stack: Vec<String> = c.stack.iter().zip(lines).map(|(r, l)| l.unwrap_or_else(|| format!("{r:#x}"))).collect();
+    let signal = if c.signal < 0 { c.place.clone() } else { crate::report::signal_name(c.signal) };
+    let call = stack.first().filter(|_| !(o.main.0..o.main.1).contains(&c.pc)).cloned();
+    Some(crate::report::model::FailureSite { signal, place: c.place.clone(), pc: format!("{:#x}", c.pc), call, stack })
 }
 
 /// The layouts the runs had: heap redzones from some run on; each layout found, from some run

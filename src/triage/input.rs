@@ -1,0 +1,164 @@
+//! One input triaged: reproduced in repeatable runs (seeds 0 to `PROBES - 1`, `--tool=none`:
+//! how often it fails), then, from a run that failed (or seed 0's), its root cause searched by
+//! the tool. Each
+//! run is a child rtgrind in the input's own scratch directory (what the program writes stays
+//! there), in a process group of its own so that a timeout kills its runs too; the input
+//! itself is only read.
+
+use super::corpus;
+use super::model::{Input, Status};
+use crate::report::model::Report;
+use std::ffi::OsString;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Repeatable runs made of each input (each with its own seed: the random bytes, the
+/// schedule's random choices).
+pub const PROBES: u32 = 5;
+/// The tool's search may take this many times an input's time limit (it runs the program
+/// again and again).
+const SEARCH_FACTOR: u32 = 60;
+
+/// What every input is run with.
+pub struct Target {
+    /// rtgrind itself.
+    pub rtgrind: PathBuf,
+    pub tool: String,
+    /// The program (an absolute path) and its arguments, `@@` where the input's path goes;
+    /// without one the input is the program's standard input.
+    pub command: Vec<OsString>,
+    pub timeout: Duration,
+}
+
+/// How a run ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Ending {
+    Exit(i32),
+    Signal(i32),
+    Timeout,
+}
+
+impl Target {
+    /// The input at `path` triaged, with `scratch` (an empty directory) as the runs' working
+    /// directory.
+    pub fn triage(&self, path: &Path, scratch: &Path) -> Input {
+        let mut input = Input { path: path.display().to_string(), ..Input::default() };
+        let readable = std::fs::File::open(path).and_then(|f| f.metadata()).map_err(|e| e.to_string());
+        let hash = readable.and_then(|_| corpus::content_hash(path).ok_or_else(|| "cannot read it".to_string()));
+        match hash {
+            Ok(h) => input.sha256 = h,
+            Err(e) => {
+                input.status = Status::Unreadable;
+                input.reason = Some(e);
+                return input;
+            }
+        }
+        let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        let mut failing_seed = None;
+        for seed in 0..PROBES {
+            let args = ["-q".into(), "--tool=none".into(), "--repeatable=yes".into(), format!("--seed={seed}")];
+            let (ending, _) = self.run(&args, &absolute, scratch, self.timeout);
+            input.runs += 1;
+            match ending {
+                Ending::Timeout => {
+                    input.status = Status::Timeout;
+                    input.reason = Some(format!("its run with seed {seed} did not end in {} s: killed", self.timeout.as_secs_f64()));
+                    return input;
+                }
+                Ending::Signal(_) => {
+                    input.failed_runs += 1;
+                    failing_seed.get_or_insert(seed);
+                }
+                // (rtgrind's own error: bad usage, an instruction it cannot run.)
+                Ending::Exit(code @ (crate::EXIT_USAGE | crate::EXIT_INTERNAL)) => {
+                    let err = std::fs::read_to_string(scratch.join("stderr")).unwrap_or_default();
+                    input.status = Status::Inconclusive;
+                    input.reason = Some(format!("rtgrind could not run it (exit {code}): {}", err.lines().last().unwrap_or_default()));
+                    return input;
+                }
+                Ending::Exit(_) => {}
+            }
+        }
+        // (An input that never failed gets the search too: with heap redzones and layouts of
+        // its variables, memory corruption that crashes nothing as it is shows.)
+        let seed = failing_seed.unwrap_or(0);
+        let args = [format!("--tool={}", self.tool), "--json".into(), format!("--seed={seed}")];
+        let (ending, stdout) = self.run(&args, &absolute, scratch, self.timeout * SEARCH_FACTOR);
+        let report = stdout.lines().rev().find_map(|l| serde_json::from_str::<Report>(l).ok());
+        let found = report.as_ref().is_some_and(|r| r.result == "root-cause" && !r.findings.is_empty());
+        input.status = match (found, input.failed_runs) {
+            (_, 0) if report.as_ref().is_some_and(|r| r.result == "no-failure") => Status::NoCrash,
+            (true, 0) => {
+                input.reason = Some("it did not fail as it is: heap redzones or a layout of its variables made its memory corruption a failure".into());
+                Status::RootCause
+            }
+            (true, n) if n < input.runs => Status::Flaky,
+            (true, _) => Status::RootCause,
+            (false, _) => Status::Inconclusive,
+        };
+        if input.status == Status::Inconclusive {
+            input.reason = Some(match (&ending, &report) {
+                (Ending::Timeout, _) => format!("the {} search did not end in {} s: killed", self.tool, (self.timeout * SEARCH_FACTOR).as_secs_f64()),
+                (_, Some(r)) if !r.reason.is_empty() => r.reason.clone(),
+                (_, Some(r)) => format!("the {} search ended with '{}'", self.tool, r.result),
+                (e, None) => format!("the {} search gave no report ({e:?})", self.tool),
+            });
+        }
+        input.crash = report.as_ref().and_then(|r| r.failure.as_ref()).map(|f| {
+            let place = if f.place.is_empty() { &f.pc } else { &f.place };
+            match &f.call {
+                Some(call) => format!("{} at {call}, inside {place}", f.signal),
+                None => format!("{} at {place}", f.signal),
+            }
+        });
+        input.report = report;
+        input
+    }
+
+    /// Runs rtgrind with `options` on the program with `input`, in `dir`, for at most `limit`:
+    /// how it ended and what it wrote on its standard output.
+    fn run(&self, options: &[String], input: &Path, dir: &Path, limit: Duration) -> (Ending, String) {
+        let uses_path = self.command.iter().any(|a| a.to_string_lossy().contains("@@"));
+        let mut cmd = Command::new(&self.rtgrind);
+        cmd.args(options);
+        if !uses_path {
+            cmd.arg(format!("--stdin-file={}", input.display()));
+        }
+        cmd.arg("--");
+        let path = input.as_os_str().to_string_lossy().into_owned();
+        cmd.args(self.command.iter().map(|a| match a.to_str() {
+            Some(s) if s.contains("@@") => OsString::from(s.replace("@@", &path)),
+            _ => a.clone(),
+        }));
+        // (Every run starts in an empty directory: what an earlier one wrote is gone.)
+        if let Ok(entries) = std::fs::read_dir(dir) {
+            for e in entries.flatten() {
+                let p = e.path();
+                let _ = if p.is_dir() && !p.is_symlink() { std::fs::remove_dir_all(&p) } else { std::fs::remove_file(&p) };
+            }
+        }
+        let out = dir.join("stdout");
+        let (Ok(stdout), Ok(stderr)) = (std::fs::File::create(&out), std::fs::File::create(dir.join("stderr"))) else {
+            return (Ending::Exit(-1), String::new());
+        };
+        cmd.current_dir(dir).stdin(Stdio::null()).stdout(stdout).stderr(stderr).process_group(0);
+        let Ok(mut child) = cmd.spawn() else { return (Ending::Exit(-1), String::new()) };
+        let started = Instant::now();
+        let ending = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break status.signal().map_or(Ending::Exit(status.code().unwrap_or(-1)), Ending::Signal),
+                Ok(None) if started.elapsed() < limit => std::thread::sleep(Duration::from_millis(10)),
+                _ => {
+                    // SAFETY: kill(2) of the child's own process group (it leads it), which
+                    // holds its runs; no memory is involved.
+                    unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+                    let _ = child.wait();
+                    break Ending::Timeout;
+                }
+            }
+        };
+        (ending, std::fs::read_to_string(&out).unwrap_or_default())
+    }
+}

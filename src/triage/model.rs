@@ -1,0 +1,99 @@
+//! What a triage found, as one typed model: every input with how it went, every group of
+//! inputs with one root cause. JSON (`serde`) is this model; the terminal's table is made from
+//! it too.
+
+use crate::report::model::Report;
+use serde::{Deserialize, Serialize};
+
+pub const VERSION: u32 = 1;
+
+/// A triage of a corpus.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+pub struct Triage {
+    pub version: u32,
+    /// The tool that found each input's root cause (`suppress`, `race`).
+    pub tool: String,
+    /// The program and its arguments, `@@` where an input's path goes.
+    pub command: Vec<String>,
+    pub inputs: Vec<Input>,
+    pub groups: Vec<Group>,
+    pub seconds: f64,
+}
+
+/// How an input went.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    /// It fails in every repeatable run, and the tool found its root cause.
+    #[default]
+    RootCause,
+    /// It fails in some repeatable runs only (its root cause found from one that failed).
+    Flaky,
+    /// It fails, but the tool found no root cause (the report says why).
+    Inconclusive,
+    /// It ran to its end in every run.
+    NoCrash,
+    /// A run of it did not end in the time allowed (`-t`): killed.
+    Timeout,
+    /// It could not be read.
+    Unreadable,
+}
+
+impl Status {
+    /// Whether the input has a root cause (and so a group).
+    pub fn has_root_cause(self) -> bool {
+        matches!(self, Status::RootCause | Status::Flaky)
+    }
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            Status::RootCause => "root cause found",
+            Status::Flaky => "flaky",
+            Status::Inconclusive => "no root cause found",
+            Status::NoCrash => "no crash",
+            Status::Timeout => "timeout",
+            Status::Unreadable => "unreadable",
+        }
+    }
+}
+
+/// One input.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+pub struct Input {
+    /// Its path, as given (or found in a directory given).
+    pub path: String,
+    /// SHA-256 of its content, hex.
+    pub sha256: String,
+    pub status: Status,
+    /// Of the repeatable runs made to reproduce it (seeds 0, 1, ...), how many failed.
+    pub failed_runs: u32,
+    pub runs: u32,
+    /// How its first failing run failed ("SIGSEGV at records.c:40 (dispatch)").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crash: Option<String>,
+    /// The fingerprint of its root cause: the group it is in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// Why there is no root cause (inconclusive, unreadable), or what was killed (timeout).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The tool's report for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report: Option<Report>,
+}
+
+/// Inputs with one root cause.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+pub struct Group {
+    /// The stable name of the root cause: a hash of `what`.
+    pub fingerprint: String,
+    /// What the fingerprint is made of: the module, the function and the offset of the
+    /// root-cause instruction in it, its source line: "records:add_record+0x4b:records.c:41".
+    pub what: String,
+    /// Where the root cause is reported ("records.c:41 (add_record), inside ...").
+    pub place: String,
+    /// Its members' paths, in order; the first is the representative.
+    pub members: Vec<String>,
+    /// Where its members crashed, each place once.
+    pub crash_sites: Vec<String>,
+}

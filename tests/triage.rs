@@ -1,0 +1,213 @@
+//! `rtgrind triage` (issue 25) on `guest-programs/corpus/`: inputs grouped by root cause, not
+//! by crash site (two bugs crashing at the same sites are two groups, one bug crashing at three
+//! sites is one); flaky, hanging, non-crashing and unreadable inputs listed as such; stable
+//! fingerprints; bad usage refused with one line before any work.
+
+use crate::common::{compile_snippet, repo_root, rtgrind_raw, scratch_dir};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+fn corpus() -> PathBuf {
+    repo_root().join("guest-programs/corpus")
+}
+
+/// `guest-programs/corpus/NAME.c` built as the corpus's README says.
+fn program(name: &str) -> PathBuf {
+    let source = std::fs::read_to_string(corpus().join(format!("{name}.c"))).unwrap();
+    compile_snippet(name, "c", &source, &["-g", "-O0", "-fno-stack-protector"])
+}
+
+/// `NAME.c:LINE` of the line marked `/* MARK */`.
+fn marked(name: &str, mark: &str) -> String {
+    marks(name, mark).into_iter().next().unwrap_or_else(|| panic!("no {mark} in {name}.c"))
+}
+
+/// `NAME.c:LINE` of every line marked `/* MARK */`.
+fn marks(name: &str, mark: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(corpus().join(format!("{name}.c"))).unwrap();
+    text.lines().enumerate().filter(|(_, l)| l.contains(&format!("/* {mark} */"))).map(|(i, _)| format!("{name}.c:{}", i + 1)).collect()
+}
+
+/// Runs `rtgrind triage OPTS -- PROG @@` with the results in a new directory: its output and
+/// what it wrote (triage.json).
+fn triage(opts: &[&str], prog: &Path) -> (crate::common::Output, Value) {
+    let out = scratch_dir("triage").join("out");
+    let mut args: Vec<String> = vec!["triage".into(), "-o".into(), out.display().to_string(), "-j".into(), "2".into()];
+    args.extend(opts.iter().map(|s| s.to_string()));
+    args.extend(["--".into(), prog.display().to_string(), "@@".into()]);
+    let run = rtgrind_raw(&args);
+    let json = std::fs::read_to_string(out.join("triage.json")).unwrap_or_else(|e| panic!("no triage.json ({e}): {}", run.describe()));
+    (run, serde_json::from_str(&json).unwrap())
+}
+
+/// The members of each group (file names), in order, with the group's place and crash sites.
+fn groups(t: &Value) -> Vec<(Vec<String>, String, Vec<String>, String)> {
+    t["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            let names = g["members"].as_array().unwrap().iter().map(|m| file_name(m.as_str().unwrap())).collect();
+            let sites = g["crash_sites"].as_array().unwrap().iter().map(|s| s.as_str().unwrap().to_string()).collect();
+            (names, g["place"].as_str().unwrap().to_string(), sites, g["fingerprint"].as_str().unwrap().to_string())
+        })
+        .collect()
+}
+
+fn file_name(p: &str) -> String {
+    Path::new(p).file_name().unwrap().to_string_lossy().into_owned()
+}
+
+/// Each input's status, by file name.
+fn statuses(t: &Value) -> Vec<(String, String)> {
+    t["inputs"].as_array().unwrap().iter().map(|i| (file_name(i["path"].as_str().unwrap()), i["status"].as_str().unwrap().to_string())).collect()
+}
+
+/// records.c: two bugs overwrite the same pointer, which both crash through at the same two
+/// sites. Grouping by crash site would make two groups of the wrong kind (by site); by root
+/// cause, the strcpy's inputs are one group and the off-by-one store's another, each with both
+/// crash sites.
+#[test]
+fn two_bugs_crashing_at_the_same_sites_are_two_groups() {
+    let exe = program("records");
+    let (run, t) = triage(&[&format!("-i={}", corpus().join("records").display())], &exe);
+    assert_eq!(run.status.code(), Some(0), "{}", run.describe());
+    let g = groups(&t);
+    assert_eq!(g.len(), 2, "{g:?}");
+    let crashes = marks("records", "crash");
+    let (call, show) = (&crashes[0], &crashes[1]);
+    assert_eq!((g[0].0.clone(), g[1].0.clone()), (vec!["a1".to_string(), "a2".into()], vec!["b1".to_string(), "b2".into()]), "{g:?}");
+    assert!(g[0].1.starts_with(&format!("{} (main)", marked("records", "root: A"))), "{g:?}");
+    assert!(g[1].1.starts_with(&format!("{} (main)", marked("records", "root: B"))), "{g:?}");
+    for (_, _, sites, _) in &g {
+        assert_eq!(sites.len(), 2, "{g:?}");
+        assert!(sites.iter().any(|s| s.starts_with(&format!("SIGSEGV at {call} (call)"))), "{g:?}");
+        assert!(sites.iter().any(|s| s.starts_with(&format!("SIGSEGV at {show} (show)"))), "{g:?}");
+    }
+    assert_eq!(statuses(&t).iter().filter(|(_, s)| s == "no-crash").map(|(n, _)| n.as_str()).collect::<Vec<_>>(), ["ok1", "ok2"]);
+    let err = run.stderr_str();
+    assert!(err.contains("triage: 6 inputs in ") && err.contains(": 4 root cause found, 2 no crash; 2 root causes"), "{err}");
+}
+
+/// tokens.c: one heap overflow whose inputs crash at three sites (one inside the C library,
+/// said at the program's call) is one group with three crash sites.
+#[test]
+fn one_bug_crashing_at_three_sites_is_one_group() {
+    let exe = program("tokens");
+    let (_, t) = triage(&[&format!("-i={}", corpus().join("tokens").display())], &exe);
+    let g = groups(&t);
+    assert_eq!(g.len(), 1, "{g:?}");
+    assert_eq!(g[0].0, ["t1", "t2", "t3"]);
+    assert!(g[0].1.starts_with(&format!("{} (main)", marked("tokens", "root: A"))), "{g:?}");
+    assert_eq!(g[0].2.len(), 3, "{g:?}");
+    let free = marks("tokens", "crash").pop().unwrap();
+    assert!(g[0].2.iter().any(|s| s.starts_with(&format!("SIGABRT at {free} (main), inside "))), "{g:?}");
+    assert!(statuses(&t).contains(&("ok1".to_string(), "no-crash".to_string())), "{t}");
+}
+
+/// dice.c: an input whose crash depends on the random bytes is flaky (2 of the 5 seeds fail;
+/// its root cause found from one that did), one that loops is killed at -t and listed as a
+/// timeout, one that crashes every time has a root cause of its own.
+#[test]
+fn flaky_and_hanging_inputs_are_listed_as_such() {
+    let exe = program("dice");
+    let (run, t) = triage(&[&format!("-i={}", corpus().join("dice").display()), "-t", "3"], &exe);
+    let inputs = t["inputs"].as_array().unwrap();
+    let by_name = |n: &str| inputs.iter().find(|i| file_name(i["path"].as_str().unwrap()) == n).unwrap();
+    let flaky = by_name("flaky1");
+    assert_eq!((flaky["status"].as_str(), flaky["failed_runs"].as_u64(), flaky["runs"].as_u64()), (Some("flaky"), Some(2), Some(5)), "{flaky}");
+    assert_eq!(by_name("hang1")["status"], "timeout");
+    assert_eq!(by_name("ok1")["status"], "no-crash");
+    let g = groups(&t);
+    assert_eq!(g.len(), 2, "{g:?}");
+    assert!(g[0].0 == ["crash1"] && g[0].1.starts_with(&marked("dice", "root: B")), "{g:?}");
+    assert!(g[1].0 == ["flaky1"] && g[1].1.starts_with(&marked("dice", "root: A")), "{g:?}");
+    let err = run.stderr_str();
+    assert!(err.contains("triage: flaky: ") && err.contains("flaky1 (failed in 2 of 5 runs)"), "{err}");
+    assert!(err.contains("hang1 (its run with seed 0 did not end in 3 s: killed)"), "{err}");
+}
+
+/// A group's fingerprint is the same with fewer inputs, given one by one, and in a build of
+/// the program with a function added before the root cause's (on a blank line: the lines stay,
+/// the root cause's offset in the module moves, its offset in its function does not).
+#[test]
+fn fingerprints_stay_with_inputs_removed_and_a_rebuild() {
+    let exe = program("records");
+    let dir = corpus().join("records");
+    let (_, all) = triage(&[&format!("-i={}", dir.display())], &exe);
+    let (_, some) = triage(&["-i", &dir.join("a2").display().to_string(), &dir.join("b1").display().to_string()], &exe);
+    // (Built apart: a snippet of the same name is one file the other tests run.)
+    let dir2 = scratch_dir("triage-rebuild");
+    let source = std::fs::read_to_string(corpus().join("records.c")).unwrap();
+    let blank = source.find("\n\nint main(").expect("a blank line before main") + 1;
+    let source = format!("{}int added_before(int x) {{ return x * 3 + 1; }}{}", &source[..blank], &source[blank..]);
+    std::fs::write(dir2.join("records.c"), source).unwrap();
+    let rebuilt = dir2.join("records");
+    let built = std::process::Command::new("gcc").args(["-g", "-O0", "-fno-stack-protector", "-o"]).arg(&rebuilt).arg(dir2.join("records.c")).status().unwrap();
+    assert!(built.success());
+    assert_ne!(std::fs::read(&rebuilt).unwrap(), std::fs::read(&exe).unwrap());
+    let (_, again) = triage(&["-i", &dir.join("a1").display().to_string()], &rebuilt);
+    let offset = |t: &Value| t["inputs"][0]["report"]["findings"][0]["offset"].as_str().unwrap().to_string();
+    assert_ne!(offset(&all), offset(&again), "the root cause did not move in the module");
+    let prints = |t: &Value| groups(t).into_iter().map(|g| g.3).collect::<Vec<_>>();
+    let all = prints(&all);
+    assert_eq!(all.len(), 2);
+    assert_eq!(prints(&some), all);
+    assert_eq!(prints(&again), all[..1]);
+    assert_ne!(all[0], all[1]);
+}
+
+/// `--json`: one record per input and per group, each a JSON object that names what it is.
+#[test]
+fn json_records_are_one_per_input_and_per_group() {
+    let exe = program("tokens");
+    let out = rtgrind_raw([
+        "triage".to_string(),
+        "--json".into(),
+        "-i".into(),
+        corpus().join("tokens/t1").display().to_string(),
+        corpus().join("tokens/ok1").display().to_string(),
+        "--".into(),
+        exe.display().to_string(),
+        "@@".into(),
+    ]);
+    let records: Vec<Value> = out.stdout_str().lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect();
+    let kinds: Vec<&str> = records.iter().map(|r| r["record"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["input", "input", "group"], "{}", out.describe());
+    assert_eq!(records[0]["report"]["tool"], "suppress");
+    assert_eq!(records[2]["members"].as_array().unwrap().len(), 1);
+}
+
+/// Bad usage gets one line and status 2 before any input runs; an unreadable input is listed
+/// and the rest go on; the inputs are left as they were.
+#[test]
+fn bad_usage_is_refused_and_unreadable_inputs_are_listed() {
+    let exe = program("records");
+    let empty = scratch_dir("triage-empty");
+    let exists = scratch_dir("triage-exists");
+    let text = |p: &Path| p.display().to_string();
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (vec!["-i".into(), text(&empty), "--".into(), text(&exe), "@@".into()], "no inputs in"),
+        (vec!["-i".into(), text(&empty.join("nothing")), "--".into(), text(&exe), "@@".into()], "-i: cannot read"),
+        (vec!["-i".into(), text(&corpus().join("records")), "--".into(), "/nonexistent/prog".into(), "@@".into()], "cannot run '/nonexistent/prog'"),
+        (vec!["-i".into(), text(&corpus().join("records")), "--".into(), text(&corpus().join("records.c")), "@@".into()], "not an executable file"),
+        (vec!["-i".into(), text(&corpus().join("records")), "-o".into(), text(&exists), "--".into(), text(&exe), "@@".into()], "exists; not writing into it"),
+        (vec!["-i".into(), text(&corpus().join("records")), "-j".into(), "0".into(), "--".into(), text(&exe), "@@".into()], "triage: "),
+        (vec!["-i".into(), text(&corpus().join("records"))], "triage: "),
+    ];
+    for (args, says) in cases {
+        let out = rtgrind_raw(std::iter::once("triage".to_string()).chain(args.clone()));
+        let err = out.stderr_str();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", out.describe());
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.starts_with("rtgrind: error: triage: ") && err.contains(says), "{args:?}: {err}");
+    }
+    let dir = scratch_dir("triage-inputs");
+    std::fs::copy(corpus().join("records/b1"), dir.join("b1")).unwrap();
+    std::os::unix::fs::symlink("/nonexistent/input", dir.join("dangling")).unwrap();
+    let before = std::fs::read(dir.join("b1")).unwrap();
+    let (run, t) = triage(&["-i", &text(&dir)], &exe);
+    assert_eq!(statuses(&t), [("b1".to_string(), "root-cause".to_string()), ("dangling".to_string(), "unreadable".to_string())], "{}", run.describe());
+    assert_eq!(std::fs::read(dir.join("b1")).unwrap(), before);
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 2);
+}
