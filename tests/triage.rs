@@ -31,13 +31,19 @@ fn marks(name: &str, mark: &str) -> Vec<String> {
 /// Runs `rtgrind triage OPTS -- PROG @@` with the results in a new directory: its output and
 /// what it wrote (triage.json).
 fn triage(opts: &[&str], prog: &Path) -> (crate::common::Output, Value) {
+    let (run, t, _) = triage_in(opts, prog);
+    (run, t)
+}
+
+/// `triage`, with the results' directory too.
+fn triage_in(opts: &[&str], prog: &Path) -> (crate::common::Output, Value, PathBuf) {
     let out = scratch_dir("triage").join("out");
     let mut args: Vec<String> = vec!["triage".into(), "-o".into(), out.display().to_string(), "-j".into(), "2".into()];
     args.extend(opts.iter().map(|s| s.to_string()));
     args.extend(["--".into(), prog.display().to_string(), "@@".into()]);
     let run = rtgrind_raw(&args);
     let json = std::fs::read_to_string(out.join("triage.json")).unwrap_or_else(|e| panic!("no triage.json ({e}): {}", run.describe()));
-    (run, serde_json::from_str(&json).unwrap())
+    (run, serde_json::from_str(&json).unwrap(), out)
 }
 
 /// The members of each group (file names), in order, with the group's place and crash sites.
@@ -87,6 +93,64 @@ fn two_bugs_crashing_at_the_same_sites_are_two_groups() {
     assert_eq!(statuses(&t).iter().filter(|(_, s)| s == "no-crash").map(|(n, _)| n.as_str()).collect::<Vec<_>>(), ["ok1", "ok2"]);
     let err = run.stderr_str();
     assert!(err.contains("triage: 6 inputs in ") && err.contains(": 4 root cause found, 2 no crash; 2 root causes"), "{err}");
+    // Checked groups: every member re-run with its group's root cause suppressed from the
+    // start did not fail.
+    assert_eq!(t["groups"].as_array().unwrap().iter().map(|g| g["confirmed"].as_u64().unwrap()).collect::<Vec<_>>(), [2, 2]);
+    assert!(err.contains("2 inputs, 2 crash sites (2 of 2 confirmed)"), "{err}");
+}
+
+/// Regression mode: against a baseline, a new root cause makes the exit status 1; a fixed or
+/// unchanged one does not.
+#[test]
+fn a_new_root_cause_against_a_baseline_fails_the_run() {
+    let exe = program("records");
+    let input = |n: &str| corpus().join("records").join(n).display().to_string();
+    let (first, _, only_a) = triage_in(&["-i", &input("a1")], &exe);
+    assert_eq!(first.status.code(), Some(0), "{}", first.describe());
+    let base = format!("--baseline={}", only_a.join("triage.json").display());
+    let (both, t, both_dir) = triage_in(&["-i", &input("a1"), &input("b1"), &base], &exe);
+    assert_eq!(both.status.code(), Some(1), "{}", both.describe());
+    let c = &t["comparison"];
+    assert_eq!((c["new"].as_array().unwrap().len(), c["fixed"].as_array().unwrap().len(), c["unchanged"].as_array().unwrap().len()), (1, 0, 1), "{c}");
+    assert!(both.stderr_str().contains(": 1 new, 0 fixed, 1 unchanged") && both.stderr_str().contains("] NEW records.c:52"), "{}", both.describe());
+    let base = format!("--baseline={}", both_dir.display());
+    let (fixed, _) = triage(&["-i", &input("b1"), &base], &exe);
+    assert_eq!(fixed.status.code(), Some(0), "{}", fixed.describe());
+    assert!(fixed.stderr_str().contains(": 0 new, 1 fixed, 1 unchanged"), "{}", fixed.describe());
+    let (same, _) = triage(&["-i", &input("a1"), &input("b1"), &base], &exe);
+    assert_eq!(same.status.code(), Some(0), "{}", same.describe());
+    assert!(same.stderr_str().contains(": 0 new, 0 fixed, 2 unchanged"), "{}", same.describe());
+}
+
+/// Shards (`--shard=I/N`, by content hash) merged with `rtgrind triage merge` give what one
+/// run over the whole corpus gives (but the time); a missing shard is refused.
+#[test]
+fn shards_merged_equal_one_run() {
+    let exe = program("records");
+    let dir = format!("-i={}", corpus().join("records").display());
+    let (_, whole) = triage(&[&dir], &exe);
+    let (_, s0, d0) = triage_in(&[&dir, "--shard=0/2"], &exe);
+    let (_, s1, d1) = triage_in(&[&dir, "--shard=1/2"], &exe);
+    let (n0, n1) = (s0["inputs"].as_array().unwrap().len(), s1["inputs"].as_array().unwrap().len());
+    assert!(n0 > 0 && n1 > 0 && n0 + n1 == 6, "{n0} + {n1}");
+    let merged_dir = scratch_dir("triage-merged").join("out");
+    let merge = rtgrind_raw(["triage", "merge", "-o", &merged_dir.display().to_string(), &d0.display().to_string(), &d1.display().to_string()]);
+    assert_eq!(merge.status.code(), Some(0), "{}", merge.describe());
+    let merged: Value = serde_json::from_str(&std::fs::read_to_string(merged_dir.join("triage.json")).unwrap()).unwrap();
+    // (What differs from run to run: the times.)
+    let essence = |t: &Value| {
+        let inputs: Vec<Value> = t["inputs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| serde_json::json!([i["path"], i["index"], i["status"], i["group"], i["confirmed"], i["crash"], i["failed_runs"]]))
+            .collect();
+        (inputs, t["groups"].clone())
+    };
+    assert_eq!(essence(&merged), essence(&whole));
+    let missing = rtgrind_raw(["triage", "merge", &d0.display().to_string()]);
+    assert_eq!(missing.status.code(), Some(2), "{}", missing.describe());
+    assert!(missing.stderr_str().contains("missing: 1/2"), "{}", missing.describe());
 }
 
 /// tokens.c: one heap overflow whose inputs crash at three sites (one inside the C library,

@@ -38,26 +38,80 @@ pub fn fingerprint(what: &str) -> String {
     text_hash(what)[..FINGERPRINT_LEN].to_string()
 }
 
+/// What each fingerprint is made of and where its root cause is reported.
+pub type Known = std::collections::HashMap<String, (String, String)>;
+
 /// The groups of `inputs` (in order of their first member), each input with a root cause
-/// given its group's fingerprint.
+/// given its group's fingerprint. A member that still failed with its group's root cause
+/// suppressed (`confirmed: Some(false)`) is in a group of its own, by where it failed.
 pub fn group(inputs: &mut [Input], program: &Path) -> Vec<Group> {
-    let mut groups: Vec<Group> = Vec::new();
+    let mut known = Known::new();
     for input in inputs.iter_mut() {
+        input.group = None;
         let Some(finding) = input.report.as_ref().filter(|_| input.status.has_root_cause()).and_then(|r| r.findings.first()) else { continue };
-        let what = what(finding, program);
+        let mut what = what(finding, program);
+        if input.confirmed == Some(false) {
+            what = format!("{what} | still failing at {}", input.crash.as_deref().unwrap_or("?"));
+        }
         let fingerprint = fingerprint(&what);
-        input.group = Some(fingerprint.clone());
-        let g = match groups.iter().position(|g| g.fingerprint == fingerprint) {
+        known.entry(fingerprint.clone()).or_insert((what, finding.place.clone()));
+        input.group = Some(fingerprint);
+    }
+    collect(inputs, &known)
+}
+
+/// The groups of inputs whose fingerprints are known, in order of their first member (by
+/// `index`: the inputs' order in the whole triage, however they were split and merged).
+pub fn collect(inputs: &[Input], known: &Known) -> Vec<Group> {
+    let mut order: Vec<&Input> = inputs.iter().collect();
+    order.sort_by_key(|i| i.index);
+    let mut groups: Vec<Group> = Vec::new();
+    for input in order {
+        let Some((fingerprint, (what, place))) = input.group.as_ref().and_then(|f| known.get_key_value(f)) else { continue };
+        let g = match groups.iter().position(|g| &g.fingerprint == fingerprint) {
             Some(i) => &mut groups[i],
             None => {
-                groups.push(Group { fingerprint, what, place: finding.place.clone(), ..Group::default() });
+                groups.push(Group { fingerprint: fingerprint.clone(), what: what.clone(), place: place.clone(), ..Group::default() });
                 groups.last_mut().expect("just pushed")
             }
         };
         g.members.push(input.path.clone());
+        g.confirmed += usize::from(input.confirmed == Some(true));
         if let Some(site) = input.crash.as_ref().filter(|s| !g.crash_sites.contains(s)) {
             g.crash_sites.push(site.clone());
         }
     }
     groups
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::model::{Finding, Report};
+    use crate::triage::model::Status;
+
+    /// Inputs with one root cause are one group in the order they came, with their crash
+    /// sites once each; one that still failed with that root cause suppressed is apart.
+    #[test]
+    fn a_member_that_still_fails_is_a_group_of_its_own() {
+        let finding = Finding { place: "a.c:7 (main)".into(), module: Some("a".into()), offset: Some("0x1139".into()), ..Finding::default() };
+        let input = |index: usize, crash: &str, confirmed: Option<bool>| Input {
+            path: format!("in/{index}"),
+            index,
+            status: Status::RootCause,
+            crash: Some(crash.into()),
+            confirmed,
+            report: Some(Report { findings: vec![finding.clone()], ..Report::default() }),
+            ..Input::default()
+        };
+        let mut inputs =
+            vec![input(2, "SIGSEGV at a.c:9 (f)", Some(true)), input(0, "SIGSEGV at a.c:9 (f)", None), input(1, "SIGSEGV at a.c:12 (g)", Some(false))];
+        let groups = group(&mut inputs, Path::new("/nonexistent"));
+        assert_eq!(groups.len(), 2);
+        assert_eq!((groups[0].members.clone(), groups[0].confirmed), (vec!["in/0".to_string(), "in/2".into()], 1));
+        assert_eq!(groups[0].crash_sites, ["SIGSEGV at a.c:9 (f)"]);
+        assert_eq!((groups[1].members.clone(), groups[1].what.as_str()), (vec!["in/1".to_string()], "a:0x1139:a.c:7 | still failing at SIGSEGV at a.c:12 (g)"));
+        assert_ne!(groups[0].fingerprint, groups[1].fingerprint);
+        assert_eq!(inputs[2].group.as_ref(), Some(&groups[1].fingerprint));
+    }
 }

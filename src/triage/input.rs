@@ -7,7 +7,7 @@
 
 use super::corpus;
 use super::model::{Input, Status};
-use crate::report::model::Report;
+use crate::report::model::{Finding, Report};
 use std::ffi::OsString;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
@@ -84,6 +84,7 @@ impl Target {
         // (An input that never failed gets the search too: with heap redzones and layouts of
         // its variables, memory corruption that crashes nothing as it is shows.)
         let seed = failing_seed.unwrap_or(0);
+        input.seed = Some(u64::from(seed));
         let args = [format!("--tool={}", self.tool), "--json".into(), format!("--seed={seed}")];
         let (ending, stdout) = self.run(&args, &absolute, scratch, self.timeout * SEARCH_FACTOR);
         let report = stdout.lines().rev().find_map(|l| serde_json::from_str::<Report>(l).ok());
@@ -115,6 +116,38 @@ impl Target {
         });
         input.report = report;
         input
+    }
+
+    /// Whether `input` still fails with `root` (its group's root cause) suppressed from the
+    /// start: every execution of its instruction, or for a library's, every store the library
+    /// makes for every call from the program's call site. None if that run did not end.
+    pub fn still_fails(&self, input: &Input, root: &Finding, scratch: &Path) -> Option<bool> {
+        let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok();
+        let point = match root.call_site.as_deref().and_then(hex) {
+            Some(site) => site | 1 << 63,
+            None => hex(&root.pc)?,
+        };
+        // (Outside the scratch directory, which every run empties; named whole, as the run
+        // works in that directory.)
+        let scratch = &std::path::absolute(scratch).ok()?;
+        let plan = scratch.with_extension("plan");
+        let outcome = scratch.with_extension("outcome");
+        std::fs::write(&plan, format!("point\t{point:#x}\t{}\t0\n", root.thread)).ok()?;
+        let options = [
+            "--tool=suppress".to_string(),
+            format!("--suppress-plan={}", plan.display()),
+            format!("--suppress-out={}", outcome.display()),
+            format!("--seed={}", input.seed.unwrap_or(0)),
+            "--repeatable=yes".into(),
+        ];
+        let absolute = std::path::absolute(&input.path).ok()?;
+        let (ending, _) = self.run(&options, &absolute, scratch, self.timeout);
+        let failed = std::fs::read_to_string(&outcome).ok().map(|o| o.lines().any(|l| l.starts_with("crash\t")));
+        let _ = (std::fs::remove_file(&plan), std::fs::remove_file(&outcome));
+        if ending == Ending::Timeout {
+            return None;
+        }
+        failed
     }
 
     /// Runs rtgrind with `options` on the program with `input`, in `dir`, for at most `limit`:

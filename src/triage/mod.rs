@@ -8,6 +8,7 @@
 pub mod corpus;
 pub mod groups;
 pub mod input;
+pub mod merge;
 pub mod model;
 
 use clap::Parser;
@@ -51,6 +52,16 @@ pub struct Options {
     #[arg(long)]
     pub json: bool,
 
+    /// Only the inputs of shard I of N (0 <= I < N), chosen by a hash of their content; merge
+    /// the shards' results with `rtgrind triage merge`.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
+
+    /// An earlier triage's triage.json: say which root causes are new, fixed and unchanged,
+    /// and exit with status 1 when one is new.
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
+
     /// The program and its arguments, `@@` where an input's path goes.
     #[arg(last = true, required = true, value_name = "PROG [ARGS]...")]
     pub command: Vec<OsString>,
@@ -64,8 +75,11 @@ enum Record<'a> {
     Group(&'a model::Group),
 }
 
-/// Runs `rtgrind triage ARGS`: the exit status.
+/// Runs `rtgrind triage ARGS` (`rtgrind triage merge ...`: `merge`): the exit status.
 pub fn main(args: &[OsString]) -> i32 {
+    if args.first().is_some_and(|a| a == "merge") {
+        return merge::main(&args[1..]);
+    }
     let argv = std::iter::once(OsString::from("rtgrind triage")).chain(args.iter().cloned());
     let opts = match Options::try_parse_from(argv) {
         Ok(o) => o,
@@ -84,7 +98,7 @@ pub fn main(args: &[OsString]) -> i32 {
     }
 }
 
-fn error(msg: &str) -> i32 {
+pub fn error(msg: &str) -> i32 {
     eprintln!("rtgrind: error: {msg}");
     crate::EXIT_USAGE
 }
@@ -93,6 +107,8 @@ fn error(msg: &str) -> i32 {
 fn run(opts: &Options) -> Result<i32, String> {
     let program = crate::resolve(&opts.command[0]);
     check_program(&program)?;
+    let shard = opts.shard.as_deref().map(parse_shard).transpose()?;
+    let baseline = opts.baseline.as_deref().map(read_triage).transpose()?;
     let inputs = corpus::inputs(&opts.inputs)?;
     if inputs.is_empty() {
         let given: Vec<String> = opts.inputs.iter().map(|p| format!("'{}'", p.display())).collect();
@@ -117,21 +133,40 @@ fn run(opts: &Options) -> Result<i32, String> {
         timeout: Duration::from_secs(opts.timeout),
     };
     let started = Instant::now();
+    let inputs: Vec<(usize, PathBuf)> = inputs.into_iter().enumerate().filter(|(_, p)| shard.is_none_or(|s| in_shard(p, s))).collect();
     let mut results = triage_all(&target, &inputs, &scratch, opts.jobs as usize);
+    let groups = check_groups(&target, &mut results, &program, &scratch, opts.jobs as usize);
     let _ = std::fs::remove_dir_all(&scratch);
-    let groups = groups::group(&mut results, &program);
-    let triage = Triage {
+    let mut triage = Triage {
         version: model::VERSION,
         tool: opts.tool.clone(),
         command: opts.command.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
         inputs: results,
         groups,
+        shard,
+        comparison: None,
         seconds: (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
     };
-    for line in summary(&triage) {
+    let outputs = Outputs { dir: opts.output.clone(), json: opts.json };
+    finish(&mut triage, baseline.as_ref().zip(opts.baseline.as_deref()), &outputs)
+}
+
+/// Where a triage's results go.
+pub struct Outputs {
+    pub dir: Option<PathBuf>,
+    pub json: bool,
+}
+
+/// A triage's results compared with a baseline's and written out: the exit status (1 when a
+/// root cause is new).
+pub fn finish(triage: &mut Triage, baseline: Option<(&Triage, &Path)>, outputs: &Outputs) -> Result<i32, String> {
+    if let Some((b, path)) = baseline {
+        triage.comparison = Some(compare(triage, b, path));
+    }
+    for line in summary(triage) {
         eprintln!("triage: {line}");
     }
-    if opts.json {
+    if outputs.json {
         for i in &triage.inputs {
             println!("{}", serde_json::to_string(&Record::Input(i)).expect("serializes"));
         }
@@ -139,12 +174,47 @@ fn run(opts: &Options) -> Result<i32, String> {
             println!("{}", serde_json::to_string(&Record::Group(g)).expect("serializes"));
         }
     }
-    if let Some(out) = &opts.output {
+    if let Some(out) = &outputs.dir {
         let path = out.join("triage.json");
-        let text = serde_json::to_string_pretty(&triage).expect("serializes") + "\n";
+        let text = serde_json::to_string_pretty(&*triage).expect("serializes") + "\n";
         std::fs::write(&path, text).map_err(|e| format!("cannot write '{}': {e}", path.display()))?;
     }
-    Ok(0)
+    Ok(i32::from(triage.comparison.as_ref().is_some_and(|c| !c.new.is_empty())))
+}
+
+/// `I/N` of `--shard`.
+fn parse_shard(text: &str) -> Result<(u64, u64), String> {
+    let parsed = text.split_once('/').and_then(|(i, n)| Some((i.parse::<u64>().ok()?, n.parse::<u64>().ok()?)));
+    match parsed {
+        Some((i, n)) if n > 0 && i < n => Ok((i, n)),
+        _ => Err(format!("--shard: '{text}' is not I/N with 0 <= I < N")),
+    }
+}
+
+/// Whether the input at `path` is in shard `(i, n)`: by its content's hash (its path's, if it
+/// cannot be read), so every machine agrees whatever the inputs' order or location.
+fn in_shard(path: &Path, (i, n): (u64, u64)) -> bool {
+    let hash = corpus::content_hash(path).unwrap_or_else(|| corpus::text_hash(&path.display().to_string()));
+    u64::from_str_radix(&hash[..16], 16).unwrap_or(0) % n == i
+}
+
+/// An earlier triage's results (its triage.json, or the directory holding it).
+pub fn read_triage(path: &Path) -> Result<Triage, String> {
+    let file = if path.is_dir() { path.join("triage.json") } else { path.to_path_buf() };
+    let text = std::fs::read_to_string(&file).map_err(|e| format!("cannot read '{}': {e}", file.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("'{}' is no triage result: {e}", file.display()))
+}
+
+/// Which root causes are new, fixed and unchanged against `baseline`.
+fn compare(t: &Triage, baseline: &Triage, path: &Path) -> model::Comparison {
+    let has = |t: &Triage, f: &str| t.groups.iter().any(|g| g.fingerprint == f);
+    let prints = |t: &Triage| t.groups.iter().map(|g| g.fingerprint.clone()).collect::<Vec<_>>();
+    model::Comparison {
+        baseline: path.display().to_string(),
+        new: prints(t).into_iter().filter(|f| !has(baseline, f)).collect(),
+        fixed: prints(baseline).into_iter().filter(|f| !has(t, f)).collect(),
+        unchanged: prints(t).into_iter().filter(|f| has(baseline, f)).collect(),
+    }
 }
 
 /// A program that cannot run is refused before any input is.
@@ -164,29 +234,67 @@ fn check_program(program: &Path) -> Result<(), String> {
 
 /// Every input triaged, `jobs` at a time, each with its own scratch directory; in the
 /// inputs' order.
-fn triage_all(target: &input::Target, inputs: &[PathBuf], scratch: &Path, jobs: usize) -> Vec<model::Input> {
-    let next = AtomicUsize::new(0);
+fn triage_all(target: &input::Target, inputs: &[(usize, PathBuf)], scratch: &Path, jobs: usize) -> Vec<model::Input> {
     let done = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<model::Input>>> = Mutex::new(vec![None; inputs.len()]);
+    parallel(inputs, jobs, |k, (index, path)| {
+        let dir = scratch.join(k.to_string());
+        let mut result = match std::fs::create_dir_all(&dir) {
+            Ok(()) => target.triage(path, &dir),
+            Err(e) => model::Input {
+                path: path.display().to_string(),
+                status: Status::Inconclusive,
+                reason: Some(format!("cannot make its scratch directory: {e}")),
+                ..model::Input::default()
+            },
+        };
+        result.index = *index;
+        let _ = std::fs::remove_dir_all(&dir);
+        let n = done.fetch_add(1, Ordering::SeqCst) + 1;
+        eprintln!("triage: [{n}/{}] {}: {}", inputs.len(), result.path, result.status.describe());
+        result
+    })
+}
+
+/// The groups checked: each member re-run with the group's root cause (its first member's)
+/// suppressed from the start (`confirmed`); then grouped again, those that still failed apart.
+/// The first member is checked too: its own search's suppression run was not from the start,
+/// and a shard's first member need not be the corpus's (the members share the root-cause
+/// instruction, so a check does not depend on which member names it).
+fn check_groups(target: &input::Target, inputs: &mut [model::Input], program: &Path, scratch: &Path, jobs: usize) -> Vec<model::Group> {
+    let groups = groups::group(inputs, program);
+    let root = |path: &String| inputs.iter().find(|i| &i.path == path).and_then(|i| i.report.as_ref()).and_then(|r| r.findings.first()).cloned();
+    // (A member that failed only with redzones or a layout is not checked: a plain run of it
+    // does not fail either way.)
+    let checks: Vec<(usize, crate::report::model::Finding)> = groups
+        .iter()
+        .filter_map(|g| Some((g, root(g.members.first()?)?)))
+        .flat_map(|(g, f)| g.members.iter().map(move |m| (m.clone(), f.clone())))
+        .filter_map(|(m, f)| Some((inputs.iter().position(|i| i.path == m && i.failed_runs > 0)?, f)))
+        .collect();
+    let results = parallel(&checks, jobs, |k, (i, f)| {
+        let dir = scratch.join(format!("check-{k}"));
+        let _ = std::fs::create_dir_all(&dir);
+        let still = target.still_fails(&inputs[*i], f, &dir);
+        let _ = std::fs::remove_dir_all(&dir);
+        still
+    });
+    for ((i, _), still) in checks.iter().zip(results) {
+        inputs[*i].confirmed = still.map(|s| !s);
+    }
+    groups::group(inputs, program)
+}
+
+/// `f` of each item, `jobs` at a time, in the items' order.
+fn parallel<T: Sync, R: Send>(items: &[T], jobs: usize, f: impl Fn(usize, &T) -> R + Sync) -> Vec<R> {
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<R>>> = Mutex::new((0..items.len()).map(|_| None).collect());
     std::thread::scope(|s| {
-        for _ in 0..jobs.min(inputs.len()) {
+        for _ in 0..jobs.min(items.len()) {
             s.spawn(|| loop {
                 let k = next.fetch_add(1, Ordering::SeqCst);
-                let Some(path) = inputs.get(k) else { break };
-                let dir = scratch.join(k.to_string());
-                let result = match std::fs::create_dir_all(&dir) {
-                    Ok(()) => target.triage(path, &dir),
-                    Err(e) => model::Input {
-                        path: path.display().to_string(),
-                        status: Status::Inconclusive,
-                        reason: Some(format!("cannot make its scratch directory: {e}")),
-                        ..model::Input::default()
-                    },
-                };
-                let _ = std::fs::remove_dir_all(&dir);
-                let n = done.fetch_add(1, Ordering::SeqCst) + 1;
-                eprintln!("triage: [{n}/{}] {}: {}", inputs.len(), result.path, result.status.describe());
-                results.lock().expect("not poisoned")[k] = Some(result);
+                let Some(item) = items.get(k) else { break };
+                let r = f(k, item);
+                results.lock().expect("not poisoned")[k] = Some(r);
             });
         }
     });
@@ -206,13 +314,17 @@ fn summary(t: &Triage) -> Vec<String> {
     let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
     let mut out = vec![format!("{} in {:.1} s: {}; {}", plural(t.inputs.len(), "input"), t.seconds, parts.join(", "), plural(t.groups.len(), "root cause"))];
     for (k, g) in t.groups.iter().enumerate() {
+        let new = t.comparison.as_ref().is_some_and(|c| c.new.contains(&g.fingerprint));
         out.push(format!(
-            "group {} [{}] {}: {}, {}",
+            "group {} [{}]{} {}: {}, {} ({} of {} confirmed)",
             k + 1,
             g.fingerprint,
+            if new { " NEW" } else { "" },
             g.place,
             plural(g.members.len(), "input"),
-            plural(g.crash_sites.len(), "crash site")
+            plural(g.crash_sites.len(), "crash site"),
+            g.confirmed,
+            g.members.len()
         ));
         out.push(format!("   inputs: {}", g.members.join(", ")));
         out.push(format!("   crash sites: {}", g.crash_sites.join("; ")));
@@ -224,6 +336,10 @@ fn summary(t: &Triage) -> Vec<String> {
         };
         let why = if why.is_empty() { String::new() } else { format!(" ({why})") };
         out.push(format!("{}: {}{why}", i.status.describe(), i.path));
+    }
+    if let Some(c) = &t.comparison {
+        out.push(format!("against {}: {} new, {} fixed, {} unchanged", c.baseline, c.new.len(), c.fixed.len(), c.unchanged.len()));
+        out.extend(c.fixed.iter().map(|f| format!("   fixed: [{f}]")));
     }
     out
 }

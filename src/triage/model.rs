@@ -17,6 +17,11 @@ pub struct Triage {
     pub command: Vec<String>,
     pub inputs: Vec<Input>,
     pub groups: Vec<Group>,
+    /// With `--shard=I/N`: this is shard I (from 0) of N.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<(u64, u64)>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comparison: Option<Comparison>,
     pub seconds: f64,
 }
 
@@ -65,9 +70,19 @@ pub struct Input {
     /// SHA-256 of its content, hex.
     pub sha256: String,
     pub status: Status,
+    /// Its place among all the inputs of the triage (shards' results merge in this order).
+    pub index: usize,
     /// Of the repeatable runs made to reproduce it (seeds 0, 1, ...), how many failed.
     pub failed_runs: u32,
     pub runs: u32,
+    /// The seed of the runs its root cause was searched in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// Its group checked: with the group's root cause suppressed from the start, it did not
+    /// fail (true) or still failed (false: it has a group of its own); None: not checked (one
+    /// that fails only with redzones or a layout, or whose check did not end).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirmed: Option<bool>,
     /// How its first failing run failed ("SIGSEGV at records.c:40 (dispatch)").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub crash: Option<String>,
@@ -96,4 +111,15 @@ pub struct Group {
     pub members: Vec<String>,
     /// Where its members crashed, each place once.
     pub crash_sites: Vec<String>,
+    /// Members re-run with the root cause suppressed from the start that then did not fail.
+    pub confirmed: usize,
+}
+
+/// A triage against an earlier one (`--baseline`): fingerprints of root causes.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+pub struct Comparison {
+    pub baseline: String,
+    pub new: Vec<String>,
+    pub fixed: Vec<String>,
+    pub unchanged: Vec<String>,
 }
