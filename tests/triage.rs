@@ -99,6 +99,14 @@ fn two_bugs_crashing_at_the_same_sites_are_two_groups() {
     assert!(err.contains("2 inputs, 2 crash sites (2 of 2 confirmed)"), "{err}");
 }
 
+/// Asserts `path` is valid against the JUnit XML schema beside the project
+/// (`../shared/schemas/junit.xsd`, read there), with `xmllint` (Debian's libxml2-utils).
+fn assert_valid_junit(path: &Path) {
+    let schema = repo_root().join("../shared/schemas/junit.xsd");
+    let out = std::process::Command::new("xmllint").arg("--noout").arg("--schema").arg(&schema).arg(path).output().expect("xmllint runs (libxml2-utils)");
+    assert!(out.status.success(), "not valid JUnit XML: {}", String::from_utf8_lossy(&out.stderr));
+}
+
 /// Regression mode: against a baseline, a new root cause makes the exit status 1; a fixed or
 /// unchanged one does not.
 #[test]
@@ -108,8 +116,25 @@ fn a_new_root_cause_against_a_baseline_fails_the_run() {
     let (first, _, only_a) = triage_in(&["-i", &input("a1")], &exe);
     assert_eq!(first.status.code(), Some(0), "{}", first.describe());
     let base = format!("--baseline={}", only_a.join("triage.json").display());
-    let (both, t, both_dir) = triage_in(&["-i", &input("a1"), &input("b1"), &base], &exe);
+    let junit = scratch_dir("triage-junit").join("junit.xml");
+    let junit_opt = format!("--junit={}", junit.display());
+    let (both, t, both_dir) = triage_in(&["-i", &input("a1"), &input("b1"), &base, &junit_opt, "--sarif"], &exe);
     assert_eq!(both.status.code(), Some(1), "{}", both.describe());
+    // The JUnit report: valid against the schema, b1's test case failing (its root cause is
+    // new), a1's not; the SARIF document: valid, one result per root cause.
+    assert_valid_junit(&junit);
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains("tests=\"2\" failures=\"1\""), "{xml}");
+    let b1 = xml.split("<testcase ").find(|c| c.contains("records/b1\"")).unwrap();
+    assert!(b1.contains("<failure message=\"new root cause: records.c:52 (main)\" type=\"new-root-cause\">"), "{xml}");
+    assert!(!xml.split("<testcase ").find(|c| c.contains("records/a1\"")).unwrap().contains("<failure"), "{xml}");
+    let sarif = both.stdout_str();
+    crate::common::assert_valid_sarif(&sarif);
+    let doc: Value = serde_json::from_str(&sarif).unwrap();
+    let results = doc["runs"][0]["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2);
+    assert_eq!(results[1]["partialFingerprints"]["rtgrindRootCause/v1"], t["groups"][1]["fingerprint"]);
+    assert_eq!(results[1]["locations"][0]["physicalLocation"]["region"]["startLine"].as_u64(), Some(52));
     let c = &t["comparison"];
     assert_eq!((c["new"].as_array().unwrap().len(), c["fixed"].as_array().unwrap().len(), c["unchanged"].as_array().unwrap().len()), (1, 0, 1), "{c}");
     assert!(both.stderr_str().contains(": 1 new, 0 fixed, 1 unchanged") && both.stderr_str().contains("] NEW records.c:52"), "{}", both.describe());

@@ -44,6 +44,13 @@ impl Target {
     /// The input at `path` triaged, with `scratch` (an empty directory) as the runs' working
     /// directory.
     pub fn triage(&self, path: &Path, scratch: &Path) -> Input {
+        let started = Instant::now();
+        let mut input = self.reproduce_and_search(path, scratch);
+        input.seconds = (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
+        input
+    }
+
+    fn reproduce_and_search(&self, path: &Path, scratch: &Path) -> Input {
         let mut input = Input { path: path.display().to_string(), ..Input::default() };
         let readable = std::fs::File::open(path).and_then(|f| f.metadata()).map_err(|e| e.to_string());
         let hash = readable.and_then(|_| corpus::content_hash(path).ok_or_else(|| "cannot read it".to_string()));

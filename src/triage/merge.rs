@@ -27,6 +27,14 @@ struct Options {
     #[arg(long)]
     json: bool,
 
+    /// Print a SARIF 2.1.0 document on standard output: one result per root cause.
+    #[arg(long)]
+    sarif: bool,
+
+    /// Write a JUnit XML report to FILE: one test case per input.
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
+
     /// An earlier triage's triage.json to compare with (exit status 1 when a root cause is new).
     #[arg(long, value_name = "FILE")]
     baseline: Option<PathBuf>,
@@ -75,12 +83,8 @@ fn run(opts: &Options) -> Result<i32, String> {
             ));
         }
     }
-    if let Some(out) = &opts.output {
-        if out.exists() && !opts.force {
-            return Err(format!("-o: '{}' exists; not writing into it (--force to)", out.display()));
-        }
-        std::fs::create_dir_all(out).map_err(|e| format!("-o: cannot create '{}': {e}", out.display()))?;
-    }
+    let outputs = Outputs { dir: opts.output.clone(), json: opts.json, sarif: opts.sarif, junit: opts.junit.clone(), started: std::time::SystemTime::now() };
+    outputs.check(opts.force)?;
     let known: Known = parts.iter().flat_map(|p| &p.groups).map(|g| (g.fingerprint.clone(), (g.what.clone(), g.place.clone()))).collect();
     let mut inputs: Vec<_> = parts.iter().flat_map(|p| p.inputs.iter().cloned()).collect();
     inputs.sort_by_key(|i| i.index);
@@ -97,6 +101,5 @@ fn run(opts: &Options) -> Result<i32, String> {
         comparison: None,
         seconds: parts.iter().map(|p| p.seconds).sum(),
     };
-    let outputs = Outputs { dir: opts.output.clone(), json: opts.json };
     finish(&mut triage, baseline.as_ref().zip(opts.baseline.as_deref()), &outputs)
 }

@@ -10,6 +10,7 @@ pub mod groups;
 pub mod input;
 pub mod merge;
 pub mod model;
+pub mod outputs;
 
 use clap::Parser;
 use model::{Status, Triage};
@@ -51,6 +52,15 @@ pub struct Options {
     /// Print one JSON record per input and per group on standard output.
     #[arg(long)]
     pub json: bool,
+
+    /// Print a SARIF 2.1.0 document on standard output: one result per root cause.
+    #[arg(long)]
+    pub sarif: bool,
+
+    /// Write a JUnit XML report to FILE: one test case per input, failing when its root
+    /// cause is new against --baseline.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
 
     /// Only the inputs of shard I of N (0 <= I < N), chosen by a hash of their content; merge
     /// the shards' results with `rtgrind triage merge`.
@@ -109,16 +119,12 @@ fn run(opts: &Options) -> Result<i32, String> {
     check_program(&program)?;
     let shard = opts.shard.as_deref().map(parse_shard).transpose()?;
     let baseline = opts.baseline.as_deref().map(read_triage).transpose()?;
+    let outputs = Outputs { dir: opts.output.clone(), json: opts.json, sarif: opts.sarif, junit: opts.junit.clone(), started: std::time::SystemTime::now() };
+    outputs.check(opts.force)?;
     let inputs = corpus::inputs(&opts.inputs)?;
     if inputs.is_empty() {
         let given: Vec<String> = opts.inputs.iter().map(|p| format!("'{}'", p.display())).collect();
         return Err(format!("no inputs in {}", given.join(", ")));
-    }
-    if let Some(out) = &opts.output {
-        if out.exists() && !opts.force {
-            return Err(format!("-o: '{}' exists; not writing into it (--force to)", out.display()));
-        }
-        std::fs::create_dir_all(out).map_err(|e| format!("-o: cannot create '{}': {e}", out.display()))?;
     }
     let scratch = match &opts.output {
         Some(out) => out.join("runs"),
@@ -147,7 +153,6 @@ fn run(opts: &Options) -> Result<i32, String> {
         comparison: None,
         seconds: (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
     };
-    let outputs = Outputs { dir: opts.output.clone(), json: opts.json };
     finish(&mut triage, baseline.as_ref().zip(opts.baseline.as_deref()), &outputs)
 }
 
@@ -155,6 +160,27 @@ fn run(opts: &Options) -> Result<i32, String> {
 pub struct Outputs {
     pub dir: Option<PathBuf>,
     pub json: bool,
+    pub sarif: bool,
+    pub junit: Option<PathBuf>,
+    /// When the triage started (the JUnit report's timestamp).
+    pub started: std::time::SystemTime,
+}
+
+impl Outputs {
+    /// Refuses, before any work, to write over what exists (unless `force`), and makes the
+    /// output directory.
+    pub fn check(&self, force: bool) -> Result<(), String> {
+        if let Some(out) = &self.dir {
+            if out.exists() && !force {
+                return Err(format!("-o: '{}' exists; not writing into it (--force to)", out.display()));
+            }
+            std::fs::create_dir_all(out).map_err(|e| format!("-o: cannot create '{}': {e}", out.display()))?;
+        }
+        if let Some(f) = self.junit.as_ref().filter(|f| f.exists() && !force) {
+            return Err(format!("--junit: '{}' exists; not overwriting it (--force to)", f.display()));
+        }
+        Ok(())
+    }
 }
 
 /// A triage's results compared with a baseline's and written out: the exit status (1 when a
@@ -174,10 +200,15 @@ pub fn finish(triage: &mut Triage, baseline: Option<(&Triage, &Path)>, outputs: 
             println!("{}", serde_json::to_string(&Record::Group(g)).expect("serializes"));
         }
     }
+    if outputs.sarif {
+        println!("{}", outputs::sarif(triage));
+    }
+    let write = |path: &Path, text: String| std::fs::write(path, text).map_err(|e| format!("cannot write '{}': {e}", path.display()));
     if let Some(out) = &outputs.dir {
-        let path = out.join("triage.json");
-        let text = serde_json::to_string_pretty(&*triage).expect("serializes") + "\n";
-        std::fs::write(&path, text).map_err(|e| format!("cannot write '{}': {e}", path.display()))?;
+        write(&out.join("triage.json"), serde_json::to_string_pretty(&*triage).expect("serializes") + "\n")?;
+    }
+    if let Some(path) = &outputs.junit {
+        write(path, outputs::junit(triage, &outputs::iso8601(outputs.started)))?;
     }
     Ok(i32::from(triage.comparison.as_ref().is_some_and(|c| !c.new.is_empty())))
 }

@@ -75,6 +75,9 @@ pub struct Input {
     /// Of the repeatable runs made to reproduce it (seeds 0, 1, ...), how many failed.
     pub failed_runs: u32,
     pub runs: u32,
+    /// Seconds its runs took.
+    #[serde(default)]
+    pub seconds: f64,
     /// The seed of the runs its root cause was searched in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
