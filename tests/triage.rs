@@ -246,6 +246,33 @@ fn fingerprints_stay_with_inputs_removed_and_a_rebuild() {
     assert_ne!(all[0], all[1]);
 }
 
+/// `--html=FILE`: the page, loaded in a real headless browser (Chromium), shows each root
+/// cause with its inputs, crash sites and the graph of its first member's runs.
+#[test]
+fn the_html_report_shows_the_groups_in_a_browser() {
+    let exe = program("records");
+    let page = scratch_dir("triage-html").join("report.html");
+    let (run, _) = triage(&[&format!("-i={}", corpus().join("records").display()), &format!("--html={}", page.display())], &exe);
+    assert_eq!(run.status.code(), Some(0), "{}", run.describe());
+    let browser = std::process::Command::new("chromium")
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--dump-dom"])
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("chromium runs (Debian's chromium package; .ci/run installs it)");
+    let dom = String::from_utf8_lossy(&browser.stdout);
+    let sections: Vec<&str> = dom.split("<section class=\"group\"").skip(1).collect();
+    assert_eq!(sections.len(), 2, "{dom}");
+    assert!(sections[0].contains(&format!("Root cause 1: {} (main)", marked("records", "root: A"))), "{}", sections[0]);
+    assert!(sections[1].contains(&format!("Root cause 2: {} (main)", marked("records", "root: B"))), "{}", sections[1]);
+    for (s, inputs) in sections.iter().zip([["a1", "a2"], ["b1", "b2"]]) {
+        assert!(inputs.iter().all(|i| s.contains(&format!("records/{i}</td>"))), "{s}");
+        assert!(s.contains("<li>SIGSEGV at records.c:31 (call)</li>") && s.contains("2 of 2 confirmed"), "{s}");
+        // The chain: the original run, the suppression run, the root cause.
+        assert_eq!(s.matches("<rect ").count(), 3, "{s}");
+    }
+    assert!(dom.contains("ok1</td><td>no crash</td>"), "{dom}");
+}
+
 /// `--json`: one record per input and per group, each a JSON object that names what it is.
 #[test]
 fn json_records_are_one_per_input_and_per_group() {

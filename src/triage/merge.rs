@@ -35,6 +35,10 @@ struct Options {
     #[arg(long, value_name = "FILE")]
     junit: Option<PathBuf>,
 
+    /// Write an HTML report to FILE.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
+
     /// An earlier triage's triage.json to compare with (exit status 1 when a root cause is new).
     #[arg(long, value_name = "FILE")]
     baseline: Option<PathBuf>,
@@ -83,7 +87,14 @@ fn run(opts: &Options) -> Result<i32, String> {
             ));
         }
     }
-    let outputs = Outputs { dir: opts.output.clone(), json: opts.json, sarif: opts.sarif, junit: opts.junit.clone(), started: std::time::SystemTime::now() };
+    let outputs = Outputs {
+        dir: opts.output.clone(),
+        json: opts.json,
+        sarif: opts.sarif,
+        junit: opts.junit.clone(),
+        html: opts.html.clone(),
+        started: std::time::SystemTime::now(),
+    };
     outputs.check(opts.force)?;
     let known: Known = parts.iter().flat_map(|p| &p.groups).map(|g| (g.fingerprint.clone(), (g.what.clone(), g.place.clone()))).collect();
     let mut inputs: Vec<_> = parts.iter().flat_map(|p| p.inputs.iter().cloned()).collect();

@@ -7,6 +7,7 @@
 
 pub mod corpus;
 pub mod groups;
+pub mod html;
 pub mod input;
 pub mod merge;
 pub mod model;
@@ -61,6 +62,11 @@ pub struct Options {
     /// cause is new against --baseline.
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
+
+    /// Write an HTML report to FILE: one page with the groups, their inputs and crash sites,
+    /// and how each root cause was found, drawn as a graph.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 
     /// Only the inputs of shard I of N (0 <= I < N), chosen by a hash of their content; merge
     /// the shards' results with `rtgrind triage merge`.
@@ -119,7 +125,14 @@ fn run(opts: &Options) -> Result<i32, String> {
     check_program(&program)?;
     let shard = opts.shard.as_deref().map(parse_shard).transpose()?;
     let baseline = opts.baseline.as_deref().map(read_triage).transpose()?;
-    let outputs = Outputs { dir: opts.output.clone(), json: opts.json, sarif: opts.sarif, junit: opts.junit.clone(), started: std::time::SystemTime::now() };
+    let outputs = Outputs {
+        dir: opts.output.clone(),
+        json: opts.json,
+        sarif: opts.sarif,
+        junit: opts.junit.clone(),
+        html: opts.html.clone(),
+        started: std::time::SystemTime::now(),
+    };
     outputs.check(opts.force)?;
     let inputs = corpus::inputs(&opts.inputs)?;
     if inputs.is_empty() {
@@ -162,6 +175,7 @@ pub struct Outputs {
     pub json: bool,
     pub sarif: bool,
     pub junit: Option<PathBuf>,
+    pub html: Option<PathBuf>,
     /// When the triage started (the JUnit report's timestamp).
     pub started: std::time::SystemTime,
 }
@@ -176,8 +190,10 @@ impl Outputs {
             }
             std::fs::create_dir_all(out).map_err(|e| format!("-o: cannot create '{}': {e}", out.display()))?;
         }
-        if let Some(f) = self.junit.as_ref().filter(|f| f.exists() && !force) {
-            return Err(format!("--junit: '{}' exists; not overwriting it (--force to)", f.display()));
+        for (option, file) in [("--junit", &self.junit), ("--html", &self.html)] {
+            if let Some(f) = file.as_ref().filter(|f| f.exists() && !force) {
+                return Err(format!("{option}: '{}' exists; not overwriting it (--force to)", f.display()));
+            }
         }
         Ok(())
     }
@@ -209,6 +225,9 @@ pub fn finish(triage: &mut Triage, baseline: Option<(&Triage, &Path)>, outputs: 
     }
     if let Some(path) = &outputs.junit {
         write(path, outputs::junit(triage, &outputs::iso8601(outputs.started)))?;
+    }
+    if let Some(path) = &outputs.html {
+        write(path, html::page(triage))?;
     }
     Ok(i32::from(triage.comparison.as_ref().is_some_and(|c| !c.new.is_empty())))
 }
