@@ -153,7 +153,7 @@ fn run(opts: &Options) -> Result<i32, String> {
     };
     let started = Instant::now();
     let inputs: Vec<(usize, PathBuf)> = inputs.into_iter().enumerate().filter(|(_, p)| shard.is_none_or(|s| in_shard(p, s))).collect();
-    let mut results = triage_all(&target, &inputs, &scratch, opts.jobs as usize);
+    let mut results = triage_all(&target, &inputs, &scratch, opts.jobs as usize, &program);
     let groups = check_groups(&target, &mut results, &program, &scratch, opts.jobs as usize);
     let _ = std::fs::remove_dir_all(&scratch);
     let mut triage = Triage {
@@ -284,9 +284,10 @@ fn check_program(program: &Path) -> Result<(), String> {
 
 /// Every input triaged, `jobs` at a time, each with its own scratch directory; in the
 /// inputs' order.
-fn triage_all(target: &input::Target, inputs: &[(usize, PathBuf)], scratch: &Path, jobs: usize) -> Vec<model::Input> {
+fn triage_all(target: &input::Target, inputs: &[(usize, PathBuf)], scratch: &Path, jobs: usize, program: &Path) -> Vec<model::Input> {
     let done = AtomicUsize::new(0);
-    parallel(inputs, jobs, |k, (index, path)| {
+    let progress = Progress::new(inputs.len());
+    let results = parallel(inputs, jobs, |k, (index, path)| {
         let dir = scratch.join(k.to_string());
         let mut result = match std::fs::create_dir_all(&dir) {
             Ok(()) => target.triage(path, &dir),
@@ -300,9 +301,53 @@ fn triage_all(target: &input::Target, inputs: &[(usize, PathBuf)], scratch: &Pat
         result.index = *index;
         let _ = std::fs::remove_dir_all(&dir);
         let n = done.fetch_add(1, Ordering::SeqCst) + 1;
-        eprintln!("triage: [{n}/{}] {}: {}", inputs.len(), result.path, result.status.describe());
+        progress.done(n, &result, program);
         result
-    })
+    });
+    progress.finish();
+    results
+}
+
+/// How far the triage is: a live bar (inputs done, root causes so far, time left) where
+/// standard error is a terminal, else a line per input.
+struct Progress {
+    bar: Option<indicatif::ProgressBar>,
+    total: usize,
+    roots: Mutex<std::collections::HashSet<String>>,
+}
+
+impl Progress {
+    fn new(total: usize) -> Progress {
+        use std::io::IsTerminal;
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = indicatif::ProgressBar::new(total as u64);
+            let style = indicatif::ProgressStyle::with_template("triage: {bar:30} {pos}/{len} inputs, {msg}, {eta} left").expect("a valid template");
+            bar.set_style(style);
+            bar.set_message("0 root causes");
+            bar.enable_steady_tick(Duration::from_millis(500));
+            bar
+        });
+        Progress { bar, total, roots: Mutex::new(Default::default()) }
+    }
+
+    fn done(&self, n: usize, input: &model::Input, program: &Path) {
+        let root = input.report.as_ref().filter(|_| input.status.has_root_cause()).and_then(|r| r.findings.first()).map(|f| groups::what(f, program));
+        let mut roots = self.roots.lock().expect("not poisoned");
+        roots.extend(root);
+        match &self.bar {
+            Some(bar) => {
+                bar.set_message(format!("{} root cause{} so far", roots.len(), if roots.len() == 1 { "" } else { "s" }));
+                bar.inc(1);
+            }
+            None => eprintln!("triage: [{n}/{}] {}: {}", self.total, input.path, input.status.describe()),
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
 }
 
 /// The groups checked: each member re-run with the group's root cause (its first member's)
