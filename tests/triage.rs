@@ -246,6 +246,52 @@ fn fingerprints_stay_with_inputs_removed_and_a_rebuild() {
     assert_ne!(all[0], all[1]);
 }
 
+/// The command lines docs/TRIAGE.md gives for a CI matrix, a Slurm job array and a Kubernetes
+/// Indexed Job, run as written (the platform's variables set for each of 4 shards; the corpus,
+/// program and results paths replaced by the test's): each platform's merged result groups the
+/// inputs as one run does.
+#[test]
+fn the_documented_sharding_commands_work() {
+    let exe = program("tokens");
+    let dir = corpus().join("tokens");
+    let (_, whole, base) = triage_in(&[&format!("-i={}", dir.display())], &exe);
+    let doc = std::fs::read_to_string(repo_root().join("docs/TRIAGE.md")).unwrap();
+    let commands: Vec<&str> = doc
+        .lines()
+        .filter_map(|l| l.find("rtgrind triage").map(|k| l[k..].trim_end_matches(['"', ']', '\''])))
+        .filter(|l| l.contains("--shard=$") || l.contains(" merge -o ") && l.contains("shard-"))
+        .collect();
+    for (platform, index) in [("CI matrix", "${{ matrix.shard }}"), ("Slurm", "${SLURM_ARRAY_TASK_ID}"), ("Kubernetes", "${JOB_COMPLETION_INDEX}")] {
+        let shard = commands.iter().find(|c| c.contains(index)).unwrap_or_else(|| panic!("no {platform} command in docs/TRIAGE.md"));
+        let nth = ["CI matrix", "Slurm", "Kubernetes"].iter().position(|p| *p == platform).unwrap();
+        let merge = commands.iter().filter(|c| c.contains(" merge ")).nth(nth).unwrap_or_else(|| panic!("no {platform} merge in docs/TRIAGE.md"));
+        let cwd = scratch_dir("triage-docs");
+        std::fs::create_dir_all(cwd.join("baseline")).unwrap();
+        std::fs::copy(base.join("triage.json"), cwd.join("baseline/triage.json")).unwrap();
+        let concrete = |c: &str, i: usize| {
+            c.replace(index, &i.to_string())
+                .replace("${SLURM_ARRAY_TASK_COUNT}", "4")
+                .replace("/results/", &format!("{}/", cwd.display()))
+                .replace(" /corpus ", &format!(" {} ", dir.display()))
+                .replace(" corpus ", &format!(" {} ", dir.display()))
+                .replace(" /prog ", &format!(" {} ", exe.display()))
+                .replace(" ./prog ", &format!(" {} ", exe.display()))
+                .replace("shard-*", "shard-0 shard-1 shard-2 shard-3")
+                .replacen("rtgrind ", &format!("{} ", crate::common::rtgrind_bin().display()), 1)
+        };
+        for i in 0..4 {
+            let cmd = concrete(shard, i);
+            let out = std::process::Command::new("sh").arg("-c").arg(&cmd).current_dir(&cwd).output().unwrap();
+            assert!(out.status.success(), "{platform}: {cmd}: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        let cmd = concrete(merge, 0);
+        let out = std::process::Command::new("sh").arg("-c").arg(&cmd).current_dir(&cwd).output().unwrap();
+        assert!(out.status.success(), "{platform}: {cmd}: {}", String::from_utf8_lossy(&out.stderr));
+        let merged: Value = serde_json::from_str(&std::fs::read_to_string(cwd.join("all/triage.json")).unwrap()).unwrap();
+        assert_eq!(groups(&merged), groups(&whole), "{platform}");
+    }
+}
+
 /// `--html=FILE`: the page, loaded in a real headless browser (Chromium), shows each root
 /// cause with its inputs, crash sites and the graph of its first member's runs.
 #[test]
