@@ -50,6 +50,11 @@ pub struct Options {
     #[arg(short = 't', long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=86400))]
     pub timeout: u64,
 
+    /// Search the inputs that do not crash too, for memory corruption that heap redzones or
+    /// a layout of the program's variables turn into a failure (a run per layout tried).
+    #[arg(long)]
+    pub expose: bool,
+
     /// Print one JSON record per input and per group on standard output.
     #[arg(long)]
     pub json: bool,
@@ -150,6 +155,7 @@ fn run(opts: &Options) -> Result<i32, String> {
         tool: opts.tool.clone(),
         command,
         timeout: Duration::from_secs(opts.timeout),
+        expose: opts.expose,
     };
     let started = Instant::now();
     let inputs: Vec<(usize, PathBuf)> = inputs.into_iter().enumerate().filter(|(_, p)| shard.is_none_or(|s| in_shard(p, s))).collect();
