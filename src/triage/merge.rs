@@ -49,17 +49,9 @@ struct Options {
 }
 
 pub fn main(args: &[OsString]) -> i32 {
-    let argv = std::iter::once(OsString::from("rtgrind triage merge")).chain(args.iter().cloned());
-    let opts = match Options::try_parse_from(argv) {
+    let opts: Options = match super::parse("triage merge", args, "rtgrind triage merge [-o OUT] RESULT...") {
         Ok(o) => o,
-        Err(e) => {
-            use clap::error::ErrorKind;
-            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-                e.exit();
-            }
-            let first = e.to_string().lines().next().unwrap_or("invalid usage").trim_start_matches("error: ").to_string();
-            return super::error(&format!("triage merge: {first} (usage: rtgrind triage merge [-o OUT] RESULT...)"));
-        }
+        Err(code) => return code,
     };
     match run(&opts) {
         Ok(code) => code,
