@@ -5,7 +5,8 @@
 # 0.21.10 (Debian 12's source) with CVE-2016-10091 put back in its three functions
 # (cmd_expand, cmd_emboss, cmd_engrave: `char str[10]; sprintf(str, "%d", param)`), built
 # -O0; each input an RTF document of random words and control words, some with a number of
-# ten characters or more after \expnd, \embo or \engr. It prints the inputs per minute, the
+# ten characters or more after \expnd (cmd_expand, which prints a quarter of it) or \embo
+# (cmd_emboss); \engr is no control word unrtf knows (cmd_engrave is \impr's). It prints the inputs per minute, the
 # groups by root cause, and the groups the same crashes make by the top three frames of their
 # crash stack (the crash's place and the two innermost calls: CASR's and crashwalk's way).
 # Needs rtgrind built, gcc, python3, and the Debian source archive (apt-get source; cached in
@@ -83,7 +84,8 @@ stacks = collections.defaultdict(list)
 for i in t["inputs"]:
     f = (i.get("report") or {}).get("failure")
     if i.get("group") and f:
-        frames = [f.get("call") or f["place"] or f["pc"]] + f["stack"]
+        # (A crash inside a library: its innermost program call is the first frame.)
+        frames = f["stack"] if f.get("call") else [f["place"] or f["pc"]] + f["stack"]
         stacks[" < ".join(frames[:3])].append(i)
 print(f"By root cause: {len(by_root)} groups; by the top three frames of the crash stack: {len(stacks)} groups.")
 for key, members in sorted(stacks.items(), key=lambda kv: -len(kv[1])):
