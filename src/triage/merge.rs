@@ -6,7 +6,7 @@
 
 use super::groups::{self, Known};
 use super::model::Triage;
-use super::{finish, read_triage, Outputs};
+use super::{finish, read_triage};
 use clap::Parser;
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -15,37 +15,12 @@ use std::path::PathBuf;
 #[derive(Parser, Debug)]
 #[command(name = "rtgrind triage merge", version, about, after_help = "Example: rtgrind triage merge -o all shard-0 shard-1 shard-2")]
 struct Options {
-    /// Directory for the combined result (triage.json); one that exists is refused unless --force.
-    #[arg(short = 'o', long = "output", value_name = "OUT")]
-    output: Option<PathBuf>,
-
-    /// Write into an output directory that exists.
-    #[arg(long)]
-    force: bool,
-
-    /// Print one JSON record per input and per group on standard output.
-    #[arg(long)]
-    json: bool,
-
-    /// Print a SARIF 2.1.0 document on standard output: one result per root cause.
-    #[arg(long)]
-    sarif: bool,
-
-    /// Write a JUnit XML report to FILE: one test case per input.
-    #[arg(long, value_name = "FILE")]
-    junit: Option<PathBuf>,
-
-    /// Write an HTML report to FILE.
-    #[arg(long, value_name = "FILE")]
-    html: Option<PathBuf>,
-
-    /// An earlier triage's triage.json to compare with (exit status 1 when a root cause is new).
-    #[arg(long, value_name = "FILE")]
-    baseline: Option<PathBuf>,
+    #[command(flatten)]
+    results: super::ResultOptions,
 
     /// The shards' results: their output directories or triage.json files.
     #[arg(required = true, value_name = "RESULT")]
-    results: Vec<PathBuf>,
+    shards: Vec<PathBuf>,
 }
 
 pub fn main(args: &[OsString]) -> i32 {
@@ -60,11 +35,10 @@ pub fn main(args: &[OsString]) -> i32 {
 }
 
 fn run(opts: &Options) -> Result<i32, String> {
-    let parts: Vec<Triage> = opts.results.iter().map(|p| read_triage(p)).collect::<Result<_, _>>()?;
-    let baseline = opts.baseline.as_deref().map(read_triage).transpose()?;
+    let parts: Vec<Triage> = opts.shards.iter().map(|p| read_triage(p)).collect::<Result<_, _>>()?;
     let first = &parts[0];
     if let Some((k, _)) = parts.iter().enumerate().find(|(_, p)| p.command != first.command || p.tool != first.tool) {
-        return Err(format!("'{}' is a triage of another command or tool than '{}'", opts.results[k].display(), opts.results[0].display()));
+        return Err(format!("'{}' is a triage of another command or tool than '{}'", opts.shards[k].display(), opts.shards[0].display()));
     }
     let shards: Vec<(u64, u64)> = parts.iter().filter_map(|p| p.shard).collect();
     if let Some(&(_, n)) = shards.first() {
@@ -79,15 +53,7 @@ fn run(opts: &Options) -> Result<i32, String> {
             ));
         }
     }
-    let outputs = Outputs {
-        dir: opts.output.clone(),
-        json: opts.json,
-        sarif: opts.sarif,
-        junit: opts.junit.clone(),
-        html: opts.html.clone(),
-        started: std::time::SystemTime::now(),
-    };
-    outputs.check(opts.force)?;
+    let (outputs, baseline) = opts.results.prepare()?;
     let known: Known = parts.iter().flat_map(|p| &p.groups).map(|g| (g.fingerprint.clone(), (g.what.clone(), g.place.clone()))).collect();
     let mut inputs: Vec<_> = parts.iter().flat_map(|p| p.inputs.iter().cloned()).collect();
     inputs.sort_by_key(|i| i.index);
@@ -104,5 +70,5 @@ fn run(opts: &Options) -> Result<i32, String> {
         comparison: None,
         seconds: parts.iter().map(|p| p.seconds).sum(),
     };
-    finish(&mut triage, baseline.as_ref().zip(opts.baseline.as_deref()), &outputs)
+    finish(&mut triage, baseline.as_ref().zip(opts.results.baseline.as_deref()), &outputs)
 }

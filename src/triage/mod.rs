@@ -33,14 +33,6 @@ pub struct Options {
     #[arg(short = 'i', long = "input", required = true, num_args = 1.., value_name = "DIR|FILE")]
     pub inputs: Vec<PathBuf>,
 
-    /// Directory for the results (triage.json); one that exists is refused unless --force.
-    #[arg(short = 'o', long = "output", value_name = "OUT")]
-    pub output: Option<PathBuf>,
-
-    /// Write into an output directory that exists (its triage.json is replaced).
-    #[arg(long)]
-    pub force: bool,
-
     /// Inputs triaged at once.
     #[arg(short = 'j', long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=256))]
     pub jobs: u64,
@@ -54,6 +46,31 @@ pub struct Options {
     /// a layout of the program's variables turn into a failure (a run per layout tried).
     #[arg(long)]
     pub expose: bool,
+
+    /// Only the inputs of shard I of N (0 <= I < N), chosen by a hash of their content; merge
+    /// the shards' results with `rtgrind triage merge`.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
+
+    /// The program and its arguments, `@@` where an input's path goes.
+    #[arg(last = true, required = true, value_name = "PROG [ARGS]...")]
+    pub command: Vec<OsString>,
+
+    #[command(flatten)]
+    pub results: ResultOptions,
+}
+
+/// Where a triage's results go, and what they are compared with (triage's and merge's).
+#[derive(clap::Args, Debug)]
+#[command(next_help_heading = "Results")]
+pub struct ResultOptions {
+    /// Directory for the results (triage.json); one that exists is refused unless --force.
+    #[arg(short = 'o', long = "output", value_name = "OUT")]
+    pub output: Option<PathBuf>,
+
+    /// Write into an output directory or over a report file that exists.
+    #[arg(long)]
+    pub force: bool,
 
     /// Print one JSON record per input and per group on standard output.
     #[arg(long)]
@@ -73,19 +90,28 @@ pub struct Options {
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
 
-    /// Only the inputs of shard I of N (0 <= I < N), chosen by a hash of their content; merge
-    /// the shards' results with `rtgrind triage merge`.
-    #[arg(long, value_name = "I/N")]
-    pub shard: Option<String>,
-
     /// An earlier triage's triage.json: say which root causes are new, fixed and unchanged,
     /// and exit with status 1 when one is new.
     #[arg(long, value_name = "FILE")]
     pub baseline: Option<PathBuf>,
+}
 
-    /// The program and its arguments, `@@` where an input's path goes.
-    #[arg(last = true, required = true, value_name = "PROG [ARGS]...")]
-    pub command: Vec<OsString>,
+impl ResultOptions {
+    /// The outputs asked for, checked before any work (nothing that exists is written over
+    /// unless `--force`; the output directory made), and the baseline read.
+    pub fn prepare(&self) -> Result<(Outputs, Option<Triage>), String> {
+        let outputs = Outputs {
+            dir: self.output.clone(),
+            json: self.json,
+            sarif: self.sarif,
+            junit: self.junit.clone(),
+            html: self.html.clone(),
+            started: std::time::SystemTime::now(),
+        };
+        let baseline = self.baseline.as_deref().map(read_triage).transpose()?;
+        outputs.check(self.force)?;
+        Ok((outputs, baseline))
+    }
 }
 
 /// A JSON record of `--json`.
@@ -141,22 +167,13 @@ fn run(opts: &Options) -> Result<i32, String> {
     let program = crate::resolve(&opts.command[0]);
     check_program(&program)?;
     let shard = opts.shard.as_deref().map(parse_shard).transpose()?;
-    let baseline = opts.baseline.as_deref().map(read_triage).transpose()?;
-    let outputs = Outputs {
-        dir: opts.output.clone(),
-        json: opts.json,
-        sarif: opts.sarif,
-        junit: opts.junit.clone(),
-        html: opts.html.clone(),
-        started: std::time::SystemTime::now(),
-    };
-    outputs.check(opts.force)?;
     let inputs = corpus::inputs(&opts.inputs)?;
     if inputs.is_empty() {
         let given: Vec<String> = opts.inputs.iter().map(|p| format!("'{}'", p.display())).collect();
         return Err(format!("no inputs in {}", given.join(", ")));
     }
-    let scratch = match &opts.output {
+    let (outputs, baseline) = opts.results.prepare()?;
+    let scratch = match &opts.results.output {
         Some(out) => out.join("runs"),
         None => std::env::temp_dir().join(format!("rtgrind-triage-{}", std::process::id())),
     };
@@ -184,7 +201,7 @@ fn run(opts: &Options) -> Result<i32, String> {
         comparison: None,
         seconds: (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
     };
-    finish(&mut triage, baseline.as_ref().zip(opts.baseline.as_deref()), &outputs)
+    finish(&mut triage, baseline.as_ref().zip(opts.results.baseline.as_deref()), &outputs)
 }
 
 /// Where a triage's results go.
