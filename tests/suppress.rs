@@ -79,6 +79,22 @@ fn a_saved_frame_pointer_overrun_by_sprintf_is_found_at_the_sprintf() {
     assert_eq!(out.status.code(), Some(0), "{}", out.describe());
 }
 
+/// The same overrun as unrtf's cmd_expand has it (a quarter of the parameter printed: only
+/// the NUL overruns): the slot the caller then reads through the wrong frame holds a value an
+/// earlier call left there, made from the parameter. That value is not what went wrong (its
+/// store is no corruption); the frame pointer is, whatever the slot holds.
+#[test]
+fn a_frame_pointer_overrun_is_the_cause_even_where_the_slot_read_through_it_was_written() {
+    let exe = bug("frame_smash_stale", "frame_smash_stale", &|s| s);
+    let out = run_rtgrind(["--tool=suppress"], &Cmd::new(&exe).arg("-2147483648"));
+    let err = out.stderr_str();
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    assert!(headline(&err).contains(&format!("{}, inside ", place("frame_smash_stale", "root", "expand"))), "{err}");
+    assert!(err.contains("it used the frame pointer rbp (0x") && err.contains(" was read, defined at iovsprintf.c"), "{err}");
+    assert!(!err.contains(&place("frame_smash_stale", "stale", "scale")), "{err}");
+    assert_eq!(runs(&err), 4, "{err}");
+}
+
 #[test]
 fn null_returned_on_error_path_found_where_it_was_assigned() {
     let exe = bug("null_return", "null_return", &|s| s);

@@ -1317,17 +1317,25 @@ impl SuppressRun {
         let nowhere = |v: u64| mem.region_at(v).is_none();
         let pointers: Vec<&super::slice::Load> = loads.iter().filter(|l| l.size == 8 && nowhere(l.value)).collect();
         let parts: Vec<&super::slice::Load> = if pointers.is_empty() { loads.iter().filter(|l| l.size != 8 || nowhere(l.value)).collect() } else { pointers };
+        // The frame pointer is wrong when its value came from something other than a frame's
+        // own set-up (a saved rbp a copy overran, restored by `leave`): then a frame slot read
+        // through it is some other frame's (stale, or never written), and the frame pointer
+        // is what the address went wrong by, whatever the slot holds.
+        let rbp = *shadow::word(ctx, slot::ORIGIN_GPR + 8 * 5);
+        let rbp_wrong = rbp & origin::REAL != 0 && !self.frame_setup(rbp);
         let mut used: Vec<(String, u64)> = Vec::new();
         for l in parts {
             let o = self.location_origin(l.addr, l.size as u64);
-            if o == 0 && l.frame {
-                // A frame slot nobody wrote: the frame pointer itself is wrong when its value
-                // came from something other than a frame's own set-up (a saved rbp a copy
-                // overran, restored by `leave`): that is what the address went wrong by.
-                let rbp = *shadow::word(ctx, slot::ORIGIN_GPR + 8 * 5);
-                if rbp & origin::REAL != 0 && !self.frame_setup(rbp) {
-                    used.push((format!("the frame pointer rbp ({:#x}), from which the slot at {:#x} that nothing wrote was read", ctx.gpr[5], l.addr), rbp));
+            if l.frame && rbp_wrong {
+                if used.iter().all(|u| u.1 != rbp) {
+                    let nothing = if o == 0 { " that nothing wrote" } else { "" };
+                    used.push((format!("the frame pointer rbp ({:#x}), from which the slot at {:#x}{nothing} was read", ctx.gpr[5], l.addr), rbp));
                 }
+                continue;
+            }
+            if o == 0 && l.frame {
+                // A frame slot nobody wrote, through a frame pointer set up as usual: nothing
+                // to follow.
                 continue;
             }
             used.push((format!("the {}-byte value {:#x} at {:#x}, which the address was computed from", l.size, l.value, l.addr), o));
