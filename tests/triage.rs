@@ -216,6 +216,43 @@ fn flaky_and_hanging_inputs_are_listed_as_such() {
     assert!(err.contains("hang1 (its run with seed 0 did not end in 3 s: killed)"), "{err}");
 }
 
+/// jobs.c with `--tool=race`: a worker checks a shared pointer and uses it while another
+/// thread clears it, for two pointers cleared by two threads. Each input fails only in some
+/// schedules (the probes try random ones: flaky or failing in all); its root cause is the
+/// clearing write's race, found by replaying a failing probe's schedule. The inputs of one
+/// pointer are one group whichever field they crash reading (two sites), the two pointers'
+/// groups crash at the same two sites; the fingerprints stay with inputs removed; races are
+/// not checked, and the SARIF is valid.
+#[test]
+fn races_are_grouped_by_their_write() {
+    let exe = program("jobs");
+    let dir = corpus().join("jobs");
+    let (run, t) = triage(&["--tool=race", &format!("-i={}", dir.display()), "-t", "20", "--sarif"], &exe);
+    assert_eq!(run.status.code(), Some(0), "{}", run.describe());
+    crate::common::assert_valid_sarif(&run.stdout_str());
+    let g = groups(&t);
+    assert_eq!(g.iter().map(|g| g.0.clone()).collect::<Vec<_>>(), [["a1", "a2"], ["b1", "b2"]], "{g:?}");
+    let sites = marks("jobs", "crash: verbose").into_iter().chain(marks("jobs", "crash: level")).map(|l| format!("SIGSEGV at {l} (show)")).collect::<Vec<_>>();
+    for (k, (root, func)) in [("root: A", "closer"), ("root: B", "reloader")].into_iter().enumerate() {
+        assert!(g[k].1.starts_with(&format!("data race of {} ({func}) and ", marked("jobs", root))), "{g:?}");
+        let mut crashed = g[k].2.clone();
+        crashed.sort();
+        assert_eq!(crashed, sites, "{g:?}");
+    }
+    assert_eq!(t["groups"][0]["what"], format!("race write {} (closer)", marked("jobs", "root: A")));
+    for (name, status) in statuses(&t) {
+        let expected: &[&str] = if name == "ok1" { &["no-crash"] } else { &["flaky", "root-cause"] };
+        assert!(expected.contains(&status.as_str()), "{name}: {status}: {t}");
+    }
+    let err = run.stderr_str();
+    assert!(err.contains("2 inputs, 2 crash sites (not checked: a race is no instruction to suppress)"), "{err}");
+    let (_, some) = triage(&["--tool=race", "-i", &dir.join("b2").display().to_string(), &dir.join("a1").display().to_string(), "-t", "20"], &exe);
+    let prints = |g: &[(Vec<String>, String, Vec<String>, String)]| g.iter().map(|g| g.3.clone()).collect::<Vec<_>>();
+    let mut again = prints(&groups(&some));
+    again.reverse();
+    assert_eq!(again, prints(&g));
+}
+
 /// A group's fingerprint is the same with fewer inputs, given one by one, and in a build of
 /// the program with a function added before the root cause's (on a blank line: the lines stay,
 /// the root cause's offset in the module moves, its offset in its function does not).

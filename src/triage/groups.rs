@@ -15,6 +15,9 @@ const FINGERPRINT_LEN: usize = 16;
 /// What a root cause's fingerprint is made of ("records:add_record+0x4b:records.c:41"), for
 /// the finding a search reported in `program` (the module its `offset` is in).
 pub fn what(f: &Finding, program: &Path) -> String {
+    if f.kind == "data race" {
+        return race(f);
+    }
     let line = f.place.split(" (").next().unwrap_or(&f.place);
     let offset = f.offset.as_deref().and_then(|o| u64::from_str_radix(o.trim_start_matches("0x"), 16).ok());
     match (&f.module, offset) {
@@ -25,11 +28,35 @@ pub fn what(f: &Finding, program: &Path) -> String {
             };
             format!("{module}:{at}:{line}")
         }
-        // (No instruction of the program: its line, and the other access for a race.)
-        _ => match &f.earlier_place {
-            Some(other) => format!("{line}|{}", other.split(" (").next().unwrap_or(other)),
-            None => line.to_string(),
-        },
+        // (No instruction of the program: its line.)
+        _ => line.to_string(),
+    }
+}
+
+/// What a race's fingerprint is made of: the places of its writes ("race write
+/// jobs.c:31 (closer)"). One unsynchronized write races with every access on the other side
+/// of an atomicity violation (the check and the use); which of those races a failing schedule
+/// shows first is the schedule's choice, the write is the bug's.
+fn race(f: &Finding) -> String {
+    let writes = |access: &Option<String>| access.as_deref().is_some_and(|a| a.starts_with("write"));
+    let mut places: Vec<&str> = [(&f.access, Some(&f.place)), (&f.earlier_access, f.earlier_place.as_ref())]
+        .into_iter()
+        .filter_map(|(a, p)| Some(p?.as_str()).filter(|_| writes(a)))
+        .collect();
+    places.sort_unstable();
+    places.dedup();
+    format!("race write {}", places.join(" | "))
+}
+
+/// Where a root cause is, for people: a race's two places, a write first.
+fn place(f: &Finding) -> String {
+    match &f.earlier_place {
+        Some(earlier) if f.kind == "data race" => {
+            let later_writes = f.access.as_deref().is_some_and(|a| a.starts_with("write"));
+            let (first, second) = if later_writes { (&f.place, earlier) } else { (earlier, &f.place) };
+            format!("data race of {first} and {second}")
+        }
+        _ => f.place.clone(),
     }
 }
 
@@ -54,7 +81,7 @@ pub fn group(inputs: &mut [Input], program: &Path) -> Vec<Group> {
             what = format!("{what} | still failing at {}", input.crash.as_deref().unwrap_or("?"));
         }
         let fingerprint = fingerprint(&what);
-        known.entry(fingerprint.clone()).or_insert((what, finding.place.clone()));
+        known.entry(fingerprint.clone()).or_insert((what, place(finding)));
         input.group = Some(fingerprint);
     }
     collect(inputs, &known)
@@ -113,5 +140,26 @@ mod tests {
         assert_eq!((groups[1].members.clone(), groups[1].what.as_str()), (vec!["in/1".to_string()], "a:0x1139:a.c:7 | still failing at SIGSEGV at a.c:12 (g)"));
         assert_ne!(groups[0].fingerprint, groups[1].fingerprint);
         assert_eq!(inputs[2].group.as_ref(), Some(&groups[1].fingerprint));
+    }
+
+    /// A race is named by its writes: the clearing write's race with the check and its race
+    /// with the use are one root cause, a race of another write another.
+    #[test]
+    fn races_with_one_write_have_one_fingerprint() {
+        let race = |later: &str, access: &str, earlier: &str, earlier_access: &str| Finding {
+            kind: "data race".into(),
+            place: later.into(),
+            access: Some(access.into()),
+            earlier_place: Some(earlier.into()),
+            earlier_access: Some(earlier_access.into()),
+            ..Finding::default()
+        };
+        let p = Path::new("/nonexistent");
+        let check = race("j.c:20 (reader)", "read of 8 bytes by thread 1", "j.c:31 (closer)", "write of 8 bytes by thread 2");
+        let used = race("j.c:31 (closer)", "write of 8 bytes by thread 2", "j.c:22 (reader)", "read of 8 bytes by thread 1");
+        let other = race("j.c:20 (reader)", "read of 8 bytes by thread 1", "j.c:36 (reloader)", "write of 8 bytes by thread 3");
+        assert_eq!(what(&check, p), "race write j.c:31 (closer)");
+        assert_eq!(fingerprint(&what(&check, p)), fingerprint(&what(&used, p)));
+        assert_ne!(fingerprint(&what(&check, p)), fingerprint(&what(&other, p)));
     }
 }

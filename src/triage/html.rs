@@ -3,7 +3,7 @@
 //! its first member's chain of runs drawn as a graph (inline SVG), then the inputs without a
 //! root cause. Made with `maud`, which escapes every value it puts in the page.
 
-use super::model::{Group, Input, Triage};
+use super::model::{self, Group, Input, Triage};
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 
 const STYLE: &str = "body{font-family:sans-serif;margin:2em;max-width:70em}\
@@ -40,7 +40,8 @@ pub fn page(t: &Triage) -> String {
                         }
                         p { "Fingerprint " code { (g.fingerprint) } " (" (g.what) "). "
                             (g.members.len()) " inputs, " (g.crash_sites.len()) " crash sites; "
-                            (g.confirmed) " of " (g.members.len()) " confirmed (no failure with the root cause suppressed from the start)." }
+                            (model::checks(t, g))
+                            @if t.tool != "race" { " (no failure with the root cause suppressed from the start)" } "." }
                         h3 { "Crash sites" }
                         ul.sites { @for s in &g.crash_sites { li { (s) } } }
                         h3 { "Inputs" }

@@ -67,7 +67,8 @@ impl Target {
         let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
         let mut failing_seed = None;
         for seed in 0..PROBES {
-            let args = ["-q".into(), "--tool=none".into(), "--repeatable=yes".into(), format!("--seed={seed}")];
+            let mut args = vec!["-q".into(), "--tool=none".into(), "--repeatable=yes".into(), format!("--seed={seed}")];
+            args.extend(self.schedule(seed, scratch));
             let (ending, _) = self.run(&args, &absolute, scratch, self.timeout);
             input.runs += 1;
             match ending {
@@ -99,8 +100,15 @@ impl Target {
         }
         let seed = failing_seed.unwrap_or(0);
         input.seed = Some(u64::from(seed));
-        let args = [format!("--tool={}", self.tool), "--json".into(), format!("--seed={seed}")];
+        let mut args = vec![format!("--tool={}", self.tool), "--json".into(), format!("--seed={seed}")];
+        if self.races() {
+            // (The failing probe's schedule, replayed: the interleaving that failed.)
+            args.push(format!("--sched=replay:{}", schedule_file(scratch, seed).display()));
+        }
         let (ending, stdout) = self.run(&args, &absolute, scratch, self.timeout * SEARCH_FACTOR);
+        for s in 0..PROBES {
+            let _ = std::fs::remove_file(schedule_file(scratch, s));
+        }
         let report = stdout.lines().rev().find_map(|l| serde_json::from_str::<Report>(l).ok());
         let found = report.as_ref().is_some_and(|r| r.result == "root-cause" && !r.findings.is_empty());
         input.status = match (found, input.failed_runs) {
@@ -130,6 +138,24 @@ impl Target {
         });
         input.report = report;
         input
+    }
+
+    /// Whether the root causes searched are races: then the probes try schedules.
+    pub fn races(&self) -> bool {
+        self.tool == "race"
+    }
+
+    /// The scheduler's options of probe `seed`: none for memory corruption (the default
+    /// schedule, random bytes by the seed); for races a random schedule of its own, with quanta
+    /// of 1000, 100 and 20 blocks in turn (a window between a check and its use is a few blocks
+    /// wide), recorded for the search to replay (every probe: a recorded run is the one
+    /// whose ending counts).
+    fn schedule(&self, seed: u32, scratch: &Path) -> Vec<String> {
+        if !self.races() {
+            return Vec::new();
+        }
+        let quantum = [1000, 100, 20][(seed % 3) as usize];
+        vec![format!("--sched=random:{}", seed + 1), format!("--quantum={quantum}"), format!("--record-schedule={}", schedule_file(scratch, seed).display())]
     }
 
     /// Whether `input` still fails with `root` (its group's root cause) suppressed from the
@@ -163,7 +189,16 @@ impl Target {
         }
         failed
     }
+}
 
+/// Where probe `seed`'s schedule is recorded: beside the scratch directory, which every run
+/// empties (named whole: the runs work in that directory).
+fn schedule_file(scratch: &Path, seed: u32) -> PathBuf {
+    let scratch = std::path::absolute(scratch).unwrap_or_else(|_| scratch.to_path_buf());
+    scratch.with_extension(format!("schedule-{seed}"))
+}
+
+impl Target {
     /// Runs rtgrind with `options` on the program with `input`, in `dir`, for at most `limit`:
     /// how it ended and what it wrote on its standard output.
     fn run(&self, options: &[String], input: &Path, dir: &Path, limit: Duration) -> (Ending, String) {

@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 #[command(name = "rtgrind triage", version, about, after_help = "Example: rtgrind triage -i crashes/ -o triage-out -j 2 -- ./prog --parse @@")]
 pub struct Options {
     /// The tool that finds each input's root cause.
-    #[arg(long, default_value = "suppress", value_parser = ["suppress"])]
+    #[arg(long, default_value = "suppress", value_parser = ["suppress", "race"])]
     pub tool: String,
 
     /// Input files, or directories of them (a fuzzer's queue or crashes: every file in it).
@@ -385,13 +385,17 @@ impl Progress {
     }
 }
 
-/// The groups checked: each member re-run with the group's root cause (its first member's)
+/// The groups checked (not for races: a race's order is no instruction to suppress from the
+/// start): each member re-run with the group's root cause (its first member's)
 /// suppressed from the start (`confirmed`); then grouped again, those that still failed apart.
 /// The first member is checked too: its own search's suppression run was not from the start,
 /// and a shard's first member need not be the corpus's (the members share the root-cause
 /// instruction, so a check does not depend on which member names it).
 fn check_groups(target: &input::Target, inputs: &mut [model::Input], program: &Path, scratch: &Path, jobs: usize) -> Vec<model::Group> {
     let groups = groups::group(inputs, program);
+    if target.races() {
+        return groups;
+    }
     let root = |path: &String| inputs.iter().find(|i| &i.path == path).and_then(|i| i.report.as_ref()).and_then(|r| r.findings.first()).cloned();
     // (A member that failed only with redzones or a layout is not checked: a plain run of it
     // does not fail either way.)
@@ -446,15 +450,14 @@ fn summary(t: &Triage) -> Vec<String> {
     for (k, g) in t.groups.iter().enumerate() {
         let new = t.comparison.as_ref().is_some_and(|c| c.new.contains(&g.fingerprint));
         out.push(format!(
-            "group {} [{}]{} {}: {}, {} ({} of {} confirmed)",
+            "group {} [{}]{} {}: {}, {} ({})",
             k + 1,
             g.fingerprint,
             if new { " NEW" } else { "" },
             g.place,
             plural(g.members.len(), "input"),
             plural(g.crash_sites.len(), "crash site"),
-            g.confirmed,
-            g.members.len()
+            model::checks(t, g)
         ));
         out.push(format!("   inputs: {}", g.members.join(", ")));
         out.push(format!("   crash sites: {}", g.crash_sites.join("; ")));

@@ -118,6 +118,14 @@ pub struct Group {
     pub confirmed: usize,
 }
 
+/// How group `g`'s check went, for people: "2 of 3 confirmed", or that races are not checked.
+pub fn checks(t: &Triage, g: &Group) -> String {
+    if t.tool == "race" {
+        return "not checked: a race is no instruction to suppress".into();
+    }
+    format!("{} of {} confirmed", g.confirmed, g.members.len())
+}
+
 /// A triage against an earlier one (`--baseline`): fingerprints of root causes.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
 pub struct Comparison {

@@ -461,6 +461,7 @@ fn failure_root(
     report.traced_again = sup.traced_again;
     let model = crate::tools::suppress::report::model(&sup, command);
     report.chain = model.chain.clone();
+    report.failure = model.failure.clone();
     let behind = race_behind(&sup.chain, races, verdicts, &report.findings)
         .map(|(k, run, location, copied)| {
             let by = if copied { "a copy, on its line, of what this race's read saw" } else { "this race's write" };
