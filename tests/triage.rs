@@ -253,6 +253,33 @@ fn races_are_grouped_by_their_write() {
     assert_eq!(again, prints(&g));
 }
 
+/// `--expose`: tokens/quiet1's 20-character token overruns its 16-byte block into malloc's
+/// slack, which crashes nothing: without `--expose` it is no crash; with it, heap redzones make
+/// the overrun a failure at the block's free, whose writer is the memcpy (the bytes it copied
+/// keep the input's origin): the same root cause, and group, as the input that crashes. It is
+/// not checked (a plain run of it does not fail either way); ok1 stays no crash.
+#[test]
+fn expose_finds_a_corruption_that_crashes_nothing() {
+    let exe = program("tokens");
+    let dir = corpus().join("tokens");
+    let [quiet, ok, crash] = ["quiet1", "ok1", "t1"].map(|n| dir.join(n).display().to_string());
+    let (_, plain) = triage(&["-i", &quiet, &ok], &exe);
+    assert_eq!(statuses(&plain), [("quiet1".to_string(), "no-crash".to_string()), ("ok1".into(), "no-crash".into())]);
+    let (run, t) = triage(&["--expose", "-i", &quiet, &ok, &crash], &exe);
+    assert_eq!(run.status.code(), Some(0), "{}", run.describe());
+    let st = statuses(&t);
+    assert_eq!(st, [("quiet1".to_string(), "root-cause".to_string()), ("ok1".into(), "no-crash".into()), ("t1".into(), "root-cause".into())], "{t}");
+    assert!(t["inputs"][0]["reason"].as_str().unwrap().starts_with("it did not fail as it is: heap redzones"), "{t}");
+    let g = groups(&t);
+    assert_eq!(g.len(), 1, "{g:?}");
+    assert_eq!(g[0].0, ["quiet1", "t1"]);
+    assert!(g[0].1.starts_with(&format!("{} (main)", marked("tokens", "root: A"))), "{g:?}");
+    let text = std::fs::read_to_string(corpus().join("tokens.c")).unwrap();
+    let free = text.lines().position(|l| l.trim() == "free(token);").unwrap() + 1;
+    assert!(g[0].2.contains(&format!("heap redzone overwritten at tokens.c:{free} (main)")), "{g:?}");
+    assert!(run.stderr_str().contains("2 inputs, 2 crash sites (1 of 2 confirmed, 1 not checked)"), "{}", run.describe());
+}
+
 /// A group's fingerprint is the same with fewer inputs, given one by one, and in a build of
 /// the program with a function added before the root cause's (on a blank line: the lines stay,
 /// the root cause's offset in the module moves, its offset in its function does not).

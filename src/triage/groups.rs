@@ -104,6 +104,7 @@ pub fn collect(inputs: &[Input], known: &Known) -> Vec<Group> {
         };
         g.members.push(input.path.clone());
         g.confirmed += usize::from(input.confirmed == Some(true));
+        g.unchecked += usize::from(input.confirmed.is_none());
         if let Some(site) = input.crash.as_ref().filter(|s| !g.crash_sites.contains(s)) {
             g.crash_sites.push(site.clone());
         }

@@ -116,6 +116,10 @@ pub struct Group {
     pub crash_sites: Vec<String>,
     /// Members re-run with the root cause suppressed from the start that then did not fail.
     pub confirmed: usize,
+    /// Members not checked: they failed only with redzones or a layout (`--expose`), or
+    /// their check did not end.
+    #[serde(default)]
+    pub unchecked: usize,
 }
 
 /// How group `g`'s check went, for people: "2 of 3 confirmed", or that races are not checked.
@@ -123,7 +127,8 @@ pub fn checks(t: &Triage, g: &Group) -> String {
     if t.tool == "race" {
         return "not checked: a race is no instruction to suppress".into();
     }
-    format!("{} of {} confirmed", g.confirmed, g.members.len())
+    let unchecked = if g.unchecked > 0 { format!(", {} not checked", g.unchecked) } else { String::new() };
+    format!("{} of {} confirmed{unchecked}", g.confirmed, g.members.len())
 }
 
 /// A triage against an earlier one (`--baseline`): fingerprints of root causes.

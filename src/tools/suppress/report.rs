@@ -126,9 +126,14 @@ fn failure_site(o: &super::plan::Outcome, program: &str) -> Option<crate::report
     let first_vaddr = crate::report::symbols::in_file(program, 0).map_or(0, |f| f.0);
     let lines = crate::report::lines::addr2line(program, c.stack.iter().map(|r| r.wrapping_sub(1).wrapping_sub(o.main.0) + first_vaddr));
     let stack: Vec<String> = c.stack.iter().zip(lines).map(|(r, l)| l.unwrap_or_else(|| format!("{r:#x}"))).collect();
-    let signal = if c.signal < 0 { c.place.clone() } else { crate::report::signal_name(c.signal) };
     let call = stack.first().filter(|_| !(o.main.0..o.main.1).contains(&c.pc)).cloned();
-    Some(crate::report::model::FailureSite { signal, place: c.place.clone(), pc: format!("{:#x}", c.pc), call, stack })
+    let (signal, place, call) = match c.signal {
+        // (Found on entry to the allocator: said where the program called it.)
+        super::run::REDZONE_FAILURE => ("heap redzone overwritten".to_string(), stack.first().cloned().unwrap_or_else(|| c.place.clone()), None),
+        s if s < 0 => (c.place.clone(), c.place.clone(), call),
+        s => (crate::report::signal_name(s), c.place.clone(), call),
+    };
+    Some(crate::report::model::FailureSite { signal, place, pc: format!("{:#x}", c.pc), call, stack })
 }
 
 /// The layouts the runs had: heap redzones from some run on; each layout found, from some run

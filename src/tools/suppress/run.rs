@@ -821,8 +821,14 @@ impl SuppressRun {
     /// through the PLT) made after origin `o` with its destination in `[lo, hi)`, the
     /// destination nearest `hi` first (`calls_into`).
     fn copier(&mut self, ctx: &mut ThreadContext, mem: &GuestMemory, lo: u64, hi: u64, o: u64) -> Option<Copier> {
-        let callees = self.callees(mem)?;
-        calls_into(ctx, lo, hi, origin::instance_word(o)).into_iter().find_map(|(call, ret)| {
+        self.callees(mem)?;
+        self.known_copier(ctx, lo, hi, origin::instance_word(o))
+    }
+
+    /// `copier` where the program's PLT callees were read already (no memory at hand).
+    fn known_copier(&mut self, ctx: &mut ThreadContext, lo: u64, hi: u64, after: u64) -> Option<Copier> {
+        let callees = self.callees.clone()?;
+        calls_into(ctx, lo, hi, after).into_iter().find_map(|(call, ret)| {
             let name = callees.name(ret)?;
             COPIES.contains(&name.as_str()).then(|| Copier { word: call, ret, name: format!("`{name}`") })
         })
@@ -1397,7 +1403,21 @@ impl SuppressRun {
                 format!("heap block of {} bytes overrun: its redzone was overwritten (found {})", o.size, o.when),
             )
         };
-        let mut used = vec![(location, self.location_origin(o.byte, 1))];
+        let origin = self.location_origin(o.byte, 1);
+        // A library's copy keeps the origin of the bytes it copies (the input's, or the
+        // program's store that made them): where the origin is no store of memory, the
+        // redzone's writer is the program's copying call into the block.
+        let stored = origin & origin::REAL != 0
+            && self.prop.sites.pc(origin::site(origin)).and_then(decode).is_some_and(|i| {
+                InstructionInfoFactory::new().info(&i).used_memory().iter().any(|m| writes(m.access()))
+            });
+        let after = if origin & origin::REAL != 0 { origin::instance_word(origin) } else { origin::thread_bits(origin::thread(ctx.counter) as u64) };
+        let copier = if stored { None } else { self.known_copier(ctx, o.block, o.byte + 1, after) };
+        let mut used = Vec::new();
+        match copier {
+            Some(c) => self.call_defs.push(c.def(location)),
+            None => used.push((location, origin)),
+        }
         used.retain(|l| l.1 & !origin::INCOMING != 0);
         self.fail(ctx, REDZONE_FAILURE, ctx.rip, used, what);
     }
@@ -1850,6 +1870,11 @@ impl ToolRun for SuppressRun {
         self.prop.sites.main = Some(main);
         self.entry = crate::report::symbols::entry_address(&path, mem);
         self.main_path = path.clone();
+        // (A redzone found overwritten asks for the program's copying calls where no memory
+        // is at hand: read them now.)
+        if self.redzones.is_some() {
+            self.callees(mem);
+        }
         let functions = crate::report::symbols::functions(&path, mem);
         let startup = self.entry.and_then(|e| functions.iter().find(|f| (f.0..f.1).contains(&e))).map_or((0, 0), |f| (f.0, f.1));
         self.prop.policy = Some(Policy { main, call_word: Some(area::CALL_WORD), first_instance: ENTRY_INSTANCE, startup });
