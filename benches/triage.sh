@@ -1,7 +1,7 @@
 #!/bin/bash
 # `rtgrind triage` speed (issue 25) and its grouping against grouping by crash stack.
 # Part 1: inputs per minute on the test corpus (guest-programs/corpus/: records, tokens, dice;
-# -O0), with -j 1 and -j 2. Part 2: a corpus of 200 generated inputs of a real program: unrtf
+# -O0; and jobs with --tool=race), with -j 1 and -j 2. Part 2: a corpus of 200 generated inputs of a real program: unrtf
 # 0.21.10 (Debian 12's source) with CVE-2016-10091 put back in its three functions
 # (cmd_expand, cmd_emboss, cmd_engrave: `char str[10]; sprintf(str, "%d", param)`), built
 # -O0; each input an RTF document of random words and control words, some with a number of
@@ -11,7 +11,8 @@
 # crash stack (the crash's place and the two innermost calls: CASR's and crashwalk's way).
 # Needs rtgrind built, gcc, python3, and the Debian source archive (apt-get source; cached in
 # ${TMPDIR:-/tmp}/rtgrind-real-bugs-src, shared with real-bugs.sh).
-# Usage: bash benches/triage.sh [INPUTS]   (INPUTS: the real corpus's size, default 200)
+# Usage: bash benches/triage.sh [INPUTS]   (INPUTS: the real corpus's size, default 200; 0: the
+# test corpus only)
 set -u
 count=${1:-200}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -27,18 +28,24 @@ per_minute() { python3 -c "print(f'{$1 * 60 / $2:.1f}')"; }
 
 echo "| corpus | inputs | -j | time | inputs/min |"
 echo "|---|---:|---:|---:|---:|"
-for p in records tokens dice; do
+for p in records tokens dice jobs; do
     gcc -g -O0 -fno-stack-protector -o "$work/$p" "$root/guest-programs/corpus/$p.c"
 done
 n=$(ls "$root"/guest-programs/corpus/{records,tokens,dice} | grep -cv ':$\|^$')
+races=$(ls "$root"/guest-programs/corpus/jobs | wc -l)
 for j in 1 2; do
     s=$(date +%s.%N)
     for p in records tokens dice; do
         "$rt" triage -i "$root/guest-programs/corpus/$p" -j "$j" -t 3 -- "$work/$p" @@ 2> /dev/null
     done
     t=$(echo "$(date +%s.%N) - $s" | bc)
-    echo "| test corpus | $n | $j | $(printf '%.1f' "$t") s | $(per_minute "$n" "$t") |"
+    echo "| test corpus (suppress) | $n | $j | $(printf '%.1f' "$t") s | $(per_minute "$n" "$t") |"
+    s=$(date +%s.%N)
+    "$rt" triage --tool=race -i "$root/guest-programs/corpus/jobs" -j "$j" -t 20 -- "$work/jobs" @@ 2> /dev/null
+    t=$(echo "$(date +%s.%N) - $s" | bc)
+    echo "| test corpus, jobs (race) | $races | $j | $(printf '%.1f' "$t") s | $(per_minute "$races" "$t") |"
 done
+[ "$count" -gt 0 ] || exit 0
 
 # --- a real program: unrtf with CVE-2016-10091 put back ------------------------------------
 mkdir -p "$cache/unrtf"

@@ -53,7 +53,12 @@ pub fn page(t: &Triage) -> String {
                                     td { (m) }
                                     td { (i.and_then(|i| i.crash.clone()).unwrap_or_default()) }
                                     td { (i.map_or(String::new(), |i| format!("{} of {}", i.failed_runs, i.runs))) }
-                                    td { (match i.and_then(|i| i.confirmed) { Some(true) => "yes", Some(false) => "no", None => "not checked" }) }
+                                    td { (match i.map(|i| (i.confirmed, i.unchecked.as_deref())) {
+                                        Some((Some(true), _)) => "yes".to_string(),
+                                        Some((Some(false), _)) => "no".to_string(),
+                                        Some((None, Some(why))) => format!("not checked: {why}"),
+                                        _ => "not checked".to_string(),
+                                    }) }
                                 }
                             }
                         }

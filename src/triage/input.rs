@@ -160,8 +160,13 @@ impl Target {
 
     /// Whether `input` still fails with `root` (its group's root cause) suppressed from the
     /// start: every execution of its instruction, or for a library's, every store the library
-    /// makes for every call from the program's call site. None if that run did not end.
-    pub fn still_fails(&self, input: &Input, root: &Finding, scratch: &Path) -> Option<bool> {
+    /// makes for every call from the program's call site. Else why there is no answer (that
+    /// run did not end: suppressing a root cause from the start can make a program loop).
+    pub fn still_fails(&self, input: &Input, root: &Finding, scratch: &Path) -> Result<bool, String> {
+        self.check(input, root, scratch).unwrap_or_else(|| Err("its check could not run".into()))
+    }
+
+    fn check(&self, input: &Input, root: &Finding, scratch: &Path) -> Option<Result<bool, String>> {
         let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok();
         let point = match root.call_site.as_deref().and_then(hex) {
             Some(site) => site | 1 << 63,
@@ -185,9 +190,9 @@ impl Target {
         let failed = std::fs::read_to_string(&outcome).ok().map(|o| o.lines().any(|l| l.starts_with("crash\t")));
         let _ = (std::fs::remove_file(&plan), std::fs::remove_file(&outcome));
         if ending == Ending::Timeout {
-            return None;
+            return Some(Err(format!("with the root cause suppressed from the start, it did not end in {} s (killed)", self.timeout.as_secs_f64())));
         }
-        failed
+        Some(failed.ok_or_else(|| format!("its check ended ({ending:?}) without an outcome")))
     }
 }
 

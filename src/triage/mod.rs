@@ -412,8 +412,16 @@ fn check_groups(target: &input::Target, inputs: &mut [model::Input], program: &P
         let _ = std::fs::remove_dir_all(&dir);
         still
     });
+    for g in &groups {
+        for i in inputs.iter_mut().filter(|i| i.failed_runs == 0 && g.members.contains(&i.path)) {
+            i.unchecked = Some("it failed only with heap redzones or a layout: a plain run of it does not fail either way".into());
+        }
+    }
     for ((i, _), still) in checks.iter().zip(results) {
-        inputs[*i].confirmed = still.map(|s| !s);
+        match still {
+            Ok(s) => inputs[*i].confirmed = Some(!s),
+            Err(why) => inputs[*i].unchecked = Some(why),
+        }
     }
     groups::group(inputs, program)
 }
@@ -461,6 +469,11 @@ fn summary(t: &Triage) -> Vec<String> {
         ));
         out.push(format!("   inputs: {}", g.members.join(", ")));
         out.push(format!("   crash sites: {}", g.crash_sites.join("; ")));
+        for i in t.inputs.iter().filter(|i| i.group.as_ref() == Some(&g.fingerprint)) {
+            if let Some(why) = &i.unchecked {
+                out.push(format!("   not checked: {} ({why})", i.path));
+            }
+        }
     }
     for i in t.inputs.iter().filter(|i| !i.status.has_root_cause() || i.status == Status::Flaky) {
         let why = match i.status {

@@ -86,6 +86,10 @@ pub struct Input {
     /// that fails only with redzones or a layout, or whose check did not end).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confirmed: Option<bool>,
+    /// Why its check gave no answer ("with the root cause suppressed from the start, it did
+    /// not end in 5 s (killed)").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unchecked: Option<String>,
     /// How its first failing run failed ("SIGSEGV at records.c:40 (dispatch)").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub crash: Option<String>,

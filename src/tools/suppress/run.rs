@@ -1408,9 +1408,12 @@ impl SuppressRun {
         // program's store that made them): where the origin is no store of memory, the
         // redzone's writer is the program's copying call into the block.
         let stored = origin & origin::REAL != 0
-            && self.prop.sites.pc(origin::site(origin)).and_then(decode).is_some_and(|i| {
-                InstructionInfoFactory::new().info(&i).used_memory().iter().any(|m| writes(m.access()))
-            });
+            && self
+                .prop
+                .sites
+                .pc(origin::site(origin))
+                .and_then(decode)
+                .is_some_and(|i| InstructionInfoFactory::new().info(&i).used_memory().iter().any(|m| writes(m.access())));
         let after = if origin & origin::REAL != 0 { origin::instance_word(origin) } else { origin::thread_bits(origin::thread(ctx.counter) as u64) };
         let copier = if stored { None } else { self.known_copier(ctx, o.block, o.byte + 1, after) };
         let mut used = Vec::new();
