@@ -83,10 +83,14 @@ fn shebang(path: &Path) -> Option<(PathBuf, Option<Vec<u8>>)> {
 
 fn main() {
     keep_heap_apart();
-    // (`rtgrind triage ...` is a command of its own, with its own options.)
+    // (`rtgrind triage ...` and `rtgrind symbolize ...` are commands of their own, with their
+    // own options.)
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if args.get(1).is_some_and(|a| a == "triage") {
         std::process::exit(triage::main(&args[2..]));
+    }
+    if args.get(1).is_some_and(|a| a == "symbolize") {
+        std::process::exit(report::symbolize::main(&args[2..]));
     }
     let (mut cli, matches, command) = parse_command_line();
     let spec = tools::spec(&cli.tool);

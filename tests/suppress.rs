@@ -405,6 +405,14 @@ fn json_sarif_and_dot_reports() {
         lines[1]
     );
     crate::common::assert_valid_sarif(lines[1]);
+    // The rule has help; the chain of runs is the result's code flow, the root cause last.
+    let sarif: serde_json::Value = serde_json::from_str(lines[1]).unwrap();
+    assert!(sarif["runs"][0]["tool"]["driver"]["rules"][0]["help"]["text"].as_str().is_some_and(|t| t.starts_with("Fix the write")), "{sarif}");
+    let flow = sarif["runs"][0]["results"][0]["codeFlows"][0]["threadFlows"][0]["locations"].as_array().unwrap();
+    let report: crate::model::Report = serde_json::from_str(lines[0]).unwrap();
+    assert_eq!(flow.len(), report.chain.len() + 1, "{sarif}");
+    assert!(flow[0]["location"]["message"]["text"].as_str().unwrap().starts_with("run 1: SIGSEGV at "), "{sarif}");
+    assert_eq!(flow.last().unwrap()["location"]["physicalLocation"]["region"]["startLine"].to_string(), line, "{sarif}");
     let graph = std::fs::read_to_string(&dot).unwrap();
     assert!(graph.starts_with("digraph suppression") && graph.contains(&root) && graph.matches("-> run").count() == 3, "{graph}");
     // An existing file is not overwritten.

@@ -157,7 +157,7 @@ fn rotation(nb: usize, na: usize, k: usize) -> impl Iterator<Item = (usize, usiz
 
 /// Each allocation site's `file:line (function)` (of its call), else its address.
 fn site_lines(program: &str, sites: &[Site]) -> std::collections::HashMap<u64, String> {
-    let lines = crate::report::lines::addr2line(program, sites.iter().map(|s| s.site - 1));
+    let lines = crate::report::lines::places(program, sites.iter().map(|s| s.site - 1));
     sites.iter().zip(lines).map(|(s, l)| (s.site, l.unwrap_or_else(|| format!("the call returning to {:#x}", s.site)))).collect()
 }
 

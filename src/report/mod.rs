@@ -1,10 +1,12 @@
 //! What rtgrind tells the user: its own messages (`==PID==` lines, to stderr or
 //! `--log-file`), errors, and guest addresses named as function+offset in a module.
 
+pub mod debuginfo;
 pub mod dwarf;
 pub mod lines;
 pub mod model;
 pub mod render;
+pub mod symbolize;
 pub mod symbols;
 
 use crate::kernel::memory::GuestMemory;

@@ -1,59 +1,79 @@
-//! SARIF 2.1.0 documents of the searches' reports (`report::model`).
+//! SARIF 2.1.0 documents of the searches' reports (`report::model`), on the typed structures
+//! of `report::sarif`: one rule per tool, with help; a result per finding at its place, with a
+//! code flow: a race's two accesses, or the chain of runs that led to a root cause.
 
-/// `("file", line)` of a "file:line (function)" place.
-pub fn file_line(place: &str) -> Option<(String, u64)> {
-    let loc = place.split(" (").next()?;
-    let (file, line) = loc.rsplit_once(':')?;
-    Some((file.to_string(), line.parse().ok()?))
-}
+use crate::report::model::{Finding, Report};
+pub use crate::report::sarif::file_line;
+use crate::report::sarif::{self as s, CodeFlow, Location, Message, SarifResult};
 
 /// The rule a tool's findings are results of.
 pub struct Rule {
     pub id: &'static str,
     pub description: &'static str,
+    /// What to do about a result.
+    pub help: &'static str,
 }
 
-/// A SARIF 2.1.0 document of a report: one rule, and a result (error) per finding, at its
-/// place's file and line where it has one.
-pub fn document(rule: Rule, report: &crate::report::model::Report) -> String {
-    let results: Vec<serde_json::Value> = report
-        .findings
-        .iter()
-        .map(|f| {
-            let locations: Vec<serde_json::Value> = file_line(&f.place)
-                .map(|(uri, line)| serde_json::json!({"physicalLocation": {"artifactLocation": {"uri": uri}, "region": {"startLine": line}}}))
-                .into_iter()
-                .collect();
-            let mut result = serde_json::json!({"ruleId": rule.id, "level": "error", "message": {"text": f.message}, "locations": locations});
-            // A race's two accesses, earlier first, as a code flow.
-            if let (Some(earlier), Some(later)) = (f.earlier_place.as_deref().and_then(file_line), file_line(&f.place)) {
-                let step = |(uri, line): (String, u64), what: &Option<String>| {
-                    serde_json::json!({"location": {"physicalLocation": {"artifactLocation": {"uri": uri}, "region": {"startLine": line}}, "message": {"text": what.clone().unwrap_or_default()}}})
-                };
-                let flow = [step(earlier, &f.earlier_access), step(later, &f.access)];
-                result["codeFlows"] = serde_json::json!([{"threadFlows": [{"locations": flow}]}]);
-            }
-            result
-        })
-        .collect();
-    let doc = serde_json::json!({
-        "version": "2.1.0",
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-        "runs": [{
-            "tool": {"driver": {"name": "rtgrind", "version": env!("CARGO_PKG_VERSION"), "rules": [{"id": rule.id, "shortDescription": {"text": rule.description}}]}},
-            "results": results,
-        }],
+impl Rule {
+    pub fn sarif(&self) -> s::Rule {
+        s::Rule {
+            id: self.id,
+            short_description: Message::new(self.description),
+            full_description: Message::new(self.description),
+            help: Message::new(self.help),
+        }
+    }
+}
+
+/// A SARIF 2.1.0 document of a report: one rule, and a result (error) per finding.
+pub fn document(rule: Rule, report: &Report) -> String {
+    let results = report.findings.iter().enumerate().map(|(k, f)| result(&rule, report, f, k == 0)).collect();
+    s::document(vec![rule.sarif()], results)
+}
+
+/// A finding as a result: at its place where it has a line; a race's two accesses, earlier
+/// first, as a code flow, or for the headline finding the chain of runs (each run's failure,
+/// then the finding).
+fn result(rule: &Rule, report: &Report, f: &Finding, headline: bool) -> SarifResult {
+    let locations = file_line(&f.place).map(|_| Location::at(&f.place, None)).into_iter().collect();
+    let mut code_flows = Vec::new();
+    if let Some(earlier) = f.earlier_place.as_ref().filter(|e| file_line(e).is_some() && file_line(&f.place).is_some()) {
+        let what = |a: &Option<String>| a.clone().unwrap_or_default();
+        code_flows.push(CodeFlow::of([(earlier.clone(), what(&f.earlier_access)), (f.place.clone(), what(&f.access))]));
+    } else if headline && !report.chain.is_empty() {
+        code_flows.push(chain_flow(report, f));
+    }
+    SarifResult {
+        rule_id: rule.id,
+        level: "error",
+        message: Message::new(f.message.clone()),
+        locations,
+        related_locations: Vec::new(),
+        partial_fingerprints: Default::default(),
+        code_flows,
+    }
+}
+
+/// The chain of runs of `report` as a code flow: each run's failure at its place ("run 1:
+/// SIGSEGV at ..."; "run 2: no failure"), then `f` itself.
+pub fn chain_flow(report: &Report, f: &Finding) -> CodeFlow {
+    let runs = report.chain.iter().map(|step| match &step.crash {
+        Some(c) => (crash_place(c).to_string(), format!("run {}: {c}", step.run)),
+        None => (String::new(), format!("run {}: no failure", step.run)),
     });
-    doc.to_string()
+    CodeFlow::of(runs.chain(std::iter::once((f.place.clone(), format!("{}: {}", f.kind, f.place)))))
+}
+
+/// The place of a run's failure as the chain says it ("SIGSEGV at 0x401000 a.c:31 (f)").
+fn crash_place(crash: &str) -> &str {
+    crash.split_once(" at ").and_then(|(_, rest)| rest.split_once(' ')).map_or("", |(_, place)| place)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
     #[test]
-    fn places_split_into_file_and_line() {
-        assert_eq!(file_line("copy_paste.c:15 (main)"), Some(("copy_paste.c".into(), 15)));
-        assert_eq!(file_line("strlen+0x10 in libc.so.6"), None);
+    fn a_crash_is_placed_at_its_source_line() {
+        assert_eq!(super::crash_place("SIGSEGV at 0x401000 records.c:31 (call)"), "records.c:31 (call)");
+        assert_eq!(super::crash_place("no failure"), "");
     }
 }

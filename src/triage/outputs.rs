@@ -4,86 +4,68 @@
 //! failing when its root cause is new against the baseline; `quick-xml`'s serde) for CI.
 
 use super::model::{Group, Input, Triage};
-use crate::tools::sarif::file_line;
+use crate::report::sarif::{CodeFlow, Location, Message, SarifResult};
+use crate::tools::sarif::{chain_flow, Rule};
 use serde::Serialize;
-use serde_json::json;
 
-const RULE: &str = "first-point-of-memory-corruption";
-
-/// A SARIF location of a "file:line (function)" place, or one that only says `text`.
-fn location(place: &str, text: &str) -> serde_json::Value {
-    match file_line(place) {
-        Some((uri, line)) => json!({"physicalLocation": {"artifactLocation": {"uri": uri}, "region": {"startLine": line}}, "message": {"text": text}}),
-        None => json!({"message": {"text": text}}),
+/// The rule of a triage's results: a root cause behind crashing inputs, by the tool that found
+/// them.
+fn rule(t: &Triage) -> Rule {
+    match t.tool.as_str() {
+        "race" => Rule {
+            id: "harmful-data-race",
+            description: "The harmful data race (or, with none behind it, the first point of memory corruption) behind crashing inputs",
+            help: "Order the race's two accesses; every input of the group crashed in a schedule whose failure this race's write defined.",
+        },
+        _ => Rule {
+            id: "first-point-of-memory-corruption",
+            description: "The first point of memory corruption behind crashing inputs, found by execution suppression",
+            help: "Fix the write at this line: the group's inputs crash, at the crash sites listed, because of it; a member confirmed did not fail with it suppressed from the start.",
+        },
     }
 }
 
-/// The SARIF document.
+/// The SARIF document: one result per group.
 pub fn sarif(t: &Triage) -> String {
-    let results: Vec<serde_json::Value> = t.groups.iter().map(|g| sarif_result(t, g)).collect();
-    json!({
-        "version": "2.1.0",
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-        "runs": [{
-            "tool": {"driver": {
-                "name": "rtgrind",
-                "version": env!("CARGO_PKG_VERSION"),
-                "rules": [{"id": RULE, "shortDescription": {"text": "The first point of memory corruption behind crashing inputs, found by execution suppression"}}],
-            }},
-            "results": results,
-        }],
-    })
-    .to_string()
+    let rule = rule(t);
+    let results = t.groups.iter().map(|g| sarif_result(t, g, rule.id)).collect();
+    crate::report::sarif::document(vec![rule.sarif()], results)
 }
 
 /// A group as a SARIF result: at its root cause, fingerprinted, its crash sites as related
 /// locations, and its first member's runs (each failure, then the root cause) as a code flow.
-fn sarif_result(t: &Triage, g: &Group) -> serde_json::Value {
+fn sarif_result(t: &Triage, g: &Group, rule_id: &'static str) -> SarifResult {
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
     let message = format!(
-        "first point of memory corruption at {} behind {} crashing input{} ({} crash site{}): {}",
+        "{} behind {} crashing input{} ({} crash site{}): {}",
         g.place,
         g.members.len(),
-        if g.members.len() == 1 { "" } else { "s" },
+        plural(g.members.len()),
         g.crash_sites.len(),
-        if g.crash_sites.len() == 1 { "" } else { "s" },
+        plural(g.crash_sites.len()),
         g.members.join(", ")
     );
-    let related: Vec<serde_json::Value> = g
+    let related = g
         .crash_sites
         .iter()
         .enumerate()
-        .map(|(k, site)| {
-            let mut l = location(site.split(" at ").nth(1).unwrap_or(site), site);
-            l["id"] = json!(k);
-            l
-        })
+        .map(|(k, site)| Location { id: Some(k as u64), ..Location::at(site.split(" at ").nth(1).unwrap_or(site), Some(site.clone())) })
         .collect();
-    let mut flow: Vec<serde_json::Value> = Vec::new();
     let representative = g.members.first().and_then(|m| t.inputs.iter().find(|i| &i.path == m));
-    if let Some(report) = representative.and_then(|i| i.report.as_ref()) {
-        for step in &report.chain {
-            let what = match &step.crash {
-                Some(c) => format!("run {}: {c}", step.run),
-                None => format!("run {}: no failure", step.run),
-            };
-            flow.push(json!({"location": location(step.crash.as_deref().map_or("", crash_place), &what)}));
-        }
+    let root = representative.and_then(|i| i.report.as_ref()).and_then(|r| Some((r, r.findings.first()?)));
+    let flow = match root {
+        Some((report, finding)) => chain_flow(report, finding),
+        None => CodeFlow::of([(g.place.clone(), format!("root cause: {}", g.place))]),
+    };
+    SarifResult {
+        rule_id,
+        level: "error",
+        message: Message::new(message),
+        locations: vec![Location::at(&g.place, Some(g.place.clone()))],
+        related_locations: related,
+        partial_fingerprints: [("rtgrindRootCause/v1".to_string(), g.fingerprint.clone())].into(),
+        code_flows: vec![flow],
     }
-    flow.push(json!({"location": location(&g.place, &format!("root cause: {}", g.place))}));
-    json!({
-        "ruleId": RULE,
-        "level": "error",
-        "message": {"text": message},
-        "locations": [location(&g.place, &g.place)],
-        "relatedLocations": related,
-        "partialFingerprints": {"rtgrindRootCause/v1": g.fingerprint},
-        "codeFlows": [{"threadFlows": [{"locations": flow}]}],
-    })
-}
-
-/// The place of a run's failure as the chain says it ("SIGSEGV at 0x401000 a.c:31 (f)").
-fn crash_place(crash: &str) -> &str {
-    crash.split_once(" at ").and_then(|(_, rest)| rest.split_once(' ')).map_or("", |(_, place)| place)
 }
 
 #[derive(Serialize)]
@@ -202,11 +184,5 @@ mod tests {
     #[test]
     fn times_are_iso_8601_without_a_zone() {
         assert_eq!(super::iso8601(UNIX_EPOCH + Duration::from_secs(1_795_849_500)), "2026-11-28T07:05:00");
-    }
-
-    #[test]
-    fn a_crash_is_placed_at_its_source_line() {
-        assert_eq!(super::crash_place("SIGSEGV at 0x401000 records.c:31 (call)"), "records.c:31 (call)");
-        assert_eq!(super::crash_place("no failure"), "");
     }
 }

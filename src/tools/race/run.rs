@@ -43,8 +43,11 @@ pub struct Output {
 }
 
 /// The SARIF rule of the tool's findings.
-pub const RULE: crate::tools::sarif::Rule =
-    crate::tools::sarif::Rule { id: "data-race", description: "Two accesses to one location by two threads, one a write, with no synchronization between" };
+pub const RULE: crate::tools::sarif::Rule = crate::tools::sarif::Rule {
+    id: "data-race",
+    description: "Two accesses to one location by two threads, one a write, with no synchronization between",
+    help: "Order the two accesses (a lock both hold, an atomic, a join): a race reported harmful changed what the program read or left in memory when its accesses were replayed in the other order.",
+};
 
 /// The libraries of the C and C++ runtime, trusted (by file name).
 const RUNTIME: [&str; 6] = ["libc.so", "ld-linux", "libstdc++.so", "libgcc_s.so", "libgomp.so", "libpthread.so"];

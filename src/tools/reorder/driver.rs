@@ -255,4 +255,5 @@ pub fn emit(report: &Report, cli: &crate::cli::Cli) {
 const RULE: crate::tools::sarif::Rule = crate::tools::sarif::Rule {
     id: "hidden-memory-corruption",
     description: "Memory corruption that a different layout of the program's variables turns into a failure",
+    help: "The program writes outside an object: under the layout saved with the report it fails; replay it with --layout=FILE and search its root cause with --tool=suppress.",
 };

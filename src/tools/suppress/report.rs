@@ -7,8 +7,11 @@ use crate::report::render;
 use crate::tools::sarif;
 
 /// The SARIF rule of the search's findings.
-const RULE: sarif::Rule =
-    sarif::Rule { id: "first-point-of-memory-corruption", description: "The first point of memory corruption behind a crash, found by execution suppression" };
+const RULE: sarif::Rule = sarif::Rule {
+    id: "first-point-of-memory-corruption",
+    description: "The first point of memory corruption behind a crash, found by execution suppression",
+    help: "Fix the write at this line (or the value it stores): suppressing it from here on made the run end without the failure. The code flow is the chain of runs: each run's failure, and what it used.",
+};
 use std::path::PathBuf;
 
 #[derive(Clone, Debug, Default)]
@@ -124,7 +127,7 @@ fn failure_site(o: &super::plan::Outcome, program: &str) -> Option<crate::report
     let c = o.crash.as_ref()?;
     // (A return address, as a file address, less one: the call's line.)
     let first_vaddr = crate::report::symbols::in_file(program, 0).map_or(0, |f| f.0);
-    let lines = crate::report::lines::addr2line(program, c.stack.iter().map(|r| r.wrapping_sub(1).wrapping_sub(o.main.0) + first_vaddr));
+    let lines = crate::report::lines::places(program, c.stack.iter().map(|r| r.wrapping_sub(1).wrapping_sub(o.main.0) + first_vaddr));
     let stack: Vec<String> = c.stack.iter().zip(lines).map(|(r, l)| l.unwrap_or_else(|| format!("{r:#x}"))).collect();
     let call = stack.first().filter(|_| !(o.main.0..o.main.1).contains(&c.pc)).cloned();
     let (signal, place, call) = match c.signal {

@@ -217,6 +217,7 @@ enum Replay {
 const RULE: crate::tools::sarif::Rule = crate::tools::sarif::Rule {
     id: "critical-predicate",
     description: "A branch instance whose inverted outcome makes a failing run pass (predicate switching)",
+    help: "Check this condition: with this one outcome of it inverted the run gave the expected output; the fault is in the predicate or in what it tests.",
 };
 
 /// What a successful switch did.

@@ -1,0 +1,86 @@
+//! A module's DWARF, found and read in-process with the `addr2line` crate (gimli underneath):
+//! in the module itself, or in a separate debug file found as gdb finds it, by build ID under
+//! `/usr/lib/debug/.build-id/` (Debian's `-dbgsym` and `libc6-dbg` packages) or by the
+//! `.gnu_debuglink` name beside the module, in its `.debug/` directory, or under
+//! `/usr/lib/debug/`. One loader per module, kept for the thread's life: its parsed units and
+//! line tables serve every later lookup.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+/// One frame of the inlining chain at an address, innermost first: the function (demangled)
+/// and the place inside it (for an outer frame, where it calls the inner one).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Frame {
+    pub function: Option<String>,
+    /// The source file's full path as the DWARF gives it.
+    pub file: Option<String>,
+    pub line: Option<u32>,
+}
+
+thread_local! {
+    static LOADERS: RefCell<HashMap<PathBuf, Option<Rc<addr2line::Loader>>>> = RefCell::new(HashMap::new());
+}
+
+/// The frames at file address `va` of the module at `path`, innermost first; empty where it
+/// has no DWARF for it (or its DWARF cannot be read: that address then has no line, the
+/// others keep theirs).
+pub fn frames(path: &str, va: u64) -> Vec<Frame> {
+    let Some(loader) = loader(Path::new(path)) else { return Vec::new() };
+    let Ok(mut iter) = loader.find_frames(va) else { return Vec::new() };
+    let mut out = Vec::new();
+    while let Ok(Some(f)) = iter.next() {
+        let function = f.function.as_ref().and_then(|n| n.demangle().ok()).map(|n| n.into_owned());
+        let (file, line) = f.location.map_or((None, None), |l| (l.file.map(str::to_string), l.line));
+        out.push(Frame { function, file, line });
+    }
+    out
+}
+
+fn loader(path: &Path) -> Option<Rc<addr2line::Loader>> {
+    LOADERS.with(|cache| {
+        cache
+            .borrow_mut()
+            .entry(path.to_path_buf())
+            .or_insert_with(|| {
+                let file = debug_file(path)?;
+                addr2line::Loader::new(file).ok().map(Rc::new)
+            })
+            .clone()
+    })
+}
+
+/// The file holding the DWARF of the module at `path`: itself, or its separate debug file.
+fn debug_file(path: &Path) -> Option<PathBuf> {
+    let bytes = std::fs::read(path).ok()?;
+    let elf = goblin::elf::Elf::parse(&bytes).ok()?;
+    let section = |name: &str| elf.section_headers.iter().find(|s| elf.shdr_strtab.get_at(s.sh_name) == Some(name));
+    if [".debug_info", ".zdebug_info"].iter().any(|n| section(n).is_some_and(|s| s.sh_type != goblin::elf::section_header::SHT_NOBITS)) {
+        return Some(path.to_path_buf());
+    }
+    let mut candidates = Vec::new();
+    if let Some(id) = build_id(&elf, &bytes) {
+        let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+        if hex.len() > 2 {
+            candidates.push(PathBuf::from(format!("/usr/lib/debug/.build-id/{}/{}.debug", &hex[..2], &hex[2..])));
+        }
+    }
+    let link = section(".gnu_debuglink").and_then(|s| bytes.get(s.sh_offset as usize..(s.sh_offset + s.sh_size) as usize));
+    if let Some(name) = link.and_then(|d| d.split(|&b| b == 0).next()).and_then(|n| std::str::from_utf8(n).ok()).filter(|n| !n.is_empty()) {
+        let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        let dir = real.parent().unwrap_or(Path::new("/"));
+        candidates.push(dir.join(name));
+        candidates.push(dir.join(".debug").join(name));
+        candidates.push(Path::new("/usr/lib/debug").join(dir.strip_prefix("/").unwrap_or(dir)).join(name));
+    }
+    // (Not the module itself: a debuglink naming its own file holds no DWARF either.)
+    candidates.into_iter().find(|c| c.is_file() && std::fs::canonicalize(c).ok() != std::fs::canonicalize(path).ok())
+}
+
+/// The GNU build ID note's bytes.
+fn build_id(elf: &goblin::elf::Elf<'_>, bytes: &[u8]) -> Option<Vec<u8>> {
+    let notes = elf.iter_note_sections(bytes, Some(".note.gnu.build-id")).or_else(|| elf.iter_note_headers(bytes))?;
+    notes.flatten().find(|n| n.n_type == goblin::elf::note::NT_GNU_BUILD_ID && n.name == "GNU").map(|n| n.desc.to_vec())
+}
