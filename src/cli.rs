@@ -21,7 +21,8 @@ pub struct Cli {
     #[arg(short, long)]
     pub quiet: bool,
 
-    /// Write rtgrind's messages to FILE instead of stderr.
+    /// Write rtgrind's messages to FILE instead of stderr (appended). As Valgrind's: %p is
+    /// rtgrind's process id, %q{VAR} the value of the environment variable VAR, %% a %.
     #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub log_file: Option<PathBuf>,
 
@@ -186,8 +187,53 @@ fn given(matches: &clap::ArgMatches, command: &clap::Command, keep: &dyn Fn(&str
     opts
 }
 
+/// `--log-file`'s name with Valgrind's escapes replaced: `%p` by `pid`, `%q{VAR}` by the
+/// environment variable's value (`env`), `%%` by `%`; any other `%` is an error.
+pub fn log_file_name(template: &str, pid: u32, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = template;
+    while let Some(k) = rest.find('%') {
+        out.push_str(&rest[..k]);
+        let after = &rest[k + 1..];
+        rest = match after.chars().next() {
+            Some('p') => {
+                out.push_str(&pid.to_string());
+                &after[1..]
+            }
+            Some('%') => {
+                out.push('%');
+                &after[1..]
+            }
+            Some('q') => {
+                let name = after[1..].strip_prefix('{').and_then(|n| n.split_once('}'));
+                let Some((var, tail)) = name.filter(|(v, _)| !v.is_empty()) else {
+                    return Err(format!("--log-file: '%q' in '{template}' is not followed by {{VAR}}"));
+                };
+                out.push_str(&env(var).ok_or_else(|| format!("--log-file: %q{{{var}}} in '{template}': {var} is not set"))?);
+                tail
+            }
+            _ => return Err(format!("--log-file: '%' in '{template}' is not followed by p, q{{VAR}} or %")),
+        };
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
+    /// Valgrind's escapes of `--log-file`: the pid, an environment variable, a percent sign;
+    /// a bad escape or an unset variable is an error.
+    #[test]
+    fn log_file_names_expand_as_valgrind_s() {
+        let env = |v: &str| (v == "JOB").then(|| "nightly".to_string());
+        assert_eq!(super::log_file_name("rt.%p.log", 42, &env), Ok("rt.42.log".to_string()));
+        assert_eq!(super::log_file_name("%q{JOB}/%p-100%%", 7, &env), Ok("nightly/7-100%".to_string()));
+        assert_eq!(super::log_file_name("plain", 7, &env), Ok("plain".to_string()));
+        for bad in ["a%", "a%x", "%q", "%q{}", "%q{JOB", "%q{UNSET}"] {
+            assert!(super::log_file_name(bad, 7, &env).is_err(), "{bad}");
+        }
+    }
+
     /// A traced child gets every option given but the per-process ones (issue 22).
     #[test]
     fn children_get_every_option_but_the_per_process_ones() {

@@ -302,8 +302,10 @@ fn run_guest(cli: &cli::Cli, spec: &tools::ToolSpec, tool: Box<dyn tools::ToolRu
 }
 
 /// The `--log-file` FILE, appended to (nothing the user had is lost).
-fn open_log(p: &std::path::Path) -> std::fs::File {
-    std::fs::OpenOptions::new().create(true).append(true).open(p).unwrap_or_else(|e| fail(&format!("cannot open log file '{}': {e}", p.display()), EXIT_USAGE))
+/// `--log-file`'s file (its name's `%p` and `%q{VAR}` replaced), opened to append.
+fn open_log(template: &std::path::Path) -> std::fs::File {
+    let name = cli::log_file_name(&template.to_string_lossy(), std::process::id(), &|v| std::env::var(v).ok()).unwrap_or_else(|e| fail(&e, EXIT_USAGE));
+    std::fs::OpenOptions::new().create(true).append(true).open(&name).unwrap_or_else(|e| fail(&format!("cannot open log file '{name}': {e}"), EXIT_USAGE))
 }
 
 /// `--log-file` for a search's driver: everything it says (its report, progress, errors)

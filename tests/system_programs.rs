@@ -311,6 +311,26 @@ fn log_file_takes_rtgrind_output() {
     assert!(text.to_lowercase().contains("rtgrind"), "the log file has no banner naming rtgrind:\n{text}");
 }
 
+/// `--log-file` names as Valgrind's: `%p` is rtgrind's pid (the `==PID==` of the lines in it),
+/// `%q{VAR}` an environment variable's value; an escape it does not know is one line of error.
+#[test]
+fn log_file_names_take_the_pid_and_environment_variables() {
+    let dir = common::scratch_dir("log-file-escapes");
+    let cmd = Cmd::new(talker()).env("RTG_JOB", "nightly");
+    let rt = run_rtgrind([format!("--log-file={}/%q{{RTG_JOB}}.%p.log", dir.display())], &cmd);
+    assert_eq!(rt.status.code(), Some(3), "{}", rt.describe());
+    let names: Vec<String> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert_eq!(names.len(), 1, "{names:?}");
+    let pid = names[0].strip_prefix("nightly.").and_then(|n| n.strip_suffix(".log")).unwrap_or_else(|| panic!("{names:?}"));
+    assert!(pid.parse::<u32>().is_ok(), "{names:?}");
+    let text = std::fs::read_to_string(dir.join(&names[0])).unwrap();
+    assert!(text.lines().next().is_some_and(|l| l.starts_with(&format!("=={pid}== "))), "{text}");
+    let bad = run_rtgrind([format!("--log-file={}/x%y", dir.display())], &Cmd::new(talker()));
+    assert_eq!(bad.status.code(), Some(2), "{}", bad.describe());
+    let err = bad.stderr_str();
+    assert!(err.lines().count() == 1 && err.contains("is not followed by p, q{VAR} or %"), "{err}");
+}
+
 /// Without `-q` and without a log file, rtgrind adds its banner on stderr and changes nothing else.
 #[test]
 fn banner_without_quiet() {

@@ -12,6 +12,7 @@ mod race;
 mod reorder;
 mod suppress;
 mod switch;
+mod symbols;
 mod system_programs;
 mod threads;
 mod tools;

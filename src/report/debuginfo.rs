@@ -36,6 +36,18 @@ pub fn frames(path: &str, va: u64) -> Vec<Frame> {
         let (file, line) = f.location.map_or((None, None), |l| (l.file.map(str::to_string), l.line));
         out.push(Frame { function, file, line });
     }
+    // The function holding the address is named as its mangled symbol says, demangled: the
+    // DWARF names a static C++ function without its parameters ("parse"), its symbol with
+    // them ("parse(Record&, char const*)"), as binutils and gdb say it. (A C function's
+    // symbol may be a clone's, "label.constprop.0": its DWARF name; inlined ones have no
+    // symbol.)
+    let mangled = |s: &&str| s.starts_with("_Z") || s.starts_with("_R");
+    if let (Some(outer), Some(symbol)) = (out.last_mut(), loader.find_symbol(va).filter(mangled)) {
+        let name = addr2line::demangle_auto(symbol.into(), None).into_owned();
+        if outer.function.as_deref().is_none_or(|f| name.contains(f)) {
+            outer.function = Some(name);
+        }
+    }
     out
 }
 

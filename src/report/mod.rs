@@ -6,6 +6,7 @@ pub mod dwarf;
 pub mod lines;
 pub mod model;
 pub mod render;
+pub mod sarif;
 pub mod symbolize;
 pub mod symbols;
 

@@ -1,0 +1,135 @@
+//! Symbols and source lines read in-process (issue 26): no binutils at run time, inlined
+//! functions said with the function they were inlined into, C++ names demangled, DWARF in a
+//! separate debug file found through `.gnu_debuglink` or (glibc's, from `libc6-dbg`) by build
+//! ID, and a corrupt line table costing its lines only.
+
+use crate::common::{compile_snippet, rtgrind_raw, run_rtgrind, scratch_dir, Cmd};
+use std::path::Path;
+
+/// A function inlined at -O2 reads through a NULL its caller left.
+const INLINED: &str = r#"#include <stdlib.h>
+struct table { int *cells; int n; };
+static inline int total(const struct table *t) {
+    int s = 0;
+    for (int i = 0; i < t->n; i++)
+        s += t->cells[i] * (i + 1); /* crash */
+    return s;
+}
+int main(int argc, char **argv) {
+    struct table t = { NULL, argc + 3 };
+    if (argc > 1)
+        t.cells = calloc(16, sizeof(int));
+    return total(&t); /* call */
+}
+"#;
+
+/// A template's method, out of line, reads through a NULL.
+const TEMPLATE: &str = r#"#include <cstdio>
+template <typename T> struct Box {
+    T *p;
+    __attribute__((noinline)) T get() const { return *p; } /* crash */
+};
+int main(int argc, char **) {
+    Box<int> b{nullptr};
+    if (argc > 2) { static int x; b.p = &x; }
+    std::printf("%d\n", b.get());
+}
+"#;
+
+/// The line of `source` marked `/* MARK */`.
+fn line(source: &str, mark: &str) -> usize {
+    source.lines().position(|l| l.contains(&format!("/* {mark} */"))).unwrap() + 1
+}
+
+/// Runs `PROG` under `--tool=suppress` with no binutils to be found (`PATH` empty of them):
+/// the original run's crash line.
+fn crash_line(exe: &Path) -> String {
+    let out = run_rtgrind(["--tool=suppress"], &Cmd::new(exe).env("PATH", "/nonexistent"));
+    let err = out.stderr_str();
+    err.lines().find(|l| l.contains("1. original run: SIGSEGV at 0x")).unwrap_or_else(|| panic!("{}", out.describe())).to_string()
+}
+
+#[test]
+fn an_inlined_function_is_said_with_its_caller_and_a_template_demangled_without_binutils() {
+    let exe = compile_snippet("inlined_total", "c", INLINED, &["-g", "-O2"]);
+    let crash = crash_line(&exe);
+    let expected = format!("inlined_total.c:{} (total), inlined into main at inlined_total.c:{}", line(INLINED, "crash"), line(INLINED, "call"));
+    assert!(crash.ends_with(&expected), "{crash}");
+    let exe = compile_snippet("template_box", "cpp", TEMPLATE, &["-g", "-O0"]);
+    let crash = crash_line(&exe);
+    assert!(crash.ends_with(&format!("template_box.cpp:{} (Box<int>::get() const)", line(TEMPLATE, "crash"))), "{crash}");
+}
+
+/// glibc's lines come from `libc6-dbg`'s file under `/usr/lib/debug/.build-id/`, found by the
+/// build ID of the mapped libc: sprintf's store is said at its own line inside glibc.
+#[test]
+fn glibc_frames_have_lines_from_the_build_id_debug_file() {
+    let source = std::fs::read_to_string(crate::common::repo_root().join("guest-programs/bugs/frame_smash.c")).unwrap();
+    let exe = compile_snippet("frame_smash_no_binutils", "c", &source, &["-g", "-O0", "-fno-stack-protector"]);
+    let out = run_rtgrind(["--tool=suppress"], &Cmd::new(&exe).arg("-2147483648").env("PATH", "/nonexistent"));
+    let err = out.stderr_str();
+    let head = err.lines().find(|l| l.contains("first point of memory corruption:")).unwrap_or_else(|| panic!("{}", out.describe()));
+    assert!(head.ends_with(&format!("frame_smash_no_binutils.c:{} (emboss), inside iovsprintf.c:98 (__vsprintf_internal)", line(&source, "root"))), "{head}");
+}
+
+/// `rtgrind symbolize` on a binary whose DWARF was moved to a separate file named by
+/// `.gnu_debuglink` (beside it, then in its `.debug/` directory) says what it says of the
+/// binary that kept its DWARF; with the line table corrupt it says `??` and goes on.
+#[test]
+fn a_separate_debug_file_is_found_through_its_debuglink() {
+    let exe = compile_snippet("debuglink_table", "c", INLINED, &["-g", "-O2"]);
+    let dir = scratch_dir("symbols-debuglink");
+    let main = symbol_address(&exe, "main");
+    let addrs: Vec<String> = (0..24).map(|k| format!("{:#x}", main + k)).collect();
+    let symbolize = |module: &Path| {
+        let out = rtgrind_raw(["symbolize".to_string(), "-e".into(), module.display().to_string()].into_iter().chain(addrs.iter().cloned()));
+        assert_eq!(out.status.code(), Some(0), "{}", out.describe());
+        out.stdout_str()
+    };
+    let whole = symbolize(&exe);
+    assert!(whole.lines().count() == 24 && whole.lines().all(|l| l.starts_with("debuglink_table.c:")), "{whole}");
+    let prog = dir.join("prog");
+    std::fs::copy(&exe, &prog).unwrap();
+    let tool = |args: &[&str]| {
+        let out = std::process::Command::new(args[0]).args(&args[1..]).current_dir(&dir).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    tool(&["objcopy", "--only-keep-debug", "prog", "prog.debug"]);
+    tool(&["objcopy", "--strip-debug", "--add-gnu-debuglink=prog.debug", "prog"]);
+    assert_eq!(symbolize(&prog), whole, "debug file beside the program");
+    std::fs::create_dir_all(dir.join(".debug")).unwrap();
+    std::fs::rename(dir.join("prog.debug"), dir.join(".debug/prog.debug")).unwrap();
+    assert_eq!(symbolize(&prog), whole, "debug file in .debug/");
+    std::fs::remove_file(dir.join(".debug/prog.debug")).unwrap();
+    assert!(symbolize(&prog).lines().all(|l| l == "??"), "no debug file: no lines");
+    // A line table of garbage: no lines, no failure.
+    std::fs::write(dir.join("garbage"), vec![0xffu8; 64]).unwrap();
+    std::fs::copy(&exe, dir.join("bad")).unwrap();
+    tool(&["objcopy", "--update-section", ".debug_line=garbage", "bad"]);
+    let bad = symbolize(&dir.join("bad"));
+    assert_eq!(bad.lines().count(), 24, "{bad}");
+    assert!(bad.lines().all(|l| !l.contains("debuglink_table.c:")), "{bad}");
+}
+
+/// The file address of `name` in the ELF at `path` (its symbol table, read with `nm`).
+fn symbol_address(path: &Path, name: &str) -> u64 {
+    let out = std::process::Command::new("nm").arg("-P").arg(path).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let l = text.lines().find(|l| l.starts_with(&format!("{name} T "))).unwrap_or_else(|| panic!("no {name} in {text}"));
+    u64::from_str_radix(l.split_whitespace().nth(2).unwrap(), 16).unwrap()
+}
+
+#[test]
+fn symbolize_refuses_bad_input_in_one_line() {
+    for (args, says) in [
+        (vec!["symbolize", "-e", "/nonexistent/prog", "0x10"], "cannot read '/nonexistent/prog'"),
+        (vec!["symbolize", "-e", "/bin/true", "zz"], "'zz' is no hex address"),
+        (vec!["symbolize", "0x10"], "symbolize: "),
+    ] {
+        let out = rtgrind_raw(&args);
+        let err = out.stderr_str();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", out.describe());
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.starts_with("rtgrind: error: symbolize: ") && err.contains(says), "{args:?}: {err}");
+    }
+}
