@@ -40,12 +40,14 @@ pub fn frames(path: &str, va: u64) -> Vec<Frame> {
     // DWARF names a static C++ function without its parameters ("parse"), its symbol with
     // them ("parse(Record&, char const*)"), as binutils and gdb say it. (A C function's
     // symbol may be a clone's, "label.constprop.0": its DWARF name; inlined ones have no
-    // symbol.)
-    let mangled = |s: &&str| s.starts_with("_Z") || s.starts_with("_R");
-    if let (Some(outer), Some(symbol)) = (out.last_mut(), loader.find_symbol(va).filter(mangled)) {
+    // symbol.) Code the DWARF describes no function of (assembly) is named by its symbol.
+    let mangled = |s: &str| s.starts_with("_Z") || s.starts_with("_R");
+    if let (Some(outer), Some(symbol)) = (out.last_mut(), loader.find_symbol(va)) {
         let name = addr2line::demangle_auto(symbol.into(), None).into_owned();
-        if outer.function.as_deref().is_none_or(|f| name.contains(f)) {
-            outer.function = Some(name);
+        match &outer.function {
+            None => outer.function = Some(name),
+            Some(f) if mangled(symbol) && name.contains(f.as_str()) => outer.function = Some(name),
+            Some(_) => {}
         }
     }
     out
