@@ -187,6 +187,34 @@ fn given(matches: &clap::ArgMatches, command: &clap::Command, keep: &dyn Fn(&str
     opts
 }
 
+/// The environment variable a search sets for the rtgrind runs it makes: they take their
+/// options from their command line alone (the user's defaults were applied once, by the
+/// search).
+pub const CHILD_RUN: &str = "RTGRIND_CHILD_RUN";
+
+/// rtgrind's options from where Valgrind users keep theirs, in Valgrind's order, each
+/// overriding the ones before and the command line overriding them all: `~/.rtgrindrc`,
+/// `$RTGRIND_OPTS`, `./.rtgrindrc` (only if it is a regular file of the user's own, as
+/// Valgrind's `./.valgrindrc`). Whitespace-separated options; `#` starts a comment in a file.
+pub fn default_options(home: Option<&std::path::Path>, env: Option<&str>, cwd: &std::path::Path) -> Vec<String> {
+    use std::os::unix::fs::MetadataExt;
+    let file = |path: &std::path::Path, own_only: bool| -> Vec<String> {
+        let Ok(meta) = std::fs::symlink_metadata(path) else { return Vec::new() };
+        // SAFETY: getuid has no preconditions.
+        if !meta.is_file() || own_only && meta.uid() != unsafe { libc::getuid() } {
+            return Vec::new();
+        }
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        text.lines().flat_map(|l| l.split('#').next().unwrap_or_default().split_whitespace().map(str::to_string).collect::<Vec<_>>()).collect()
+    };
+    let mut out = home.map(|h| file(&h.join(".rtgrindrc"), false)).unwrap_or_default();
+    out.extend(env.unwrap_or_default().split_whitespace().map(str::to_string));
+    if home.is_none_or(|h| h != cwd) {
+        out.extend(file(&cwd.join(".rtgrindrc"), true));
+    }
+    out
+}
+
 /// `--log-file`'s name with Valgrind's escapes replaced: `%p` by `pid`, `%q{VAR}` by the
 /// environment variable's value (`env`), `%%` by `%`; any other `%` is an error.
 pub fn log_file_name(template: &str, pid: u32, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {

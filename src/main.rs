@@ -83,14 +83,17 @@ fn shebang(path: &Path) -> Option<(PathBuf, Option<Vec<u8>>)> {
 
 fn main() {
     keep_heap_apart();
-    // (`rtgrind triage ...` and `rtgrind symbolize ...` are commands of their own, with their
-    // own options.)
+    // (`rtgrind triage ...`, `symbolize ...` and `schema ...` are commands of their own, with
+    // their own options.)
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if args.get(1).is_some_and(|a| a == "triage") {
         std::process::exit(triage::main(&args[2..]));
     }
     if args.get(1).is_some_and(|a| a == "symbolize") {
         std::process::exit(report::symbolize::main(&args[2..]));
+    }
+    if args.get(1).is_some_and(|a| a == "schema") {
+        std::process::exit(report::schema::main(&args[2..]));
     }
     let (mut cli, matches, command) = parse_command_line();
     let spec = tools::spec(&cli.tool);
@@ -119,8 +122,19 @@ fn main() {
 /// The command line, parsed: usage errors end the process with one line (help and version
 /// print as clap does).
 fn parse_command_line() -> (cli::Cli, clap::ArgMatches, clap::Command) {
-    let command = <cli::Cli as clap::CommandFactory>::command();
-    let matches = match command.clone().try_get_matches() {
+    // (An option given twice, in a file and on the command line, is the later one.)
+    let command = <cli::Cli as clap::CommandFactory>::command().args_override_self(true);
+    let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if std::env::var_os(cli::CHILD_RUN).is_some() {
+        // SAFETY: the process is single-threaded here; the program must not see the variable.
+        std::env::remove_var(cli::CHILD_RUN);
+    } else {
+        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        let cwd = std::env::current_dir().unwrap_or_default();
+        let defaults = cli::default_options(home.as_deref(), std::env::var("RTGRIND_OPTS").ok().as_deref(), &cwd);
+        args.splice(1..1, defaults.into_iter().map(std::ffi::OsString::from));
+    }
+    let matches = match command.clone().try_get_matches_from(args) {
         Ok(m) => m,
         Err(e) => {
             use clap::error::ErrorKind;

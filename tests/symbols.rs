@@ -1,7 +1,7 @@
-//! Symbols and source lines read in-process (issue 26): no binutils at run time, inlined
-//! functions said with the function they were inlined into, C++ names demangled, DWARF in a
-//! separate debug file found through `.gnu_debuglink` or (glibc's, from `libc6-dbg`) by build
-//! ID, and a corrupt line table costing its lines only.
+//! Reports and symbols (issue 26): source lines read in-process (no binutils at run time,
+//! inlined functions said with the function they were inlined into, C++ names demangled, DWARF
+//! in a separate debug file found through `.gnu_debuglink` or (glibc's, from `libc6-dbg`) by
+//! build ID, a corrupt line table costing its lines only), and the JSON outputs' schemas.
 
 use crate::common::{compile_snippet, rtgrind_raw, run_rtgrind, scratch_dir, Cmd};
 use std::path::Path;
@@ -132,4 +132,59 @@ fn symbolize_refuses_bad_input_in_one_line() {
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
         assert!(err.starts_with("rtgrind: error: symbolize: ") && err.contains(says), "{args:?}: {err}");
     }
+}
+
+/// Asserts `document` (JSON text) is valid against the JSON Schema `schema`.
+fn assert_valid(schema: &serde_json::Value, document: &str) {
+    let validator = jsonschema::validator_for(schema).expect("the schema compiles");
+    let value: serde_json::Value = serde_json::from_str(document).unwrap_or_else(|e| panic!("{e}: {document}"));
+    let errors: Vec<String> = validator.iter_errors(&value).map(|e| format!("{e} at {}", e.instance_path)).collect();
+    assert!(errors.is_empty(), "not valid:\n{}\n{document}", errors.join("\n"));
+}
+
+/// `docs/schemas/{report,triage}.schema.json` are what `rtgrind schema` makes from the models'
+/// types and doc comments (the documentation of every field stays true), and real outputs
+/// validate against them: a suppress search's and a race search's `--json`, a triage's
+/// `triage.json`.
+#[test]
+fn the_documented_json_schemas_are_the_models_and_the_outputs_follow_them() {
+    let root = crate::common::repo_root();
+    let mut schemas = Vec::new();
+    for which in ["report", "triage"] {
+        let out = rtgrind_raw(["schema", which]);
+        assert_eq!(out.status.code(), Some(0), "{}", out.describe());
+        let file = root.join(format!("docs/schemas/{which}.schema.json"));
+        let committed = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        assert_eq!(out.stdout_str().trim(), committed.trim(), "{} is not the model's: `rtgrind schema {which} > {}`", file.display(), file.display());
+        let schema: serde_json::Value = serde_json::from_str(&committed).unwrap();
+        assert!(schema["definitions"]["Finding"]["properties"]["place"]["description"].is_string() || which == "triage", "fields have descriptions: {schema}");
+        schemas.push(schema);
+    }
+    let source = std::fs::read_to_string(root.join("guest-programs/bugs/frame_smash.c")).unwrap();
+    let exe = compile_snippet("frame_smash_json", "c", &source, &["-g", "-O0", "-fno-stack-protector"]);
+    let out = run_rtgrind(["--tool=suppress", "--json"], &Cmd::new(&exe).arg("-2147483648"));
+    assert_valid(&schemas[0], out.stdout_str().lines().last().unwrap_or_default());
+    let racy = std::fs::read_to_string(root.join("guest-programs/races/racy_counter.c")).unwrap();
+    let exe = compile_snippet("racy_counter_json", "c", &racy, &["-g", "-O0", "-pthread"]);
+    let out = run_rtgrind(["--tool=race", "--json"], &Cmd::new(&exe));
+    assert_valid(&schemas[0], out.stdout_str().lines().last().unwrap_or_default());
+    let records = std::fs::read_to_string(root.join("guest-programs/corpus/records.c")).unwrap();
+    let exe = compile_snippet("records_json", "c", &records, &["-g", "-O0", "-fno-stack-protector"]);
+    let dir = scratch_dir("schema-triage").join("out");
+    let input = root.join("guest-programs/corpus/records/a1");
+    let out = rtgrind_raw([
+        "triage".to_string(),
+        "-o".into(),
+        dir.display().to_string(),
+        "-i".into(),
+        input.display().to_string(),
+        "--".into(),
+        exe.display().to_string(),
+        "@@".into(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", out.describe());
+    assert_valid(&schemas[1], &std::fs::read_to_string(dir.join("triage.json")).unwrap());
+    let bad = rtgrind_raw(["schema", "other"]);
+    assert_eq!(bad.status.code(), Some(2), "{}", bad.describe());
+    assert!(bad.stderr_str().starts_with("rtgrind: error: schema: "), "{}", bad.describe());
 }

@@ -331,6 +331,38 @@ fn log_file_names_take_the_pid_and_environment_variables() {
     assert!(err.lines().count() == 1 && err.contains("is not followed by p, q{VAR} or %"), "{err}");
 }
 
+/// Options from where Valgrind users keep theirs, in Valgrind's order: `~/.rtgrindrc`, then
+/// `$RTGRIND_OPTS`, then `./.rtgrindrc` (ignored unless the user's own regular file), each
+/// overriding the ones before, and the command line overriding them all. A search's own runs
+/// do not apply them again.
+#[test]
+fn options_come_from_rc_files_and_the_environment_in_valgrind_s_order() {
+    let home = common::scratch_dir("rc-home");
+    let work = common::scratch_dir("rc-work");
+    std::fs::write(home.join(".rtgrindrc"), "# defaults\n--tool=count   # counting\n").unwrap();
+    let tool = |opts: &[&str], env: Option<&str>| {
+        let mut cmd = Cmd::new(talker()).env("HOME", &home).cwd(&work);
+        if let Some(e) = env {
+            cmd = cmd.env("RTGRIND_OPTS", e);
+        }
+        let out = run_rtgrind(opts, &cmd);
+        let err = out.stderr_str();
+        let banner = err.lines().find(|l| l.contains("a dynamic binary translator; tool: ")).unwrap_or_else(|| panic!("{}", out.describe()));
+        banner.rsplit("tool: ").next().unwrap().to_string()
+    };
+    assert_eq!(tool(&[], None), "count", "~/.rtgrindrc");
+    assert_eq!(tool(&[], Some("--tool=none")), "none", "$RTGRIND_OPTS over ~/.rtgrindrc");
+    std::fs::write(work.join(".rtgrindrc"), "--tool=count\n").unwrap();
+    assert_eq!(tool(&[], Some("--tool=none")), "count", "./.rtgrindrc over $RTGRIND_OPTS");
+    assert_eq!(tool(&["--tool=none"], Some("--tool=count")), "none", "the command line over all");
+    // A search: its runs take their options from it alone (a --tool=count default would
+    // otherwise make them count, not run the program as the search asks).
+    let exe = common::compile_snippet("rc_null", "c", "int main(int c, char **v) { int *p = 0; if (c > 1) p = &c; return *p; }\n", &["-g", "-O0"]);
+    let out = run_rtgrind(["--tool=suppress"], &Cmd::new(exe).env("HOME", &home).cwd(&work));
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    assert!(out.stderr_str().contains("first point of memory corruption: rc_null.c:1 (main)"), "{}", out.describe());
+}
+
 /// Without `-q` and without a log file, rtgrind adds its banner on stderr and changes nothing else.
 #[test]
 fn banner_without_quiet() {

@@ -7,6 +7,7 @@ pub mod lines;
 pub mod model;
 pub mod render;
 pub mod sarif;
+pub mod schema;
 pub mod symbolize;
 pub mod symbols;
 

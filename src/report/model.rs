@@ -1,9 +1,11 @@
 //! One report model for every search (issue 22): what a tool found, how the search went, and
-//! the chain of runs. `--json` prints it as one line (`VERSION` says its format, documented in
-//! ARCHITECTURE); the text report and the Graphviz chain (`report::render`) and SARIF
-//! (`tools::sarif`) are renderings of it.
-//! This file depends on serde alone, so the integration tests parse the JSON with it.
+//! the chain of runs. `--json` prints it as one line (`VERSION` says its format; every field is
+//! documented in the JSON Schema `docs/schemas/report.schema.json`, made from this file's doc
+//! comments by schemars: `rtgrind schema report`); the text report and the Graphviz chain
+//! (`report::render`) and SARIF (`tools::sarif`) are renderings of it.
+//! This file depends on serde and schemars alone, so the integration tests parse the JSON with it.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -11,7 +13,7 @@ use std::collections::BTreeMap;
 pub const VERSION: u32 = 1;
 
 /// A search's report.
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Default)]
 pub struct Report {
     /// The tool (`suppress`, `switch`).
     pub tool: String,
@@ -68,7 +70,7 @@ pub struct Report {
 }
 
 /// Where a run failed.
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Default)]
 pub struct FailureSite {
     /// "SIGSEGV", or a named failure's kind.
     pub signal: String,
@@ -86,7 +88,7 @@ pub struct FailureSite {
 }
 
 /// One answer: an instruction instance, where it is reported, and how to read it.
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Default)]
 pub struct Finding {
     /// What it is: "first point of memory corruption" (suppress), "critical predicate" (switch),
     /// "data race" (race).
@@ -181,7 +183,7 @@ pub struct Finding {
 }
 
 /// One run of a search's chain.
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Default)]
 pub struct Step {
     /// Its number, from 1 (the original run).
     pub run: u32,
@@ -200,7 +202,7 @@ pub struct Step {
     pub suppressed: BTreeMap<String, u64>,
 }
 
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Default)]
 pub struct Used {
     pub location: String,
     pub defined_at: String,

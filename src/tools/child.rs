@@ -99,6 +99,7 @@ pub fn run(args: &[std::ffi::OsString], stdout: &Path, stderr: &Path, limit: Opt
     // with it (a repeatable run is three: rtgrind, the pid namespace's reaper, the program).
     let mut child = Command::new(exe)
         .args(args)
+        .env(crate::cli::CHILD_RUN, "1")
         .process_group(0)
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(stdout)?)

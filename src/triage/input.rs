@@ -209,7 +209,7 @@ impl Target {
     fn run(&self, options: &[String], input: &Path, dir: &Path, limit: Duration) -> (Ending, String) {
         let uses_path = self.command.iter().any(|a| a.to_string_lossy().contains("@@"));
         let mut cmd = Command::new(&self.rtgrind);
-        cmd.args(options);
+        cmd.args(options).env(crate::cli::CHILD_RUN, "1");
         if !uses_path {
             cmd.arg(format!("--stdin-file={}", input.display()));
         }

@@ -3,12 +3,13 @@
 //! it too.
 
 use crate::report::model::Report;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub const VERSION: u32 = 1;
 
 /// A triage of a corpus.
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Default)]
 pub struct Triage {
     pub version: u32,
     /// The tool that found each input's root cause (`suppress`, `race`).
@@ -26,7 +27,7 @@ pub struct Triage {
 }
 
 /// How an input went.
-#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum Status {
     /// It fails in every repeatable run, and the tool found its root cause.
@@ -63,7 +64,7 @@ impl Status {
 }
 
 /// One input.
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Default)]
 pub struct Input {
     /// Its path, as given (or found in a directory given).
     pub path: String,
@@ -105,7 +106,7 @@ pub struct Input {
 }
 
 /// Inputs with one root cause.
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Default)]
 pub struct Group {
     /// The stable name of the root cause: a hash of `what`.
     pub fingerprint: String,
@@ -136,7 +137,7 @@ pub fn checks(t: &Triage, g: &Group) -> String {
 }
 
 /// A triage against an earlier one (`--baseline`): fingerprints of root causes.
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Default)]
 pub struct Comparison {
     pub baseline: String,
     pub new: Vec<String>,
