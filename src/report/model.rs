@@ -157,6 +157,11 @@ pub struct Finding {
     pub earlier_access: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub earlier_place: Option<String>,
+    /// The earlier access's guest address (hex) and thread (race).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub earlier_pc: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub earlier_thread: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub object: Option<String>,
     /// A race's harm test (race): "harmful", "benign" or "undecided", and why (the values

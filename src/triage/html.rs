@@ -40,8 +40,7 @@ pub fn page(t: &Triage) -> String {
                         }
                         p { "Fingerprint " code { (g.fingerprint) } " (" (g.what) "). "
                             (g.members.len()) " inputs, " (g.crash_sites.len()) " crash sites; "
-                            (model::checks(t, g))
-                            @if t.tool != "race" { " (no failure with the root cause suppressed from the start)" } "." }
+                            (model::checks(g)) " (no failure with the root cause suppressed from the start)." }
                         h3 { "Crash sites" }
                         ul.sites { @for s in &g.crash_sites { li { (s) } } }
                         h3 { "Inputs" }

@@ -106,8 +106,12 @@ impl Target {
             args.push(format!("--sched=replay:{}", schedule_file(scratch, seed).display()));
         }
         let (ending, stdout) = self.run(&args, &absolute, scratch, self.timeout * SEARCH_FACTOR);
-        for s in 0..PROBES {
+        // (The failing probe's schedule is kept for the check, beside the scratch directory.)
+        for s in (0..PROBES).filter(|&s| !self.races() || s != seed) {
             let _ = std::fs::remove_file(schedule_file(scratch, s));
+        }
+        if self.races() {
+            input.schedule = Some(schedule_file(scratch, seed));
         }
         let report = stdout.lines().rev().find_map(|l| serde_json::from_str::<Report>(l).ok());
         let found = report.as_ref().is_some_and(|r| r.result == "root-cause" && !r.findings.is_empty());
@@ -168,32 +172,60 @@ impl Target {
 
     fn check(&self, input: &Input, root: &Finding, scratch: &Path) -> Option<Result<bool, String>> {
         let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok();
-        let point = match root.call_site.as_deref().and_then(hex) {
-            Some(site) => site | 1 << 63,
-            None => hex(&root.pc)?,
+        let (point, thread) = match race_write(root) {
+            Some((pc, thread)) => (hex(pc)?, thread),
+            None => match root.call_site.as_deref().and_then(hex) {
+                Some(site) => (site | 1 << 63, root.thread),
+                None => (hex(&root.pc)?, root.thread),
+            },
         };
         // (Outside the scratch directory, which every run empties; named whole, as the run
         // works in that directory.)
         let scratch = &std::path::absolute(scratch).ok()?;
         let plan = scratch.with_extension("plan");
         let outcome = scratch.with_extension("outcome");
-        std::fs::write(&plan, format!("point\t{point:#x}\t{}\t0\n", root.thread)).ok()?;
-        let options = [
+        let mut options = vec![
             "--tool=suppress".to_string(),
             format!("--suppress-plan={}", plan.display()),
             format!("--suppress-out={}", outcome.display()),
             format!("--seed={}", input.seed.unwrap_or(0)),
             "--repeatable=yes".into(),
         ];
-        let absolute = std::path::absolute(&input.path).ok()?;
-        let (ending, _) = self.run(&options, &absolute, scratch, self.timeout);
-        let failed = std::fs::read_to_string(&outcome).ok().map(|o| o.lines().any(|l| l.starts_with("crash\t")));
-        let _ = (std::fs::remove_file(&plan), std::fs::remove_file(&outcome));
-        if ending == Ending::Timeout {
-            return Some(Err(format!("with the root cause suppressed from the start, it did not end in {} s (killed)", self.timeout.as_secs_f64())));
+        if let Some(schedule) = &input.schedule {
+            options.push(format!("--sched=replay:{}", schedule.display()));
         }
-        Some(failed.ok_or_else(|| format!("its check ended ({ending:?}) without an outcome")))
+        let absolute = std::path::absolute(&input.path).ok()?;
+        // Whether the run with `plan` failed; None if it did not end or left no outcome.
+        let attempt = |text: String| -> Result<bool, String> {
+            std::fs::write(&plan, text).map_err(|e| format!("cannot write its plan: {e}"))?;
+            let (ending, _) = self.run(&options, &absolute, scratch, self.timeout);
+            let failed = std::fs::read_to_string(&outcome).ok().map(|o| o.lines().any(|l| l.starts_with("crash\t")));
+            let _ = (std::fs::remove_file(&plan), std::fs::remove_file(&outcome));
+            if ending == Ending::Timeout {
+                return Err(format!("with the root cause suppressed from the start, it did not end in {} s (killed)", self.timeout.as_secs_f64()));
+            }
+            failed.ok_or_else(|| format!("its check ended ({ending:?}) without an outcome"))
+        };
+        // A schedule recorded under another tool replays its decisions, not always its
+        // interleaving: the check stands only if the run fails again without the suppression.
+        if input.schedule.is_some() && attempt(String::new()) != Ok(true) {
+            return Some(Err("its failing schedule did not fail again in the check's runs".into()));
+        }
+        Some(attempt(format!("point\t{point:#x}\t{thread}\t0\n")))
     }
+}
+
+/// A race's write (the side that writes; the later if both do): its guest address (hex) and
+/// thread. None for another finding.
+fn race_write(f: &Finding) -> Option<(&str, u64)> {
+    let writes = |a: &Option<String>| a.as_deref().is_some_and(|a| a.starts_with("write"));
+    if f.kind != "data race" {
+        return None;
+    }
+    if writes(&f.access) {
+        return Some((f.pc.as_str(), f.thread));
+    }
+    Some((f.earlier_pc.as_deref()?, f.earlier_thread?)).filter(|_| writes(&f.earlier_access))
 }
 
 /// Where probe `seed`'s schedule is recorded: beside the scratch directory, which every run

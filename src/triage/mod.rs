@@ -385,17 +385,14 @@ impl Progress {
     }
 }
 
-/// The groups checked (not for races: a race's order is no instruction to suppress from the
-/// start): each member re-run with the group's root cause (its first member's)
+/// The groups checked: each member re-run with the group's root cause (its first member's; a
+/// race's write)
 /// suppressed from the start (`confirmed`); then grouped again, those that still failed apart.
 /// The first member is checked too: its own search's suppression run was not from the start,
 /// and a shard's first member need not be the corpus's (the members share the root-cause
 /// instruction, so a check does not depend on which member names it).
 fn check_groups(target: &input::Target, inputs: &mut [model::Input], program: &Path, scratch: &Path, jobs: usize) -> Vec<model::Group> {
     let groups = groups::group(inputs, program);
-    if target.races() {
-        return groups;
-    }
     let root = |path: &String| inputs.iter().find(|i| &i.path == path).and_then(|i| i.report.as_ref()).and_then(|r| r.findings.first()).cloned();
     // (A member that failed only with redzones or a layout is not checked: a plain run of it
     // does not fail either way.)
@@ -465,7 +462,7 @@ fn summary(t: &Triage) -> Vec<String> {
             g.place,
             plural(g.members.len(), "input"),
             plural(g.crash_sites.len(), "crash site"),
-            model::checks(t, g)
+            model::checks(g)
         ));
         out.push(format!("   inputs: {}", g.members.join(", ")));
         out.push(format!("   crash sites: {}", g.crash_sites.join("; ")));

@@ -100,6 +100,10 @@ pub struct Input {
     /// Why there is no root cause (inconclusive, unreadable), or what was killed (timeout).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The schedule of its failing probe, kept for its check (races; not in the results).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub schedule: Option<std::path::PathBuf>,
     /// The tool's report for it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub report: Option<Report>,
@@ -127,11 +131,8 @@ pub struct Group {
     pub unchecked: usize,
 }
 
-/// How group `g`'s check went, for people: "2 of 3 confirmed", or that races are not checked.
-pub fn checks(t: &Triage, g: &Group) -> String {
-    if t.tool == "race" {
-        return "not checked: a race is no instruction to suppress".into();
-    }
+/// How group `g`'s check went, for people: "2 of 3 confirmed".
+pub fn checks(g: &Group) -> String {
     let unchecked = if g.unchecked > 0 { format!(", {} not checked", g.unchecked) } else { String::new() };
     format!("{} of {} confirmed{unchecked}", g.confirmed, g.members.len())
 }

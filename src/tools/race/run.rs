@@ -1053,6 +1053,8 @@ impl RaceRun {
                     access: Some(access),
                     earlier_access: Some(earlier_access),
                     earlier_place: Some(earlier.clone()),
+                    earlier_pc: Some(format!("{:#x}", self.sites[r.earlier.site as usize].pc)),
+                    earlier_thread: Some(r.earlier.tid as u64),
                     object: Some(object_of(r.addr, &objects, mem, &self.state.stack_of, noted.get(k).and_then(|n| n.block.as_ref()))),
                     syncs: Some(format!("{}; {}", sync_of(k, 0, r.earlier.tid), sync_of(k, 1, r.later.tid))),
                     stack: stack_of(k),
