@@ -7,6 +7,7 @@ mod cli;
 mod kernel;
 mod layout;
 mod loader;
+mod manual;
 mod report;
 mod run;
 mod shadow;
@@ -81,19 +82,25 @@ fn shebang(path: &Path) -> Option<(PathBuf, Option<Vec<u8>>)> {
     Some((interp, arg))
 }
 
+/// A command of rtgrind's own: its arguments to its exit status.
+type Command = fn(&[std::ffi::OsString]) -> i32;
+
+/// rtgrind's commands besides running a program, each with its own options.
+const COMMANDS: [(&str, Command); 5] = [
+    ("triage", triage::main),
+    ("symbolize", report::symbolize::main),
+    ("schema", report::schema::main),
+    ("completions", manual::completions),
+    ("manpage", manual::man),
+];
+
 fn main() {
     keep_heap_apart();
-    // (`rtgrind triage ...`, `symbolize ...` and `schema ...` are commands of their own, with
-    // their own options.)
+    // (`rtgrind triage ...`, `symbolize ...`, `schema ...`, `completions ...` and `manpage` are
+    // commands of their own, with their own options.)
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if args.get(1).is_some_and(|a| a == "triage") {
-        std::process::exit(triage::main(&args[2..]));
-    }
-    if args.get(1).is_some_and(|a| a == "symbolize") {
-        std::process::exit(report::symbolize::main(&args[2..]));
-    }
-    if args.get(1).is_some_and(|a| a == "schema") {
-        std::process::exit(report::schema::main(&args[2..]));
+    if let Some((_, command)) = COMMANDS.iter().find(|(name, _)| args.get(1).is_some_and(|a| a == name)) {
+        std::process::exit(command(&args[2..]));
     }
     let (mut cli, matches, command) = parse_command_line();
     let spec = tools::spec(&cli.tool);

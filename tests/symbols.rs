@@ -188,3 +188,36 @@ fn the_documented_json_schemas_are_the_models_and_the_outputs_follow_them() {
     assert_eq!(bad.status.code(), Some(2), "{}", bad.describe());
     assert!(bad.stderr_str().starts_with("rtgrind: error: schema: "), "{}", bad.describe());
 }
+
+/// `rtgrind completions SHELL` and `rtgrind manpage` are made from the options' definition:
+/// the bash script is valid bash and completes the options `--help` names, the man page is roff
+/// that `man` renders with them; a shell it does not know, or arguments to `manpage`, are one
+/// line of error.
+#[test]
+fn completions_and_the_man_page_are_made_from_the_options() {
+    let help = rtgrind_raw(["--help"]).stdout_str();
+    let bash = rtgrind_raw(["completions", "bash"]);
+    assert_eq!(bash.status.code(), Some(0), "{}", bash.describe());
+    let script = bash.stdout_str();
+    for option in ["--tool", "--log-file", "--sched", "--repeatable"] {
+        assert!(help.contains(option) && script.contains(option), "{option}: {script}");
+    }
+    let dir = scratch_dir("completions");
+    std::fs::write(dir.join("rtgrind.bash"), &script).unwrap();
+    let check = std::process::Command::new("bash").arg("-n").arg(dir.join("rtgrind.bash")).output().unwrap();
+    assert!(check.status.success(), "not valid bash: {}", String::from_utf8_lossy(&check.stderr));
+    let zsh = rtgrind_raw(["completions", "zsh"]);
+    assert!(zsh.stdout_str().starts_with("#compdef rtgrind"), "{}", zsh.describe());
+    let page = rtgrind_raw(["manpage"]);
+    assert_eq!(page.status.code(), Some(0), "{}", page.describe());
+    let roff = page.stdout_str();
+    assert!(roff.contains(".TH rtgrind 1") && roff.contains("\\-\\-log\\-file"), "{roff}");
+    for (args, says) in
+        [(vec!["completions", "tcsh"], "say which shell"), (vec!["completions"], "say which shell"), (vec!["manpage", "x"], "takes no arguments")]
+    {
+        let out = rtgrind_raw(&args);
+        let err = out.stderr_str();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", out.describe());
+        assert!(err.lines().count() == 1 && err.contains(says), "{args:?}: {err}");
+    }
+}
