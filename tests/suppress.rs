@@ -509,6 +509,10 @@ fn a_binary_without_symbols_gets_addresses() {
     let at = head.split("corruption: ").nth(1).unwrap();
     assert!(at.starts_with("0x") && at.ends_with(" in copy_paste_stripped"), "{err}");
     assert_eq!(runs(&err), 8, "{err}");
+    // One hint, saying how to get lines; none where there are lines.
+    assert_eq!(err.matches("suppress: hint: copy_paste_stripped has no debug info: build it with -g for file:line").count(), 1, "{err}");
+    let with_lines = run_rtgrind(["--tool=suppress"], &Cmd::new(&exe).stdin("1 2 3 100000000\n"));
+    assert!(!with_lines.stderr_str().contains("hint:"), "{}", with_lines.describe());
 }
 
 #[test]

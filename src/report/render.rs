@@ -33,7 +33,27 @@ pub fn text(r: &Report) -> Vec<String> {
         }
     }
     out.extend(unmoved(&r.unmoved));
+    out.extend(no_lines_hint(r));
     out.into_iter().map(|l| format!("{}: {l}", r.tool)).collect()
+}
+
+/// One line, once, for the modules whose places the findings give without a line (`main+0x37
+/// in prog`, `0x1139 in prog`): how to get lines.
+fn no_lines_hint(r: &Report) -> Option<String> {
+    let without_line = |place: &str| {
+        let (at, module) = place.rsplit_once(" in ")?;
+        let address = at.starts_with("0x") || at.rsplit_once("+0x").is_some_and(|(_, off)| u64::from_str_radix(off, 16).is_ok());
+        (address && !module.contains(' ')).then(|| module.to_string())
+    };
+    let mut modules: Vec<String> = r.findings.iter().filter_map(|f| without_line(&f.place)).collect();
+    modules.dedup();
+    (!modules.is_empty()).then(|| {
+        format!(
+            "hint: {} {} no debug info: build it with -g for file:line (for a distribution's program, install its debug symbols: Debian's -dbgsym package)",
+            modules.join(", "),
+            if modules.len() == 1 { "has" } else { "have" }
+        )
+    })
 }
 
 /// At most this many of the variables a layout could not move are said in text (all in JSON).
