@@ -1,6 +1,7 @@
 //! Command line: Valgrind's conventions (`rtgrind [options] --tool=NAME prog [args]`).
 
 use clap::{Parser, ValueEnum};
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -245,6 +246,32 @@ pub fn log_file_name(template: &str, pid: u32, env: &dyn Fn(&str) -> Option<Stri
     }
     out.push_str(rest);
     Ok(out)
+}
+
+/// The command line of `rtgrind NAME ...`: a usage error is one line (help and version print
+/// as clap does), and its exit status.
+pub fn parse_command<T: Parser>(name: &str, args: &[OsString], usage: &str) -> Result<T, i32> {
+    let argv = std::iter::once(OsString::from(format!("rtgrind {name}"))).chain(args.iter().cloned());
+    T::try_parse_from(argv).map_err(|e| {
+        use clap::error::ErrorKind;
+        if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+            e.exit();
+        }
+        // (clap's first line; one that ends in ':' goes on with what is missing.)
+        let text = e.to_string();
+        let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+        let mut first = lines.next().unwrap_or("invalid usage").trim_start_matches("error: ").to_string();
+        if first.ends_with(':') {
+            first = format!("{first} {}", lines.next().unwrap_or_default());
+        }
+        command_error(&format!("{name}: {first} (usage: {usage})"))
+    })
+}
+
+/// One line of error of a command of rtgrind's own, and its exit status (bad usage).
+pub fn command_error(msg: &str) -> i32 {
+    eprintln!("rtgrind: error: {msg}");
+    crate::EXIT_USAGE
 }
 
 #[cfg(test)]

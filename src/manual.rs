@@ -14,7 +14,7 @@ pub fn completions(args: &[OsString]) -> i32 {
     };
     let Some(shell) = shell else {
         let given = args.iter().map(|a| a.to_string_lossy()).collect::<Vec<_>>().join(" ");
-        return crate::triage::error(&format!("completions: say which shell: {shells}, not '{given}' (usage: rtgrind completions SHELL)"));
+        return crate::cli::command_error(&format!("completions: say which shell: {shells}, not '{given}' (usage: rtgrind completions SHELL)"));
     };
     clap_complete::generate(shell, &mut crate::cli::Cli::command(), "rtgrind", &mut std::io::stdout());
     0
@@ -24,10 +24,10 @@ pub fn completions(args: &[OsString]) -> i32 {
 /// rtgrind as any other.)
 pub fn man(args: &[OsString]) -> i32 {
     if !args.is_empty() {
-        return crate::triage::error("manpage: takes no arguments (usage: rtgrind manpage > rtgrind.1)");
+        return crate::cli::command_error("manpage: takes no arguments (usage: rtgrind manpage > rtgrind.1)");
     }
     match clap_mangen::Man::new(crate::cli::Cli::command()).render(&mut std::io::stdout()) {
         Ok(()) => 0,
-        Err(e) => crate::triage::error(&format!("manpage: cannot write it: {e}")),
+        Err(e) => crate::cli::command_error(&format!("manpage: cannot write it: {e}")),
     }
 }

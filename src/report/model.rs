@@ -213,6 +213,14 @@ pub struct Used {
     pub defined_at: String,
 }
 
+impl Finding {
+    /// Whether a race's accesses write: the later one (at `place`), the earlier one (race).
+    pub fn race_writes(&self) -> (bool, bool) {
+        let writes = |a: &Option<String>| a.as_deref().is_some_and(|a| a.starts_with("write"));
+        (writes(&self.access), writes(&self.earlier_access))
+    }
+}
+
 impl Report {
     /// The one-line JSON.
     pub fn to_json(&self) -> String {

@@ -45,8 +45,12 @@ fn no_lines_hint(r: &Report) -> Option<String> {
         let address = at.starts_with("0x") || at.rsplit_once("+0x").is_some_and(|(_, off)| u64::from_str_radix(off, 16).is_ok());
         (address && !module.contains(' ')).then(|| module.to_string())
     };
-    let mut modules: Vec<String> = r.findings.iter().filter_map(|f| without_line(&f.place)).collect();
-    modules.dedup();
+    let mut modules: Vec<String> = Vec::new();
+    for m in r.findings.iter().filter_map(|f| without_line(&f.place)) {
+        if !modules.contains(&m) {
+            modules.push(m);
+        }
+    }
     (!modules.is_empty()).then(|| {
         format!(
             "hint: {} {} no debug info: build it with -g for file:line (for a distribution's program, install its debug symbols: Debian's -dbgsym package)",

@@ -7,7 +7,9 @@ pub fn main(args: &[std::ffi::OsString]) -> i32 {
     let schema = match args.first().and_then(|a| a.to_str()) {
         Some("report") if args.len() == 1 => schemars::schema_for!(super::model::Report),
         Some("triage") if args.len() == 1 => schemars::schema_for!(crate::triage::model::Triage),
-        _ => return crate::triage::error("schema: say which: 'report' (a search's --json) or 'triage' (triage.json) (usage: rtgrind schema report|triage)"),
+        _ => {
+            return crate::cli::command_error("schema: say which: 'report' (a search's --json) or 'triage' (triage.json) (usage: rtgrind schema report|triage)")
+        }
     };
     println!("{}", serde_json::to_string_pretty(&schema).expect("a schema serializes"));
     0

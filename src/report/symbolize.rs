@@ -23,12 +23,12 @@ struct Options {
 
 /// Runs `rtgrind symbolize ARGS`: the exit status.
 pub fn main(args: &[OsString]) -> i32 {
-    let opts: Options = match crate::triage::parse("symbolize", args, "rtgrind symbolize -e MODULE [ADDR...]") {
+    let opts: Options = match crate::cli::parse_command("symbolize", args, "rtgrind symbolize -e MODULE [ADDR...]") {
         Ok(o) => o,
         Err(code) => return code,
     };
     if let Err(e) = std::fs::File::open(&opts.module) {
-        return crate::triage::error(&format!("symbolize: cannot read '{}': {e}", opts.module.display()));
+        return crate::cli::command_error(&format!("symbolize: cannot read '{}': {e}", opts.module.display()));
     }
     let module = opts.module.to_string_lossy().into_owned();
     let parse = |a: &str| u64::from_str_radix(a.trim().trim_start_matches("0x"), 16).map_err(|_| format!("symbolize: '{}' is no hex address", a.trim()));
@@ -39,7 +39,7 @@ pub fn main(args: &[OsString]) -> i32 {
     };
     let addrs = match addrs {
         Ok(a) => a,
-        Err(e) => return crate::triage::error(&e),
+        Err(e) => return crate::cli::command_error(&e),
     };
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     for line in super::lines::places(&module, addrs.into_iter()) {

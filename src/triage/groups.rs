@@ -38,11 +38,9 @@ pub fn what(f: &Finding, program: &Path) -> String {
 /// of an atomicity violation (the check and the use); which of those races a failing schedule
 /// shows first is the schedule's choice, the write is the bug's.
 fn race(f: &Finding) -> String {
-    let writes = |access: &Option<String>| access.as_deref().is_some_and(|a| a.starts_with("write"));
-    let mut places: Vec<&str> = [(&f.access, Some(&f.place)), (&f.earlier_access, f.earlier_place.as_ref())]
-        .into_iter()
-        .filter_map(|(a, p)| Some(p?.as_str()).filter(|_| writes(a)))
-        .collect();
+    let (later, earlier) = f.race_writes();
+    let mut places: Vec<&str> =
+        [(later, Some(&f.place)), (earlier, f.earlier_place.as_ref())].into_iter().filter_map(|(w, p)| Some(p?.as_str()).filter(|_| w)).collect();
     places.sort_unstable();
     places.dedup();
     format!("race write {}", places.join(" | "))
@@ -52,8 +50,7 @@ fn race(f: &Finding) -> String {
 fn place(f: &Finding) -> String {
     match &f.earlier_place {
         Some(earlier) if f.kind == "data race" => {
-            let later_writes = f.access.as_deref().is_some_and(|a| a.starts_with("write"));
-            let (first, second) = if later_writes { (&f.place, earlier) } else { (earlier, &f.place) };
+            let (first, second) = if f.race_writes().0 { (&f.place, earlier) } else { (earlier, &f.place) };
             format!("data race of {first} and {second}")
         }
         _ => f.place.clone(),

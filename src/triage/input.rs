@@ -218,14 +218,14 @@ impl Target {
 /// A race's write (the side that writes; the later if both do): its guest address (hex) and
 /// thread. None for another finding.
 fn race_write(f: &Finding) -> Option<(&str, u64)> {
-    let writes = |a: &Option<String>| a.as_deref().is_some_and(|a| a.starts_with("write"));
     if f.kind != "data race" {
         return None;
     }
-    if writes(&f.access) {
-        return Some((f.pc.as_str(), f.thread));
+    match f.race_writes() {
+        (true, _) => Some((f.pc.as_str(), f.thread)),
+        (false, true) => Some((f.earlier_pc.as_deref()?, f.earlier_thread?)),
+        (false, false) => None,
     }
-    Some((f.earlier_pc.as_deref()?, f.earlier_thread?)).filter(|_| writes(&f.earlier_access))
 }
 
 /// Where probe `seed`'s schedule is recorded: beside the scratch directory, which every run

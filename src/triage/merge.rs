@@ -24,13 +24,13 @@ struct Options {
 }
 
 pub fn main(args: &[OsString]) -> i32 {
-    let opts: Options = match super::parse("triage merge", args, "rtgrind triage merge [-o OUT] RESULT...") {
+    let opts: Options = match crate::cli::parse_command("triage merge", args, "rtgrind triage merge [-o OUT] RESULT...") {
         Ok(o) => o,
         Err(code) => return code,
     };
     match run(&opts) {
         Ok(code) => code,
-        Err(e) => super::error(&format!("triage merge: {e}")),
+        Err(e) => crate::cli::command_error(&format!("triage merge: {e}")),
     }
 }
 

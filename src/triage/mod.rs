@@ -127,39 +127,14 @@ pub fn main(args: &[OsString]) -> i32 {
     if args.first().is_some_and(|a| a == "merge") {
         return merge::main(&args[1..]);
     }
-    let opts: Options = match parse("triage", args, "rtgrind triage -i DIR|FILE... [-o OUT] -- PROG [ARGS] [@@]") {
+    let opts: Options = match crate::cli::parse_command("triage", args, "rtgrind triage -i DIR|FILE... [-o OUT] -- PROG [ARGS] [@@]") {
         Ok(o) => o,
         Err(code) => return code,
     };
     match run(&opts) {
         Ok(code) => code,
-        Err(e) => error(&format!("triage: {e}")),
+        Err(e) => crate::cli::command_error(&format!("triage: {e}")),
     }
-}
-
-/// The command line of `rtgrind NAME ...`: a usage error is one line (help and version print
-/// as clap does), and its exit status.
-pub fn parse<T: Parser>(name: &str, args: &[OsString], usage: &str) -> Result<T, i32> {
-    let argv = std::iter::once(OsString::from(format!("rtgrind {name}"))).chain(args.iter().cloned());
-    T::try_parse_from(argv).map_err(|e| {
-        use clap::error::ErrorKind;
-        if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-            e.exit();
-        }
-        // (clap's first line; one that ends in ':' goes on with what is missing.)
-        let text = e.to_string();
-        let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
-        let mut first = lines.next().unwrap_or("invalid usage").trim_start_matches("error: ").to_string();
-        if first.ends_with(':') {
-            first = format!("{first} {}", lines.next().unwrap_or_default());
-        }
-        error(&format!("{name}: {first} (usage: {usage})"))
-    })
-}
-
-pub fn error(msg: &str) -> i32 {
-    eprintln!("rtgrind: error: {msg}");
-    crate::EXIT_USAGE
 }
 
 /// Checks everything given, then triages every input.

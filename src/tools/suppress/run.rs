@@ -293,14 +293,18 @@ impl SuppressRun {
             return self.state.watched(addr, size).unwrap_or(0);
         }
         let o = self.origin_at(addr);
-        let narrow_store = self.prop.sites.pc(origin::site(o)).and_then(decode).is_some_and(|i| {
-            let info = InstructionInfoFactory::new().info(&i).clone();
-            info.used_memory().iter().any(|m| writes(m.access()) && (m.memory_size().size() < 8 || !origin::in_main(o)))
-        });
+        let narrow_store = self.stores_of(o).iter().any(|m| m.memory_size().size() < 8 || !origin::in_main(o));
         if (size < 8 || addr % 8 + size > 8) && narrow_store && !self.narrow.contains(&(addr, size)) {
             self.narrow.push((addr, size));
         }
         o
+    }
+
+    /// The memory operands the instruction of origin `o`'s site writes (none where it is no
+    /// store, or its site is unknown).
+    fn stores_of(&self, o: u64) -> Vec<rtgrind_jit::iced_x86::UsedMemory> {
+        let Some(i) = self.prop.sites.pc(origin::site(o)).and_then(decode) else { return Vec::new() };
+        InstructionInfoFactory::new().info(&i).used_memory().iter().filter(|m| writes(m.access())).copied().collect()
     }
 
     fn traced(&self) -> bool {
@@ -1407,13 +1411,7 @@ impl SuppressRun {
         // A library's copy keeps the origin of the bytes it copies (the input's, or the
         // program's store that made them): where the origin is no store of memory, the
         // redzone's writer is the program's copying call into the block.
-        let stored = origin & origin::REAL != 0
-            && self
-                .prop
-                .sites
-                .pc(origin::site(origin))
-                .and_then(decode)
-                .is_some_and(|i| InstructionInfoFactory::new().info(&i).used_memory().iter().any(|m| writes(m.access())));
+        let stored = origin & origin::REAL != 0 && !self.stores_of(origin).is_empty();
         let after = if origin & origin::REAL != 0 { origin::instance_word(origin) } else { origin::thread_bits(origin::thread(ctx.counter) as u64) };
         let copier = if stored { None } else { self.known_copier(ctx, o.block, o.byte + 1, after) };
         let mut used = Vec::new();
