@@ -395,7 +395,7 @@ fn json_sarif_and_dot_reports() {
     let report: crate::model::Report = serde_json::from_str(lines[0]).unwrap_or_else(|e| panic!("{e}: {}", lines[0]));
     assert_eq!(report.to_json(), lines[0]);
     assert_eq!(
-        (report.tool.as_str(), report.version, report.findings[0].place.as_str(), report.chain.len()),
+        (report.tool.as_str(), report.schema, report.findings[0].place.as_str(), report.chain.len()),
         ("suppress", crate::model::VERSION, root.as_str(), 4)
     );
     let line = root.split(':').nth(1).unwrap().split(' ').next().unwrap();

@@ -416,7 +416,13 @@ fn bad_usage_is_refused_and_unreadable_inputs_are_listed() {
     let empty = scratch_dir("triage-empty");
     let exists = scratch_dir("triage-exists");
     let text = |p: &Path| p.display().to_string();
+    let old_format = exists.join("old.json");
+    std::fs::write(&old_format, r#"{"schema":0,"tool":"suppress","command":[],"inputs":[],"groups":[],"seconds":0}"#).unwrap();
     let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec!["-i".into(), text(&corpus().join("records")), format!("--baseline={}", text(&old_format)), "--".into(), text(&exe), "@@".into()],
+            "is a triage result of format 0; this rtgrind reads format 1",
+        ),
         (vec!["-i".into(), text(&empty), "--".into(), text(&exe), "@@".into()], "no inputs in"),
         (vec!["-i".into(), text(&empty.join("nothing")), "--".into(), text(&exe), "@@".into()], "-i: cannot read"),
         (vec!["-i".into(), text(&corpus().join("records")), "--".into(), "/nonexistent/prog".into(), "@@".into()], "cannot run '/nonexistent/prog'"),

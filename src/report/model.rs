@@ -20,7 +20,8 @@ pub struct Report {
     /// How the search ended: `root-cause`, `found`, `no-failure`, `not-reproducible`, `already-fails`,
     /// `inconclusive`, `exhausted`, `cannot-run`.
     pub result: String,
-    pub version: u32,
+    /// The JSON format's version (`VERSION`): a change that removes or renames a field increments it.
+    pub schema: u32,
     /// The program and its arguments.
     pub command: Vec<String>,
     /// Why the search ended without an answer (empty with one).
@@ -237,7 +238,7 @@ mod tests {
         let r = Report {
             tool: "suppress".into(),
             result: "root-cause".into(),
-            version: VERSION,
+            schema: VERSION,
             command: vec!["./prog".into(), "a\"b".into()],
             findings: vec![Finding { place: "a.c:3 (main)".into(), message: "first point".into(), pc: "0x401000".into(), looped: true, ..Finding::default() }],
             runs: 3,
@@ -249,7 +250,7 @@ mod tests {
             ..Report::default()
         };
         let text = r.to_json();
-        assert!(text.starts_with("{\"tool\":\"suppress\",\"result\":\"root-cause\",\"version\":1"), "{text}");
+        assert!(text.starts_with("{\"tool\":\"suppress\",\"result\":\"root-cause\",\"schema\":1"), "{text}");
         assert_eq!(serde_json::from_str::<Report>(&text).unwrap(), r);
     }
 }

@@ -61,7 +61,7 @@ fn run(opts: &Options) -> Result<i32, String> {
         return Err("an input is in two of the results".into());
     }
     let mut triage = Triage {
-        version: super::model::VERSION,
+        schema: super::model::VERSION,
         tool: first.tool.clone(),
         command: first.command.clone(),
         groups: groups::collect(&inputs, &known),

@@ -167,7 +167,7 @@ fn run(opts: &Options) -> Result<i32, String> {
     let groups = check_groups(&target, &mut results, &program, &scratch, opts.jobs as usize);
     let _ = std::fs::remove_dir_all(&scratch);
     let mut triage = Triage {
-        version: model::VERSION,
+        schema: model::VERSION,
         tool: opts.tool.clone(),
         command: opts.command.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
         inputs: results,
@@ -262,7 +262,14 @@ fn in_shard(path: &Path, (i, n): (u64, u64)) -> bool {
 pub fn read_triage(path: &Path) -> Result<Triage, String> {
     let file = if path.is_dir() { path.join("triage.json") } else { path.to_path_buf() };
     let text = std::fs::read_to_string(&file).map_err(|e| format!("cannot read '{}': {e}", file.display()))?;
-    serde_json::from_str(&text).map_err(|e| format!("'{}' is no triage result: {e}", file.display()))
+    // (A result of another format version is said so, not as a missing field.)
+    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| format!("'{}' is no triage result: {e}", file.display()))?;
+    match value.get("schema").and_then(|v| v.as_u64()) {
+        Some(v) if v == u64::from(model::VERSION) => {}
+        Some(v) => return Err(format!("'{}' is a triage result of format {v}; this rtgrind reads format {}", file.display(), model::VERSION)),
+        None => return Err(format!("'{}' is no triage result: it has no \"schema\" field", file.display())),
+    }
+    serde_json::from_value(value).map_err(|e| format!("'{}' is no triage result: {e}", file.display()))
 }
 
 /// Which root causes are new, fixed and unchanged against `baseline`.

@@ -11,7 +11,8 @@ pub const VERSION: u32 = 1;
 /// A triage of a corpus.
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Default)]
 pub struct Triage {
-    pub version: u32,
+    /// The JSON format's version (`VERSION`): a change that removes or renames a field increments it.
+    pub schema: u32,
     /// The tool that found each input's root cause (`suppress`, `race`).
     pub tool: String,
     /// The program and its arguments, `@@` where an input's path goes.

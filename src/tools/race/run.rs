@@ -1065,7 +1065,7 @@ impl RaceRun {
         let report = Report {
             tool: "race".into(),
             result: if findings.is_empty() { "none" } else { "found" }.into(),
-            version: VERSION,
+            schema: VERSION,
             command: self.out.command.clone(),
             summary: Some(match self.state.detector.threads() {
                 // Nothing to race with: said so rather than "0 data races".

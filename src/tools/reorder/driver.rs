@@ -183,7 +183,7 @@ pub fn drive(mut runner: Runner, command: Vec<OsString>, opts: Options) -> Repor
     let verdict = runner.drive(&mut search);
     let mut report = Report {
         tool: "reorder".into(),
-        version: crate::report::model::VERSION,
+        schema: crate::report::model::VERSION,
         command: command.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
         runs: runner.runs,
         seconds: started.elapsed().as_secs_f64(),

@@ -108,7 +108,7 @@ pub fn model(s: &Search, command: &[std::ffi::OsString]) -> Report {
     Report {
         tool: "suppress".into(),
         result: result.into(),
-        version: VERSION,
+        schema: VERSION,
         command: command.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
         reason,
         findings,

@@ -581,7 +581,7 @@ impl Switching {
         Report {
             tool: "switch".into(),
             result: if findings.is_empty() { "exhausted" } else { "found" }.into(),
-            version: VERSION,
+            schema: VERSION,
             command: self.command.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
             reason: if findings.is_empty() { "no single switch makes the run pass".into() } else { String::new() },
             findings,
