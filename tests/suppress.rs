@@ -381,35 +381,35 @@ fn json_sarif_and_dot_reports() {
     assert_eq!(out.status.code(), Some(1), "{}", out.describe());
     let stdout = out.stdout_str();
     let lines: Vec<&str> = stdout.lines().collect();
-    assert_eq!(lines.len(), 2, "one JSON line and one SARIF line:\n{stdout}");
+    assert_eq!(lines.len(), 2, "one SARIF line and one JSON line:\n{stdout}");
     let root = place("copy_paste", "root", "main");
     assert!(
-        lines[0].starts_with("{\"tool\":\"suppress\"")
-            && lines[0].contains("\"result\":\"root-cause\"")
-            && lines[0].contains(&format!("\"place\":\"{root}\""))
-            && lines[0].contains("\"runs\":8,\"traced_again\":2"),
+        lines[1].starts_with("{\"tool\":\"suppress\"")
+            && lines[1].contains("\"result\":\"root-cause\"")
+            && lines[1].contains(&format!("\"place\":\"{root}\""))
+            && lines[1].contains("\"runs\":8,\"traced_again\":2"),
         "{}",
-        lines[0]
+        lines[1]
     );
     // The one report model: parsed and written again, the same line.
-    let report: crate::model::Report = serde_json::from_str(lines[0]).unwrap_or_else(|e| panic!("{e}: {}", lines[0]));
-    assert_eq!(report.to_json(), lines[0]);
+    let report: crate::model::Report = serde_json::from_str(lines[1]).unwrap_or_else(|e| panic!("{e}: {}", lines[1]));
+    assert_eq!(report.to_json(), lines[1]);
     assert_eq!(
         (report.tool.as_str(), report.schema, report.findings[0].place.as_str(), report.chain.len()),
         ("suppress", crate::model::VERSION, root.as_str(), 4)
     );
     let line = root.split(':').nth(1).unwrap().split(' ').next().unwrap();
     assert!(
-        lines[1].contains("\"version\":\"2.1.0\"") && lines[1].contains("\"uri\":\"copy_paste.c\"") && lines[1].contains(&format!("\"startLine\":{line}")),
+        lines[0].contains("\"version\":\"2.1.0\"") && lines[0].contains("\"uri\":\"copy_paste.c\"") && lines[0].contains(&format!("\"startLine\":{line}")),
         "{}",
-        lines[1]
+        lines[0]
     );
-    crate::common::assert_valid_sarif(lines[1]);
+    crate::common::assert_valid_sarif(lines[0]);
     // The rule has help; the chain of runs is the result's code flow, the root cause last.
-    let sarif: serde_json::Value = serde_json::from_str(lines[1]).unwrap();
+    let sarif: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
     assert!(sarif["runs"][0]["tool"]["driver"]["rules"][0]["help"]["text"].as_str().is_some_and(|t| t.starts_with("Fix the write")), "{sarif}");
     let flow = sarif["runs"][0]["results"][0]["codeFlows"][0]["threadFlows"][0]["locations"].as_array().unwrap();
-    let report: crate::model::Report = serde_json::from_str(lines[0]).unwrap();
+    let report: crate::model::Report = serde_json::from_str(lines[1]).unwrap();
     assert_eq!(flow.len(), report.chain.len() + 1, "{sarif}");
     assert!(flow[0]["location"]["message"]["text"].as_str().unwrap().starts_with("run 1: SIGSEGV at "), "{sarif}");
     assert_eq!(flow.last().unwrap()["location"]["physicalLocation"]["region"]["startLine"].to_string(), line, "{sarif}");

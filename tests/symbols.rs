@@ -72,6 +72,82 @@ fn glibc_frames_have_lines_from_the_build_id_debug_file() {
     assert!(head.ends_with(&format!("frame_smash_no_binutils.c:{} (emboss), inside iovsprintf.c:98 (__vsprintf_internal)", line(&source, "root"))), "{head}");
 }
 
+/// The line of `source` that has `text`.
+fn line_with(source: &str, text: &str) -> usize {
+    source.lines().position(|l| l.contains(text)).unwrap_or_else(|| panic!("no {text}")) + 1
+}
+
+/// The frames of a Valgrind-style stack in `lines` after the first line holding `after`:
+/// each `at`/`by` line's "function (file:line)", the address checked and left out.
+fn stack_after(lines: &[&str], after: &str) -> Vec<String> {
+    let from = lines.iter().position(|l| l.contains(after)).unwrap_or_else(|| panic!("no {after}"));
+    let frames = lines[from + 1..].iter().map(|l| l.split_once("suppress: ").map_or(*l, |(_, r)| r).trim_start());
+    frames
+        .take_while(|l| l.starts_with("at 0x") || l.starts_with("by 0x"))
+        .map(|l| {
+            let (address, frame) = l[3..].split_once(": ").unwrap();
+            assert!(address.len() > 2 && address[2..].chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_lowercase()), "{l}");
+            frame.to_string()
+        })
+        .collect()
+}
+
+/// The crash site and the root cause each come with their call stack as Valgrind prints one:
+/// glibc's frames with their lines (libc6-dbg), the program's up to `main`; `--num-callers`
+/// cuts both, in the text and the JSON alike; out of its range it is refused in one line.
+#[test]
+fn the_crash_site_and_the_root_cause_have_valgrind_style_stacks() {
+    let source = std::fs::read_to_string(crate::common::repo_root().join("guest-programs/bugs/frame_smash.c")).unwrap();
+    let exe = compile_snippet("frame_smash_stacks", "c", &source, &["-g", "-O0", "-fno-stack-protector"]);
+    let at = |function: &str, text: &str| format!("{function} (frame_smash_stacks.c:{})", line_with(&source, text));
+    let out = run_rtgrind(["--tool=suppress", "--json"], &Cmd::new(&exe).arg("-2147483648"));
+    let err = out.stderr_str();
+    let lines: Vec<&str> = err.lines().collect();
+    let root = [
+        "__vsprintf_internal (iovsprintf.c:98)".to_string(),
+        "__sprintf (sprintf.c:30)".into(),
+        at("emboss", "/* root */"),
+        at("print_word", "emboss(param);"),
+        at("main", "print_word(&opts"),
+    ];
+    assert_eq!(stack_after(&lines, "instruction `"), root, "{err}");
+    let crash = [at("print_word", "if (o->debug)"), at("main", "print_word(&opts")];
+    assert_eq!(stack_after(&lines, "1. original run: SIGSEGV"), crash, "{err}");
+    let report: crate::model::Report = serde_json::from_str(out.stdout_str().trim()).unwrap();
+    let without_address = |frames: &[String]| frames.iter().map(|f| f.split_once(": ").unwrap().1.to_string()).collect::<Vec<_>>();
+    assert_eq!(without_address(&report.findings[0].frames), root);
+    assert_eq!(without_address(&report.failure.as_ref().unwrap().frames), crash);
+
+    let out = run_rtgrind(["--tool=suppress", "--json", "--num-callers=2"], &Cmd::new(&exe).arg("-2147483648"));
+    let err = out.stderr_str();
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(stack_after(&lines, "instruction `"), root[..2], "{err}");
+    let report: crate::model::Report = serde_json::from_str(out.stdout_str().trim()).unwrap();
+    assert_eq!(without_address(&report.findings[0].frames), root[..2]);
+    for bad in ["--num-callers=0", "--num-callers=501", "--num-callers=x"] {
+        let out = run_rtgrind(["--tool=suppress", bad], &Cmd::new(&exe));
+        assert_eq!(out.status.code(), Some(2), "{bad}: {}", out.describe());
+        assert!(out.stderr_str().lines().count() == 1 && out.stderr_str().contains("--num-callers"), "{bad}: {}", out.describe());
+    }
+}
+
+/// An inlined function is a frame of its own at its caller's address, as Valgrind says it.
+#[test]
+fn an_inlined_function_is_a_frame_of_its_own_in_a_stack() {
+    let exe = compile_snippet("inlined_stack", "c", INLINED, &["-g", "-O2"]);
+    let out = run_rtgrind(["--tool=suppress"], &Cmd::new(&exe));
+    let err = out.stderr_str();
+    let lines: Vec<&str> = err.lines().collect();
+    let expected = [format!("total (inlined_stack.c:{})", line(INLINED, "crash")), format!("main (inlined_stack.c:{})", line(INLINED, "call"))];
+    assert_eq!(stack_after(&lines, "1. original run: SIGSEGV"), expected, "{err}");
+    let addresses: Vec<&str> = lines
+        .iter()
+        .filter(|l| l.contains("suppress:        at 0x") || l.contains("suppress:        by 0x"))
+        .map(|l| l.split(" 0x").nth(1).unwrap().split(':').next().unwrap())
+        .collect();
+    assert!(addresses.len() == 2 && addresses[0] == addresses[1], "{err}");
+}
+
 /// `rtgrind symbolize` on a binary whose DWARF was moved to a separate file named by
 /// `.gnu_debuglink` (beside it, then in its `.debug/` directory) says what it says of the
 /// binary that kept its DWARF; with the line table corrupt it says `??` and goes on.
@@ -220,4 +296,36 @@ fn completions_and_the_man_page_are_made_from_the_options() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", out.describe());
         assert!(err.lines().count() == 1 && err.contains(says), "{args:?}: {err}");
     }
+}
+
+/// A search's progress line: by default on a terminal only (a pseudo-terminal from
+/// util-linux's `script`) and not with `-q`; with `--progress=always` into a pipe too, with
+/// `--progress=never` nowhere; the report the same in every case.
+#[test]
+fn a_search_shows_its_progress_on_a_terminal_unless_told_otherwise() {
+    let source = std::fs::read_to_string(crate::common::repo_root().join("guest-programs/bugs/frame_smash.c")).unwrap();
+    let exe = compile_snippet("frame_smash_progress", "c", &source, &["-g", "-O0", "-fno-stack-protector"]);
+    let shows = |text: &str| text.contains("suppress: run 2: ");
+    let reports = |text: &str| text.contains("first point of memory corruption: frame_smash_progress.c:");
+    let piped = |extra: &[&str]| {
+        let out = run_rtgrind(["--tool=suppress"].iter().chain(extra), &Cmd::new(&exe).arg("-2147483648"));
+        assert!(reports(&out.stderr_str()), "{}", out.describe());
+        out.stderr_str()
+    };
+    assert!(!shows(&piped(&[])), "no terminal, no progress");
+    assert!(shows(&piped(&["--progress=always"])), "--progress=always");
+    // On a terminal: what `script` saw of the pseudo-terminal it gave rtgrind.
+    let on_terminal = |extra: &str| {
+        let command = format!("{} --tool=suppress {extra} {} -2147483648", crate::common::rtgrind_bin().display(), exe.display());
+        let out = std::process::Command::new("script").args(["-qec", &command, "/dev/null"]).output().expect("util-linux's script");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(reports(&text), "{extra}: {text}");
+        text
+    };
+    assert!(shows(&on_terminal("")), "a terminal: progress");
+    assert!(!shows(&on_terminal("-q")), "-q: no progress");
+    assert!(!shows(&on_terminal("--progress=never")), "--progress=never");
+    let bad = run_rtgrind(["--tool=suppress", "--progress=sometimes"], &Cmd::new(&exe));
+    assert_eq!(bad.status.code(), Some(2), "{}", bad.describe());
+    assert!(bad.stderr_str().lines().count() == 1 && bad.stderr_str().contains("--progress"), "{}", bad.describe());
 }

@@ -56,6 +56,45 @@ impl SourceLines {
     }
 }
 
+/// The deepest call stack said (Valgrind's `--num-callers` goes to 500; a report prints fewer).
+pub const MAX_FRAMES: usize = 500;
+
+impl SourceLines {
+    /// A call stack as Valgrind prints it, a line per frame, innermost first:
+    /// `0x10913D: total (a.c:6)`. `pcs` are the instruction's address and then the return
+    /// addresses of the calls it is under; a return address is said less one, at its call, as
+    /// Valgrind says it. A function inlined there is a frame of its own at the same address;
+    /// a module without lines gives `f (in /path/module)`. It ends at `main`.
+    pub fn stack(&mut self, pcs: &[u64], mem: &GuestMemory) -> Vec<String> {
+        let mut out = Vec::new();
+        for (k, &pc) in pcs.iter().enumerate() {
+            let at = if k == 0 { pc } else { pc.wrapping_sub(1) };
+            let frames = self.syms.file_address(at, mem).map(|(path, va)| debuginfo::frames(&path, va)).unwrap_or_default();
+            let names: Vec<String> = if frames.iter().any(|f| f.line.is_some()) {
+                frames.iter().map(|f| format!("{} ({})", f.function.as_deref().unwrap_or("???"), line_of(f).unwrap_or_else(|| "??".into()))).collect()
+            } else {
+                vec![match self.syms.lookup(at, mem) {
+                    Some((f, _, m)) => format!("{} (in {m})", f.as_deref().unwrap_or("???")),
+                    None => "???".into(),
+                }]
+            };
+            for name in names {
+                let last = name.starts_with("main (");
+                out.push(format!("0x{at:X}: {name}"));
+                if last || out.len() >= MAX_FRAMES {
+                    return out;
+                }
+            }
+        }
+        out
+    }
+}
+
+/// `file:line` of a frame.
+fn line_of(f: &Frame) -> Option<String> {
+    Some(format!("{}:{}", short(f.file.as_deref()?), f.line.filter(|&l| l > 0)?))
+}
+
 /// A message's `(function+0xoff in module)` replaced by the `file:line (function)` it is in,
 /// where the module has a line for it ("0x... (main+0x37 in /p/prog): why" from a run's
 /// fatal-signal line, read by a search that has no guest memory of its own).
@@ -87,7 +126,7 @@ pub fn places(module: &str, addrs: impl Iterator<Item = u64>) -> Vec<Option<Stri
 /// was inlined into and where (`a.c:5 (get), inlined into main at a.c:12`); None without a
 /// line.
 fn place(frames: &[Frame]) -> Option<String> {
-    let at = |f: &Frame| Some(format!("{}:{}", short(f.file.as_deref()?), f.line.filter(|&l| l > 0)?));
+    let at = line_of;
     let name = |f: &Frame| f.function.clone().unwrap_or_else(|| "??".into());
     let inner = frames.first()?;
     let mut text = format!("{} ({})", at(inner)?, name(inner));

@@ -86,6 +86,11 @@ pub struct FailureSite {
     /// The program's calls it happened under, innermost first: "file:line (function)" of each
     /// call (or its return address).
     pub stack: Vec<String>,
+    /// Its call stack as Valgrind prints one, innermost first, at most `--num-callers` frames:
+    /// "0x10913D: f (a.c:10)" (an inlined function a frame of its own at the same address;
+    /// without lines "f (in /path/module)").
+    #[serde(default)]
+    pub frames: Vec<String>,
 }
 
 /// One answer: an instruction instance, where it is reported, and how to read it.
@@ -106,6 +111,10 @@ pub struct Finding {
     pub instruction: Option<String>,
     /// Guest address, hex.
     pub pc: String,
+    /// Its call stack where it ran, as `FailureSite::frames` (suppress: where the run
+    /// suppressing it reached it; race: the later access's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub frames: Vec<String>,
     pub thread: u64,
     /// Its instance: which execution of its instruction by its thread (suppress; of the
     /// program's call at `call_site` for a library's instruction, or the thread's block
@@ -175,14 +184,10 @@ pub struct Finding {
     /// ("thread 1 at a.c:9 (f); thread 2: none since it started") (race).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub syncs: Option<String>,
-    /// The callers of a race's later access, innermost first ("0x401234: a.c:30 (main); ...")
-    /// (race).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stack: Option<String>,
-    /// The callers of a race's earlier access, as the harm test's reference run saw them
-    /// (race).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub earlier_stack: Option<String>,
+    /// The call stack of a race's earlier access, as the harm test's reference run saw it
+    /// (race; as `frames`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub earlier_frames: Vec<String>,
     /// This race is the root cause of the run's failure, and why (race).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub root: Option<String>,

@@ -87,17 +87,10 @@ fn finding(r: &Report, f: &Finding, k: usize) -> Vec<String> {
         if let Some(o) = &f.object {
             out.push(format!("   the address is {o}"));
         }
-        let callers = |out: &mut Vec<String>, stack: &str, head: &str| {
-            for (i, frame) in stack.split("; ").enumerate() {
-                out.push(format!("   {} {frame}", if i == 0 { head } else { "         by" }));
-            }
-        };
-        if let Some(stack) = &f.stack {
-            callers(&mut out, stack, "called from");
-        }
-        if let Some(stack) = &f.earlier_stack {
+        out.extend(stack(&f.frames, "   "));
+        if !f.earlier_frames.is_empty() {
             out.push("   the earlier access (seen again when the schedule was replayed):".into());
-            callers(&mut out, stack, "called from");
+            out.extend(stack(&f.earlier_frames, "   "));
         }
         if let Some(syncs) = &f.syncs {
             out.push(format!("   last synchronization: {syncs}"));
@@ -146,7 +139,13 @@ fn finding(r: &Report, f: &Finding, k: usize) -> Vec<String> {
     };
     let instruction = f.instruction.as_deref().unwrap_or_default();
     out.push(format!("   instruction `{instruction}` at {}, thread {}, {}{every}", f.pc, f.thread, instance(f)));
+    out.extend(stack(&f.frames, "   "));
     out
+}
+
+/// A call stack as Valgrind prints one: `at` its innermost frame, `by` each caller.
+fn stack<'a>(frames: &'a [String], indent: &'a str) -> impl Iterator<Item = String> + 'a {
+    frames.iter().enumerate().map(move |(i, f)| format!("{indent}{} {f}", if i == 0 { "at" } else { "by" }))
 }
 
 /// A suppression point's instance as the text says it.
@@ -209,6 +208,10 @@ fn summary_of_chain(r: &Report) -> Vec<String> {
             format!("suppressing from {}{how}", step.suppressing_from.join(" and "))
         };
         out.push(format!("  {}. {from}: {}", step.run, ended(step)));
+        // (The original run's failure: where, under which calls.)
+        if step.run == 1 {
+            out.extend(r.failure.iter().flat_map(|s| stack(&s.frames, "       ")));
+        }
         for u in &step.used {
             out.push(format!("       it used {}, defined at {}", u.location, u.defined_at));
         }

@@ -220,19 +220,6 @@ impl Drop for TempDir {
     }
 }
 
-/// One progress line on a terminal (rewritten in place; nothing when stderr is not a terminal).
-pub fn progress(text: &str) {
-    // SAFETY: isatty on a descriptor number.
-    if unsafe { libc::isatty(2) } == 1 {
-        eprint!("\r\x1b[2K{text}");
-    }
-}
-
-/// Clears the progress line.
-pub fn progress_done() {
-    progress("");
-}
-
 #[cfg(test)]
 mod tests {
     use super::TempDir;

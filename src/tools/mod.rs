@@ -10,6 +10,8 @@ pub mod expected;
 pub mod heap;
 #[cfg(test)]
 pub mod light_check;
+pub mod output;
+pub mod progress;
 pub mod race;
 pub mod reorder;
 pub mod sarif;
@@ -60,6 +62,15 @@ pub struct SearchOptions {
     /// Also print the result as SARIF 2.1.0 on stdout.
     #[arg(long)]
     pub sarif: bool,
+
+    /// Frames of a call stack to show (crash site, root cause, race), as Valgrind's.
+    #[arg(long, value_name = "N", default_value_t = 12, value_parser = clap::value_parser!(u16).range(1..=500))]
+    pub num_callers: u16,
+
+    /// A live progress line while the search runs: on a terminal without -q (auto), always,
+    /// or never.
+    #[arg(long, value_enum, default_value = "auto", value_name = "auto|always|never")]
+    pub progress: progress::When,
 }
 
 /// The failure a root-cause search explains when it is not a crash (suppress, race).

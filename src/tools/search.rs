@@ -166,6 +166,8 @@ pub struct Runner {
     pub jobs: usize,
     /// The calibration: the first run's wall time and blocks.
     first: Option<(Duration, u64)>,
+    /// The live progress line (`--progress`).
+    pub progress: super::progress::Progress,
 }
 
 impl Runner {
@@ -173,7 +175,9 @@ impl Runner {
     /// (unless the user gave `--stdin-file`).
     pub fn new(tool: &str, cli: &crate::cli::Cli) -> Result<Runner, SearchError> {
         let options = cli.run_options.iter().map(OsString::from).collect();
-        Runner::with(tool, cli.command.clone(), options, cli.seed, cli.stdin_file.clone())
+        let mut runner = Runner::with(tool, cli.command.clone(), options, cli.seed, cli.stdin_file.clone())?;
+        runner.progress = super::progress::Progress::of(cli, tool);
+        Ok(runner)
     }
 
     /// A search of `tool` on `command`, with `options` for every run.
@@ -184,7 +188,7 @@ impl Runner {
             None => child::capture_stdin(&dir.0).map_err(SearchError::Input)?,
         };
         let leftovers = Leftovers::new(dir.0.clone());
-        Ok(Runner { leftovers, dir, command, options, seed, stdin_file, runs: 0, jobs: 1, first: None })
+        Ok(Runner { leftovers, dir, command, options, seed, stdin_file, runs: 0, jobs: 1, first: None, progress: super::progress::Progress::hidden() })
     }
 
     /// The run options given on the command line, which every run gets (a replay command
@@ -204,11 +208,11 @@ impl Runner {
         loop {
             ran = match search.next(self, ran) {
                 Step::Done(v) => {
-                    child::progress_done();
+                    self.progress.done();
                     return v;
                 }
                 Step::Run(r) => {
-                    child::progress(&r.progress);
+                    self.progress.runs(self.runs + 1, self.runs + 1, &r.progress);
                     let outcome = self.run_request(&r);
                     vec![Ran { number: self.runs, outcome }]
                 }
@@ -224,7 +228,7 @@ impl Runner {
             let first = self.runs + 1;
             self.runs += chunk.len() as u32;
             if let Some(r) = chunk.first() {
-                child::progress(&r.progress);
+                self.progress.runs(first, self.runs, &r.progress);
             }
             let this = &*self;
             let outcomes: Vec<std::io::Result<RunOutcome>> = std::thread::scope(|scope| {

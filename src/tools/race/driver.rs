@@ -40,8 +40,8 @@ struct Judged {
     verdict: Verdict,
     why: String,
     avoids: bool,
-    /// The earlier access's callers, from the reference run.
-    earlier_stack: Option<String>,
+    /// The earlier access's call stack, from the reference run.
+    earlier_frames: Vec<String>,
 }
 
 struct Harm {
@@ -218,8 +218,8 @@ impl Harm {
                 }
                 avoids = failed(a, self.failure.as_deref()).is_some() && failed(b, self.failure.as_deref()).is_none();
             }
-            let earlier_stack = reference_seen.as_ref().and_then(|s| s.get(k)).and_then(|s| s.first_frames.clone());
-            verdicts.push(Judged { verdict, why, avoids, earlier_stack });
+            let earlier_frames = reference_seen.as_ref().and_then(|s| s.get(k)).map(|s| s.first_frames.clone()).unwrap_or_default();
+            verdicts.push(Judged { verdict, why, avoids, earlier_frames });
         }
         verdicts
     }
@@ -324,6 +324,7 @@ pub fn drive(cli: &Cli) -> Result<i32, Error> {
     let mut runner =
         Runner::with("race", cli.command.clone(), options.clone(), cli.seed, cli.stdin_file.clone()).map_err(|e| Error::internal(e.to_string()))?;
     runner.jobs = 2;
+    runner.progress = crate::tools::progress::Progress::of(cli, "race");
     let failure = crate::tools::suppress::failure_spec(cli)?;
     let mut search = Harm {
         sched: cli.sched.clone(),
@@ -349,8 +350,9 @@ pub fn drive(cli: &Cli) -> Result<i32, Error> {
         Some(how) => {
             let mut replaying = options;
             replaying.push(format!("--sched=replay:{}", runner.file("schedule").display()).into());
-            let sr = Runner::with("race-suppress", cli.command.clone(), replaying, cli.seed, Some(runner.stdin_file.clone()))
+            let mut sr = Runner::with("race-suppress", cli.command.clone(), replaying, cli.seed, Some(runner.stdin_file.clone()))
                 .map_err(|e| Error::internal(e.to_string()))?;
+            sr.progress = crate::tools::progress::Progress::of(cli, "race: the failure's suppression chain");
             let opts = suppression::Options {
                 max_runs: 20,
                 error_exitcode: cli.search.error_exitcode,
@@ -423,7 +425,7 @@ fn judged(report: &mut Report, verdicts: &[Judged], max_tests: u32) -> Tally {
     for (f, j) in report.findings.iter_mut().zip(verdicts) {
         f.verdict = Some(j.verdict.name().into());
         f.harm = Some(j.why.clone());
-        f.earlier_stack = j.earlier_stack.clone();
+        f.earlier_frames = j.earlier_frames.clone();
     }
     let count = |v: Verdict| verdicts.iter().filter(|j| j.verdict == v).count();
     let (harmful, undecided, benign) = (count(Verdict::Harmful), count(Verdict::Undecided), count(Verdict::Benign));
@@ -518,16 +520,5 @@ fn explored(cli: &Cli, found: Option<&(u32, String, String)>, kept: Option<&std:
 /// The report: text on rtgrind's messages, SARIF and JSON on standard output.
 fn emit(report: &Report, cli: &Cli) {
     let pid = std::process::id();
-    for line in crate::report::render::text(report) {
-        eprintln!("=={pid}== {line}");
-    }
-    if cli.search.sarif {
-        println!("{}", crate::tools::sarif::document(super::run::RULE, report));
-    }
-    if cli.search.json {
-        println!("{}", report.to_json());
-    }
-    if let Some(path) = &cli.failure.dot {
-        crate::report::render::write_dot(path, report);
-    }
+    crate::tools::output::emit(report, super::run::RULE, &crate::tools::output::Output::of(cli), |line| eprintln!("=={pid}== {line}"));
 }

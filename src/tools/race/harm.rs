@@ -83,13 +83,14 @@ pub struct Seen {
     pub second_found: Vec<u8>,
     /// Both accesses' bytes once the later of the two had run.
     pub left: Vec<u8>,
-    /// The return addresses on the first access's thread's stack when it came (its callers,
-    /// which the detection run, seeing the race only at the later access, does not know).
+    /// The first access's pc and the return addresses on its thread's stack when it came (its
+    /// callers, which the detection run, seeing the race only at the later access, does not
+    /// know).
     #[serde(default)]
     pub first_stack: Vec<u64>,
-    /// Those callers, described ("0x401234: a.c:30 (main); ..."), as the run's end writes them.
+    /// That call stack as the report says it, as the run's end writes it.
     #[serde(default)]
-    pub first_frames: Option<String>,
+    pub first_frames: Vec<String>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -148,7 +149,7 @@ impl Watcher {
                     self.addrs[k][0] = key.at(&key.first, addr);
                     self.seen[k].first = true;
                     self.seen[k].first_found = bytes(self.addrs[k][0], key.sizes().0);
-                    self.seen[k].first_stack = stack();
+                    self.seen[k].first_stack = std::iter::once(pc).chain(stack()).collect();
                     if self.plan.reverse == Some(k) {
                         hold = Some(k);
                     } else {

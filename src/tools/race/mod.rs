@@ -74,13 +74,14 @@ pub fn make(cli: &Cli) -> Result<Box<dyn ToolRun>, Error> {
     };
     let program = std::fs::canonicalize(crate::resolve(&cli.command[0])).map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
     let out = run::Output {
-        json: cli.search.json,
-        sarif: cli.search.sarif,
+        // (A search's own runs write no graph: the search does.)
+        report: crate::tools::output::Output {
+            dot: if o.race_out.is_none() && o.race_plan.is_none() { cli.failure.dot_file()? } else { None },
+            ..crate::tools::output::Output::of(cli)
+        },
         error_exitcode: cli.search.error_exitcode,
         command: cli.command.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
         race_out: o.race_out.clone(),
-        // (A search's own runs write no graph: the search does.)
-        dot: if o.race_out.is_none() && o.race_plan.is_none() { cli.failure.dot_file()? } else { None },
         suppressions: match &o.suppressions {
             Some(path) => suppressions::Suppressions::load(path).map_err(Error::usage)?,
             None => suppressions::Suppressions::default(),

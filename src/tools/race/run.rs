@@ -31,13 +31,11 @@ use std::collections::HashSet;
 /// How the report is given: JSON and SARIF on standard output after the program's, and the
 /// exit status when races were found; or, in a search's run, to a file for it.
 pub struct Output {
-    pub json: bool,
-    pub sarif: bool,
+    /// The report as asked (`tools::output`; its graph: `--dot`).
+    pub report: crate::tools::output::Output,
     pub error_exitcode: i32,
     pub command: Vec<String>,
     pub race_out: Option<std::path::PathBuf>,
-    /// Where the report's graph goes (`--dot`).
-    pub dot: Option<std::path::PathBuf>,
     /// Races to leave out (`--suppressions`).
     pub suppressions: super::suppressions::Suppressions,
 }
@@ -942,8 +940,11 @@ impl ToolRun for RaceRun {
     fn fini(&mut self, report: &mut Reporter, mem: &GuestMemory) {
         if let Some(w) = self.state.watch.as_mut() {
             w.finish();
+            let mut lines = crate::report::lines::SourceLines::default();
             for s in &mut w.seen {
-                s.first_frames = frames(&s.first_stack, mem);
+                if let Some((&pc, returns)) = s.first_stack.split_first() {
+                    s.first_frames = lines.stack(&[&[pc][..], &code_only(returns, mem)].concat(), mem);
+                }
             }
             let seen = serde_json::to_string(&w.seen).unwrap_or_default();
             self.write_out(report, &seen);
@@ -955,19 +956,8 @@ impl ToolRun for RaceRun {
             self.write_out(report, &found);
             return;
         }
-        for line in crate::report::render::text(&model) {
-            report.line(&line);
-        }
+        crate::tools::output::emit(&model, RULE, &self.out.report, |line| report.line(line));
         report.flush();
-        if self.out.sarif {
-            println!("{}", crate::tools::sarif::document(RULE, &model));
-        }
-        if self.out.json {
-            println!("{}", model.to_json());
-        }
-        if let Some(path) = &self.out.dot {
-            crate::report::render::write_dot(path, &model);
-        }
         self.found = !model.findings.is_empty();
     }
 
@@ -994,16 +984,14 @@ impl RaceRun {
         let noted = &self.state.noted;
         let mut pcs: Vec<u64> = races.iter().flat_map(|r| [self.sites[r.earlier.site as usize].pc, self.sites[r.later.site as usize].pc]).collect();
         pcs.extend(noted.iter().flat_map(|n| n.syncs).map(|pc| pc.max(1)));
-        // Then each race's stack, described by its calls (`callers`).
-        let stacks: Vec<Vec<u64>> = noted.iter().map(|n| code_only(&n.stack, mem)).collect();
-        let stack_at = pcs.len();
-        pcs.extend(stacks.iter().flatten().map(|ret| ret - 1));
-        let places = crate::report::lines::SourceLines::default().describe(&pcs, mem);
-        let stack_of = |k: usize| {
-            let first = stack_at + stacks[..k].iter().map(Vec::len).sum::<usize>();
-            let stack = stacks.get(k).map_or(&[][..], Vec::as_slice);
-            callers(stack, &places[first..first + stack.len()])
-        };
+        let mut lines = crate::report::lines::SourceLines::default();
+        let places = lines.describe(&pcs, mem);
+        // Each race's later access with the callers a scan of its thread's stack found.
+        let stacks: Vec<Vec<String>> = races
+            .iter()
+            .zip(noted)
+            .map(|(r, n)| lines.stack(&[&[self.sites[r.later.site as usize].pc][..], &code_only(&n.stack, mem)].concat(), mem))
+            .collect();
         let sync_of = |k: usize, which: usize, tid: hb::Tid| match noted.get(k).map(|n| n.syncs[which]) {
             Some(pc) if pc != 0 => format!("thread {tid} at {}", places[2 * races.len() + 2 * k + which]),
             _ => format!("thread {tid}: none since it started"),
@@ -1057,7 +1045,7 @@ impl RaceRun {
                     earlier_thread: Some(r.earlier.tid as u64),
                     object: Some(object_of(r.addr, &objects, mem, &self.state.stack_of, noted.get(k).and_then(|n| n.block.as_ref()))),
                     syncs: Some(format!("{}; {}", sync_of(k, 0, r.earlier.tid), sync_of(k, 1, r.later.tid))),
-                    stack: stack_of(k),
+                    frames: stacks.get(k).cloned().unwrap_or_default(),
                     ..Finding::default()
                 }
             })
@@ -1089,11 +1077,11 @@ fn object_of(addr: u64, objects: &[(u64, u64, String)], mem: &GuestMemory, stack
         return format!("in `{name}`{at}, a global of {} bytes", e - s);
     }
     if let Some((start, size, stack)) = block {
-        let at = frames(stack, mem).map(|f| {
-            let places: Vec<&str> = f.split("; ").map(|frame| frame.split_once(": ").map_or(frame, |(_, p)| p)).collect();
-            format!(", allocated at {}", places.join(", called from "))
-        });
-        return format!("in a heap block of {size} bytes at {start:#x}, at offset {}{}", addr - start, at.unwrap_or_default());
+        // (Each return address said at its call.)
+        let calls: Vec<u64> = code_only(stack, mem).iter().map(|ret| ret - 1).collect();
+        let places = crate::report::lines::SourceLines::default().describe(&calls, mem);
+        let at = if places.is_empty() { String::new() } else { format!(", allocated at {}", places.join(", called from ")) };
+        return format!("in a heap block of {size} bytes at {start:#x}, at offset {}{at}", addr - start);
     }
     if (mem.brk_start..mem.brk_cur).contains(&addr) {
         return "in the heap".into();
@@ -1109,24 +1097,9 @@ fn object_of(addr: u64, objects: &[(u64, u64, String)], mem: &GuestMemory, stack
     }
 }
 
-/// `returns` described as a race's stack is ("0x401234: a.c:30 (main); ..."): those into code
-/// only (a stack scan finds data too); none when none is.
-fn frames(returns: &[u64], mem: &GuestMemory) -> Option<String> {
-    let code = code_only(returns, mem);
-    let calls: Vec<u64> = code.iter().map(|ret| ret - 1).collect();
-    callers(&code, &crate::report::lines::SourceLines::default().describe(&calls, mem))
-}
-
 /// The return addresses into code (a stack scan finds data too).
 fn code_only(returns: &[u64], mem: &GuestMemory) -> Vec<u64> {
     returns.iter().copied().filter(|&pc| mem.region_at(pc).is_some_and(|(_, r)| r.prot & libc::PROT_EXEC != 0)).collect()
-}
-
-/// Return addresses with the places of their calls (each described by the call before it:
-/// its line is the caller's), as a race's stack is written; none when there are none.
-fn callers(returns: &[u64], places: &[String]) -> Option<String> {
-    let frames: Vec<String> = returns.iter().zip(places).map(|(pc, p)| format!("{pc:#x}: {p}")).collect();
-    (!frames.is_empty()).then(|| frames.join("; "))
 }
 
 /// Callers kept for a heap block's allocation (the allocator's caller first).

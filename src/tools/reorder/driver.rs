@@ -170,12 +170,12 @@ pub fn drive(mut runner: Runner, command: Vec<OsString>, opts: Options) -> Repor
     let record = Request {
         args: record_args,
         limits: Limits { log: true, count_blocks: true, ..Limits::default() },
-        progress: "reorder: the run as it is".into(),
+        progress: "the run as it is".into(),
         checkpoints: None,
     };
     let run = |runner: &Runner, _: u32, file: &std::path::Path| {
         let limits = Limits { log: true, budget: runner.block_budget(10), time: runner.time_limit(10), ..Limits::default() };
-        Request { args: vec!["--tool=none".into(), format!("--layout={}", file.display()).into()], limits, progress: "reorder".into(), checkpoints: None }
+        Request { args: vec!["--tool=none".into(), format!("--layout={}", file.display()).into()], limits, progress: "a layout".into(), checkpoints: None }
     };
     let program = opts.program.clone();
     let failed = move |_: &Runner, ran: &Ran| failure(ran, &program);
@@ -241,15 +241,9 @@ pub fn drive(mut runner: Runner, command: Vec<OsString>, opts: Options) -> Repor
 /// The report: text on rtgrind's messages, JSON and SARIF on standard output.
 pub fn emit(report: &Report, cli: &crate::cli::Cli) {
     let pid = std::process::id();
-    for line in crate::report::render::text(report) {
-        eprintln!("=={pid}== {line}");
-    }
-    if cli.search.sarif {
-        println!("{}", crate::tools::sarif::document(RULE, report));
-    }
-    if cli.search.json {
-        println!("{}", report.to_json());
-    }
+    // (Reorder draws no graph.)
+    let output = crate::tools::output::Output { dot: None, ..crate::tools::output::Output::of(cli) };
+    crate::tools::output::emit(report, RULE, &output, |line| eprintln!("=={pid}== {line}"));
 }
 
 const RULE: crate::tools::sarif::Rule = crate::tools::sarif::Rule {

@@ -4,7 +4,7 @@
 //! Those become suppression points of the next run, until a run ends without a crash: the
 //! points added last are the first point of memory corruption.
 
-use super::plan::{Crash, Def, Outcome, Plan, Point};
+use super::plan::{Crash, Def, Hit, Outcome, Plan, Point};
 use crate::tools::reorder::driver::{LayoutSearch, Verdict as ReorderVerdict};
 use crate::tools::search::{Ending, Failure, Limits, Ran, Request, Runner, Search as _, SearchError, Step};
 use std::time::Instant;
@@ -245,8 +245,11 @@ impl Suppression<'_> {
         let args = self.run_args(runner, n, &plan_path, &out_path);
         // Later runs: 20 times the first run's time and blocks.
         let limits = Limits { budget: runner.block_budget(20), time: runner.time_limit(20), log: false, count_blocks: n == 1 };
-        let traced = if trace && !points.is_empty() { ", traced" } else { "" };
-        let progress = format!("suppress: run {n} ({} suppression points{traced})", points.len());
+        let progress = match points.len() {
+            0 if trace => "the failure, traced".to_string(),
+            0 => "the failure again, to check that it repeats".to_string(),
+            k => format!("suppressing {k} point{}{}", if k == 1 { "" } else { "s" }, if trace { ", traced" } else { "" }),
+        };
         self.stage = stage;
         Ok(Step::Run(Request { args, limits, progress, checkpoints: None }))
     }
@@ -294,7 +297,7 @@ impl Suppression<'_> {
             let mut args = suppress_args(&plan_path, &out_path);
             args.push(format!("--layout={}", layout.display()).into());
             let limits = Limits { budget: runner.block_budget(20), time: runner.time_limit(20), log: false, count_blocks: false };
-            Request { args, limits, progress: "suppress: layouts".into(), checkpoints: None }
+            Request { args, limits, progress: "layouts".into(), checkpoints: None }
         };
         let failed = |runner: &Runner, ran: &Ran| -> Option<String> {
             let text = std::fs::read_to_string(runner.file(&format!("outcome-{}", ran.number))).ok()?;
@@ -490,15 +493,18 @@ fn covers(p: &Point, d: &Point) -> bool {
 
 /// The place a point is reported at: its own line, or for code in a library the main
 /// program's call that led there.
-fn headline(def: &Def, hits: &[(Point, String)]) -> String {
-    // The hit at the definition's own instance (the run records a point of every instance at
-    // the instances it fired at), else any of its instruction's (or its call site's).
-    let exact = hits.iter().find(|h| covers(&h.0, &def.point));
-    let hit = exact.or_else(|| hits.iter().find(|h| covers(&Point { instance: 0, ..h.0 }, &def.point)));
-    match hit.map(|h| h.1.as_str()).filter(|s| !s.is_empty()) {
+fn headline(def: &Def, hits: &[Hit]) -> String {
+    match hit_of(def, hits).map(|h| h.call.as_str()).filter(|s| !s.is_empty()) {
         Some(call) => format!("{call}, inside {}", def.place),
         None => def.place.clone(),
     }
+}
+
+/// The hit at the definition's own instance (the run records a point of every instance at
+/// the instances it fired at), else any of its instruction's (or its call site's).
+fn hit_of<'a>(def: &Def, hits: &'a [Hit]) -> Option<&'a Hit> {
+    let exact = hits.iter().find(|h| covers(&h.point, &def.point));
+    exact.or_else(|| hits.iter().find(|h| covers(&Point { instance: 0, ..h.point }, &def.point)))
 }
 
 /// How the search ended.
@@ -535,6 +541,8 @@ pub struct Root {
     /// Suppressing it avoided the failure, but the run then failed otherwise, on nothing
     /// defined (how): reported as such, never as a plain root cause.
     pub failed_otherwise: Option<String>,
+    /// Its call stack where the run suppressing it reached it.
+    pub frames: Vec<String>,
 }
 
 /// What the search found, for the report.
@@ -556,7 +564,7 @@ pub struct Search {
 }
 
 /// Runs the search and prints the report; returns the exit status.
-pub fn drive(runner: Result<Runner, SearchError>, command: Vec<std::ffi::OsString>, opts: Options, format: super::report::Format) -> i32 {
+pub fn drive(runner: Result<Runner, SearchError>, command: Vec<std::ffi::OsString>, opts: Options, output: crate::tools::output::Output) -> i32 {
     let pid = std::process::id();
     let error_exitcode = opts.error_exitcode;
     let search = match runner {
@@ -572,7 +580,7 @@ pub fn drive(runner: Result<Runner, SearchError>, command: Vec<std::ffi::OsStrin
             layouts_tried: None,
         },
     };
-    super::report::emit(&search, &command, &format, pid);
+    super::report::emit(&search, &command, &output, pid);
     match search.verdict {
         Verdict::NoFailure => 0,
         Verdict::RootCause(_) => error_exitcode,
@@ -720,6 +728,14 @@ fn roots(chain: &[(Vec<Point>, Outcome)], looped: Option<bool>, failed_otherwise
         .map(|d| Root {
             point: d.point,
             place: headline(d, &last.hits),
+            // (Of a call suppressed whole: where its instruction stored.)
+            frames: last
+                .hits
+                .iter()
+                .find(|h| h.pc == d.point.pc && covers(&h.point, &d.point))
+                .or(hit_of(d, &last.hits))
+                .map(|h| h.frames.clone())
+                .unwrap_or_default(),
             own_place: d.place.clone(),
             instruction: d.instruction.clone(),
             every_instance: added.iter().any(|p| p.instance == 0 && p.call_site().is_none() && covers(p, &d.point)),
@@ -743,7 +759,7 @@ pub fn describe_crash(o: &Outcome) -> String {
 }
 
 /// The place each point in `added` is reported at.
-pub fn added_places(prev: &Outcome, added: &[Point], hits: &[(Point, String)]) -> Vec<String> {
+pub fn added_places(prev: &Outcome, added: &[Point], hits: &[Hit]) -> Vec<String> {
     prev.defs.iter().filter(|d| added.iter().any(|p| covers(p, &d.point))).map(|d| headline(d, hits)).collect()
 }
 
@@ -755,7 +771,7 @@ mod tests {
     /// which differs and how (issue 21, item 6).
     #[test]
     fn a_repeat_that_differs_says_how() {
-        let first = Crash { signal: 11, pc: 0x401000, instance: 100, place: String::new(), stack: vec![0x401500, 0x401800] };
+        let first = Crash { signal: 11, pc: 0x401000, instance: 100, place: String::new(), stack: vec![0x401500, 0x401800], frames: Vec::new() };
         assert!(first.same(&first.clone()));
         let other_calls = Crash { stack: vec![0x401600, 0x401800], ..first.clone() };
         assert!(!first.same(&other_calls));

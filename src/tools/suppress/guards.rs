@@ -54,8 +54,10 @@ pub(super) struct State {
     pub(super) functions: Vec<(u64, u64)>,
     /// Times each kind of suppression acted.
     pub(super) suppressed: HashMap<&'static str, u64>,
-    /// Points reached: (point, call sites in the main program, innermost first).
-    pub(super) hits: Vec<(Point, Vec<u64>)>,
+    /// Points reached: (point, the instruction that reached it, the return addresses of the
+    /// calls it was under, innermost first). A call suppressed whole has one per instruction
+    /// of the call that stored: its root cause is one of them.
+    pub(super) hits: Vec<(Point, u64, Vec<u64>)>,
     pub(super) main: (u64, u64),
     /// Guards and corrupt bits are in the translations: set once the first suppression point
     /// fires (until then nothing can be corrupt, and a trace run never pays for them).
@@ -306,7 +308,7 @@ pub(super) extern "C" fn point_callout(ctx: *mut ThreadContext, arg: u64) {
         _ => c.point,
     };
     if !st.hits.iter().any(|h| h.0 == point) && st.hits.iter().filter(|h| h.0.pc == point.pc).count() < 64 {
-        hit(ctx, st, point, ctx.callout_regs[4]);
+        hit(ctx, st, point, ins.ip(), ctx.callout_regs[4]);
     }
     if ins.mnemonic() == Mnemonic::Syscall {
         st.syscall_writes_corrupt = true;
@@ -352,12 +354,11 @@ pub(super) fn in_call(ctx: &mut ThreadContext, p: Point) -> Point {
     Point { instance: *shadow::word(ctx, area::CALL_ORD), site: *shadow::word(ctx, area::CALL_SITE), ..p }
 }
 
-/// Records that `point` was reached, with the program's calls that led there (the frames
-/// above `rsp`).
-pub(super) fn hit(ctx: &mut ThreadContext, st: &mut State, point: Point, rsp: u64) {
-    let main = st.main;
-    let sites: Vec<u64> = frames(ctx, rsp).iter().map(|f| f.1).filter(|r| (main.0..main.1).contains(r)).collect();
-    st.hits.push((point, sites));
+/// Records that `point` was reached, with the calls that led there (the return addresses of
+/// the frames above `rsp`, innermost first).
+pub(super) fn hit(ctx: &mut ThreadContext, st: &mut State, point: Point, pc: u64, rsp: u64) {
+    let calls: Vec<u64> = frames(ctx, rsp).iter().map(|f| f.1).collect();
+    st.hits.push((point, pc, calls));
 }
 
 /// A library's store for a program's call that is suppressed whole (`Point::call`): a store
@@ -404,8 +405,8 @@ pub(super) extern "C" fn call_store_callout(ctx: *mut ThreadContext, arg: u64) {
         Some(_) => in_call(ctx, c.point),
         None => c.point,
     };
-    if !st.hits.iter().any(|h| h.0 == point) && st.hits.len() < 4096 {
-        hit(ctx, st, point, ctx.callout_regs[4]);
+    if !st.hits.iter().any(|h| h.0 == point && h.1 == ins.ip()) && st.hits.len() < 4096 {
+        hit(ctx, st, point, ins.ip(), ctx.callout_regs[4]);
     }
     st.count("stores of a suppressed call");
     if string {

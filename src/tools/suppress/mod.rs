@@ -84,9 +84,9 @@ pub fn search(cli: &Cli) -> Result<i32, Error> {
         reorder: o.reorder == crate::cli::YesNo::Yes,
         layouts: layout_setup(cli)?,
     };
-    let format = report::Format { json, sarif, dot };
+    let output = crate::tools::output::Output { dot, ..crate::tools::output::Output::of(cli) };
     crate::log_to_file(cli);
-    Ok(driver::drive(super::search::Runner::new("suppress", cli), cli.command.clone(), opts, format))
+    Ok(driver::drive(super::search::Runner::new("suppress", cli), cli.command.clone(), opts, output))
 }
 
 /// What the complete technique may re-lay in the program (`--reorder=yes`), with the layout

@@ -140,6 +140,8 @@ pub struct Crash {
     pub place: String,
     /// The program's calls it happened under: their return addresses, innermost first.
     pub stack: Vec<u64>,
+    /// Its call stack as the report says it (`report::lines::SourceLines::stack`).
+    pub frames: Vec<String>,
 }
 
 impl Crash {
@@ -164,13 +166,25 @@ pub struct Def {
     pub constant: bool,
 }
 
+/// A suppression point a run reached.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Hit {
+    pub point: Point,
+    /// The instruction that reached it (of a call suppressed whole, each that stored).
+    pub pc: u64,
+    /// The innermost call site in the main program (for a library's point; else empty).
+    pub call: String,
+    /// Its call stack there, as the report says it.
+    pub frames: Vec<String>,
+}
+
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Outcome {
     pub crash: Option<Crash>,
     /// The definitions of the locations the failure used.
     pub defs: Vec<Def>,
-    /// Suppression points reached: (point, the innermost call site in the main program).
-    pub hits: Vec<(Point, String)>,
+    /// Suppression points reached.
+    pub hits: Vec<Hit>,
     /// How often each kind of suppression acted.
     pub suppressed: Vec<(String, u64)>,
     /// The run did not end and was stopped (why): the driver's note, never in the text form.
@@ -192,13 +206,19 @@ impl Outcome {
             s += &format!("crash\t{}\t{:#x}\t{}\t{}\n", c.signal, c.pc, c.instance, c.place);
             let stack: Vec<String> = c.stack.iter().map(|r| format!("{r:#x}")).collect();
             s += &format!("stack\t{}\n", stack.join(" "));
+            for f in &c.frames {
+                s += &format!("frame\t{f}\n");
+            }
         }
         for d in &self.defs {
             let constant = if d.constant { "constant" } else { "" };
             s += &format!("def\t{}\t{}\t{}\t{}\t{constant}\n", d.point.text(), d.location, d.place, d.instruction);
         }
-        for (p, site) in &self.hits {
-            s += &format!("hit\t{}\t{site}\n", p.text());
+        for h in &self.hits {
+            s += &format!("hit\t{}\t{}\t{:#x}\n", h.point.text(), h.call, h.pc);
+            for f in &h.frames {
+                s += &format!("hitframe\t{f}\n");
+            }
         }
         for (what, n) in &self.suppressed {
             s += &format!("suppressed\t{n}\t{what}\n");
@@ -221,8 +241,14 @@ impl Outcome {
             match f[0] {
                 "crash" => {
                     let pc = u64::from_str_radix(field(2).trim_start_matches("0x"), 16).unwrap_or(0);
-                    o.crash =
-                        Some(Crash { signal: field(1).parse().unwrap_or(0), pc, instance: field(3).parse().unwrap_or(0), place: field(4), stack: Vec::new() });
+                    o.crash = Some(Crash {
+                        signal: field(1).parse().unwrap_or(0),
+                        pc,
+                        instance: field(3).parse().unwrap_or(0),
+                        place: field(4),
+                        stack: Vec::new(),
+                        frames: Vec::new(),
+                    });
                 }
                 "def" => {
                     if let Some(p) = Point::parse(&f[1..]) {
@@ -231,9 +257,13 @@ impl Outcome {
                 }
                 "hit" => {
                     if let Some(p) = Point::parse(&f[1..]) {
-                        o.hits.push((p, field(4)));
+                        let pc = u64::from_str_radix(field(5).trim_start_matches("0x"), 16).unwrap_or(p.pc);
+                        o.hits.push(Hit { point: p, pc, call: field(4), frames: Vec::new() });
                     }
                 }
+                // (A frame line belongs to the crash or the hit before it.)
+                "frame" => o.crash.iter_mut().for_each(|c| c.frames.push(field(1))),
+                "hitframe" => o.hits.last_mut().iter_mut().for_each(|h| h.frames.push(field(1))),
                 "suppressed" => o.suppressed.push((field(2), field(1).parse().unwrap_or(0))),
                 "site" => {
                     if let Some(p) = Point::parse(&f[1..]) {
@@ -287,9 +317,21 @@ mod tests {
         assert_eq!(Plan::parse(&plan.to_text()).unwrap().points, vec![p]);
         assert_eq!(Plan::parse(&plan.to_text()).unwrap().watch, plan.watch);
         let o = Outcome {
-            crash: Some(Crash { signal: 11, pc: 0x401234, instance: 7, place: "a.c:3 (main)".into(), stack: vec![0x401500, 0x401800] }),
+            crash: Some(Crash {
+                signal: 11,
+                pc: 0x401234,
+                instance: 7,
+                place: "a.c:3 (main)".into(),
+                stack: vec![0x401500, 0x401800],
+                frames: vec!["0x401234: main (a.c:3)".into()],
+            }),
             defs: vec![Def { point: p, location: "rax (address)".into(), place: "a.c:2 (main)".into(), instruction: "mov [rbp-8],rax".into(), constant: true }],
-            hits: vec![(p, "a.c:9 (main)".into())],
+            hits: vec![Hit {
+                point: p,
+                pc: 0x401000,
+                call: "a.c:9 (main)".into(),
+                frames: vec!["0x401000: f (a.c:2)".into(), "0x401233: main (a.c:9)".into()],
+            }],
             suppressed: vec![("stores of a corrupt value".into(), 3)],
             stopped: None,
             main: (0x400000, 0x402000),

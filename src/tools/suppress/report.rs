@@ -3,7 +3,6 @@
 
 use super::driver::{added_places, describe_crash, failure_before, Search, Verdict};
 use crate::report::model::{Finding, Report, Step, Used, VERSION};
-use crate::report::render;
 use crate::tools::sarif;
 
 /// The SARIF rule of the search's findings.
@@ -12,34 +11,15 @@ const RULE: sarif::Rule = sarif::Rule {
     description: "The first point of memory corruption behind a crash, found by execution suppression",
     help: "Fix the write at this line (or the value it stores): suppressing it from here on made the run end without the failure. The code flow is the chain of runs: each run's failure, and what it used.",
 };
-use std::path::PathBuf;
+use crate::tools::output::Output;
 
-#[derive(Clone, Debug, Default)]
-pub struct Format {
-    pub json: bool,
-    pub sarif: bool,
-    pub dot: Option<PathBuf>,
-}
-
-pub fn emit(s: &Search, command: &[std::ffi::OsString], format: &Format, pid: u32) {
+pub fn emit(s: &Search, command: &[std::ffi::OsString], output: &Output, pid: u32) {
     if let Verdict::CannotRun(_, line) = &s.verdict {
         // rtgrind's own one-line error, as for any other tool.
         eprintln!("{line}");
         return;
     }
-    let report = model(s, command);
-    for line in render::text(&report) {
-        eprintln!("=={pid}== {line}");
-    }
-    if format.json {
-        println!("{}", report.to_json());
-    }
-    if format.sarif {
-        println!("{}", sarif::document(RULE, &report));
-    }
-    if let Some(path) = &format.dot {
-        render::write_dot(path, &report);
-    }
+    crate::tools::output::emit(&model(s, command), RULE, output, |line| eprintln!("=={pid}== {line}"));
 }
 
 /// The search as the one report model (`report::model`).
@@ -77,6 +57,7 @@ pub fn model(s: &Search, command: &[std::ffi::OsString]) -> Report {
                 own_place: Some(r.own_place.clone()),
                 instruction: Some(r.instruction.clone()),
                 pc: format!("{:#x}", r.point.pc),
+                frames: r.frames.clone(),
                 thread: r.point.thread,
                 instance: r.point.instance & !super::plan::BY_BLOCK,
                 by_block: r.point.block_instance().is_some(),
@@ -136,7 +117,7 @@ fn failure_site(o: &super::plan::Outcome, program: &str) -> Option<crate::report
         s if s < 0 => (c.place.clone(), c.place.clone(), call),
         s => (crate::report::signal_name(s), c.place.clone(), call),
     };
-    Some(crate::report::model::FailureSite { signal, place, pc: format!("{:#x}", c.pc), call, stack })
+    Some(crate::report::model::FailureSite { signal, place, pc: format!("{:#x}", c.pc), call, stack, frames: c.frames.clone() })
 }
 
 /// The layouts the runs had: heap redzones from some run on; each layout found, from some run

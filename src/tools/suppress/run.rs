@@ -138,6 +138,8 @@ struct Failed {
     what: String,
     /// The program's calls it happened under (return addresses, innermost first).
     stack: Vec<u64>,
+    /// Every call it happened under, a library's too (return addresses, innermost first).
+    calls: Vec<u64>,
 }
 
 /// `Failed::signal` of an overwritten redzone (a named failure's is -1).
@@ -882,11 +884,6 @@ impl SuppressRun {
         })
     }
 
-    /// The return addresses into the program of the thread's live calls, innermost first.
-    fn program_stack(&self, ctx: &mut ThreadContext) -> Vec<u64> {
-        frame_entries(ctx, ctx.gpr[4]).into_iter().map(|e| e[1]).filter(|&r| self.in_main(r)).collect()
-    }
-
     fn in_main(&self, pc: u64) -> bool {
         (self.state.main.0..self.state.main.1).contains(&pc)
     }
@@ -1429,8 +1426,9 @@ impl SuppressRun {
     fn fail(&mut self, ctx: &mut ThreadContext, signal: i32, pc: u64, used: Locations, what: String) {
         self.def_sites = call_sites(ctx, &used);
         self.call_ordinals = logged_ordinals(ctx);
-        let stack = self.program_stack(ctx);
-        self.crash = Some(Failed { signal, pc, instance: origin::instance(ctx.counter), used, what, stack });
+        let calls: Vec<u64> = frame_entries(ctx, ctx.gpr[4]).into_iter().map(|e| e[1]).collect();
+        let stack = calls.iter().copied().filter(|&r| self.in_main(r)).collect();
+        self.crash = Some(Failed { signal, pc, instance: origin::instance(ctx.counter), used, what, stack, calls });
     }
 
     /// Checks a syscall against `--failure`; the first match is the run's failure, with the
@@ -1935,7 +1933,7 @@ impl ToolRun for SuppressRun {
         if matches!(nr, libc::SYS_munmap | libc::SYS_madvise) {
             if let Some(p) = self.in_suppressed_call(ctx) {
                 if !self.state.hits.iter().any(|h| h.0 == p) {
-                    hit(ctx, &mut self.state, p, ctx.gpr[4]);
+                    hit(ctx, &mut self.state, p, ctx.rip, ctx.gpr[4]);
                 }
                 self.state.count("syscalls of a suppressed call");
                 return Some(0);
@@ -1999,7 +1997,7 @@ impl ToolRun for SuppressRun {
             self.state.mem().set_range(buf, len, 1);
             self.state.count("syscall results suppressed");
             if let Some(p) = by_call.filter(|p| !self.state.hits.iter().any(|h| h.0 == *p)) {
-                hit(ctx, &mut self.state, p, ctx.gpr[4]);
+                hit(ctx, &mut self.state, p, ctx.rip, ctx.gpr[4]);
             }
             return;
         }
@@ -2049,9 +2047,10 @@ impl ToolRun for SuppressRun {
         self.segments.close();
         let mut lines = SourceLines::default();
         let mut out = Outcome::default();
-        if let Some(Failed { signal, pc, instance, used, what, stack }) = self.crash.take() {
+        if let Some(Failed { signal, pc, instance, used, what, stack, calls }) = self.crash.take() {
             let place = lines.describe(&[pc], mem).pop().unwrap_or_default();
-            out.crash = Some(plan::Crash { signal, pc, instance, place: if signal < 0 { format!("{what} {place}") } else { place }, stack });
+            let frames = lines.stack(&[&[pc][..], &calls].concat(), mem);
+            out.crash = Some(plan::Crash { signal, pc, instance, place: if signal < 0 { format!("{what} {place}") } else { place }, stack, frames });
             for (what, o) in used {
                 let Some(p) = self.point_of(o) else { continue };
                 let place = lines.describe(&[p.pc], mem).pop().unwrap_or_default();
@@ -2076,15 +2075,18 @@ impl ToolRun for SuppressRun {
         }
         let main = self.state.main;
         let mut call_places: HashMap<u64, String> = HashMap::new();
-        for (p, sites) in std::mem::take(&mut self.state.hits) {
+        let mut stacks: HashMap<Vec<u64>, Vec<String>> = HashMap::new();
+        for (p, pc, calls) in std::mem::take(&mut self.state.hits) {
             // For a point inside a library: the main program's call that led there (once per
-            // call site: each asks addr2line).
-            let first = match sites.first() {
+            // call site).
+            let first = match calls.iter().find(|r| (main.0..main.1).contains(*r)) {
                 Some(&r) if !(main.0..main.1).contains(&p.pc) => call_places.entry(r).or_insert_with(|| lines.describe_written(r - 1, mem)).clone(),
                 _ => String::new(),
             };
-            if !out.hits.iter().any(|h: &(Point, String)| h.0 == p) {
-                out.hits.push((p, first));
+            if !out.hits.iter().any(|h| h.point == p && h.pc == pc) {
+                let pcs = [&[pc][..], &calls].concat();
+                let frames = stacks.entry(pcs).or_insert_with_key(|pcs| lines.stack(pcs, mem)).clone();
+                out.hits.push(plan::Hit { point: p, pc, call: first, frames });
             }
         }
         out.main = main;

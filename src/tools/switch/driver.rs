@@ -45,8 +45,8 @@ pub struct Options {
     pub seed: u64,
     pub stdin_file: Option<PathBuf>,
     pub expected_output_path: Option<PathBuf>,
-    pub json: bool,
-    pub sarif: bool,
+    /// The report as asked (`tools::output`).
+    pub output: crate::tools::output::Output,
     /// Fork search (one forward run) rather than a run per candidate.
     pub fork: bool,
     pub jobs: u64,
@@ -328,12 +328,12 @@ impl Switching {
         }
         self.stage = Stage::Traced;
         let limits = Limits { time: None, log: true, count_blocks: true, budget: None };
-        Ok(Step::Run(Request { args: self.trace_args.clone(), limits, progress: "switch: the trace run".into(), checkpoints: None }))
+        Ok(Step::Run(Request { args: self.trace_args.clone(), limits, progress: "the trace run".into(), checkpoints: None }))
     }
 
     /// The trace run ended: the failure, then the check that it repeats.
     fn traced(&mut self, runner: &Runner, (original, _): (RunResult, String)) -> Result<Step<i32>, i32> {
-        if !self.opts.json && !self.opts.sarif {
+        if !self.opts.output.json && !self.opts.output.sarif {
             child::show_output(&original.stdout);
         }
         if self.opts.oracle.passes(&original) {
@@ -350,7 +350,7 @@ impl Switching {
         self.original = Some(original);
         self.stage = Stage::Repeated;
         let limits = Limits { time: runner.time_limit(20), log: true, count_blocks: false, budget: None };
-        Ok(Step::Run(Request { args: vec!["--tool=none".into()], limits, progress: "switch: the failure again".into(), checkpoints: None }))
+        Ok(Step::Run(Request { args: vec!["--tool=none".into()], limits, progress: "the failure again".into(), checkpoints: None }))
     }
 
     /// The failure must repeat; then the trace (and, for `--order=prior`, the dependences).
@@ -382,7 +382,7 @@ impl Switching {
         args.push("--switch-deps=yes".into());
         self.stage = Stage::Deps;
         let limits = Limits { time: runner.time_limit(40), log: true, count_blocks: false, budget: None };
-        Ok(Step::Run(Request { args, limits, progress: "switch: the dependence run".into(), checkpoints: None }))
+        Ok(Step::Run(Request { args, limits, progress: "the dependence run".into(), checkpoints: None }))
     }
 
     /// The candidates, in the chosen order, and how they are searched.
@@ -428,7 +428,7 @@ impl Switching {
                 let (pc, _) = trace.sites[c.site];
                 let args = vec!["--tool=switch".into(), format!("--switch-at={pc:#x}:{}", c.forward).into(), format!("--budget-blocks={}", self.budget).into()];
                 let limits = Limits { time: Some(self.limit), log: true, count_blocks: false, budget: None };
-                Request { args, limits, progress: format!("switch: switched run {} of {}", part.start + 1, self.cands.len()), checkpoints: None }
+                Request { args, limits, progress: format!("switched run {} of {}", part.start + 1, self.cands.len()), checkpoints: None }
             })
             .collect();
         self.stage = Stage::Switched { part };
@@ -448,7 +448,7 @@ impl Switching {
             args.push(format!("--expected-output={}", p.display()).into());
         }
         let limits = Limits { time: Some(self.limit * (part.len() as u32).max(1)), log: true, count_blocks: false, budget: None };
-        let progress = format!("switch: forking at candidates {}-{} of {}", part.start + 1, part.end, self.cands.len());
+        let progress = format!("forking at candidates {}-{} of {}", part.start + 1, part.end, self.cands.len());
         let checkpoints = Some(self.cands[part.clone()].iter().map(|c| c.index as u64).collect());
         self.stage = Stage::Forked { part };
         Ok(Step::Run(Request { args, limits, progress, checkpoints }))
@@ -518,22 +518,11 @@ impl Switching {
     /// The answer: each successful switch with the command that replays it, and the figures;
     /// the exit status.
     fn report(&self, runner: &Runner) -> i32 {
-        child::progress_done();
+        runner.progress.done();
         let report = self.model(runner);
-        for line in crate::report::render::text(&report) {
-            self.say(line.strip_prefix("switch: ").unwrap_or(&line));
-        }
+        crate::tools::output::emit(&report, RULE, &self.opts.output, |line| self.say(line.strip_prefix("switch: ").unwrap_or(line)));
         if report.findings.is_empty() {
-            if self.opts.json {
-                println!("{}", report.to_json());
-            }
             return 2;
-        }
-        if self.opts.sarif {
-            println!("{}", crate::tools::sarif::document(RULE, &report));
-        }
-        if self.opts.json {
-            println!("{}", report.to_json());
         }
         self.opts.error_exitcode
     }

@@ -147,8 +147,8 @@ pub fn search(cli: &Cli) -> Result<i32, Error> {
         seed: cli.seed,
         stdin_file: cli.stdin_file.clone(),
         expected_output_path: o.expected_output.as_ref().map(|p| std::fs::canonicalize(p).unwrap_or(p.clone())),
-        json: cli.search.json,
-        sarif: cli.search.sarif,
+        // (Switch draws no graph.)
+        output: crate::tools::output::Output { dot: None, ..crate::tools::output::Output::of(cli) },
         fork: o.fork == YesNo::Yes,
         jobs: o.jobs,
     };

@@ -1,0 +1,54 @@
+//! How a search's report reaches the user, the same for every tool: its text on rtgrind's
+//! messages, and on request SARIF then JSON on standard output and the chain of runs as a
+//! Graphviz graph in a file; call stacks cut to `--num-callers` in all of them.
+
+use crate::report::model::Report;
+use crate::report::render;
+use std::path::PathBuf;
+
+/// What the user asked of the report (the search options).
+#[derive(Clone, Debug)]
+pub struct Output {
+    pub json: bool,
+    pub sarif: bool,
+    pub dot: Option<PathBuf>,
+    /// Frames of a call stack said (Valgrind's `--num-callers`).
+    pub num_callers: usize,
+}
+
+impl Output {
+    pub fn of(cli: &crate::cli::Cli) -> Output {
+        Output { json: cli.search.json, sarif: cli.search.sarif, dot: cli.failure.dot.clone(), num_callers: usize::from(cli.search.num_callers) }
+    }
+}
+
+/// Gives `report` as asked: each text line to `say`, SARIF and JSON to stdout, the graph to
+/// `--dot`'s file.
+pub fn emit(report: &Report, rule: super::sarif::Rule, out: &Output, mut say: impl FnMut(&str)) {
+    let report = &cut_stacks(report, out.num_callers);
+    for line in render::text(report) {
+        say(&line);
+    }
+    if out.sarif {
+        println!("{}", super::sarif::document(rule, report));
+    }
+    if out.json {
+        println!("{}", report.to_json());
+    }
+    if let Some(path) = &out.dot {
+        render::write_dot(path, report);
+    }
+}
+
+/// The report with each call stack cut to its `n` innermost frames.
+fn cut_stacks(report: &Report, n: usize) -> Report {
+    let mut r = report.clone();
+    for f in &mut r.findings {
+        f.frames.truncate(n);
+        f.earlier_frames.truncate(n);
+    }
+    if let Some(site) = &mut r.failure {
+        site.frames.truncate(n);
+    }
+    r
+}
