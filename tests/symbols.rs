@@ -1,10 +1,11 @@
 //! Reports and symbols (issue 26): source lines read in-process (no binutils at run time,
 //! inlined functions said with the function they were inlined into, C++ names demangled, DWARF
 //! in a separate debug file found through `.gnu_debuglink` or (glibc's, from `libc6-dbg`) by
-//! build ID, a corrupt line table costing its lines only), and the JSON outputs' schemas.
+//! build ID, a corrupt line table costing its lines only, DWARF 4 and 5 and compressed debug
+//! sections alike), and the JSON outputs' schemas.
 
-use crate::common::{compile_snippet, rtgrind_raw, run_rtgrind, scratch_dir, Cmd};
-use std::path::Path;
+use crate::common::{compile_snippet, rtgrind_raw, run_compiler, run_rtgrind, scratch_dir, Cmd};
+use std::path::{Path, PathBuf};
 
 /// A function inlined at -O2 reads through a NULL its caller left.
 const INLINED: &str = r#"#include <stdlib.h>
@@ -185,6 +186,96 @@ fn a_separate_debug_file_is_found_through_its_debuglink() {
     let bad = symbolize(&dir.join("bad"));
     assert_eq!(bad.lines().count(), 24, "{bad}");
     assert!(bad.lines().all(|l| !l.contains("debuglink_table.c:")), "{bad}");
+}
+
+/// How a build's DWARF is stored, checked with `readelf`.
+enum Form {
+    /// Every compilation unit of this DWARF version.
+    Version(u32),
+    /// `.debug_info` and `.debug_line` compressed (SHF_COMPRESSED, flag C) with this type.
+    Compressed(&'static str),
+    /// The older GNU form: `.zdebug_info` and `.zdebug_line`, no `.debug_info`.
+    Zdebug,
+}
+
+/// `readelf ARGS path`'s standard output.
+fn readelf(args: &[&str], path: &Path) -> String {
+    let out = std::process::Command::new("readelf").args(args).arg(path).output().unwrap();
+    assert!(out.status.success(), "readelf {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Asserts the DWARF of `exe` is stored as `form` says.
+fn assert_form(exe: &Path, form: &Form) {
+    let sections = readelf(&["-S", "-W"], exe);
+    // A section's row: "[29] .debug_info PROGBITS ADDR OFF SIZE ES FLAGS LK INF AL".
+    let flags = |name: &str| {
+        let row = sections.lines().find(|l| l.split_whitespace().nth(1) == Some(name) || l.split_whitespace().nth(2) == Some(name));
+        row.map(|r| r.split_whitespace().rev().nth(3).unwrap_or_default().to_string())
+    };
+    match form {
+        Form::Version(v) => {
+            let dump = readelf(&["--debug-dump=info"], exe);
+            let versions: Vec<&str> = dump.lines().filter_map(|l| l.trim().strip_prefix("Version:")).map(str::trim).collect();
+            assert!(!versions.is_empty() && versions.iter().all(|x| *x == v.to_string()), "{}: DWARF versions {versions:?}, not {v}", exe.display());
+        }
+        Form::Compressed(kind) => {
+            let headers = readelf(&["-t"], exe);
+            for name in [".debug_info", ".debug_line"] {
+                assert_eq!(flags(name).as_deref(), Some("C"), "{name} of {} not compressed:\n{sections}", exe.display());
+                // `readelf -t` says the compression type a few lines under the section's name.
+                let at = headers.lines().position(|l| l.trim_end().ends_with(&format!("] {name}"))).unwrap();
+                assert!(
+                    headers.lines().skip(at + 1).take(4).any(|l| l.trim().starts_with(&format!("{kind},"))),
+                    "{name} of {} is not {kind}:\n{headers}",
+                    exe.display()
+                );
+            }
+        }
+        Form::Zdebug => {
+            assert!(flags(".zdebug_info").is_some() && flags(".zdebug_line").is_some() && flags(".debug_info").is_none(), "{}:\n{sections}", exe.display());
+        }
+    }
+}
+
+/// The DWARF versions gcc writes and compressed debug sections (zlib and zstd, and the older
+/// `.zdebug_` sections of zlib-gnu) give the same lines, inlined functions with their caller,
+/// as the plain `-g` build. (gcc 12's `-gz` knows only zlib: the linker compresses with zstd.)
+#[test]
+fn dwarf_4_and_5_and_compressed_debug_sections_give_the_same_lines() {
+    let dir = scratch_dir("symbols-dwarf-forms");
+    // One source name for every build: their lines are compared as text.
+    let source = dir.join("dwarf_forms.c");
+    std::fs::write(&source, INLINED).unwrap();
+    let build = |out: &str, flags: &[&str]| -> PathBuf {
+        let exe = dir.join(out);
+        let mut args: Vec<std::ffi::OsString> = ["-O2"].iter().chain(flags).map(Into::into).collect();
+        args.extend(["-o".into(), exe.clone().into_os_string(), source.clone().into_os_string()]);
+        run_compiler("gcc", &args).unwrap_or_else(|e| panic!("{flags:?}: {e}"));
+        exe
+    };
+    let symbolize = |exe: &Path| {
+        let main = symbol_address(exe, "main");
+        let args = ["symbolize".to_string(), "-e".into(), exe.display().to_string()].into_iter().chain((0..24).map(|k| format!("{:#x}", main + k)));
+        let out = rtgrind_raw(args);
+        assert_eq!(out.status.code(), Some(0), "{}", out.describe());
+        out.stdout_str()
+    };
+    let plain = symbolize(&build("plain", &["-g"]));
+    assert!(plain.lines().count() == 24 && plain.lines().all(|l| l.starts_with("dwarf_forms.c:")), "{plain}");
+    assert!(plain.contains(&format!("(total), inlined into main at dwarf_forms.c:{}", line(INLINED, "call"))), "{plain}");
+    for (out, flags, form) in [
+        ("dwarf4", &["-gdwarf-4"][..], Form::Version(4)),
+        ("dwarf5", &["-gdwarf-5"], Form::Version(5)),
+        ("zlib", &["-g", "-gz=zlib"], Form::Compressed("ZLIB")),
+        ("zlib_dwarf4", &["-gdwarf-4", "-gz=zlib"], Form::Compressed("ZLIB")),
+        ("zlib_gnu", &["-g", "-gz=zlib-gnu"], Form::Zdebug),
+        ("zstd", &["-g", "-Wl,--compress-debug-sections=zstd"], Form::Compressed("ZSTD")),
+    ] {
+        let exe = build(out, flags);
+        assert_form(&exe, &form);
+        assert_eq!(symbolize(&exe), plain, "{flags:?}");
+    }
 }
 
 /// The file address of `name` in the ELF at `path` (its symbol table, read with `nm`).
