@@ -69,7 +69,7 @@ fn normalize_text(s: &str) -> String {
     static RULES: OnceLock<[(regex::Regex, &str); 3]> = OnceLock::new();
     let rules = RULES.get_or_init(|| {
         [
-            (regex::Regex::new(r"0x[0-9a-f]{8,}").unwrap(), "0x…"),
+            (regex::Regex::new(r"0x[0-9a-fA-F]{8,}").unwrap(), "0x…"),
             (regex::Regex::new(r"\b[0-9]+\.[0-9]+ s\b").unwrap(), "… s"),
             // A path's directories, up to its last '/': a path starts a string or follows a
             // space, '=' or '(' (`--layout=/tmp/.../layout.json`).
@@ -200,6 +200,7 @@ fn triage_json_is_the_golden_file() {
 #[test]
 fn normalization_keeps_values_and_offsets_and_drops_addresses_times_and_directories() {
     assert_eq!(normalize_text("SIGSEGV at 0x5655555552da copy_paste.c:24 (main)"), "SIGSEGV at 0x… copy_paste.c:24 (main)");
+    assert_eq!(normalize_text("0x7FFFF32A71F4: start_thread (pthread_create.c:442)"), "0x…: start_thread (pthread_create.c:442)");
     assert_eq!(normalize_text("reads 0x3e8 in the run's order, 0x0 in the other"), "reads 0x3e8 in the run's order, 0x0 in the other");
     assert_eq!(normalize_text("_start+0x20 in prog; offset 0x1231"), "_start+0x20 in prog; offset 0x1231");
     assert_eq!(normalize_text("4 runs of the program, 1.07 s"), "4 runs of the program, … s");
