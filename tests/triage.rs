@@ -387,7 +387,8 @@ fn the_html_report_shows_the_groups_in_a_browser() {
     assert!(dom.contains("ok1</td><td>no crash</td>"), "{dom}");
 }
 
-/// `--json`: one record per input and per group, each a JSON object that names what it is.
+/// `--json`: the triage's record (its format's version, tool, command), then one per input and
+/// per group, each a JSON object that names what it is.
 #[test]
 fn json_records_are_one_per_input_and_per_group() {
     let exe = program("tokens");
@@ -403,9 +404,10 @@ fn json_records_are_one_per_input_and_per_group() {
     ]);
     let records: Vec<Value> = out.stdout_str().lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect();
     let kinds: Vec<&str> = records.iter().map(|r| r["record"].as_str().unwrap()).collect();
-    assert_eq!(kinds, ["input", "input", "group"], "{}", out.describe());
-    assert_eq!(records[0]["report"]["tool"], "suppress");
-    assert_eq!(records[2]["members"].as_array().unwrap().len(), 1);
+    assert_eq!(kinds, ["triage", "input", "input", "group"], "{}", out.describe());
+    assert_eq!((records[0]["schema"].as_u64(), records[0]["tool"].as_str()), (Some(1), Some("suppress")));
+    assert_eq!(records[1]["report"]["tool"], "suppress");
+    assert_eq!(records[3]["members"].as_array().unwrap().len(), 1);
 }
 
 /// Bad usage gets one line and status 2 before any input runs; an unreadable input is listed

@@ -65,7 +65,8 @@ pub struct Report {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<FailureSite>,
     /// The memory layout the runs had from some run on, and why (suppress: heap redzones
-    /// once a run did not fail without them).
+    /// once a run did not fail without them); the layout found, and where it was saved
+    /// (reorder).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub layout: Option<String>,
 }
@@ -140,17 +141,18 @@ pub struct Finding {
     /// Qualifiers (suppress): every instance of the instruction, the whole library call, every
     /// call from the line; the run suppressing it looped; it avoided the failure but the run
     /// failed otherwise (how).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub every_instance: bool,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub whole_call: bool,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub every_call: bool,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub looped: bool,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed_otherwise: Option<String>,
-    /// The command that replays it (switch).
+    /// The command that replays it (switch), or that finds the root cause under the layout
+    /// found (reorder).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<String>,
     /// Dynamic dependences from it to the failure (switch, `--order=prior`; none: the failure

@@ -103,7 +103,7 @@ fn finding(r: &Report, f: &Finding, k: usize) -> Vec<String> {
     if f.kind == "layout exposing a failure" {
         out.push(format!("{} (a layout of the variables exposed it)", f.message));
         out.extend(r.layout.iter().flat_map(|l| l.split("; ")).map(|pair| format!("   {pair}")));
-        out.extend(f.replay.iter().map(|how| format!("   layout {how}")));
+        out.extend(f.replay.iter().map(|how| format!("   to find the root cause under it: {how}")));
         return out;
     }
     if f.kind == "critical predicate" {

@@ -25,7 +25,7 @@ impl Output {
 /// Gives `report` as asked: each text line to `say`, SARIF and JSON to stdout, the graph to
 /// `--dot`'s file.
 pub fn emit(report: &Report, rule: super::sarif::Rule, out: &Output, mut say: impl FnMut(&str)) {
-    let report = &cut_stacks(report, out.num_callers);
+    let report = &as_given(report, out.num_callers);
     for line in render::text(report) {
         say(&line);
     }
@@ -40,9 +40,11 @@ pub fn emit(report: &Report, rule: super::sarif::Rule, out: &Output, mut say: im
     }
 }
 
-/// The report with each call stack cut to its `n` innermost frames.
-fn cut_stacks(report: &Report, n: usize) -> Report {
+/// The report as it is given: each call stack cut to its `n` innermost frames, the time to
+/// the millisecond.
+fn as_given(report: &Report, n: usize) -> Report {
     let mut r = report.clone();
+    r.seconds = (r.seconds * 1000.0).round() / 1000.0;
     for f in &mut r.findings {
         f.frames.truncate(n);
         f.earlier_frames.truncate(n);

@@ -114,10 +114,12 @@ impl ResultOptions {
     }
 }
 
-/// A JSON record of `--json`.
+/// A JSON record of `--json`: first the triage's own (its format, tool and command), then one
+/// per input and per group.
 #[derive(serde::Serialize)]
 #[serde(tag = "record", rename_all = "kebab-case")]
 enum Record<'a> {
+    Triage { schema: u32, tool: &'a str, command: &'a [String] },
     Input(&'a model::Input),
     Group(&'a model::Group),
 }
@@ -219,6 +221,8 @@ pub fn finish(triage: &mut Triage, baseline: Option<(&Triage, &Path)>, outputs: 
         eprintln!("triage: {line}");
     }
     if outputs.json {
+        let head = Record::Triage { schema: triage.schema, tool: &triage.tool, command: &triage.command };
+        println!("{}", serde_json::to_string(&head).expect("serializes"));
         for i in &triage.inputs {
             println!("{}", serde_json::to_string(&Record::Input(i)).expect("serializes"));
         }

@@ -213,7 +213,6 @@ pub fn drive(mut runner: Runner, command: Vec<OsString>, opts: Options) -> Repor
             let place = how.split_once(" at ").map_or(how.clone(), |p| p.1.to_string());
             report.result = "found".into();
             report.tried = Some(k as u64 + 1);
-            report.layout = Some(layout.pairs.join("; "));
             let over = search.considered.describe();
             report.summary = Some(format!(
                 "{} layout{} tried of {} made over {over}; {} runs, {:.2} s",
@@ -223,16 +222,25 @@ pub fn drive(mut runner: Runner, command: Vec<OsString>, opts: Options) -> Repor
                 report.runs,
                 report.seconds
             ));
+            // ("0x401234 a.c:21 (main): why": the address, the place.)
+            let place = place.split(": ").next().unwrap_or(&place);
+            let (pc, place) = match place.split_once(' ') {
+                Some((pc, rest)) if pc.starts_with("0x") => (pc.to_string(), rest.to_string()),
+                _ => (String::new(), place.to_string()),
+            };
+            let (saved, replay) = match saved {
+                Ok(()) => (format!("saved as {}", opts.out.display()), Some(crate::tools::child::shell_words(&replay))),
+                Err(e) => (format!("it cannot be saved as {}: {e}", opts.out.display()), None),
+            };
             report.findings.push(Finding {
                 kind: "layout exposing a failure".into(),
-                place: place.split(": ").next().unwrap_or(&place).to_string(),
+                place,
+                pc,
                 message: format!("under layout {} of {} the run fails: {how}", k + 1, search.layouts.len()),
-                replay: Some(match saved {
-                    Ok(()) => format!("saved as {}; to find the root cause under it: {}", opts.out.display(), crate::tools::child::shell_words(&replay)),
-                    Err(e) => format!("cannot save it as {}: {e}", opts.out.display()),
-                }),
+                replay,
                 ..Finding::default()
             });
+            report.layout = Some(format!("{}; {saved}", layout.pairs.join("; ")));
         }
     }
     report

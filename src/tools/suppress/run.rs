@@ -2048,8 +2048,16 @@ impl ToolRun for SuppressRun {
         let mut lines = SourceLines::default();
         let mut out = Outcome::default();
         if let Some(Failed { signal, pc, instance, used, what, stack, calls }) = self.crash.take() {
-            let place = lines.describe(&[pc], mem).pop().unwrap_or_default();
-            let frames = lines.stack(&[&[pc][..], &calls].concat(), mem);
+            // (An overwritten redzone is found on entry to the allocator, through the PLT: said
+            // at the program's call.)
+            let place = match stack.first() {
+                Some(ret) if signal == REDZONE_FAILURE => lines.describe_written(ret - 1, mem),
+                _ => lines.describe(&[pc], mem).pop().unwrap_or_default(),
+            };
+            let frames = match calls.split_first() {
+                Some((ret, callers)) if signal == REDZONE_FAILURE => lines.stack(&[&[ret - 1][..], callers].concat(), mem),
+                _ => lines.stack(&[&[pc][..], &calls].concat(), mem),
+            };
             out.crash = Some(plan::Crash { signal, pc, instance, place: if signal < 0 { format!("{what} {place}") } else { place }, stack, frames });
             for (what, o) in used {
                 let Some(p) = self.point_of(o) else { continue };
