@@ -7,8 +7,8 @@
 # two symbolizers' outputs are compared too (how many addresses got the same `file:line
 # (function)`; they differ where glibc's code is in a file another includes, which binutils
 # 2.40 says at the including file, and where a function has aliases).
-# Needs rtgrind built, binutils, python3, libc6-dbg.
-# Usage: bash benches/symbolize.sh
+# Needs rtgrind built, binutils, python3, libc6-dbg (and gcc, with RTGRIND_BEFORE).
+# Usage: [RTGRIND_BEFORE=/path/to/older/rtgrind] bash benches/symbolize.sh
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 rt=${RTGRIND:-$root/target/release/rtgrind}
@@ -60,3 +60,21 @@ for m in libc big; do
         echo "| $name | $n | ${a} s | ${r} s | $(python3 -c "print(f'{$r / $a:.2f}')") | $same of $n |"
     done
 done
+
+# What the reports' call stacks cost a whole search: `--tool=suppress` on shipped bugs whose
+# stacks go through glibc (each run symbolizes its failure's stack and the stacks of the points
+# it reached), against an rtgrind without stacks given as RTGRIND_BEFORE (a build of an older
+# commit; the comparison is left out without it).
+if [ -n "${RTGRIND_BEFORE:-}" ]; then
+    echo
+    echo "| search (--tool=suppress) | before (no stacks) | with stacks | ratio |"
+    echo "|---|---:|---:|---:|"
+    # (program, its argument, its standard input)
+    for bug in "frame_smash|-2147483648|" "copy_paste||1 2 3 100000000" "double_free||"; do
+        IFS='|' read -r prog arg input <<< "$bug"
+        gcc -g -O0 -fno-stack-protector -w -o "$work/$prog" "$root/guest-programs/bugs/$prog.c"
+        b=$(median sh -c "echo '$input' | \"$RTGRIND_BEFORE\" --tool=suppress \"$work/$prog\" $arg")
+        a=$(median sh -c "echo '$input' | \"$rt\" --tool=suppress \"$work/$prog\" $arg")
+        echo "| $prog | ${b} s | ${a} s | $(python3 -c "print(f'{$a / $b:.2f}')") |"
+    done
+fi

@@ -584,7 +584,8 @@ fn a_suppression_run_that_never_ends_is_reported_as_looping() {
     let json = run_rtgrind(["--tool=suppress", "--json"], &Cmd::new(&exe).arg("tape")).stdout_str();
     assert!(json.contains("\"looped\":true"), "{json}");
     let json = run_rtgrind(["--tool=suppress", "--json"], &Cmd::new(bug("copy_paste", "copy_paste", &|s| s)).stdin("1 2 3 100000000\n")).stdout_str();
-    assert!(json.contains("\"looped\":false") && !json.contains("\"looped\":true"), "{json}");
+    // (A qualifier that does not hold is left out.)
+    assert!(json.contains("\"findings\":[{") && !json.contains("\"looped\""), "{json}");
 }
 
 #[test]

@@ -324,8 +324,15 @@ fn the_documented_json_schemas_are_the_models_and_the_outputs_follow_them() {
         let committed = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
         assert_eq!(out.stdout_str().trim(), committed.trim(), "{} is not the model's: `rtgrind schema {which} > {}`", file.display(), file.display());
         let schema: serde_json::Value = serde_json::from_str(&committed).unwrap();
-        assert!(schema["definitions"]["Finding"]["properties"]["place"]["description"].is_string() || which == "triage", "fields have descriptions: {schema}");
         schemas.push(schema);
+        // docs/REPORTS.md has each field in a table, with what it is.
+        let tables = rtgrind_raw(["schema", which, "--markdown"]).stdout_str();
+        let doc = std::fs::read_to_string(root.join("docs/REPORTS.md")).unwrap();
+        let marker = format!("<!-- rtgrind schema {which} --markdown -->\n\n");
+        let documented = doc.split_once(&marker).and_then(|(_, rest)| rest.split_once("<!-- end -->")).map(|(t, _)| t).unwrap_or_default();
+        assert_eq!(documented, tables, "docs/REPORTS.md's {which} tables are not `rtgrind schema {which} --markdown`");
+        let undocumented: Vec<&str> = tables.lines().filter(|l| l.starts_with("| `") && l.ends_with("|  |")).collect();
+        assert!(tables.contains("| `schema` | integer | yes |") && undocumented.is_empty(), "fields without a description: {undocumented:?}");
     }
     let source = std::fs::read_to_string(root.join("guest-programs/bugs/frame_smash.c")).unwrap();
     let exe = compile_snippet("frame_smash_json", "c", &source, &["-g", "-O0", "-fno-stack-protector"]);
@@ -419,4 +426,27 @@ fn a_search_shows_its_progress_on_a_terminal_unless_told_otherwise() {
     let bad = run_rtgrind(["--tool=suppress", "--progress=sometimes"], &Cmd::new(&exe));
     assert_eq!(bad.status.code(), Some(2), "{}", bad.describe());
     assert!(bad.stderr_str().lines().count() == 1 && bad.stderr_str().contains("--progress"), "{}", bad.describe());
+}
+
+/// A Rust function is named as Rust names it (its v0 or legacy mangled symbol demangled, the
+/// hash left out), with its line.
+#[test]
+fn a_rust_function_is_demangled() {
+    let dir = scratch_dir("symbols-rust");
+    let source = dir.join("rust_names.rs");
+    std::fs::write(
+        &source,
+        "#[inline(never)]\nfn boom(p: *const u32) -> u32 {\n    unsafe { std::ptr::read_volatile(p) }\n}\nfn main() {\n    println!(\"{}\", boom(&7));\n}\n",
+    )
+    .unwrap();
+    let exe = dir.join("rust_names");
+    let built = std::process::Command::new("rustc").args(["-g", "-C", "opt-level=0", "-o"]).arg(&exe).arg(&source).output().expect("rustc");
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    let nm = std::process::Command::new("nm").arg(&exe).output().unwrap();
+    let symbols = String::from_utf8_lossy(&nm.stdout).into_owned();
+    let boom = symbols.lines().find(|l| l.contains("4boom")).unwrap_or_else(|| panic!("no boom in {symbols}"));
+    let (address, mangled) = (boom.split_whitespace().next().unwrap(), boom.split_whitespace().last().unwrap());
+    assert!(mangled.starts_with("_ZN") || mangled.starts_with("_R"), "{mangled}");
+    let out = rtgrind_raw(["symbolize", "-e", &exe.display().to_string(), &format!("0x{address}")]);
+    assert_eq!(out.stdout_str().trim(), "rust_names.rs:2 (rust_names::boom)", "{}", out.describe());
 }

@@ -28,14 +28,17 @@ pub struct Report {
     pub reason: String,
     /// The answers: root causes, critical predicates; the first is the headline.
     pub findings: Vec<Finding>,
-    /// Runs of the program in all, and of those the runs made again to trace a failure.
+    /// Runs of the program in all.
     pub runs: u32,
+    /// Of `runs`, the runs made again to trace a suppression run's failure (suppress).
     pub traced_again: u32,
-    /// Candidates the search tried and had (switch).
+    /// Candidates the search tried (switch), or layouts (reorder).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tried: Option<u64>,
+    /// Candidates the search had (switch: branch instances; reorder: layouts made).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub candidates: Option<u64>,
+    /// Wall time of the whole search, in seconds (to the millisecond).
     pub seconds: f64,
     /// The runs after the first, each with what it changed and how it ended (suppress).
     #[serde(default)]
@@ -44,8 +47,10 @@ pub struct Report {
     /// budget stopped (switch).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub order: Option<String>,
+    /// How the candidates were run: a run each, or forked from one forward run (switch).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub how: Option<String>,
+    /// Of the runs tried, those their budget stopped (switch).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<u64>,
     /// The one-line summary of a tool that has neither candidates nor a chain of runs (race:
@@ -108,6 +113,7 @@ pub struct Finding {
     /// Its own line (inside a library, the library's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub own_place: Option<String>,
+    /// The instruction, disassembled: "mov [rbp-58h],rax".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instruction: Option<String>,
     /// Guest address, hex.
@@ -116,11 +122,13 @@ pub struct Finding {
     /// suppressing it reached it; race: the later access's).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub frames: Vec<String>,
+    /// The thread that ran it: 0 the main thread, then in creation order.
     pub thread: u64,
     /// Its instance: which execution of its instruction by its thread (suppress; of the
     /// program's call at `call_site` for a library's instruction, or the thread's block
     /// instance if `by_block`), or of its site over all threads (switch).
     pub instance: u64,
+    /// For a library's instruction: the return address (hex) of the program's call it ran under, whose count `instance` is (suppress).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call_site: Option<String>,
     /// The program's instruction it names (a library's instruction: the program's call it
@@ -128,8 +136,10 @@ pub struct Finding {
     /// hex. What a fingerprint of the finding is made of (triage).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub module: Option<String>,
+    /// With `module`: the instruction's offset from where the module is loaded (hex).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offset: Option<String>,
+    /// `instance` counts the thread's block entries, not executions of the instruction (suppress).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub by_block: bool,
     /// Executions of its site from it to the failure (switch).
@@ -138,17 +148,19 @@ pub struct Finding {
     /// The outcome the original run had there, when the switched run disagreed (switch).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<String>,
-    /// Qualifiers (suppress): every instance of the instruction, the whole library call, every
-    /// call from the line; the run suppressing it looped; it avoided the failure but the run
-    /// failed otherwise (how).
+    /// It was suppressed in every instance of its instruction (suppress).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub every_instance: bool,
+    /// It is a library's instruction and the program's call it belongs to was suppressed whole (suppress).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub whole_call: bool,
+    /// With `whole_call`: every call the program made from that line was suppressed (a copy in a loop) (suppress).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub every_call: bool,
+    /// Suppressing it made the program loop: no run ended without the failure (suppress; never a plain root cause).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub looped: bool,
+    /// Suppressing it avoided the failure but the run then failed otherwise, on nothing defined: how (suppress; never a plain root cause).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed_otherwise: Option<String>,
     /// The command that replays it (switch), or that finds the root cause under the layout
@@ -159,27 +171,32 @@ pub struct Finding {
     /// does not depend on it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dependences: Option<u32>,
-    /// A data race (race): the address, the access at `place` and the earlier one it races
-    /// with ("write of 8 bytes by thread 2"), where that one is, and what the address is in.
+    /// The address a data race is at, hex (race).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub address: Option<String>,
+    /// The access at `place`: "write of 8 bytes by thread 2" (race).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub access: Option<String>,
+    /// The earlier access the race is with: "read of 4 bytes by thread 0" (race).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub earlier_access: Option<String>,
+    /// Where the earlier access is: "file:line (function)" (race).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub earlier_place: Option<String>,
     /// The earlier access's guest address (hex) and thread (race).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub earlier_pc: Option<String>,
+    /// The earlier access's thread (race).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub earlier_thread: Option<u64>,
+    /// What the race's address is in: a global, a heap block and where it was allocated, a thread's stack (race).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub object: Option<String>,
     /// A race's harm test (race): "harmful", "benign" or "undecided", and why (the values
     /// each order read or left, whether the output or exit status changed too).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<String>,
+    /// Why the harm test said `verdict`: the values each order read or left, whether the output or exit status changed (race).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub harm: Option<String>,
     /// The last synchronization each of a race's threads performed before the race was seen
@@ -203,10 +220,12 @@ pub struct Step {
     /// The places of what it suppressed anew, and how (`every-instance`, `whole-call`,
     /// `every-call`; none: those instances).
     pub suppressing_from: Vec<String>,
+    /// How the points it added were suppressed: `every-call`, `every-instance`, `whole-call`; none: those instances.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub how: Option<String>,
     /// How it failed, if it did; else, if its budget or time limit stopped it, why.
     pub crash: Option<String>,
+    /// If its budget or time limit stopped it: why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<String>,
     /// The locations its failure used, with where each was defined.
@@ -217,7 +236,9 @@ pub struct Step {
 
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Default)]
 pub struct Used {
+    /// The location: "rax (address)", "the 4-byte value 0xbebc205 at 0x7ffff7bbfe8c".
     pub location: String,
+    /// Where the value it held was defined: "file:line (function)".
     pub defined_at: String,
 }
 

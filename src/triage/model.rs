@@ -17,13 +17,17 @@ pub struct Triage {
     pub tool: String,
     /// The program and its arguments, `@@` where an input's path goes.
     pub command: Vec<String>,
+    /// Every input, in the order given (a directory's in name order).
     pub inputs: Vec<Input>,
+    /// The inputs grouped by root cause, in the order of their first members.
     pub groups: Vec<Group>,
     /// With `--shard=I/N`: this is shard I (from 0) of N.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<(u64, u64)>,
+    /// With `--baseline`: which root causes are new, fixed and unchanged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comparison: Option<Comparison>,
+    /// Wall time of the triage, in seconds (of a merge: the shards' added up).
     pub seconds: f64,
 }
 
@@ -71,11 +75,13 @@ pub struct Input {
     pub path: String,
     /// SHA-256 of its content, hex.
     pub sha256: String,
+    /// How it went: whether it crashed, and whether a root cause was found and checked.
     pub status: Status,
     /// Its place among all the inputs of the triage (shards' results merge in this order).
     pub index: usize,
     /// Of the repeatable runs made to reproduce it (seeds 0, 1, ...), how many failed.
     pub failed_runs: u32,
+    /// Runs of the program made for it in all (reproducing it, then the search).
     pub runs: u32,
     /// Seconds its runs took.
     #[serde(default)]
@@ -141,8 +147,12 @@ pub fn checks(g: &Group) -> String {
 /// A triage against an earlier one (`--baseline`): fingerprints of root causes.
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Default)]
 pub struct Comparison {
+    /// The baseline's file.
     pub baseline: String,
+    /// Fingerprints of root causes the baseline does not have (they make the exit status 1).
     pub new: Vec<String>,
+    /// Fingerprints of the baseline's root causes this triage does not have.
     pub fixed: Vec<String>,
+    /// Fingerprints of root causes both have.
     pub unchanged: Vec<String>,
 }
