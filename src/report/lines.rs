@@ -65,7 +65,7 @@ impl SourceLines {
     /// addresses of the calls it is under; a return address is said less one, at its call, as
     /// Valgrind says it. A function inlined there is a frame of its own at the same address;
     /// a module without lines gives `f (in /path/module)`. It ends at `main`.
-    pub fn stack(&mut self, pcs: &[u64], mem: &GuestMemory) -> Vec<String> {
+    pub fn stack<M: super::symbols::Modules + ?Sized>(&mut self, pcs: &[u64], mem: &M) -> Vec<String> {
         let mut out = Vec::new();
         for (k, &pc) in pcs.iter().enumerate() {
             let at = if k == 0 { pc } else { pc.wrapping_sub(1) };

@@ -68,23 +68,68 @@ pub fn in_file(path: &str, offset: u64) -> Option<(u64, Option<(String, u64)>)> 
     Some((at, function))
 }
 
+/// Where modules are mapped: the guest's memory in a run, or a run's saved `ModuleMap`.
+pub trait Modules {
+    /// The file mapped at `pc` and its load address (the start of the lowest region mapped
+    /// from it).
+    fn module_at(&self, pc: u64) -> Option<(String, u64)>;
+}
+
+impl Modules for GuestMemory {
+    fn module_at(&self, pc: u64) -> Option<(String, u64)> {
+        let path = self.region_at(pc)?.1.name.clone().filter(|p| !p.starts_with('['))?;
+        let base = self.lowest_start_named(&path)?;
+        Some((path, base))
+    }
+}
+
+/// The mappings of the modules some addresses are in, as a run saw them: what lets its search,
+/// in another process, symbolize those addresses (and load each module's DWARF once for all its
+/// runs, not once in each).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ModuleMap(pub Vec<Mapped>);
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Mapped {
+    pub start: u64,
+    pub end: u64,
+    /// The module's load address.
+    pub base: u64,
+    pub path: String,
+}
+
+impl ModuleMap {
+    /// The regions of `mem` that `pcs` are in.
+    pub fn of(pcs: impl IntoIterator<Item = u64>, mem: &GuestMemory) -> ModuleMap {
+        let mut map = ModuleMap::default();
+        for pc in pcs {
+            if map.0.iter().any(|m| (m.start..m.end).contains(&pc)) {
+                continue;
+            }
+            let (Some((start, region)), Some((path, base))) = (mem.region_at(pc), mem.module_at(pc)) else { continue };
+            map.0.push(Mapped { start, end: region.end, base, path });
+        }
+        map
+    }
+}
+
+impl Modules for ModuleMap {
+    fn module_at(&self, pc: u64) -> Option<(String, u64)> {
+        self.0.iter().find(|m| (m.start..m.end).contains(&pc)).map(|m| (m.path.clone(), m.base))
+    }
+}
+
 impl SymbolCache {
     /// The module mapped at `pc` and `pc`'s address in that file (what debug info uses).
-    pub fn file_address(&mut self, pc: u64, mem: &GuestMemory) -> Option<(String, u64)> {
-        let (_, region) = mem.region_at(pc)?;
-        let path = region.name.clone()?;
-        if path.starts_with('[') {
-            return None;
-        }
-        // The module's load address: the start of the lowest region mapped from this file.
-        let base = mem.lowest_start_named(&path)?;
+    pub fn file_address<M: Modules + ?Sized>(&mut self, pc: u64, mem: &M) -> Option<(String, u64)> {
+        let (path, base) = mem.module_at(pc)?;
         let fs = self.files.entry(path.clone()).or_insert_with(|| parse(&path)).as_ref()?;
         let bias = if fs.is_dyn { base - fs.first_vaddr } else { 0 };
         Some((path, pc - bias))
     }
 
     /// (function name, offset from it or from the module start, module path).
-    pub fn lookup(&mut self, pc: u64, mem: &GuestMemory) -> Option<(Option<String>, u64, String)> {
+    pub fn lookup<M: Modules + ?Sized>(&mut self, pc: u64, mem: &M) -> Option<(Option<String>, u64, String)> {
         let (path, va) = self.file_address(pc, mem)?;
         let fs = self.files.get(&path)?.as_ref()?;
         let i = fs.syms.partition_point(|s| s.0 <= va);

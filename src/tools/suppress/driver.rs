@@ -5,6 +5,7 @@
 //! points added last are the first point of memory corruption.
 
 use super::plan::{Crash, Def, Hit, Outcome, Plan, Point};
+use crate::report::lines::SourceLines;
 use crate::tools::reorder::driver::{LayoutSearch, Verdict as ReorderVerdict};
 use crate::tools::search::{Ending, Failure, Limits, Ran, Request, Runner, Search as _, SearchError, Step};
 use std::time::Instant;
@@ -734,7 +735,7 @@ fn roots(chain: &[(Vec<Point>, Outcome)], looped: Option<bool>, failed_otherwise
                 .iter()
                 .find(|h| h.pc == d.point.pc && covers(&h.point, &d.point))
                 .or(hit_of(d, &last.hits))
-                .map(|h| h.frames.clone())
+                .map(|h| SourceLines::default().stack(&h.frames, &last.modules))
                 .unwrap_or_default(),
             own_place: d.place.clone(),
             instruction: d.instruction.clone(),

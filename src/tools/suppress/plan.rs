@@ -2,6 +2,7 @@
 //! (the crash, the locations it used and their definitions, the points it reached), as
 //! tab-separated lines in files.
 
+use crate::report::symbols::{Mapped, ModuleMap};
 use std::path::PathBuf;
 
 /// An instruction instance: guest pc, thread (creation order), which execution (see
@@ -140,8 +141,9 @@ pub struct Crash {
     pub place: String,
     /// The program's calls it happened under: their return addresses, innermost first.
     pub stack: Vec<u64>,
-    /// Its call stack as the report says it (`report::lines::SourceLines::stack`).
-    pub frames: Vec<String>,
+    /// Its call stack: the instruction, then every call it was under (return addresses),
+    /// innermost first, for the report to symbolize with `Outcome::modules`.
+    pub frames: Vec<u64>,
 }
 
 impl Crash {
@@ -174,8 +176,8 @@ pub struct Hit {
     pub pc: u64,
     /// The innermost call site in the main program (for a library's point; else empty).
     pub call: String,
-    /// Its call stack there, as the report says it.
-    pub frames: Vec<String>,
+    /// Its call stack there, as `Crash::frames`.
+    pub frames: Vec<u64>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -197,6 +199,17 @@ pub struct Outcome {
     /// Locations the failure used that are narrower than an origin granule, whose granule a
     /// narrow store defined last (perhaps of another variable): to watch in a run again.
     pub narrow: Vec<(u64, u64)>,
+    /// Where the modules the call stacks are in were mapped.
+    pub modules: ModuleMap,
+}
+
+/// Addresses as the outcome writes them: hex, a space between.
+fn hex_list(pcs: &[u64]) -> String {
+    pcs.iter().map(|p| format!("{p:#x}")).collect::<Vec<_>>().join(" ")
+}
+
+fn parse_hex_list(text: &str) -> Vec<u64> {
+    text.split_whitespace().filter_map(|r| u64::from_str_radix(r.trim_start_matches("0x"), 16).ok()).collect()
 }
 
 impl Outcome {
@@ -206,19 +219,17 @@ impl Outcome {
             s += &format!("crash\t{}\t{:#x}\t{}\t{}\n", c.signal, c.pc, c.instance, c.place);
             let stack: Vec<String> = c.stack.iter().map(|r| format!("{r:#x}")).collect();
             s += &format!("stack\t{}\n", stack.join(" "));
-            for f in &c.frames {
-                s += &format!("frame\t{f}\n");
-            }
+            s += &format!("frames\t{}\n", hex_list(&c.frames));
         }
         for d in &self.defs {
             let constant = if d.constant { "constant" } else { "" };
             s += &format!("def\t{}\t{}\t{}\t{}\t{constant}\n", d.point.text(), d.location, d.place, d.instruction);
         }
         for h in &self.hits {
-            s += &format!("hit\t{}\t{}\t{:#x}\n", h.point.text(), h.call, h.pc);
-            for f in &h.frames {
-                s += &format!("hitframe\t{f}\n");
-            }
+            s += &format!("hit\t{}\t{}\t{:#x}\t{}\n", h.point.text(), h.call, h.pc, hex_list(&h.frames));
+        }
+        for m in &self.modules.0 {
+            s += &format!("module\t{:#x}\t{:#x}\t{:#x}\t{}\n", m.start, m.end, m.base, m.path);
         }
         for (what, n) in &self.suppressed {
             s += &format!("suppressed\t{n}\t{what}\n");
@@ -258,12 +269,15 @@ impl Outcome {
                 "hit" => {
                     if let Some(p) = Point::parse(&f[1..]) {
                         let pc = u64::from_str_radix(field(5).trim_start_matches("0x"), 16).unwrap_or(p.pc);
-                        o.hits.push(Hit { point: p, pc, call: field(4), frames: Vec::new() });
+                        o.hits.push(Hit { point: p, pc, call: field(4), frames: parse_hex_list(&field(6)) });
                     }
                 }
-                // (A frame line belongs to the crash or the hit before it.)
-                "frame" => o.crash.iter_mut().for_each(|c| c.frames.push(field(1))),
-                "hitframe" => o.hits.last_mut().iter_mut().for_each(|h| h.frames.push(field(1))),
+                "frames" => o.crash.iter_mut().for_each(|c| c.frames = parse_hex_list(&field(1))),
+                "module" => {
+                    if let [start, end, base] = parse_hex_list(&f[1..4.min(f.len())].join(" "))[..] {
+                        o.modules.0.push(Mapped { start, end, base, path: field(4) });
+                    }
+                }
                 "suppressed" => o.suppressed.push((field(2), field(1).parse().unwrap_or(0))),
                 "site" => {
                     if let Some(p) = Point::parse(&f[1..]) {
@@ -323,20 +337,16 @@ mod tests {
                 instance: 7,
                 place: "a.c:3 (main)".into(),
                 stack: vec![0x401500, 0x401800],
-                frames: vec!["0x401234: main (a.c:3)".into()],
+                frames: vec![0x401234, 0x401800],
             }),
             defs: vec![Def { point: p, location: "rax (address)".into(), place: "a.c:2 (main)".into(), instruction: "mov [rbp-8],rax".into(), constant: true }],
-            hits: vec![Hit {
-                point: p,
-                pc: 0x401000,
-                call: "a.c:9 (main)".into(),
-                frames: vec!["0x401000: f (a.c:2)".into(), "0x401233: main (a.c:9)".into()],
-            }],
+            hits: vec![Hit { point: p, pc: 0x401000, call: "a.c:9 (main)".into(), frames: vec![0x401000, 0x401234] }],
             suppressed: vec![("stores of a corrupt value".into(), 3)],
             stopped: None,
             main: (0x400000, 0x402000),
             def_sites: vec![(p, 0x401234)],
             narrow: vec![(0x7ffc_0014, 4)],
+            modules: ModuleMap(vec![Mapped { start: 0x400000, end: 0x402000, base: 0x400000, path: "/a b/prog".into() }]),
         };
         assert_eq!(Outcome::parse(&o.to_text()), o);
     }

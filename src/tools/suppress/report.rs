@@ -117,7 +117,8 @@ fn failure_site(o: &super::plan::Outcome, program: &str) -> Option<crate::report
         s if s < 0 => (c.place.clone(), c.place.clone(), call),
         s => (crate::report::signal_name(s), c.place.clone(), call),
     };
-    Some(crate::report::model::FailureSite { signal, place, pc: format!("{:#x}", c.pc), call, stack, frames: c.frames.clone() })
+    let frames = crate::report::lines::SourceLines::default().stack(&c.frames, &o.modules);
+    Some(crate::report::model::FailureSite { signal, place, pc: format!("{:#x}", c.pc), call, stack, frames })
 }
 
 /// The layouts the runs had: heap redzones from some run on; each layout found, from some run

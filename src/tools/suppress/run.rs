@@ -2055,8 +2055,8 @@ impl ToolRun for SuppressRun {
                 _ => lines.describe(&[pc], mem).pop().unwrap_or_default(),
             };
             let frames = match calls.split_first() {
-                Some((ret, callers)) if signal == REDZONE_FAILURE => lines.stack(&[&[ret - 1][..], callers].concat(), mem),
-                _ => lines.stack(&[&[pc][..], &calls].concat(), mem),
+                Some((ret, callers)) if signal == REDZONE_FAILURE => [&[ret - 1][..], callers].concat(),
+                _ => [&[pc][..], &calls].concat(),
             };
             out.crash = Some(plan::Crash { signal, pc, instance, place: if signal < 0 { format!("{what} {place}") } else { place }, stack, frames });
             for (what, o) in used {
@@ -2083,7 +2083,6 @@ impl ToolRun for SuppressRun {
         }
         let main = self.state.main;
         let mut call_places: HashMap<u64, String> = HashMap::new();
-        let mut stacks: HashMap<Vec<u64>, Vec<String>> = HashMap::new();
         for (p, pc, calls) in std::mem::take(&mut self.state.hits) {
             // For a point inside a library: the main program's call that led there (once per
             // call site).
@@ -2092,12 +2091,13 @@ impl ToolRun for SuppressRun {
                 _ => String::new(),
             };
             if !out.hits.iter().any(|h| h.point == p && h.pc == pc) {
-                let pcs = [&[pc][..], &calls].concat();
-                let frames = stacks.entry(pcs).or_insert_with_key(|pcs| lines.stack(pcs, mem)).clone();
-                out.hits.push(plan::Hit { point: p, pc, call: first, frames });
+                out.hits.push(plan::Hit { point: p, pc, call: first, frames: [&[pc][..], &calls].concat() });
             }
         }
         out.main = main;
+        // (The stacks are symbolized by the search, which loads each module's DWARF once.)
+        let pcs = out.crash.iter().flat_map(|c| c.frames.iter()).chain(out.hits.iter().flat_map(|h| h.frames.iter()));
+        out.modules = crate::report::symbols::ModuleMap::of(pcs.copied(), mem);
         out.narrow = std::mem::take(&mut self.narrow);
         let mut s: Vec<(String, u64)> = self.state.suppressed.iter().map(|(k, v)| (k.to_string(), *v)).collect();
         s.sort();
