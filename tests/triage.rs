@@ -449,3 +449,24 @@ fn bad_usage_is_refused_and_unreadable_inputs_are_listed() {
     assert_eq!(std::fs::read(dir.join("b1")).unwrap(), before);
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 2);
 }
+
+/// Without a terminal a triage says a line per input; `--progress=always` draws the live bar
+/// anyway, `--progress=never` neither; the results are the same.
+#[test]
+fn progress_is_a_line_per_input_a_bar_or_nothing() {
+    let exe = program("tokens");
+    let input = corpus().join("tokens/t1").display().to_string();
+    let run = |progress: &str| {
+        let (run, t) = triage(&["-i", &input, progress], &exe);
+        assert_eq!(statuses(&t), [("t1".to_string(), "root-cause".to_string())], "{}", run.describe());
+        run.stderr_str()
+    };
+    let line = |err: &str| err.lines().any(|l| l.starts_with("triage: [1/1] ") && l.ends_with("t1: root cause found"));
+    let bar = |err: &str| err.contains("1/1 inputs, 1 root cause so far");
+    let auto = run("--progress=auto");
+    assert!(line(&auto) && !bar(&auto), "{auto}");
+    let always = run("--progress=always");
+    assert!(bar(&always) && !line(&always), "{always}");
+    let never = run("--progress=never");
+    assert!(!bar(&never) && !line(&never) && never.contains("triage: 1 input"), "{never}");
+}

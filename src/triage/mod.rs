@@ -13,6 +13,7 @@ pub mod merge;
 pub mod model;
 pub mod outputs;
 
+use crate::tools::progress::When;
 use clap::Parser;
 use model::{Status, Triage};
 use std::ffi::OsString;
@@ -51,6 +52,11 @@ pub struct Options {
     /// the shards' results with `rtgrind triage merge`.
     #[arg(long, value_name = "I/N")]
     pub shard: Option<String>,
+
+    /// A live progress bar (inputs done, root causes so far, time left): on a terminal, else a
+    /// line per input (auto); the bar always; neither (never).
+    #[arg(long, value_enum, default_value = "auto", value_name = "auto|always|never")]
+    pub progress: crate::tools::progress::When,
 
     /// The program and its arguments, `@@` where an input's path goes.
     #[arg(last = true, required = true, value_name = "PROG [ARGS]...")]
@@ -165,7 +171,7 @@ fn run(opts: &Options) -> Result<i32, String> {
     };
     let started = Instant::now();
     let inputs: Vec<(usize, PathBuf)> = inputs.into_iter().enumerate().filter(|(_, p)| shard.is_none_or(|s| in_shard(p, s))).collect();
-    let mut results = triage_all(&target, &inputs, &scratch, opts.jobs as usize, &program);
+    let mut results = triage_all(&target, &inputs, &scratch, (opts.jobs as usize, opts.progress), &program);
     let groups = check_groups(&target, &mut results, &program, &scratch, opts.jobs as usize);
     let _ = std::fs::remove_dir_all(&scratch);
     let mut triage = Triage {
@@ -305,9 +311,9 @@ fn check_program(program: &Path) -> Result<(), String> {
 
 /// Every input triaged, `jobs` at a time, each with its own scratch directory; in the
 /// inputs' order.
-fn triage_all(target: &input::Target, inputs: &[(usize, PathBuf)], scratch: &Path, jobs: usize, program: &Path) -> Vec<model::Input> {
+fn triage_all(target: &input::Target, inputs: &[(usize, PathBuf)], scratch: &Path, (jobs, when): (usize, When), program: &Path) -> Vec<model::Input> {
     let done = AtomicUsize::new(0);
-    let progress = Progress::new(inputs.len());
+    let progress = Progress::new(inputs.len(), when);
     let results = parallel(inputs, jobs, |k, (index, path)| {
         let dir = scratch.join(k.to_string());
         let mut result = match std::fs::create_dir_all(&dir) {
@@ -330,25 +336,32 @@ fn triage_all(target: &input::Target, inputs: &[(usize, PathBuf)], scratch: &Pat
 }
 
 /// How far the triage is: a live bar (inputs done, root causes so far, time left) where
-/// standard error is a terminal, else a line per input.
+/// standard error is a terminal (or `--progress=always`), else a line per input (none with
+/// `--progress=never`).
 struct Progress {
     bar: Option<indicatif::ProgressBar>,
+    lines: bool,
     total: usize,
     roots: Mutex<std::collections::HashSet<String>>,
 }
 
 impl Progress {
-    fn new(total: usize) -> Progress {
+    fn new(total: usize, when: When) -> Progress {
         use std::io::IsTerminal;
-        let bar = std::io::stderr().is_terminal().then(|| {
-            let bar = indicatif::ProgressBar::new(total as u64);
+        let terminal = std::io::stderr().is_terminal();
+        let bar = (when == When::Always || when == When::Auto && terminal).then(|| {
+            // (indicatif's own stderr target draws on a terminal only.)
+            let target = indicatif::ProgressDrawTarget::term_like(Box::new(console::Term::stderr()));
+            let bar = indicatif::ProgressBar::with_draw_target(Some(total as u64), target);
             let style = indicatif::ProgressStyle::with_template("triage: {bar:30} {pos}/{len} inputs, {msg}, {eta} left").expect("a valid template");
             bar.set_style(style);
             bar.set_message("0 root causes");
-            bar.enable_steady_tick(Duration::from_millis(500));
+            if terminal {
+                bar.enable_steady_tick(Duration::from_millis(500));
+            }
             bar
         });
-        Progress { bar, total, roots: Mutex::new(Default::default()) }
+        Progress { bar, lines: when == When::Auto, total, roots: Mutex::new(Default::default()) }
     }
 
     fn done(&self, n: usize, input: &model::Input, program: &Path) {
@@ -360,7 +373,8 @@ impl Progress {
                 bar.set_message(format!("{} root cause{} so far", roots.len(), if roots.len() == 1 { "" } else { "s" }));
                 bar.inc(1);
             }
-            None => eprintln!("triage: [{n}/{}] {}: {}", self.total, input.path, input.status.describe()),
+            None if self.lines => eprintln!("triage: [{n}/{}] {}: {}", self.total, input.path, input.status.describe()),
+            None => {}
         }
     }
 
