@@ -3,6 +3,7 @@
 mod bad_input;
 mod common;
 mod differential;
+mod fidelity;
 mod golden;
 mod insn;
 /// The searches' one report model, the binary's own file (it depends on serde alone).

@@ -5,6 +5,9 @@ use super::elf::LoadedProgram;
 use crate::kernel::memory::GuestMemory;
 
 pub const STACK_SIZE: u64 = 8 << 20;
+/// Unmapped guest memory kept on each side of the stack (the kernel keeps at least this much
+/// between the stack and its mmap area).
+const GUARD_GAP: u64 = 128 << 20;
 /// Top of the guest stack (just under where the kernel puts it without ASLR).
 const STACK_TOP: u64 = 0x7fff_ffff_f000;
 
@@ -68,8 +71,16 @@ pub fn build(
         return Err(std::io::Error::from_raw_os_error(libc::E2BIG));
     }
     let lo = match mem.reserve(STACK_TOP - STACK_SIZE, STACK_SIZE, true) {
-        Ok(a) => a,
-        Err(_) => mem.reserve(0, STACK_SIZE, false)?,
+        Ok(a) => {
+            // (Below it, where the kernel leaves a gap before its mmap area, best effort.)
+            let _ = mem.reserve(a - GUARD_GAP, GUARD_GAP, true);
+            a
+        }
+        // rtgrind's own stack has that place (a repeatable run re-executes rtgrind without
+        // ASLR): the guest's goes where the kernel puts it, between gaps of guest memory that
+        // nothing is mapped in, so an access far past either end of it faults as it would
+        // natively instead of reaching rtgrind's code cache or heap next to it.
+        Err(_) => mem.reserve(0, GUARD_GAP + STACK_SIZE + GUARD_GAP, false)? + GUARD_GAP,
     };
     mem.map_anon_fixed(lo, STACK_SIZE, libc::PROT_READ | libc::PROT_WRITE, "[stack]")?;
     let top = lo + STACK_SIZE;
