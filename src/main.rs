@@ -251,6 +251,13 @@ fn under_layout(cli: &cli::Cli, tool: Box<dyn tools::ToolRun>, guest: &mut Guest
 /// Runs the loaded program under `tool` to its end.
 fn run_guest(cli: &cli::Cli, spec: &tools::ToolSpec, tool: Box<dyn tools::ToolRun>, guest: Guest, mut reporter: Reporter, child_opts: Vec<String>) {
     let Guest { argv, exe_path, prog, mem, rsp, repeat } = guest;
+    // (What the options name is checked before the banner: an error is the only line.)
+    let (policy, recorded_quantum) = sched_policy(&cli.sched);
+    let record = cli
+        .record_schedule
+        .as_ref()
+        .map(|p| std::fs::File::create(p).unwrap_or_else(|e| fail(&format!("cannot create schedule file '{}': {e}", p.display()), EXIT_USAGE)));
+    let stop_at = cli.stop_at.as_deref().map(parse_stop_at);
     reporter.info(&format!("rtgrind-{}, a dynamic binary translator; tool: {}", env!("CARGO_PKG_VERSION"), spec.name));
     reporter.info(&format!("Command: {}", argv.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect::<Vec<_>>().join(" ")));
     // Tools count blocks (the instance part of an origin) in the engine's per-thread counter.
@@ -262,13 +269,8 @@ fn run_guest(cli: &cli::Cli, spec: &tools::ToolSpec, tool: Box<dyn tools::ToolRu
     cache.virtual_tsc = repeat.is_some();
     let sig = Signals::install(&mut ctx, &mut cache);
     let self_exe = std::fs::read_link("/proc/self/exe").unwrap_or_else(|_| PathBuf::from("rtgrind"));
-    let (policy, recorded_quantum) = sched_policy(&cli.sched);
     // A replay starts as the recorded run did.
     let quantum = recorded_quantum.unwrap_or(cli.quantum);
-    let record = cli
-        .record_schedule
-        .as_ref()
-        .map(|p| std::fs::File::create(p).unwrap_or_else(|e| fail(&format!("cannot create schedule file '{}': {e}", p.display()), EXIT_USAGE)));
     // SAFETY: getpid/gettid have no preconditions; the main thread's tid is the pid.
     let main_tid = unsafe { libc::getpid() };
     let sched = kernel::sched::Scheduler::new(policy, quantum, record, main_tid, sig.inbox.clone());
@@ -285,7 +287,7 @@ fn run_guest(cli: &cli::Cli, spec: &tools::ToolSpec, tool: Box<dyn tools::ToolRu
         sched,
         contexts: Vec::new(),
         repeat,
-        stop_at: cli.stop_at.as_deref().map(parse_stop_at),
+        stop_at,
         budget: if forks { None } else { cli.budget_blocks },
         blocks_out: cli.blocks_out.clone(),
         cpus: None,

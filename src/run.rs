@@ -499,6 +499,7 @@ impl Runtime {
             p.report.line(&format!("stop-at: {line}"));
         }
         p.report.line(&format!("stop-at: rip={pc:#018x} rflags={:#x} fs_base={:#x}", self.ctx.rflags, self.ctx.fs_base));
+        p.stop_at = None;
         self.finish_and_exit(0)
     }
 
@@ -511,6 +512,16 @@ impl Runtime {
         }
         let p = self.p();
         p.tool.fini(&mut p.report, &p.mem);
+        // (A stop point reached has ended the run already, and is forgotten then.)
+        if let Some((t, n)) = p.stop_at {
+            let threads = p.stats.threads + 1;
+            let why = if t as u64 >= threads {
+                format!("thread {t} never existed (the program had {threads} thread{})", if threads == 1 { "" } else { "s" })
+            } else {
+                format!("the program ended before thread {t} ran {n} blocks")
+            };
+            p.report.line(&format!("stop-at: not reached: {why}"));
+        }
         if !p.config.stats {
             return;
         }

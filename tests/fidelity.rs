@@ -33,3 +33,25 @@ fn a_store_far_past_the_stack_faults_as_natively_in_every_mode() {
         }
     }
 }
+
+/// Options: a file an option names that cannot be written is an error before the banner (the
+/// error is the only line); `--stop-at` naming a thread that never exists, or an instance the
+/// run never reaches, says so at the end.
+#[test]
+fn option_errors_come_before_the_banner_and_a_stop_point_never_reached_is_said() {
+    let exe = compile_snippet("far_write_options", "c", FAR_WRITE, &["-g", "-O0"]);
+    for bad in ["--record-schedule=/nonexistent/schedule", "--sched=replay:/nonexistent/schedule", "--log-file=/nonexistent/log"] {
+        let out = run_rtgrind([bad], &Cmd::new(&exe).arg("0"));
+        let err = out.stderr_str();
+        assert!(out.status.code() == Some(2) && err.lines().count() == 1 && err.starts_with("rtgrind: error: "), "{bad}: {}", out.describe());
+    }
+    let out = run_rtgrind(["-q", "--stop-at=5:100"], &Cmd::new(&exe).arg("0"));
+    assert_eq!(out.stderr_str(), format!("=={0}== stop-at: not reached: thread 5 never existed (the program had 1 thread)\n", pid(&out)), "{}", out.describe());
+    let out = run_rtgrind(["-q", "--stop-at=0:1000000000"], &Cmd::new(&exe).arg("0"));
+    assert!(out.stderr_str().ends_with("stop-at: not reached: the program ended before thread 0 ran 1000000000 blocks\n"), "{}", out.describe());
+}
+
+/// The `==PID==` of rtgrind's first line.
+fn pid(out: &crate::common::Output) -> String {
+    out.stderr_str().trim_start_matches("==").split("==").next().unwrap_or_default().to_string()
+}
