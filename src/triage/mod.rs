@@ -78,7 +78,8 @@ pub struct ResultOptions {
     #[arg(long)]
     pub force: bool,
 
-    /// Print one JSON record per input and per group on standard output.
+    /// Print JSON Lines on standard output: the triage's record (its format version, tool and
+    /// command), then one per input and one per group.
     #[arg(long)]
     pub json: bool,
 
