@@ -126,13 +126,12 @@ pub fn places(module: &str, addrs: impl Iterator<Item = u64>) -> Vec<Option<Stri
 /// was inlined into and where (`a.c:5 (get), inlined into main at a.c:12`); None without a
 /// line.
 fn place(frames: &[Frame]) -> Option<String> {
-    let at = line_of;
     let name = |f: &Frame| f.function.clone().unwrap_or_else(|| "??".into());
     let inner = frames.first()?;
-    let mut text = format!("{} ({})", at(inner)?, name(inner));
+    let mut text = format!("{} ({})", line_of(inner)?, name(inner));
     if let Some(outer) = frames.get(1) {
         text.push_str(&format!(", inlined into {}", name(outer)));
-        if let Some(line) = at(outer) {
+        if let Some(line) = line_of(outer) {
             text.push_str(&format!(" at {line}"));
         }
     }

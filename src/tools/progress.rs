@@ -7,6 +7,25 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::time::Duration;
 
+/// The bar `when` asks for (`quiet`: `-q` was given), of `len` steps where they are known:
+/// hidden where it is not to be drawn, else drawn on standard error in `style`, and on a
+/// terminal kept moving every `tick` (the time goes on during a long step; not into a file).
+pub fn bar(when: When, quiet: bool, len: Option<u64>, style: ProgressStyle, tick: Duration) -> ProgressBar {
+    let terminal = std::io::stderr().is_terminal();
+    let target = match when {
+        // (indicatif's own stderr target draws on a terminal only.)
+        When::Always => ProgressDrawTarget::term_like(Box::new(console::Term::stderr())),
+        When::Auto if terminal && !quiet => ProgressDrawTarget::stderr(),
+        _ => ProgressDrawTarget::hidden(),
+    };
+    let bar = ProgressBar::with_draw_target(len, target);
+    bar.set_style(style);
+    if terminal && !bar.is_hidden() {
+        bar.enable_steady_tick(tick);
+    }
+    bar
+}
+
 /// `--progress`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum When {
@@ -23,20 +42,8 @@ pub struct Progress {
 impl Progress {
     /// A progress line for `tool`'s search as the command line asks.
     pub fn of(cli: &crate::cli::Cli, tool: &str) -> Progress {
-        let terminal = std::io::stderr().is_terminal();
-        let target = match cli.search.progress {
-            When::Never => ProgressDrawTarget::hidden(),
-            When::Auto if cli.quiet || !terminal => ProgressDrawTarget::hidden(),
-            When::Auto => ProgressDrawTarget::stderr(),
-            // (indicatif's own stderr target draws on a terminal only.)
-            When::Always => ProgressDrawTarget::term_like(Box::new(console::Term::stderr())),
-        };
-        let bar = ProgressBar::with_draw_target(None, target);
-        bar.set_style(ProgressStyle::with_template("{spinner} {msg} · {elapsed}").expect("a valid template"));
-        // (A steady tick keeps the time moving during a long run; not into a file.)
-        if terminal && !bar.is_hidden() {
-            bar.enable_steady_tick(Duration::from_millis(250));
-        }
+        let style = ProgressStyle::with_template("{spinner} {msg} · {elapsed}").expect("a valid template");
+        let bar = bar(cli.search.progress, cli.quiet, None, style, Duration::from_millis(250));
         Progress { bar, tool: tool.to_string() }
     }
 

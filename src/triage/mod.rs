@@ -348,20 +348,10 @@ struct Progress {
 
 impl Progress {
     fn new(total: usize, when: When) -> Progress {
-        use std::io::IsTerminal;
-        let terminal = std::io::stderr().is_terminal();
-        let bar = (when == When::Always || when == When::Auto && terminal).then(|| {
-            // (indicatif's own stderr target draws on a terminal only.)
-            let target = indicatif::ProgressDrawTarget::term_like(Box::new(console::Term::stderr()));
-            let bar = indicatif::ProgressBar::with_draw_target(Some(total as u64), target);
-            let style = indicatif::ProgressStyle::with_template("triage: {bar:30} {pos}/{len} inputs, {msg}, {eta} left").expect("a valid template");
-            bar.set_style(style);
-            bar.set_message("0 root causes");
-            if terminal {
-                bar.enable_steady_tick(Duration::from_millis(500));
-            }
-            bar
-        });
+        let style = indicatif::ProgressStyle::with_template("triage: {bar:30} {pos}/{len} inputs, {msg}, {eta} left").expect("a valid template");
+        let bar = crate::tools::progress::bar(when, false, Some(total as u64), style, Duration::from_millis(500));
+        bar.set_message("0 root causes");
+        let bar = (!bar.is_hidden()).then_some(bar);
         Progress { bar, lines: when == When::Auto, total, roots: Mutex::new(Default::default()) }
     }
 

@@ -943,7 +943,7 @@ impl ToolRun for RaceRun {
             let mut lines = crate::report::lines::SourceLines::default();
             for s in &mut w.seen {
                 if let Some((&pc, returns)) = s.first_stack.split_first() {
-                    s.first_frames = lines.stack(&[&[pc][..], &code_only(returns, mem)].concat(), mem);
+                    s.first_frames = scanned_stack(&mut lines, pc, returns, mem);
                 }
             }
             let seen = serde_json::to_string(&w.seen).unwrap_or_default();
@@ -987,11 +987,8 @@ impl RaceRun {
         let mut lines = crate::report::lines::SourceLines::default();
         let places = lines.describe(&pcs, mem);
         // Each race's later access with the callers a scan of its thread's stack found.
-        let stacks: Vec<Vec<String>> = races
-            .iter()
-            .zip(noted)
-            .map(|(r, n)| lines.stack(&[&[self.sites[r.later.site as usize].pc][..], &code_only(&n.stack, mem)].concat(), mem))
-            .collect();
+        let stacks: Vec<Vec<String>> =
+            races.iter().zip(noted).map(|(r, n)| scanned_stack(&mut lines, self.sites[r.later.site as usize].pc, &n.stack, mem)).collect();
         let sync_of = |k: usize, which: usize, tid: hb::Tid| match noted.get(k).map(|n| n.syncs[which]) {
             Some(pc) if pc != 0 => format!("thread {tid} at {}", places[2 * races.len() + 2 * k + which]),
             _ => format!("thread {tid}: none since it started"),
@@ -1095,6 +1092,12 @@ fn object_of(addr: u64, objects: &[(u64, u64, String)], mem: &GuestMemory, stack
         Some(name) => format!("in {name}"),
         None => "in an anonymous mapping (a thread's malloc arena or a large heap block)".into(),
     }
+}
+
+/// The call stack of an access at `pc` as the report says it, its callers the `returns` a scan
+/// of its thread's stack found.
+fn scanned_stack(lines: &mut crate::report::lines::SourceLines, pc: u64, returns: &[u64], mem: &GuestMemory) -> Vec<String> {
+    lines.stack(&[&[pc][..], &code_only(returns, mem)].concat(), mem)
 }
 
 /// The return addresses into code (a stack scan finds data too).

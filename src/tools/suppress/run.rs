@@ -136,9 +136,7 @@ struct Failed {
     used: Vec<(String, u64)>,
     /// For a named failure, what happened.
     what: String,
-    /// The program's calls it happened under (return addresses, innermost first).
-    stack: Vec<u64>,
-    /// Every call it happened under, a library's too (return addresses, innermost first).
+    /// The calls it happened under, a library's too (return addresses, innermost first).
     calls: Vec<u64>,
 }
 
@@ -1426,9 +1424,8 @@ impl SuppressRun {
     fn fail(&mut self, ctx: &mut ThreadContext, signal: i32, pc: u64, used: Locations, what: String) {
         self.def_sites = call_sites(ctx, &used);
         self.call_ordinals = logged_ordinals(ctx);
-        let calls: Vec<u64> = frame_entries(ctx, ctx.gpr[4]).into_iter().map(|e| e[1]).collect();
-        let stack = calls.iter().copied().filter(|&r| self.in_main(r)).collect();
-        self.crash = Some(Failed { signal, pc, instance: origin::instance(ctx.counter), used, what, stack, calls });
+        let calls = frame_entries(ctx, ctx.gpr[4]).into_iter().map(|e| e[1]).collect();
+        self.crash = Some(Failed { signal, pc, instance: origin::instance(ctx.counter), used, what, calls });
     }
 
     /// Checks a syscall against `--failure`; the first match is the run's failure, with the
@@ -2047,9 +2044,10 @@ impl ToolRun for SuppressRun {
         self.segments.close();
         let mut lines = SourceLines::default();
         let mut out = Outcome::default();
-        if let Some(Failed { signal, pc, instance, used, what, stack, calls }) = self.crash.take() {
+        if let Some(Failed { signal, pc, instance, used, what, calls }) = self.crash.take() {
+            let stack: Vec<u64> = calls.iter().copied().filter(|&r| self.in_main(r)).collect();
             // (An overwritten redzone is found on entry to the allocator, through the PLT: said
-            // at the program's call.)
+            // at the program's call, and its stack starts at the call that entered it.)
             let place = match stack.first() {
                 Some(ret) if signal == REDZONE_FAILURE => lines.describe_written(ret - 1, mem),
                 _ => lines.describe(&[pc], mem).pop().unwrap_or_default(),
