@@ -338,6 +338,18 @@ impl Runtime {
                             self.ctx.gpr[reg::RCX as usize] = 0;
                         }
                     }
+                    ExitKind::Random { reg, bits } => {
+                        let v = self.p().repeat.as_mut().map_or(0, |r| r.random_u64());
+                        let g = &mut self.ctx.gpr[reg as usize];
+                        // As the CPU: a 32-bit destination zero-extends, a 16-bit one merges.
+                        *g = match bits {
+                            16 => (*g & !0xffff) | (v & 0xffff),
+                            32 => v & 0xffff_ffff,
+                            _ => v,
+                        };
+                        // Success: CF set, OF, SF, ZF, AF and PF clear.
+                        self.ctx.rflags = (self.ctx.rflags & !0x8d4) | 1;
+                    }
                     ExitKind::ClientRequest => self.client_request(),
                     ExitKind::Unsupported => {
                         let p = self.p();

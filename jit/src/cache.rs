@@ -91,6 +91,9 @@ pub enum ExitKind {
     Unsupported,
     /// `rdtsc` or `rdtscp` at `pc` with a virtual time-stamp counter; `target` is after it.
     Rdtsc,
+    /// `rdrand` or `rdseed` at `pc` in a repeatable run: the runtime writes seeded random bits
+    /// of `bits` width into GPR `reg` (and sets CF); `target` is after it.
+    Random { reg: u8, bits: u8 },
     /// A client request (`instrument::CLIENT_REQUEST`) at `pc`: the guest asks the tool
     /// something; `target` is after the request sequence.
     ClientRequest,
@@ -144,7 +147,8 @@ pub struct CodeCache {
     pub stats: CacheStats,
     /// Whether new translations count blocks against the thread's quantum.
     pub(crate) preempt: bool,
-    /// Whether `rdtsc`/`rdtscp` exit to the runtime (repeatable runs) instead of running.
+    /// Whether `rdtsc`/`rdtscp`, `rdrand` and `rdseed` exit to the runtime (repeatable runs)
+    /// instead of running.
     pub virtual_tsc: bool,
     /// Whether every block entry is counted (forward links too), so a thread's count names
     /// each block it executes (instance names for `--stop-at`).

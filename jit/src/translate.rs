@@ -799,7 +799,10 @@ impl Body<'_, '_> {
         // (A conditional branch the block goes on past reloads them on its taken path only.)
         let conditional_branch = ins.flow_control() == FlowControl::ConditionalBranch;
         let yields = ins.mnemonic() == Mnemonic::Pause && b.pause_yields;
-        if !(sequential || conditional_branch) || yields || matches!(ins.mnemonic(), Mnemonic::Syscall | Mnemonic::Cpuid | Mnemonic::Rdtsc | Mnemonic::Rdtscp) {
+        if !(sequential || conditional_branch)
+            || yields
+            || matches!(ins.mnemonic(), Mnemonic::Syscall | Mnemonic::Cpuid | Mnemonic::Rdtsc | Mnemonic::Rdtscp | Mnemonic::Rdrand | Mnemonic::Rdseed)
+        {
             // The block ends with this instruction: every register gets its guest value back.
             b.restore(!0);
         }
@@ -846,8 +849,8 @@ impl Body<'_, '_> {
         }
     }
 
-    /// A `syscall`, `cpuid`, (virtual TSC) `rdtsc` or (several threads) `pause`: the block
-    /// leaves for the runtime.
+    /// A `syscall`, `cpuid`, (repeatable runs) `rdtsc`, `rdrand` or `rdseed`, or (several
+    /// threads) `pause`: the block leaves for the runtime.
     fn leaves_for_the_runtime(&mut self, b: &mut BlockBuilder) -> bool {
         let ins = self.ins;
         let (kind, note) = match ins.mnemonic() {
@@ -855,6 +858,10 @@ impl Body<'_, '_> {
             Mnemonic::Pause if b.pause_yields => (ExitKind::Yield, None),
             Mnemonic::Cpuid => (ExitKind::Cpuid, None),
             Mnemonic::Rdtsc | Mnemonic::Rdtscp if self.env.virtual_tsc => (ExitKind::Rdtsc, (ins.mnemonic() == Mnemonic::Rdtscp).then(|| "rdtscp".to_string())),
+            Mnemonic::Rdrand | Mnemonic::Rdseed if self.env.virtual_tsc => {
+                let r = ins.op0_register();
+                (ExitKind::Random { reg: gpr_num(r), bits: (r.size() * 8) as u8 }, None)
+            }
             _ => return false,
         };
         b.map(&ins, Fixup::None);

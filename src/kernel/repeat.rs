@@ -4,8 +4,11 @@
 //! Pinned: address-space layout (ASLR off for rtgrind and the guest), AT_RANDOM, `getrandom`,
 //! reads of /dev/urandom and /dev/random (all from `--seed`), the clocks (`clock_gettime`,
 //! `gettimeofday`, `time`) and `rdtsc`/`rdtscp`, which advance by a fixed step per call from
-//! a fixed epoch; pids and tids (a pid namespace, where the system allows one). Standard input
-//! is pinned separately, with `--stdin-file` (`stdin_from_file`).
+//! a fixed epoch; CPU time and resource use (`times`, `getrusage`, `sysinfo`), which follow
+//! the same clock; `rdrand` and `rdseed` (from `--seed`); pids and tids (a pid namespace, where
+//! the system allows one). Standard input is pinned separately, with `--stdin-file`
+//! (`stdin_from_file`). Not pinned: files the system writes (`/proc/uptime`, `/proc/self/stat`,
+//! `/proc/meminfo`) and files an earlier run left behind.
 
 use super::guest_mem;
 
@@ -14,6 +17,8 @@ const EPOCH_NS: u64 = 1_000_000_000 * 1_000_000_000;
 /// How far the virtual clocks move per call.
 const STEP_NS: u64 = 1_000;
 const TSC_STEP: u64 = 2_500;
+/// How long the virtual machine had been up at the virtual clock's start, in seconds.
+const BOOT_S: u64 = 1_000;
 
 pub struct Repeatable {
     rng: u64,
@@ -86,6 +91,11 @@ impl Repeatable {
         v
     }
 
+    /// What `rdrand` or `rdseed` gives.
+    pub fn random_u64(&mut self) -> u64 {
+        splitmix(&mut self.rng)
+    }
+
     pub fn rdtsc(&mut self) -> u64 {
         self.tsc += TSC_STEP;
         self.tsc
@@ -123,8 +133,45 @@ impl Repeatable {
                 let s = self.now() / 1_000_000_000;
                 Some(if a[0] == 0 || guest_mem::write_u64(a[0], s) { s as i64 } else { fault })
             }
+            // CPU time and resource use follow the virtual clock; the rest of their fields
+            // (page faults, context switches, maximum RSS...) are zero.
+            libc::SYS_times => {
+                let ticks = (self.now() - EPOCH_NS) / 10_000_000 + BOOT_S * 100;
+                let mut tms = [0u8; 32];
+                tms[..8].copy_from_slice(&ticks.to_le_bytes());
+                Some(if a[0] == 0 || guest_mem::write(a[0], &tms) { ticks as i64 } else { fault })
+            }
+            libc::SYS_getrusage => {
+                let cpu = self.now() - EPOCH_NS;
+                let mut ru = [0u8; 144];
+                ru[..8].copy_from_slice(&(cpu / 1_000_000_000).to_le_bytes());
+                ru[8..16].copy_from_slice(&(cpu % 1_000_000_000 / 1000).to_le_bytes());
+                Some(if guest_mem::write(a[1], &ru) { 0 } else { fault })
+            }
+            libc::SYS_sysinfo => self.sysinfo(a[0]),
             _ => None,
         }
+    }
+
+    /// `sysinfo`: the machine's sizes, with uptime on the virtual clock, no load, half the
+    /// memory free and one process (free memory and load differ from run to run).
+    fn sysinfo(&mut self, at: u64) -> Option<i64> {
+        // SAFETY: sysinfo writes one struct sysinfo into a local.
+        let mut si: libc::sysinfo = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        if unsafe { libc::sysinfo(&mut si) } != 0 {
+            return Some(-(libc::EFAULT as i64));
+        }
+        si.uptime = ((self.now() - EPOCH_NS) / 1_000_000_000 + BOOT_S) as i64;
+        si.loads = [0; 3];
+        si.freeram = si.totalram / 2;
+        si.sharedram = 0;
+        si.bufferram = 0;
+        si.freeswap = si.totalswap;
+        si.procs = 1;
+        // SAFETY: a plain-old-data struct viewed as its bytes.
+        let bytes = unsafe { std::slice::from_raw_parts(&si as *const libc::sysinfo as *const u8, std::mem::size_of::<libc::sysinfo>()) };
+        Some(if guest_mem::write(at, bytes) { 0 } else { -(libc::EFAULT as i64) })
     }
 
     /// For open("/dev/urandom" or "/dev/random"): a file of seeded bytes instead.
