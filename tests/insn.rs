@@ -6,7 +6,7 @@
 //! the stack below the red zone; everything else is compared bit for bit.
 //!
 //! Each class (ALU, shifts, mul/div, strings, cmov/setcc, RIP-relative, stack, control flow, SSE,
-//! AVX, bit manipulation, misc) is one test that builds a few static `-nostdlib` programs from a
+//! AVX, bit manipulation, x87, MMX, AES/SHA/CRC32/RDRAND, misc) is one test that builds a few static `-nostdlib` programs from a
 //! fixed seed (`insn/gen.rs` has the program layout), assembles them with gcc into
 //! `$CARGO_TARGET_TMPDIR/insn/CLASS-N.S`, and compares the two dumps. A mismatch names the first
 //! diverging instruction and every differing register, flag and byte.
@@ -17,6 +17,7 @@
 mod flow;
 mod gen;
 mod int;
+mod legacy;
 mod vector;
 
 use gen::*;
@@ -92,6 +93,25 @@ fn bit_ops() {
 }
 
 #[test]
+fn x87() {
+    run_class("x87", 3, 120, legacy::x87);
+}
+
+#[test]
+fn mmx() {
+    if require(&["ssse3"]) {
+        run_class("mmx", 3, 110, legacy::mmx);
+    }
+}
+
+#[test]
+fn aes_sha_crc32_rdrand() {
+    if require(&["aes", "vaes", "sha", "sse4.2", "rdrand", "rdseed"]) {
+        run_class("crypto", 3, 110, legacy::crypto);
+    }
+}
+
+#[test]
 fn misc() {
     run_class("misc", 3, 120, int::misc);
 }
@@ -118,6 +138,12 @@ fn has_feature(f: &str) -> bool {
         "popcnt" => std::is_x86_feature_detected!("popcnt"),
         "adx" => std::is_x86_feature_detected!("adx"),
         "movbe" => std::is_x86_feature_detected!("movbe"),
+        "ssse3" => std::is_x86_feature_detected!("ssse3"),
+        "aes" => std::is_x86_feature_detected!("aes"),
+        "vaes" => std::is_x86_feature_detected!("vaes"),
+        "sha" => std::is_x86_feature_detected!("sha"),
+        "rdrand" => std::is_x86_feature_detected!("rdrand"),
+        "rdseed" => std::is_x86_feature_detected!("rdseed"),
         _ => panic!("unknown feature {f}"),
     }
 }
