@@ -314,7 +314,7 @@ pub fn control_flow(g: &mut Gen, n: usize) {
                 let target = g.label("fwd");
                 op!(g, "j{cc} {target}"; Fx::reads(flags));
                 let before = g.undef();
-                if g.rng.chance(20) {
+                if g.rng.chance(45) {
                     let pad = g.rng.range(130, 400);
                     g.raw(&format!("\t.skip {pad}, 0x90")); // a rel32 jcc
                 }

@@ -40,8 +40,10 @@ pub fn alu_one(g: &mut Gen) {
     if g.rng.chance(75) {
         let op = g.rng.pick(&BIN);
         let r = g.regs(w, 2);
-        let (src, dst) = match g.rng.below(6) {
+        let (src, dst) = match g.rng.below(7) {
             0 | 1 => (r.names[0].clone(), r.names[1].clone()),
+            // The accumulator's own encodings (`and $imm32, %eax` is opcode 25, not 81).
+            6 if g.is_free(RAX) => (g.rng.imm(w), reg(RAX, w)),
             2 => (g.rng.imm(w), r.names[1].clone()),
             3 if op != "test" => (g.mem(w.bytes(), 1, r.legacy), r.names[1].clone()),
             4 => (r.names[0].clone(), g.mem(w.bytes(), 1, r.legacy)),

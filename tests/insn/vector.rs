@@ -116,8 +116,10 @@ pub fn sse(g: &mut Gen, n: usize) {
             }
             14 => {
                 // stores
-                let text = match g.rng.below(6) {
+                let text = match g.rng.below(8) {
                     0 => format!("movdqa {}, {}", x(a), g.mem(16, 16, false)),
+                    6 => format!("movaps {}, {}", x(a), g.mem(16, 16, false)),
+                    7 => format!("movss {}, {}", x(a), g.mem(4, 1, false)),
                     1 => format!("movups {}, {}", x(a), g.mem(16, 1, false)),
                     2 => format!("movsd {}, {}", x(a), g.mem(8, 1, false)),
                     3 => format!("movhps {}, {}", x(a), g.mem(8, 1, false)),
