@@ -187,6 +187,24 @@ def measure(d, tests, source=None):
     return runs, lines
 
 
+def dwarf_lines(d):
+    """Source lines of prog.c in the DWARF line table of a plain `gcc -g -O0`
+    build (what a binary tool maps instructions to), or None without objdump."""
+    if shutil.which("objdump") is None:
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        exe = os.path.join(tmp, "prog")
+        subprocess.run(["gcc", "-g", "-O0", "-o", exe, os.path.join(d, "prog.c")], check=True)
+        out = subprocess.run(["objdump", "--dwarf=decodedline", exe],
+                             stdout=subprocess.PIPE, text=True, check=True).stdout
+    lines = set()
+    for l in out.splitlines():
+        f = l.split()
+        if len(f) >= 3 and f[0] == "prog.c" and f[1].isdigit():
+            lines.add(int(f[1]))
+    return lines
+
+
 def single_fault_versions(d, faults, tests):
     """For a subject with several faults: for each fault line, the version of
     the program holding only that fault (correct.c with that one line taken
@@ -284,6 +302,13 @@ def analyse(name):
             info[k].update(nsc.get(k, {}))
         ans["cbi_predicates"] = info
         ans["cbi_elimination"] = cbi_eliminate(named, runs)
+    dl = dwarf_lines(d)
+    if dl is not None:
+        # Lines a binary tool sees that gcov does not (a function's opening
+        # and closing braces), and the reverse (gcov puts a function's entry
+        # on the line of its name).
+        ans["dwarf_lines_not_in_gcov"] = sorted(dl - set(lines))
+        ans["gcov_lines_not_in_dwarf"] = sorted(set(lines) - dl)
     if len(faults) > 1:
         # Per fault: the failing tests of the single-fault version, and the
         # ranks of the fault line (a) in the two-fault program when only the

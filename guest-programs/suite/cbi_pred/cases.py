@@ -45,3 +45,6 @@ CBI_PREDICATES = [
     {"name": "P1", "condition": "len > width", "role": "best"},
     {"name": "P2", "condition": "len > width / 2", "role": "redundant"},
 ]
+
+# vr_check.py: the width used to size the pieces.
+VR = [{"line": 43, "expr": "width"}]

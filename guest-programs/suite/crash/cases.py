@@ -35,3 +35,6 @@ _C = [
     ["4", "drop", "drop"],
 ]
 CASES = [{"name": f"t{i}", "args": a} for i, a in enumerate(_C, 1)]
+
+# vr_check.py: the loop index used in the faulty loop condition.
+VR = [{"line": 34, "expr": "i <= NOPS"}]

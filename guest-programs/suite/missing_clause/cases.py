@@ -33,3 +33,6 @@ _C = [
     ([], "t 9 0 a\nu 11 4 a\n"),
 ]
 CASES = [{"name": f"t{i}", "args": a, "stdin": s} for i, (a, s) in enumerate(_C, 1)]
+
+# vr_check.py: the stock level and the active flag used in the faulty condition.
+VR = [{"line": 37, "expr": "it->stock"}, {"line": 37, "expr": "active"}]

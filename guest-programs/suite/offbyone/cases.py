@@ -33,3 +33,6 @@ _C = [
     ([], "2023-03-01\n2023-03-31\n"),
 ]
 CASES = [{"name": f"t{i}", "args": a, "stdin": s} for i, (a, s) in enumerate(_C, 1)]
+
+# vr_check.py: the month used in the faulty comparison.
+VR = [{"line": 37, "expr": "m"}]

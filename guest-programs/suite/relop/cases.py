@@ -33,3 +33,6 @@ _C = [
     (["1"], "2001\n"),
 ]
 CASES = [{"name": f"t{i}", "args": a, "stdin": s} for i, (a, s) in enumerate(_C, 1)]
+
+# vr_check.py: the weight used in the faulty comparison.
+VR = [{"line": 23, "expr": "grams"}]

@@ -43,3 +43,7 @@ _C = [
     (["var"], "3 3 3 3 3 9\n"),              # B
 ]
 CASES = [{"name": f"t{i}", "args": a, "stdin": s} for i, (a, s) in enumerate(_C, 1)]
+
+# vr_check.py: the divisor of the variance, and the upper middle value of the
+# median (no value of it can give a .5 under integer division).
+VR = [{"line": 55, "expr": "n"}, {"line": 46, "expr": "v[n / 2]"}]

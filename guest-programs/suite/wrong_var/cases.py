@@ -40,3 +40,6 @@ _C = [
     (["trace"], m(4, 4, -3)),
 ]
 CASES = [{"name": f"t{i}", "args": a, "stdin": s} for i, (a, s) in enumerate(_C, 1)]
+
+# vr_check.py: the (wrong) value assigned on the faulty line.
+VR = [{"line": 66, "expr": "g->cols"}]
