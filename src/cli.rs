@@ -116,6 +116,9 @@ pub struct Cli {
     pub reorder: crate::tools::reorder::Options,
 
     #[command(flatten)]
+    pub spectra: crate::tools::spectra::Options,
+
+    #[command(flatten)]
     pub search: crate::tools::SearchOptions,
 
     #[command(flatten)]

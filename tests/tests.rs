@@ -12,6 +12,7 @@ mod insn;
 mod model;
 mod race;
 mod reorder;
+mod spectra;
 mod suppress;
 mod switch;
 mod symbols;

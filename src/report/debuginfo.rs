@@ -98,3 +98,20 @@ fn build_id(elf: &goblin::elf::Elf<'_>, bytes: &[u8]) -> Option<Vec<u8>> {
     let notes = elf.iter_note_sections(bytes, Some(".note.gnu.build-id")).or_else(|| elf.iter_note_headers(bytes))?;
     notes.flatten().find(|n| n.n_type == goblin::elf::note::NT_GNU_BUILD_ID && n.name == "GNU").map(|n| n.desc.to_vec())
 }
+
+/// The source lines of the instructions at file addresses `[start, end)` of the module at
+/// `path` ("file", line), each once, in address order; empty without line information.
+pub fn lines_in(path: &str, start: u64, end: u64) -> Vec<(String, u32)> {
+    let Some(loader) = loader(Path::new(path)) else { return Vec::new() };
+    let Ok(rows) = loader.find_location_range(start, end) else { return Vec::new() };
+    let mut out: Vec<(String, u32)> = Vec::new();
+    for (_, _, loc) in rows {
+        if let (Some(file), Some(line)) = (loc.file, loc.line) {
+            let l = (file.to_string(), line);
+            if line != 0 && !out.contains(&l) {
+                out.push(l);
+            }
+        }
+    }
+    out
+}

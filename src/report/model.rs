@@ -15,7 +15,7 @@ pub const VERSION: u32 = 1;
 /// A search's report.
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Default)]
 pub struct Report {
-    /// The tool (`suppress`, `switch`).
+    /// The tool (`suppress`, `switch`, `race`, `reorder`, `spectra`).
     pub tool: String,
     /// How the search ended: `root-cause`, `found`, `no-failure`, `not-reproducible`, `already-fails`,
     /// `inconclusive`, `exhausted`, `cannot-run`.
@@ -103,7 +103,7 @@ pub struct FailureSite {
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Default)]
 pub struct Finding {
     /// What it is: "first point of memory corruption" (suppress), "critical predicate" (switch),
-    /// "data race" (race).
+    /// "data race" (race), "suspicious line" (spectra).
     #[serde(default)]
     pub kind: String,
     /// Where it is reported ("file:line (function)", or the program's call into a library).
@@ -210,6 +210,19 @@ pub struct Finding {
     /// This race is the root cause of the run's failure, and why (race).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub root: Option<String>,
+    /// The line's rank in the ranking, ties ranked pessimistically: every line tied with
+    /// others takes the worst of their ranks (spectra).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank: Option<u32>,
+    /// The line's suspiciousness by metric: `ochiai`, `tarantula` (spectra).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub scores: BTreeMap<String, f64>,
+    /// Failing tests that ran the line (spectra).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_tests: Option<u32>,
+    /// Passing tests that ran the line (spectra).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub passed_tests: Option<u32>,
 }
 
 /// One run of a search's chain.

@@ -100,6 +100,25 @@ fn finding(r: &Report, f: &Finding, k: usize) -> Vec<String> {
         }
         return out;
     }
+    if f.kind == "suspicious line" {
+        if k == 0 {
+            out.push("the lines failing tests ran, the most suspicious first (a tie takes its worst rank):".into());
+        }
+        let score = |m: &str| f.scores.get(m).map_or("-".to_string(), |s| format!("{s:.3}"));
+        out.push(format!(
+            "{:>4}. {}  ochiai {}  tarantula {}  (ran by {} failing and {} passing tests)",
+            f.rank.unwrap_or(0),
+            f.place,
+            score("ochiai"),
+            score("tarantula"),
+            f.failed_tests.unwrap_or(0),
+            f.passed_tests.unwrap_or(0)
+        ));
+        if !f.message.is_empty() {
+            out.push(format!("        {}", f.message));
+        }
+        return out;
+    }
     if f.kind == "layout exposing a failure" {
         out.push(format!("{} (a layout of the variables exposed it)", f.message));
         out.extend(r.layout.iter().flat_map(|l| l.split("; ")).map(|pair| format!("   {pair}")));

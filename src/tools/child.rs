@@ -83,8 +83,14 @@ pub fn show_error_output(path: &Path) {
 }
 
 /// Runs `rtgrind ARGS` with stdout and stderr to the given files; None if it ran longer than
-/// `limit` (it is killed), else its status and wall time.
-pub fn run(args: &[std::ffi::OsString], stdout: &Path, stderr: &Path, limit: Option<Duration>) -> std::io::Result<Option<(ExitStatus, Duration)>> {
+/// `limit` (it is killed), else its status and wall time. It runs in `cwd` if given.
+pub fn run(
+    args: &[std::ffi::OsString],
+    stdout: &Path,
+    stderr: &Path,
+    limit: Option<Duration>,
+    cwd: Option<&Path>,
+) -> std::io::Result<Option<(ExitStatus, Duration)>> {
     use std::os::unix::process::CommandExt;
     static HANDLERS: std::sync::Once = std::sync::Once::new();
     HANDLERS.call_once(|| {
@@ -97,7 +103,11 @@ pub fn run(args: &[std::ffi::OsString], stdout: &Path, stderr: &Path, limit: Opt
     let start = Instant::now();
     // A process group of its own: a run killed for its time limit takes every process it made
     // with it (a repeatable run is three: rtgrind, the pid namespace's reaper, the program).
-    let mut child = Command::new(exe)
+    let mut command = Command::new(exe);
+    if let Some(d) = cwd {
+        command.current_dir(d);
+    }
+    let mut child = command
         .args(args)
         .env(crate::cli::CHILD_RUN, "1")
         .process_group(0)

@@ -34,6 +34,9 @@ struct Static {
     /// Whether it ends in an indirect jump or call, or in a return.
     indirect: bool,
     ret: bool,
+    /// Where its last instruction ends, and (if it is a conditional branch) starts.
+    end: u64,
+    last: u64,
 }
 
 #[derive(Default, Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,15 +74,22 @@ pub struct Options {
     /// Also break the counts down by function.
     #[arg(long)]
     pub per_function: bool,
+    /// Write each basic block the run entered, with its counts, to FILE (a test-suite
+    /// search's coverage: `Coverage`).
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub coverage_out: Option<std::path::PathBuf>,
 }
 
 /// `--tool=count`: the run's instrumentation.
 pub fn make(cli: &crate::cli::Cli) -> Result<Box<dyn ToolRun>, super::Error> {
-    Ok(Box::new(Count::new(cli.count.per_function)))
+    let mut count = Count::new(cli.count.per_function);
+    count.coverage_out = cli.count.coverage_out.clone();
+    Ok(Box::new(count))
 }
 
 pub struct Count {
     per_function: bool,
+    coverage_out: Option<std::path::PathBuf>,
     /// Each block's (executions, branch taken) counters.
     pages: Vec<Box<[[u64; 2]; PAGE_SLOTS]>>,
     slots: Vec<(u64, Static)>,
@@ -94,7 +104,7 @@ pub struct Count {
 
 impl Count {
     pub fn new(per_function: bool) -> Count {
-        Count { per_function, pages: Vec::new(), slots: Vec::new(), by_pc: HashMap::new(), block: 0, current: 0 }
+        Count { per_function, coverage_out: None, pages: Vec::new(), slots: Vec::new(), by_pc: HashMap::new(), block: 0, current: 0 }
     }
 
     fn counter(&mut self, slot: usize) -> *mut [u64; 2] {
@@ -154,6 +164,8 @@ impl Tool for Count {
     fn before_insn(&mut self, site: &InsnSite, b: &mut Inline) {
         let s = &mut self.slots[self.current].1;
         s.insns += 1;
+        s.last = site.ins.ip();
+        s.end = site.ins.next_ip();
         for m in site.info.used_memory() {
             match m.access() {
                 OpAccess::Read | OpAccess::CondRead => s.loads += 1,
@@ -203,8 +215,69 @@ impl Tool for Count {
     }
 }
 
+impl Count {
+    /// The basic blocks entered, for `--coverage-out`: one line each, `module`, then in hex
+    /// its file addresses (start, end, and its conditional branch or 0) and in decimal its
+    /// executions and branches taken. Blocks outside a module file (generated code) are left out.
+    fn coverage(&self, mem: &GuestMemory) -> String {
+        use crate::report::symbols::Modules;
+        let mut out = String::new();
+        // Each module's first virtual address, read from its file once.
+        let mut first_vaddr: HashMap<String, Option<u64>> = HashMap::new();
+        for (i, (pc, s)) in self.slots.iter().enumerate() {
+            let [runs, taken] = self.runs(i);
+            let Some((path, base)) = (runs > 0).then(|| mem.module_at(*pc)).flatten() else { continue };
+            let first = *first_vaddr.entry(path.clone()).or_insert_with(|| crate::report::symbols::in_file(&path, 0).map(|(at, _)| at));
+            let Some(start) = first.map(|f| f + (pc - base)) else { continue };
+            let file = |a: u64| start + (a - pc);
+            let branch = if s.cond { file(s.last) } else { 0 };
+            out.push_str(&format!("{path}\t{start:x}\t{:x}\t{branch:x}\t{runs}\t{taken}\n", file(s.end.max(*pc))));
+        }
+        out
+    }
+}
+
+/// A run's `--coverage-out` file, read back: the basic blocks it entered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Covered {
+    pub module: String,
+    /// File addresses: `[start, end)`, and the conditional branch that ends it (0: none).
+    pub start: u64,
+    pub end: u64,
+    pub branch: u64,
+    pub runs: u64,
+    pub taken: u64,
+}
+
+impl Covered {
+    pub fn read(path: &std::path::Path) -> std::io::Result<Vec<Covered>> {
+        let text = std::fs::read_to_string(path)?;
+        Ok(text
+            .lines()
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split('\t').collect();
+                let [module, start, end, branch, runs, taken] = f[..] else { return None };
+                let hex = |s: &str| u64::from_str_radix(s, 16).ok();
+                Some(Covered {
+                    module: module.to_string(),
+                    start: hex(start)?,
+                    end: hex(end)?,
+                    branch: hex(branch)?,
+                    runs: runs.parse().ok()?,
+                    taken: taken.parse().ok()?,
+                })
+            })
+            .collect())
+    }
+}
+
 impl ToolRun for Count {
     fn fini(&mut self, report: &mut Reporter, mem: &GuestMemory) {
+        if let Some(f) = &self.coverage_out {
+            if let Err(e) = std::fs::write(f, self.coverage(mem)) {
+                report.error(&format!("cannot write {}: {e}", f.display()));
+            }
+        }
         let t = self.totals();
         let pct = |n: u64, d: u64| if d == 0 { 0.0 } else { 100.0 * n as f64 / d as f64 };
         let cond = t.cond_taken + t.cond_not_taken;

@@ -16,6 +16,8 @@ pub mod race;
 pub mod reorder;
 pub mod sarif;
 pub mod search;
+pub mod spectra;
+pub mod suite;
 pub mod suppress;
 pub mod switch;
 pub mod taint;
@@ -171,6 +173,13 @@ pub const TOOLS: &[ToolSpec] = &[
         options: reorder::option_ids,
         make: reorder::make,
         search: Some(Search { wanted: reorder::wants_search, run: reorder::search }),
+    },
+    ToolSpec {
+        name: "spectra",
+        about: "Rank the program's source lines by how much more its failing tests run them than its passing ones (Ochiai, Tarantula).",
+        options: spectra::option_ids,
+        make: spectra::make,
+        search: Some(Search { wanted: spectra::wants_search, run: spectra::search }),
     },
     ToolSpec {
         name: "suppress",

@@ -14,11 +14,19 @@ pub struct Output {
     pub dot: Option<PathBuf>,
     /// Frames of a call stack said (Valgrind's `--num-callers`).
     pub num_callers: usize,
+    /// Findings said in text, the first ones (a ranking's top: `--top`); all by default.
+    pub text_findings: Option<usize>,
 }
 
 impl Output {
     pub fn of(cli: &crate::cli::Cli) -> Output {
-        Output { json: cli.search.json, sarif: cli.search.sarif, dot: cli.failure.dot.clone(), num_callers: usize::from(cli.search.num_callers) }
+        Output {
+            json: cli.search.json,
+            sarif: cli.search.sarif,
+            dot: cli.failure.dot.clone(),
+            num_callers: usize::from(cli.search.num_callers),
+            text_findings: None,
+        }
     }
 }
 
@@ -26,7 +34,12 @@ impl Output {
 /// `--dot`'s file.
 pub fn emit(report: &Report, rule: super::sarif::Rule, out: &Output, mut say: impl FnMut(&str)) {
     let report = &as_given(report, out.num_callers);
-    for line in render::text(report) {
+    let mut text = report.clone();
+    if let Some(n) = out.text_findings.filter(|n| *n < report.findings.len()) {
+        text.findings.truncate(n);
+        text.summary = text.summary.map(|s| format!("{s}; the first {n} of {} lines said (all in --json)", report.findings.len()));
+    }
+    for line in render::text(&text) {
         say(&line);
     }
     if out.sarif {

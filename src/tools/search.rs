@@ -100,6 +100,17 @@ pub struct Request {
     /// A forward run: the checkpoints to fork a child at (what they count is the tool's,
     /// `tools::checkpoints`); the children come back in `RunOutcome::children`.
     pub checkpoints: Option<Vec<u64>>,
+    /// A test of a suite (`tools::suite`): its own arguments, input and directory.
+    pub test: Option<TestRun>,
+}
+
+/// How one test of a suite runs: the program with these arguments after the command's own,
+/// this standard input (not the search's), in this directory.
+#[derive(Clone, Debug, Default)]
+pub struct TestRun {
+    pub args: Vec<OsString>,
+    pub stdin: PathBuf,
+    pub cwd: Option<PathBuf>,
 }
 
 /// What a search does next.
@@ -279,7 +290,8 @@ impl Runner {
             args.extend(["-q".into(), format!("--log-file={}", log.display()).into()]);
         }
         args.extend(tool_args.iter().cloned());
-        args.extend(["--repeatable=yes".into(), format!("--seed={}", self.seed).into(), format!("--stdin-file={}", self.stdin_file.display()).into()]);
+        let stdin_file = request.test.as_ref().map_or(&self.stdin_file, |t| &t.stdin);
+        args.extend(["--repeatable=yes".into(), format!("--seed={}", self.seed).into(), format!("--stdin-file={}", stdin_file.display()).into()]);
         if let Some(b) = limits.budget {
             args.push(format!("--budget-blocks={b}").into());
         }
@@ -292,7 +304,10 @@ impl Runner {
         }
         args.push("--".into());
         args.extend(self.command.iter().cloned());
-        let ended = child::run(&args, &stdout, &stderr, limits.time);
+        if let Some(t) = &request.test {
+            args.extend(t.args.iter().cloned());
+        }
+        let ended = child::run(&args, &stdout, &stderr, limits.time, request.test.as_ref().and_then(|t| t.cwd.as_deref()));
         let log_text = if limits.log { std::fs::read_to_string(&log).unwrap_or_default() } else { String::new() };
         let (ending, took) = match ended? {
             None => (Ending::TimedOut, limits.time.unwrap_or_default()),

@@ -172,10 +172,17 @@ pub fn drive(mut runner: Runner, command: Vec<OsString>, opts: Options) -> Repor
         limits: Limits { log: true, count_blocks: true, ..Limits::default() },
         progress: "the run as it is".into(),
         checkpoints: None,
+        test: None,
     };
     let run = |runner: &Runner, _: u32, file: &std::path::Path| {
         let limits = Limits { log: true, budget: runner.block_budget(10), time: runner.time_limit(10), ..Limits::default() };
-        Request { args: vec!["--tool=none".into(), format!("--layout={}", file.display()).into()], limits, progress: "a layout".into(), checkpoints: None }
+        Request {
+            args: vec!["--tool=none".into(), format!("--layout={}", file.display()).into()],
+            limits,
+            progress: "a layout".into(),
+            checkpoints: None,
+            test: None,
+        }
     };
     let program = opts.program.clone();
     let failed = move |_: &Runner, ran: &Ran| failure(ran, &program);

@@ -252,7 +252,7 @@ impl Suppression<'_> {
             k => format!("suppressing {k} point{}{}", if k == 1 { "" } else { "s" }, if trace { ", traced" } else { "" }),
         };
         self.stage = stage;
-        Ok(Step::Run(Request { args, limits, progress, checkpoints: None }))
+        Ok(Step::Run(Request { args, limits, progress, checkpoints: None, test: None }))
     }
 
     /// A suppression run's arguments (numbered `n`, with its plan and outcome files): under
@@ -298,7 +298,7 @@ impl Suppression<'_> {
             let mut args = suppress_args(&plan_path, &out_path);
             args.push(format!("--layout={}", layout.display()).into());
             let limits = Limits { budget: runner.block_budget(20), time: runner.time_limit(20), log: false, count_blocks: false };
-            Request { args, limits, progress: "layouts".into(), checkpoints: None }
+            Request { args, limits, progress: "layouts".into(), checkpoints: None, test: None }
         };
         let failed = |runner: &Runner, ran: &Ran| -> Option<String> {
             let text = std::fs::read_to_string(runner.file(&format!("outcome-{}", ran.number))).ok()?;

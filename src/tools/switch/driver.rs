@@ -328,7 +328,7 @@ impl Switching {
         }
         self.stage = Stage::Traced;
         let limits = Limits { time: None, log: true, count_blocks: true, budget: None };
-        Ok(Step::Run(Request { args: self.trace_args.clone(), limits, progress: "the trace run".into(), checkpoints: None }))
+        Ok(Step::Run(Request { args: self.trace_args.clone(), limits, progress: "the trace run".into(), checkpoints: None, test: None }))
     }
 
     /// The trace run ended: the failure, then the check that it repeats.
@@ -350,7 +350,7 @@ impl Switching {
         self.original = Some(original);
         self.stage = Stage::Repeated;
         let limits = Limits { time: runner.time_limit(20), log: true, count_blocks: false, budget: None };
-        Ok(Step::Run(Request { args: vec!["--tool=none".into()], limits, progress: "the failure again".into(), checkpoints: None }))
+        Ok(Step::Run(Request { args: vec!["--tool=none".into()], limits, progress: "the failure again".into(), checkpoints: None, test: None }))
     }
 
     /// The failure must repeat; then the trace (and, for `--order=prior`, the dependences).
@@ -382,7 +382,7 @@ impl Switching {
         args.push("--switch-deps=yes".into());
         self.stage = Stage::Deps;
         let limits = Limits { time: runner.time_limit(40), log: true, count_blocks: false, budget: None };
-        Ok(Step::Run(Request { args, limits, progress: "the dependence run".into(), checkpoints: None }))
+        Ok(Step::Run(Request { args, limits, progress: "the dependence run".into(), checkpoints: None, test: None }))
     }
 
     /// The candidates, in the chosen order, and how they are searched.
@@ -428,7 +428,7 @@ impl Switching {
                 let (pc, _) = trace.sites[c.site];
                 let args = vec!["--tool=switch".into(), format!("--switch-at={pc:#x}:{}", c.forward).into(), format!("--budget-blocks={}", self.budget).into()];
                 let limits = Limits { time: Some(self.limit), log: true, count_blocks: false, budget: None };
-                Request { args, limits, progress: format!("switched run {} of {}", part.start + 1, self.cands.len()), checkpoints: None }
+                Request { args, limits, progress: format!("switched run {} of {}", part.start + 1, self.cands.len()), checkpoints: None, test: None }
             })
             .collect();
         self.stage = Stage::Switched { part };
@@ -451,7 +451,7 @@ impl Switching {
         let progress = format!("forking at candidates {}-{} of {}", part.start + 1, part.end, self.cands.len());
         let checkpoints = Some(self.cands[part.clone()].iter().map(|c| c.index as u64).collect());
         self.stage = Stage::Forked { part };
-        Ok(Step::Run(Request { args, limits, progress, checkpoints }))
+        Ok(Step::Run(Request { args, limits, progress, checkpoints, test: None }))
     }
 
     /// A forward run ended: its children (by checkpoint: how each ended and its output, or

@@ -66,7 +66,7 @@ pub struct Options {
 
     /// Switched runs at once: forked children, or re-executions (`--fork=no`, a program with
     /// threads) of a program that changes no files.
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(short = 'j', long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..))]
     pub jobs: u64,
 
     /// (Internal) record every conditional branch instance into FILE.

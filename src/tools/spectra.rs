@@ -1,0 +1,290 @@
+//! `--tool=spectra`: spectrum-based fault localization over a test suite (`tools::suite`), the
+//! baseline the test-suite techniques are compared with. Every test runs once under
+//! `--tool=count --coverage-out` (repeatable, `--jobs` at a time); the basic blocks it entered
+//! become the source lines of the program they hold (DWARF); each line is scored from how many
+//! failing and passing tests ran it, by Ochiai and Tarantula, and ranked by `--metric` with ties
+//! ranked pessimistically (every line of a tie takes the worst of its ranks).
+//!
+//! Tarantula: (f/F) / (f/F + p/P); Ochiai: f / sqrt(F (f + p)); f and p the failing and passing
+//! tests that ran the line, F and P all failing and passing tests.
+
+use super::count::Covered;
+use super::search::{Ran, Request, Runner, Search, Step, TestRun};
+use super::suite::{self, Test};
+use super::{Error, ToolRun};
+use crate::cli::Cli;
+use crate::report::model::{Finding, Report, VERSION};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// The suspiciousness metrics.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Metric {
+    #[default]
+    Ochiai,
+    Tarantula,
+}
+
+impl Metric {
+    fn name(self) -> &'static str {
+        match self {
+            Metric::Ochiai => "ochiai",
+            Metric::Tarantula => "tarantula",
+        }
+    }
+}
+
+/// The test-suite tools' options.
+#[derive(clap::Args, Debug, Clone, Default)]
+#[command(next_help_heading = "Options of --tool=spectra")]
+pub struct Options {
+    /// The test suite: one JSON object a line (name, args, stdin, expected_stdout,
+    /// expected_exit, cwd, oracle; paths relative to FILE's directory).
+    #[arg(long, value_name = "FILE", conflicts_with = "suite_dir")]
+    pub suite: Option<PathBuf>,
+
+    /// The test suite as a directory: a directory per test holding cmd (the arguments, one a
+    /// line), stdin (optional) and expected (the standard output).
+    #[arg(long, value_name = "DIR")]
+    pub suite_dir: Option<PathBuf>,
+
+    /// The metric the lines are ranked by (both are reported).
+    #[arg(long, value_enum, default_value = "ochiai", value_name = "ochiai|tarantula")]
+    pub metric: Metric,
+
+    /// Lines of the ranking said in the text report (all in --json).
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub top: usize,
+
+    /// Wall-time limit of one test's run, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+    pub test_timeout: u64,
+}
+
+/// Ids of the options the tool owns.
+pub fn option_ids() -> Vec<String> {
+    [super::ids::<Options>(), vec!["jobs".to_string()], super::ids::<super::SearchOptions>()].concat()
+}
+
+/// The tool is a search only.
+pub fn make(_: &Cli) -> Result<Box<dyn ToolRun>, Error> {
+    Err(Error::usage("--tool=spectra ranks lines over a test suite; it has no run of its own".into()))
+}
+
+pub fn wants_search(_: &Cli) -> bool {
+    true
+}
+
+/// The ranking; its exit status (2 when the suite does not both pass and fail).
+pub fn search(cli: &Cli) -> Result<i32, Error> {
+    let o = &cli.spectra;
+    let tests = match (&o.suite, &o.suite_dir) {
+        (Some(f), _) => suite::from_file(f),
+        (None, Some(d)) => suite::from_dir(d),
+        (None, None) => Err("--tool=spectra needs a test suite: --suite=FILE or --suite-dir=DIR".into()),
+    }
+    .map_err(Error::usage)?;
+    let program = crate::resolve(&cli.command[0]);
+    if !program.is_file() {
+        return Err(Error { message: format!("{}: no such file", cli.command[0].to_string_lossy()), code: 127 });
+    }
+    // Tests may run in directories of their own: the program by its absolute path.
+    let program = std::fs::canonicalize(&program).unwrap_or(program);
+    let mut command = cli.command.clone();
+    command[0] = program.clone().into_os_string();
+    let options = cli.run_options.iter().map(Into::into).collect();
+    let mut runner = Runner::with("spectra", command.clone(), options, cli.seed, Some("/dev/null".into())).map_err(|e| Error::internal(e.to_string()))?;
+    runner.jobs = cli.switch.jobs as usize;
+    runner.progress = super::progress::Progress::of(cli, "spectra");
+    crate::log_to_file(cli);
+    let start = Instant::now();
+    let mut search = Spectra { tests: &tests, timeout: Duration::from_secs(o.test_timeout), asked: false };
+    let ran = runner.drive(&mut search);
+    let mut report = rank(&tests, ran, &program.to_string_lossy(), o.metric);
+    report.command = command.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+    report.seconds = start.elapsed().as_secs_f64();
+    report.runs = runner.runs;
+    let pid = std::process::id();
+    let output = super::output::Output { dot: None, text_findings: Some(o.top), ..super::output::Output::of(cli) };
+    super::output::emit(&report, RULE, &output, |line| eprintln!("=={pid}== {line}"));
+    Ok(match report.result.as_str() {
+        "found" => cli.search.error_exitcode,
+        _ => crate::EXIT_USAGE,
+    })
+}
+
+const RULE: super::sarif::Rule = super::sarif::Rule {
+    id: "suspicious-line",
+    description: "A source line that the failing tests of the suite run more than the passing ones",
+    help: "Lines are ranked by their suspiciousness (Ochiai or Tarantula) from the tests that ran them: start reading the program at the top-ranked lines.",
+};
+
+/// Every test, once, in a batch.
+struct Spectra<'a> {
+    tests: &'a [Test],
+    timeout: Duration,
+    asked: bool,
+}
+
+impl Search for Spectra<'_> {
+    type Verdict = Vec<Ran>;
+
+    fn next(&mut self, runner: &Runner, ran: Vec<Ran>) -> Step<Vec<Ran>> {
+        if std::mem::replace(&mut self.asked, true) {
+            return Step::Done(ran);
+        }
+        let requests = self
+            .tests
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let coverage = runner.file(&format!("coverage-{i}"));
+                let mut r = Request { args: vec!["--tool=count".into(), format!("--coverage-out={}", coverage.display()).into()], ..Request::default() };
+                r.limits.log = true;
+                r.limits.time = Some(self.timeout);
+                r.progress = format!("test {}", t.name);
+                r.test = Some(TestRun { args: t.args.clone(), stdin: t.stdin.clone().unwrap_or_else(|| "/dev/null".into()), cwd: t.cwd.clone() });
+                r
+            })
+            .collect();
+        Step::Batch(requests)
+    }
+}
+
+/// A line of the program: its source file and number.
+type Line = (String, u32);
+
+/// What one test did: whether it passed, and the lines it ran.
+struct Outcome {
+    passed: bool,
+    lines: BTreeSet<Line>,
+}
+
+/// The lines of `program` each run of `ran` entered, as `Outcome`s in the tests' order, or
+/// why a test could not be run.
+fn outcomes(tests: &[Test], ran: Vec<Ran>, program: &str) -> Result<Vec<Outcome>, String> {
+    let mut blocks: HashMap<(u64, u64), Vec<Line>> = HashMap::new();
+    let same_file = |m: &str| m == program || std::fs::canonicalize(m).is_ok_and(|c| c.to_string_lossy() == program);
+    let mut modules: HashMap<String, bool> = HashMap::new();
+    let mut out = Vec::new();
+    for (test, r) in tests.iter().zip(ran) {
+        let run = r.outcome.map_err(|e| format!("test '{}': cannot run it: {e}", test.name))?;
+        if let Some(e) = run.error() {
+            return Err(format!("test '{}': {}", test.name, e.trim_start_matches("rtgrind: error: ")));
+        }
+        let coverage = run.stdout.with_file_name(format!("coverage-{}", out.len()));
+        let covered =
+            Covered::read(&coverage).map_err(|e| format!("test '{}': its run left no coverage ({e}; it ended with {})", test.name, run.ending.describe()))?;
+        let mut lines = BTreeSet::new();
+        for c in covered {
+            if !*modules.entry(c.module.clone()).or_insert_with(|| same_file(&c.module)) {
+                continue;
+            }
+            let at = blocks.entry((c.start, c.end)).or_insert_with(|| crate::report::debuginfo::lines_in(&c.module, c.start, c.end));
+            lines.extend(at.iter().cloned());
+        }
+        out.push(Outcome { passed: test.passes(&run), lines });
+    }
+    Ok(out)
+}
+
+/// Ochiai and Tarantula of a line `f` failing and `p` passing tests ran, of `fails` and `passes`.
+fn scores(f: u32, p: u32, fails: u32, passes: u32) -> (f64, f64) {
+    let (f, p, fails, passes) = (f as f64, p as f64, fails as f64, passes as f64);
+    let ochiai = if f == 0.0 { 0.0 } else { f / (fails * (f + p)).sqrt() };
+    let tarantula = if f == 0.0 { 0.0 } else { (f / fails) / (f / fails + p / passes) };
+    (ochiai, tarantula)
+}
+
+/// The report: every line a failing test ran, ranked by `metric` (pessimistic ties).
+fn rank(tests: &[Test], ran: Vec<Ran>, program: &str, metric: Metric) -> Report {
+    let mut report = Report { tool: "spectra".into(), schema: VERSION, ..Report::default() };
+    let outcomes = match outcomes(tests, ran, program) {
+        Ok(o) => o,
+        Err(why) => {
+            report.result = "cannot-run".into();
+            report.reason = why;
+            return report;
+        }
+    };
+    let fails = outcomes.iter().filter(|o| !o.passed).count() as u32;
+    let passes = outcomes.len() as u32 - fails;
+    let failing: Vec<&str> = tests.iter().zip(&outcomes).filter(|(_, o)| !o.passed).map(|(t, _)| t.name.as_str()).collect();
+    if fails == 0 || passes == 0 {
+        report.result = "no-failure".into();
+        report.reason = if fails == 0 {
+            format!("all {} tests pass: there is no failure to localize", outcomes.len())
+        } else {
+            format!("all {} tests fail: a ranking needs passing tests too", outcomes.len())
+        };
+        return report;
+    }
+    let mut counts: BTreeMap<&Line, (u32, u32)> = BTreeMap::new();
+    for o in &outcomes {
+        for l in &o.lines {
+            let c = counts.entry(l).or_default();
+            if o.passed {
+                c.1 += 1;
+            } else {
+                c.0 += 1;
+            }
+        }
+    }
+    let ran_lines = counts.len();
+    let mut findings: Vec<Finding> = counts
+        .into_iter()
+        .filter(|(_, (f, _))| *f > 0)
+        .map(|((file, line), (f, p))| {
+            let (ochiai, tarantula) = scores(f, p, fails, passes);
+            Finding {
+                kind: "suspicious line".into(),
+                place: format!("{}:{line}", short(file)),
+                message: source_line(file, *line).unwrap_or_default(),
+                scores: [("ochiai".to_string(), ochiai), ("tarantula".to_string(), tarantula)].into(),
+                failed_tests: Some(f),
+                passed_tests: Some(p),
+                ..Finding::default()
+            }
+        })
+        .collect();
+    let score = |f: &Finding| f.scores[metric.name()];
+    findings.sort_by(|a, b| score(b).total_cmp(&score(a)));
+    let ranks: Vec<u32> = findings.iter().map(|f| findings.iter().filter(|g| score(g) >= score(f)).count() as u32).collect();
+    for (f, r) in findings.iter_mut().zip(ranks) {
+        f.rank = Some(r);
+    }
+    report.result = "found".into();
+    report.summary = Some(format!(
+        "{} tests: {fails} failed ({}), {passes} passed; {ran_lines} lines ran, ranked by {} (ties take their worst rank)",
+        outcomes.len(),
+        failing.join(", "),
+        metric.name()
+    ));
+    report.findings = findings;
+    report
+}
+
+/// A path as reports give it: the file name (DWARF paths are absolute).
+fn short(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// Line `n` of the source file at `path`, trimmed.
+fn source_line(path: &str, n: u32) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    text.lines().nth(n.checked_sub(1)? as usize).map(|l| l.trim().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn scores_follow_their_definitions() {
+        // A line only the 2 failing tests of 2 ran (and no passing one): both metrics say 1.
+        assert_eq!(super::scores(2, 0, 2, 8), (1.0, 1.0));
+        // 1 of 2 failing, 4 of 8 passing: Ochiai 1/sqrt(2*5), Tarantula 0.5/(0.5+0.5).
+        let (o, t) = super::scores(1, 4, 2, 8);
+        assert!((o - 1.0 / 10f64.sqrt()).abs() < 1e-12 && (t - 0.5).abs() < 1e-12);
+        assert_eq!(super::scores(0, 3, 2, 8), (0.0, 0.0));
+    }
+}

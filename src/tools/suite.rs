@@ -1,0 +1,183 @@
+//! A test suite, the input of the test-suite tools (`--tool=spectra`): the program's tests,
+//! each its arguments, standard input, working directory and what it must give (an expected
+//! standard output, an exit status, or an oracle command that judges the output).
+//!
+//! Two forms: `--suite=FILE`, one JSON object a line (`name`, `args`, `stdin`,
+//! `expected_stdout`, `expected_exit`, `cwd`, `oracle`; paths relative to FILE's directory), and
+//! `--suite-dir=DIR`, a directory per test holding `cmd` (the arguments, one a line), `stdin`
+//! (optional) and `expected` (the standard output).
+
+use super::search::{Ending, RunOutcome};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+/// One line of a `--suite` file.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Line {
+    name: String,
+    #[serde(default)]
+    args: Vec<String>,
+    stdin: Option<PathBuf>,
+    expected_stdout: Option<PathBuf>,
+    expected_exit: Option<i32>,
+    cwd: Option<PathBuf>,
+    oracle: Option<String>,
+}
+
+/// A test of the suite, its files resolved.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Test {
+    pub name: String,
+    pub args: Vec<OsString>,
+    pub stdin: Option<PathBuf>,
+    pub cwd: Option<PathBuf>,
+    /// The standard output it must print, if it is compared.
+    pub expected_stdout: Option<Vec<u8>>,
+    /// The exit status it must end with (0 unless given; an oracle decides alone).
+    pub expected_exit: Option<i32>,
+    /// A shell command given the output's path as `$1`: exit status 0 means the test passes.
+    pub oracle: Option<String>,
+}
+
+impl Test {
+    /// Whether the run passes: the oracle says so, or the output and exit status are those
+    /// expected (a run ended by a signal, its budget or its time limit fails).
+    pub fn passes(&self, run: &RunOutcome) -> bool {
+        if let Some(oracle) = &self.oracle {
+            let mut sh = std::process::Command::new("sh");
+            sh.arg("-c").arg(oracle).arg("oracle").arg(&run.stdout).stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null());
+            if let Some(d) = &self.cwd {
+                sh.current_dir(d);
+            }
+            return sh.status().is_ok_and(|s| s.success());
+        }
+        let exit_ok = run.ending == Ending::Exit(self.expected_exit.unwrap_or(0));
+        exit_ok && self.expected_stdout.as_ref().is_none_or(|want| std::fs::read(&run.stdout).is_ok_and(|got| got == *want))
+    }
+}
+
+/// Reads a `--suite` file: one JSON object a line (blank lines and lines starting with `#` are
+/// skipped). An error names the file and line.
+pub fn from_file(path: &Path) -> Result<Vec<Test>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read the suite '{}': {e}", path.display()))?;
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let mut tests = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let at = |what: String| format!("suite '{}' line {}: {what}", path.display(), n + 1);
+        if line.trim().is_empty() || line.trim_start().starts_with('#') {
+            continue;
+        }
+        let l: Line = serde_json::from_str(line).map_err(|e| at(e.to_string()))?;
+        let file = |p: &Option<PathBuf>, what: &str| -> Result<Option<PathBuf>, String> {
+            let Some(p) = p else { return Ok(None) };
+            let p = dir.join(p);
+            if !p.exists() {
+                return Err(at(format!("its {what} '{}' does not exist", p.display())));
+            }
+            Ok(Some(p))
+        };
+        let expected_stdout = match file(&l.expected_stdout, "expected_stdout")? {
+            Some(p) => Some(std::fs::read(&p).map_err(|e| at(format!("cannot read '{}': {e}", p.display())))?),
+            None => None,
+        };
+        if expected_stdout.is_none() && l.expected_exit.is_none() && l.oracle.is_none() {
+            return Err(at(format!("test '{}' says nothing of what it must give (expected_stdout, expected_exit or oracle)", l.name)));
+        }
+        let test = Test {
+            args: l.args.into_iter().map(OsString::from).collect(),
+            stdin: file(&l.stdin, "stdin")?,
+            cwd: file(&l.cwd, "cwd")?,
+            expected_stdout,
+            expected_exit: l.expected_exit,
+            oracle: l.oracle,
+            name: l.name,
+        };
+        tests.push(test);
+    }
+    check(tests, &path.display().to_string())
+}
+
+/// Reads a `--suite-dir`: each subdirectory (in name order) is a test named after it.
+pub fn from_dir(dir: &Path) -> Result<Vec<Test>, String> {
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("cannot read the suite directory '{}': {e}", dir.display()))?;
+    let mut dirs: Vec<PathBuf> = entries.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.is_dir()).collect();
+    dirs.sort();
+    let mut tests = Vec::new();
+    for d in dirs {
+        let name = d.file_name().unwrap_or_default().to_string_lossy().into_owned();
+        let read = |f: &str| std::fs::read(d.join(f)).map_err(|e| format!("suite directory '{}': test '{name}': cannot read its {f}: {e}", dir.display()));
+        let cmd = String::from_utf8_lossy(&read("cmd")?).into_owned();
+        let stdin = d.join("stdin");
+        tests.push(Test {
+            args: cmd.lines().map(OsString::from).collect(),
+            stdin: stdin.exists().then_some(stdin),
+            cwd: None,
+            expected_stdout: Some(read("expected")?),
+            expected_exit: None,
+            oracle: None,
+            name,
+        });
+    }
+    check(tests, &dir.display().to_string())
+}
+
+/// A suite has tests, with names told apart.
+fn check(tests: Vec<Test>, from: &str) -> Result<Vec<Test>, String> {
+    if tests.is_empty() {
+        return Err(format!("the suite '{from}' has no test"));
+    }
+    let mut names = std::collections::HashSet::new();
+    if let Some(t) = tests.iter().find(|t| !names.insert(t.name.as_str())) {
+        return Err(format!("the suite '{from}' has two tests named '{}'", t.name));
+    }
+    Ok(tests)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_suite_file_resolves_paths_and_refuses_what_it_cannot_use() {
+        let dir = std::env::temp_dir().join(format!("rtgrind-suite-test-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("t")).unwrap();
+        std::fs::write(dir.join("t/out"), "7\n").unwrap();
+        std::fs::write(dir.join("t/in"), "3 4\n").unwrap();
+        let file = dir.join("suite.jsonl");
+        std::fs::write(
+            &file,
+            "# a comment\n{\"name\":\"a\",\"args\":[\"-x\"],\"stdin\":\"t/in\",\"expected_stdout\":\"t/out\"}\n\n{\"name\":\"b\",\"expected_exit\":3}\n",
+        )
+        .unwrap();
+        let tests = from_file(&file).unwrap();
+        assert_eq!(tests.len(), 2);
+        assert_eq!(
+            (tests[0].args.clone(), tests[0].stdin.clone(), tests[0].expected_stdout.clone()),
+            (vec![OsString::from("-x")], Some(dir.join("t/in")), Some(b"7\n".to_vec()))
+        );
+        assert_eq!(tests[1].expected_exit, Some(3));
+        for (bad, says) in [
+            ("{\"name\":\"a\",\"expected_exit\":0,\"colour\":1}", "line 1: unknown field `colour`"),
+            ("{\"name\":\"a\",\"expected_stdout\":\"nope\"}", "line 1: its expected_stdout"),
+            ("{\"name\":\"a\"}", "line 1: test 'a' says nothing"),
+            ("{\"name\":\"a\",\"expected_exit\":0}\n{\"name\":\"a\",\"expected_exit\":1}", "two tests named 'a'"),
+            ("", "has no test"),
+            ("not json", "line 1: expected"),
+        ] {
+            std::fs::write(&file, bad).unwrap();
+            let e = from_file(&file).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+        std::fs::create_dir_all(dir.join("d/t2")).unwrap();
+        std::fs::create_dir_all(dir.join("d/t1")).unwrap();
+        std::fs::write(dir.join("d/t1/cmd"), "1\n2\n").unwrap();
+        std::fs::write(dir.join("d/t1/expected"), "3\n").unwrap();
+        std::fs::write(dir.join("d/t2/cmd"), "5\n").unwrap();
+        assert!(from_dir(&dir.join("d")).unwrap_err().contains("test 't2': cannot read its expected"));
+        std::fs::write(dir.join("d/t2/expected"), "5\n").unwrap();
+        let tests = from_dir(&dir.join("d")).unwrap();
+        assert_eq!(tests.iter().map(|t| (t.name.as_str(), t.args.len())).collect::<Vec<_>>(), [("t1", 2), ("t2", 1)]);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
