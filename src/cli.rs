@@ -18,7 +18,8 @@ pub struct Cli {
     #[arg(long, default_value = "none", value_parser = crate::tools::tool_names())]
     pub tool: String,
 
-    /// Print nothing of rtgrind's own except errors.
+    /// Print nothing of rtgrind's own except errors and the death of a program that crashed (a
+    /// fault, or abort()), not of one that another process killed.
     #[arg(short, long)]
     pub quiet: bool,
 

@@ -268,6 +268,7 @@ fn run_guest(cli: &cli::Cli, spec: &tools::ToolSpec, tool: Box<dyn tools::ToolRu
     let mut cache = Box::new(rtgrind_jit::CodeCache::new());
     cache.virtual_tsc = repeat.is_some();
     let sig = Signals::install(&mut ctx, &mut cache);
+    kernel::signals::set_quiet(cli.quiet);
     let self_exe = std::fs::read_link("/proc/self/exe").unwrap_or_else(|_| PathBuf::from("rtgrind"));
     // A replay starts as the recorded run did.
     let quantum = recorded_quantum.unwrap_or(cli.quantum);

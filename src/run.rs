@@ -487,13 +487,16 @@ impl Runtime {
         self.p().sched.set_mask(self.index, self.sig.mask);
     }
 
-    /// Reports the fatal signal in one line and ends rtgrind the way it ended the guest.
+    /// Reports the fatal signal in one line (unless `-q` leaves it out: `SigInfo::reported`)
+    /// and ends rtgrind the way it ended the guest.
     pub fn die_by_signal(&mut self, info: &SigInfo) -> ! {
         let (tool, ctx, mem) = self.tool_view();
         tool.fatal_signal(ctx, info.sig, info.code(), info.addr(), mem);
-        let p = self.p();
-        let line = p.report.fatal_signal_line(info, self.ctx.rip, &p.mem);
-        p.report.line(&line);
+        if info.reported() {
+            let p = self.p();
+            let line = p.report.fatal_signal_line(info, self.ctx.rip, &p.mem);
+            p.report.line(&line);
+        }
         self.print_stats();
         self.p().report.flush();
         crate::kernel::raw::die_of_signal(info.sig)

@@ -78,6 +78,44 @@ int main(void) {
     printf("getrusage %ld.%06ld %ld %ld %ld\n", ru.ru_utime.tv_sec, ru.ru_utime.tv_usec, ru.ru_maxrss, ru.ru_minflt, ru.ru_nivcsw);
     printf("sysinfo %ld %lu %lu %hu\n", si.uptime, si.loads[0], si.freeram, si.procs);
     printf("rdrand %d %llx %x %x\n", ok, r64, r32, r16);
+
+/// `w`: says it is ready and waits to be killed. Otherwise forks three children and says how
+/// each ended: one its parent kills with SIGTERM, one that sends itself SIGTERM, one that
+/// calls abort().
+const KILLED: &str = r#"#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    if (argc > 1) {
+        printf("ready\n");
+        fflush(stdout);
+        for (;;)
+            pause();
+    }
+    for (int how = 0; how < 3; how++) {
+        int p[2];
+        char b;
+        if (pipe(p) != 0)
+            return 1;
+        pid_t c = fork();
+        if (c == 0) {
+            if (how == 1)
+                kill(getpid(), SIGTERM);
+            if (how == 2)
+                abort();
+            write(p[1], "r", 1);
+            for (;;)
+                pause();
+        }
+        if (how == 0 && read(p[0], &b, 1) == 1)
+            kill(c, SIGTERM);
+        int st;
+        waitpid(c, &st, 0);
+        printf("child %d: signal %d\n", how, WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+        fflush(stdout);
+    }
     return 0;
 }
 "#;
@@ -129,4 +167,61 @@ fn python3_and_perl_execute_the_same_blocks_in_every_repeatable_run() {
             }
         }
     }
+
+/// Runs `command` until it prints its first line, sends it `sig`, and returns its output and
+/// how it ended (killed with SIGKILL if `sig` does not end it within the time limit).
+fn killed_when_ready(mut command: std::process::Command, sig: i32) -> (String, String, std::process::ExitStatus) {
+    use std::io::{BufRead, Read};
+    use std::process::Stdio;
+    let mut child = command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("cannot start the program");
+    let mut stdout = std::io::BufReader::new(child.stdout.take().expect("piped stdout"));
+    let mut first = String::new();
+    let _ = stdout.read_line(&mut first);
+    // SAFETY: kill(2) of the child we started; no memory is involved.
+    unsafe { libc::kill(child.id() as i32, sig) };
+    let deadline = std::time::Instant::now() + crate::common::run_timeout();
+    while child.try_wait().ok().flatten().is_none() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let _ = child.kill();
+    let status = child.wait().expect("wait");
+    let (mut out, mut err) = (String::new(), String::new());
+    let _ = stdout.read_to_string(&mut out);
+    let _ = child.stderr.take().expect("piped stderr").read_to_string(&mut err);
+    (first + &out, err, status)
+}
+
+/// Under `-q`, a program that another process kills (SIGTERM, SIGINT, even SIGQUIT, whose
+/// default action dumps core) prints what it prints natively: no line of rtgrind's, as with
+/// Valgrind's `-q`; without `-q` the line stays. A forked child its parent kills, or that
+/// sends itself SIGTERM, ends quietly too; one that calls abort() still has its line (a crash,
+/// which the searches' `-q` runs look for).
+#[test]
+fn quiet_runs_killed_by_another_process_print_nothing_of_rtgrind() {
+    use std::os::unix::process::ExitStatusExt;
+    let exe = compile_snippet("killed", "c", KILLED, &["-g", "-O1"]);
+    for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGQUIT] {
+        let mut native = std::process::Command::new(&exe);
+        native.arg("w");
+        let native = killed_when_ready(native, sig);
+        assert_eq!((native.0.as_str(), native.1.as_str(), native.2.signal()), ("ready\n", "", Some(sig)), "native");
+        for quiet in [true, false] {
+            let mut rt = std::process::Command::new(crate::common::rtgrind_bin());
+            rt.args(if quiet { &["-q"][..] } else { &[] }).arg(&exe).arg("w");
+            let (out, err, status) = killed_when_ready(rt, sig);
+            assert_eq!((out.as_str(), status.signal()), ("ready\n", Some(sig)), "signal {sig}: {err}");
+            let line = err.lines().any(|l| l.contains(&format!("Process terminating with default action of signal {sig} ")));
+            if quiet {
+                assert_eq!(err, "", "-q, signal {sig} from another process");
+            } else {
+                assert!(line, "without -q the line stays: {err}");
+            }
+        }
+    }
+    let native = run_native(&Cmd::new(&exe));
+    let rt = run_rtgrind(["-q"], &Cmd::new(&exe));
+    assert_eq!(native.stdout_str(), "child 0: signal 15\nchild 1: signal 15\nchild 2: signal 6\n", "{}", native.describe());
+    assert_eq!((rt.stdout_str(), rt.status.code()), (native.stdout_str(), Some(0)), "{}", rt.describe());
+    let err = rt.stderr_str();
+    assert!(err.lines().count() == 1 && err.contains("Process terminating with default action of signal 6 (SIGABRT)"), "{}", rt.describe());
 }

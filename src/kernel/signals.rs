@@ -20,7 +20,7 @@ use super::guest_mem;
 use rtgrind_jit::cache::Fixup;
 use rtgrind_jit::context::{reg, ThreadContext, EXIT_FAULT};
 use rtgrind_jit::{dispatch, CodeCache};
-use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 pub const NSIG: usize = 65;
@@ -38,6 +38,15 @@ pub struct GuestAction {
 /// Signals whose guest disposition is the default action and that action ends the process
 /// (bit n-1 for signal n), kept lock-free for the handler.
 static DEFAULT_FATAL: AtomicU64 = AtomicU64::new(0);
+
+/// `-q` was given: a death by signal is said only when the program brought it on itself
+/// (`SigInfo::reported`). Read by the handler too (`die_now`).
+static QUIET: AtomicBool = AtomicBool::new(false);
+
+/// Sets `-q` for the fatal signal line (once, at start-up).
+pub fn set_quiet(quiet: bool) {
+    QUIET.store(quiet, Ordering::SeqCst);
+}
 
 /// The code cache, for the handler (one per process).
 static CACHE: AtomicPtr<CodeCache> = AtomicPtr::new(std::ptr::null_mut());
@@ -126,6 +135,28 @@ impl SigInfo {
     }
     pub fn addr(&self) -> u64 {
         u64::from_le_bytes(self.raw[16..24].try_into().unwrap())
+    }
+
+    /// Whether dying of this signal gets rtgrind's line. Without `-q`, always. With `-q`, as
+    /// Valgrind's `-q`, only a signal whose default action dumps core and that the program
+    /// raised: a fault (or the kernel's own, e.g. a terminal's SIGQUIT: si_code > 0), and,
+    /// unlike Valgrind, one the process sent itself (abort(), raise, kill(getpid())), the
+    /// crash of an assertion, which the searches' runs (all `-q`) look for. So a program
+    /// that another process ends (kill, SIGTERM, SIGINT; a parent's kill of its child) or that
+    /// dies of a signal that ends it quietly natively (SIGPIPE, SIGALRM) prints what it prints
+    /// natively, nothing more.
+    pub fn reported(&self) -> bool {
+        if !QUIET.load(Ordering::SeqCst) {
+            return true;
+        }
+        const CORE: [i32; 10] =
+            [libc::SIGQUIT, libc::SIGILL, libc::SIGTRAP, libc::SIGABRT, libc::SIGBUS, libc::SIGFPE, libc::SIGSEGV, libc::SIGXCPU, libc::SIGXFSZ, libc::SIGSYS];
+        // SI_USER (kill), SI_QUEUE (sigqueue), SI_TKILL (tgkill): si_pid names the sender.
+        let sent = matches!(self.code(), 0 | -1 | -6);
+        let sender = i32::from_le_bytes(self.raw[16..20].try_into().unwrap());
+        // SAFETY: getpid has no preconditions (and is async-signal-safe, for `die_now`).
+        let own = sent && sender == unsafe { libc::getpid() };
+        CORE.contains(&self.sig) && (self.code() > 0 || own)
     }
 }
 
@@ -508,8 +539,13 @@ const REG_ORDER: [usize; 16] = [
     0, 1, 2, 3, 4, 5, 6, 7, // r8..r15
 ];
 
-/// Reports and dies of `sig` from inside a signal handler: no allocation, no locks.
-fn die_now(sig: i32, pc: u64) -> ! {
+/// Reports (see `SigInfo::reported`) and dies of `sig` from inside a signal handler: no
+/// allocation, no locks.
+fn die_now(info: &SigInfo, pc: u64) -> ! {
+    let sig = info.sig;
+    if !info.reported() {
+        super::raw::die_of_signal(sig)
+    }
     let mut buf = [0u8; 160];
     let mut n = 0;
     let mut put = |b: &[u8]| {
@@ -641,7 +677,7 @@ extern "sysv64" fn host_handler(sig: i32, info: *mut libc::siginfo_t, ucv: *mut 
     if DEFAULT_FATAL.load(Ordering::SeqCst) & bit(sig) != 0 && super::sched::PARKED.with(|p| p.get()) {
         // This thread is parked waiting for the baton and may never run again to act on it:
         // end the process now, the way the signal would natively.
-        die_now(sig, ctx.rip);
+        die_now(&SigInfo { sig, raw }, ctx.rip);
     }
     inbox.queues[sig as usize].push(raw);
     inbox.pending.fetch_or(bit(sig), Ordering::SeqCst);
