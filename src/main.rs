@@ -117,7 +117,9 @@ fn main() {
         std::process::exit((search.run)(&cli).unwrap_or_else(|e| fail(&e.message, e.code)));
     }
     prepare_host(&cli);
-    let log = cli.log_file.as_ref().map(|p| open_log(p));
+    // (Before rtgrind's own files are opened: they go to the range reserved for them.)
+    kernel::fds::reserve();
+    let log = cli.log_file.as_ref().map(|p| kernel::fds::own(open_log(p)));
     let reporter = Reporter::new(cli.quiet, log);
     let tool = (spec.make)(&cli).unwrap_or_else(|e| fail(&e.message, e.code));
     let mut guest = load_guest(&cli);
@@ -256,7 +258,8 @@ fn run_guest(cli: &cli::Cli, spec: &tools::ToolSpec, tool: Box<dyn tools::ToolRu
     let record = cli
         .record_schedule
         .as_ref()
-        .map(|p| std::fs::File::create(p).unwrap_or_else(|e| fail(&format!("cannot create schedule file '{}': {e}", p.display()), EXIT_USAGE)));
+        .map(|p| std::fs::File::create(p).unwrap_or_else(|e| fail(&format!("cannot create schedule file '{}': {e}", p.display()), EXIT_USAGE)))
+        .map(kernel::fds::own);
     let stop_at = cli.stop_at.as_deref().map(parse_stop_at);
     reporter.info(&format!("rtgrind-{}, a dynamic binary translator; tool: {}", env!("CARGO_PKG_VERSION"), spec.name));
     reporter.info(&format!("Command: {}", argv.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect::<Vec<_>>().join(" ")));

@@ -225,3 +225,63 @@ fn quiet_runs_killed_by_another_process_print_nothing_of_rtgrind() {
     let err = rt.stderr_str();
     assert!(err.lines().count() == 1 && err.contains("Process terminating with default action of signal 6 (SIGABRT)"), "{}", rt.describe());
 }
+
+/// Closes every descriptor but the standard ones (`c`: glibc's closefrom, else close_range),
+/// fills the descriptor table with F_DUPFD up to the limit it reads, closes them, puts its
+/// stdout on every descriptor from 3 to 1023 with dup2, then crashes.
+const CLOSE_ALL: &str = r#"#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    struct rlimit rl;
+    getrlimit(RLIMIT_NOFILE, &rl);
+    if (argv[1][0] == 'c')
+        closefrom(3);
+    else
+        syscall(SYS_close_range, 3, ~0U, 0);
+    long n = 0, top = 0;
+    int fd;
+    while ((fd = fcntl(1, F_DUPFD, 3)) >= 0) {
+        n++;
+        top = fd > top ? fd : top;
+    }
+    printf("filled to the limit: %d, EMFILE: %d, all below it: %d\n", n + 3 == (long)rl.rlim_cur, errno == EMFILE, top < (long)rl.rlim_cur);
+    printf("F_DUPFD at the limit: %d\n", fcntl(1, F_DUPFD, (int)rl.rlim_cur) < 0 && errno == EINVAL);
+    syscall(SYS_close_range, 3, ~0U, 0);
+    for (int i = 3; i < 1024; i++)
+        dup2(1, i);
+    printf("crashing\n");
+    fflush(stdout);
+    *(volatile int *)0 = 1;
+    return 0;
+}
+"#;
+
+/// rtgrind's descriptors are its own: a guest that closes every descriptor (close_range,
+/// closefrom), fills the table with F_DUPFD and puts its stdout on every one up to 1023 with
+/// dup2 still has its crash reported on stderr or in the log file, as Valgrind's are; the
+/// guest's limit (getrlimit) is where F_DUPFD stops. (The limit is 1024, so the range
+/// rtgrind keeps for itself at its top is among the dup2's targets too.)
+#[test]
+fn closing_or_replacing_every_descriptor_leaves_rtgrinds_own() {
+    use std::os::unix::process::ExitStatusExt;
+    let exe = compile_snippet("close_all", "c", CLOSE_ALL, &["-g", "-O1"]);
+    let dir = crate::common::scratch_dir("close_all");
+    for how in ["close_range", "closefrom"] {
+        let cmd = |rtgrind: &[String]| Cmd::new("sh").args(["-c", "ulimit -n 1024 && exec \"$@\"", "sh"]).args(rtgrind).arg(&exe).arg(how);
+        let native = run_native(&cmd(&[]));
+        assert_eq!(native.stdout_str(), "filled to the limit: 1, EMFILE: 1, all below it: 1\nF_DUPFD at the limit: 1\ncrashing\n", "{}", native.describe());
+        let bin = crate::common::rtgrind_bin().to_string_lossy().into_owned();
+        let rt = run_native(&cmd(&[bin.clone(), "-q".into()]));
+        crate::common::assert_same(&native, &rt);
+        let log = dir.join(format!("{how}.log"));
+        let rt = run_native(&cmd(&[bin, "-q".into(), format!("--log-file={}", log.display())]));
+        let logged = std::fs::read_to_string(&log).unwrap_or_default();
+        assert!(rt.stdout == native.stdout && rt.stderr.is_empty() && rt.status.signal() == Some(libc::SIGSEGV), "{}", rt.describe());
+        assert!(logged.lines().count() == 1 && logged.contains("(SIGSEGV)"), "{how}: the log: {logged:?}");
+    }
+}

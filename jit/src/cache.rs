@@ -27,7 +27,6 @@ struct Arena {
     exec: u64,
     rw: *mut u8,
     used: usize,
-    fd: OwnedFd,
 }
 
 /// What the faulting thread's registers look like at a host instruction of a translation.
@@ -398,7 +397,9 @@ impl CodeCache {
             // SAFETY: the old rw view belongs to the parent's memfd and is no longer used here.
             unsafe { libc::munmap(a.rw as *mut libc::c_void, ARENA_SIZE) };
             a.rw = rw;
-            a.fd = fd;
+            // (The memfd stays alive through its mappings: no descriptor is kept, which the
+            // guest could close or reuse, and dropping it would then close the guest's file.)
+            drop(fd);
         }
         Ok(())
     }
@@ -469,6 +470,7 @@ impl Arena {
         }
         let exec = exec.ok_or_else(|| std::io::Error::from_raw_os_error(libc::ENOMEM))?;
         let rw = map(0, fd.as_raw_fd(), libc::PROT_READ | libc::PROT_WRITE, 0)?;
-        Ok(Arena { exec, rw: rw as *mut u8, used: 0, fd })
+        // (The descriptor closes here; the mappings keep the memfd.)
+        Ok(Arena { exec, rw: rw as *mut u8, used: 0 })
     }
 }

@@ -580,13 +580,14 @@ fn die_now(info: &SigInfo, pc: u64) -> ! {
     let first = hex.iter().position(|&c| c != b'0').unwrap_or(15);
     put(&hex[first..]);
     put(b" (thread waiting to be scheduled)\n");
-    raw_write_stderr(&buf[..n]);
+    raw_write(super::fds::REPORT.load(Ordering::Relaxed), &buf[..n]);
     super::raw::die_of_signal(sig)
 }
 
-fn raw_write_stderr(msg: &[u8]) {
+/// To rtgrind's stderr copy or log (`kernel::fds`), from the handler.
+fn raw_write(fd: i32, msg: &[u8]) {
     // SAFETY: write(2) of a valid buffer.
-    unsafe { libc::write(2, msg.as_ptr() as *const libc::c_void, msg.len()) };
+    unsafe { libc::write(fd, msg.as_ptr() as *const libc::c_void, msg.len()) };
 }
 
 /// The host handler, called by `rtg_signal_entry` with the host `fs` restored.
@@ -622,7 +623,7 @@ extern "sysv64" fn host_handler(sig: i32, info: *mut libc::siginfo_t, ucv: *mut 
             // SAFETY: si_addr is valid to read for the fault signals this branch handles.
             let addr = unsafe { info.si_addr() } as u64;
             let msg = format!("rtgrind: internal error: signal {sig} in {what} at host pc {pc:#x} (address {addr:#x})\n");
-            raw_write_stderr(msg.as_bytes());
+            raw_write(super::fds::STDERR.load(Ordering::Relaxed), msg.as_bytes());
             // SAFETY: terminating the process.
             unsafe { libc::_exit(125) };
         }

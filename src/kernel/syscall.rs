@@ -133,7 +133,7 @@ impl Runtime {
         // The syscall instruction itself clobbers rcx and r11.
         self.ctx.gpr[reg::RCX as usize] = self.ctx.rip;
         self.ctx.gpr[reg::R11 as usize] = self.ctx.rflags;
-        if let Some(r) = self.answered_by_the_runtime(nr, a) {
+        if let Some(r) = super::fds::before(nr, &a).or_else(|| self.answered_by_the_runtime(nr, a)) {
             self.ctx.gpr[reg::RAX as usize] = r as u64;
             return;
         }
@@ -219,6 +219,7 @@ impl Runtime {
             _ if may_block(nr) && (!self.p().cache.preemption() || !prompt(nr, &a)) => self.blocking_call(nr, a),
             _ => self.passthrough(nr, a),
         };
+        let ret = super::fds::after(nr, &a, ret);
         if ret == -(libc::EINTR as i64) {
             self.interrupted_syscall = Some(nr);
         }

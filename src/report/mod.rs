@@ -78,21 +78,25 @@ fn fault_cause(info: &SigInfo) -> Option<String> {
     Some(format!("{what} at address {:#x}", info.addr()))
 }
 
-/// A copy of stderr at a high descriptor, so the report still reaches it after the guest
-/// closed its own stderr (coreutils do at exit) or reused fd 2.
+/// A copy of stderr among rtgrind's own descriptors (`kernel::fds`), so the report still
+/// reaches it after the guest closed its own stderr (coreutils do at exit), reused fd 2, or
+/// closed every descriptor.
 fn private_stderr() -> std::mem::ManuallyDrop<std::fs::File> {
     use std::os::fd::FromRawFd;
-    // SAFETY: F_DUPFD_CLOEXEC creates a new descriptor that only this File owns; if it fails
+    let fd = crate::kernel::fds::dup_reserved(2).unwrap_or(2);
+    // SAFETY: the duplicate is a new descriptor that only this File owns; if there is none
     // (fd 2 closed), fd 2 itself is used through a File that is never dropped (never closed).
-    unsafe {
-        let fd = libc::fcntl(2, libc::F_DUPFD_CLOEXEC, 1000);
-        std::mem::ManuallyDrop::new(std::fs::File::from_raw_fd(if fd >= 0 { fd } else { 2 }))
-    }
+    std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(fd) })
 }
 
 impl Reporter {
     pub fn new(quiet: bool, log: Option<std::fs::File>) -> Reporter {
-        Reporter { quiet, log, stderr: private_stderr(), symbols: symbols::SymbolCache::default() }
+        use crate::kernel::fds;
+        use std::os::fd::AsRawFd;
+        let stderr = private_stderr();
+        fds::STDERR.store(stderr.as_raw_fd(), std::sync::atomic::Ordering::Relaxed);
+        fds::REPORT.store(log.as_ref().map_or(stderr.as_raw_fd(), |f| f.as_raw_fd()), std::sync::atomic::Ordering::Relaxed);
+        Reporter { quiet, log, stderr, symbols: symbols::SymbolCache::default() }
     }
 
     /// One `==PID==` line of rtgrind's own output.
@@ -115,9 +119,10 @@ impl Reporter {
         }
     }
 
-    /// An error: always to stderr (and the log), one line.
+    /// An error: always to stderr (rtgrind's copy: the guest's fd 2 may be anything by now)
+    /// and the log, one line.
     pub fn error(&mut self, text: &str) {
-        eprintln!("rtgrind: error: {text}");
+        let _ = writeln!(self.stderr, "rtgrind: error: {text}");
         if let Some(f) = &mut self.log {
             let _ = writeln!(f, "rtgrind: error: {text}");
         }
