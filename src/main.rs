@@ -185,6 +185,9 @@ fn prepare_host(cli: &cli::Cli) {
 struct Guest {
     argv: Vec<Vec<u8>>,
     exe_path: PathBuf,
+    /// The name the kernel gives the program's process (`name_the_process`).
+    name: Vec<u8>,
+    own: kernel::procfs::Own,
     prog: loader::elf::LoadedProgram,
     mem: GuestMemory,
     rsp: u64,
@@ -195,6 +198,7 @@ struct Guest {
 fn load_guest(cli: &cli::Cli) -> Guest {
     let mut argv: Vec<Vec<u8>> = cli.command.iter().map(|a| a.as_bytes().to_vec()).collect();
     let mut path = resolve(&cli.command[0]);
+    let name = path.file_name().map_or(b"".to_vec(), |n| n.as_bytes().to_vec());
     if let Some((interp, arg)) = shebang(&path) {
         let mut v = vec![interp.as_os_str().as_bytes().to_vec()];
         v.extend(arg);
@@ -228,7 +232,8 @@ fn load_guest(cli: &cli::Cli) -> Guest {
     }
     let stack = loader::stack::build(&prog, &mut mem, path.as_os_str().as_bytes(), &argv, &envp, random, repeatable)
         .unwrap_or_else(|e| fail(&format!("cannot set up the initial stack: {e}"), EXIT_INTERNAL));
-    Guest { argv, exe_path, prog, mem, rsp: stack.rsp, repeat }
+    let own = kernel::procfs::Own { args: stack.args, env: stack.env, auxv: stack.auxv };
+    Guest { argv, exe_path, name, own, prog, mem, rsp: stack.rsp, repeat }
 }
 
 /// The run's tool under `--layout` (and `--layout-record`), if given.
@@ -252,7 +257,7 @@ fn under_layout(cli: &cli::Cli, tool: Box<dyn tools::ToolRun>, guest: &mut Guest
 
 /// Runs the loaded program under `tool` to its end.
 fn run_guest(cli: &cli::Cli, spec: &tools::ToolSpec, tool: Box<dyn tools::ToolRun>, guest: Guest, mut reporter: Reporter, child_opts: Vec<String>) {
-    let Guest { argv, exe_path, prog, mem, rsp, repeat } = guest;
+    let Guest { argv, exe_path, name, own, prog, mem, rsp, repeat } = guest;
     // (What the options name is checked before the banner: an error is the only line.)
     let (policy, recorded_quantum) = sched_policy(&cli.sched);
     let record = cli
@@ -285,6 +290,7 @@ fn run_guest(cli: &cli::Cli, spec: &tools::ToolSpec, tool: Box<dyn tools::ToolRu
         mem,
         tool,
         exe_path,
+        own,
         config: run::Config { trace_children: cli.trace_children == cli::YesNo::Yes, stats: cli.stats, self_exe, child_opts },
         report: reporter,
         stats: run::RunStats::default(),
@@ -323,9 +329,21 @@ fn run_guest(cli: &cli::Cli, spec: &tools::ToolSpec, tool: Box<dyn tools::ToolRu
     let sched: &'static kernel::sched::Scheduler = unsafe { &*(&process.sched as *const kernel::sched::Scheduler) };
     process.tool.attach(sched);
     process.tool.start(&mut ctx, &process.mem);
+    name_the_process(&name);
     let mut rt = Box::new(run::Runtime::new(ctx, sig, 0, process));
     rt.set_quantum(quantum);
     rt.run();
+}
+
+/// Names the process (its main thread: threads the guest makes inherit it) as the kernel names
+/// a program it starts, the file's name cut to 15 bytes, not "rtgrind": what `/proc/self/comm`,
+/// `stat`, `status`, `prctl(PR_GET_NAME)` and `ps` show is the program's.
+fn name_the_process(name: &[u8]) {
+    let mut comm = [0u8; 16];
+    let n = name.len().min(15);
+    comm[..n].copy_from_slice(&name[..n]);
+    // SAFETY: PR_SET_NAME reads a NUL-terminated name of at most 16 bytes.
+    unsafe { libc::prctl(libc::PR_SET_NAME, comm.as_ptr()) };
 }
 
 /// The `--log-file` FILE, appended to (nothing the user had is lost).

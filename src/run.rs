@@ -40,6 +40,8 @@ pub struct Process {
     pub tool: Box<dyn crate::tools::ToolRun>,
     /// Absolute path of the guest executable (what `/proc/self/exe` means to the guest).
     pub exe_path: PathBuf,
+    /// What the guest's own `/proc` files show of its initial stack.
+    pub own: crate::kernel::procfs::Own,
     pub config: Config,
     pub report: Reporter,
     pub stats: RunStats,

@@ -285,3 +285,296 @@ fn closing_or_replacing_every_descriptor_leaves_rtgrinds_own() {
         assert!(logged.lines().count() == 1 && logged.contains("(SIGSEGV)"), "{how}: the log: {logged:?}");
     }
 }
+
+/// Reads each view of its memory map the kernel gives (maps and smaps, of the process and of
+/// its thread, by `self`, `thread-self` and its pid), reads and writes back one byte in every
+/// writable mapping listed there but the kernel's special ones, and says whether each lists
+/// the same writable mappings as `/proc/self/maps` and whether `smaps_rollup` spans them.
+const TOUCH_MAPS: &str = r#"#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+static char buf[1 << 23];
+static unsigned long regions[2][8192][2];
+static long slurp(const char *path) {
+    int fd = open(path, O_RDONLY);
+    long n = 0, r;
+    while (fd >= 0 && (r = read(fd, buf + n, sizeof buf - 1 - n)) > 0)
+        n += r;
+    close(fd);
+    buf[n] = 0;
+    return n;
+}
+/* The writable mappings `path` lists, in `out`; their number. Each gets a byte written. */
+static int touch(const char *path, unsigned long (*out)[2], unsigned long *first, unsigned long *last) {
+    int k = 0;
+    slurp(path);
+    for (char *l = buf; *l;) {
+        char *nl = strchr(l, '\n');
+        unsigned long lo, hi;
+        char perms[5];
+        if (nl)
+            *nl = 0;
+        if (sscanf(l, "%lx-%lx %4s", &lo, &hi, perms) == 3 && !strstr(l, "[vsyscall]")) {
+            if (!*first)
+                *first = lo;
+            *last = hi;
+            if (perms[1] == 'w' && !strstr(l, "[v") && k < 8192) {
+                out[k][0] = lo;
+                out[k][1] = hi;
+                k++;
+            }
+        }
+        if (!nl)
+            break;
+        l = nl + 1;
+    }
+    for (int i = 0; i < k; i++) {
+        volatile char *p = (volatile char *)out[i][0];
+        char c = *p;
+        *p = c;
+    }
+    return k;
+}
+int main(void) {
+    char views[8][64];
+    int pid = getpid(), tid = gettid();
+    unsigned long first = 0, last = 0, f, l;
+    /* (stdout's buffer is allocated first: the heap must not appear between two views.) */
+    printf("views of the memory map\n");
+    snprintf(views[0], 64, "/proc/self/task/%d/maps", tid);
+    snprintf(views[1], 64, "/proc/self/smaps");
+    snprintf(views[2], 64, "/proc/self/task/%d/smaps", tid);
+    snprintf(views[3], 64, "/proc/%d/maps", pid);
+    snprintf(views[4], 64, "/proc/%d/smaps", pid);
+    snprintf(views[5], 64, "/proc/%d/task/%d/maps", pid, tid);
+    snprintf(views[6], 64, "/proc/thread-self/smaps");
+    snprintf(views[7], 64, "/proc/%d/maps", tid);
+    int n = touch("/proc/self/maps", regions[0], &first, &last);
+    for (int v = 0; v < 8; v++) {
+        f = l = 0;
+        int m = touch(views[v], regions[1], &f, &l);
+        printf("view %d: same writable mappings as maps: %d\n", v, m == n && !memcmp(regions[0], regions[1], n * sizeof regions[0][0]));
+    }
+    slurp("/proc/self/smaps_rollup");
+    unsigned long lo = 0, hi = 0;
+    sscanf(buf, "%lx-%lx", &lo, &hi);
+    printf("smaps_rollup spans maps: %d, has Rss: %d\n", lo == first && hi == last, strstr(buf, "\nRss: ") != 0);
+    printf("survived\n");
+    return 0;
+}
+"#;
+
+/// Every view of the memory map shows the guest's mappings only, as `/proc/self/maps` does:
+/// a program that writes a byte into every writable mapping it finds in its thread's maps or
+/// smaps (a conservative collector scanning its roots) survives, as natively. They showed
+/// rtgrind's own (code cache, heap, stacks) but through `/proc/self/maps`.
+#[test]
+fn every_view_of_the_memory_map_is_the_guests() {
+    let exe = compile_snippet("touch_maps", "c", TOUCH_MAPS, &["-g", "-O1"]);
+    let native = run_native(&Cmd::new(&exe));
+    assert!(native.stdout_str().ends_with("survived\n") && !native.stdout_str().contains(": 0"), "{}", native.describe());
+    for tool in ["none", "taint"] {
+        let rt = run_rtgrind(["-q", &format!("--tool={tool}")], &Cmd::new(&exe));
+        if let Err(e) = crate::common::compare_tool(&native, &rt, tool) {
+            panic!("{e}");
+        }
+    }
+}
+
+/// Compares its `/proc/self/cmdline`, `environ` and `auxv` (of the process, its thread and its
+/// pid) with its argv, environment and the auxiliary vector on its stack, prints the command
+/// line; with `again`, starts itself again through `/proc/self/exe` with `second` and says
+/// whether it kept its pid.
+const SELF_VIEWS: &str = r#"#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+extern char **environ;
+static char buf[1 << 20];
+static long slurp(const char *path) {
+    int fd = open(path, O_RDONLY);
+    long n = 0, r;
+    while (fd >= 0 && (r = read(fd, buf + n, sizeof buf - n)) > 0)
+        n += r;
+    close(fd);
+    return n;
+}
+/* `strs` as the kernel lays them out: each with its NUL. */
+static int same_strings(long n, char **strs) {
+    long at = 0;
+    for (; *strs; strs++) {
+        long len = strlen(*strs) + 1;
+        if (at + len > n || memcmp(buf + at, *strs, len))
+            return 0;
+        at += len;
+    }
+    return at == n;
+}
+int main(int argc, char **argv) {
+    char path[64];
+    char **env = environ;
+    while (*env)
+        env++;
+    unsigned long *auxv = (unsigned long *)(env + 1);
+    long auxn = 0;
+    while (auxv[auxn])
+        auxn += 2;
+    auxn += 2;
+    const char *dirs[] = {"self", "thread-self", path};
+    snprintf(path, sizeof path, "%d/task/%d", getpid(), gettid());
+    for (int d = 0; d < 3; d++) {
+        char file[96];
+        snprintf(file, sizeof file, "/proc/%s/cmdline", dirs[d]);
+        int cmdline = same_strings(slurp(file), argv);
+        snprintf(file, sizeof file, "/proc/%s/environ", dirs[d]);
+        int environ_ = same_strings(slurp(file), environ);
+        snprintf(file, sizeof file, "/proc/%s/auxv", dirs[d]);
+        long n = slurp(file);
+        int aux = n == auxn * 8 && !memcmp(buf, auxv, n);
+        printf("%s: cmdline is argv: %d, environ is the environment: %d, auxv is the stack's: %d\n", d == 2 ? "pid/task/tid" : dirs[d], cmdline, environ_, aux);
+    }
+    if (argc > 2 && !strcmp(argv[1], "second")) {
+        printf("second: same pid: %d\n", atoi(argv[2]) == getpid());
+        return 0;
+    }
+    /* The kernel reads the command line from the program's memory. */
+    argv[argc - 1][0] = 'X';
+    long n = slurp("/proc/self/cmdline");
+    for (long i = 0; i < n; i++)
+        buf[i] = buf[i] ? buf[i] : ' ';
+    printf("rewritten: %.*s\n", (int)n, buf);
+    fflush(stdout);
+    if (argc > 1 && !strcmp(argv[1], "Xgain")) {
+        char pid[16];
+        snprintf(pid, sizeof pid, "%d", getpid());
+        execl("/proc/self/exe", argv[0], "second", pid, (char *)0);
+        perror("execl");
+        return 1;
+    }
+    return 0;
+}
+"#;
+
+/// The guest's own `/proc/self/cmdline` (its argv as it is now in its memory), `environ` and
+/// `auxv` (the vector rtgrind gave it, as on its stack), by `self`, `thread-self` and
+/// `PID/task/TID`, and `execve("/proc/self/exe")` starts the program again (under rtgrind with
+/// `--trace-children=yes`), not rtgrind on the program's arguments. They were rtgrind's.
+#[test]
+fn the_guest_sees_its_own_command_line_environment_auxv_and_exe() {
+    let exe = compile_snippet("self_views", "c", SELF_VIEWS, &["-g", "-O1"]);
+    let native = run_native(&Cmd::new(&exe).arg("again"));
+    let expected = format!(
+        "self: cmdline is argv: 1, environ is the environment: 1, auxv is the stack's: 1\n\
+         thread-self: cmdline is argv: 1, environ is the environment: 1, auxv is the stack's: 1\n\
+         pid/task/tid: cmdline is argv: 1, environ is the environment: 1, auxv is the stack's: 1\n\
+         rewritten: {} Xgain \n",
+        exe.display()
+    );
+    assert!(native.stdout_str().starts_with(&expected) && native.stdout_str().ends_with("second: same pid: 1\n"), "{}", native.describe());
+    for trace in ["--trace-children=no", "--trace-children=yes"] {
+        let rt = run_rtgrind(["-q", trace], &Cmd::new(&exe).arg("again"));
+        crate::common::assert_same(&native, &rt);
+    }
+    let rt = run_rtgrind(["--trace-children=yes"], &Cmd::new(&exe).arg("again"));
+    assert_eq!(rt.stderr_str().matches("== Command: ").count(), 2, "the second program runs under rtgrind: {}", rt.describe());
+}
+
+/// Says its name as the kernel knows it (prctl, comm, stat, status), a thread's before and
+/// after pthread_setname_np, and the descriptors `/proc/self/fd` and `fdinfo` list.
+const NAMES_AND_FDS: &str = r#"#define _GNU_SOURCE
+#include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+static char buf[4096];
+static int go[2], tid;
+static const char *slurp(const char *path) {
+    int fd = open(path, O_RDONLY);
+    long n = fd < 0 ? 0 : read(fd, buf, sizeof buf - 1);
+    close(fd);
+    buf[n > 0 ? n : 0] = 0;
+    return buf;
+}
+static void *worker(void *arg) {
+    char c;
+    tid = gettid();
+    write(go[1], "r", 1);
+    read(*(int *)arg, &c, 1);
+    return 0;
+}
+static int by_number(const void *a, const void *b) {
+    return *(const int *)a - *(const int *)b;
+}
+static void list(const char *dir, const char *label) {
+    int fds[64], n = 0;
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while ((e = readdir(d)) && n < 64)
+        if (e->d_name[0] != '.')
+            fds[n++] = atoi(e->d_name);
+    closedir(d);
+    qsort(fds, n, sizeof fds[0], by_number);
+    printf("%s:", label);
+    for (int i = 0; i < n; i++)
+        printf(" %d", fds[i]);
+    printf("\n");
+}
+int main(void) {
+    char name[17] = {0}, path[64];
+    int done[2];
+    prctl(PR_GET_NAME, name);
+    printf("PR_GET_NAME: %s\n", name);
+    printf("comm: %s", slurp("/proc/self/comm"));
+    slurp("/proc/self/stat");
+    printf("stat: %.*s\n", (int)(strrchr(buf, ')') - strchr(buf, '(') + 1), strchr(buf, '('));
+    slurp("/proc/self/status");
+    printf("status: %.*s\n", (int)strcspn(buf, "\n"), buf);
+    pthread_t t;
+    if (pipe(go) || pipe(done) || pthread_create(&t, 0, worker, &done[0]))
+        return 1;
+    read(go[0], name, 1);
+    snprintf(path, sizeof path, "/proc/self/task/%d/comm", tid);
+    printf("thread: %s", slurp(path));
+    pthread_setname_np(t, "worker-one");
+    printf("thread named: %s", slurp(path));
+    pthread_getname_np(t, name, sizeof name);
+    printf("pthread_getname_np: %s\n", name);
+    write(done[1], "x", 1);
+    pthread_join(t, 0);
+    close(go[0]), close(go[1]), close(done[0]), close(done[1]);
+    list("/proc/self/fd", "fd");
+    list("/proc/self/fdinfo", "fdinfo");
+    snprintf(path, sizeof path, "/proc/%d/task/%d/fd", getpid(), getpid());
+    list(path, "PID/task/TID/fd");
+    return 0;
+}
+"#;
+
+/// The guest's name is the program's, as the kernel names a program it starts (its file's
+/// name cut to 15 bytes), in `prctl(PR_GET_NAME)`, `/proc/self/comm`, `stat` and `status`, and
+/// its threads have it (then the name pthread_setname_np gives them), not "rtgrind" and
+/// "guest-1"; `/proc/self/fd` and `fdinfo` list the guest's descriptors, not rtgrind's own
+/// (its stderr copy, `--log-file`).
+#[test]
+fn the_guest_sees_its_own_name_and_descriptors() {
+    let exe = compile_snippet("a_program_with_a_long_name", "c", NAMES_AND_FDS, &["-g", "-O1", "-pthread"]);
+    let native = run_native(&Cmd::new(&exe));
+    assert!(
+        native.stdout_str().starts_with("PR_GET_NAME: a_program_with_\ncomm: a_program_with_\nstat: (a_program_with_)\nstatus: Name:\ta_program_with_\n"),
+        "{}",
+        native.describe()
+    );
+    let log = crate::common::scratch_dir("names").join("log");
+    for opts in [vec!["-q".to_string()], vec!["-q".into(), format!("--log-file={}", log.display())]] {
+        let rt = run_rtgrind(&opts, &Cmd::new(&exe));
+        crate::common::assert_same(&native, &rt);
+    }
+}

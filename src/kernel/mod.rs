@@ -3,6 +3,7 @@
 pub mod fds;
 pub mod guest_mem;
 pub mod memory;
+pub mod procfs;
 pub mod raw;
 pub mod repeat;
 pub mod sched;

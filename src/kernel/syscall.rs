@@ -214,6 +214,10 @@ impl Runtime {
                 let b = self.exe_alias(a[1]);
                 self.passthrough(nr, [a[0], b.unwrap_or(a[1]), a[2], a[3], a[4], a[5]])
             }
+            libc::SYS_getdents64 => {
+                let r = self.passthrough(nr, a);
+                self.fd_dir_entries(a[0], a[1], r)
+            }
             // (`prompt` matters only when another thread could take the baton: no extra
             // syscalls for a single thread's reads and writes.)
             _ if may_block(nr) && (!self.p().cache.preemption() || !prompt(nr, &a)) => self.blocking_call(nr, a),
@@ -226,13 +230,13 @@ impl Runtime {
         self.ctx.gpr[reg::RAX as usize] = ret as u64;
     }
 
-    /// What the runtime answers itself, before any emulation: an open of `/proc/self/maps`
-    /// (the guest's own map), and in a repeatable run the random devices and the calls that
-    /// read the machine (`kernel::repeat`).
+    /// What the runtime answers itself, before any emulation: an open of a file of the
+    /// process's own `/proc` directory (`kernel::procfs`: the guest's, not rtgrind's), and in a
+    /// repeatable run the random devices and the calls that read the machine (`kernel::repeat`).
     fn answered_by_the_runtime(&mut self, nr: u64, a: [u64; 6]) -> Option<i64> {
         let maps = match nr as i64 {
-            libc::SYS_open => self.proc_maps(a[0], a[1]),
-            libc::SYS_openat => self.proc_maps(a[1], a[2]),
+            libc::SYS_open => self.proc_open(a[0], a[1]),
+            libc::SYS_openat => self.proc_open(a[1], a[2]),
             _ => None,
         };
         if let Some(fd) = maps {
@@ -445,6 +449,8 @@ impl Runtime {
     }
 
     fn execve(&mut self, path_p: u64, argv_p: u64, envp_p: u64) -> i64 {
+        // `/proc/self/exe` is rtgrind to the kernel: the program starts itself again.
+        let path_p = self.exe_alias(path_p).unwrap_or(path_p);
         if !self.p().config.trace_children {
             return self.passthrough(libc::SYS_execve as u64, [path_p, argv_p, envp_p, 0, 0, 0]);
         }
@@ -481,56 +487,19 @@ impl Runtime {
         self.p().repeat.as_mut()?.random_device(path)
     }
 
+    /// Whether the path at `p` is the process's own `/proc/.../exe`.
     fn is_self_exe(&self, p: u64) -> bool {
-        let Some(path) = guest_mem::read_cstr(p, 64) else { return false };
-        path == b"/proc/self/exe" || path == b"/proc/thread-self/exe" || path == format!("/proc/{}/exe", std::process::id()).as_bytes()
+        guest_mem::read_cstr(p, 4096).is_some_and(|path| super::procfs::own_file(&path) == Some(super::procfs::OwnFile::Exe))
     }
 
-    /// open of the process's own `/proc/.../maps`: the guest's mappings only, as a file of
-    /// their lines (rtgrind's own heap, stacks, code cache and shadow memory left out, the
-    /// guest's stack and heap named as the kernel names a process's). Programs read it to find
-    /// their stack (glibc's pthread_getattr_np, gnulib's c-stack); what they find must not
-    /// depend on rtgrind, nor on which tool runs (a tool's shadow memory changed what grep
-    /// parsed there, and so its branches).
-    fn proc_maps(&mut self, path: u64, flags: u64) -> Option<i64> {
-        let p = guest_mem::read_cstr(path, 64)?;
-        let own = format!("/proc/{}/maps", std::process::id());
-        if p != b"/proc/self/maps" && p != b"/proc/thread-self/maps" && p != own.as_bytes() {
-            return None;
-        }
-        let host = std::fs::read_to_string("/proc/self/maps").ok()?;
-        let mem = &self.p().mem;
-        let mut text = String::new();
-        for line in host.lines() {
-            let Some((range, rest)) = line.split_once(' ') else { continue };
-            let Some((lo, hi)) = range.split_once('-') else { continue };
-            let (Ok(lo), Ok(hi)) = (u64::from_str_radix(lo, 16), u64::from_str_radix(hi, 16)) else { continue };
-            let Some((_, _, region)) = mem.pieces(lo, hi).into_iter().next() else { continue };
-            text += line;
-            // An anonymous mapping the guest knows as its stack or heap gets that name.
-            let fields = rest.split_whitespace().count();
-            if let (4, Some(name)) = (fields, region.name.as_deref().filter(|n| n.starts_with('['))) {
-                text += &format!("{:>width$}{name}", "", width = 73usize.saturating_sub(line.len()).max(1));
-            }
-            text.push('\n');
-        }
-        let cloexec = if flags & libc::O_CLOEXEC as u64 != 0 { libc::MFD_CLOEXEC } else { 0 };
-        // SAFETY: memfd_create with a static name; the descriptor is handed to the guest.
-        let fd = unsafe { libc::memfd_create(c"maps".as_ptr(), cloexec) };
-        if fd < 0 {
-            return Some(-(libc::EMFILE as i64));
-        }
-        // SAFETY: writing our own buffer to our own memfd, then rewinding it.
-        unsafe {
-            libc::write(fd, text.as_ptr() as *const libc::c_void, text.len());
-            libc::lseek(fd, 0, libc::SEEK_SET);
-        }
-        Some(fd as i64)
-    }
-
-    /// readlink of /proc/self/exe names the guest program, not rtgrind.
+    /// readlink of /proc/self/exe names the guest program, not rtgrind; `/proc/self/fd/N` of
+    /// one of rtgrind's descriptors is not found.
     fn readlink(&mut self, dirfd: u64, path: u64, buf: u64, size: u64) -> Option<i64> {
         let _ = dirfd;
+        let name = guest_mem::read_cstr(path, 4096)?;
+        if super::procfs::own_file(&name) == Some(super::procfs::OwnFile::RtgrindFd) {
+            return Some(-(libc::ENOENT as i64));
+        }
         if !self.is_self_exe(path) {
             return None;
         }

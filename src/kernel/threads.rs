@@ -77,7 +77,8 @@ impl Runtime {
         }
         let (tx, rx) = std::sync::mpsc::channel::<i32>();
         let moved = SendRuntime(rt);
-        let spawned = std::thread::Builder::new().name(format!("guest-{index}")).stack_size(2 << 20).spawn(move || {
+        // (Unnamed: the thread has its creator's name, as natively, not one of rtgrind's.)
+        let spawned = std::thread::Builder::new().stack_size(2 << 20).spawn(move || {
             let mut rt = moved;
             rt.0.sig.enter_host_thread(&mut rt.0.ctx);
             // SAFETY: gettid has no arguments and no side effects.

@@ -11,9 +11,22 @@ const GUARD_GAP: u64 = 128 << 20;
 /// Top of the guest stack (just under where the kernel puts it without ASLR).
 const STACK_TOP: u64 = 0x7fff_ffff_f000;
 
-/// The guest's initial stack pointer (pointing at argc).
+/// The guest's initial stack: its pointer (at argc), and what the kernel shows of it in /proc:
+/// the argument and environment strings' areas (`/proc/self/cmdline` and `environ` read them)
+/// and the auxiliary vector (`/proc/self/auxv`).
 pub struct InitialStack {
     pub rsp: u64,
+    pub args: (u64, u64),
+    pub env: (u64, u64),
+    pub auxv: Vec<(u64, u64)>,
+}
+
+/// The area from the first of `strs` (at `at[0]`, the lowest) to the end of the last.
+fn area(at: &[u64], strs: &[Vec<u8>]) -> (u64, u64) {
+    match (at.first(), at.last(), strs.last()) {
+        (Some(&lo), Some(&last), Some(s)) => (lo, last + s.len() as u64 + 1),
+        _ => (0, 0),
+    }
 }
 
 struct Writer {
@@ -138,7 +151,7 @@ pub fn build(
     if fixed && w.sp < lo + STACK_SIZE / 2 {
         return Err(std::io::Error::from_raw_os_error(libc::E2BIG));
     }
-    Ok(InitialStack { rsp: w.sp })
+    Ok(InitialStack { rsp: w.sp, args: area(&argv_p, argv), env: area(&envp_p, envp), auxv })
 }
 
 /// The auxiliary vector the kernel would give the program (the host's values where they are
