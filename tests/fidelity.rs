@@ -83,11 +83,25 @@ int main(void) {
 /// each ended: one its parent kills with SIGTERM, one that sends itself SIGTERM, one that
 /// calls abort().
 const KILLED: &str = r#"#include <signal.h>
+
+/// `w`: says it is ready and waits to be killed (`t`: with a second thread waiting too).
+/// Otherwise forks three children and says how each ended: one its parent kills with SIGTERM,
+/// one that sends itself SIGTERM, one that calls abort().
+const KILLED: &str = r#"#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
+static void *wait_too(void *arg) {
+    for (;;)
+        pause();
+    return arg;
+}
 int main(int argc, char **argv) {
+    pthread_t t;
+    if (argc > 1 && argv[1][0] == 't')
+        pthread_create(&t, 0, wait_too, 0);
     if (argc > 1) {
         printf("ready\n");
         fflush(stdout);
@@ -195,19 +209,19 @@ fn killed_when_ready(mut command: std::process::Command, sig: i32) -> (String, S
 /// default action dumps core) prints what it prints natively: no line of rtgrind's, as with
 /// Valgrind's `-q`; without `-q` the line stays. A forked child its parent kills, or that
 /// sends itself SIGTERM, ends quietly too; one that calls abort() still has its line (a crash,
-/// which the searches' `-q` runs look for).
+/// which the searches' `-q` runs look for). With two threads, whichever takes the signal.
 #[test]
 fn quiet_runs_killed_by_another_process_print_nothing_of_rtgrind() {
     use std::os::unix::process::ExitStatusExt;
-    let exe = compile_snippet("killed", "c", KILLED, &["-g", "-O1"]);
-    for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGQUIT] {
+    let exe = compile_snippet("killed", "c", KILLED, &["-g", "-O1", "-pthread"]);
+    for (sig, how) in [(libc::SIGTERM, "w"), (libc::SIGINT, "w"), (libc::SIGQUIT, "w"), (libc::SIGTERM, "t")] {
         let mut native = std::process::Command::new(&exe);
-        native.arg("w");
+        native.arg(how);
         let native = killed_when_ready(native, sig);
         assert_eq!((native.0.as_str(), native.1.as_str(), native.2.signal()), ("ready\n", "", Some(sig)), "native");
         for quiet in [true, false] {
             let mut rt = std::process::Command::new(crate::common::rtgrind_bin());
-            rt.args(if quiet { &["-q"][..] } else { &[] }).arg(&exe).arg("w");
+            rt.args(if quiet { &["-q"][..] } else { &[] }).arg(&exe).arg(how);
             let (out, err, status) = killed_when_ready(rt, sig);
             assert_eq!((out.as_str(), status.signal()), ("ready\n", Some(sig)), "signal {sig}: {err}");
             let line = err.lines().any(|l| l.contains(&format!("Process terminating with default action of signal {sig} ")));

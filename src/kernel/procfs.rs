@@ -136,14 +136,16 @@ impl Runtime {
     /// descriptor of the guest's version, an error, or None to let the kernel open it
     /// (another file, or opened for writing).
     pub fn proc_open(&mut self, path: u64, flags: u64) -> Option<i64> {
-        let path = guest_mem::read_cstr(path, 4096)?;
+        let path = guest_mem::read_cstr(path, 4096).filter(|p| p.starts_with(b"/proc/"))?;
         let file = own_file(&path)?;
+        if file == OwnFile::RtgrindFd {
+            return Some(-(libc::ENOENT as i64));
+        }
         if flags & libc::O_ACCMODE as u64 != libc::O_RDONLY as u64 {
             return None;
         }
         let text = match file {
-            OwnFile::Exe => return None,
-            OwnFile::RtgrindFd => return Some(-(libc::ENOENT as i64)),
+            OwnFile::Exe | OwnFile::RtgrindFd => return None,
             OwnFile::Maps | OwnFile::Smaps | OwnFile::SmapsRollup => self.guest_maps(file).into_bytes(),
             OwnFile::Cmdline => self.guest_area(self.p().own.args),
             OwnFile::Environ => self.guest_area(self.p().own.env),
