@@ -260,3 +260,26 @@ impl Runtime {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{own_file, OwnFile};
+
+    #[test]
+    fn the_process_own_directory_is_named_every_way() {
+        let pid = std::process::id();
+        for dir in
+            ["/proc/self".to_string(), "/proc/thread-self".into(), format!("/proc/{pid}"), format!("/proc/self/task/{pid}"), format!("/proc/{pid}/task/{pid}/")]
+        {
+            assert_eq!(own_file(format!("{dir}/maps").as_bytes()), Some(OwnFile::Maps), "{dir}");
+            assert_eq!(own_file(format!("{dir}//smaps").as_bytes()), Some(OwnFile::Smaps), "{dir}");
+            assert_eq!(own_file(format!("{dir}/cmdline").as_bytes()), Some(OwnFile::Cmdline), "{dir}");
+            assert_eq!(own_file(format!("{dir}/status").as_bytes()), None, "{dir}");
+            assert_eq!(own_file(format!("{dir}/fd/1").as_bytes()), None, "{dir}: not one of rtgrind's");
+        }
+        // Another process, a thread of another, a file deeper down, not /proc.
+        for other in ["/proc/1/maps", "/proc/self/task/1/maps", "/proc/self/maps/x", "/tmp/proc/self/maps", "/proc/self"] {
+            assert_eq!(own_file(other.as_bytes()), None, "{other}");
+        }
+    }
+}
