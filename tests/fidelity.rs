@@ -85,6 +85,9 @@ int main(void) {
 const KILLED: &str = r#"#include <signal.h>
 
 /// `w`: says it is ready and waits to be killed (`t`: with a second thread waiting too).
+
+/// `w`: says it is ready and waits to be killed (`t`: with a second thread waiting too; `s`:
+/// sends itself SIGTERM instead).
 /// Otherwise forks three children and says how each ended: one its parent kills with SIGTERM,
 /// one that sends itself SIGTERM, one that calls abort().
 const KILLED: &str = r#"#include <pthread.h>
@@ -102,6 +105,11 @@ int main(int argc, char **argv) {
     pthread_t t;
     if (argc > 1 && argv[1][0] == 't')
         pthread_create(&t, 0, wait_too, 0);
+    if (argc > 1 && argv[1][0] == 's') {
+        printf("ending\n");
+        fflush(stdout);
+        raise(SIGTERM);
+    }
     if (argc > 1) {
         printf("ready\n");
         fflush(stdout);
@@ -207,8 +215,9 @@ fn killed_when_ready(mut command: std::process::Command, sig: i32) -> (String, S
 
 /// Under `-q`, a program that another process kills (SIGTERM, SIGINT, even SIGQUIT, whose
 /// default action dumps core) prints what it prints natively: no line of rtgrind's, as with
-/// Valgrind's `-q`; without `-q` the line stays. A forked child its parent kills, or that
-/// sends itself SIGTERM, ends quietly too; one that calls abort() still has its line (a crash,
+/// Valgrind's `-q`; without `-q` the line stays. A program that sends itself SIGTERM, a forked
+/// child its parent kills or that sends itself SIGTERM, end quietly too (the harness's `compare`
+/// expects no line for a signal that does not dump core); one that calls abort() still has its line (a crash,
 /// which the searches' `-q` runs look for). With two threads, whichever takes the signal.
 #[test]
 fn quiet_runs_killed_by_another_process_print_nothing_of_rtgrind() {
@@ -232,6 +241,8 @@ fn quiet_runs_killed_by_another_process_print_nothing_of_rtgrind() {
             }
         }
     }
+    let native = run_native(&Cmd::new(&exe).arg("s"));
+    crate::common::assert_same(&native, &run_rtgrind(["-q"], &Cmd::new(&exe).arg("s")));
     let native = run_native(&Cmd::new(&exe));
     let rt = run_rtgrind(["-q"], &Cmd::new(&exe));
     assert_eq!(native.stdout_str(), "child 0: signal 15\nchild 1: signal 15\nchild 2: signal 6\n", "{}", native.describe());
