@@ -56,36 +56,6 @@ fn pid(out: &crate::common::Output) -> String {
     out.stderr_str().trim_start_matches("==").split("==").next().unwrap_or_default().to_string()
 }
 
-/// Prints what a program reads from the machine besides the clocks: CPU time and resource use,
-/// the system's uptime, load and free memory, and the CPU's random numbers.
-const MACHINE_READS: &str = r#"#include <stdio.h>
-#include <sys/times.h>
-#include <sys/resource.h>
-#include <sys/sysinfo.h>
-#include <immintrin.h>
-int main(void) {
-    struct tms t;
-    clock_t c = times(&t);
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    struct sysinfo si;
-    sysinfo(&si);
-    unsigned long long r64 = 0;
-    unsigned int r32 = 0;
-    unsigned short r16 = 0;
-    int ok = _rdrand64_step(&r64) & _rdrand32_step(&r32) & _rdseed16_step(&r16);
-    printf("times %ld %ld\n", (long)c, (long)t.tms_utime);
-    printf("getrusage %ld.%06ld %ld %ld %ld\n", ru.ru_utime.tv_sec, ru.ru_utime.tv_usec, ru.ru_maxrss, ru.ru_minflt, ru.ru_nivcsw);
-    printf("sysinfo %ld %lu %lu %hu\n", si.uptime, si.loads[0], si.freeram, si.procs);
-    printf("rdrand %d %llx %x %x\n", ok, r64, r32, r16);
-
-/// `w`: says it is ready and waits to be killed. Otherwise forks three children and says how
-/// each ended: one its parent kills with SIGTERM, one that sends itself SIGTERM, one that
-/// calls abort().
-const KILLED: &str = r#"#include <signal.h>
-
-/// `w`: says it is ready and waits to be killed (`t`: with a second thread waiting too).
-
 /// `w`: says it is ready and waits to be killed (`t`: with a second thread waiting too; `s`:
 /// sends itself SIGTERM instead).
 /// Otherwise forks three children and says how each ended: one its parent kills with SIGTERM,
@@ -141,54 +111,6 @@ int main(int argc, char **argv) {
     return 0;
 }
 "#;
-
-/// A repeatable run pins what a program reads from the machine: two runs print the same
-/// CPU times, resource use, uptime, load, free memory and `rdrand`/`rdseed` numbers (natively
-/// they differ), and another `--seed` gives other random numbers.
-#[test]
-fn a_repeatable_run_pins_cpu_time_resource_use_and_the_cpus_random_numbers() {
-    let exe = compile_snippet("machine_reads", "c", MACHINE_READS, &["-O1", "-mrdrnd", "-mrdseed"]);
-    let runs: Vec<String> = (0..2)
-        .map(|_| {
-            let out = run_rtgrind(["-q", "--repeatable=yes"], &Cmd::new(&exe));
-            assert!(out.status.success(), "{}", out.describe());
-            out.stdout_str()
-        })
-        .collect();
-    assert_eq!(runs[0], runs[1], "two repeatable runs differ");
-    assert!(runs[0].contains("rdrand 1 "), "{}", runs[0]);
-    let reseeded = run_rtgrind(["-q", "--repeatable=yes", "--seed=7"], &Cmd::new(&exe)).stdout_str();
-    let line = |s: &str| s.lines().find(|l| l.starts_with("rdrand")).unwrap_or_default().to_string();
-    assert_ne!(line(&reseeded), line(&runs[0]), "--seed does not change rdrand");
-}
-
-/// A large interpreter is repeatable: ten repeatable runs of python3 and of perl, each using
-/// its hash seed, random numbers, clocks, ids and (python) two threads, print the same and
-/// execute the same number of blocks.
-#[test]
-fn python3_and_perl_execute_the_same_blocks_in_every_repeatable_run() {
-    const PYTHON: &str = "import os, random, threading, time, uuid\n\
-        d = {str(i): i for i in range(200)}\n\
-        out = []\n\
-        def work(n):\n    out.append(sum(hash(k) % 97 for k in d) + n)\n\
-        ts = [threading.Thread(target=work, args=(i,)) for i in range(2)]\n\
-        [t.start() for t in ts]; [t.join() for t in ts]\n\
-        print(list(d)[:3], set('abcdefgh'), random.random(), os.urandom(4).hex(), uuid.uuid4(), id(object()), time.time(), time.process_time(), os.times()[0], sorted(out))\n";
-    const PERL: &str = "my %h = map { $_ => 1 } 'a'..'z'; print join('', keys %h), ' ', rand(), ' ', time, ' ', (times)[0], ' ', \\%h, \"\\n\";";
-    for (interp, script) in [("/usr/bin/python3", PYTHON), ("/usr/bin/perl", PERL)] {
-        let flag = if interp.ends_with("python3") { "-c" } else { "-e" };
-        let mut first: Option<(String, String)> = None;
-        for run in 0..10 {
-            let out = run_rtgrind(["--tool=count", "--repeatable=yes"], &Cmd::new(interp).arg(flag).arg(script));
-            assert!(out.status.success(), "{interp} run {run}: {}", out.describe());
-            let blocks = out.stderr_str().lines().find(|l| l.contains("count: blocks:")).map(|l| l.split_whitespace().last().unwrap_or_default().to_string());
-            let this = (out.stdout_str(), blocks.unwrap_or_else(|| panic!("{interp}: no block count: {}", out.describe())));
-            match &first {
-                None => first = Some(this),
-                Some(f) => assert_eq!(&this, f, "{interp}: run {run} differs from run 0"),
-            }
-        }
-    }
 
 /// Runs `command` until it prints its first line, sends it `sig`, and returns its output and
 /// how it ended (killed with SIGKILL if `sig` does not end it within the time limit).
@@ -601,5 +523,80 @@ fn the_guest_sees_its_own_name_and_descriptors() {
     for opts in [vec!["-q".to_string()], vec!["-q".into(), format!("--log-file={}", log.display())]] {
         let rt = run_rtgrind(&opts, &Cmd::new(&exe));
         crate::common::assert_same(&native, &rt);
+    }
+}
+
+/// Prints what a program reads from the machine besides the clocks: CPU time and resource use,
+/// the system's uptime, load and free memory, and the CPU's random numbers.
+const MACHINE_READS: &str = r#"#include <stdio.h>
+#include <sys/times.h>
+#include <sys/resource.h>
+#include <sys/sysinfo.h>
+#include <immintrin.h>
+int main(void) {
+    struct tms t;
+    clock_t c = times(&t);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    struct sysinfo si;
+    sysinfo(&si);
+    unsigned long long r64 = 0;
+    unsigned int r32 = 0;
+    unsigned short r16 = 0;
+    int ok = _rdrand64_step(&r64) & _rdrand32_step(&r32) & _rdseed16_step(&r16);
+    printf("times %ld %ld\n", (long)c, (long)t.tms_utime);
+    printf("getrusage %ld.%06ld %ld %ld %ld\n", ru.ru_utime.tv_sec, ru.ru_utime.tv_usec, ru.ru_maxrss, ru.ru_minflt, ru.ru_nivcsw);
+    printf("sysinfo %ld %lu %lu %hu\n", si.uptime, si.loads[0], si.freeram, si.procs);
+    printf("rdrand %d %llx %x %x\n", ok, r64, r32, r16);
+    return 0;
+}
+"#;
+
+/// A repeatable run pins what a program reads from the machine: two runs print the same
+/// CPU times, resource use, uptime, load, free memory and `rdrand`/`rdseed` numbers (natively
+/// they differ), and another `--seed` gives other random numbers.
+#[test]
+fn a_repeatable_run_pins_cpu_time_resource_use_and_the_cpus_random_numbers() {
+    let exe = compile_snippet("machine_reads", "c", MACHINE_READS, &["-O1", "-mrdrnd", "-mrdseed"]);
+    let runs: Vec<String> = (0..2)
+        .map(|_| {
+            let out = run_rtgrind(["-q", "--repeatable=yes"], &Cmd::new(&exe));
+            assert!(out.status.success(), "{}", out.describe());
+            out.stdout_str()
+        })
+        .collect();
+    assert_eq!(runs[0], runs[1], "two repeatable runs differ");
+    assert!(runs[0].contains("rdrand 1 "), "{}", runs[0]);
+    let reseeded = run_rtgrind(["-q", "--repeatable=yes", "--seed=7"], &Cmd::new(&exe)).stdout_str();
+    let line = |s: &str| s.lines().find(|l| l.starts_with("rdrand")).unwrap_or_default().to_string();
+    assert_ne!(line(&reseeded), line(&runs[0]), "--seed does not change rdrand");
+}
+
+/// A large interpreter is repeatable: ten repeatable runs of python3 and of perl, each using
+/// its hash seed, random numbers, clocks, ids and (python) two threads, print the same and
+/// execute the same number of blocks.
+#[test]
+fn python3_and_perl_execute_the_same_blocks_in_every_repeatable_run() {
+    const PYTHON: &str = "import os, random, threading, time, uuid\n\
+        d = {str(i): i for i in range(200)}\n\
+        out = []\n\
+        def work(n):\n    out.append(sum(hash(k) % 97 for k in d) + n)\n\
+        ts = [threading.Thread(target=work, args=(i,)) for i in range(2)]\n\
+        [t.start() for t in ts]; [t.join() for t in ts]\n\
+        print(list(d)[:3], set('abcdefgh'), random.random(), os.urandom(4).hex(), uuid.uuid4(), id(object()), time.time(), time.process_time(), os.times()[0], sorted(out))\n";
+    const PERL: &str = "my %h = map { $_ => 1 } 'a'..'z'; print join('', keys %h), ' ', rand(), ' ', time, ' ', (times)[0], ' ', \\%h, \"\\n\";";
+    for (interp, script) in [("/usr/bin/python3", PYTHON), ("/usr/bin/perl", PERL)] {
+        let flag = if interp.ends_with("python3") { "-c" } else { "-e" };
+        let mut first: Option<(String, String)> = None;
+        for run in 0..10 {
+            let out = run_rtgrind(["--tool=count", "--repeatable=yes"], &Cmd::new(interp).arg(flag).arg(script));
+            assert!(out.status.success(), "{interp} run {run}: {}", out.describe());
+            let blocks = out.stderr_str().lines().find(|l| l.contains("count: blocks:")).map(|l| l.split_whitespace().last().unwrap_or_default().to_string());
+            let this = (out.stdout_str(), blocks.unwrap_or_else(|| panic!("{interp}: no block count: {}", out.describe())));
+            match &first {
+                None => first = Some(this),
+                Some(f) => assert_eq!(&this, f, "{interp}: run {run} differs from run 0"),
+            }
+        }
     }
 }
