@@ -73,8 +73,9 @@ pub struct Runtime {
     /// The head of the thread's robust futex list (`set_robust_list`), processed by the
     /// runtime when the thread exits, since its futex waiters wait in the scheduler.
     pub robust_list: u64,
-    /// A syscall returned EINTR because a signal arrived: (syscall number).
-    pub interrupted_syscall: Option<u64>,
+    /// A syscall returned EINTR because a signal arrived: (syscall number, the rax that
+    /// restarts it: the number itself, or the i386 one of an `int 0x80`).
+    pub interrupted_syscall: Option<(u64, u64)>,
     /// Mask to save in the next signal frame instead of the current one (rt_sigsuspend).
     pub saved_mask: Option<u64>,
     /// Blocks this thread entered under quanta it no longer runs on (its instance count is
@@ -324,6 +325,7 @@ impl Runtime {
                         self.set_quantum(q);
                     }
                     ExitKind::Syscall => self.guest_syscall(),
+                    ExitKind::Int80 => self.int80(),
                     ExitKind::Cpuid => {
                         let g = &mut self.ctx.gpr;
                         let r = rtgrind_jit::cpuid::emulate(g[reg::RAX as usize] as u32, g[reg::RCX as usize] as u32);
@@ -399,6 +401,31 @@ impl Runtime {
         tool.syscall_post(ctx, nr, &args, ret, mem);
     }
 
+    /// `int 0x80`: the kernel's i386 system call, which a 64-bit process may make too. The
+    /// calls whose arguments mean the same in both ABIs (`syscall::i386_call`) run as their
+    /// x86-64 selves with the 32-bit argument registers zero-extended, the registers
+    /// untouched but rax (as the kernel leaves them); any other returns -ENOSYS.
+    fn int80(&mut self) {
+        let i386 = self.ctx.gpr[reg::RAX as usize] as u32;
+        let Some(nr) = crate::kernel::syscall::i386_call(i386) else {
+            self.ctx.gpr[reg::RAX as usize] = -(libc::ENOSYS as i64) as u64;
+            return;
+        };
+        let guest = self.ctx.gpr;
+        let args = [reg::RBX, reg::RCX, reg::RDX, reg::RSI, reg::RDI, reg::RBP].map(|r| guest[r as usize] as u32 as u64);
+        for (r, a) in [reg::RDI, reg::RSI, reg::RDX, reg::R10, reg::R8, reg::R9].into_iter().zip(args) {
+            self.ctx.gpr[r as usize] = a;
+        }
+        self.ctx.gpr[reg::RAX as usize] = nr;
+        self.guest_syscall();
+        let ret = self.ctx.gpr[reg::RAX as usize];
+        self.ctx.gpr = guest;
+        self.ctx.gpr[reg::RAX as usize] = ret;
+        if let Some((nr, _)) = self.interrupted_syscall {
+            self.interrupted_syscall = Some((nr, i386 as u64));
+        }
+    }
+
     /// A client request (the guest's magic sequence, rax pointing at its six words): the
     /// tool's answer in rdx.
     fn client_request(&mut self) {
@@ -423,7 +450,7 @@ impl Runtime {
             return None;
         }
         let raw = self.p().sched.take_directed(self.index, self.sig.mask)?;
-        Some(SigInfo { sig: i32::from_le_bytes(raw[0..4].try_into().unwrap()), raw })
+        Some(SigInfo { sig: i32::from_le_bytes(raw[0..4].try_into().unwrap()), raw, trap: None })
     }
 
     fn translate_failed(&mut self, e: TranslateError) {
@@ -471,11 +498,12 @@ impl Runtime {
             }
             self.die_by_signal(&info);
         }
-        if let Some(nr) = self.interrupted_syscall.take() {
+        if let Some((nr, rax)) = self.interrupted_syscall.take() {
             let restart = self.sig.actions.lock().unwrap()[sig as usize].flags & libc::SA_RESTART as u64 != 0;
             if restart && crate::kernel::syscall::restartable(nr) {
+                // (`syscall` and `int 0x80` are both two bytes long.)
                 self.ctx.rip -= 2;
-                self.ctx.gpr[reg::RAX as usize] = nr;
+                self.ctx.gpr[reg::RAX as usize] = rax;
             }
         }
         if let Some(m) = self.saved_mask.take() {

@@ -51,6 +51,192 @@ fn option_errors_come_before_the_banner_and_a_stop_point_never_reached_is_said()
     assert!(out.stderr_str().ends_with("stop-at: not reached: the program ended before thread 0 ran 1000000000 blocks\n"), "{}", out.describe());
 }
 
+/// Runs one trapping instruction per case named on the command line (each at a label of its
+/// own name) under a handler that prints what the kernel said: signal, si_code, si_addr and
+/// the ucontext's rip (both relative to the instruction), trap number and error code.
+const TRAPS: &str = r#"#define _GNU_SOURCE
+#include <setjmp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <ucontext.h>
+
+static sigjmp_buf back;
+static const char *at;
+
+static void on_signal(int sig, siginfo_t *si, void *ucv) {
+    ucontext_t *uc = ucv;
+    long rip = (long)uc->uc_mcontext.gregs[REG_RIP] - (long)at;
+    long addr = si->si_addr ? (long)si->si_addr - (long)at : 0;
+    printf("sig %d code %d addr %s%ld rip %ld trapno %lld err %#llx\n", sig, si->si_code, si->si_addr ? "at+" : "", addr, rip,
+           (long long)uc->uc_mcontext.gregs[REG_TRAPNO], (long long)uc->uc_mcontext.gregs[REG_ERR]);
+    siglongjmp(back, 1);
+}
+
+#define CASE(name, insn) \
+    extern const char name[]; \
+    if (!strcmp(which, #name)) { \
+        at = name; \
+        printf("%s: ", #name); \
+        if (!sigsetjmp(back, 1)) { \
+            asm volatile(".globl " #name "\n" #name ": " insn); \
+            printf("no trap\n"); \
+        } \
+    }
+
+int main(int argc, char **argv) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_signal;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigaction(SIGSEGV, &sa, 0);
+    sigaction(SIGILL, &sa, 0);
+    sigaction(SIGTRAP, &sa, 0);
+    sigaction(SIGBUS, &sa, 0);
+    setvbuf(stdout, 0, _IONBF, 0);
+    for (int i = 1; i < argc; i++) {
+        const char *which = argv[i];
+        CASE(int41, "int $0x41");
+        CASE(int0d, "int $0x0d");
+        CASE(int1_long, "int $1");
+        CASE(int3, "int3");
+        CASE(int3_long, ".byte 0xcd, 0x03");
+        CASE(int4, "int $4");
+        CASE(int1, "int1");
+        CASE(ud2, "ud2");
+        CASE(ud1, "ud1 %eax, %eax");
+        CASE(hlt, "hlt");
+        CASE(cli, "cli");
+        CASE(in, "in $0x80, %al");
+        CASE(out, "out %al, $0x80");
+        CASE(indx, "xor %edx, %edx; inb %dx, %al");
+        CASE(rdpmc, "xor %ecx, %ecx; rdpmc");
+        CASE(rdmsr, "xor %ecx, %ecx; rdmsr");
+        CASE(movcr, "mov %cr0, %rax");
+        CASE(swapgs, "swapgs");
+        CASE(sysret, "sysretq");
+        CASE(xbegin, "xbegin 1f; 1:");
+        CASE(xend, "xend");
+        CASE(xtest, "xtest");
+        CASE(xabort, "xabort $1");
+    }
+    return 0;
+}
+"#;
+
+/// The native run's output and rtgrind's (under each of `tools`) for the TRAPS cases
+/// `cases`, each compared line by line with the native one.
+fn traps_as_natively(name: &str, cases: &[&str], tools: &[&str]) {
+    let exe = compile_snippet(name, "c", TRAPS, &["-O0"]);
+    let native = run_native(&Cmd::new(&exe).args(cases));
+    assert_eq!(native.status.code(), Some(0), "{}", native.describe());
+    assert_eq!(native.stdout_str().lines().count(), cases.len(), "{}", native.describe());
+    for tool in tools {
+        let out = run_rtgrind(["-q", tool], &Cmd::new(&exe).args(cases));
+        assert_eq!(out.stdout_str(), native.stdout_str(), "{tool}: {}", out.describe());
+        assert_eq!(out.status.code(), Some(0), "{tool}: {}", out.describe());
+    }
+}
+
+/// `int n` other than `int3` and `int 0x80` raises what it raises natively: a general-protection
+/// fault (SIGSEGV, SI_KERNEL, si_addr 0, rip at the instruction, error code the vector's
+/// selector) but for the vectors user code may use (`int 4`: a trap, rip after it), and
+/// `int1` (icebp) a debug trap (SIGTRAP, TRAP_BRKPT; the rip the host's kernel reports). It
+/// ended the run with "unsupported instruction" (exit 125).
+#[test]
+fn int_n_and_int1_raise_the_signals_the_kernel_gives() {
+    let cases = ["int41", "int0d", "int1_long", "int3", "int3_long", "int4", "int1"];
+    traps_as_natively("traps_int", &cases, &["--tool=none", "--tool=count", "--tool=taint"]);
+}
+
+/// Privileged instructions (`hlt`, `cli`, `in`, `out`, `rdpmc`, `rdmsr`, moves to and from
+/// control registers, `swapgs`, `sysret`) raise SIGSEGV (SI_KERNEL) and the undefined ones
+/// (`ud2`, `ud1`) SIGILL (ILL_ILLOPN) as natively, with the trap number and error code of
+/// the exception in the guest's ucontext (they were a page fault's, 14 and 4, and `swapgs` and
+/// `sysret` ended the run with "unsupported instruction").
+#[test]
+fn privileged_and_undefined_instructions_raise_the_native_signal() {
+    let cases = ["ud2", "ud1", "hlt", "cli", "in", "out", "indx", "rdpmc", "rdmsr", "movcr", "swapgs", "sysret"];
+    traps_as_natively("traps_privileged", &cases, &["--tool=none", "--tool=count", "--tool=taint"]);
+}
+
+/// RTM is hidden from the guest's CPUID (leaf 7 EBX bits 4 and 11, HLE and RTM), and its
+/// instructions raise #UD as on a CPU without it: SIGILL, ILL_ILLOPN, si_addr and rip at the
+/// instruction, whatever the host has (natively too on this test's hosts without RTM). `xbegin`
+/// ended the run with "unsupported instruction" (exit 125); `xtest`, `xend` and `xabort` ran
+/// natively (on a host with RTM: `xtest` said "not in a transaction" on a CPU the guest was
+/// told has no RTM).
+#[test]
+fn rtm_instructions_raise_sigill_as_on_a_cpu_without_rtm() {
+    let cpuid = compile_snippet("cpuid_rtm", "c", CPUID_RTM, &["-O1"]);
+    let out = run_rtgrind(["-q"], &Cmd::new(&cpuid));
+    assert_eq!(out.stdout_str(), "hle 0 rtm 0\n", "{}", out.describe());
+    let cases = ["xbegin", "xend", "xtest", "xabort"];
+    let exe = compile_snippet("traps_rtm", "c", TRAPS, &["-O0"]);
+    let expected: String = cases.iter().map(|c| format!("{c}: sig 4 code 2 addr at+0 rip 0 trapno 6 err 0\n")).collect();
+    let native = run_native(&Cmd::new(&cpuid));
+    if native.stdout_str() == "hle 0 rtm 0\n" {
+        assert_eq!(run_native(&Cmd::new(&exe).args(cases)).stdout_str(), expected, "natively, without RTM");
+    }
+    for tool in ["--tool=none", "--tool=count"] {
+        let out = run_rtgrind(["-q", tool], &Cmd::new(&exe).args(cases));
+        assert_eq!(out.stdout_str(), expected, "{tool}: {}", out.describe());
+    }
+}
+
+/// Prints CPUID leaf 7's HLE and RTM bits.
+const CPUID_RTM: &str = r#"#include <cpuid.h>
+#include <stdio.h>
+int main(void) {
+    unsigned a, b, c, d;
+    __cpuid_count(7, 0, a, b, c, d);
+    printf("hle %u rtm %u\n", (b >> 4) & 1, (b >> 11) & 1);
+    return 0;
+}
+"#;
+
+/// i386 system calls through `int $0x80` from a 64-bit program (non-PIE: its buffer below
+/// 4 GiB).
+const INT80: &str = r#"#include <stdio.h>
+#include <unistd.h>
+static char msg[] = "hello via int 0x80\n";
+int main(void) {
+    setvbuf(stdout, 0, _IONBF, 0);
+    long r;
+    register long r8 asm("r8") = 8, r9 asm("r9") = 9, r10 asm("r10") = 10, r11 asm("r11") = 11;
+    long rcx, rdx;
+    asm volatile("mov $20, %%eax; mov $0x77, %%ecx; mov $0x66, %%edx; int $0x80; mov %%rcx, %1; mov %%rdx, %2"
+                 : "=a"(r), "=r"(rcx), "=r"(rdx), "+r"(r8), "+r"(r9), "+r"(r10), "+r"(r11) : : "rcx", "rdx", "memory");
+    printf("getpid %s, r8-r11 %ld %ld %ld %ld, rcx %lx rdx %lx\n", r == getpid() ? "right" : "wrong", r8, r9, r10, r11, rcx, rdx);
+    asm volatile("int $0x80" : "=a"(r) : "a"(4), "b"(1), "c"(msg), "d"(sizeof msg - 1) : "memory");
+    printf("write %ld\n", r);
+    asm volatile("int $0x80" : "=a"(r) : "a"(9999) : "memory");
+    printf("no such call %ld\n", r);
+    asm volatile("int $0x80" : "=a"(r) : "a"((1L << 32) | 20) : "memory");
+    printf("rax's upper half %s\n", r == getpid() ? "ignored" : "used");
+    asm volatile("int $0x80" : "=a"(r) : "a"(252), "b"(7) : "memory");
+    printf("exit_group returned\n");
+    return 1;
+}
+"#;
+
+/// `int $0x80` makes the kernel's 32-bit system call in a 64-bit process too: getpid, write
+/// (a buffer below 4 GiB), an unknown number (-ENOSYS), exit_group, with eax's number (rax's
+/// upper half ignored) and every register but rax as it was. It ended the run with
+/// "unsupported instruction" (exit 125).
+#[test]
+fn int_0x80_makes_the_i386_system_call() {
+    let exe = compile_snippet("int80", "c", INT80, &["-O1", "-no-pie"]);
+    let native = run_native(&Cmd::new(&exe));
+    assert_eq!(native.status.code(), Some(7), "{}", native.describe());
+    assert!(native.stdout_str().starts_with("getpid right, r8-r11 8 9 10 11, rcx 77 rdx 66\nhello"), "{}", native.describe());
+    for tool in ["--tool=none", "--tool=taint"] {
+        let out = run_rtgrind(["-q", tool], &Cmd::new(&exe));
+        assert_eq!(out.stdout_str(), native.stdout_str(), "{tool}: {}", out.describe());
+        assert_eq!(out.status.code(), Some(7), "{tool}: {}", out.describe());
+    }
+}
+
 /// The `==PID==` of rtgrind's first line.
 fn pid(out: &crate::common::Output) -> String {
     out.stderr_str().trim_start_matches("==").split("==").next().unwrap_or_default().to_string()

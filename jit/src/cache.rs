@@ -57,6 +57,10 @@ pub struct PcEntry {
     /// stack-segment fault (SIGBUS: its address is based on rsp or rbp) rather than a general
     /// protection fault (SIGSEGV), whatever register the tool's access went through.
     pub tool_stack_segment: Option<bool>,
+    /// The bytes here end the block and only raise an exception (`int3`, `int n`, `int1`, a
+    /// privileged instruction, the `ud2` that stands for one the guest's CPU lacks): a trap
+    /// reports the pc just past them, which is the guest's pc past the instruction.
+    pub trap: bool,
 }
 
 pub struct Block {
@@ -88,6 +92,8 @@ pub enum ExitKind {
     Cpuid,
     /// An instruction the engine cannot run, at `pc`.
     Unsupported,
+    /// `int 0x80` at `pc`: the kernel's 32-bit system call; `target` is the instruction after it.
+    Int80,
     /// `rdtsc` or `rdtscp` at `pc` with a virtual time-stamp counter; `target` is after it.
     Rdtsc,
     /// `rdrand` or `rdseed` at `pc` in a repeatable run: the runtime writes seeded random bits
@@ -336,12 +342,13 @@ impl CodeCache {
         (host < b.host_start + b.host_len as u64).then_some(id)
     }
 
-    /// The guest instruction a host pc belongs to, with the register fix-up in force there.
-    pub fn guest_pc_at(&self, host: u64) -> Option<PcEntry> {
+    /// The guest instruction a host pc belongs to, with the register fix-up in force there,
+    /// and the host address where that entry starts.
+    pub fn guest_pc_at(&self, host: u64) -> Option<(PcEntry, u64)> {
         let b = &self.blocks[self.block_at_host(host)? as usize];
         let off = (host - b.host_start) as u32;
         let i = b.pc_map.partition_point(|e| e.host_off <= off);
-        (i > 0).then(|| b.pc_map[i - 1])
+        (i > 0).then(|| (b.pc_map[i - 1], b.host_start + b.pc_map[i - 1].host_off as u64))
     }
 
     /// Drops every translation of guest code overlapping `[start, end)`. Returns the number

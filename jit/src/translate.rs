@@ -229,6 +229,7 @@ impl BlockBuilder {
             fixup,
             stolen: self.stolen,
             tool_stack_segment: None,
+            trap: false,
         });
     }
 
@@ -456,13 +457,35 @@ fn overwrites_undefined(ins: &Instruction) -> u32 {
     }
 }
 
+/// How an instruction that can only raise an exception in a user process is run.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Trap {
+    /// Its own bytes: the host kernel gives the signal the guest's would (`int3`, `int n`,
+    /// which is a general-protection fault but for vectors 3 and 4, `int1`, `ud2`, and the
+    /// privileged instructions that end a block: `swapgs`, `sysret`, `sysexit`).
+    Own,
+    /// `ud2`: an instruction of a feature the guest's CPUID hides, which raises #UD on the
+    /// CPU the guest is shown (RTM's `xbegin`, `xend`, `xabort`, `xtest`).
+    Undefined,
+}
+
+const UD2: [u8; 2] = [0x0f, 0x0b];
+
+/// Whether `ins` is run as a `Trap` (`int 0x80` is a system call: `ExitKind::Int80`).
+fn trap_kind(ins: &Instruction) -> Option<Trap> {
+    use Mnemonic::*;
+    match ins.mnemonic() {
+        Xbegin | Xend | Xabort | Xtest => Some(Trap::Undefined),
+        Swapgs | Sysret | Sysretq | Sysexit | Sysexitq => Some(Trap::Own),
+        _ if matches!(ins.flow_control(), FlowControl::Interrupt | FlowControl::Exception) => Some(Trap::Own),
+        _ => None,
+    }
+}
+
 /// Why an instruction cannot be run by the engine, if it cannot.
 fn unsupported(ins: &Instruction) -> bool {
     use Mnemonic::*;
-    if matches!(
-        ins.mnemonic(),
-        Rdgsbase | Wrgsbase | Swapgs | Lgs | Xbegin | Sysenter | Sysexit | Sysret | Iret | Iretd | Iretq | Int | Into | Int1 | Retf | Enclu | Lfs
-    ) {
+    if matches!(ins.mnemonic(), Rdgsbase | Wrgsbase | Lgs | Sysenter | Iret | Iretd | Iretq | Retf | Enclu | Lfs) {
         return true;
     }
     if matches!(ins.code(), Code::Jmp_m1664 | Code::Jmp_m1632 | Code::Jmp_m1616 | Code::Call_m1664 | Code::Call_m1632 | Code::Call_m1616) {
@@ -811,6 +834,14 @@ impl Body<'_, '_> {
             return Goes::Out;
         }
         let raw = &code[(ins.ip() - pc) as usize..][..ins.len()];
+        if let Some(trap) = trap_kind(&ins) {
+            b.restore(!0);
+            b.map(&ins, Fixup::None);
+            b.pc_map.last_mut().expect("just mapped").trap = true;
+            b.asm.bytes(if trap == Trap::Own { raw } else { &UD2 });
+            b.jmp_exit(self.end, self.end);
+            return Goes::Out;
+        }
         match ins.flow_control() {
             FlowControl::Next | FlowControl::XbeginXabortXend => {
                 self.copy(b, raw, uses, (written, whole));
@@ -819,13 +850,7 @@ impl Body<'_, '_> {
                 emit_inline(b, after, Point::Elsewhere);
                 Goes::On
             }
-            FlowControl::Interrupt | FlowControl::Exception => {
-                // int3, ud2 and friends trap natively; the fault handler maps them back.
-                b.map(&ins, Fixup::None);
-                b.asm.bytes(raw);
-                b.jmp_exit(self.end, self.end);
-                Goes::Out
-            }
+            FlowControl::Interrupt | FlowControl::Exception => unreachable!("a trap (`trap_kind`)"),
             FlowControl::UnconditionalBranch => {
                 b.map(&ins, Fixup::None);
                 b.jmp_exit(ins.ip(), ins.near_branch_target());
@@ -849,14 +874,15 @@ impl Body<'_, '_> {
         }
     }
 
-    /// A `syscall`, `cpuid`, (repeatable runs) `rdtsc`, `rdrand` or `rdseed`, or (several
-    /// threads) `pause`: the block leaves for the runtime.
+    /// A `syscall`, `int 0x80`, `cpuid`, (repeatable runs) `rdtsc`, `rdrand` or `rdseed`, or
+    /// (several threads) `pause`: the block leaves for the runtime.
     fn leaves_for_the_runtime(&mut self, b: &mut BlockBuilder) -> bool {
         let ins = self.ins;
         let (kind, note) = match ins.mnemonic() {
             Mnemonic::Syscall => (ExitKind::Syscall, None),
             Mnemonic::Pause if b.pause_yields => (ExitKind::Yield, None),
             Mnemonic::Cpuid => (ExitKind::Cpuid, None),
+            Mnemonic::Int if ins.immediate8() == 0x80 => (ExitKind::Int80, None),
             Mnemonic::Rdtsc | Mnemonic::Rdtscp if self.env.virtual_tsc => (ExitKind::Rdtsc, (ins.mnemonic() == Mnemonic::Rdtscp).then(|| "rdtscp".to_string())),
             Mnemonic::Rdrand | Mnemonic::Rdseed if self.env.virtual_tsc => {
                 let r = ins.op0_register();
@@ -948,7 +974,15 @@ fn emit_inline(b: &mut BlockBuilder, code: Inline, at: Point) -> Control {
         // A fault in the tool's code (its shadow access for a non-canonical guest address)
         // is the instruction's own: the guest's would fault the same way.
         let fixup = if save_flags { Fixup::FlagsSaved } else { Fixup::None };
-        b.pc_map.push(PcEntry { host_off: b.asm.pos() as u32, guest_pc, guest_len, fixup, stolen: b.stolen, tool_stack_segment: Some(stack_segment) });
+        b.pc_map.push(PcEntry {
+            host_off: b.asm.pos() as u32,
+            guest_pc,
+            guest_len,
+            fixup,
+            stolen: b.stolen,
+            tool_stack_segment: Some(stack_segment),
+            trap: false,
+        });
     }
     let start = b.asm.pos();
     let (bytes, offsets) = assemble_at(&mut asm, b.asm.here());

@@ -58,6 +58,8 @@ pub struct Inbox {
     queues: [SigQueue; NSIG],
     fault_sig: AtomicI32,
     fault_info: std::cell::UnsafeCell<[u8; 128]>,
+    /// The fault's trap number and error code.
+    fault_trap: std::cell::UnsafeCell<(u64, u64)>,
 }
 // SAFETY: the UnsafeCell is written by the signal handler of the thread that owns the inbox
 // and read by that thread's dispatcher after `fault_sig` is published (SeqCst).
@@ -70,6 +72,7 @@ impl Inbox {
             queues: [const { SigQueue::new() }; NSIG],
             fault_sig: AtomicI32::new(0),
             fault_info: std::cell::UnsafeCell::new([0; 128]),
+            fault_trap: std::cell::UnsafeCell::new((0, 0)),
         }
     }
     /// Signals queued for this thread (bit n-1 for signal n).
@@ -120,6 +123,9 @@ impl SigQueue {
 pub struct SigInfo {
     pub sig: i32,
     pub raw: [u8; 128],
+    /// For a fault the CPU raised: its trap number and error code (the ucontext's `trapno`
+    /// and `err`).
+    pub trap: Option<(u64, u64)>,
 }
 
 impl SigInfo {
@@ -128,7 +134,7 @@ impl SigInfo {
         raw[0..4].copy_from_slice(&sig.to_le_bytes());
         raw[8..12].copy_from_slice(&code.to_le_bytes());
         raw[16..24].copy_from_slice(&addr.to_le_bytes());
-        SigInfo { sig, raw }
+        SigInfo { sig, raw, trap: None }
     }
     pub fn code(&self) -> i32 {
         i32::from_le_bytes(self.raw[8..12].try_into().unwrap())
@@ -368,7 +374,7 @@ impl Signals {
         if more {
             inbox.pending.fetch_or(bit(sig), Ordering::SeqCst);
         }
-        Some(SigInfo { sig, raw })
+        Some(SigInfo { sig, raw, trap: None })
     }
 
     /// Whether a queued signal is deliverable under mask `m`.
@@ -380,8 +386,8 @@ impl Signals {
     pub fn take_fault(&self) -> SigInfo {
         let sig = self.inbox.fault_sig.swap(0, Ordering::SeqCst);
         // SAFETY: written by this thread's handler before it published fault_sig.
-        let raw = unsafe { *self.inbox.fault_info.get() };
-        SigInfo { sig, raw }
+        let (raw, trap) = unsafe { (*self.inbox.fault_info.get(), *self.inbox.fault_trap.get()) };
+        SigInfo { sig, raw, trap: Some(trap) }
     }
 
     /// Whether the guest's disposition for `sig` is its default action.
@@ -436,13 +442,13 @@ impl Signals {
         put(&mut uc, mc + 16 * 8, ctx.rip);
         put(&mut uc, mc + 17 * 8, ctx.rflags);
         put(&mut uc, mc + 18 * 8, 0x002b_0000_0000_0033); // cs=0x33 gs=0 fs=0 ss=0x2b
-        let (trapno, err) = match sig {
+        let (trapno, err) = info.trap.unwrap_or(match sig {
             libc::SIGSEGV | libc::SIGBUS if info.code() > 0 => (14, 4),
             libc::SIGFPE => (0, 0),
             libc::SIGILL => (6, 0),
             libc::SIGTRAP => (3, 0),
             _ => (0, 0),
-        };
+        });
         put(&mut uc, mc + 19 * 8, err);
         put(&mut uc, mc + 20 * 8, trapno);
         put(&mut uc, mc + 21 * 8, self.mask);
@@ -627,8 +633,17 @@ extern "sysv64" fn host_handler(sig: i32, info: *mut libc::siginfo_t, ucv: *mut 
             // SAFETY: terminating the process.
             unsafe { libc::_exit(125) };
         }
-        let trap = sig == libc::SIGTRAP;
-        let Some(e) = cache.guest_pc_at(if trap { pc - 1 } else { pc }) else { return };
+        // A trap reports the pc past its instruction: past a `PcEntry::trap`'s bytes (whatever
+        // the signal: `int 4` is a SIGSEGV), else a SIGTRAP's is the instruction before pc.
+        let (e, after) = match cache.guest_pc_at(pc) {
+            Some((e, start)) if e.trap => (e, pc == start + e.guest_len as u64),
+            _ if sig == libc::SIGTRAP => match cache.guest_pc_at(pc - 1) {
+                Some((e, _)) => (e, true),
+                None => return,
+            },
+            Some((e, _)) => (e, false),
+            None => return,
+        };
         for (r, &g) in REG_ORDER.iter().enumerate() {
             ctx.gpr[r] = gregs[g] as u64;
         }
@@ -653,24 +668,33 @@ extern "sysv64" fn host_handler(sig: i32, info: *mut libc::siginfo_t, ucv: *mut 
             let saved = ctx.flags_save;
             ctx.rflags = (ctx.rflags & !(LAHF | 0x800)) | ((saved >> 8) & LAHF) | ((saved & 1) << 11);
         }
-        ctx.rip = e.guest_pc + if trap { e.guest_len as u64 } else { 0 };
+        ctx.rip = e.guest_pc + if after { e.guest_len as u64 } else { 0 };
         ctx.exit_id = EXIT_FAULT as u64;
         let mut raw = raw;
         let mut sig = sig;
+        // The exception the CPU raised, for the guest's ucontext.
+        let mut trap = (gregs[libc::REG_TRAPNO as usize] as u64, gregs[libc::REG_ERR as usize] as u64);
         if let Some(stack_segment) = e.tool_stack_segment.filter(|_| matches!(sig, libc::SIGSEGV | libc::SIGBUS) && info.si_code == libc::SI_KERNEL) {
             // A tool's shadow access through a non-canonical address: the signal is the one
             // the guest's own access raises (#SS for rsp- and rbp-based addresses, #GP else),
             // not the one the tool's choice of base register raised.
             sig = if stack_segment { libc::SIGBUS } else { libc::SIGSEGV };
             raw[0..4].copy_from_slice(&sig.to_le_bytes());
+            trap = (if stack_segment { 12 } else { 13 }, 0);
         }
-        if matches!(sig, libc::SIGILL | libc::SIGFPE) {
-            // The kernel reports the faulting instruction's address: the guest's, not ours.
+        // SAFETY: si_addr is valid to read for the fault signals this branch handles.
+        let addr = unsafe { info.si_addr() } as u64;
+        if matches!(sig, libc::SIGILL | libc::SIGFPE) || (sig == libc::SIGTRAP && addr == pc) {
+            // The kernel reports the faulting instruction's address (a debug trap's pc): the
+            // guest's, not ours.
             raw[16..24].copy_from_slice(&ctx.rip.to_le_bytes());
         }
-        // SAFETY: only this handler writes fault_info, and only the dispatcher of this thread
-        // reads it, after fault_sig is published below.
-        unsafe { *inbox.fault_info.get() = raw };
+        // SAFETY: only this handler writes fault_info and fault_trap, and only the dispatcher
+        // of this thread reads them, after fault_sig is published below.
+        unsafe {
+            *inbox.fault_info.get() = raw;
+            *inbox.fault_trap.get() = trap;
+        }
         inbox.fault_sig.store(sig, Ordering::SeqCst);
         gregs[libc::REG_RIP as usize] = dispatch::fault_resume_addr() as i64;
         return;

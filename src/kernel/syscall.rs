@@ -35,6 +35,47 @@ pub fn restartable(nr: u64) -> bool {
     .contains(&(nr as i64))
 }
 
+/// The x86-64 system call that does what i386 system call `nr` does (`int 0x80`), for those
+/// whose arguments are numbers, strings and byte buffers (the same in both ABIs, but for
+/// pointers, which must be below 4 GiB).
+pub fn i386_call(nr: u32) -> Option<u64> {
+    use libc as l;
+    let x86_64 = match nr {
+        1 => l::SYS_exit,
+        3 => l::SYS_read,
+        4 => l::SYS_write,
+        6 => l::SYS_close,
+        10 => l::SYS_unlink,
+        12 => l::SYS_chdir,
+        20 => l::SYS_getpid,
+        27 => l::SYS_alarm,
+        29 => l::SYS_pause,
+        36 => l::SYS_sync,
+        37 => l::SYS_kill,
+        39 => l::SYS_mkdir,
+        40 => l::SYS_rmdir,
+        41 => l::SYS_dup,
+        57 => l::SYS_setpgid,
+        60 => l::SYS_umask,
+        63 => l::SYS_dup2,
+        64 => l::SYS_getppid,
+        65 => l::SYS_getpgrp,
+        66 => l::SYS_setsid,
+        132 => l::SYS_getpgid,
+        158 => l::SYS_sched_yield,
+        199 => l::SYS_getuid,
+        200 => l::SYS_getgid,
+        201 => l::SYS_geteuid,
+        202 => l::SYS_getegid,
+        224 => l::SYS_gettid,
+        238 => l::SYS_tkill,
+        252 => l::SYS_exit_group,
+        270 => l::SYS_tgkill,
+        _ => return None,
+    };
+    Some(x86_64 as u64)
+}
+
 /// Syscalls that can wait in the kernel for something another thread does.
 fn may_block(nr: u64) -> bool {
     use libc as l;
@@ -225,7 +266,7 @@ impl Runtime {
         };
         let ret = super::fds::after(nr, &a, ret);
         if ret == -(libc::EINTR as i64) {
-            self.interrupted_syscall = Some(nr);
+            self.interrupted_syscall = Some((nr, nr));
         }
         self.ctx.gpr[reg::RAX as usize] = ret as u64;
     }

@@ -201,7 +201,7 @@ impl Runtime {
                         Ok((r, q)) => {
                             self.set_quantum(q);
                             if r == -(libc::EINTR as i64) {
-                                self.interrupted_syscall = Some(libc::SYS_futex as u64);
+                                self.interrupted_syscall = Some((libc::SYS_futex as u64, libc::SYS_futex as u64));
                             }
                             r
                         }
