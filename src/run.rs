@@ -334,6 +334,7 @@ impl Runtime {
                         g[reg::RCX as usize] = r[2] as u64;
                         g[reg::RDX as usize] = r[3] as u64;
                     }
+                    ExitKind::Xgetbv => self.xgetbv(pc),
                     ExitKind::Rdtsc => {
                         let t = self.p().repeat.as_mut().map_or(0, |r| r.rdtsc());
                         self.ctx.gpr[reg::RAX as usize] = t & 0xffff_ffff;
@@ -399,6 +400,23 @@ impl Runtime {
         let (tool, ctx, mem) = self.tool_view();
         let ret = ctx.gpr[reg::RAX as usize] as i64;
         tool.syscall_post(ctx, nr, &args, ret, mem);
+    }
+
+    /// `xgetbv` at `pc`: the state components shown enabled (or in use: the guest's, saved
+    /// in its xsave area's header), or the #GP of an undefined register.
+    fn xgetbv(&mut self, pc: u64) {
+        let xinuse = u64::from_le_bytes(self.ctx.xsave.0[512..520].try_into().unwrap());
+        match rtgrind_jit::cpuid::xgetbv(self.ctx.gpr[reg::RCX as usize] as u32, xinuse) {
+            Some(v) => {
+                self.ctx.gpr[reg::RAX as usize] = v & 0xffff_ffff;
+                self.ctx.gpr[reg::RDX as usize] = v >> 32;
+            }
+            None => {
+                self.ctx.rip = pc;
+                let info = SigInfo { trap: Some((13, 0)), ..SigInfo::new(libc::SIGSEGV, libc::SI_KERNEL, 0) };
+                self.handle_fault(info);
+            }
+        }
     }
 
     /// `int 0x80`: the kernel's i386 system call, which a 64-bit process may make too. The

@@ -92,6 +92,8 @@ pub enum ExitKind {
     Cpuid,
     /// An instruction the engine cannot run, at `pc`.
     Unsupported,
+    /// `xgetbv` at `pc` (`cpuid::xgetbv`); `target` is the instruction after it.
+    Xgetbv,
     /// `int 0x80` at `pc`: the kernel's 32-bit system call; `target` is the instruction after it.
     Int80,
     /// `rdtsc` or `rdtscp` at `pc` with a virtual time-stamp counter; `target` is after it.

@@ -824,7 +824,7 @@ impl Body<'_, '_> {
         let yields = ins.mnemonic() == Mnemonic::Pause && b.pause_yields;
         if !(sequential || conditional_branch)
             || yields
-            || matches!(ins.mnemonic(), Mnemonic::Syscall | Mnemonic::Cpuid | Mnemonic::Rdtsc | Mnemonic::Rdtscp | Mnemonic::Rdrand | Mnemonic::Rdseed)
+            || matches!(ins.mnemonic(), Mnemonic::Syscall | Mnemonic::Cpuid | Mnemonic::Rdtsc | Mnemonic::Rdtscp | Mnemonic::Rdrand | Mnemonic::Rdseed | Mnemonic::Xgetbv)
         {
             // The block ends with this instruction: every register gets its guest value back.
             b.restore(!0);
@@ -874,8 +874,8 @@ impl Body<'_, '_> {
         }
     }
 
-    /// A `syscall`, `int 0x80`, `cpuid`, (repeatable runs) `rdtsc`, `rdrand` or `rdseed`, or
-    /// (several threads) `pause`: the block leaves for the runtime.
+    /// A `syscall`, `int 0x80`, `cpuid`, `xgetbv`, (repeatable runs) `rdtsc`, `rdrand` or
+    /// `rdseed`, or (several threads) `pause`: the block leaves for the runtime.
     fn leaves_for_the_runtime(&mut self, b: &mut BlockBuilder) -> bool {
         let ins = self.ins;
         let (kind, note) = match ins.mnemonic() {
@@ -883,6 +883,7 @@ impl Body<'_, '_> {
             Mnemonic::Pause if b.pause_yields => (ExitKind::Yield, None),
             Mnemonic::Cpuid => (ExitKind::Cpuid, None),
             Mnemonic::Int if ins.immediate8() == 0x80 => (ExitKind::Int80, None),
+            Mnemonic::Xgetbv => (ExitKind::Xgetbv, None),
             Mnemonic::Rdtsc | Mnemonic::Rdtscp if self.env.virtual_tsc => (ExitKind::Rdtsc, (ins.mnemonic() == Mnemonic::Rdtscp).then(|| "rdtscp".to_string())),
             Mnemonic::Rdrand | Mnemonic::Rdseed if self.env.virtual_tsc => {
                 let r = ins.op0_register();
