@@ -335,6 +335,7 @@ impl Runtime {
                         g[reg::RDX as usize] = r[3] as u64;
                     }
                     ExitKind::Xgetbv => self.xgetbv(pc),
+                    ExitKind::X87Saved => self.x87_saved(pc),
                     ExitKind::Rdtsc => {
                         let t = self.p().repeat.as_mut().map_or(0, |r| r.rdtsc());
                         self.ctx.gpr[reg::RAX as usize] = t & 0xffff_ffff;
@@ -400,6 +401,33 @@ impl Runtime {
         let (tool, ctx, mem) = self.tool_view();
         let ret = ctx.gpr[reg::RAX as usize] as i64;
         tool.syscall_post(ctx, nr, &args, ret, mem);
+    }
+
+    /// The instruction at `pc` saved the x87 environment: the last-instruction pointer it
+    /// wrote, the code cache's, becomes the guest's (a saved pointer that is not the cache's
+    /// is left as it is: `xsaveopt` may not have written it).
+    fn x87_saved(&mut self, pc: u64) {
+        use rtgrind_jit::iced_x86::{Decoder, DecoderOptions, Register};
+        let mut code = [0u8; 15];
+        let n = Source(&self.p().mem).read_code(pc, &mut code);
+        let ins = Decoder::with_ip(64, &code[..n], pc, DecoderOptions::NONE).decode();
+        let Some((offset, wide)) = translate::saved_fip(&ins) else { return };
+        let (gpr, fs_base) = (self.ctx.gpr, self.ctx.fs_base);
+        let value = |r: Register, _: usize, _: usize| match r {
+            Register::ES | Register::CS | Register::SS | Register::DS => Some(0),
+            Register::FS => Some(fs_base),
+            _ if r.is_gpr() => Some(gpr[r.full_register() as usize - Register::RAX as usize] & (u64::MAX >> (64 - 8 * r.size()))),
+            _ => None,
+        };
+        let Some(at) = ins.virtual_address(0, 0, value).map(|a| a + offset) else { return };
+        let mut raw = [0u8; 8];
+        let width = if wide { 8 } else { 4 };
+        if !crate::kernel::guest_mem::read(at, &mut raw[..width]) {
+            return;
+        }
+        if let Some(guest) = self.p().cache.guest_fip(u64::from_le_bytes(raw), wide) {
+            crate::kernel::guest_mem::write(at, &guest.to_le_bytes()[..width]);
+        }
     }
 
     /// `xgetbv` at `pc`: the state components shown enabled (or in use: the guest's, saved
@@ -526,6 +554,11 @@ impl Runtime {
         }
         if let Some(m) = self.saved_mask.take() {
             self.sig.mask = m;
+        }
+        // The frame's x87 last-instruction pointer is the guest's (the CPU saved the cache's).
+        let fip = u64::from_le_bytes(self.ctx.xsave.0[8..16].try_into().unwrap());
+        if let Some(guest) = self.p().cache.guest_fip(fip, true) {
+            self.ctx.xsave.0[8..16].copy_from_slice(&guest.to_le_bytes());
         }
         if !self.sig.deliver(&mut self.ctx, &info) {
             self.die_by_signal(&SigInfo::new(libc::SIGSEGV, 0x80, 0));

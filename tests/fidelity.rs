@@ -326,6 +326,97 @@ fn xgetbv_and_cpuid_leaf_0xd_agree_with_hidden_avx512() {
     }
 }
 
+/// Saves of the x87 environment after x87 instructions, and where their last-instruction
+/// pointer (FIP) points: zero, at the instruction's label, or elsewhere.
+const X87_POINTER: &str = r#"#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <ucontext.h>
+
+extern char at_fldpi[], at_fdiv[], at_fld1[];
+static uint64_t frame_fip;
+
+static void on_usr1(int sig, siginfo_t *si, void *ucv) {
+    (void)sig, (void)si;
+    frame_fip = ((ucontext_t *)ucv)->uc_mcontext.fpregs->rip;
+}
+
+/* A saved pointer: zero, at the label (+ offset), or elsewhere (the low 32 bits only for
+   the 32-bit formats). */
+static const char *where(const unsigned char *area, int off, int wide, const char *label) {
+    static char buf[8][32];
+    static int n;
+    uint64_t v = 0, l = (uintptr_t)label;
+    memcpy(&v, area + off, wide ? 8 : 4);
+    if (!wide)
+        l &= 0xffffffff;
+    char *b = buf[n++ % 8];
+    if (v == 0)
+        return "0";
+    if (v - l < 64)
+        snprintf(b, 32, "at+%d", (int)(v - l));
+    else
+        snprintf(b, 32, "elsewhere");
+    return b;
+}
+
+__attribute__((noinline)) static void stenv(unsigned char *env) {
+    asm volatile("fnstenv %0" : "=m"(*(unsigned char(*)[28])env));
+}
+
+int main(void) {
+    unsigned char env[28], save[108], fx[512] __attribute__((aligned(16))), fx64[512] __attribute__((aligned(16)));
+    static unsigned char xs[4096] __attribute__((aligned(64)));
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_usr1;
+    sa.sa_flags = SA_SIGINFO;
+    sigaction(SIGUSR1, &sa, 0);
+
+    asm volatile("fninit; .globl at_fldpi\nat_fldpi: fldpi; fnstenv %0; fnsave %1; frstor %1; fxsave %2; fxsave64 %3; fstp %%st(0)"
+                 : "=m"(env), "=m"(save), "=m"(fx), "=m"(fx64) :: "memory");
+    printf("fldpi: fnstenv %s, fnsave %s, fxsave %s, fxsave64 %s\n", where(env, 12, 0, at_fldpi), where(save, 12, 0, at_fldpi),
+           where(fx, 8, 0, at_fldpi), where(fx64, 8, 1, at_fldpi));
+
+    /* An unmasked zero divide left pending. */
+    unsigned short cw = 0x037b;
+    asm volatile("fninit; fldcw %4; fld1; fldz; .globl at_fdiv\nat_fdiv: fdivrp; fnstenv %0; fxsave %1; fxsave64 %2; xor %%edx, %%edx; mov $1, %%eax; xsave64 %3"
+                 : "=m"(env), "=m"(fx), "=m"(fx64), "=m"(xs) : "m"(cw) : "memory", "eax", "edx");
+    raise(SIGUSR1);
+    asm volatile("fnclex; fninit");
+    printf("fdiv pending: fnstenv %s, fxsave %s, fxsave64 %s, xsave64 %s, signal frame %s\n", where(env, 12, 0, at_fdiv), where(fx, 8, 0, at_fdiv),
+           where(fx64, 8, 1, at_fdiv), where(xs, 8, 1, at_fdiv), where((unsigned char *)&frame_fip, 0, 1, at_fdiv));
+
+    /* The x87 instruction in another block than the save (a linked one, the third time). */
+    for (int i = 0; i < 3; i++) {
+        asm volatile(".globl at_fld1\nat_fld1: fld1; fstp %%st(0)" ::: "memory");
+        stenv(env);
+    }
+    printf("another block: fnstenv %s\n", where(env, 12, 0, at_fld1));
+    return 0;
+}
+"#;
+
+/// The x87 last-instruction pointer that `fnstenv`, `fnsave`, `fxsave`, `xsave` and a signal
+/// frame show is the guest's instruction (or zero where the CPU saves none: `fxsave` and
+/// `xsave` on AMD), as natively, never the code cache's: with the x87 instruction in the
+/// same block as the save (written after it) or in another (the runtime maps the cache's).
+/// `fnstenv` and `fnsave` showed the code cache's address. Under taint, whose call-outs save
+/// and restore the x87 state, an AMD CPU forgets the pointer (zero: never the cache's).
+#[test]
+fn the_x87_last_instruction_pointer_is_the_guests() {
+    let exe = compile_snippet("x87_pointer", "c", X87_POINTER, &["-O1"]);
+    let native = run_native(&Cmd::new(&exe));
+    assert!(native.status.success() && native.stdout_str().starts_with("fldpi: fnstenv at+0, fnsave at+0"), "{}", native.describe());
+    for tool in ["--tool=none", "--tool=count"] {
+        let out = run_rtgrind(["-q", tool], &Cmd::new(&exe));
+        assert_eq!(out.stdout_str(), native.stdout_str(), "{tool}: {}", out.describe());
+    }
+    let out = run_rtgrind(["-q", "--tool=taint"], &Cmd::new(&exe));
+    assert!(out.status.success() && out.stdout_str().lines().count() == 3 && !out.stdout_str().contains("elsewhere"), "{}", out.describe());
+}
+
 /// The `==PID==` of rtgrind's first line.
 fn pid(out: &crate::common::Output) -> String {
     out.stderr_str().trim_start_matches("==").split("==").next().unwrap_or_default().to_string()

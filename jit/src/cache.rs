@@ -92,6 +92,10 @@ pub enum ExitKind {
     Cpuid,
     /// An instruction the engine cannot run, at `pc`.
     Unsupported,
+    /// An instruction at `pc` that saved the x87 environment with its last-instruction
+    /// pointer (`translate::saved_fip`), a code-cache address the runtime makes the guest's;
+    /// `target` is the instruction after it.
+    X87Saved,
     /// `xgetbv` at `pc` (`cpuid::xgetbv`); `target` is the instruction after it.
     Xgetbv,
     /// `int 0x80` at `pc`: the kernel's 32-bit system call; `target` is the instruction after it.
@@ -351,6 +355,19 @@ impl CodeCache {
         let off = (host - b.host_start) as u32;
         let i = b.pc_map.partition_point(|e| e.host_off <= off);
         (i > 0).then(|| (b.pc_map[i - 1], b.host_start + b.pc_map[i - 1].host_off as u64))
+    }
+
+    /// The guest's address of the instruction at an x87 last-instruction pointer (FIP) the
+    /// CPU saved while running translated code: all 64 bits of it (`wide`), or its low 32 (the
+    /// 32-bit formats', which the guest's would keep of the guest's address too).
+    pub fn guest_fip(&self, fip: u64, wide: bool) -> Option<u64> {
+        let at = |host: u64| self.guest_pc_at(host).map(|(e, _)| e.guest_pc);
+        if wide {
+            return if self.contains_host(fip) { at(fip) } else { None };
+        }
+        // An arena is 64 MiB: it lies in one or two 4 GiB windows.
+        let ends = self.arenas.iter().flat_map(|a| [a.exec, a.exec + ARENA_SIZE as u64 - 1]);
+        ends.map(|x| x & !0xffff_ffff | fip & 0xffff_ffff).find(|&h| self.contains_host(h)).and_then(at)
     }
 
     /// Drops every translation of guest code overlapping `[start, end)`. Returns the number

@@ -457,6 +457,63 @@ fn overwrites_undefined(ins: &Instruction) -> u32 {
     }
 }
 
+/// Where an instruction that saves the x87 environment puts its last-instruction pointer
+/// (FIP), which the CPU fills with the code cache's address of the last x87 instruction: the
+/// offset in its memory operand and whether the field is 64 bits wide (else 32). The guest's
+/// address goes there: written after the instruction where it is known and the instruction
+/// always writes the field (`fnstenv`, `fnsave`; `fxsave` and `xsave` write zero on some
+/// CPUs, AMD's without a pending exception), else by the runtime from the cache's address
+/// (`ExitKind::X87Saved`). (The 16-bit formats are left as they are.)
+pub fn saved_fip(ins: &Instruction) -> Option<(u64, bool)> {
+    use Code::*;
+    match ins.code() {
+        Fnstenv_m28byte | Fstenv_m28byte | Fnsave_m108byte | Fsave_m108byte => Some((12, false)),
+        Fxsave_m512byte | Xsave_mem | Xsaveopt_mem | Xsavec_mem => Some((8, false)),
+        Fxsave64_m512byte | Xsave64_mem | Xsaveopt64_mem | Xsavec64_mem => Some((8, true)),
+        _ => None,
+    }
+}
+
+/// Whether `ins` (with a `saved_fip`) always writes the last-instruction pointer.
+fn always_saves_fip(ins: &Instruction) -> bool {
+    matches!(ins.mnemonic(), Mnemonic::Fnstenv | Mnemonic::Fstenv | Mnemonic::Fnsave | Mnemonic::Fsave)
+}
+
+/// `mov dword [m + offset], imm`, for `ins`'s memory operand `m` (same pc and length).
+fn store_imm32(ins: &Instruction, offset: u64, imm: u32) -> Instruction {
+    let disp = ins.memory_displacement64().wrapping_add(offset);
+    // (iced's sizes: 1 for a disp8, 8 for a disp32 of 64-bit addressing, 4 of 32-bit.)
+    let addr32 = ins.memory_base().size() == 4 || ins.memory_index().size() == 4;
+    let displ_size = if addr32 {
+        4
+    } else if !ins.is_ip_rel_memory_operand() && i8::try_from(disp as i64).is_ok() {
+        1
+    } else {
+        8
+    };
+    let mem = MemoryOperand::new(ins.memory_base(), ins.memory_index(), ins.memory_index_scale(), disp as i64, displ_size, false, ins.segment_prefix());
+    let mut mov = Instruction::with2(Code::Mov_rm32_imm32, mem, imm).expect("mov m32, imm32");
+    mov.set_ip(ins.ip());
+    mov.set_len(ins.len());
+    mov.set_next_ip(ins.next_ip());
+    mov
+}
+
+/// What the x87 last-instruction pointer holds after `ins`, `before` before it: the
+/// non-control x87 instructions set it, `fninit` and the loads of an environment set the
+/// guest's own.
+fn x87_ip_after(ins: &Instruction, before: X87Ip) -> X87Ip {
+    use Mnemonic::*;
+    match ins.mnemonic() {
+        // (`fnsave` initializes the unit after saving it, as `fninit` does.)
+        Fninit | Finit | Fnsave | Fsave | Fldenv | Frstor | Fxrstor | Fxrstor64 | Xrstor | Xrstor64 => X87Ip::Guests,
+        Fnstenv | Fstenv | Fxsave | Fxsave64 | Xsave | Xsave64 | Xsaveopt | Xsaveopt64 | Xsavec | Xsavec64 => before,
+        Fldcw | Fnstcw | Fstcw | Fnstsw | Fstsw | Fnclex | Fclex | Wait => before,
+        _ if ins.cpuid_features().contains(&iced_x86::CpuidFeature::FPU) => X87Ip::At(ins.ip()),
+        _ => before,
+    }
+}
+
 /// How an instruction that can only raise an exception in a user process is run.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Trap {
@@ -692,6 +749,7 @@ fn body(b: &mut BlockBuilder, env: &BodyEnv, tool: &mut dyn Tool) -> Result<(u64
         count: 0,
         folded: 0,
         end: env.pc,
+        x87_ip: X87Ip::Unknown,
     };
     t.enter(b, tool);
     while t.decode()? {
@@ -729,6 +787,20 @@ struct Body<'e, 'a> {
     folded: usize,
     /// Where the guest code translated so far ends.
     end: u64,
+    /// What the x87 last-instruction pointer holds here (see `saved_fip`).
+    x87_ip: X87Ip,
+}
+
+/// What the x87 last-instruction pointer (FIP) holds at a point of a block.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum X87Ip {
+    /// The cache's address of an x87 instruction before the block, or the guest's loaded
+    /// with the environment after the translation's last exit: the runtime looks.
+    Unknown,
+    /// The cache's address of the x87 instruction at this guest pc, earlier in the block.
+    At(u64),
+    /// What the guest set (`fninit`, `fldenv`, `frstor`, `fxrstor`, `xrstor`): its own.
+    Guests,
 }
 
 impl Body<'_, '_> {
@@ -848,6 +920,13 @@ impl Body<'_, '_> {
                 let mut after = b.inline(uses, !self.dead_at(count), self.later(count));
                 tool.after_insn(&site, &mut after);
                 emit_inline(b, after, Point::Elsewhere);
+                let patched = matches!(self.x87_ip, X87Ip::At(_)) && always_saves_fip(&ins);
+                if saved_fip(&ins).is_some() && self.x87_ip != X87Ip::Guests && !patched {
+                    b.restore(!0);
+                    b.leave(ExitKind::X87Saved, ins.ip(), self.end, None);
+                    return Goes::Out;
+                }
+                self.x87_ip = x87_ip_after(&ins, self.x87_ip);
                 Goes::On
             }
             FlowControl::Interrupt | FlowControl::Exception => unreachable!("a trap (`trap_kind`)"),
@@ -906,6 +985,15 @@ impl Body<'_, '_> {
             b.asm.bytes(&count_registers().store);
         }
         copy_insn(b, &mut self.encoder, &self.ins, (raw, self.rewritten), uses);
+        if let (Some((offset, wide)), X87Ip::At(guest), true) = (saved_fip(&self.ins), self.x87_ip, always_saves_fip(&self.ins)) {
+            // The CPU saved the cache's address of the block's last x87 instruction: the
+            // guest's goes over it.
+            let halves = if wide { &[(0, guest as u32), (4, (guest >> 32) as u32)][..] } else { &[(0, guest as u32)] };
+            for &(at, half) in halves {
+                let mov = store_imm32(&self.ins, offset + at, half);
+                copy_insn(b, &mut self.encoder, &mov, (&[], true), uses);
+            }
+        }
         b.wrote(written, whole);
         if restores {
             b.asm.bytes(&count_registers().load);
