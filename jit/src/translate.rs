@@ -896,7 +896,10 @@ impl Body<'_, '_> {
         let yields = ins.mnemonic() == Mnemonic::Pause && b.pause_yields;
         if !(sequential || conditional_branch)
             || yields
-            || matches!(ins.mnemonic(), Mnemonic::Syscall | Mnemonic::Cpuid | Mnemonic::Rdtsc | Mnemonic::Rdtscp | Mnemonic::Rdrand | Mnemonic::Rdseed | Mnemonic::Xgetbv)
+            || matches!(
+                ins.mnemonic(),
+                Mnemonic::Syscall | Mnemonic::Cpuid | Mnemonic::Rdtsc | Mnemonic::Rdtscp | Mnemonic::Rdrand | Mnemonic::Rdseed | Mnemonic::Xgetbv
+            )
         {
             // The block ends with this instruction: every register gets its guest value back.
             b.restore(!0);

@@ -702,7 +702,7 @@ extern "sysv64" fn host_handler(sig: i32, info: *mut libc::siginfo_t, ucv: *mut 
     if DEFAULT_FATAL.load(Ordering::SeqCst) & bit(sig) != 0 && super::sched::PARKED.with(|p| p.get()) {
         // This thread is parked waiting for the baton and may never run again to act on it:
         // end the process now, the way the signal would natively.
-        die_now(&SigInfo { sig, raw }, ctx.rip);
+        die_now(&SigInfo { sig, raw, trap: None }, ctx.rip);
     }
     inbox.queues[sig as usize].push(raw);
     inbox.pending.fetch_or(bit(sig), Ordering::SeqCst);
