@@ -103,11 +103,10 @@ struct Source<'a>(&'a GuestMemory);
 
 impl CodeSource for Source<'_> {
     fn read_code(&mut self, addr: u64, buf: &mut [u8]) -> usize {
+        // Executable by the map, but a page of a file mapped past its end cannot be read
+        // (SIGBUS): the code ends before it.
         let n = self.0.exec_len(addr, buf.len() as u64) as usize;
-        // SAFETY: [addr, addr+n) lies in mapped, executable (hence readable) guest memory
-        // according to the guest memory map, which mirrors every guest mapping change.
-        unsafe { std::ptr::copy_nonoverlapping(addr as *const u8, buf.as_mut_ptr(), n) };
-        n
+        crate::kernel::raw::copy_guarded(addr, &mut buf[..n])
     }
 }
 
@@ -502,14 +501,29 @@ impl Runtime {
     fn translate_failed(&mut self, e: TranslateError) {
         match e {
             TranslateError::NotExecutable(pc) => {
-                let code = if self.p().mem.region_at(pc).is_some() { 2 } else { 1 }; // SEGV_ACCERR / SEGV_MAPERR
-                self.handle_fault(SigInfo::new(libc::SIGSEGV, code, pc));
+                let info = self.code_fault(pc);
+                self.handle_fault(info);
             }
             TranslateError::Invalid(pc) => self.handle_fault(SigInfo::new(libc::SIGILL, 2 /* ILL_ILLOPN */, pc)),
             TranslateError::Cache(e) => {
                 self.p().report.error(&format!("{e}"));
                 self.finish_and_exit(crate::EXIT_INTERNAL);
             }
+        }
+    }
+
+    /// The fault the CPU raises fetching the instruction at `pc`, which the translator could
+    /// not read whole: at the first byte it could not read, SIGBUS if that byte is mapped
+    /// executable (a page of a file past its end), else SIGSEGV.
+    fn code_fault(&mut self, pc: u64) -> SigInfo {
+        let mem = &self.p().mem;
+        let mut insn = [0u8; 16];
+        let n = Source(mem).read_code(pc, &mut insn);
+        let at = if n < insn.len() { pc + n as u64 } else { pc };
+        match mem.region_at(at) {
+            Some((_, r)) if r.prot & libc::PROT_EXEC != 0 => SigInfo::new(libc::SIGBUS, 2 /* BUS_ADRERR */, at),
+            Some(_) => SigInfo::new(libc::SIGSEGV, 2 /* SEGV_ACCERR */, at),
+            None => SigInfo::new(libc::SIGSEGV, 1 /* SEGV_MAPERR */, at),
         }
     }
 

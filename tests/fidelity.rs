@@ -2,6 +2,7 @@
 //! end. Each case compares a run under rtgrind with the native run of the same program.
 
 use crate::common::{compile_snippet, run_native, run_rtgrind, Cmd};
+use std::os::unix::process::ExitStatusExt;
 
 /// Writes one byte `argv[1]` bytes away from a local buffer (stack) and says where.
 const FAR_WRITE: &str = r#"#include <stdio.h>
@@ -31,6 +32,94 @@ fn a_store_far_past_the_stack_faults_as_natively_in_every_mode() {
             let out = run_rtgrind(&opts, &Cmd::new(&exe).arg(off));
             assert!(out.stderr_str().contains("(SIGSEGV)") && out.stdout_str().is_empty(), "{mode:?} {off}: {}", out.describe());
         }
+    }
+}
+
+/// Maps one page of a file as two pages of code and runs or reads past the file's end, or
+/// after truncating it, as `argv[1]` says; with a second argument a SIGBUS handler prints the
+/// signal, its code and its address from the mapping's start.
+const PAST_EOF: &str = r#"#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+static char *map;
+
+static void on_bus(int sig, siginfo_t *si, void *uc) {
+    (void)uc;
+    printf("signal %d code %d at map+%#lx\n", sig, si->si_code, (unsigned long)((char *)si->si_addr - map));
+    fflush(stdout);
+    _exit(0);
+}
+
+int main(int argc, char **argv) {
+    const char *mode = argv[1];
+    char path[] = "/tmp/rtgrind-past-eof-XXXXXX";
+    int fd = mkstemp(path);
+    unlink(path);
+    static unsigned char page[4096];
+    memset(page, 0xc3, sizeof page); /* ret */
+    page[4093] = 0xb8;               /* mov eax, imm32: its immediate is past the end */
+    if (fd < 0 || write(fd, page, sizeof page) != sizeof page) return 3;
+    map = mmap(0, 2 * 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+    if (map == MAP_FAILED) return 4;
+    if (argc > 2) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = on_bus;
+        sa.sa_flags = SA_SIGINFO;
+        sigaction(SIGBUS, &sa, 0);
+    }
+    void (*f)(void) = (void (*)(void))map;
+    if (!strcmp(mode, "code")) {
+        ((void (*)(void))(map + 4096))();
+    } else if (!strcmp(mode, "straddle")) {
+        ((void (*)(void))(map + 4093))();
+    } else if (!strcmp(mode, "truncated")) {
+        if (ftruncate(fd, 0)) return 5;
+        f();
+    } else if (!strcmp(mode, "ran-then-truncated")) {
+        f();
+        if (ftruncate(fd, 0)) return 5;
+        f();
+    } else if (!strcmp(mode, "data")) {
+        printf("%d\n", map[4096]);
+    } else if (!strcmp(mode, "data-truncated")) {
+        printf("%d\n", map[0]);
+        if (ftruncate(fd, 0)) return 5;
+        printf("%d\n", map[0]);
+    }
+    puts("no fault");
+    return 0;
+}
+"#;
+
+/// Code or data in a file mapping past the file's end (mapped longer than the file, or the
+/// file truncated after mapping, its code run before or not) raises SIGBUS (BUS_ADRERR at the
+/// first byte past the end) as natively: the guest's handler sees the same siginfo, or the
+/// program dies of SIGBUS. Reading such code for translation was an internal error of rtgrind
+/// (a SIGBUS in the translator), and code translated before the truncation ran on.
+#[test]
+fn code_and_data_past_the_end_of_a_mapped_file_raise_sigbus_as_natively() {
+    let exe = compile_snippet("past_eof", "c", PAST_EOF, &["-g", "-O0"]);
+    for mode in ["code", "straddle", "truncated", "ran-then-truncated", "data", "data-truncated"] {
+        let native = run_native(&Cmd::new(&exe).args([mode, "handler"]));
+        assert!(native.status.success() && native.stdout_str().contains("signal 7 code 2 at map+"), "{mode}: {}", native.describe());
+        for tool in ["--tool=none", "--tool=count"] {
+            let out = run_rtgrind(["-q", tool], &Cmd::new(&exe).args([mode, "handler"]));
+            assert!(out.status.success() && out.stdout == native.stdout, "{mode} {tool}: native {}\nrtgrind {}", native.stdout_str(), out.describe());
+        }
+        let native = run_native(&Cmd::new(&exe).arg(mode));
+        assert_eq!(native.status.signal(), Some(libc::SIGBUS), "{mode}: {}", native.describe());
+        let out = run_rtgrind(["-q", "--tool=none"], &Cmd::new(&exe).arg(mode));
+        let err = out.stderr_str();
+        assert!(
+            out.status.signal() == Some(libc::SIGBUS) && err.contains("(SIGBUS)") && err.contains("bus error at address") && out.stdout == native.stdout,
+            "{mode}: {}",
+            out.describe()
+        );
     }
 }
 

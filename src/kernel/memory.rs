@@ -27,6 +27,16 @@ pub struct Region {
     /// Code was translated from here while writable, so the real protection lacks
     /// PROT_WRITE until a write fault invalidates the translations.
     pub write_protected: bool,
+    /// The mapped file's (device, inode): its translations go when the file is truncated.
+    pub file: Option<FileId>,
+}
+
+/// A file's (device, inode).
+pub type FileId = (u64, u64);
+
+/// The (device, inode) of the file open as `fd`.
+pub fn file_id(fd: i32) -> Option<FileId> {
+    crate::kernel::raw::fstat(fd).map(|st| (st.st_dev, st.st_ino))
 }
 
 #[derive(Default)]
@@ -76,9 +86,20 @@ impl GuestMemory {
     }
 
     pub fn add(&mut self, start: u64, len: u64, prot: i32, name: Option<String>) {
+        self.add_file(start, len, prot, name, None);
+    }
+
+    /// `add` for a mapping of the file `file`.
+    fn add_file(&mut self, start: u64, len: u64, prot: i32, name: Option<String>, file: Option<FileId>) {
         let end = start + len;
         self.carve(start, end);
-        self.regions.insert(start, Region { end, prot, name, write_protected: false });
+        self.regions.insert(start, Region { end, prot, name, write_protected: false, file });
+    }
+
+    /// Executable ranges mapped from the file `id` (their translations must go when the
+    /// file shrinks: natively, fetching code past its new end raises SIGBUS).
+    pub fn exec_ranges_of(&self, id: FileId) -> Vec<(u64, u64)> {
+        self.regions.iter().filter(|(_, r)| r.file == Some(id) && r.prot & libc::PROT_EXEC != 0).map(|(&s, r)| (s, r.end)).collect()
     }
 
     pub fn remove(&mut self, start: u64, len: u64) {
@@ -162,7 +183,7 @@ impl GuestMemory {
     /// Maps a file range inside guest-owned memory (the loader's segments).
     pub fn map_file_fixed(&mut self, at: u64, len: u64, prot: i32, fd: i32, off: u64, name: &str) -> std::io::Result<()> {
         raw_mmap(at, len, prot, libc::MAP_PRIVATE | libc::MAP_FIXED, fd, off).map_err(std::io::Error::from_raw_os_error)?;
-        self.add(at, len, prot, Some(name.to_string()));
+        self.add_file(at, len, prot, Some(name.to_string()), file_id(fd));
         Ok(())
     }
 
@@ -176,8 +197,8 @@ impl GuestMemory {
     pub fn protect_fixed(&mut self, at: u64, len: u64, prot: i32) {
         // SAFETY: the range is guest-owned (the loader's own segment).
         unsafe { libc::mprotect(at as *mut libc::c_void, len as usize, prot) };
-        let name = self.region_at(at).and_then(|(_, r)| r.name.clone());
-        self.add(at, len, prot, name);
+        let (name, file) = self.region_at(at).map_or((None, None), |(_, r)| (r.name.clone(), r.file));
+        self.add_file(at, len, prot, name, file);
     }
 
     /// The guest's `mmap`. Returns the address or a negative errno.
@@ -197,12 +218,12 @@ impl GuestMemory {
         }
         match raw_mmap(addr, len, prot, flags, fd, off) {
             Ok(p) => {
-                let name = if fd >= 0 && flags & libc::MAP_ANONYMOUS == 0 {
-                    std::fs::read_link(format!("/proc/self/fd/{fd}")).ok().map(|p| p.display().to_string())
+                let (name, file) = if fd >= 0 && flags & libc::MAP_ANONYMOUS == 0 {
+                    (std::fs::read_link(format!("/proc/self/fd/{fd}")).ok().map(|p| p.display().to_string()), file_id(fd))
                 } else {
-                    None
+                    (None, None)
                 };
-                self.add(p, len, prot, name);
+                self.add_file(p, len, prot, name, file);
                 p as i64
             }
             Err(e) => -e as i64,
@@ -240,7 +261,7 @@ impl GuestMemory {
         }
         for (s, e, reg) in self.pieces(addr, end) {
             self.carve(s, e);
-            self.regions.insert(s, Region { end: e, prot, name: reg.name, write_protected: false });
+            self.regions.insert(s, Region { end: e, prot, write_protected: false, ..reg });
         }
         0
     }
@@ -251,7 +272,7 @@ impl GuestMemory {
         if !self.gaps(old, old_end).is_empty() {
             return -libc::EFAULT as i64;
         }
-        let (prot, name) = self.region_at(old).map(|(_, r)| (r.prot, r.name.clone())).unwrap_or((0, None));
+        let (prot, name, file) = self.region_at(old).map(|(_, r)| (r.prot, r.name.clone(), r.file)).unwrap_or((0, None, None));
         if flags & libc::MREMAP_FIXED != 0 {
             if let Err(e) = self.claim_gaps(new_addr, new_addr + page_up(new_len)) {
                 return -e as i64;
@@ -265,7 +286,7 @@ impl GuestMemory {
         if flags & libc::MREMAP_DONTUNMAP == 0 {
             self.remove(old, old_end - old);
         }
-        self.add(p as u64, page_up(new_len), prot, name);
+        self.add_file(p as u64, page_up(new_len), prot, name, file);
         p as i64
     }
 

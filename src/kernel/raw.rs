@@ -96,6 +96,56 @@ pub fn guarded_cancel_target(pc: u64) -> Option<u64> {
     (pc >= b && pc <= i).then_some(rtg_guarded_bail as *const () as u64)
 }
 
+// A copy that a fault cannot turn into rtgrind's crash: the host handler moves a thread whose
+// SIGSEGV or SIGBUS came from `rtg_copy_insn` to `rtg_copy_fault`, which returns 1 (as the
+// kernel's copy_from_user has an exception table entry). The translator reads guest code this
+// way: a file mapped past its end raises SIGBUS on those pages, which must be the guest's.
+std::arch::global_asm!(
+    ".text",
+    ".p2align 4",
+    ".globl rtg_copy_guarded",
+    "rtg_copy_guarded:",
+    // rdi = destination, rsi = source, rdx = length; returns 0, or 1 if the source faulted
+    "mov rcx, rdx",
+    ".globl rtg_copy_insn",
+    "rtg_copy_insn:",
+    "rep movsb",
+    "xor eax, eax",
+    "ret",
+    ".globl rtg_copy_fault",
+    "rtg_copy_fault:",
+    "mov eax, 1",
+    "ret",
+);
+
+extern "sysv64" {
+    fn rtg_copy_guarded(dst: *mut u8, src: u64, len: usize) -> u64;
+    fn rtg_copy_insn();
+    fn rtg_copy_fault();
+}
+
+/// Copies the guest bytes at `src` into `buf` page by page, stopping at the first page that
+/// cannot be read (unmapped, or a file's page past its end); how many bytes were copied.
+pub fn copy_guarded(src: u64, buf: &mut [u8]) -> usize {
+    let mut done = 0;
+    while done < buf.len() {
+        let at = src + done as u64;
+        let n = ((0x1000 - (at & 0xfff)) as usize).min(buf.len() - done);
+        // SAFETY: the destination is our own buffer with room for `n` bytes; a fault reading
+        // the source is caught by the host handler (`copy_fault_target`), not taken by rtgrind.
+        if unsafe { rtg_copy_guarded(buf[done..].as_mut_ptr(), at, n) } != 0 {
+            break;
+        }
+        done += n;
+    }
+    done
+}
+
+/// If a fault at `pc` is a guarded copy's, where to resume instead.
+pub fn copy_fault_target(pc: u64) -> Option<u64> {
+    (pc == rtg_copy_insn as *const () as u64).then_some(rtg_copy_fault as *const () as u64)
+}
+
 /// `fstat` of a descriptor (rtgrind shares the guest's descriptor table).
 pub fn fstat(fd: i32) -> Option<libc::stat> {
     // SAFETY: an all-zero `stat` is a valid value of the plain C struct.

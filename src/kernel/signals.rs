@@ -602,6 +602,12 @@ extern "sysv64" fn host_handler(sig: i32, info: *mut libc::siginfo_t, ucv: *mut 
     let (info, uc) = unsafe { (&*info, &mut *(ucv as *mut libc::ucontext_t)) };
     let gregs = &mut uc.uc_mcontext.gregs;
     let pc = gregs[libc::REG_RIP as usize] as u64;
+    if let Some(resume) = super::raw::copy_fault_target(pc).filter(|_| matches!(sig, libc::SIGSEGV | libc::SIGBUS) && info.si_code > 0) {
+        // A guarded copy of guest memory faulted: it reports so, the guest's fault is raised
+        // by the runtime where the guest would take it.
+        gregs[libc::REG_RIP as usize] = resume as i64;
+        return;
+    }
     let ctx_p = rtgrind_jit::context::current_context();
     let cache_p = CACHE.load(Ordering::SeqCst);
     if ctx_p.is_null() || cache_p.is_null() {

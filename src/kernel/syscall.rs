@@ -268,7 +268,34 @@ impl Runtime {
         if ret == -(libc::EINTR as i64) {
             self.interrupted_syscall = Some((nr, nr));
         }
+        if ret >= 0 {
+            self.maybe_shrunk(nr, a, ret);
+        }
         self.ctx.gpr[reg::RAX as usize] = ret as u64;
+    }
+
+    /// After a call that may have shrunk a file (truncate, ftruncate, an open with O_TRUNC):
+    /// the translations of code mapped from it go, so code fetched past its new end raises
+    /// SIGBUS as natively instead of running from the old translation.
+    fn maybe_shrunk(&mut self, nr: u64, a: [u64; 6], ret: i64) {
+        use std::os::unix::fs::MetadataExt;
+        let trunc = libc::O_TRUNC as u64;
+        let id = match nr as i64 {
+            libc::SYS_ftruncate => super::memory::file_id(a[0] as i32),
+            libc::SYS_creat => super::memory::file_id(ret as i32),
+            libc::SYS_open if a[1] & trunc != 0 => super::memory::file_id(ret as i32),
+            libc::SYS_openat if a[2] & trunc != 0 => super::memory::file_id(ret as i32),
+            libc::SYS_truncate => {
+                use std::os::unix::ffi::OsStringExt;
+                let path = guest_mem::read_cstr(a[0], 4096).map(std::ffi::OsString::from_vec);
+                path.and_then(|p| std::fs::metadata(p).ok()).map(|m| (m.dev(), m.ino()))
+            }
+            _ => return,
+        };
+        let Some(id) = id else { return };
+        for (s, e) in self.p().mem.exec_ranges_of(id) {
+            self.invalidate(s, e);
+        }
     }
 
     /// What the runtime answers itself, before any emulation: an open of a file of the
