@@ -209,6 +209,7 @@ fn load_guest(cli: &cli::Cli) -> Guest {
     }
     let exe_path = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
     let mut mem = GuestMemory::default();
+    mem.keep_runtime_apart();
     let prog = loader::elf::load(&path, &mut mem).unwrap_or_else(|e| fail(&e.to_string(), e.exit_code()));
     mem.brk_start = prog.brk_start;
     mem.brk_cur = prog.brk_start;

@@ -538,6 +538,11 @@ impl Runtime {
                 return;
             }
         }
+        let mut info = info;
+        if info.sig == libc::SIGSEGV {
+            let code = self.p().mem.native_segv_code(info.addr(), info.code());
+            info.raw[8..12].copy_from_slice(&code.to_le_bytes());
+        }
         self.handle_signal(info);
     }
 

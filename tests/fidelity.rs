@@ -123,6 +123,106 @@ fn code_and_data_past_the_end_of_a_mapped_file_raise_sigbus_as_natively() {
     }
 }
 
+/// Stores one byte `argv[2]` bytes away from a buffer `argv[1]` names: `stack` (a local),
+/// `heap` (a small malloc'd block, in the brk heap), `mapped` (a large one, mapped) or
+/// `global`; with a third argument a SIGSEGV handler prints the signal's code and whether its
+/// address is the store's.
+const FAR_STORE: &str = r#"#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char global[16];
+static char *target;
+
+static void on_segv(int sig, siginfo_t *si, void *uc) {
+    (void)uc;
+    printf("signal %d code %d at the store's address: %s\n", sig, si->si_code, si->si_addr == target ? "yes" : "no");
+    fflush(stdout);
+    _exit(0);
+}
+
+int main(int argc, char **argv) {
+    char local[16];
+    char *heap = malloc(16), *mapped = malloc(1 << 20);
+    const char *which = argv[1];
+    char *base = !strcmp(which, "stack") ? local : !strcmp(which, "heap") ? heap : !strcmp(which, "mapped") ? mapped : global;
+    target = base + atol(argv[2]);
+    if (argc > 3) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = on_segv;
+        sa.sa_flags = SA_SIGINFO;
+        sigaction(SIGSEGV, &sa, 0);
+    }
+    *(volatile char *)target = 1;
+    printf("wrote at %p\n", (void *)target);
+    return 0;
+}
+"#;
+
+/// The modes a far store is run in: a repeatable run places the guest elsewhere (rtgrind's
+/// own binary and stack have the guest's usual places), a tool adds its own memory.
+const FAR_MODES: [&[&str]; 3] = [&["-q", "--tool=none"], &["-q", "--tool=none", "--repeatable=yes"], &["-q", "--tool=count", "--repeatable=yes"]];
+
+/// The native run of `FAR_STORE` (its stack limited to the usual 8 MiB, so it cannot grow
+/// to meet a store below it).
+fn far_store_native(exe: &std::path::Path, args: &[&str]) -> crate::common::Output {
+    run_native(&Cmd::new("sh").args(["-c", "ulimit -s 8192 && exec \"$0\" \"$@\""]).arg(exe).args(args))
+}
+
+/// A store far from a heap block (brk or mapped) or a global faults as it does natively, in
+/// every mode: rtgrind's writable memory was placed by the kernel beside the guest's mappings
+/// (the code cache's writable views, rtgrind's libraries' data), and a store 100 MB past a
+/// mapped block wrote into it, the program "did not fail". Only stores that fault natively
+/// are compared (natively the address may be mapped by chance, as under rtgrind).
+#[test]
+fn a_store_far_from_the_heap_or_a_global_faults_as_natively_in_every_mode() {
+    let exe = compile_snippet("far_store", "c", FAR_STORE, &["-g", "-O0"]);
+    for base in ["heap", "mapped", "global"] {
+        for off in ["-10000000", "-70000000", "100000000", "1000000000"] {
+            let native = far_store_native(&exe, &[base, off]);
+            if native.status.signal() != Some(libc::SIGSEGV) {
+                eprintln!("{base} {off}: natively no fault (mapped by chance), not compared: {}", native.describe());
+                continue;
+            }
+            for mode in FAR_MODES {
+                let out = run_rtgrind(mode, &Cmd::new(&exe).args([base, off]));
+                let err = out.stderr_str();
+                assert!(
+                    out.status.signal() == Some(libc::SIGSEGV)
+                        && err.contains("(SIGSEGV)")
+                        && err.contains("access not within mapped region")
+                        && out.stdout_str().is_empty(),
+                    "{mode:?} {base} {off}: {}",
+                    out.describe()
+                );
+            }
+        }
+    }
+}
+
+/// A fault in address space rtgrind keeps free for the guest's faults (its gaps are
+/// PROT_NONE: the gaps beside the guest stack, below rtgrind's own mappings) or in rtgrind's
+/// own memory (a code arena's read-only view near the guest's code) has the si_code of an
+/// address where nothing is mapped, SEGV_MAPERR, as natively; it was SEGV_ACCERR.
+#[test]
+fn a_fault_in_rtgrind_s_gaps_is_segv_maperr_as_natively() {
+    let exe = compile_snippet("far_store_code", "c", FAR_STORE, &["-g", "-O0"]);
+    for (base, off) in [("stack", "-10000000"), ("heap", "-250000000"), ("mapped", "100000000"), ("mapped", "-250000000")] {
+        let native = far_store_native(&exe, &[base, off, "handler"]);
+        if native.stdout_str() != "signal 11 code 1 at the store's address: yes\n" {
+            eprintln!("{base} {off}: natively not SEGV_MAPERR, not compared: {}", native.describe());
+            continue;
+        }
+        for mode in FAR_MODES {
+            let out = run_rtgrind(mode, &Cmd::new(&exe).args([base, off, "handler"]));
+            assert!(out.status.success() && out.stdout == native.stdout, "{mode:?} {base} {off}: {}", out.describe());
+        }
+    }
+}
+
 /// Options: a file an option names that cannot be written is an error before the banner (the
 /// error is the only line); `--stop-at` naming a thread that never exists, or an instance the
 /// run never reaches, says so at the end.

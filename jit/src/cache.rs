@@ -408,7 +408,7 @@ impl CodeCache {
         let mut arenas = Vec::new();
         for a in &self.arenas {
             let fresh = Arena::alloc_fd()?;
-            let rw = map(0, fresh.as_raw_fd(), libc::PROT_READ | libc::PROT_WRITE, 0)?;
+            let rw = rw_view(fresh.as_raw_fd())?;
             // SAFETY: both views are ARENA_SIZE long; `used` bytes of the old view are initialised.
             unsafe { std::ptr::copy_nonoverlapping(a.rw, rw as *mut u8, a.used) };
             arenas.push((fresh, rw as *mut u8));
@@ -442,6 +442,23 @@ impl CodeCache {
 /// Private copies of the code arenas made just before `fork` (see `prepare_fork`).
 pub struct ForkSnapshot {
     arenas: Vec<(OwnedFd, *mut u8)>,
+}
+
+/// Where the writable views of the arenas go: a slice of the address space no guest has
+/// anything in (below PIE programs and their heaps at 0x55..., above non-PIE ones, apart from
+/// the shadow slices and the tools' buffers), so that a wild guest store, which natively
+/// faults, cannot land in translated code. Left to the kernel, the views went beside the
+/// guest's own mappings (a store 100 MB past a malloc'd buffer overwrote one).
+const RW_PLACE: u64 = 0x5100_0000_0000;
+
+/// A read-write view of the arena memfd `fd`, at `RW_PLACE` or above it (the kernel's choice
+/// if that whole slice is taken).
+fn rw_view(fd: i32) -> std::io::Result<u64> {
+    let step = ARENA_SIZE as u64;
+    (0..(1u64 << 40) / step)
+        .map(|k| RW_PLACE + k * step)
+        .find_map(|at| map(at, fd, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_FIXED_NOREPLACE).ok())
+        .map_or_else(|| map(0, fd, libc::PROT_READ | libc::PROT_WRITE, 0), Ok)
 }
 
 fn map(addr: u64, fd: i32, prot: i32, extra: i32) -> std::io::Result<u64> {
@@ -495,7 +512,7 @@ impl Arena {
             }
         }
         let exec = exec.ok_or_else(|| std::io::Error::from_raw_os_error(libc::ENOMEM))?;
-        let rw = map(0, fd.as_raw_fd(), libc::PROT_READ | libc::PROT_WRITE, 0)?;
+        let rw = rw_view(fd.as_raw_fd())?;
         // (The descriptor closes here; the mappings keep the memfd.)
         Ok(Arena { exec, rw: rw as *mut u8, used: 0 })
     }

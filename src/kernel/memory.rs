@@ -44,7 +44,21 @@ pub struct GuestMemory {
     regions: BTreeMap<u64, Region>,
     pub brk_start: u64,
     pub brk_cur: u64,
+    /// Address space rtgrind keeps free (reserved PROT_NONE, not the guest's) where nothing
+    /// would be mapped natively, so that a guest access there faults as natively instead of
+    /// reaching rtgrind's memory beside it: the gaps around the guest stack and the one below
+    /// rtgrind's own mappings. A guest mapping placed there (MAP_FIXED) takes the part it needs.
+    kept_free: Vec<(u64, u64)>,
 }
+
+/// Address space kept free below rtgrind's own mappings at the top of the kernel's mmap area
+/// (its libraries' data, its threads' stacks), below which the kernel then puts the guest's
+/// mappings: natively a mapped buffer has the gap before the stack above it, and a store
+/// 100 MB past one faulted where under rtgrind it overwrote rtgrind's data.
+pub const RUNTIME_GAP: u64 = 4 << 30;
+
+/// The highest user address; above it faults are the kernel's own kind (SI_KERNEL).
+const USER_END: u64 = 1 << 47;
 
 fn raw_mmap(addr: u64, len: u64, prot: i32, flags: i32, fd: i32, off: u64) -> Result<u64, i32> {
     // SAFETY: callers pass either MAP_FIXED over guest-owned memory, MAP_FIXED_NOREPLACE, or
@@ -93,6 +107,7 @@ impl GuestMemory {
     fn add_file(&mut self, start: u64, len: u64, prot: i32, name: Option<String>, file: Option<FileId>) {
         let end = start + len;
         self.carve(start, end);
+        self.give_up_kept(start, end);
         self.regions.insert(start, Region { end, prot, name, write_protected: false, file });
     }
 
@@ -140,10 +155,115 @@ impl GuestMemory {
         (addr < r.end).then_some((s, r))
     }
 
+    /// Reserves `len` bytes of address space at `hint` (exactly if `fixed`, else where the
+    /// kernel puts a mapping) that is kept free: neither the guest's nor rtgrind's, so a guest
+    /// access there faults (as SEGV_MAPERR, `native_segv_code`).
+    pub fn keep_free(&mut self, hint: u64, len: u64, fixed: bool) -> std::io::Result<u64> {
+        let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | if hint != 0 { libc::MAP_FIXED_NOREPLACE } else { 0 };
+        let at = raw_mmap(hint, len, libc::PROT_NONE, flags, -1, 0).map_err(std::io::Error::from_raw_os_error)?;
+        if fixed && at != hint {
+            // SAFETY: the reservation was just made and is not used.
+            unsafe { libc::munmap(at as *mut libc::c_void, len as usize) };
+            return Err(std::io::Error::from_raw_os_error(libc::EEXIST));
+        }
+        self.kept_free.push((at, at + page_up(len)));
+        Ok(at)
+    }
+
+    /// Keeps `RUNTIME_GAP` free below rtgrind's own mappings at the top of the kernel's mmap
+    /// area (those mapped at start-up: its libraries, their data, its TLS), and the holes
+    /// between them too (the kernel puts a mapping in the highest hole it fits in), so that
+    /// every guest mapping the kernel places goes below the gap. Best effort.
+    pub fn keep_runtime_apart(&mut self) {
+        let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else { return };
+        let mut ranges: Vec<(u64, u64)> = Vec::new();
+        let mut stack = USER_END;
+        for line in maps.lines() {
+            let Some((range, _)) = line.split_once(' ') else { continue };
+            let Some((lo, hi)) = range.split_once('-') else { continue };
+            let (Ok(lo), Ok(hi)) = (u64::from_str_radix(lo, 16), u64::from_str_radix(hi, 16)) else { continue };
+            if line.ends_with("[stack]") {
+                stack = stack.min(lo);
+            }
+            ranges.push((lo, hi));
+        }
+        ranges.retain(|&(_, hi)| hi <= stack);
+        ranges.sort_unstable();
+        // The cluster below the stack: mappings less than this apart.
+        const APART: u64 = 256 << 20;
+        let Some(&(mut lo, _)) = ranges.last() else { return };
+        let mut holes = Vec::new();
+        for w in ranges.windows(2).rev() {
+            let ((_, below_end), (above_start, _)) = (w[0], w[1]);
+            if above_start != lo {
+                break;
+            }
+            if above_start - below_end >= APART {
+                break;
+            }
+            if above_start > below_end {
+                holes.push((below_end, above_start));
+            }
+            lo = w[0].0;
+        }
+        for (s, e) in holes {
+            let _ = self.keep_free(s, e - s, true);
+        }
+        if lo > RUNTIME_GAP {
+            let _ = self.keep_free(lo - RUNTIME_GAP, RUNTIME_GAP, true);
+        }
+    }
+
+    /// `[start, end)` becomes the guest's: it is no longer kept free.
+    fn give_up_kept(&mut self, start: u64, end: u64) {
+        let mut left = Vec::with_capacity(self.kept_free.len() + 1);
+        for &(s, e) in &self.kept_free {
+            if e <= start || s >= end {
+                left.push((s, e));
+                continue;
+            }
+            if s < start {
+                left.push((s, start));
+            }
+            if e > end {
+                left.push((end, e));
+            }
+        }
+        self.kept_free = left;
+    }
+
+    /// The si_code of a SIGSEGV at `addr` as the native process gets it: an access denied
+    /// (SEGV_ACCERR) where the guest has nothing mapped (rtgrind's memory, or address space it
+    /// keeps free, PROT_NONE) would natively find nothing there at all (SEGV_MAPERR).
+    pub fn native_segv_code(&self, addr: u64, code: i32) -> i32 {
+        const SEGV_MAPERR: i32 = 1;
+        const SEGV_ACCERR: i32 = 2;
+        if code == SEGV_ACCERR && addr < USER_END && self.region_at(addr).is_none() {
+            SEGV_MAPERR
+        } else {
+            code
+        }
+    }
+
     /// Makes sure every part of `[start, end)` the guest does not own is free, by reserving
-    /// it with MAP_FIXED_NOREPLACE. On failure nothing is left reserved.
+    /// it with MAP_FIXED_NOREPLACE (parts rtgrind keeps free are free for the guest). On
+    /// failure nothing is left reserved.
     fn claim_gaps(&mut self, start: u64, end: u64) -> Result<(), i32> {
-        let gaps = self.gaps(start, end);
+        let mut gaps = Vec::new();
+        for (s, e) in self.gaps(start, end) {
+            let mut cur = s;
+            let mut kept: Vec<(u64, u64)> = self.kept_free.iter().map(|&(ks, ke)| (ks.max(s), ke.min(e))).filter(|(ks, ke)| ks < ke).collect();
+            kept.sort_unstable();
+            for (ks, ke) in kept {
+                if ks > cur {
+                    gaps.push((cur, ks));
+                }
+                cur = cur.max(ke);
+            }
+            if cur < e {
+                gaps.push((cur, e));
+            }
+        }
         let mut done = Vec::new();
         for (s, e) in gaps {
             let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED_NOREPLACE;

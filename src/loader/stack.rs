@@ -86,14 +86,14 @@ pub fn build(
     let lo = match mem.reserve(STACK_TOP - STACK_SIZE, STACK_SIZE, true) {
         Ok(a) => {
             // (Below it, where the kernel leaves a gap before its mmap area, best effort.)
-            let _ = mem.reserve(a - GUARD_GAP, GUARD_GAP, true);
+            let _ = mem.keep_free(a - GUARD_GAP, GUARD_GAP, true);
             a
         }
         // rtgrind's own stack has that place (a repeatable run re-executes rtgrind without
         // ASLR): the guest's goes where the kernel puts it, between gaps of guest memory that
         // nothing is mapped in, so an access far past either end of it faults as it would
         // natively instead of reaching rtgrind's code cache or heap next to it.
-        Err(_) => mem.reserve(0, GUARD_GAP + STACK_SIZE + GUARD_GAP, false)? + GUARD_GAP,
+        Err(_) => mem.keep_free(0, GUARD_GAP + STACK_SIZE + GUARD_GAP, false)? + GUARD_GAP,
     };
     mem.map_anon_fixed(lo, STACK_SIZE, libc::PROT_READ | libc::PROT_WRITE, "[stack]")?;
     let top = lo + STACK_SIZE;
