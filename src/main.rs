@@ -210,7 +210,15 @@ fn load_guest(cli: &cli::Cli) -> Guest {
     let exe_path = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
     let mut mem = GuestMemory::default();
     mem.keep_runtime_apart();
-    let prog = loader::elf::load(&path, &mut mem).unwrap_or_else(|e| fail(&e.to_string(), e.exit_code()));
+    let prog = match loader::elf::load(&path, &mut mem) {
+        Ok(prog) => prog,
+        // Past the kernel's point of no return: the program is killed, as natively.
+        Err(e @ loader::elf::LoadError::Killed(..)) => {
+            eprintln!("=={}== Process terminating with default action of signal 11 (SIGSEGV) before it started: {e}", std::process::id());
+            kernel::raw::die_of_signal(libc::SIGSEGV)
+        }
+        Err(e) => fail(&e.to_string(), e.exit_code()),
+    };
     mem.brk_start = prog.brk_start;
     mem.brk_cur = prog.brk_start;
     let envp: Vec<Vec<u8>> = std::env::vars_os()

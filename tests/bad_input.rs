@@ -6,6 +6,7 @@
 use std::ffi::OsString;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use crate::common::{self, assert_no_panic, Output};
 
@@ -322,4 +323,249 @@ fn handmade_x86_64_elf_runs() {
     assert_eq!(native.stdout, b"ok\n");
     let rt = common::run_rtgrind(["-q"], &common::Cmd::new(&p));
     common::assert_same(&native, &rt);
+}
+
+// ---------------------------------------------------------------------------------------------
+// What the kernel refuses to execute (issue 27)
+
+/// Runs `argv[1]` with `execv` (no shell fallback for a file the kernel refuses, which
+/// `execvp` has): `execve: ERROR` and exit 126 when the kernel refuses it.
+const EXEC: &str = r#"#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    (void)argc;
+    execv(argv[1], argv + 1);
+    printf("execve: %s\n", strerror(errno));
+    return 126;
+}
+"#;
+
+/// How a run ended, in the terms both runs share.
+#[derive(Debug, PartialEq, Eq)]
+enum Verdict {
+    Refused,
+    Exit(i32),
+    Signal(i32),
+}
+
+fn native_verdict(o: &Output) -> Verdict {
+    use std::os::unix::process::ExitStatusExt;
+    match (o.status.code(), o.status.signal()) {
+        (Some(126), _) if o.stdout_str().starts_with("execve: ") => Verdict::Refused,
+        (Some(c), _) => Verdict::Exit(c),
+        (_, s) => Verdict::Signal(s.unwrap_or(0)),
+    }
+}
+
+/// rtgrind's verdict; a panic, a crash of rtgrind itself or a line that is not its one error
+/// line fails the test at once.
+fn rtgrind_verdict(o: &Output, what: &str) -> Verdict {
+    use std::os::unix::process::ExitStatusExt;
+    assert_no_panic(o);
+    let err = o.stderr_str();
+    assert!(!o.timed_out && !err.contains("internal error"), "{what}: {}", o.describe());
+    if err.starts_with(PREFIX) {
+        assert!(err.lines().count() == 1 && o.status.code().is_some_and(|c| c != 0), "{what}: {}", o.describe());
+        return Verdict::Refused;
+    }
+    match (o.status.code(), o.status.signal()) {
+        (Some(c), _) => Verdict::Exit(c),
+        (_, s) => Verdict::Signal(s.unwrap_or(0)),
+    }
+}
+
+/// The 64-bit little-endian fields of an ELF file: (name, offset, size).
+fn elf_fields(elf: &[u8]) -> Vec<(String, usize, usize)> {
+    const EHDR: [(&str, usize, usize); 18] = [
+        ("ei_class", 4, 1),
+        ("ei_data", 5, 1),
+        ("ei_version", 6, 1),
+        ("ei_osabi", 7, 1),
+        ("ei_abiversion", 8, 1),
+        ("e_type", 16, 2),
+        ("e_machine", 18, 2),
+        ("e_version", 20, 4),
+        ("e_entry", 24, 8),
+        ("e_phoff", 32, 8),
+        ("e_shoff", 40, 8),
+        ("e_flags", 48, 4),
+        ("e_ehsize", 52, 2),
+        ("e_phentsize", 54, 2),
+        ("e_phnum", 56, 2),
+        ("e_shentsize", 58, 2),
+        ("e_shnum", 60, 2),
+        ("e_shstrndx", 62, 2),
+    ];
+    const PHDR: [(&str, usize, usize); 8] = [
+        ("p_type", 0, 4),
+        ("p_flags", 4, 4),
+        ("p_offset", 8, 8),
+        ("p_vaddr", 16, 8),
+        ("p_paddr", 24, 8),
+        ("p_filesz", 32, 8),
+        ("p_memsz", 40, 8),
+        ("p_align", 48, 8),
+    ];
+    let phoff = u64::from_le_bytes(elf[32..40].try_into().unwrap()) as usize;
+    let phnum = u16::from_le_bytes([elf[56], elf[57]]) as usize;
+    let mut v: Vec<(String, usize, usize)> = EHDR.iter().map(|&(n, o, s)| (n.to_string(), o, s)).collect();
+    for i in 0..phnum {
+        v.extend(PHDR.iter().map(|&(n, o, s)| (format!("phdr[{i}].{n}"), phoff + 56 * i + o, s)));
+    }
+    v
+}
+
+/// `n` mutants of `elf`, each with one field changed (to 0, 1, all ones, one more or less,
+/// one bit flipped, a random value, or about the file's size), from a fixed seed.
+fn mutants(elf: &[u8], n: usize, seed: u64) -> Vec<(String, Vec<u8>)> {
+    let fields = elf_fields(elf);
+    let mut rng = common::Rng::new(seed);
+    (0..n)
+        .map(|_| {
+            let (name, at, size) = &fields[(rng.next() % fields.len() as u64) as usize];
+            let mask = if *size == 8 { u64::MAX } else { (1u64 << (8 * size)) - 1 };
+            let mut old = [0u8; 8];
+            old[..*size].copy_from_slice(&elf[*at..at + size]);
+            let old = u64::from_le_bytes(old);
+            let mut value = match rng.next() % 8 {
+                0 => 0,
+                1 => 1,
+                2 => mask,
+                3 => old.wrapping_add(1),
+                4 => old.wrapping_sub(1),
+                5 => old ^ (1 << (rng.next() % (8 * *size as u64))),
+                6 => rng.next(),
+                _ => elf.len() as u64 + rng.next() % 4096,
+            } & mask;
+            if value == old {
+                value = old.wrapping_add(1) & mask;
+            }
+            let mut m = elf.to_vec();
+            m[*at..at + size].copy_from_slice(&value.to_le_bytes()[..*size]);
+            (format!("{name}={value:#x}"), m)
+        })
+        .collect()
+}
+
+/// A mutation fuzz of the loader against the kernel: one field of the ELF header or of a
+/// program header of a dynamic and of a static program changed at a time, 300 mutants from
+/// fixed seeds. Natively `execve` refuses a mutant, or the program starts (and exits or dies
+/// of a signal, maybe at once); under `rtgrind --tool=none -q` it must be refused (one
+/// `rtgrind: error:` line) exactly when the kernel refuses it, end the same way when it
+/// starts, and never panic, crash or hang. Exceptions where agreement is impossible: none
+/// among these mutants (a real 32-bit program, which the kernel runs and rtgrind refuses,
+/// cannot come from one changed field).
+#[test]
+fn a_mutated_elf_is_refused_exactly_when_the_kernel_refuses_it() {
+    let exec = common::compile_snippet("exec-direct", "c", EXEC, &["-O2"]);
+    let src = "int main(void) { return 7; }\n";
+    let programs =
+        [("dynamic", common::compile_snippet("seven", "c", src, &["-O2"])), ("static", common::compile_snippet("seven-static", "c", src, &["-O2", "-static"]))];
+    let dir = common::scratch_dir("mutants");
+    // Every file is written before anything runs: a file still open for writing when another
+    // thread forks would make execve fail with ETXTBSY.
+    let mut cases = Vec::new();
+    for (i, (kind, exe)) in programs.iter().enumerate() {
+        let elf = std::fs::read(exe).unwrap();
+        for (k, (what, bytes)) in mutants(&elf, 150, 27 + i as u64).into_iter().enumerate() {
+            cases.push((format!("{kind} {what}"), write_file(&dir, &format!("{kind}-{k}"), &bytes, 0o755)));
+        }
+    }
+    let disagree = Mutex::new(Vec::new());
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| {
+                while let Some((what, path)) = cases.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed)) {
+                    let native = native_verdict(&common::run_native(&common::Cmd::new(&exec).arg(path)));
+                    let o = common::run_rtgrind_within(["--tool=none", "-q"], &common::Cmd::new(path), std::time::Duration::from_secs(30));
+                    let under = rtgrind_verdict(&o, what);
+                    if native != under {
+                        disagree.lock().unwrap().push(format!("{what}: natively {native:?}, under rtgrind {under:?}: {}", o.stderr_str().trim_end()));
+                    }
+                }
+            });
+        }
+    });
+    let disagree = disagree.into_inner().unwrap();
+    assert!(disagree.is_empty(), "{} of {} mutants end otherwise than natively:\n{}", disagree.len(), cases.len(), disagree.join("\n"));
+}
+
+/// `elf` with the `size`-byte little-endian field at `at` set to `value`.
+fn patched(elf: &[u8], at: usize, size: usize, value: u64) -> Vec<u8> {
+    let mut m = elf.to_vec();
+    m[at..at + size].copy_from_slice(&value.to_le_bytes()[..size]);
+    m
+}
+
+/// The offset of the first program header of type `p_type`.
+fn phdr_of_type(elf: &[u8], p_type: u32) -> usize {
+    let phoff = u64::from_le_bytes(elf[32..40].try_into().unwrap()) as usize;
+    (0..u16::from_le_bytes([elf[56], elf[57]]) as usize)
+        .map(|i| phoff + 56 * i)
+        .find(|&at| u32::from_le_bytes(elf[at..at + 4].try_into().unwrap()) == p_type)
+        .unwrap()
+}
+
+/// What the kernel refuses, rtgrind refuses with its one line: a PT_INTERP past the end of
+/// the file or not NUL-terminated (rtgrind ran such a program without its loader), program
+/// header entries of another size than 56 (rtgrind ran it), an ELF class that is neither 32-
+/// nor 64-bit for another machine (the message says so). Each is checked to be refused
+/// natively too.
+#[test]
+fn malformed_headers_are_refused_as_the_kernel_refuses_them() {
+    let exec = common::compile_snippet("exec-direct-refused", "c", EXEC, &["-O2"]);
+    let elf = std::fs::read(common::compile_snippet("seven-refused", "c", "int main(void) { return 7; }\n", &["-O2"])).unwrap();
+    let interp = phdr_of_type(&elf, 3);
+    let filesz = u64::from_le_bytes(elf[interp + 32..interp + 40].try_into().unwrap());
+    let cases: [(&str, Vec<u8>, &[&str]); 5] = [
+        ("interp-past-eof", patched(&elf, interp + 8, 8, elf.len() as u64 - 4), &["PT_INTERP", "past the end"]),
+        ("interp-unterminated", patched(&elf, interp + 32, 8, filesz - 1), &["PT_INTERP", "not NUL-terminated"]),
+        ("interp-too-long", patched(&elf, interp + 32, 8, 4097), &["PT_INTERP"]),
+        ("phentsize-64", patched(&elf, 54, 2, 64), &["program header entries of 64 bytes, not 56"]),
+        ("class-3-aarch64", patched(&patched(&elf, 18, 2, 183), 4, 1, 3), &["class 3", "neither 32- nor 64-bit", "aarch64"]),
+    ];
+    let dir = common::scratch_dir("refused-headers");
+    let files: Vec<_> = cases.iter().map(|(name, bytes, _)| write_file(&dir, name, bytes, 0o755)).collect();
+    for ((name, _, phrases), path) in cases.iter().zip(&files) {
+        let native = common::run_native(&common::Cmd::new(&exec).arg(path));
+        assert_eq!(native_verdict(&native), Verdict::Refused, "{name}: {}", native.describe());
+        expect_error(path, 126, phrases);
+    }
+}
+
+/// The kernel never reads section headers: garbage there (offset past the file, a count,
+/// entry size and string table index that make no sense) changes nothing, and rtgrind, which
+/// refused such a program (goblin parsed them), runs it; its report of the program's crash,
+/// which reads the program's symbols, degrades to addresses instead of failing.
+#[test]
+fn section_headers_are_ignored_as_by_the_kernel() {
+    let src = "#include <stdio.h>\nint main(int argc, char **argv) { puts(\"started\"); fflush(stdout); if (argc > 1) *(volatile int *)0 = 1; return 7; }\n";
+    let dir = common::scratch_dir("section-headers");
+    for (kind, flags) in [("dynamic", &["-O2"][..]), ("static", &["-O2", "-static"][..])] {
+        let elf = std::fs::read(common::compile_snippet(&format!("shdrs-{kind}"), "c", src, flags)).unwrap();
+        let garbage = [(40, 8, u64::MAX - 7), (58, 2, 1), (60, 2, 0xffff), (62, 2, 0xfffe)];
+        let mut mangled = elf.clone();
+        for (k, &(at, size, value)) in garbage.iter().enumerate() {
+            mangled = patched(&mangled, at, size, value);
+            let p = write_file(&dir, &format!("{kind}-{k}"), &patched(&elf, at, size, value), 0o755);
+            for args in [&[][..], &["crash"][..]] {
+                let native = common::run_native(&common::Cmd::new(&p).args(args));
+                let o = common::run_rtgrind(["-q", "--tool=none"], &common::Cmd::new(&p).args(args));
+                assert_no_panic(&o);
+                assert!(
+                    native_verdict(&native) == rtgrind_verdict(&o, kind) && o.stdout == native.stdout,
+                    "{kind} field {at}: native {}\n{}",
+                    native.describe(),
+                    o.describe()
+                );
+            }
+        }
+        let p = write_file(&dir, &format!("{kind}-all"), &mangled, 0o755);
+        let o = common::run_rtgrind(["--tool=count"], &common::Cmd::new(&p).arg("crash"));
+        assert_no_panic(&o);
+        assert!(o.stdout_str() == "started\n" && o.stderr_str().contains("(SIGSEGV)"), "{kind}: {}", o.describe());
+    }
 }

@@ -287,7 +287,7 @@ impl GuestMemory {
 
     /// Reserves `len` bytes (PROT_NONE) at `hint` exactly if `fixed`, else near it.
     pub fn reserve(&mut self, hint: u64, len: u64, fixed: bool) -> std::io::Result<u64> {
-        let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | if hint != 0 { libc::MAP_FIXED_NOREPLACE } else { 0 };
+        let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | if hint != 0 || fixed { libc::MAP_FIXED_NOREPLACE } else { 0 };
         let at = match raw_mmap(hint, len, libc::PROT_NONE, flags, -1, 0) {
             Ok(p) => p,
             Err(_) if !fixed => raw_mmap(0, len, libc::PROT_NONE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0).map_err(std::io::Error::from_raw_os_error)?,
@@ -371,10 +371,13 @@ impl GuestMemory {
             return -libc::EINVAL as i64;
         }
         let end = addr.saturating_add(page_up(len));
-        if !self.gaps(addr, end).is_empty() {
-            return -libc::ENOMEM as i64;
-        }
-        // SAFETY: the whole range is guest-owned (no gaps).
+        // As the kernel: the mappings before the first hole change, and the call fails.
+        let (end, ret) = match self.gaps(addr, end).first() {
+            Some(&(hole, _)) if hole == addr => return -libc::ENOMEM as i64,
+            Some(&(hole, _)) => (hole, -libc::ENOMEM as i64),
+            None => (end, 0),
+        };
+        // SAFETY: the whole range is guest-owned (no gaps before `end`).
         let r = unsafe { libc::mprotect(addr as *mut libc::c_void, (end - addr) as usize, prot) };
         if r != 0 {
             return -(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EINVAL)) as i64;
@@ -383,7 +386,7 @@ impl GuestMemory {
             self.carve(s, e);
             self.regions.insert(s, Region { end: e, prot, write_protected: false, ..reg });
         }
-        0
+        ret
     }
 
     /// The guest's `mremap`.
