@@ -221,6 +221,7 @@ fn load_guest(cli: &cli::Cli) -> Guest {
     };
     mem.brk_start = prog.brk_start;
     mem.brk_cur = prog.brk_start;
+    mem.reserve_brk();
     let envp: Vec<Vec<u8>> = std::env::vars_os()
         .map(|(k, v)| {
             let mut e = k.as_bytes().to_vec();

@@ -223,6 +223,89 @@ fn a_fault_in_rtgrind_s_gaps_is_segv_maperr_as_natively() {
     }
 }
 
+/// Installs a seccomp filter that makes `mmap` fail with EPERM, then grows its heap by 1 MiB
+/// with `sbrk` and writes all of it.
+const BRK_UNDER_SECCOMP: &str = r#"#include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+int main(void) {
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_mmap, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {sizeof f / sizeof f[0], f};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog)) {
+        perror("seccomp");
+        return 2;
+    }
+    void *m = mmap(0, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    printf("mmap: %s\n", m == MAP_FAILED ? strerror(errno) : "mapped");
+    char *p = sbrk(1 << 20);
+    if (p == (char *)-1) {
+        printf("sbrk: %s\n", strerror(errno));
+        return 1;
+    }
+    memset(p, 1, 1 << 20);
+    puts("ok");
+    return 0;
+}
+"#;
+
+/// brk is not mmap: a program whose seccomp filter denies `mmap` still grows its heap with
+/// `sbrk`, as natively. The filter applies to rtgrind's own calls too, and the brk heap grew
+/// by mmap: sbrk failed with ENOMEM. It now grows by mprotect in a range reserved at start-up.
+#[test]
+fn brk_grows_under_a_seccomp_filter_that_denies_mmap() {
+    let exe = compile_snippet("brk_seccomp", "c", BRK_UNDER_SECCOMP, &["-O2", "-g"]);
+    let native = run_native(&Cmd::new(&exe));
+    assert!(native.status.success() && native.stdout_str() == "mmap: Operation not permitted\nok\n", "{}", native.describe());
+    for mode in [&["-q", "--tool=none"][..], &["-q", "--tool=none", "--repeatable=yes"]] {
+        let out = run_rtgrind(mode, &Cmd::new(&exe));
+        assert!(out.status.success() && out.stdout == native.stdout, "{mode:?}: {}", out.describe());
+    }
+}
+
+/// A vfork child writes a global before `_exit`, and the parent prints it.
+const VFORK_WRITE: &str = r#"#include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static volatile int shared = 1;
+
+int main(void) {
+    pid_t p = vfork();
+    if (p == 0) {
+        shared = 2;
+        _exit(0);
+    }
+    waitpid(p, 0, 0);
+    printf("after vfork the parent sees %d\n", shared);
+    return 0;
+}
+"#;
+
+/// vfork is fork under rtgrind, as under Valgrind (docs/ARCHITECTURE.md, "Syscalls"): the
+/// parent waits for the child as natively, but does not share its memory, so a write the
+/// child makes before `_exit` (undefined for a program, seen natively) is not seen.
+#[test]
+fn vfork_is_a_fork_the_parent_does_not_see_the_child_s_writes() {
+    let exe = compile_snippet("vfork_write", "c", VFORK_WRITE, &["-O0", "-g"]);
+    let native = run_native(&Cmd::new(&exe));
+    assert_eq!(native.stdout_str(), "after vfork the parent sees 2\n", "{}", native.describe());
+    let out = run_rtgrind(["-q", "--tool=none"], &Cmd::new(&exe));
+    assert!(out.status.success() && out.stdout_str() == "after vfork the parent sees 1\n", "{}", out.describe());
+}
+
 /// Options: a file an option names that cannot be written is an error before the banner (the
 /// error is the only line); `--stop-at` naming a thread that never exists, or an instance the
 /// run never reaches, says so at the end.

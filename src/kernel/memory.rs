@@ -57,6 +57,10 @@ pub struct GuestMemory {
 /// 100 MB past one faulted where under rtgrind it overwrote rtgrind's data.
 pub const RUNTIME_GAP: u64 = 4 << 30;
 
+/// The part of the guest's brk heap reserved at start-up (`reserve_brk`): below where a
+/// non-PIE program's code arena goes (256 MiB above its code).
+const BRK_RESERVE: u64 = 128 << 20;
+
 /// The highest user address; above it faults are the kernel's own kind (SI_KERNEL).
 const USER_END: u64 = 1 << 47;
 
@@ -413,22 +417,57 @@ impl GuestMemory {
         p as i64
     }
 
+    /// Reserves the first `BRK_RESERVE` bytes of the guest's brk heap (kept free until it
+    /// grows there), so that it grows by `mprotect`, without `mmap`: a guest whose seccomp
+    /// filter denies mmap (the filter applies to rtgrind's own calls too) still has its brk,
+    /// as natively. Best effort.
+    pub fn reserve_brk(&mut self) {
+        let _ = self.keep_free(page_up(self.brk_start), BRK_RESERVE, true);
+    }
+
+    /// Whether all of `[start, end)` is kept free.
+    fn all_kept_free(&self, start: u64, end: u64) -> bool {
+        let covered: u64 = self.kept_free.iter().map(|&(s, e)| e.min(end).saturating_sub(s.max(start))).sum();
+        covered == end - start
+    }
+
     /// The guest's `brk`: a heap separate from rtgrind's own.
     pub fn guest_brk(&mut self, want: u64) -> u64 {
         if want < self.brk_start {
             return self.brk_cur;
         }
         let (cur_top, new_top) = (page_up(self.brk_cur), page_up(want));
+        let rw = libc::PROT_READ | libc::PROT_WRITE;
         if new_top > cur_top {
-            let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED_NOREPLACE;
-            match raw_mmap(cur_top, new_top - cur_top, libc::PROT_READ | libc::PROT_WRITE, flags, -1, 0) {
-                Ok(p) if p == cur_top => self.add(cur_top, new_top - cur_top, libc::PROT_READ | libc::PROT_WRITE, Some("[heap]".into())),
-                _ => return self.brk_cur,
+            let len = new_top - cur_top;
+            let grown = if self.all_kept_free(cur_top, new_top) {
+                // SAFETY: the range is reserved by rtgrind for the brk heap and unused.
+                unsafe { libc::mprotect(cur_top as *mut libc::c_void, len as usize, rw) == 0 }
+            } else {
+                let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED_NOREPLACE;
+                raw_mmap(cur_top, len, rw, flags, -1, 0) == Ok(cur_top)
+            };
+            if !grown {
+                return self.brk_cur;
             }
+            self.add(cur_top, len, rw, Some("[heap]".into()));
         } else if new_top < cur_top {
-            // SAFETY: [new_top, cur_top) is the guest heap's own tail.
-            unsafe { libc::munmap(new_top as *mut libc::c_void, (cur_top - new_top) as usize) };
-            self.remove(new_top, cur_top - new_top);
+            let (start, len) = (new_top, cur_top - new_top);
+            let reserved = page_up(self.brk_start).saturating_add(BRK_RESERVE);
+            if cur_top <= reserved {
+                // Back into the reservation, its pages freed (they read as zero when it grows).
+                // SAFETY: [new_top, cur_top) is the guest heap's own tail.
+                unsafe {
+                    libc::madvise(start as *mut libc::c_void, len as usize, libc::MADV_DONTNEED);
+                    libc::mprotect(start as *mut libc::c_void, len as usize, libc::PROT_NONE);
+                }
+                self.remove(start, len);
+                self.kept_free.push((start, cur_top));
+            } else {
+                // SAFETY: [new_top, cur_top) is the guest heap's own tail.
+                unsafe { libc::munmap(start as *mut libc::c_void, len as usize) };
+                self.remove(start, len);
+            }
         }
         self.brk_cur = want;
         want
