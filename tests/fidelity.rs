@@ -754,7 +754,18 @@ int main(int argc, char **argv) {
 /// how it ended (killed with SIGKILL if `sig` does not end it within the time limit).
 fn killed_when_ready(mut command: std::process::Command, sig: i32) -> (String, String, std::process::ExitStatus) {
     use std::io::{BufRead, Read};
+    use std::os::unix::process::CommandExt;
     use std::process::Stdio;
+    // A shell runs a background job with SIGINT and SIGQUIT ignored, and the program would
+    // inherit that (CI runs the suite so): they get their default action back first.
+    // SAFETY: signal(2) in the child between fork and exec; no allocation, no lock.
+    unsafe {
+        command.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            libc::signal(libc::SIGQUIT, libc::SIG_DFL);
+            Ok(())
+        })
+    };
     let mut child = command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("cannot start the program");
     let mut stdout = std::io::BufReader::new(child.stdout.take().expect("piped stdout"));
     let mut first = String::new();
