@@ -139,7 +139,7 @@ impl Search for Spectra<'_> {
             .iter()
             .enumerate()
             .map(|(i, t)| {
-                let coverage = runner.file(&format!("coverage-{i}"));
+                let coverage = runner.file(&coverage_file(i));
                 let mut r = Request { args: vec!["--tool=count".into(), format!("--coverage-out={}", coverage.display()).into()], ..Request::default() };
                 r.limits.log = true;
                 r.limits.time = Some(self.timeout);
@@ -150,6 +150,11 @@ impl Search for Spectra<'_> {
             .collect();
         Step::Batch(requests)
     }
+}
+
+/// The file test `i`'s run writes its coverage to, in the search's directory.
+fn coverage_file(i: usize) -> String {
+    format!("coverage-{i}")
 }
 
 /// A line of the program: its source file and number.
@@ -173,7 +178,7 @@ fn outcomes(tests: &[Test], ran: Vec<Ran>, program: &str) -> Result<Vec<Outcome>
         if let Some(e) = run.error() {
             return Err(format!("test '{}': {}", test.name, e.trim_start_matches("rtgrind: error: ")));
         }
-        let coverage = run.stdout.with_file_name(format!("coverage-{}", out.len()));
+        let coverage = run.stdout.with_file_name(coverage_file(out.len()));
         let covered =
             Covered::read(&coverage).map_err(|e| format!("test '{}': its run left no coverage ({e}; it ended with {})", test.name, run.ending.describe()))?;
         let mut lines = BTreeSet::new();
@@ -232,6 +237,8 @@ fn rank(tests: &[Test], ran: Vec<Ran>, program: &str, metric: Metric) -> Report 
         }
     }
     let ran_lines = counts.len();
+    // Each source file read once, for the text of its lines.
+    let mut sources: HashMap<&str, Vec<String>> = HashMap::new();
     let mut findings: Vec<Finding> = counts
         .into_iter()
         .filter(|(_, (f, _))| *f > 0)
@@ -240,7 +247,7 @@ fn rank(tests: &[Test], ran: Vec<Ran>, program: &str, metric: Metric) -> Report 
             Finding {
                 kind: "suspicious line".into(),
                 place: format!("{}:{line}", short(file)),
-                message: source_line(file, *line).unwrap_or_default(),
+                message: source_line(sources.entry(file).or_insert_with(|| read_lines(file)), *line),
                 scores: [("ochiai".to_string(), ochiai), ("tarantula".to_string(), tarantula)].into(),
                 failed_tests: Some(f),
                 passed_tests: Some(p),
@@ -270,10 +277,14 @@ fn short(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 
-/// Line `n` of the source file at `path`, trimmed.
-fn source_line(path: &str, n: u32) -> Option<String> {
-    let text = std::fs::read_to_string(path).ok()?;
-    text.lines().nth(n.checked_sub(1)? as usize).map(|l| l.trim().to_string())
+/// The lines of the source file at `path` (none if it cannot be read).
+fn read_lines(path: &str) -> Vec<String> {
+    std::fs::read_to_string(path).map(|t| t.lines().map(str::to_string).collect()).unwrap_or_default()
+}
+
+/// Line `n` (from 1) of a source file's `lines`, trimmed; empty if it has none.
+fn source_line(lines: &[String], n: u32) -> String {
+    n.checked_sub(1).and_then(|i| lines.get(i as usize)).map_or(String::new(), |l| l.trim().to_string())
 }
 
 #[cfg(test)]
