@@ -83,6 +83,10 @@ pub struct Cli {
     #[arg(long, value_name = "FILE", hide = true)]
     pub blocks_out: Option<PathBuf>,
 
+    /// (Internal, a search's runs) log each name the program creates to FILE, a path a line.
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub created_out: Option<PathBuf>,
+
     /// Run with the program's variables where layout FILE puts them (written by
     /// --tool=reorder; any tool reads it), or in a random layout (random:SEED).
     #[arg(long, value_name = "FILE", help_heading = "Layouts")]
@@ -162,7 +166,7 @@ pub fn child_options(matches: &clap::ArgMatches, command: &clap::Command, tool: 
 
 /// What a search (`tools::search::Runner`) sets in each of its runs itself, or keeps for its own
 /// output: never passed on from the command line.
-const SEARCH_OWN: [&str; 5] = ["quiet", "log_file", "repeatable", "seed", "count_in_memory"];
+const SEARCH_OWN: [&str; 6] = ["quiet", "log_file", "repeatable", "seed", "count_in_memory", "created_out"];
 
 /// The options a search passes on to each of its runs: every option given on the command line
 /// but the per-process ones, the search's own, and the tools' (the search's tool speaks to its

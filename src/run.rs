@@ -56,6 +56,8 @@ pub struct Process {
     pub budget: Option<u64>,
     /// `--blocks-out`: where to write the main thread's block count at the end.
     pub blocks_out: Option<PathBuf>,
+    /// `--created-out`: the log of the names the run creates (`kernel::created`).
+    pub created_log: Option<std::fs::File>,
     /// Once the program has threads, all of them run on the one CPU the process was on (as
     /// in rr: only the baton holder runs guest code, and a hand-off within one CPU costs no
     /// cross-CPU wake-up); the CPUs it was allowed before, which the guest still sees.

@@ -940,6 +940,41 @@ fn files_a_crashing_run_leaves_behind_do_not_move_the_next_runs() {
     assert!(std::fs::read_dir(&elsewhere).unwrap().count() >= 12, "every run left its file there");
 }
 
+/// A file somebody else creates in the directory while the search runs (an editor's swap file)
+/// is not the runs': it stays where it is, with its contents. Before, every new entry was
+/// moved away after each run and discarded with the search unless the first run made it.
+#[test]
+fn a_file_created_by_someone_else_during_a_search_stays() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let exe = bug("leftover_file", "leftover_file", &|s| s);
+    let cwd = crate::common::scratch_dir("suppress-leftover-user");
+    crate::common::reset_dir(&cwd);
+    let (done, made_during) = (AtomicBool::new(false), AtomicBool::new(false));
+    let out = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            // After the first run's file came and went (the first run ended), while runs go on.
+            let (mut seen, notes) = (false, cwd.join("notes.txt"));
+            while !done.load(Ordering::SeqCst) {
+                let there = cwd.join("leftover-2").exists();
+                if seen && !there {
+                    std::fs::write(&notes, "mine").unwrap();
+                    made_during.store(!done.load(Ordering::SeqCst), Ordering::SeqCst);
+                    return;
+                }
+                seen |= there;
+                std::thread::sleep(std::time::Duration::from_micros(300));
+            }
+        });
+        let out = run_rtgrind(["--tool=suppress"], &Cmd::new(&exe).arg("A".repeat(20)).cwd(&cwd));
+        done.store(true, Ordering::SeqCst);
+        out
+    });
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    assert!(made_during.load(Ordering::SeqCst), "the file was made while the search ran");
+    assert_eq!(std::fs::read_to_string(cwd.join("notes.txt")).ok().as_deref(), Some("mine"), "{}", out.stderr_str());
+    assert!(cwd.join("leftover-2").exists(), "the first run's file, as natively");
+}
+
 /// A crash's address computed from a wild pointer and a fresh loop counter (issue 21, item 2):
 /// the frame slots it was computed from are followed back, and the pointer, which points
 /// nowhere, is what the crash used (`k = 0`, the most recent source, was blamed before).

@@ -178,6 +178,8 @@ impl Runtime {
             self.ctx.gpr[reg::RAX as usize] = r as u64;
             return;
         }
+        // (A search's run logs the names it creates: `kernel::created`.)
+        let creates = self.p().created_log.as_ref().and_then(|_| super::created::target(nr, &a)).filter(|&(d, p)| !super::created::exists(d, p));
         let ret = match nr as i64 {
             libc::SYS_rt_sigreturn => {
                 if !self.sig.sigreturn(&mut self.ctx) {
@@ -270,6 +272,9 @@ impl Runtime {
         }
         if ret >= 0 {
             self.maybe_shrunk(nr, a, ret);
+            if let (Some((dir, path)), Some(log)) = (creates, self.p().created_log.as_mut()) {
+                super::created::record(log, dir, path);
+            }
         }
         self.ctx.gpr[reg::RAX as usize] = ret as u64;
     }

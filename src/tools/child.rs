@@ -142,10 +142,11 @@ pub fn run(
 /// (a directory listed at start: more entries, more blocks, other instances), so after each
 /// run its new entries are moved into the search's directory; the first run's are put back
 /// when the search ends (as a native run would have left them), the others' are discarded with
-/// the search's directory. Entries that cannot be moved (another file system: a directory, or
-/// a file that cannot be copied) stay, and so does everything in a shared directory such as
-/// /tmp (another process's files appear there too: a search run in /tmp once moved a
-/// concurrent compiler's temporary files away).
+/// the search's directory. Only entries a run made are moved: the runs log every name their
+/// calls create (`--created-out`, `kernel::created`), and anything else new in the directory
+/// is somebody else's (an editor's swap file, a build's output written meanwhile) and stays.
+/// Entries that cannot be moved (another file system: a directory, or a file that cannot be
+/// copied) stay too.
 pub struct Leftovers {
     cwd: PathBuf,
     before: std::collections::HashSet<std::ffi::OsString>,
@@ -160,20 +161,19 @@ fn entries(dir: &Path) -> std::collections::HashSet<std::ffi::OsString> {
 impl Leftovers {
     pub fn new(stash: PathBuf) -> Option<Leftovers> {
         let cwd = std::env::current_dir().ok()?;
-        // A shared directory (world-writable and sticky, as /tmp) has other processes' new
-        // files too (a compiler's temporaries): nothing is moved there.
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(&cwd).ok()?.permissions().mode();
-        if mode & 0o1002 == 0o1002 {
-            return None;
-        }
         let before = entries(&cwd);
         Some(Leftovers { cwd, before, stash, first: Vec::new() })
     }
 
+    /// The log the runs write the names they create to.
+    pub fn log(&self) -> PathBuf {
+        self.stash.join("created")
+    }
+
     /// After run `n` (from 1): moves what it created away.
     pub fn clear(&mut self, n: u32) {
-        let new: Vec<std::ffi::OsString> = entries(&self.cwd).into_iter().filter(|e| !self.before.contains(e)).collect();
+        let made = crate::kernel::created::read(&self.log());
+        let new: Vec<std::ffi::OsString> = entries(&self.cwd).into_iter().filter(|e| !self.before.contains(e) && made.contains(&self.cwd.join(e))).collect();
         if new.is_empty() {
             return;
         }

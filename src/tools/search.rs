@@ -292,6 +292,9 @@ impl Runner {
         args.extend(tool_args.iter().cloned());
         let stdin_file = request.test.as_ref().map_or(&self.stdin_file, |t| &t.stdin);
         args.extend(["--repeatable=yes".into(), format!("--seed={}", self.seed).into(), format!("--stdin-file={}", stdin_file.display()).into()]);
+        if let Some(l) = &self.leftovers {
+            args.push(format!("--created-out={}", l.log().display()).into());
+        }
         if let Some(b) = limits.budget {
             args.push(format!("--budget-blocks={b}").into());
         }
