@@ -10,6 +10,7 @@ pub mod expected;
 pub mod heap;
 #[cfg(test)]
 pub mod light_check;
+pub mod oracle;
 pub mod output;
 pub mod progress;
 pub mod race;

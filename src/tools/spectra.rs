@@ -40,12 +40,13 @@ impl Metric {
 #[command(next_help_heading = "Options of --tool=spectra")]
 pub struct Options {
     /// The test suite: one JSON object a line (name, args, stdin, expected_stdout,
-    /// expected_exit, cwd, oracle; paths relative to FILE's directory).
+    /// expected_exit, cwd, oracle; paths relative to FILE's directory, where tests run unless
+    /// cwd says otherwise).
     #[arg(long, value_name = "FILE", conflicts_with = "suite_dir")]
     pub suite: Option<PathBuf>,
 
     /// The test suite as a directory: a directory per test holding cmd (the arguments, one a
-    /// line), stdin (optional) and expected (the standard output).
+    /// line), stdin (optional), expected (the standard output) and exit (optional).
     #[arg(long, value_name = "DIR")]
     pub suite_dir: Option<PathBuf>,
 

@@ -5,9 +5,13 @@
 //! Two forms: `--suite=FILE`, one JSON object a line (`name`, `args`, `stdin`,
 //! `expected_stdout`, `expected_exit`, `cwd`, `oracle`; paths relative to FILE's directory), and
 //! `--suite-dir=DIR`, a directory per test holding `cmd` (the arguments, one a line), `stdin`
-//! (optional) and `expected` (the standard output).
+//! (optional), `expected` (the standard output) and `exit` (optional, the exit status if not 0).
+//! A suite file's test runs in the file's directory unless its `cwd` says otherwise; a suite
+//! directory's in rtgrind's. A test gives an oracle command, an expected output, an exit status
+//! or several: all it gives must hold (`tools::oracle`).
 
-use super::search::{Ending, RunOutcome};
+use super::oracle::Oracle;
+use super::search::RunOutcome;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
@@ -26,35 +30,31 @@ struct Line {
 }
 
 /// A test of the suite, its files resolved.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct Test {
     pub name: String,
     pub args: Vec<OsString>,
     pub stdin: Option<PathBuf>,
     pub cwd: Option<PathBuf>,
-    /// The standard output it must print, if it is compared.
-    pub expected_stdout: Option<Vec<u8>>,
-    /// The exit status it must end with (0 unless given; an oracle decides alone).
-    pub expected_exit: Option<i32>,
-    /// A shell command given the output's path as `$1`: exit status 0 means the test passes.
-    pub oracle: Option<String>,
+    /// What it must give: its standard output, its exit status (0 unless given, when no oracle
+    /// command is), an oracle command's verdict (`tools::oracle`, the judge of every search).
+    pub judge: Oracle,
 }
 
 impl Test {
-    /// Whether the run passes: the oracle says so, or the output and exit status are those
-    /// expected (a run ended by a signal, its budget or its time limit fails).
+    /// Whether the run passes (a run ended by its budget or its time limit fails).
     pub fn passes(&self, run: &RunOutcome) -> bool {
-        if let Some(oracle) = &self.oracle {
-            let mut sh = std::process::Command::new("sh");
-            sh.arg("-c").arg(oracle).arg("oracle").arg(&run.stdout).stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null());
-            if let Some(d) = &self.cwd {
-                sh.current_dir(d);
-            }
-            return sh.status().is_ok_and(|s| s.success());
-        }
-        let exit_ok = run.ending == Ending::Exit(self.expected_exit.unwrap_or(0));
-        exit_ok && self.expected_stdout.as_ref().is_none_or(|want| std::fs::read(&run.stdout).is_ok_and(|got| got == *want))
+        self.judge.judges(&run.stdout, &run.stderr, &run.ending)
     }
+}
+
+/// What a test says it must give: a judge, unless it says nothing.
+fn judge(expected_stdout: Option<Vec<u8>>, expected_exit: Option<i32>, command: Option<String>, cwd: Option<PathBuf>) -> Option<Oracle> {
+    if expected_stdout.is_none() && expected_exit.is_none() && command.is_none() {
+        return None;
+    }
+    let exit = expected_exit.or(command.is_none().then_some(0));
+    Some(Oracle { output: expected_stdout, stderr: None, exit, command, cwd })
 }
 
 /// Reads a `--suite` file: one JSON object a line (blank lines and lines starting with `#` are
@@ -81,18 +81,12 @@ pub fn from_file(path: &Path) -> Result<Vec<Test>, String> {
             Some(p) => Some(std::fs::read(&p).map_err(|e| at(format!("cannot read '{}': {e}", p.display())))?),
             None => None,
         };
-        if expected_stdout.is_none() && l.expected_exit.is_none() && l.oracle.is_none() {
-            return Err(at(format!("test '{}' says nothing of what it must give (expected_stdout, expected_exit or oracle)", l.name)));
-        }
-        let test = Test {
-            args: l.args.into_iter().map(OsString::from).collect(),
-            stdin: file(&l.stdin, "stdin")?,
-            cwd: file(&l.cwd, "cwd")?,
-            expected_stdout,
-            expected_exit: l.expected_exit,
-            oracle: l.oracle,
-            name: l.name,
-        };
+        // (A test runs in the suite file's directory unless it says where.)
+        let cwd = file(&l.cwd, "cwd")?.unwrap_or(dir.to_path_buf());
+        let cwd = Some(std::fs::canonicalize(&cwd).unwrap_or(cwd));
+        let judge = judge(expected_stdout, l.expected_exit, l.oracle, cwd.clone())
+            .ok_or_else(|| at(format!("test '{}' says nothing of what it must give (expected_stdout, expected_exit or oracle)", l.name)))?;
+        let test = Test { args: l.args.into_iter().map(OsString::from).collect(), stdin: file(&l.stdin, "stdin")?, cwd, judge, name: l.name };
         tests.push(test);
     }
     check(tests, &path.display().to_string())
@@ -109,15 +103,12 @@ pub fn from_dir(dir: &Path) -> Result<Vec<Test>, String> {
         let read = |f: &str| std::fs::read(d.join(f)).map_err(|e| format!("suite directory '{}': test '{name}': cannot read its {f}: {e}", dir.display()));
         let cmd = String::from_utf8_lossy(&read("cmd")?).into_owned();
         let stdin = d.join("stdin");
-        tests.push(Test {
-            args: cmd.lines().map(OsString::from).collect(),
-            stdin: stdin.exists().then_some(stdin),
-            cwd: None,
-            expected_stdout: Some(read("expected")?),
-            expected_exit: None,
-            oracle: None,
-            name,
-        });
+        let exit = match std::fs::read_to_string(d.join("exit")) {
+            Ok(t) => Some(t.trim().parse::<i32>().map_err(|_| format!("suite directory '{}': test '{name}': its exit is not a number", dir.display()))?),
+            Err(_) => None,
+        };
+        let judge = judge(Some(read("expected")?), exit, None, None).unwrap_or_default();
+        tests.push(Test { args: cmd.lines().map(OsString::from).collect(), stdin: stdin.exists().then_some(stdin), cwd: None, judge, name });
     }
     check(tests, &dir.display().to_string())
 }
@@ -153,10 +144,10 @@ mod tests {
         let tests = from_file(&file).unwrap();
         assert_eq!(tests.len(), 2);
         assert_eq!(
-            (tests[0].args.clone(), tests[0].stdin.clone(), tests[0].expected_stdout.clone()),
+            (tests[0].args.clone(), tests[0].stdin.clone(), tests[0].judge.output.clone()),
             (vec![OsString::from("-x")], Some(dir.join("t/in")), Some(b"7\n".to_vec()))
         );
-        assert_eq!(tests[1].expected_exit, Some(3));
+        assert_eq!((tests[0].judge.exit, tests[1].judge.exit, tests[1].judge.output.clone()), (Some(0), Some(3), None));
         for (bad, says) in [
             ("{\"name\":\"a\",\"expected_exit\":0,\"colour\":1}", "line 1: unknown field `colour`"),
             ("{\"name\":\"a\",\"expected_stdout\":\"nope\"}", "line 1: its expected_stdout"),
@@ -176,7 +167,11 @@ mod tests {
         std::fs::write(dir.join("d/t2/cmd"), "5\n").unwrap();
         assert!(from_dir(&dir.join("d")).unwrap_err().contains("test 't2': cannot read its expected"));
         std::fs::write(dir.join("d/t2/expected"), "5\n").unwrap();
+        std::fs::write(dir.join("d/t2/exit"), "x\n").unwrap();
+        assert!(from_dir(&dir.join("d")).unwrap_err().contains("test 't2': its exit is not a number"));
+        std::fs::write(dir.join("d/t2/exit"), "3\n").unwrap();
         let tests = from_dir(&dir.join("d")).unwrap();
+        assert_eq!((tests[0].judge.exit, tests[1].judge.exit), (Some(0), Some(3)));
         assert_eq!(tests.iter().map(|t| (t.name.as_str(), t.args.len())).collect::<Vec<_>>(), [("t1", 2), ("t2", 1)]);
         let _ = std::fs::remove_dir_all(dir);
     }

@@ -4,9 +4,9 @@
 //! until the oracle accepts a run. Every switched run has a block budget of `--budget-factor`
 //! times the original run's, so a switch that makes the program loop ends.
 
-use super::oracle::{Ending, Oracle, RunResult};
 use crate::report::model::{Finding, Report, VERSION};
 use crate::tools::child;
+use crate::tools::oracle::{Ending, Oracle, RunResult};
 use crate::tools::search::{Failure, Forked, Limits, Ran, Request, RunOutcome, Runner, SearchError, Step};
 use std::collections::HashMap;
 use std::ffi::OsString;

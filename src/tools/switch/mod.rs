@@ -6,7 +6,6 @@
 pub mod deps;
 pub mod driver;
 pub mod fork;
-pub mod oracle;
 pub mod run;
 pub mod trace;
 
@@ -38,7 +37,8 @@ pub struct Options {
     pub expected_exit: Option<i32>,
 
     /// A shell command that judges a run: it gets the run's standard output on its standard
-    /// input and its files' paths in $RTGRIND_STDOUT and $RTGRIND_STDERR; exit 0 = pass.
+    /// input, that file's path as $1 and in $RTGRIND_STDOUT, the error output's in
+    /// $RTGRIND_STDERR; exit 0 = pass.
     #[arg(long, value_name = "CMD")]
     pub oracle: Option<String>,
 
@@ -129,11 +129,12 @@ pub fn search(cli: &Cli) -> Result<i32, Error> {
     if !crate::resolve(&cli.command[0]).is_file() {
         return Err(Error { message: format!("{}: no such file", cli.command[0].to_string_lossy()), code: 127 });
     }
-    let oracle = oracle::Oracle {
+    let oracle = crate::tools::oracle::Oracle {
         output: o.expected_output.as_ref().map(|p| read(p, "--expected-output")).transpose()?,
         stderr: o.expected_stderr.as_ref().map(|p| read(p, "--expected-stderr")).transpose()?,
         exit: o.expected_exit,
         command: o.oracle.clone(),
+        cwd: None,
     };
     let order =
         driver::Order::parse(&o.order).ok_or_else(|| Error::usage(format!("invalid --order '{}' (expected lefs, last-instance-first or prior)", o.order)))?;
