@@ -92,3 +92,21 @@ fn a_suite_that_cannot_be_ranked_says_why() {
         assert!(out.status.code() == Some(2) && err.lines().count() <= 3 && err.contains(says), "{args:?}: {}", out.describe());
     }
 }
+
+/// A program without line information (built without -g): its code is ranked a function at a
+/// time, and the faulty function (`split_word`, which only the failing tests run) comes first;
+/// the linker's code (PLT stubs, the C start-up functions) is no statement of the program.
+#[test]
+fn code_without_lines_is_ranked_per_function() {
+    let dir = repo_root().join("guest-programs/suite/cbi_pred");
+    let source = std::fs::read_to_string(dir.join("prog.c")).unwrap();
+    let exe = compile_snippet("cbi_pred_nodebug", "c", &source, &["-O0"]);
+    let out = spectra([format!("--suite={}", dir.join("suite.jsonl").display())], &exe);
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    let r = report(&out);
+    let places: Vec<(&str, u64)> = r["findings"].as_array().unwrap().iter().map(|f| (f["place"].as_str().unwrap(), f["rank"].as_u64().unwrap())).collect();
+    let name = exe.file_name().unwrap().to_string_lossy().into_owned();
+    let want: Vec<(String, u64)> = ["split_word", "emit_word", "end_line", "main"].iter().zip(1..).map(|(f, r)| (format!("{name} in {f}"), r)).collect();
+    assert_eq!(places, want.iter().map(|(p, r)| (p.as_str(), *r)).collect::<Vec<_>>(), "{}", out.describe());
+    assert!(out.stderr_str().contains("(instructions without line information)"), "{}", out.describe());
+}

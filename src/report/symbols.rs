@@ -63,9 +63,19 @@ fn parse(path: &str) -> Option<FileSyms> {
 pub fn in_file(path: &str, offset: u64) -> Option<(u64, Option<(String, u64)>)> {
     let f = parse(path)?;
     let at = offset + f.first_vaddr;
-    let i = f.syms.partition_point(|s| s.0 <= at);
-    let function = i.checked_sub(1).map(|i| &f.syms[i]).filter(|s| at < s.0 + s.1.max(1)).map(|s| (s.2.clone(), at - s.0));
+    let function = function_holding(&f.syms, at).map(|name| (name.to_string(), at - f.syms[f.syms.partition_point(|s| s.0 <= at) - 1].0));
     Some((at, function))
+}
+
+/// The functions of the file at `path` by their file addresses: (address, size, name), sorted.
+pub fn file_functions(path: &str) -> Vec<(u64, u64, String)> {
+    parse(path).map(|f| f.syms).unwrap_or_default()
+}
+
+/// The function of `functions` (`file_functions`) holding file address `at`.
+pub fn function_holding(functions: &[(u64, u64, String)], at: u64) -> Option<&str> {
+    let i = functions.partition_point(|s| s.0 <= at);
+    i.checked_sub(1).map(|i| &functions[i]).filter(|s| at < s.0 + s.1.max(1)).map(|s| s.2.as_str())
 }
 
 /// Where modules are mapped: the guest's memory in a run, or a run's saved `ModuleMap`.

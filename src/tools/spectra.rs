@@ -158,8 +158,17 @@ fn coverage_file(i: usize) -> String {
     format!("coverage-{i}")
 }
 
-/// A line of the program: its source file and number.
+/// A line of the program: its source file and number; code without lines (no DWARF line
+/// table for it) is one statement per function, (`NO_LINES` and the function's name, 0).
 type Line = (String, u32);
+
+/// What stands for the file of a function's code that has no lines.
+const NO_LINES: &str = "(no line information) ";
+
+/// The functions gcc's and glibc's start-up objects (crt1.o, crti.o, crtbegin.o) link into
+/// every program.
+const START_UP: [&str; 9] =
+    ["_start", "_init", "_fini", "deregister_tm_clones", "register_tm_clones", "__do_global_dtors_aux", "frame_dummy", "__libc_csu_init", "__libc_csu_fini"];
 
 /// What one test did: whether it passed, and the lines it ran.
 struct Outcome {
@@ -173,6 +182,7 @@ fn outcomes(tests: &[Test], ran: Vec<Ran>, program: &str) -> Result<Vec<Outcome>
     let mut blocks: HashMap<(u64, u64), Vec<Line>> = HashMap::new();
     let same_file = |m: &str| m == program || std::fs::canonicalize(m).is_ok_and(|c| c.to_string_lossy() == program);
     let mut modules: HashMap<String, bool> = HashMap::new();
+    let mut functions: HashMap<String, Vec<(u64, u64, String)>> = HashMap::new();
     let mut out = Vec::new();
     for (test, r) in tests.iter().zip(ran) {
         let run = r.outcome.map_err(|e| format!("test '{}': cannot run it: {e}", test.name))?;
@@ -187,7 +197,19 @@ fn outcomes(tests: &[Test], ran: Vec<Ran>, program: &str) -> Result<Vec<Outcome>
             if !*modules.entry(c.module.clone()).or_insert_with(|| same_file(&c.module)) {
                 continue;
             }
-            let at = blocks.entry((c.start, c.end)).or_insert_with(|| crate::report::debuginfo::lines_in(&c.module, c.start, c.end));
+            let at = blocks.entry((c.start, c.end)).or_insert_with(|| {
+                let lines = crate::report::debuginfo::lines_in(&c.module, c.start, c.end);
+                if !lines.is_empty() {
+                    return lines;
+                }
+                let functions = functions.entry(c.module.clone()).or_insert_with(|| crate::report::symbols::file_functions(&c.module));
+                // (Code in no function, as PLT stubs, and the C start-up files' functions are
+                // the linker's, not the program's statements.)
+                match crate::report::symbols::function_holding(functions, c.start) {
+                    Some(name) if !START_UP.contains(&name) => vec![(format!("{NO_LINES}{name}"), 0)],
+                    _ => Vec::new(),
+                }
+            });
             lines.extend(at.iter().cloned());
         }
         out.push(Outcome { passed: test.passes(&run), lines });
@@ -247,8 +269,14 @@ fn rank(tests: &[Test], ran: Vec<Ran>, program: &str, metric: Metric) -> Report 
             let (ochiai, tarantula) = scores(f, p, fails, passes);
             Finding {
                 kind: "suspicious line".into(),
-                place: format!("{}:{line}", short(file)),
-                message: source_line(sources.entry(file).or_insert_with(|| read_lines(file)), *line),
+                place: match file.strip_prefix(NO_LINES) {
+                    Some(function) => format!("{} in {function}", short(program)),
+                    None => format!("{}:{line}", short(file)),
+                },
+                message: match file.starts_with(NO_LINES) {
+                    true => "(instructions without line information)".to_string(),
+                    false => source_line(sources.entry(file).or_insert_with(|| read_lines(file)), *line),
+                },
                 scores: [("ochiai".to_string(), ochiai), ("tarantula".to_string(), tarantula)].into(),
                 failed_tests: Some(f),
                 passed_tests: Some(p),
