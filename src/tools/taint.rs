@@ -17,7 +17,7 @@ use crate::shadow::memory::ShadowMemory;
 use crate::shadow::propagate::Propagation;
 use crate::shadow::{self, fast, origin, slot};
 use rtgrind_jit::iced_x86::{FlowControl, Instruction, OpAccess, OpKind, Register};
-use rtgrind_jit::instrument::code_asm::{qword_ptr, rcx, AsmRegister64};
+use rtgrind_jit::instrument::code_asm::{qword_ptr, rcx, rdx, rsi, AsmRegister64};
 use rtgrind_jit::instrument::{tool_area, Inline, InsnSite, Tool, Version};
 use rtgrind_jit::ThreadContext;
 use std::collections::{BTreeMap, HashSet};
@@ -71,7 +71,7 @@ impl Input {
 }
 
 /// What depends on input at a site.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Kind {
     Branch = 1,
     Address = 2,
@@ -108,6 +108,7 @@ pub struct Taint {
     shadow: *mut ShadowMemory,
     prop: Propagation,
     findings: Box<Findings>,
+    counters: Counters,
     /// Descriptors reading input (stdin, or the input file's open descriptors).
     input_fds: HashSet<i32>,
     /// Origin memory (`--track-origins=yes`).
@@ -132,6 +133,7 @@ impl Taint {
             shadow,
             prop,
             findings: Box::default(),
+            counters: Counters::default(),
             input_fds,
             origins,
             threads: 0,
@@ -175,7 +177,7 @@ impl Taint {
 
     /// Code that records (kind, pc) through a call-out when `flag` (a tool-area slot, or a
     /// register's shadow) is non-zero.
-    fn check(&self, b: &mut Inline, slots: &[usize], kind: Kind, pc: u64) {
+    fn check(&mut self, b: &mut Inline, slots: &[usize], kind: Kind, pc: u64) {
         if b.flags_live() {
             return self.check_flag_free(b, slots, kind, pc);
         }
@@ -189,7 +191,7 @@ impl Taint {
         }
         a.test(t, t).unwrap();
         a.jz(skip).unwrap();
-        self.record_site(b, t, kind, pc);
+        self.record_site(b, t, kind, pc, false);
         let a = b.asm();
         a.set_label(&mut skip).unwrap();
         a.zero_bytes().unwrap();
@@ -197,7 +199,7 @@ impl Taint {
 
     /// `check` where the guest's flags are live (before every conditional branch, for one):
     /// each shadow is tested with `jrcxz` on a copy in rcx, so the flags need no save.
-    fn check_flag_free(&self, b: &mut Inline, slots: &[usize], kind: Kind, pc: u64) {
+    fn check_flag_free(&mut self, b: &mut Inline, slots: &[usize], kind: Kind, pc: u64) {
         let a = b.asm();
         let (mut tainted, mut done) = (a.create_label(), a.create_label());
         // rcx (a guest value, or a lent register's) waits in a slot of its own.
@@ -212,20 +214,47 @@ impl Taint {
         a.mov(rcx, qword_ptr(tool_area(slot::CHECK_RCX)).gs()).unwrap();
         a.jmp(done).unwrap();
         a.set_label(&mut tainted).unwrap();
-        self.record_site(b, rcx, kind, pc);
+        self.record_site(b, rcx, kind, pc, true);
         let a = b.asm();
         a.mov(rcx, qword_ptr(tool_area(slot::CHECK_RCX)).gs()).unwrap();
         a.set_label(&mut done).unwrap();
         a.zero_bytes().unwrap();
     }
 
-    /// A check's slow path: records (kind, pc) through a call-out; clobbers `t`.
-    fn record_site(&self, b: &mut Inline, t: AsmRegister64, kind: Kind, pc: u64) {
+    /// A check's slow path: counts the site's event in its counter, inline, and the first
+    /// time records (kind, pc) and the flags' origin through a call-out (a call-out per event
+    /// made a tainted hot loop 60 times slower than native). Clobbers `t`, which is rcx when
+    /// `flags_live` (the sequence then leaves the flags alone).
+    fn record_site(&mut self, b: &mut Inline, t: AsmRegister64, kind: Kind, pc: u64, flags_live: bool) {
+        let counter = self.counters.slot(kind, pc);
         let a = b.asm();
+        let (mut first, mut done) = (a.create_label(), a.create_label());
+        if flags_live {
+            // rcx counts (`lea`, `jrcxz`: no flags); another register, put back, points.
+            let p = if t == rdx { rsi } else { rdx };
+            a.mov(qword_ptr(tool_area(slot::SITE)).gs(), p).unwrap();
+            a.mov(p, counter).unwrap();
+            a.mov(t, qword_ptr(p)).unwrap();
+            a.lea(t, qword_ptr(t + 1)).unwrap();
+            a.mov(qword_ptr(p), t).unwrap();
+            a.mov(p, qword_ptr(tool_area(slot::SITE)).gs()).unwrap();
+            a.lea(t, qword_ptr(t - 1)).unwrap();
+            a.jrcxz(first).unwrap();
+        } else {
+            a.mov(t, counter).unwrap();
+            a.add(qword_ptr(t), 1).unwrap();
+            a.cmp(qword_ptr(t), 1).unwrap();
+            a.je(first).unwrap();
+        }
+        a.jmp(done).unwrap();
+        a.set_label(&mut first).unwrap();
         a.mov(t, pc).unwrap();
         a.mov(qword_ptr(tool_area(slot::SITE)).gs(), t).unwrap();
         a.mov(qword_ptr(tool_area(slot::WHAT)).gs(), kind as i32).unwrap();
         b.callout(record, &*self.findings as *const Findings as u64, t);
+        let a = b.asm();
+        a.set_label(&mut done).unwrap();
+        a.zero_bytes().unwrap();
     }
 
     fn taint_argv(&mut self, ctx: &ThreadContext) {
@@ -245,14 +274,45 @@ fn gpr_slot(r: Register) -> Option<usize> {
     shadow::gpr_number(r).map(shadow::gpr_slot)
 }
 
+/// A site's first event: the site, with the origin of the flags of a branch (the count is its
+/// counter's, `Counters`).
 extern "C" fn record(ctx: *mut ThreadContext, arg: u64) {
     // SAFETY: rtg_callout passes this thread's context; `arg` is the tool's boxed Findings,
     // which nothing else references while translated code runs.
     let (ctx, f) = unsafe { (&mut *ctx, &mut *(arg as *mut Findings)) };
     let (pc, kind) = (*shadow::word(ctx, slot::SITE), Kind::from(*shadow::word(ctx, slot::WHAT)));
     let origin = if kind == Kind::Branch { *shadow::word(ctx, slot::ORIGIN_FLAGS) } else { 0 };
-    let e = f.0.entry((kind, pc, String::new())).or_insert((0, origin));
-    e.0 += 1;
+    f.0.entry((kind, pc, String::new())).or_insert((0, origin));
+}
+
+/// The event counters of the checked sites, one a (kind, pc), given at translation time; the
+/// translated code counts in them inline. (Pages: a counter's address never changes.)
+#[derive(Default)]
+struct Counters {
+    pages: Vec<Box<[u64; 512]>>,
+    by_site: std::collections::HashMap<(Kind, u64), usize>,
+}
+
+impl Counters {
+    /// The address of the counter of `kind` at `pc` (a retranslation keeps it).
+    fn slot(&mut self, kind: Kind, pc: u64) -> u64 {
+        let n = self.by_site.len();
+        let i = *self.by_site.entry((kind, pc)).or_insert(n);
+        if i / 512 == self.pages.len() {
+            self.pages.push(Box::new([0; 512]));
+        }
+        &mut self.pages[i / 512][i % 512] as *mut u64 as u64
+    }
+
+    /// Puts each site's count into its finding.
+    fn count_into(&self, findings: &mut Findings) {
+        for (&(kind, pc), &i) in &self.by_site {
+            let n = self.pages[i / 512][i % 512];
+            if let Some(e) = findings.0.get_mut(&(kind, pc, String::new())) {
+                e.0 = n;
+            }
+        }
+    }
 }
 
 impl Tool for Taint {
@@ -494,6 +554,7 @@ impl ToolRun for Taint {
     }
 
     fn fini(&mut self, report: &mut Reporter, mem: &GuestMemory) {
+        self.counters.count_into(&mut self.findings);
         let f = &self.findings.0;
         let sites: Vec<u64> = f.keys().map(|k| k.1).collect();
         let mut lines = SourceLines::default();
