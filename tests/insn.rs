@@ -6,7 +6,7 @@
 //! the stack below the red zone; everything else is compared bit for bit.
 //!
 //! Each class (ALU, shifts, mul/div, strings, cmov/setcc, RIP-relative, stack, control flow, SSE,
-//! AVX, bit manipulation, x87, MMX, AES/SHA/CRC32/RDRAND, misc) is one test that builds a few static `-nostdlib` programs from a
+//! AVX, bit manipulation, x87, MMX, AES/SHA/CRC32/RDRAND, XSAVE family, misc) is one test that builds a few static `-nostdlib` programs from a
 //! fixed seed (`insn/gen.rs` has the program layout), assembles them with gcc into
 //! `$CARGO_TARGET_TMPDIR/insn/CLASS-N.S`, and compares the two dumps. A mismatch names the first
 //! diverging instruction and every differing register, flag and byte.
@@ -112,6 +112,13 @@ fn aes_sha_crc32_rdrand() {
 }
 
 #[test]
+fn xsave_family() {
+    if require(&["xsave", "xsaveopt", "xsavec", "avx2", "sse4.1"]) {
+        run_class("xsave", 3, 110, legacy::xsave);
+    }
+}
+
+#[test]
 fn misc() {
     run_class("misc", 3, 120, int::misc);
 }
@@ -144,6 +151,10 @@ fn has_feature(f: &str) -> bool {
         "sha" => std::is_x86_feature_detected!("sha"),
         "rdrand" => std::is_x86_feature_detected!("rdrand"),
         "rdseed" => std::is_x86_feature_detected!("rdseed"),
+        "xsave" => std::is_x86_feature_detected!("xsave"),
+        "xsaveopt" => std::is_x86_feature_detected!("xsaveopt"),
+        "xsavec" => std::is_x86_feature_detected!("xsavec"),
+        "sse4.1" => std::is_x86_feature_detected!("sse4.1"),
         _ => panic!("unknown feature {f}"),
     }
 }
