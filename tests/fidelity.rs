@@ -509,6 +509,120 @@ fn int_0x80_makes_the_i386_system_call() {
     }
 }
 
+/// The process's own `/proc` files reached relative to a descriptor of `/proc` or
+/// `/proc/self`, or from a working directory there; and rtgrind's descriptors (from the
+/// guest's descriptor limit up) by path (`stat`, `readlink`, `fstatat` and `openat` from a
+/// descriptor of `/proc/self/fd`), `poll`, `ppoll` and `select`, each compared with a closed
+/// descriptor's answer (natively: past the limit).
+const PROC_RELATIVE: &str = r#"#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/select.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char *slurp(int fd, size_t *len) {
+    size_t cap = 1 << 16, n = 0;
+    char *b = malloc(cap);
+    ssize_t r;
+    while (fd >= 0 && (r = read(fd, b + n, cap - n)) > 0) {
+        n += r;
+        if (n == cap) b = realloc(b, cap *= 2);
+    }
+    if (fd >= 0) close(fd);
+    *len = fd < 0 ? (size_t)-1 : n;
+    return b;
+}
+
+static void same(const char *what, int fd1, int fd2) {
+    size_t n1, n2;
+    char *a = slurp(fd1, &n1), *b = slurp(fd2, &n2);
+    printf("%s: %s\n", what, n1 == n2 && n1 != (size_t)-1 && !memcmp(a, b, n1) ? "same" : "differ");
+}
+
+int main(int argc, char **argv) {
+    setvbuf(stdout, 0, _IONBF, 0);
+    int self = open("/proc/self", O_RDONLY | O_DIRECTORY);
+    int proc = open("/proc", O_RDONLY | O_DIRECTORY);
+    same("openat(/proc/self, maps)", openat(self, "maps", O_RDONLY), open("/proc/self/maps", O_RDONLY));
+    same("openat(/proc, self/auxv)", openat(proc, "self/auxv", O_RDONLY), open("/proc/self/auxv", O_RDONLY));
+    size_t n;
+    char *cmd = slurp(openat(proc, "self/cmdline", O_RDONLY), &n);
+    for (size_t i = 0; i < n; i++) if (!cmd[i]) cmd[i] = ' ';
+    printf("openat(/proc, self/cmdline): %.*s\n", (int)n, cmd);
+    char pid[32];
+    snprintf(pid, sizeof pid, "%d/environ", getpid());
+    same("openat(/proc, PID/environ)", openat(proc, pid, O_RDONLY), open("/proc/self/environ", O_RDONLY));
+    if (chdir("/proc/self") == 0) same("chdir(/proc/self); open(auxv)", open("auxv", O_RDONLY), open("/proc/self/auxv", O_RDONLY));
+    char link[256];
+    ssize_t l = readlinkat(self, "exe", link, sizeof link);
+    char link2[256];
+    ssize_t l2 = readlink("/proc/self/exe", link2, sizeof link2);
+    printf("readlinkat(/proc/self, exe): %s\n", l == l2 && !memcmp(link, link2, l) ? "same" : "differ");
+    struct rlimit rl;
+    getrlimit(RLIMIT_NOFILE, &rl);
+    int fddir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY);
+    for (int fd = rl.rlim_cur - 8; fd < (int)rl.rlim_cur + 8; fd++) {
+        /* Only the closed ones: under rtgrind those at and above the guest's limit are its own. */
+        if (fcntl(fd, F_GETFD) >= 0) continue;
+        char p[64], buf[64];
+        snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+        struct stat st;
+        int s1 = stat(p, &st), e1 = errno;
+        int s2 = lstat(p, &st), e2 = errno;
+        ssize_t r = readlink(p, buf, sizeof buf);
+        int e3 = errno;
+        char name[16];
+        snprintf(name, sizeof name, "%d", fd);
+        int s4 = fstatat(fddir, name, &st, 0), e4 = errno;
+        int s5 = faccessat(fddir, name, F_OK, 0), e5 = errno;
+        int o6 = openat(fddir, name, O_RDONLY), e6 = errno;
+        struct pollfd pf[2] = {{fd, POLLIN, 0}, {0, 0, 0}};
+        int pr = poll(pf, 2, 1000);
+        struct timespec ts = {1, 0};
+        int ppr = ppoll(pf, 1, &ts, 0);
+        unsigned long *set = calloc(rl.rlim_cur / 64 + 2, 8);
+        set[fd / 64] |= 1UL << (fd % 64);
+        struct timeval tv = {0, 0};
+        /* (Only from the limit up: below it a closed descriptor is inside rtgrind's larger
+           descriptor table, EBADF, where natively it is past the program's, ignored.) */
+        if (fd >= (int)rl.rlim_cur) {
+            int sr = select(fd + 1, (fd_set *)set, 0, 0, &tv), es = errno;
+            printf("select %d %s; ", sr, sr < 0 ? strerror(es) : "");
+        }
+        free(set);
+        printf("fd limit%+d: stat %d %s, lstat %d %s, readlink %zd %s, fstatat %d %s, faccessat %d %s, openat %d %s, poll %d revents %#x, ppoll %d\n",
+               fd - (int)rl.rlim_cur, s1, strerror(e1), s2, strerror(e2), r, strerror(e3), s4, strerror(e4), s5, strerror(e5), o6, strerror(e6), pr, pf[0].revents, ppr);
+    }
+    return 0;
+}
+"#;
+
+/// `openat(fd of /proc/self, "maps")`, `openat(fd of /proc, "self/cmdline")` and a relative
+/// open from `/proc/self` give the guest's files, as their absolute paths do (they gave
+/// rtgrind's: its command line, its mappings); rtgrind's descriptors are not found by any
+/// path, `poll` says POLLNVAL for them and `select` ignores them as natively a descriptor past
+/// the process's table (they were found, polled and selected).
+#[test]
+fn proc_paths_relative_to_a_descriptor_and_rtgrinds_descriptors_by_path_poll_and_select() {
+    let exe = compile_snippet("proc_relative", "c", PROC_RELATIVE, &["-O1"]);
+    let native = run_native(&Cmd::new(&exe).args(["a", "b"]));
+    assert_eq!(native.status.code(), Some(0), "{}", native.describe());
+    assert!(native.stdout_str().contains("self/cmdline): "), "{}", native.describe());
+    for tool in ["--tool=none", "--tool=taint"] {
+        let out = run_rtgrind(["-q", tool], &Cmd::new(&exe).args(["a", "b"]));
+        let name = tool.trim_start_matches("--tool=");
+        if let Err(e) = crate::common::compare_tool(&native, &out, name) {
+            panic!("{tool}: {e}");
+        }
+    }
+}
+
 /// Far transfers, segment loads, the fs and gs bases and `sysenter`, each case in a handler
 /// that prints the signal it raised (as TRAPS). Far pointers are read with REX.W (m16:64 on
 /// Intel CPUs, m16:32 on AMD's, which then take the selector from the offset's upper bytes:

@@ -94,6 +94,8 @@ pub fn before(nr: u64, a: &[u64; 6]) -> Option<i64> {
     use libc as l;
     let named = match nr as i64 {
         l::SYS_close_range => return Some(close_range(a)),
+        l::SYS_poll | l::SYS_ppoll => return poll(a),
+        l::SYS_select | l::SYS_pselect6 => return select(a),
         l::SYS_fcntl if matches!(a[1] as i32, l::F_DUPFD | l::F_DUPFD_CLOEXEC) && a[2] as u32 >= base() => {
             // (As natively for a minimum at or above the limit.)
             return is_reserved(a[0]).then_some(EBADF).or(Some(-(l::EINVAL as i64)));
@@ -139,6 +141,56 @@ pub fn before(nr: u64, a: &[u64; 6]) -> Option<i64> {
         _ => return None,
     };
     named.iter().any(|&fd| is_reserved(fd)).then_some(EBADF)
+}
+
+/// `poll`/`ppoll` of an array that names a reserved descriptor: as for a descriptor not
+/// open, its entry gets POLLNVAL and the call returns at once. The others are polled without
+/// waiting (what the kernel does once any entry is ready), the reserved ones left out.
+fn poll(a: &[u64; 6]) -> Option<i64> {
+    let n = a[1] as usize;
+    if n == 0 || n > 1 << 16 {
+        return None;
+    }
+    let mut raw = guest_mem::read_vec(a[0], n * 8)?;
+    let fd = |e: &[u8]| i32::from_le_bytes(e[..4].try_into().unwrap());
+    if !raw.chunks(8).any(|e| fd(e) >= 0 && is_reserved(fd(e) as u64)) {
+        return None;
+    }
+    let mut host: Vec<libc::pollfd> = raw
+        .chunks(8)
+        .map(|e| libc::pollfd { fd: if fd(e) >= 0 && is_reserved(fd(e) as u64) { -1 } else { fd(e) }, events: i16::from_le_bytes([e[4], e[5]]), revents: 0 })
+        .collect();
+    // SAFETY: polls our own copy of the array, without waiting.
+    let r = unsafe { syscall6(libc::SYS_poll as u64, [host.as_mut_ptr() as u64, n as u64, 0, 0, 0, 0]) };
+    if r < 0 {
+        return Some(r);
+    }
+    let mut ready = 0;
+    for (e, h) in raw.chunks_mut(8).zip(&host) {
+        let revents = if fd(e) >= 0 && is_reserved(fd(e) as u64) { libc::POLLNVAL } else { h.revents };
+        e[6..8].copy_from_slice(&revents.to_le_bytes());
+        ready += (revents != 0) as i64;
+    }
+    Some(if guest_mem::write(a[0], &raw) { ready } else { -(libc::EFAULT as i64) })
+}
+
+/// `select`/`pselect6` naming a reserved descriptor: it is taken out of the sets and the call
+/// goes on, as natively for a descriptor past the process's descriptor table, which the
+/// kernel's select ignores (the table grows by powers of two from 64 as descriptors are made;
+/// a program's reaches the top of its limit, where rtgrind's are, only if it once had
+/// descriptors past half of it, and then a closed one in the sets would be EBADF).
+fn select(a: &[u64; 6]) -> Option<i64> {
+    let nfds = (a[0] as u32).min(base() + RESERVED);
+    for &set in a[1..4].iter().filter(|&&set| set != 0) {
+        for fd in base()..nfds {
+            let mut byte = [0u8];
+            let at = set + fd as u64 / 8;
+            if guest_mem::read(at, &mut byte) && byte[0] & (1 << (fd % 8)) != 0 {
+                guest_mem::write(at, &[byte[0] & !(1 << (fd % 8))]);
+            }
+        }
+    }
+    None
 }
 
 /// `close_range(first, last, flags)` of the guest: the same over its descriptors below and

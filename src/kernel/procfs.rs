@@ -80,6 +80,40 @@ pub fn own_file(path: &[u8]) -> Option<OwnFile> {
     })
 }
 
+/// The absolute path a guest path at `path` names relative to `dirfd` (`AT_FDCWD`: the working
+/// directory; another descriptor: the directory it is open on), when it may name one of the
+/// files `own_file` answers: an absolute path as it is; a relative one only when its last
+/// name is one of those files (or it is `fd/N`, `fdinfo/N`), so that other relative opens
+/// cost no extra call. None for a relative path from one of rtgrind's descriptors (EBADF
+/// follows from the kernel's call).
+pub fn proc_path(dirfd: u64, path: u64) -> Option<Vec<u8>> {
+    let path = guest_mem::read_cstr(path, 4096)?;
+    if path.starts_with(b"/") {
+        return path.starts_with(b"/proc/").then_some(path);
+    }
+    let names: Vec<&[u8]> = path.split(|&c| c == b'/').filter(|p| !p.is_empty() && *p != b".").collect();
+    let own_name = match names.as_slice() {
+        [.., dir, n] if (*dir == b"fd" || *dir == b"fdinfo") && number(n).is_some() => true,
+        // (A number alone: `N` from a descriptor of an `fd` directory.)
+        [.., last] => number(last).is_some() || matches!(*last, b"maps" | b"smaps" | b"smaps_rollup" | b"cmdline" | b"environ" | b"auxv" | b"exe"),
+        [] => false,
+    };
+    if !own_name {
+        return None;
+    }
+    let base = if dirfd as i32 == libc::AT_FDCWD {
+        std::env::current_dir().ok()?
+    } else if super::fds::is_reserved(dirfd) {
+        return None;
+    } else {
+        std::fs::read_link(format!("/proc/self/fd/{}", dirfd as i32)).ok()?
+    };
+    let mut full = base.into_os_string().into_encoded_bytes();
+    full.push(b'/');
+    full.extend_from_slice(&path);
+    full.starts_with(b"/proc/").then_some(full)
+}
+
 /// `lo-hi` of a maps or smaps header line.
 fn range(line: &str) -> Option<(u64, u64)> {
     let (lo, hi) = line.split_once(' ')?.0.split_once('-')?;
@@ -135,9 +169,8 @@ impl Runtime {
     /// An open of a file of the process's own `/proc` directory that rtgrind answers: a new
     /// descriptor of the guest's version, an error, or None to let the kernel open it
     /// (another file, or opened for writing).
-    pub fn proc_open(&mut self, path: u64, flags: u64) -> Option<i64> {
-        let path = guest_mem::read_cstr(path, 4096).filter(|p| p.starts_with(b"/proc/"))?;
-        let file = own_file(&path)?;
+    pub fn proc_open(&mut self, dirfd: u64, path: u64, flags: u64) -> Option<i64> {
+        let file = own_file(&proc_path(dirfd, path)?)?;
         if file == OwnFile::RtgrindFd {
             return Some(-(libc::ENOENT as i64));
         }
@@ -151,6 +184,9 @@ impl Runtime {
             OwnFile::Environ => self.guest_area(self.p().own.env),
             OwnFile::Auxv => self.p().own.auxv.iter().flat_map(|&(k, v)| [k.to_le_bytes(), v.to_le_bytes()]).flatten().collect(),
         };
+        if flags & libc::O_DIRECTORY as u64 != 0 {
+            return Some(-(libc::ENOTDIR as i64));
+        }
         let cloexec = if flags & libc::O_CLOEXEC as u64 != 0 { libc::MFD_CLOEXEC } else { 0 };
         // SAFETY: memfd_create with a static name; the descriptor is handed to the guest.
         let fd = unsafe { libc::memfd_create(c"proc".as_ptr(), cloexec) };

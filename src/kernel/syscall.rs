@@ -250,11 +250,11 @@ impl Runtime {
             libc::SYS_readlink => self.readlink(libc::AT_FDCWD as u64, a[0], a[1], a[2]).unwrap_or_else(|| self.passthrough(nr, a)),
             libc::SYS_readlinkat => self.readlink(a[0], a[1], a[2], a[3]).unwrap_or_else(|| self.passthrough(nr, a)),
             libc::SYS_open => {
-                let b = self.exe_alias(a[0]);
+                let b = self.exe_alias(libc::AT_FDCWD as u64, a[0]);
                 self.passthrough(nr, [b.unwrap_or(a[0]), a[1], a[2], a[3], a[4], a[5]])
             }
             libc::SYS_openat => {
-                let b = self.exe_alias(a[1]);
+                let b = self.exe_alias(a[0], a[1]);
                 self.passthrough(nr, [a[0], b.unwrap_or(a[1]), a[2], a[3], a[4], a[5]])
             }
             libc::SYS_getdents64 => {
@@ -308,8 +308,11 @@ impl Runtime {
     /// repeatable run the random devices and the calls that read the machine (`kernel::repeat`).
     fn answered_by_the_runtime(&mut self, nr: u64, a: [u64; 6]) -> Option<i64> {
         let maps = match nr as i64 {
-            libc::SYS_open => self.proc_open(a[0], a[1]),
-            libc::SYS_openat => self.proc_open(a[1], a[2]),
+            libc::SYS_open => self.proc_open(libc::AT_FDCWD as u64, a[0], a[1]),
+            libc::SYS_openat => self.proc_open(a[0], a[1], a[2]),
+            // `/proc/self/fd/N` of one of rtgrind's descriptors is not found.
+            libc::SYS_stat | libc::SYS_lstat | libc::SYS_access => self.rtgrind_fd_path(libc::AT_FDCWD as u64, a[0]),
+            libc::SYS_newfstatat | libc::SYS_statx | libc::SYS_faccessat | libc::SYS_faccessat2 => self.rtgrind_fd_path(a[0], a[1]),
             _ => None,
         };
         if let Some(fd) = maps {
@@ -525,7 +528,7 @@ impl Runtime {
 
     fn execve(&mut self, path_p: u64, argv_p: u64, envp_p: u64) -> i64 {
         // `/proc/self/exe` is rtgrind to the kernel: the program starts itself again.
-        let path_p = self.exe_alias(path_p).unwrap_or(path_p);
+        let path_p = self.exe_alias(libc::AT_FDCWD as u64, path_p).unwrap_or(path_p);
         if !self.p().config.trace_children {
             return self.passthrough(libc::SYS_execve as u64, [path_p, argv_p, envp_p, 0, 0, 0]);
         }
@@ -562,20 +565,25 @@ impl Runtime {
         self.p().repeat.as_mut()?.random_device(path)
     }
 
-    /// Whether the path at `p` is the process's own `/proc/.../exe`.
-    fn is_self_exe(&self, p: u64) -> bool {
-        guest_mem::read_cstr(p, 4096).is_some_and(|path| super::procfs::own_file(&path) == Some(super::procfs::OwnFile::Exe))
+    /// Whether the path at `p` (relative to `dirfd`) is the process's own `/proc/.../exe`.
+    fn is_self_exe(&self, dirfd: u64, p: u64) -> bool {
+        super::procfs::proc_path(dirfd, p).is_some_and(|path| super::procfs::own_file(&path) == Some(super::procfs::OwnFile::Exe))
+    }
+
+    /// ENOENT if the path at `p` (relative to `dirfd`) is `fd/N` or `fdinfo/N` of one of
+    /// rtgrind's descriptors in the process's own `/proc` directory.
+    fn rtgrind_fd_path(&self, dirfd: u64, p: u64) -> Option<i64> {
+        let path = super::procfs::proc_path(dirfd, p)?;
+        (super::procfs::own_file(&path) == Some(super::procfs::OwnFile::RtgrindFd)).then_some(-(libc::ENOENT as i64))
     }
 
     /// readlink of /proc/self/exe names the guest program, not rtgrind; `/proc/self/fd/N` of
     /// one of rtgrind's descriptors is not found.
     fn readlink(&mut self, dirfd: u64, path: u64, buf: u64, size: u64) -> Option<i64> {
-        let _ = dirfd;
-        let name = guest_mem::read_cstr(path, 4096)?;
-        if super::procfs::own_file(&name) == Some(super::procfs::OwnFile::RtgrindFd) {
-            return Some(-(libc::ENOENT as i64));
+        if let Some(r) = self.rtgrind_fd_path(dirfd, path) {
+            return Some(r);
         }
-        if !self.is_self_exe(path) {
+        if !self.is_self_exe(dirfd, path) {
             return None;
         }
         let s = self.p().exe_path.as_os_str().as_encoded_bytes();
@@ -584,8 +592,8 @@ impl Runtime {
     }
 
     /// For open("/proc/self/exe"): a guest address holding the guest program's path.
-    fn exe_alias(&mut self, path: u64) -> Option<u64> {
-        if !self.is_self_exe(path) {
+    fn exe_alias(&mut self, dirfd: u64, path: u64) -> Option<u64> {
+        if !self.is_self_exe(dirfd, path) {
             return None;
         }
         let mut s = self.p().exe_path.as_os_str().as_encoded_bytes().to_vec();
