@@ -124,6 +124,9 @@ pub struct Cli {
     pub spectra: crate::tools::spectra::Options,
 
     #[command(flatten)]
+    pub cbi: crate::tools::cbi::Options,
+
+    #[command(flatten)]
     pub search: crate::tools::SearchOptions,
 
     #[command(flatten)]

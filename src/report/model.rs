@@ -15,7 +15,7 @@ pub const VERSION: u32 = 1;
 /// A search's report.
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Default)]
 pub struct Report {
-    /// The tool (`suppress`, `switch`, `race`, `reorder`, `spectra`).
+    /// The tool (`suppress`, `switch`, `race`, `reorder`, `spectra`, `cbi`).
     pub tool: String,
     /// How the search ended: `root-cause`, `found`, `no-failure`, `not-reproducible`, `already-fails`,
     /// `inconclusive`, `exhausted`, `cannot-run`.
@@ -103,7 +103,8 @@ pub struct FailureSite {
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Default)]
 pub struct Finding {
     /// What it is: "first point of memory corruption" (suppress), "critical predicate" (switch),
-    /// "data race" (race), "suspicious line" (spectra).
+    /// "data race" (race), "suspicious line" (spectra), "selected predicate" and "ranked
+    /// predicate" (cbi).
     #[serde(default)]
     pub kind: String,
     /// Where it is reported ("file:line (function)", or the program's call into a library).
@@ -211,10 +212,12 @@ pub struct Finding {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub root: Option<String>,
     /// The line's rank in the ranking, ties ranked pessimistically: every line tied with
-    /// others takes the worst of their ranks (spectra).
+    /// others takes the worst of their ranks (spectra; cbi's ranked predicates by Importance;
+    /// for a predicate the elimination selected, its order of selection).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rank: Option<u32>,
-    /// The line's suspiciousness by metric: `ochiai`, `tarantula` (spectra).
+    /// The line's suspiciousness by metric: `ochiai`, `tarantula` (spectra); a predicate's
+    /// `importance`, `increase`, `failure`, `context` (cbi).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub scores: BTreeMap<String, f64>,
     /// Failing tests that ran the line (spectra).
@@ -223,6 +226,26 @@ pub struct Finding {
     /// Passing tests that ran the line (spectra).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub passed_tests: Option<u32>,
+    /// Failing tests that reached the predicate's site, whatever it was there: F(P observed)
+    /// (cbi; `failed_tests` is F(P), the failing tests it was true in, `passed_tests` S(P)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_failed: Option<u32>,
+    /// Passing tests that reached the predicate's site: S(P observed) (cbi).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_passed: Option<u32>,
+    /// The text of the line at `place` (cbi).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// The failing tests a predicate the elimination selected explains: those left when it
+    /// was selected that it is true in (cbi).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub explains: Vec<String>,
+    /// The predicates exactly as important as a selected one when it was selected (cbi).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tied_with: Vec<String>,
+    /// How the baseline (spectra's ranking of the same runs) ranks the predicate's line (cbi).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<String>,
 }
 
 /// One run of a search's chain.

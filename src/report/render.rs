@@ -74,6 +74,45 @@ fn unmoved(all: &[String]) -> Vec<String> {
     out
 }
 
+/// A predicate of cbi's (the `k`-th finding): selected by the elimination, or ranked before it.
+fn predicate(r: &Report, f: &Finding, k: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    let first_of_kind = k == 0 || r.findings[k - 1].kind != f.kind;
+    let selected = f.kind == "selected predicate";
+    if first_of_kind {
+        out.push(if selected {
+            "the predicates the elimination selected, each explaining failing tests the ones before it did not:".into()
+        } else {
+            "the predicates by Importance before the elimination (a tie takes its worst rank):".into()
+        });
+    }
+    let score = |m: &str| f.scores.get(m).map_or("-".to_string(), |s| format!("{s:.3}"));
+    let what = f.message.split_once(": ").map_or(f.message.as_str(), |(_, w)| w);
+    out.push(format!("{:>4}. {}: {what}", f.rank.unwrap_or(0), f.place));
+    if let Some(src) = f.source.as_ref().filter(|s| !s.is_empty()) {
+        out.push(format!("        {src}"));
+    }
+    out.push(format!(
+        "        importance {}  increase {}  failure {}  context {}  (true in {} failing and {} passing tests, reached in {} and {})",
+        score("importance"),
+        score("increase"),
+        score("failure"),
+        score("context"),
+        f.failed_tests.unwrap_or(0),
+        f.passed_tests.unwrap_or(0),
+        f.observed_failed.unwrap_or(0),
+        f.observed_passed.unwrap_or(0)
+    ));
+    if selected {
+        out.push(format!("        explains {} failing tests: {}", f.explains.len(), f.explains.join(", ")));
+        if !f.tied_with.is_empty() {
+            out.push(format!("        as important: {}", f.tied_with.join("; ")));
+        }
+        out.extend(f.baseline.as_ref().map(|b| format!("        {b}")));
+    }
+    out
+}
+
 /// A finding's lines: its place, then what it is at (the `k`-th finding).
 fn finding(r: &Report, f: &Finding, k: usize) -> Vec<String> {
     let mut out = Vec::new();
@@ -100,9 +139,14 @@ fn finding(r: &Report, f: &Finding, k: usize) -> Vec<String> {
         }
         return out;
     }
+    if f.kind == "selected predicate" || f.kind == "ranked predicate" {
+        return predicate(r, f, k);
+    }
     if f.kind == "suspicious line" {
         if k == 0 {
             out.push("the lines failing tests ran, the most suspicious first (a tie takes its worst rank):".into());
+        } else if r.findings[k - 1].kind != f.kind {
+            out.push("the baseline: spectra's ranking of the same runs' lines (a tie takes its worst rank):".into());
         }
         let score = |m: &str| f.scores.get(m).map_or("-".to_string(), |s| format!("{s:.3}"));
         out.push(format!(

@@ -89,7 +89,7 @@ pub fn make(cli: &crate::cli::Cli) -> Result<Box<dyn ToolRun>, super::Error> {
 
 pub struct Count {
     per_function: bool,
-    coverage_out: Option<std::path::PathBuf>,
+    pub(super) coverage_out: Option<std::path::PathBuf>,
     /// Each block's (executions, branch taken) counters.
     pages: Vec<Box<[[u64; 2]; PAGE_SLOTS]>>,
     slots: Vec<(u64, Static)>,
@@ -216,6 +216,15 @@ impl Tool for Count {
 }
 
 impl Count {
+    /// `--coverage-out`'s file, if asked for.
+    pub(super) fn write_coverage(&self, report: &mut Reporter, mem: &GuestMemory) {
+        if let Some(f) = &self.coverage_out {
+            if let Err(e) = std::fs::write(f, self.coverage(mem)) {
+                report.error(&format!("cannot write {}: {e}", f.display()));
+            }
+        }
+    }
+
     /// The basic blocks entered, for `--coverage-out`: one line each, `module`, then in hex
     /// its file addresses (start, end, and its conditional branch or 0) and in decimal its
     /// executions and branches taken. Blocks outside a module file (generated code) are left out.
@@ -273,11 +282,7 @@ impl Covered {
 
 impl ToolRun for Count {
     fn fini(&mut self, report: &mut Reporter, mem: &GuestMemory) {
-        if let Some(f) = &self.coverage_out {
-            if let Err(e) = std::fs::write(f, self.coverage(mem)) {
-                report.error(&format!("cannot write {}: {e}", f.display()));
-            }
-        }
+        self.write_coverage(report, mem);
         let t = self.totals();
         let pct = |n: u64, d: u64| if d == 0 { 0.0 } else { 100.0 * n as f64 / d as f64 };
         let cond = t.cond_taken + t.cond_not_taken;

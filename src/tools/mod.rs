@@ -3,6 +3,7 @@
 //! sees (syscalls, client requests, the end of the run) through [`ToolRun`].
 
 pub mod address_hash;
+pub mod cbi;
 pub mod checkpoints;
 pub mod child;
 pub mod count;
@@ -181,6 +182,13 @@ pub const TOOLS: &[ToolSpec] = &[
         options: spectra::option_ids,
         make: spectra::make,
         search: Some(Search { wanted: spectra::wants_search, run: spectra::search }),
+    },
+    ToolSpec {
+        name: "cbi",
+        about: "Isolate the predicates (branch directions, signs of values returned) that predict a test suite's failures (statistical bug isolation).",
+        options: cbi::option_ids,
+        make: cbi::make,
+        search: Some(Search { wanted: cbi::wants_search, run: cbi::search }),
     },
     ToolSpec {
         name: "suppress",

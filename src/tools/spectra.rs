@@ -9,7 +9,7 @@
 //! tests that ran the line, F and P all failing and passing tests.
 
 use super::count::Covered;
-use super::search::{Ran, Request, Runner, Search, Step, TestRun};
+use super::search::{Ran, Request, RunOutcome, Runner, Search, Step, TestRun};
 use super::suite::{self, Test};
 use super::{Error, ToolRun};
 use crate::cli::Cli;
@@ -27,7 +27,7 @@ pub enum Metric {
 }
 
 impl Metric {
-    fn name(self) -> &'static str {
+    pub(super) fn name(self) -> &'static str {
         match self {
             Metric::Ochiai => "ochiai",
             Metric::Tarantula => "tarantula",
@@ -37,7 +37,7 @@ impl Metric {
 
 /// The test-suite tools' options.
 #[derive(clap::Args, Debug, Clone, Default)]
-#[command(next_help_heading = "Options of --tool=spectra")]
+#[command(next_help_heading = "Options of the test-suite tools (--tool=spectra, --tool=cbi)")]
 pub struct Options {
     /// The test suite: one JSON object a line (name, args, stdin, expected_stdout,
     /// expected_exit, cwd, oracle; paths relative to FILE's directory, where tests run unless
@@ -63,6 +63,18 @@ pub struct Options {
     pub test_timeout: u64,
 }
 
+impl Options {
+    /// The suite the options give (`tool` needs one).
+    pub(super) fn tests(&self, tool: &str) -> Result<Vec<Test>, Error> {
+        match (&self.suite, &self.suite_dir) {
+            (Some(f), _) => suite::from_file(f),
+            (None, Some(d)) => suite::from_dir(d),
+            (None, None) => Err(format!("--tool={tool} needs a test suite: --suite=FILE or --suite-dir=DIR")),
+        }
+        .map_err(Error::usage)
+    }
+}
+
 /// Ids of the options the tool owns.
 pub fn option_ids() -> Vec<String> {
     [super::ids::<Options>(), vec!["jobs".to_string()], super::ids::<super::SearchOptions>()].concat()
@@ -80,12 +92,7 @@ pub fn wants_search(_: &Cli) -> bool {
 /// The ranking; its exit status (2 when the suite does not both pass and fail).
 pub fn search(cli: &Cli) -> Result<i32, Error> {
     let o = &cli.spectra;
-    let tests = match (&o.suite, &o.suite_dir) {
-        (Some(f), _) => suite::from_file(f),
-        (None, Some(d)) => suite::from_dir(d),
-        (None, None) => Err("--tool=spectra needs a test suite: --suite=FILE or --suite-dir=DIR".into()),
-    }
-    .map_err(Error::usage)?;
+    let tests = o.tests("spectra")?;
     let program = crate::resolve(&cli.command[0]);
     if !program.is_file() {
         return Err(Error { message: format!("{}: no such file", cli.command[0].to_string_lossy()), code: 127 });
@@ -102,7 +109,8 @@ pub fn search(cli: &Cli) -> Result<i32, Error> {
     let start = Instant::now();
     let mut search = Spectra { tests: &tests, timeout: Duration::from_secs(o.test_timeout), asked: false };
     let ran = runner.drive(&mut search);
-    let mut report = rank(&tests, ran, &program.to_string_lossy(), o.metric);
+    let coverage = |run: &RunOutcome, i: usize| run.stdout.with_file_name(coverage_file(i));
+    let mut report = rank(&tests, ran, &program.to_string_lossy(), o.metric, &coverage);
     report.command = command.iter().map(|a| a.to_string_lossy().into_owned()).collect();
     report.seconds = start.elapsed().as_secs_f64();
     report.runs = runner.runs;
@@ -178,7 +186,7 @@ struct Outcome {
 
 /// The lines of `program` each run of `ran` entered, as `Outcome`s in the tests' order, or
 /// why a test could not be run.
-fn outcomes(tests: &[Test], ran: Vec<Ran>, program: &str) -> Result<Vec<Outcome>, String> {
+fn outcomes(tests: &[Test], ran: Vec<Ran>, program: &str, coverage_of: &Coverage) -> Result<Vec<Outcome>, String> {
     let mut blocks: HashMap<(u64, u64), Vec<Line>> = HashMap::new();
     let same_file = |m: &str| m == program || std::fs::canonicalize(m).is_ok_and(|c| c.to_string_lossy() == program);
     let mut modules: HashMap<String, bool> = HashMap::new();
@@ -189,7 +197,7 @@ fn outcomes(tests: &[Test], ran: Vec<Ran>, program: &str) -> Result<Vec<Outcome>
         if let Some(e) = run.error() {
             return Err(format!("test '{}': {}", test.name, e.trim_start_matches("rtgrind: error: ")));
         }
-        let coverage = run.stdout.with_file_name(coverage_file(out.len()));
+        let coverage = coverage_of(&run, out.len());
         let covered =
             Covered::read(&coverage).map_err(|e| format!("test '{}': its run left no coverage ({e}; it ended with {})", test.name, run.ending.describe()))?;
         let mut lines = BTreeSet::new();
@@ -225,10 +233,13 @@ fn scores(f: u32, p: u32, fails: u32, passes: u32) -> (f64, f64) {
     (ochiai, tarantula)
 }
 
+/// Where test `i`'s run (its outcome given) left its coverage.
+pub(super) type Coverage = dyn Fn(&RunOutcome, usize) -> PathBuf;
+
 /// The report: every line a failing test ran, ranked by `metric` (pessimistic ties).
-fn rank(tests: &[Test], ran: Vec<Ran>, program: &str, metric: Metric) -> Report {
+pub(super) fn rank(tests: &[Test], ran: Vec<Ran>, program: &str, metric: Metric, coverage: &Coverage) -> Report {
     let mut report = Report { tool: "spectra".into(), schema: VERSION, ..Report::default() };
-    let outcomes = match outcomes(tests, ran, program) {
+    let outcomes = match outcomes(tests, ran, program, coverage) {
         Ok(o) => o,
         Err(why) => {
             report.result = "cannot-run".into();
@@ -302,17 +313,17 @@ fn rank(tests: &[Test], ran: Vec<Ran>, program: &str, metric: Metric) -> Report 
 }
 
 /// A path as reports give it: the file name (DWARF paths are absolute).
-fn short(path: &str) -> &str {
+pub(super) fn short(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 
 /// The lines of the source file at `path` (none if it cannot be read).
-fn read_lines(path: &str) -> Vec<String> {
+pub(super) fn read_lines(path: &str) -> Vec<String> {
     std::fs::read_to_string(path).map(|t| t.lines().map(str::to_string).collect()).unwrap_or_default()
 }
 
 /// Line `n` (from 1) of a source file's `lines`, trimmed; empty if it has none.
-fn source_line(lines: &[String], n: u32) -> String {
+pub(super) fn source_line(lines: &[String], n: u32) -> String {
     n.checked_sub(1).and_then(|i| lines.get(i as usize)).map_or(String::new(), |l| l.trim().to_string())
 }
 

@@ -1,0 +1,224 @@
+//! `--tool=cbi`: statistical bug isolation over a test suite (Liblit et al., "Scalable
+//! statistical bug isolation"). Every test runs once (`--jobs` at a time) under the
+//! instrumentation of `predicates` (`--cbi-out`, internal), which counts the main program's
+//! predicates inline: each conditional branch taken and not taken, and the sign of the value
+//! a call returns. `score` ranks them by Importance and runs the elimination; the report gives
+//! each predicate the elimination selected, with its source line and the failing tests it
+//! explains, the ranking before the elimination, and spectra's ranking of the same runs as the
+//! baseline (`spectra::rank`, from the basic blocks the same runs counted).
+
+pub mod predicates;
+mod report;
+pub mod score;
+
+use super::search::{Ran, Request, RunOutcome, Runner, Search, Step, TestRun};
+use super::suite::Test;
+use super::{Error, ToolRun};
+use crate::cli::Cli;
+use predicates::{Kind, Site};
+use score::{Data, Ranked, RunPreds};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// `--tool=cbi`'s own options (the suite's are spectra's).
+#[derive(clap::Args, Debug, Clone, Default)]
+#[command(next_help_heading = "Options of --tool=cbi")]
+pub struct Options {
+    /// Count the predicates of a site in about one of N of its executions (1/N: a geometric
+    /// countdown per thread, for long runs); every execution counts without it.
+    #[arg(long, value_name = "1/N", value_parser = parse_sample)]
+    pub sample: Option<u64>,
+
+    /// (Internal) this run counts the main program's predicates into FILE.
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub cbi_out: Option<PathBuf>,
+}
+
+/// `--sample`'s value: "1/N" with N at least 1.
+fn parse_sample(s: &str) -> Result<u64, String> {
+    let n = s.strip_prefix("1/").and_then(|n| n.parse::<u64>().ok()).filter(|n| (1..1 << 40).contains(n));
+    n.ok_or_else(|| format!("'{s}' is not a sampling rate 1/N (N a whole number from 1)"))
+}
+
+/// Ids of the options the tool owns (the suite's shared with spectra).
+pub fn option_ids() -> Vec<String> {
+    [super::ids::<Options>(), super::spectra::option_ids()].concat()
+}
+
+/// The instrumentation run of one test (`--cbi-out`); otherwise the tool is a search.
+pub fn make(cli: &Cli) -> Result<Box<dyn ToolRun>, Error> {
+    let Some(out) = cli.cbi.cbi_out.clone() else {
+        return Err(Error::usage("--tool=cbi ranks predicates over a test suite; it has no run of its own".into()));
+    };
+    Ok(Box::new(predicates::Predicates::new(out, program_path(cli), cli.cbi.sample, cli.seed)?))
+}
+
+pub fn wants_search(cli: &Cli) -> bool {
+    cli.cbi.cbi_out.is_none()
+}
+
+/// The program's canonical path, as the memory map names it.
+fn program_path(cli: &Cli) -> String {
+    std::fs::canonicalize(crate::resolve(&cli.command[0])).map(|p| p.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+/// The ranking; its exit status (2 when the suite does not both pass and fail).
+pub fn search(cli: &Cli) -> Result<i32, Error> {
+    let o = &cli.spectra;
+    let tests = o.tests("cbi")?;
+    let program = crate::resolve(&cli.command[0]);
+    if !program.is_file() {
+        return Err(Error { message: format!("{}: no such file", cli.command[0].to_string_lossy()), code: 127 });
+    }
+    let program = std::fs::canonicalize(&program).unwrap_or(program);
+    let mut command = cli.command.clone();
+    command[0] = program.clone().into_os_string();
+    let options = cli.run_options.iter().map(Into::into).collect();
+    let mut runner = Runner::with("cbi", command.clone(), options, cli.seed, Some("/dev/null".into())).map_err(|e| Error::internal(e.to_string()))?;
+    runner.jobs = cli.switch.jobs as usize;
+    runner.progress = super::progress::Progress::of(cli, "cbi");
+    crate::log_to_file(cli);
+    let start = Instant::now();
+    let mut search = Cbi { tests: &tests, timeout: Duration::from_secs(o.test_timeout), sample: cli.cbi.sample, asked: false };
+    let ran = runner.drive(&mut search);
+    let program = program.to_string_lossy().into_owned();
+    let mut report = report::build(&tests, ran, &program, o.metric, o.top);
+    report.command = command.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+    report.seconds = (start.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
+    report.runs = runner.runs;
+    if cli.search.sarif {
+        // Results are the predicates; the baseline's lines are spectra's.
+        let mut own = report.clone();
+        own.findings.retain(|f| f.kind != "suspicious line");
+        println!("{}", super::sarif::document(RULE, &own));
+    }
+    let pid = std::process::id();
+    let output = super::output::Output { dot: None, sarif: false, ..super::output::Output::of(cli) };
+    super::output::emit(&report, RULE, &output, |line| eprintln!("=={pid}== {line}"));
+    Ok(match report.result.as_str() {
+        "found" => cli.search.error_exitcode,
+        "inconclusive" => 0,
+        _ => crate::EXIT_USAGE,
+    })
+}
+
+const RULE: super::sarif::Rule = super::sarif::Rule {
+    id: "failure-predicting-predicate",
+    description: "A predicate of the program (a branch's direction, the sign of a value returned) that predicts the failures of the suite's tests",
+    help: "Predicates are ranked by Importance (the harmonic mean of their Increase and of how many failing tests they are true in); each one the elimination selects explains failing tests the ones before it did not: read the program at its line.",
+};
+
+/// Every test, once, in a batch.
+struct Cbi<'a> {
+    tests: &'a [Test],
+    timeout: Duration,
+    sample: Option<u64>,
+    asked: bool,
+}
+
+impl Search for Cbi<'_> {
+    type Verdict = Vec<Ran>;
+
+    fn next(&mut self, runner: &Runner, ran: Vec<Ran>) -> Step<Vec<Ran>> {
+        if std::mem::replace(&mut self.asked, true) {
+            return Step::Done(ran);
+        }
+        let requests = self
+            .tests
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let out = runner.file(&counts_file(i));
+                let mut args = vec!["--tool=cbi".into(), format!("--cbi-out={}", out.display()).into()];
+                args.extend(self.sample.map(|n| format!("--sample=1/{n}").into()));
+                let mut r = Request { args, ..Request::default() };
+                r.limits.log = true;
+                r.limits.time = Some(self.timeout);
+                r.progress = format!("test {}", t.name);
+                r.test = Some(TestRun { args: t.args.clone(), stdin: t.stdin.clone().unwrap_or_else(|| "/dev/null".into()), cwd: t.cwd.clone() });
+                r
+            })
+            .collect();
+        Step::Batch(requests)
+    }
+}
+
+/// The file test `i`'s run writes its predicates' counts to, in the search's directory.
+fn counts_file(i: usize) -> String {
+    format!("predicates-{i}")
+}
+
+/// Where test `i`'s run (this outcome) left its counts.
+fn counts_of(run: &RunOutcome, i: usize) -> PathBuf {
+    run.stdout.with_file_name(counts_file(i))
+}
+
+/// A predicate: its site (kind and file address) and which of the site's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Pred {
+    pub kind_is_return: bool,
+    pub at: u64,
+    pub which: u8,
+}
+
+impl Pred {
+    /// The predicates of a site, with how often each was true.
+    fn of(site: &Site) -> Vec<(Pred, u64)> {
+        let p = |which: u8| Pred { kind_is_return: site.kind == Kind::Return, at: site.at, which };
+        let c = &site.counts;
+        match site.kind {
+            Kind::Branch => vec![(p(0), c[1]), (p(1), c[0].saturating_sub(c[1]))],
+            Kind::Return => vec![(p(0), c[1]), (p(1), c[2]), (p(2), c[3])],
+        }
+    }
+}
+
+/// Each test's pass or failure and sites, read from its run; or why a test cannot be used.
+fn read_runs(tests: &[Test], ran: &[Ran]) -> Result<Vec<(bool, Vec<Site>)>, String> {
+    let mut out = Vec::new();
+    for (i, (test, r)) in tests.iter().zip(ran).enumerate() {
+        let run = r.outcome.as_ref().map_err(|e| format!("test '{}': cannot run it: {e}", test.name))?;
+        if let Some(e) = run.error() {
+            return Err(format!("test '{}': {}", test.name, e.trim_start_matches("rtgrind: error: ")));
+        }
+        let sites = Site::read(&counts_of(run, i))
+            .map_err(|e| format!("test '{}': its run left no predicate counts ({e}; it ended with {})", test.name, run.ending.describe()))?;
+        out.push((test.passes(run), sites));
+    }
+    Ok(out)
+}
+
+/// The predicates of the runs, numbered, and each run's as `score` takes them.
+fn data(runs: &[(bool, Vec<Site>)]) -> (Vec<(Pred, String)>, Data) {
+    let mut preds: Vec<(Pred, String)> = Vec::new();
+    let mut pred_ids: HashMap<Pred, usize> = HashMap::new();
+    let mut site_ids: HashMap<(bool, u64), usize> = HashMap::new();
+    let mut data = Data::default();
+    for (passed, sites) in runs {
+        let mut run = RunPreds { failed: !passed, ..RunPreds::default() };
+        for site in sites.iter().filter(|s| s.counts[0] > 0) {
+            let next = site_ids.len();
+            let sid = *site_ids.entry((site.kind == Kind::Return, site.at)).or_insert(next);
+            run.observed.insert(sid);
+            for (p, n) in Pred::of(site) {
+                let id = *pred_ids.entry(p).or_insert_with(|| {
+                    preds.push((p, site.callee.clone()));
+                    data.site_of.push(sid);
+                    preds.len() - 1
+                });
+                if n > 0 {
+                    run.truth.insert(id);
+                }
+            }
+        }
+        data.runs.push(run);
+    }
+    (preds, data)
+}
+
+/// A ranking's ranks with ties ranked pessimistically (each takes the worst of its tie).
+fn ranks(ranked: &[Ranked]) -> Vec<u32> {
+    let imp = |r: &Ranked| r.scores.importance;
+    ranked.iter().map(|r| ranked.iter().filter(|o| imp(o) >= imp(r) - 1e-12).count() as u32).collect()
+}

@@ -1,0 +1,142 @@
+//! `--tool=cbi`'s report: the predicates the elimination selected, the ranking before it, and
+//! spectra's ranking of the same runs (the baseline), each predicate at its source line with
+//! the line's text.
+
+use super::super::spectra::{self, Metric};
+use super::super::suite::Test;
+use super::score::{self, Ranked};
+use super::{counts_of, data, predicates, ranks, read_runs, Pred};
+use crate::report::model::{Finding, Report, VERSION};
+use std::collections::HashMap;
+
+/// A predicate as the report says it.
+#[derive(Clone, Debug, Default)]
+pub struct Described {
+    /// "file:line (function)".
+    pub place: String,
+    /// "file:line".
+    pub line: String,
+    /// The line's text.
+    pub source: String,
+    /// What is true: "the branch is taken", "the value atoi returns is < 0".
+    pub what: String,
+}
+
+/// Descriptions of the program's predicates, from its DWARF and sources (each read once).
+struct Describer<'a> {
+    program: &'a str,
+    sources: HashMap<String, Vec<String>>,
+}
+
+impl Describer<'_> {
+    fn describe(&mut self, p: &Pred, callee: &str) -> Described {
+        // A return site's line is its call's.
+        let at = if p.kind_is_return { p.at - 1 } else { p.at };
+        let frames = crate::report::debuginfo::frames(self.program, at);
+        let what = match (p.kind_is_return, p.which) {
+            (false, 0) => "the branch is taken".to_string(),
+            (false, _) => "the branch is not taken".to_string(),
+            (true, w) => {
+                let callee = if callee.is_empty() { "the function called".to_string() } else { format!("{callee}()") };
+                format!("the value {callee} returns is {}", ["< 0", "== 0", "> 0"][w.min(2) as usize])
+            }
+        };
+        let Some((file, line)) = frames.first().and_then(|f| Some((f.file.clone()?, f.line?))) else {
+            let place = format!("{:#x} in {}", p.at, spectra::short(self.program));
+            return Described { line: place.clone(), place, source: String::new(), what };
+        };
+        let function = frames.first().and_then(|f| f.function.clone()).map_or(String::new(), |f| format!(" ({f})"));
+        let lines = self.sources.entry(file.clone()).or_insert_with(|| spectra::read_lines(&file));
+        let short = format!("{}:{line}", spectra::short(&file));
+        Described { place: format!("{short}{function}"), line: short, source: spectra::source_line(lines, line), what }
+    }
+}
+
+/// A finding for predicate `r` of the predicates `preds`.
+fn finding(kind: &str, r: &Ranked, d: &Described, at: u64) -> Finding {
+    let s = &r.scores;
+    Finding {
+        kind: kind.into(),
+        place: d.place.clone(),
+        message: format!("{}: {}", d.line, d.what),
+        source: Some(d.source.clone()),
+        pc: format!("{at:#x}"),
+        scores: [("importance", s.importance), ("increase", s.increase), ("failure", s.failure), ("context", s.context)]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), (v * 1e6).round() / 1e6))
+            .collect(),
+        failed_tests: Some(r.counts.f),
+        passed_tests: Some(r.counts.s),
+        observed_failed: Some(r.counts.f_obs),
+        observed_passed: Some(r.counts.s_obs),
+        ..Finding::default()
+    }
+}
+
+/// The report of the runs `ran` of `tests`.
+pub fn build(tests: &[Test], ran: Vec<super::Ran>, program: &str, metric: Metric, top: usize) -> Report {
+    let mut report = Report { tool: "cbi".into(), schema: VERSION, ..Report::default() };
+    let runs = match read_runs(tests, &ran) {
+        Ok(r) => r,
+        Err(why) => {
+            report.result = "cannot-run".into();
+            report.reason = why;
+            return report;
+        }
+    };
+    let fails = runs.iter().filter(|r| !r.0).count();
+    let passes = runs.len() - fails;
+    if fails == 0 || passes == 0 {
+        report.result = "no-failure".into();
+        report.reason = if fails == 0 {
+            format!("all {} tests pass: there is no failure to isolate", runs.len())
+        } else {
+            format!("all {} tests fail: predicates are ranked against passing tests too", runs.len())
+        };
+        return report;
+    }
+    let (preds, data) = data(&runs);
+    let ranked = score::rank(&data, &vec![true; data.runs.len()]);
+    let selected = score::eliminate(&data);
+    let blocks = |run: &super::RunOutcome, i: usize| predicates::blocks_file(&counts_of(run, i));
+    let baseline = spectra::rank(tests, ran, program, metric, &blocks);
+    let mut describer = Describer { program, sources: HashMap::new() };
+    let mut describe = |id: usize| describer.describe(&preds[id].0, &preds[id].1);
+    let failing_name = |i: usize| tests[i].name.clone();
+    let mut findings = Vec::new();
+    for (k, s) in selected.iter().enumerate() {
+        let d = describe(s.ranked.pred);
+        let mut f = finding("selected predicate", &s.ranked, &d, preds[s.ranked.pred].0.at);
+        f.rank = Some(k as u32 + 1);
+        f.explains = s.explains.iter().map(|&i| failing_name(i)).collect();
+        f.tied_with = s.tied_with.iter().map(|&p| describe(p)).map(|t| format!("{}: {}", t.line, t.what)).collect();
+        f.baseline = baseline.findings.iter().find(|b| b.place == d.line).map(|b| {
+            format!("spectra ranks its line {} by {} ({:.3})", b.rank.unwrap_or(0), metric.name(), b.scores.get(metric.name()).copied().unwrap_or(0.0))
+        });
+        findings.push(f);
+    }
+    for (r, rank) in ranked.iter().zip(ranks(&ranked)).take(top) {
+        let d = describe(r.pred);
+        let mut f = finding("ranked predicate", r, &d, preds[r.pred].0.at);
+        f.rank = Some(rank);
+        findings.push(f);
+    }
+    findings.extend(baseline.findings.iter().take(top).cloned());
+    let explained: usize = selected.iter().map(|s| s.explains.len()).sum();
+    let sites = data.site_of.iter().max().map_or(0, |m| m + 1);
+    let failing: Vec<String> = runs.iter().enumerate().filter(|(_, r)| !r.0).map(|(i, _)| failing_name(i)).collect();
+    report.summary = Some(format!(
+        "{} tests: {fails} failed ({}), {passes} passed; {} predicates at {sites} sites the runs reached, {} with an Increase above 0; the elimination selected {}, explaining {explained} of the {fails} failing tests",
+        runs.len(),
+        failing.join(", "),
+        preds.len(),
+        ranked.len(),
+        selected.len(),
+    ));
+    report.result = if ranked.is_empty() { "inconclusive".into() } else { "found".into() };
+    if ranked.is_empty() {
+        report.reason = "no predicate is true in the failing tests more often than its site is reached in them".into();
+    }
+    report.findings = findings;
+    report
+}
