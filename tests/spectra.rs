@@ -8,7 +8,7 @@ use crate::common::{compile_snippet, repo_root, run_rtgrind, run_rtgrind_within,
 use std::path::PathBuf;
 use std::time::Duration;
 
-fn subject(name: &str) -> (PathBuf, PathBuf, u32) {
+pub(crate) fn subject(name: &str) -> (PathBuf, PathBuf, u32) {
     let dir = repo_root().join("guest-programs/suite").join(name);
     let source = std::fs::read_to_string(dir.join("prog.c")).unwrap();
     let fault = source.lines().position(|l| l.contains("/* FAULT */")).expect("a marked fault line") as u32 + 1;
@@ -24,7 +24,7 @@ fn spectra<S: AsRef<str>>(options: impl IntoIterator<Item = S>, exe: &std::path:
 }
 
 /// The report's JSON (the last line of standard output).
-fn report(out: &crate::common::Output) -> serde_json::Value {
+pub(crate) fn report(out: &crate::common::Output) -> serde_json::Value {
     let line = out.stdout_str().lines().last().unwrap_or_default().to_string();
     serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {}", out.describe()))
 }

@@ -1,6 +1,7 @@
 //! rtgrind's integration tests: one binary that drives the real `rtgrind` executable.
 
 mod bad_input;
+mod cbi;
 mod common;
 mod differential;
 mod fidelity;

@@ -78,6 +78,40 @@ pub struct Objects {
     pub first_vaddr: u64,
 }
 
+/// The integer locals and parameters (2, 4 or 8 bytes) of the functions of the ELF file at
+/// `path` whose code sets up rbp as its frame pointer (`-O0`), by offset from rbp, with no
+/// check of what a layout needs (`--tool=cbi`'s scalar pairs compare them).
+pub fn rbp_integer_locals(path: &str) -> Vec<Frame> {
+    let Ok(file) = std::fs::read(path) else { return Vec::new() };
+    let Ok(elf) = Elf::parse(&file) else { return Vec::new() };
+    let code_of = |f: &Frame| {
+        let p =
+            elf.program_headers.iter().find(|p| p.p_type == goblin::elf::program_header::PT_LOAD && p.p_vaddr <= f.low && f.high <= p.p_vaddr + p.p_filesz)?;
+        file.get((f.low - p.p_vaddr + p.p_offset) as usize..(f.high - p.p_vaddr + p.p_offset) as usize)
+    };
+    let mut out = Vec::new();
+    for (mut f, base) in dwarf_variables(path).1 {
+        let Some(code) = code_of(&f) else { continue };
+        let endbr = if code.starts_with(&[0xf3, 0x0f, 0x1e, 0xfa]) { 4 } else { 0 };
+        if !code[endbr..].starts_with(&[0x55, 0x48, 0x89, 0xe5]) {
+            continue;
+        }
+        // `push rbp; mov rbp, rsp`: the CFA is rbp+16 from then on.
+        let shift = match base {
+            Ok(DwarfBase::Cfa) => 16,
+            Ok(DwarfBase::Rbp(k)) => k,
+            Err(_) => continue,
+        };
+        f.locals.retain(|l| l.kind == Kind::Integer && matches!(l.size, 2 | 4 | 8) && !l.name.contains('/'));
+        f.locals.iter_mut().for_each(|l| l.at += shift);
+        if !f.locals.is_empty() {
+            out.push(f);
+        }
+    }
+    out.sort_by_key(|f| f.low);
+    out
+}
+
 /// At most this many locals' frames are looked at (a large program's DWARF).
 const MAX_FRAMES: usize = 100_000;
 

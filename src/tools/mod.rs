@@ -185,7 +185,7 @@ pub const TOOLS: &[ToolSpec] = &[
     },
     ToolSpec {
         name: "cbi",
-        about: "Isolate the predicates (branch directions, signs of values returned) that predict a test suite's failures (statistical bug isolation).",
+        about: "Isolate the predicates (branch directions, signs of values returned, pairs of locals) that predict a test suite's failures (statistical bug isolation).",
         options: cbi::option_ids,
         make: cbi::make,
         search: Some(Search { wanted: cbi::wants_search, run: cbi::search }),
@@ -421,6 +421,7 @@ mod claims_tests {
         assert!(fork.is_ok(), "{:?}", fork.err());
         assert!(super::switch::run::claim_outcome().is_ok());
         assert!(rtgrind_jit::claims::claim_area("the race detector", 16).is_ok());
+        assert!(super::cbi::predicates::Predicates::new("/dev/null".into(), String::new(), Some(2), 1).is_ok());
         // A claim of the shadow's words by anyone else is refused.
         let e = rtgrind_jit::claims::claim("a new tool", rtgrind_jit::claims::Resource::Area { start: 8, len: 24 }).unwrap_err();
         assert!(e.to_string().contains("the shadow state has"), "{e}");

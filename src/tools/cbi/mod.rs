@@ -1,8 +1,8 @@
 //! `--tool=cbi`: statistical bug isolation over a test suite (Liblit et al., "Scalable
 //! statistical bug isolation"). Every test runs once (`--jobs` at a time) under the
 //! instrumentation of `predicates` (`--cbi-out`, internal), which counts the main program's
-//! predicates inline: each conditional branch taken and not taken, and the sign of the value
-//! a call returns. `score` ranks them by Importance and runs the elimination; the report gives
+//! predicates inline: each conditional branch taken and not taken, the sign of the value a
+//! call returns, and how an integer local stored compares with the function's other ones. `score` ranks them by Importance and runs the elimination; the report gives
 //! each predicate the elimination selected, with its source line and the failing tests it
 //! explains, the ranking before the elimination, and spectra's ranking of the same runs as the
 //! baseline (`spectra::rank`, from the basic blocks the same runs counted).
@@ -105,7 +105,7 @@ pub fn search(cli: &Cli) -> Result<i32, Error> {
 
 const RULE: super::sarif::Rule = super::sarif::Rule {
     id: "failure-predicting-predicate",
-    description: "A predicate of the program (a branch's direction, the sign of a value returned) that predicts the failures of the suite's tests",
+    description: "A predicate of the program (a branch's direction, the sign of a value returned, how a local stored compares with another) that predicts the failures of the suite's tests",
     help: "Predicates are ranked by Importance (the harmonic mean of their Increase and of how many failing tests they are true in); each one the elimination selects explains failing tests the ones before it did not: read the program at its line.",
 };
 
@@ -157,19 +157,21 @@ fn counts_of(run: &RunOutcome, i: usize) -> PathBuf {
 /// A predicate: its site (kind and file address) and which of the site's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Pred {
-    pub kind_is_return: bool,
+    pub kind: Kind,
     pub at: u64,
+    /// Which pair of a store's.
+    pub k: u32,
     pub which: u8,
 }
 
 impl Pred {
     /// The predicates of a site, with how often each was true.
     fn of(site: &Site) -> Vec<(Pred, u64)> {
-        let p = |which: u8| Pred { kind_is_return: site.kind == Kind::Return, at: site.at, which };
+        let p = |which: u8| Pred { kind: site.kind, at: site.at, k: site.k, which };
         let c = &site.counts;
         match site.kind {
             Kind::Branch => vec![(p(0), c[1]), (p(1), c[0].saturating_sub(c[1]))],
-            Kind::Return => vec![(p(0), c[1]), (p(1), c[2]), (p(2), c[3])],
+            Kind::Return | Kind::Pair => vec![(p(0), c[1]), (p(1), c[2]), (p(2), c[3])],
         }
     }
 }
@@ -193,17 +195,17 @@ fn read_runs(tests: &[Test], ran: &[Ran]) -> Result<Vec<(bool, Vec<Site>)>, Stri
 fn data(runs: &[(bool, Vec<Site>)]) -> (Vec<(Pred, String)>, Data) {
     let mut preds: Vec<(Pred, String)> = Vec::new();
     let mut pred_ids: HashMap<Pred, usize> = HashMap::new();
-    let mut site_ids: HashMap<(bool, u64), usize> = HashMap::new();
+    let mut site_ids: HashMap<(Kind, u64, u32), usize> = HashMap::new();
     let mut data = Data::default();
     for (passed, sites) in runs {
         let mut run = RunPreds { failed: !passed, ..RunPreds::default() };
         for site in sites.iter().filter(|s| s.counts[0] > 0) {
             let next = site_ids.len();
-            let sid = *site_ids.entry((site.kind == Kind::Return, site.at)).or_insert(next);
+            let sid = *site_ids.entry((site.kind, site.at, site.k)).or_insert(next);
             run.observed.insert(sid);
             for (p, n) in Pred::of(site) {
                 let id = *pred_ids.entry(p).or_insert_with(|| {
-                    preds.push((p, site.callee.clone()));
+                    preds.push((p, site.detail.clone()));
                     data.site_of.push(sid);
                     preds.len() - 1
                 });

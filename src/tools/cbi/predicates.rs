@@ -2,7 +2,10 @@
 //! predicates counted inline, per site a few counters in a table of its own. A conditional
 //! branch counts its executions and how often it was taken (predicates "taken" and "not
 //! taken"); the return site of a call whose first instruction reads rax/eax counts the sign of
-//! the value returned (`< 0`, `== 0`, `> 0`). With `--sample=1/N` each site first decrements a
+//! the value returned (`< 0`, `== 0`, `> 0`); a store to an integer local or parameter of an
+//! rbp-framed function (DWARF) counts how the value stored compares (`<`, `==`, `>`) with each
+//! of the function's other integer locals (its first `MAX_PAIRS`), read from their frame slots
+//! (the paper's scalar pairs). With `--sample=1/N` each site first decrements a
 //! per-thread countdown in the tool area and counts only when it reaches 0, and a call-out
 //! draws the next countdown from a geometric distribution of mean N (the paper's sampling);
 //! without it every execution counts. At the end the counts go to FILE (`Site` lines), and
@@ -12,40 +15,58 @@
 use super::super::count::Count;
 use super::super::{cmov_cc, ToolRun};
 use crate::kernel::memory::GuestMemory;
-use crate::report::symbols::{Callees, SymbolCache};
+use crate::layout::objects::{rbp_integer_locals, Frame, Var};
+use crate::report::symbols::{Callees, Modules, SymbolCache};
 use crate::report::Reporter;
-use rtgrind_jit::iced_x86::{FlowControl, Mnemonic, OpAccess, Register};
+use rtgrind_jit::iced_x86::{FlowControl, Instruction, Mnemonic, OpAccess, OpKind, Register};
 use rtgrind_jit::instrument::code_asm::*;
-use rtgrind_jit::instrument::{tool_area, Inline, InsnSite, Tool};
+use rtgrind_jit::instrument::{spill_slot, tool_area, Inline, InsnSite, Tool};
 use rtgrind_jit::ThreadContext;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-/// What a site counts: a branch [executions, taken]; a return [executions, < 0, == 0, > 0].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// What a site counts: a branch [executions, taken]; a return [executions, < 0, == 0, > 0];
+/// a scalar pair [executions, <, ==, >].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Kind {
     Branch,
     Return,
+    Pair,
 }
+
+/// Scalar pairs at most at one store (the other locals compared, the first by offset).
+const MAX_PAIRS: usize = 8;
 
 /// One site's counts, as the run writes them and the ranking reads them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Site {
     pub kind: Kind,
-    /// The site's file address in the main program: the branch, or the return address.
+    /// The site's file address in the main program: the branch, the return address, the store.
     pub at: u64,
+    /// Which pair of the store's (0 for the others).
+    pub k: u32,
     /// Executions counted (sampled ones with `--sample`), then the predicates' true counts.
     pub counts: Vec<u64>,
-    /// For a return site: the function called, if known.
-    pub callee: String,
+    /// A branch: the file addresses it goes to, taken and not ("to next", hex); a return: the
+    /// function called, if known; a pair: the local stored and the one compared ("x y").
+    pub detail: String,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Branch => "branch",
+            Kind::Return => "return",
+            Kind::Pair => "pair",
+        }
+    }
 }
 
 impl Site {
     /// One line of the counts file.
     fn line(&self) -> String {
-        let kind = if self.kind == Kind::Branch { "branch" } else { "return" };
         let counts: Vec<String> = self.counts.iter().map(u64::to_string).collect();
-        format!("{kind}\t{:x}\t{}\t{}\n", self.at, counts.join("\t"), self.callee)
+        format!("{}\t{:x}\t{}\t{}\t{}\n", self.kind.name(), self.at, self.k, counts.join("\t"), self.detail)
     }
 
     /// The sites a counts file holds; an error for a line it cannot read.
@@ -56,32 +77,52 @@ impl Site {
 
     fn parse(line: &str) -> Option<Site> {
         let f: Vec<&str> = line.split('\t').collect();
-        let (kind, n) = match *f.first()? {
-            "branch" => (Kind::Branch, 2),
-            "return" => (Kind::Return, 4),
-            _ => return None,
-        };
+        let name = *f.first()?;
+        let kind = [Kind::Branch, Kind::Return, Kind::Pair].into_iter().find(|k| k.name() == name)?;
+        let n = if kind == Kind::Branch { 2 } else { 4 };
         let at = u64::from_str_radix(f.get(1)?, 16).ok()?;
-        let counts = f.get(2..2 + n)?.iter().map(|c| c.parse().ok()).collect::<Option<Vec<u64>>>()?;
-        Some(Site { kind, at, counts, callee: f.get(2 + n).unwrap_or(&"").to_string() })
+        let k = f.get(2)?.parse().ok()?;
+        let counts = f.get(3..3 + n)?.iter().map(|c| c.parse().ok()).collect::<Option<Vec<u64>>>()?;
+        Some(Site { kind, at, k, counts, detail: f.get(3 + n).unwrap_or(&"").to_string() })
     }
 }
 
-/// Counter tables are never freed or moved: translated code holds their addresses.
-type Table = Box<[u64; 4]>;
+/// A site's counters. Tables are never freed or moved: translated code holds their addresses.
+struct Counted {
+    kind: Kind,
+    /// Its guest address, and which pair of the store's.
+    pc: u64,
+    k: u32,
+    /// A branch: where it goes (guest addresses); a return: the call's target (0: indirect).
+    to: (u64, u64),
+    /// A pair: the locals' names.
+    names: String,
+    table: Box<[u64; 4]>,
+}
+
+/// A store to an integer local, and the other locals it is compared with: (rbp offset, size).
+struct PairSite {
+    stored: (i64, u64),
+    others: Vec<(i64, u64)>,
+    names: Vec<String>,
+}
 
 pub struct Predicates {
     out: PathBuf,
     program: String,
-    /// The main program's mapped range (known at `start`).
+    /// The main program's mapped range (known at `start`) and what to subtract from a guest
+    /// address of it for its file address.
     main: (u64, u64),
+    bias: u64,
+    /// The integer locals of its rbp-framed functions (file addresses, DWARF).
+    frames: Vec<Frame>,
     /// `--sample`'s N (None: every execution counts) and the tool-area bytes of the
     /// countdown and of the random state.
     sample: Option<u64>,
     area: usize,
     seed: u64,
-    sites: Vec<(Kind, u64, u64, Table)>,
-    by_pc: HashMap<u64, usize>,
+    sites: Vec<Counted>,
+    by_pc: HashMap<(Kind, u64, u32), usize>,
     /// Return addresses of the calls translated, with the call's target (0: indirect).
     returns: HashMap<u64, u64>,
     /// Threads given a random state so far.
@@ -94,16 +135,30 @@ impl Predicates {
         let area = rtgrind_jit::claims::claim_area("cbi's sampling countdown", 16).map_err(|e| super::super::Error::internal(e.to_string()))?;
         let mut count = Count::new(false);
         count.coverage_out = Some(blocks_file(&out));
-        Ok(Predicates { out, program, main: (0, 0), sample, area, seed, sites: Vec::new(), by_pc: HashMap::new(), returns: HashMap::new(), threads: 0, count })
+        Ok(Predicates {
+            out,
+            program,
+            main: (0, 0),
+            bias: 0,
+            frames: Vec::new(),
+            sample,
+            area,
+            seed,
+            sites: Vec::new(),
+            by_pc: HashMap::new(),
+            returns: HashMap::new(),
+            threads: 0,
+            count,
+        })
     }
 
-    /// The counters of the site at `pc` (made on first use; a retranslation keeps them).
-    fn table(&mut self, kind: Kind, pc: u64, callee: u64) -> u64 {
-        let i = *self.by_pc.entry(pc).or_insert_with(|| {
-            self.sites.push((kind, pc, callee, Box::new([0; 4])));
+    /// The counters of site `k` at `pc` (made on first use; a retranslation keeps them).
+    fn table(&mut self, kind: Kind, pc: u64, k: u32, to: (u64, u64), names: String) -> u64 {
+        let i = *self.by_pc.entry((kind, pc, k)).or_insert_with(|| {
+            self.sites.push(Counted { kind, pc, k, to, names, table: Box::new([0; 4]) });
             self.sites.len() - 1
         });
-        self.sites[i].3.as_ptr() as u64
+        self.sites[i].table.as_ptr() as u64
     }
 
     /// With sampling: the countdown decremented, and a jump to `skip` unless it reached 0 (then
@@ -120,7 +175,7 @@ impl Predicates {
 
     fn branch(&mut self, site: &InsnSite, b: &mut Inline) {
         let ins = site.ins;
-        let table = self.table(Kind::Branch, ins.ip(), 0);
+        let table = self.table(Kind::Branch, ins.ip(), 0, (ins.near_branch_target(), ins.next_ip()), String::new());
         let (p, v, w) = (b.scratch(), b.scratch(), b.scratch());
         let rcx_counted = matches!(ins.mnemonic(), Mnemonic::Jrcxz | Mnemonic::Jecxz | Mnemonic::Loop | Mnemonic::Loope | Mnemonic::Loopne);
         if rcx_counted {
@@ -156,39 +211,83 @@ impl Predicates {
 
     /// At the first instruction of a call's return site, if it reads the value returned.
     fn returned(&mut self, site: &InsnSite, callee: u64, b: &mut Inline) {
-        let read = |r: Register| {
+        let reads = |r: Register| {
             site.info
                 .used_registers()
                 .iter()
                 .any(|u| u.register() == r && matches!(u.access(), OpAccess::Read | OpAccess::ReadWrite | OpAccess::CondRead | OpAccess::ReadCondWrite))
         };
-        let wide = read(Register::RAX);
-        if !wide && !read(Register::EAX) {
+        let wide = reads(Register::RAX);
+        if !wide && !reads(Register::EAX) {
             return;
         }
-        let table = self.table(Kind::Return, site.ins.ip(), callee);
+        let table = self.table(Kind::Return, site.ins.ip(), 0, (callee, 0), String::new());
         b.clobber_flags();
         let p = b.scratch();
         b.asm().mov(p, table).unwrap();
         let mut skip = b.asm().create_label();
         self.countdown(b, skip);
         let a = b.asm();
-        let (mut neg, mut zero) = (a.create_label(), a.create_label());
         a.add(qword_ptr(p), 1).unwrap();
         if wide {
             a.test(rax, rax).unwrap();
         } else {
             a.test(eax, eax).unwrap();
         }
-        a.js(neg).unwrap();
-        a.jz(zero).unwrap();
-        a.add(qword_ptr(p + 24), 1).unwrap();
-        a.jmp(skip).unwrap();
-        a.set_label(&mut neg).unwrap();
-        a.add(qword_ptr(p + 8), 1).unwrap();
-        a.jmp(skip).unwrap();
-        a.set_label(&mut zero).unwrap();
-        a.add(qword_ptr(p + 16), 1).unwrap();
+        three_way(a, p, skip);
+        a.set_label(&mut skip).unwrap();
+        a.nop().unwrap();
+    }
+
+    /// The store `ins` writes an integer local of an rbp-framed function: which, and the
+    /// others it is compared with.
+    fn pair_site(&self, ins: &Instruction, info: &rtgrind_jit::iced_x86::InstructionInfo) -> Option<PairSite> {
+        if ins.memory_base() != Register::RBP || ins.memory_index() != Register::None || ins.op0_kind() != OpKind::Memory {
+            return None;
+        }
+        let writes = info.used_memory().iter().any(|m| matches!(m.access(), OpAccess::Write | OpAccess::ReadWrite));
+        let file = ins.ip() - self.bias;
+        let i = self.frames.partition_point(|f| f.low <= file).checked_sub(1)?;
+        let f = self.frames.get(i).filter(|f| file < f.high && writes)?;
+        let at = ins.memory_displacement64() as i64;
+        let size = ins.memory_size().size() as u64;
+        let stored = f.locals.iter().find(|l| l.at == at && l.size == size)?;
+        let others: Vec<&Var> = f.locals.iter().filter(|l| l.at != at).take(MAX_PAIRS).collect();
+        (!others.is_empty()).then(|| PairSite {
+            stored: (at, size),
+            others: others.iter().map(|o| (o.at, o.size)).collect(),
+            names: others.iter().map(|o| format!("{} {}", stored.name, o.name)).collect(),
+        })
+    }
+
+    /// After a store to an integer local: the value stored compared with each other local.
+    fn pairs(&mut self, site: &InsnSite, b: &mut Inline) {
+        let Some(ps) = self.pair_site(site.ins, site.info) else { return };
+        let tables: Vec<u64> = ps.names.iter().enumerate().map(|(k, n)| self.table(Kind::Pair, site.ins.ip(), k as u32, (0, 0), n.clone())).collect();
+        b.clobber_flags();
+        let (p, t, u) = (b.scratch(), b.scratch(), b.scratch());
+        // rbp's guest value, where it is now (a register lent earlier waits in its slot).
+        let base = if b.spilled() & (1 << 5) != 0 {
+            let r = b.scratch();
+            b.asm().mov(r, qword_ptr(spill_slot(5) as u64).gs()).unwrap();
+            r
+        } else {
+            rbp
+        };
+        let mut skip = b.asm().create_label();
+        self.countdown(b, skip);
+        let a = b.asm();
+        load_signed(a, t, base, ps.stored);
+        for (&other, table) in ps.others.iter().zip(tables) {
+            let mut next = a.create_label();
+            load_signed(a, u, base, other);
+            a.mov(p, table).unwrap();
+            a.add(qword_ptr(p), 1).unwrap();
+            a.cmp(t, u).unwrap();
+            three_way(a, p, next);
+            a.set_label(&mut next).unwrap();
+            a.nop().unwrap();
+        }
         a.set_label(&mut skip).unwrap();
         a.nop().unwrap();
     }
@@ -198,24 +297,22 @@ impl Predicates {
         let mut syms = SymbolCache::default();
         let (path, _) = super::super::main_module(mem, &self.program);
         let callees = Callees::of(&path, mem);
+        let file = |a: u64| a.wrapping_sub(self.bias);
         let mut out = Vec::new();
-        for (kind, pc, callee, t) in &self.sites {
-            if t[0] == 0 {
-                continue;
-            }
-            let Some((_, at)) = syms.file_address(*pc, mem) else { continue };
-            let n = if *kind == Kind::Branch { 2 } else { 4 };
-            let name = match kind {
-                Kind::Branch => String::new(),
+        for c in self.sites.iter().filter(|c| c.table[0] > 0) {
+            let detail = match c.kind {
+                Kind::Branch => format!("{:x} {:x}", file(c.to.0), file(c.to.1)),
                 Kind::Return => callees
                     .as_ref()
-                    .and_then(|c| c.name(*pc))
-                    .or_else(|| (*callee != 0).then(|| syms.lookup(*callee, mem)).flatten().and_then(|(f, _, _)| f))
+                    .and_then(|callees| callees.name(c.pc))
+                    .or_else(|| (c.to.0 != 0).then(|| syms.lookup(c.to.0, mem)).flatten().and_then(|(f, _, _)| f))
                     .unwrap_or_default(),
+                Kind::Pair => c.names.clone(),
             };
-            out.push(Site { kind: *kind, at, counts: t[..n].to_vec(), callee: name });
+            let n = if c.kind == Kind::Branch { 2 } else { 4 };
+            out.push(Site { kind: c.kind, at: file(c.pc), k: c.k, counts: c.table[..n].to_vec(), detail });
         }
-        out.sort_by_key(|s| (s.at, s.kind == Kind::Return));
+        out.sort_by_key(|s| (s.at, s.kind, s.k));
         out
     }
 
@@ -228,6 +325,33 @@ impl Predicates {
         ctx.tool_area[w + 1] = splitmix(self.seed ^ k.wrapping_mul(0x9e37_79b9_7f4a_7c15)) | 1;
         ctx.tool_area[w] = geometric(&mut ctx.tool_area[w + 1], n);
     }
+}
+
+/// After a `test` or `cmp`: adds 1 to the table at `p`'s second word if less, third if
+/// equal, fourth if greater; then jumps to `done`.
+fn three_way(a: &mut CodeAssembler, p: AsmRegister64, done: CodeLabel) {
+    let (mut lt, mut eq) = (a.create_label(), a.create_label());
+    a.jl(lt).unwrap();
+    a.je(eq).unwrap();
+    a.add(qword_ptr(p + 24), 1).unwrap();
+    a.jmp(done).unwrap();
+    a.set_label(&mut lt).unwrap();
+    a.add(qword_ptr(p + 8), 1).unwrap();
+    a.jmp(done).unwrap();
+    a.set_label(&mut eq).unwrap();
+    a.add(qword_ptr(p + 16), 1).unwrap();
+    a.jmp(done).unwrap();
+}
+
+/// `dst` = the local at `base + at` of `size` bytes, sign-extended.
+fn load_signed(a: &mut CodeAssembler, dst: AsmRegister64, base: AsmRegister64, (at, size): (i64, u64)) {
+    let m = base + at as i32;
+    match size {
+        2 => a.movsx(dst, word_ptr(m)),
+        4 => a.movsxd(dst, dword_ptr(m)),
+        _ => a.mov(dst, qword_ptr(m)),
+    }
+    .unwrap();
 }
 
 /// The file of basic blocks beside the counts file `out`.
@@ -283,6 +407,12 @@ impl Tool for Predicates {
         self.count.fall_through(pc, b);
     }
 
+    fn after_insn(&mut self, site: &InsnSite, b: &mut Inline) {
+        if (self.main.0..self.main.1).contains(&site.ins.ip()) && !self.frames.is_empty() {
+            self.pairs(site, b);
+        }
+    }
+
     fn before_insn(&mut self, site: &InsnSite, b: &mut Inline) {
         self.count.before_insn(site, b);
         let ins = site.ins;
@@ -309,7 +439,13 @@ impl Tool for Predicates {
 
 impl ToolRun for Predicates {
     fn start(&mut self, ctx: &mut ThreadContext, mem: &GuestMemory) {
-        self.main = super::super::main_module(mem, &self.program).1;
+        let (path, main) = super::super::main_module(mem, &self.program);
+        self.main = main;
+        if let Some((_, base)) = mem.module_at(main.0) {
+            let first = crate::report::symbols::in_file(&path, 0).map_or(0, |(at, _)| at);
+            self.bias = base.wrapping_sub(first);
+        }
+        self.frames = rbp_integer_locals(&path);
         self.seed_thread(ctx);
     }
 
@@ -332,12 +468,15 @@ mod tests {
 
     #[test]
     fn sites_round_trip_and_bad_lines_are_refused() {
-        let s = Site { kind: Kind::Return, at: 0x1234, counts: vec![5, 1, 2, 2], callee: "atoi".into() };
+        let s = Site { kind: Kind::Return, at: 0x1234, k: 0, counts: vec![5, 1, 2, 2], detail: "atoi".into() };
         assert_eq!(Site::parse(s.line().trim_end()), Some(s));
-        let b = Site { kind: Kind::Branch, at: 0x10, counts: vec![3, 1], callee: String::new() };
+        let b = Site { kind: Kind::Branch, at: 0x10, k: 0, counts: vec![3, 1], detail: "20 12".into() };
         assert_eq!(Site::parse(b.line().trim_end()), Some(b));
-        assert_eq!(Site::parse("branch\tzz\t1\t0\t"), None);
-        assert_eq!(Site::parse("jump\t10\t1\t0\t"), None);
+        let p = Site { kind: Kind::Pair, at: 0x10, k: 3, counts: vec![3, 1, 1, 1], detail: "len width".into() };
+        assert_eq!(Site::parse(p.line().trim_end()), Some(p));
+        assert_eq!(Site::parse("branch\tzz\t0\t1\t0\t"), None);
+        assert_eq!(Site::parse("jump\t10\t0\t1\t0\t"), None);
+        assert_eq!(Site::parse("pair\t10\t0\t1\t0\t"), None);
     }
 
     #[test]

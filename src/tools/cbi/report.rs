@@ -4,8 +4,9 @@
 
 use super::super::spectra::{self, Metric};
 use super::super::suite::Test;
+use super::predicates::{self, Kind};
 use super::score::{self, Ranked};
-use super::{counts_of, data, predicates, ranks, read_runs, Pred};
+use super::{counts_of, data, ranks, read_runs, Pred};
 use crate::report::model::{Finding, Report, VERSION};
 use std::collections::HashMap;
 
@@ -29,18 +30,32 @@ struct Describer<'a> {
 }
 
 impl Describer<'_> {
-    fn describe(&mut self, p: &Pred, callee: &str) -> Described {
-        // A return site's line is its call's.
-        let at = if p.kind_is_return { p.at - 1 } else { p.at };
+    /// The line at file address `at`: "file:line" and the frames there.
+    fn line_of(&self, at: u64) -> Option<(String, u32, Option<String>)> {
         let frames = crate::report::debuginfo::frames(self.program, at);
-        let what = match (p.kind_is_return, p.which) {
-            (false, 0) => "the branch is taken".to_string(),
-            (false, _) => "the branch is not taken".to_string(),
-            (true, w) => {
-                let callee = if callee.is_empty() { "the function called".to_string() } else { format!("{callee}()") };
-                format!("the value {callee} returns is {}", ["< 0", "== 0", "> 0"][w.min(2) as usize])
+        let f = frames.first()?;
+        Some((f.file.clone()?, f.line?, f.function.clone()))
+    }
+
+    fn describe(&mut self, p: &Pred, detail: &str) -> Described {
+        // A return site's line is its call's.
+        let at = if p.kind == Kind::Return { p.at - 1 } else { p.at };
+        let what = match p.kind {
+            Kind::Branch => {
+                let to: Vec<u64> = detail.split(' ').filter_map(|a| u64::from_str_radix(a, 16).ok()).collect();
+                let line = to.get(p.which as usize).and_then(|&a| self.line_of(a)).map_or(String::new(), |(_, l, _)| format!(" (on to line {l})"));
+                format!("the branch is {}{line}", if p.which == 0 { "taken" } else { "not taken" })
+            }
+            Kind::Return => {
+                let callee = if detail.is_empty() { "the function called".to_string() } else { format!("{detail}()") };
+                format!("the value {callee} returns is {}", ["< 0", "== 0", "> 0"][p.which.min(2) as usize])
+            }
+            Kind::Pair => {
+                let (x, y) = detail.split_once(' ').unwrap_or((detail, "?"));
+                format!("{x} {} {y} (as {x} is stored)", ["<", "==", ">"][p.which.min(2) as usize])
             }
         };
+        let frames = crate::report::debuginfo::frames(self.program, at);
         let Some((file, line)) = frames.first().and_then(|f| Some((f.file.clone()?, f.line?))) else {
             let place = format!("{:#x} in {}", p.at, spectra::short(self.program));
             return Described { line: place.clone(), place, source: String::new(), what };
@@ -52,15 +67,18 @@ impl Describer<'_> {
     }
 }
 
-/// A finding for predicate `r` of the predicates `preds`.
-fn finding(kind: &str, r: &Ranked, d: &Described, at: u64) -> Finding {
+/// A finding for predicate `r` at file address `at` of `program`.
+fn finding(kind: &str, r: &Ranked, d: &Described, at: u64, program: &str) -> Finding {
     let s = &r.scores;
     Finding {
         kind: kind.into(),
         place: d.place.clone(),
         message: format!("{}: {}", d.line, d.what),
         source: Some(d.source.clone()),
+        // (Its file address: the runs' addresses differ.)
         pc: format!("{at:#x}"),
+        module: Some(spectra::short(program).to_string()),
+        offset: Some(format!("{at:#x}")),
         scores: [("importance", s.importance), ("increase", s.increase), ("failure", s.failure), ("context", s.context)]
             .into_iter()
             .map(|(k, v)| (k.to_string(), (v * 1e6).round() / 1e6))
@@ -106,7 +124,7 @@ pub fn build(tests: &[Test], ran: Vec<super::Ran>, program: &str, metric: Metric
     let mut findings = Vec::new();
     for (k, s) in selected.iter().enumerate() {
         let d = describe(s.ranked.pred);
-        let mut f = finding("selected predicate", &s.ranked, &d, preds[s.ranked.pred].0.at);
+        let mut f = finding("selected predicate", &s.ranked, &d, preds[s.ranked.pred].0.at, program);
         f.rank = Some(k as u32 + 1);
         f.explains = s.explains.iter().map(|&i| failing_name(i)).collect();
         f.tied_with = s.tied_with.iter().map(|&p| describe(p)).map(|t| format!("{}: {}", t.line, t.what)).collect();
@@ -117,7 +135,7 @@ pub fn build(tests: &[Test], ran: Vec<super::Ran>, program: &str, metric: Metric
     }
     for (r, rank) in ranked.iter().zip(ranks(&ranked)).take(top) {
         let d = describe(r.pred);
-        let mut f = finding("ranked predicate", r, &d, preds[r.pred].0.at);
+        let mut f = finding("ranked predicate", r, &d, preds[r.pred].0.at, program);
         f.rank = Some(rank);
         findings.push(f);
     }

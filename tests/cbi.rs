@@ -1,0 +1,147 @@
+//! `--tool=cbi` on `guest-programs/suite/cbi_pred`: the predicate the subject was made for
+//! (P1, `len > width` at line 69) ranks first by Importance with the value `answers.json`
+//! computed independently, and the redundant one (P2, line 73) ranks second and is eliminated;
+//! `--sample=1/1` counts as no sampling and `--sample=1/N` fewer; the branch predicates' counts
+//! of a run are `--tool=count`'s executed and taken counts of the same run; a suite that cannot
+//! be ranked says why.
+
+use crate::common::{run_rtgrind, run_rtgrind_within, Cmd};
+use crate::spectra::{report, subject};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+/// `rtgrind --tool=cbi --json -j 2 --suite=cbi_pred's OPTIONS exe`.
+fn cbi(options: &[&str], exe: &Path, dir: &Path) -> crate::common::Output {
+    let mut opts = vec!["--tool=cbi".to_string(), "--json".into(), "-j".into(), "2".into(), format!("--suite={}", dir.join("suite.jsonl").display())];
+    opts.extend(options.iter().map(|o| o.to_string()));
+    run_rtgrind_within(&opts, &Cmd::new(exe), Duration::from_secs(900))
+}
+
+fn of_kind<'a>(r: &'a Value, kind: &str) -> Vec<&'a Value> {
+    r["findings"].as_array().unwrap().iter().filter(|f| f["kind"] == kind).collect()
+}
+
+fn at_line(f: &Value, line: u32) -> bool {
+    f["place"].as_str().unwrap().starts_with(&format!("cbi_pred.c:{line} "))
+}
+
+/// The finding's scores and counts against answers.json's for the predicate.
+fn same_as_answer(f: &Value, want: &Value) -> bool {
+    let close = |a: &Value, b: &Value| (a.as_f64().unwrap() - b.as_f64().unwrap()).abs() < 1e-6;
+    ["importance", "increase", "failure", "context"].iter().all(|k| close(&f["scores"][k], &want[k]))
+        && f["failed_tests"] == want["F"]
+        && f["passed_tests"] == want["S"]
+        && f["observed_failed"] == want["F_observed"]
+        && f["observed_passed"] == want["S_observed"]
+}
+
+#[test]
+fn the_best_predicate_ranks_first_and_the_redundant_one_is_eliminated() {
+    let (exe, dir, _) = subject("cbi_pred");
+    let answers: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("answers.json")).unwrap()).unwrap();
+    let (p1, p2) = (&answers["cbi_predicates"]["P1"], &answers["cbi_predicates"]["P2"]);
+    let out = cbi(&["--top=20"], &exe, &dir);
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    let r = report(&out);
+    let ranked = of_kind(&r, "ranked predicate");
+    assert!(at_line(ranked[0], 69) && ranked[0]["rank"] == 1 && same_as_answer(ranked[0], p1), "{:#}", ranked[0]);
+    assert!(ranked[0]["message"].as_str().unwrap().ends_with("(on to line 70)"), "{}", ranked[0]["message"]);
+    let second = ranked.iter().find(|f| at_line(f, 73)).expect("P2 in the ranking");
+    assert!(second["rank"] == 2 && same_as_answer(second, p2), "{second:#}");
+    // The elimination: P1 explains every failing test, so P2 is never selected.
+    let selected = of_kind(&r, "selected predicate");
+    assert_eq!(selected.len(), answers["cbi_elimination"].as_array().unwrap().len(), "{}", out.describe());
+    assert!(at_line(selected[0], 69) && selected[0]["explains"].as_array().unwrap().len() == 9, "{:#}", selected[0]);
+    assert!(!selected.iter().any(|f| at_line(f, 73)));
+    // The text gives the line's source; the baseline is spectra's ranking of the fault.
+    let text = out.stderr_str();
+    assert!(text.contains("cbi:    1. cbi_pred.c:69 (main): the branch is not taken") && text.contains("if (len > width) /* P1 */"), "{text}");
+    let baseline = of_kind(&r, "suspicious line");
+    let fault = baseline.iter().find(|f| f["place"] == "cbi_pred.c:43").expect("the fault in the baseline");
+    assert_eq!(fault["rank"].as_u64(), answers["ochiai_rank"]["43"].as_u64());
+    // A scalar pair of the line before: len against main's other integer locals.
+    assert!(ranked.iter().any(|f| at_line(f, 67) && f["message"].as_str().unwrap().contains("len == argc (as len is stored)")), "{}", out.describe());
+}
+
+#[test]
+fn sampling_one_in_one_counts_all_and_one_in_n_fewer() {
+    let (exe, dir, _) = subject("cbi_pred");
+    let all = report(&cbi(&[], &exe, &dir));
+    let one = report(&cbi(&["--sample=1/1"], &exe, &dir));
+    assert_eq!(all["findings"], one["findings"]);
+    // One run's counts (t5's input 50 times): with 1/50, far fewer executions counted.
+    let scratch = crate::common::scratch_dir("cbi_sample");
+    let input = std::fs::read(dir.join("inputs/t5.in")).unwrap().repeat(50);
+    let total = |sample: &str| -> u64 {
+        let out_file = scratch.join(format!("counts{}", sample.replace('/', "-")));
+        let mut opts = vec!["--tool=cbi".to_string(), format!("--cbi-out={}", out_file.display())];
+        opts.extend((!sample.is_empty()).then(|| format!("--sample={sample}")));
+        let out = run_rtgrind(&opts, &Cmd::new(&exe).arg("4").stdin(input.clone()));
+        assert_eq!(out.status.code(), Some(0), "{}", out.describe());
+        let text = std::fs::read_to_string(&out_file).unwrap();
+        text.lines().map(|l| l.split('\t').nth(3).unwrap().parse::<u64>().unwrap()).sum()
+    };
+    let (n, sampled) = (total(""), total("1/50"));
+    assert!(n > 2000 && sampled > 0 && sampled * 10 < n, "{sampled} of {n} executions counted");
+}
+
+#[test]
+fn branch_predicates_count_what_count_counts() {
+    let (exe, dir, _) = subject("cbi_pred");
+    let scratch = crate::common::scratch_dir("cbi_differential");
+    let input = std::fs::read(dir.join("inputs/t5.in")).unwrap();
+    let cmd = Cmd::new(&exe).arg("4").stdin(input);
+    let (preds, blocks) = (scratch.join("predicates"), scratch.join("coverage"));
+    let a = run_rtgrind(["--tool=cbi".to_string(), format!("--cbi-out={}", preds.display())], &cmd);
+    let b = run_rtgrind(["--tool=count".to_string(), format!("--coverage-out={}", blocks.display())], &cmd);
+    assert!(a.status.success() && b.status.success(), "{}\n{}", a.describe(), b.describe());
+    // cbi: "branch <at> <k> <executions> <taken> ..."; count: "<module> <start> <end> <branch>
+    // <runs> <taken>" per basic block (a branch in several blocks' ends summed).
+    let mut ours: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    for l in std::fs::read_to_string(&preds).unwrap().lines().filter(|l| l.starts_with("branch\t")) {
+        let f: Vec<&str> = l.split('\t').collect();
+        ours.insert(f[1].to_string(), (f[3].parse().unwrap(), f[4].parse().unwrap()));
+    }
+    let exe_name = std::fs::canonicalize(&exe).unwrap();
+    let mut theirs: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    for l in std::fs::read_to_string(&blocks).unwrap().lines() {
+        let f: Vec<&str> = l.split('\t').collect();
+        if f[3] == "0" || std::fs::canonicalize(f[0]).ok() != Some(exe_name.clone()) {
+            continue;
+        }
+        let c = theirs.entry(f[3].to_string()).or_default();
+        c.0 += f[4].parse::<u64>().unwrap();
+        c.1 += f[5].parse::<u64>().unwrap();
+    }
+    assert!(ours.len() > 10, "{ours:?}");
+    assert_eq!(ours, theirs);
+}
+
+#[test]
+fn a_suite_that_cannot_be_ranked_says_why() {
+    let (exe, dir, _) = subject("cbi_pred");
+    let scratch = crate::common::scratch_dir("cbi_bad_suites");
+    let passing = scratch.join("passing.jsonl");
+    let lines: Vec<String> = (0..3).map(|i| format!("{{\"name\":\"p{i}\",\"args\":[\"70\"],\"expected_exit\":0}}")).collect();
+    std::fs::write(&passing, lines.join("\n")).unwrap();
+    let out = run_rtgrind(["-q", "--tool=cbi", &format!("--suite={}", passing.display())], &Cmd::new(&exe));
+    assert!(out.status.code() == Some(2) && out.stderr_str().contains("all 3 tests pass: there is no failure to isolate"), "{}", out.describe());
+    let failing = scratch.join("failing.jsonl");
+    let lines: Vec<String> = (0..2).map(|i| format!("{{\"name\":\"f{i}\",\"args\":[\"70\"],\"expected_exit\":3}}")).collect();
+    std::fs::write(&failing, lines.join("\n")).unwrap();
+    let out = run_rtgrind(["-q", "--tool=cbi", &format!("--suite={}", failing.display())], &Cmd::new(&exe));
+    assert!(out.status.code() == Some(2) && out.stderr_str().contains("all 2 tests fail"), "{}", out.describe());
+    let suite = format!("--suite={}", dir.join("suite.jsonl").display());
+    for (args, says) in [
+        (vec!["--tool=cbi".to_string()], "--tool=cbi needs a test suite"),
+        (vec!["--tool=cbi".into(), suite.clone(), "--sample=1/0".into()], "'1/0' is not a sampling rate 1/N"),
+        (vec!["--tool=cbi".into(), suite.clone(), "--sample=2".into()], "'2' is not a sampling rate 1/N"),
+        (vec!["--tool=count".into(), "--sample=1/2".into()], "--sample"),
+    ] {
+        let out = run_rtgrind(&args, &Cmd::new(&exe));
+        let err = out.stderr_str();
+        assert!(out.status.code() == Some(2) && err.lines().count() <= 3 && err.contains(says), "{args:?}: {}", out.describe());
+    }
+}
