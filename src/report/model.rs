@@ -220,14 +220,14 @@ pub struct Finding {
     /// `importance`, `increase`, `failure`, `context` (cbi).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub scores: BTreeMap<String, f64>,
-    /// Failing tests that ran the line (spectra).
+    /// Failing tests that ran the line (spectra); the predicate was true in: F(P) (cbi).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed_tests: Option<u32>,
-    /// Passing tests that ran the line (spectra).
+    /// Passing tests that ran the line (spectra); the predicate was true in: S(P) (cbi).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub passed_tests: Option<u32>,
     /// Failing tests that reached the predicate's site, whatever it was there: F(P observed)
-    /// (cbi; `failed_tests` is F(P), the failing tests it was true in, `passed_tests` S(P)).
+    /// (cbi).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_failed: Option<u32>,
     /// Passing tests that reached the predicate's site: S(P observed) (cbi).

@@ -116,6 +116,8 @@ pub struct Predicates {
     bias: u64,
     /// The integer locals of its rbp-framed functions (file addresses, DWARF).
     frames: Vec<Frame>,
+    /// The main program's file.
+    path: String,
     /// `--sample`'s N (None: every execution counts) and the tool-area bytes of the
     /// countdown and of the random state.
     sample: Option<u64>,
@@ -141,6 +143,7 @@ impl Predicates {
             main: (0, 0),
             bias: 0,
             frames: Vec::new(),
+            path: String::new(),
             sample,
             area,
             seed,
@@ -252,6 +255,12 @@ impl Predicates {
         let at = ins.memory_displacement64() as i64;
         let size = ins.memory_size().size() as u64;
         let stored = f.locals.iter().find(|l| l.at == at && l.size == size)?;
+        // The prologue's stores (a parameter to its slot, on the function's first line) would
+        // compare it with locals not yet given a value.
+        let line = |a: u64| crate::report::debuginfo::frames(&self.path, a).first().and_then(|f| f.line);
+        if line(file) == line(f.low) {
+            return None;
+        }
         let others: Vec<&Var> = f.locals.iter().filter(|l| l.at != at).take(MAX_PAIRS).collect();
         (!others.is_empty()).then(|| PairSite {
             stored: (at, size),
@@ -446,6 +455,7 @@ impl ToolRun for Predicates {
             self.bias = base.wrapping_sub(first);
         }
         self.frames = rbp_integer_locals(&path);
+        self.path = path;
         self.seed_thread(ctx);
     }
 
