@@ -8,7 +8,7 @@ use super::predicates::{self, Kind};
 use super::score::{self, Ranked};
 use super::{counts_of, data, ranks, read_runs, Pred};
 use crate::report::model::{Finding, Report, VERSION};
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// A predicate as the report says it.
 #[derive(Clone, Debug, Default)]
@@ -27,6 +27,8 @@ pub struct Described {
 struct Describer<'a> {
     program: &'a str,
     sources: HashMap<String, Vec<String>>,
+    /// Branches that share their line with another (`a && b`): said with their address.
+    shared: HashSet<u64>,
 }
 
 impl Describer<'_> {
@@ -44,7 +46,8 @@ impl Describer<'_> {
             Kind::Branch => {
                 let to: Vec<u64> = detail.split(' ').filter_map(|a| u64::from_str_radix(a, 16).ok()).collect();
                 let line = to.get(p.which as usize).and_then(|&a| self.line_of(a)).map_or(String::new(), |(_, l, _)| format!(" (on to line {l})"));
-                format!("the branch is {}{line}", if p.which == 0 { "taken" } else { "not taken" })
+                let which = if self.shared.contains(&p.at) { format!(" at {:#x}", p.at) } else { String::new() };
+                format!("the branch{which} is {}{line}", if p.which == 0 { "taken" } else { "not taken" })
             }
             Kind::Return => {
                 let callee = if detail.is_empty() { "the function called".to_string() } else { format!("{detail}()") };
@@ -118,7 +121,14 @@ pub fn build(tests: &[Test], ran: Vec<super::Ran>, program: &str, metric: Metric
     let selected = score::eliminate(&data);
     let blocks = |run: &super::RunOutcome, i: usize| predicates::blocks_file(&counts_of(run, i));
     let baseline = spectra::rank(tests, ran, program, metric, &blocks);
-    let mut describer = Describer { program, sources: HashMap::new() };
+    let mut describer = Describer { program, sources: HashMap::new(), shared: HashSet::new() };
+    let mut by_line: HashMap<(String, u32), BTreeSet<u64>> = HashMap::new();
+    for (p, _) in preds.iter().filter(|(p, _)| p.kind == Kind::Branch) {
+        if let Some((file, line, _)) = describer.line_of(p.at) {
+            by_line.entry((file, line)).or_default().insert(p.at);
+        }
+    }
+    describer.shared = by_line.into_values().filter(|s| s.len() > 1).flatten().collect();
     let mut describe = |id: usize| describer.describe(&preds[id].0, &preds[id].1);
     let failing_name = |i: usize| tests[i].name.clone();
     let mut findings = Vec::new();
