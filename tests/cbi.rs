@@ -42,9 +42,14 @@ fn the_best_predicate_ranks_first_and_the_redundant_one_is_eliminated() {
     let (exe, dir, _) = subject("cbi_pred");
     let answers: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("answers.json")).unwrap()).unwrap();
     let (p1, p2) = (&answers["cbi_predicates"]["P1"], &answers["cbi_predicates"]["P2"]);
-    let out = cbi(&["--top=20"], &exe, &dir);
+    let out = cbi(&["--top=20", "--sarif"], &exe, &dir);
     assert_eq!(out.status.code(), Some(1), "{}", out.describe());
     let r = report(&out);
+    // SARIF (the line before the JSON): a result per predicate, none for the baseline's lines.
+    let sarif: Value = serde_json::from_str(out.stdout_str().lines().next().unwrap()).unwrap();
+    let results = sarif["runs"][0]["results"].as_array().unwrap();
+    let predicates = r["findings"].as_array().unwrap().iter().filter(|f| f["kind"] != "suspicious line").count();
+    assert!(results.len() == predicates && results[0]["ruleId"] == "failure-predicting-predicate", "{sarif:#}");
     let ranked = of_kind(&r, "ranked predicate");
     assert!(at_line(ranked[0], 69) && ranked[0]["rank"] == 1 && same_as_answer(ranked[0], p1), "{:#}", ranked[0]);
     assert!(ranked[0]["message"].as_str().unwrap().ends_with("(on to line 70)"), "{}", ranked[0]["message"]);
