@@ -127,6 +127,9 @@ pub struct Cli {
     pub cbi: crate::tools::cbi::Options,
 
     #[command(flatten)]
+    pub vr: crate::tools::vr::Options,
+
+    #[command(flatten)]
     pub search: crate::tools::SearchOptions,
 
     #[command(flatten)]

@@ -38,6 +38,10 @@ pub struct Report {
     /// Candidates the search had (switch: branch instances; reorder: layouts made).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub candidates: Option<u64>,
+    /// Of `candidates`, those never run: the replacements a search from the start of every
+    /// failing run would make that the ch. 4 reductions skipped (vr).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runs_avoided: Option<u64>,
     /// Wall time of the whole search, in seconds (to the millisecond).
     pub seconds: f64,
     /// The runs after the first, each with what it changed and how it ended (suppress).
@@ -246,6 +250,29 @@ pub struct Finding {
     /// How the baseline (spectra's ranking of the same runs) ranks the predicate's line (cbi).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub baseline: Option<String>,
+    /// Interesting value mapping pairs found at the line, one per failing test that has one
+    /// (vr).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ivmps: Vec<Ivmp>,
+    /// Which fault of `--faults=N` this ranking is for, from 1 (vr).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault: Option<u32>,
+}
+
+/// A replacement that makes a failing test pass (vr): at one execution of an instruction of
+/// the line, one value it reads replaced by another.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Default)]
+pub struct Ivmp {
+    /// The failing test.
+    pub test: String,
+    /// The instruction's guest address (hex) and its execution, from 1.
+    pub pc: String,
+    pub instance: u64,
+    /// The instruction, disassembled, and the operand replaced.
+    pub instruction: String,
+    pub operand: String,
+    pub from: i64,
+    pub to: i64,
 }
 
 /// One run of a search's chain.

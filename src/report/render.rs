@@ -113,6 +113,44 @@ fn predicate(r: &Report, f: &Finding, k: usize) -> Vec<String> {
     out
 }
 
+/// IVMPs said in text for each of the top lines (all in JSON).
+const IVMPS_SAID: usize = 3;
+
+/// A line of value replacement's ranking (`--tool=vr`), with the IVMPs of the top ones.
+fn vr_line(r: &Report, f: &Finding, k: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    let first_of_fault = k == 0 || r.findings.get(k - 1).is_some_and(|p| p.fault != f.fault);
+    if first_of_fault {
+        let fault = f.fault.map_or(String::new(), |n| format!("fault {n}: "));
+        out.push(format!("{fault}the lines failing tests ran, by the failing tests with an IVMP at them, then Tarantula (a tie takes its worst rank):"));
+    }
+    let ivmps = f.ivmps.len();
+    out.push(format!(
+        "{:>4}. {}  IVMPs in {ivmps} failing test{}  tarantula {:.3}  (ran by {} failing and {} passing tests)",
+        f.rank.unwrap_or(0),
+        f.place,
+        if ivmps == 1 { "" } else { "s" },
+        f.scores.get("tarantula").copied().unwrap_or(0.0),
+        f.failed_tests.unwrap_or(0),
+        f.passed_tests.unwrap_or(0)
+    ));
+    if !f.message.is_empty() {
+        out.push(format!("        {}", f.message));
+    }
+    if f.rank.is_some_and(|n| n <= 5) {
+        for i in f.ivmps.iter().take(IVMPS_SAID) {
+            out.push(format!(
+                "        at {} instance {} in test {}, `{}` {} -> {} makes it pass (`{}` at {})",
+                f.place, i.instance, i.test, i.operand, i.from, i.to, i.instruction, i.pc
+            ));
+        }
+        if ivmps > IVMPS_SAID {
+            out.push(format!("        and {} more (all in --json)", ivmps - IVMPS_SAID));
+        }
+    }
+    out
+}
+
 /// A finding's lines: its place, then what it is at (the `k`-th finding).
 fn finding(r: &Report, f: &Finding, k: usize) -> Vec<String> {
     let mut out = Vec::new();
@@ -161,6 +199,10 @@ fn finding(r: &Report, f: &Finding, k: usize) -> Vec<String> {
         if !f.message.is_empty() {
             out.push(format!("        {}", f.message));
         }
+        return out;
+    }
+    if f.kind == "value replacement line" {
+        out.extend(vr_line(r, f, k));
         return out;
     }
     if f.kind == "layout exposing a failure" {

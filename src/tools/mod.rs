@@ -23,6 +23,7 @@ pub mod suite;
 pub mod suppress;
 pub mod switch;
 pub mod taint;
+pub mod vr;
 
 use crate::kernel::memory::GuestMemory;
 use crate::report::Reporter;
@@ -189,6 +190,13 @@ pub const TOOLS: &[ToolSpec] = &[
         options: cbi::option_ids,
         make: cbi::make,
         search: Some(Search { wanted: cbi::wants_search, run: cbi::search }),
+    },
+    ToolSpec {
+        name: "vr",
+        about: "Rank the program's source lines by the failing tests that one replaced value at the line makes pass (value replacement).",
+        options: vr::option_ids,
+        make: vr::make,
+        search: Some(Search { wanted: vr::wants_search, run: vr::search }),
     },
     ToolSpec {
         name: "suppress",

@@ -162,13 +162,13 @@ impl Search for Spectra<'_> {
 }
 
 /// The file test `i`'s run writes its coverage to, in the search's directory.
-fn coverage_file(i: usize) -> String {
+pub(crate) fn coverage_file(i: usize) -> String {
     format!("coverage-{i}")
 }
 
 /// A line of the program: its source file and number; code without lines (no DWARF line
 /// table for it) is one statement per function, (`NO_LINES` and the function's name, 0).
-type Line = (String, u32);
+pub(crate) type Line = (String, u32);
 
 /// What stands for the file of a function's code that has no lines.
 const NO_LINES: &str = "(no line information) ";
@@ -179,14 +179,14 @@ const START_UP: [&str; 9] =
     ["_start", "_init", "_fini", "deregister_tm_clones", "register_tm_clones", "__do_global_dtors_aux", "frame_dummy", "__libc_csu_init", "__libc_csu_fini"];
 
 /// What one test did: whether it passed, and the lines it ran.
-struct Outcome {
-    passed: bool,
-    lines: BTreeSet<Line>,
+pub(crate) struct Outcome {
+    pub(crate) passed: bool,
+    pub(crate) lines: BTreeSet<Line>,
 }
 
 /// The lines of `program` each run of `ran` entered, as `Outcome`s in the tests' order, or
 /// why a test could not be run.
-fn outcomes(tests: &[Test], ran: Vec<Ran>, program: &str, coverage_of: &Coverage) -> Result<Vec<Outcome>, String> {
+pub(crate) fn outcomes(tests: &[Test], ran: Vec<Ran>, program: &str, coverage_of: &Coverage) -> Result<Vec<Outcome>, String> {
     let mut blocks: HashMap<(u64, u64), Vec<Line>> = HashMap::new();
     let same_file = |m: &str| m == program || std::fs::canonicalize(m).is_ok_and(|c| c.to_string_lossy() == program);
     let mut modules: HashMap<String, bool> = HashMap::new();
@@ -226,7 +226,7 @@ fn outcomes(tests: &[Test], ran: Vec<Ran>, program: &str, coverage_of: &Coverage
 }
 
 /// Ochiai and Tarantula of a line `f` failing and `p` passing tests ran, of `fails` and `passes`.
-fn scores(f: u32, p: u32, fails: u32, passes: u32) -> (f64, f64) {
+pub(crate) fn scores(f: u32, p: u32, fails: u32, passes: u32) -> (f64, f64) {
     let (f, p, fails, passes) = (f as f64, p as f64, fails as f64, passes as f64);
     let ochiai = if f == 0.0 { 0.0 } else { f / (fails * (f + p)).sqrt() };
     let tarantula = if f == 0.0 { 0.0 } else { (f / fails) / (f / fails + p / passes) };
@@ -234,7 +234,7 @@ fn scores(f: u32, p: u32, fails: u32, passes: u32) -> (f64, f64) {
 }
 
 /// Where test `i`'s run (its outcome given) left its coverage.
-pub(super) type Coverage = dyn Fn(&RunOutcome, usize) -> PathBuf;
+pub(crate) type Coverage = dyn Fn(&RunOutcome, usize) -> PathBuf;
 
 /// The report: every line a failing test ran, ranked by `metric` (pessimistic ties).
 pub(super) fn rank(tests: &[Test], ran: Vec<Ran>, program: &str, metric: Metric, coverage: &Coverage) -> Report {
@@ -313,17 +313,17 @@ pub(super) fn rank(tests: &[Test], ran: Vec<Ran>, program: &str, metric: Metric,
 }
 
 /// A path as reports give it: the file name (DWARF paths are absolute).
-pub(super) fn short(path: &str) -> &str {
+pub(crate) fn short(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 
 /// The lines of the source file at `path` (none if it cannot be read).
-pub(super) fn read_lines(path: &str) -> Vec<String> {
+pub(crate) fn read_lines(path: &str) -> Vec<String> {
     std::fs::read_to_string(path).map(|t| t.lines().map(str::to_string).collect()).unwrap_or_default()
 }
 
 /// Line `n` (from 1) of a source file's `lines`, trimmed; empty if it has none.
-pub(super) fn source_line(lines: &[String], n: u32) -> String {
+pub(crate) fn source_line(lines: &[String], n: u32) -> String {
     n.checked_sub(1).and_then(|i| lines.get(i as usize)).map_or(String::new(), |l| l.trim().to_string())
 }
 
