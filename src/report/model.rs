@@ -108,7 +108,7 @@ pub struct FailureSite {
 pub struct Finding {
     /// What it is: "first point of memory corruption" (suppress), "critical predicate" (switch),
     /// "data race" (race), "suspicious line" (spectra), "selected predicate" and "ranked
-    /// predicate" (cbi).
+    /// predicate" (cbi), "value replacement line" (vr).
     #[serde(default)]
     pub kind: String,
     /// Where it is reported ("file:line (function)", or the program's call into a library).
@@ -221,7 +221,8 @@ pub struct Finding {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rank: Option<u32>,
     /// The line's suspiciousness by metric: `ochiai`, `tarantula` (spectra); a predicate's
-    /// `importance`, `increase`, `failure`, `context` (cbi).
+    /// `importance`, `increase`, `failure`, `context` (cbi); `ivmp` (failing tests with an
+    /// IVMP at it) and `tarantula` (vr).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub scores: BTreeMap<String, f64>,
     /// Failing tests that ran the line (spectra); the predicate was true in: F(P) (cbi).
@@ -265,13 +266,17 @@ pub struct Finding {
 pub struct Ivmp {
     /// The failing test.
     pub test: String,
-    /// The instruction's guest address (hex) and its execution, from 1.
+    /// The instruction's guest address (hex).
     pub pc: String,
+    /// Its execution the value was replaced at, from 1.
     pub instance: u64,
-    /// The instruction, disassembled, and the operand replaced.
+    /// The instruction, disassembled.
     pub instruction: String,
+    /// The operand replaced (a register, or a memory operand), as disassembled.
     pub operand: String,
+    /// The value it read.
     pub from: i64,
+    /// The value it was given instead (from the value profile).
     pub to: i64,
 }
 

@@ -111,7 +111,8 @@ fn rank(s: &VrSearch, found: &[Found], failing: &BTreeSet<usize>, sources: &mut 
             }
         })
         .collect();
-    let key = |f: &Finding| (f.scores["ivmp"], f.scores["tarantula"]);
+    // (Tarantula to 1e-9: equal fractions computed from other counts differ in the last bit.)
+    let key = |f: &Finding| (f.scores["ivmp"], (f.scores["tarantula"] * 1e9).round());
     findings.sort_by(|a, b| {
         let (ka, kb) = (key(a), key(b));
         kb.0.total_cmp(&ka.0).then(kb.1.total_cmp(&ka.1))
