@@ -21,3 +21,4 @@ mod system_programs;
 mod threads;
 mod tools;
 mod triage;
+mod vr;

@@ -145,6 +145,7 @@ fn summarize(report: &mut Report, s: &VrSearch, found: &[Found]) {
     let tried: u64 = s.searches.iter().map(|x| x.tried).sum();
     let naive: u64 = s.searches.iter().map(|x| x.cands.len() as u64).sum();
     let forward: u64 = s.searches.iter().map(|x| x.forward_runs).sum();
+    let every_value: u64 = s.searches.iter().map(|x| x.every_value).sum();
     report.tried = Some(tried);
     report.candidates = Some(naive);
     report.runs_avoided = Some(naive.saturating_sub(tried));
@@ -154,7 +155,7 @@ fn summarize(report: &mut Report, s: &VrSearch, found: &[Found]) {
     let with = found.iter().filter(|f| !f.lines.is_empty()).count();
     let late: Vec<&str> = s.searches.iter().filter(|x| x.out_of_time).map(|x| s.tests[x.test].name.as_str()).collect();
     let mut summary = format!(
-        "{} tests: {} failed ({}), {} passed; {with} failing tests have an IVMP; {tried} replacements run, each forked at its instance from one of {forward} forward runs (searching every instance of every line from the start would run the program {naive} times; stopping at a line's first IVMP in a test avoided {}); ranked by failing tests with an IVMP, then Tarantula (ties take their worst rank)",
+        "{} tests: {} failed ({}), {} passed; {with} failing tests have an IVMP; {tried} replacements run, each forked at its instance from one of {forward} forward runs (searching every instance of every line from the start would run the program {naive} times, {every_value} with every value of the profiles rather than 4; stopping at a line's first IVMP in a test avoided {}); ranked by failing tests with an IVMP, then Tarantula (ties take their worst rank)",
         suite.outcomes.len(),
         failing.len(),
         failing.join(", "),

@@ -43,6 +43,8 @@ pub struct Suite {
 pub struct InTest {
     pub test: usize,
     pub cands: Vec<Candidate>,
+    /// Replacements trying every value of each use's profile would make (no ch. 4 limit).
+    pub every_value: u64,
     next: usize,
     batch: usize,
     started: Option<Instant>,
@@ -135,9 +137,11 @@ impl<'a> VrSearch<'a> {
                 continue;
             }
             let cands = candidates(&suite, i, &values);
+            let every_value = every_value(&suite, i, &values);
             self.searches.push(InTest {
                 test: i,
                 cands,
+                every_value,
                 next: 0,
                 batch: 64,
                 started: None,
@@ -351,6 +355,17 @@ fn candidates(suite: &Suite, i: usize, values: &HashMap<(u64, usize), BTreeSet<i
     }
     out.sort_by_key(|c| c.at);
     out
+}
+
+/// Test `i`'s replacements if every other value of a use's profile were tried.
+fn every_value(suite: &Suite, i: usize, values: &HashMap<(u64, usize), BTreeSet<i64>>) -> u64 {
+    let mut n = 0;
+    for s in suite.profiles[i].sites.iter().filter(|s| suite.line_of.contains_key(&s.file_addr)) {
+        for (_, vals) in &s.instances {
+            n += (0..vals.len()).filter_map(|op| values.get(&(s.file_addr, op))).map(|set| set.len().saturating_sub(1) as u64).sum::<u64>();
+        }
+    }
+    n
 }
 
 #[cfg(test)]

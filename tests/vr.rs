@@ -1,0 +1,120 @@
+//! `--tool=vr` (value replacement) on the seeded-fault subjects of `guest-programs/suite/`: the
+//! fault line's rank where the technique finds it (README's "Which technique should find each
+//! fault"), its IVMPs named, the iterative technique finding a second fault, and a suite that
+//! cannot be ranked.
+
+use crate::common::{compile_snippet, repo_root, run_rtgrind, run_rtgrind_within, Cmd};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// A subject built as the suite's README says (`-g -O0`), its directory and its fault lines.
+fn subject(name: &str) -> (PathBuf, PathBuf, Vec<u32>) {
+    let dir = repo_root().join("guest-programs/suite").join(name);
+    let source = std::fs::read_to_string(dir.join("prog.c")).unwrap();
+    let faults = source.lines().enumerate().filter(|(_, l)| l.contains("/* FAULT */")).map(|(i, _)| i as u32 + 1).collect();
+    (compile_snippet(&format!("vr_{name}"), "c", &source, &["-g", "-O0"]), dir, faults)
+}
+
+/// `rtgrind --tool=vr --json OPTIONS exe` on the subject's suite.
+fn vr(dir: &std::path::Path, exe: &std::path::Path, options: &[&str]) -> crate::common::Output {
+    let mut opts = vec!["--tool=vr".to_string(), "--json".into(), format!("--suite={}", dir.join("suite.jsonl").display())];
+    opts.extend(options.iter().map(|o| o.to_string()));
+    run_rtgrind_within(&opts, &Cmd::new(exe), Duration::from_secs(1200))
+}
+
+fn report(out: &crate::common::Output) -> serde_json::Value {
+    let line = out.stdout_str().lines().last().unwrap_or_default().to_string();
+    serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {}", out.describe()))
+}
+
+/// The findings for line `line` (one per `--faults` ranking).
+fn findings_of(report: &serde_json::Value, line: u32) -> Vec<serde_json::Value> {
+    let at = format!(":{line}");
+    report["findings"].as_array().unwrap().iter().filter(|f| f["place"].as_str().is_some_and(|p| p.ends_with(&at))).cloned().collect()
+}
+
+/// The fault line's rank and its IVMPs' count, checked against the expected.
+fn ranks(name: &str, rank: u64, ivmps: usize) -> serde_json::Value {
+    let (exe, dir, faults) = subject(name);
+    let out = vr(&dir, &exe, &[]);
+    assert_eq!(out.status.code(), Some(1), "{name}: {}", out.describe());
+    let r = report(&out);
+    let f = findings_of(&r, faults[0]);
+    assert_eq!(f.len(), 1, "{name}: {}", out.describe());
+    assert_eq!((f[0]["rank"].as_u64(), f[0]["ivmps"].as_array().map_or(0, Vec::len)), (Some(rank), ivmps), "{name}: {}", out.describe());
+    // Every replacement the search would make from the start is accounted for.
+    assert!(r["tried"].as_u64().unwrap() + r["runs_avoided"].as_u64().unwrap() == r["candidates"].as_u64().unwrap(), "{r}");
+    r
+}
+
+#[test]
+fn relop_the_fault_ties_with_the_lines_carrying_the_weight() {
+    // Line 23 has an IVMP in all 6 failing tests; so have the function's `{` (the store of
+    // its argument) and the call `tier = tier_of(grams)`, with the same coverage: rank 3.
+    let r = ranks("relop", 3, 6);
+    let f = &findings_of(&r, 23)[0];
+    let tests: Vec<&str> = f["ivmps"].as_array().unwrap().iter().map(|i| i["test"].as_str().unwrap()).collect();
+    assert_eq!(tests, ["t3", "t6", "t8", "t10", "t17", "t26"]);
+    assert!(f["ivmps"].as_array().unwrap().iter().all(|i| i["from"] != i["to"] && i["instance"].as_u64() >= Some(1)), "{f}");
+}
+
+#[test]
+fn offbyone_the_fault_ranks_first() {
+    ranks("offbyone", 1, 5);
+}
+
+#[test]
+fn wrong_var_the_fault_ranks_first() {
+    ranks("wrong_var", 1, 5);
+}
+
+#[test]
+fn missing_clause_the_fault_ranks_about_third() {
+    ranks("missing_clause", 3, 5);
+}
+
+#[test]
+fn the_text_names_each_top_lines_ivmps() {
+    let (exe, dir, _) = subject("offbyone");
+    let out = run_rtgrind_within(
+        ["--tool=vr", "--top=2", &format!("--suite={}", dir.join("tests").display()).replace("--suite=", "--suite-dir=")],
+        &Cmd::new(&exe),
+        Duration::from_secs(1200),
+    );
+    let text = out.stderr_str();
+    let first = text.lines().position(|l| l.contains("vr:    1. vr_offbyone.c:")).unwrap_or_else(|| panic!("{}", out.describe()));
+    assert!(text.lines().nth(first + 1).is_some_and(|l| l.contains("/* FAULT */")), "{text}");
+    let ivmp = text.lines().nth(first + 2).unwrap_or_default();
+    assert!(ivmp.contains("instance") && ivmp.contains(" in test t") && ivmp.contains(" -> ") && ivmp.contains("makes it pass"), "{text}");
+    assert!(text.contains("replacements run, each forked at its instance"), "{text}");
+}
+
+#[test]
+fn two_faults_b_ranks_first_then_a_once_bs_failures_are_explained() {
+    let (exe, dir, faults) = subject("two_faults");
+    assert_eq!(faults, [46, 55]);
+    let out = vr(&dir, &exe, &["--faults=2"]);
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    let r = report(&out);
+    let rank_in = |line: u32, fault: u64| findings_of(&r, line).iter().find(|f| f["fault"].as_u64() == Some(fault)).and_then(|f| f["rank"].as_u64());
+    // B (n for n - 1) has IVMPs in 5 of its 6 failing tests: first in the first ranking.
+    assert_eq!(rank_in(55, 1), Some(1), "{}", out.describe());
+    // A has none (no integer makes the division give its .5): with B's failures explained,
+    // Tarantula over the rest puts it after the two lines with an IVMP in t19, tied with two.
+    assert_eq!(rank_in(46, 2), Some(5), "{}", out.describe());
+}
+
+#[test]
+fn a_suite_without_failures_says_so() {
+    let (exe, _, _) = subject("offbyone");
+    let scratch = crate::common::scratch_dir("vr_bad_suites");
+    let passing = scratch.join("passing.jsonl");
+    let lines: Vec<String> = (0..3).map(|i| format!("{{\"name\":\"p{i}\",\"expected_exit\":0}}")).collect();
+    std::fs::write(&passing, lines.join("\n")).unwrap();
+    let out = run_rtgrind(["-q", "--tool=vr", &format!("--suite={}", passing.display())], &Cmd::new(&exe));
+    assert!(out.status.code() == Some(2) && out.stderr_str().contains("all 3 tests pass: there is no failure to localize"), "{}", out.describe());
+    let out = run_rtgrind(["--tool=vr"], &Cmd::new(&exe));
+    assert!(out.status.code() == Some(2) && out.stderr_str().contains("needs a test suite"), "{}", out.describe());
+    let out = run_rtgrind(["--tool=vr", "--vr-replace=zz"], &Cmd::new(&exe));
+    assert!(out.status.code() == Some(2) && out.stderr_str().contains("invalid --vr-replace value 'zz'"), "{}", out.describe());
+}
