@@ -184,7 +184,7 @@ impl<'a> VrSearch<'a> {
                 search.done = true;
                 continue;
             }
-            search.batch = (search.batch * 4).min(4096);
+            search.batch = (search.batch * 2).min(256);
             search.started.get_or_insert_with(Instant::now);
             search.forward_runs += 1;
             let plan = runner.file(&format!("plan-{}-{}", search.test, search.forward_runs));
