@@ -148,19 +148,19 @@ fn summarize(report: &mut Report, s: &VrSearch, found: &[Found]) {
     let every_value: u64 = s.searches.iter().map(|x| x.every_value).sum();
     report.tried = Some(tried);
     report.candidates = Some(naive);
-    report.runs_avoided = Some(naive.saturating_sub(tried));
+    let skipped: u64 = s.searches.iter().map(|x| x.skipped).sum();
+    report.runs_avoided = Some(skipped);
     report.stopped = Some(s.searches.iter().map(|x| x.stopped).sum());
     report.how = Some(format!("forked from {forward} forward runs of the failing tests"));
     let failing: Vec<&str> = found.iter().map(|f| s.tests[f.test].name.as_str()).collect();
     let with = found.iter().filter(|f| !f.lines.is_empty()).count();
     let late: Vec<&str> = s.searches.iter().filter(|x| x.out_of_time).map(|x| s.tests[x.test].name.as_str()).collect();
     let mut summary = format!(
-        "{} tests: {} failed ({}), {} passed; {with} failing tests have an IVMP; {tried} replacements run, each forked at its instance from one of {forward} forward runs (searching every instance of every line from the start would run the program {naive} times, {every_value} with every value of the profiles rather than 4; stopping at a line's first IVMP in a test avoided {}); ranked by failing tests with an IVMP, then Tarantula (ties take their worst rank)",
+        "{} tests: {} failed ({}), {} passed; {with} failing tests have an IVMP; {tried} replacements run, each forked at its instance from one of {forward} forward runs (searching every instance of every line from the start would run the program {naive} times, {every_value} with every value of the profiles rather than 4; stopping at a line's first IVMP in a test avoided {skipped}); ranked by failing tests with an IVMP, then Tarantula (ties take their worst rank)",
         suite.outcomes.len(),
         failing.len(),
         failing.join(", "),
         suite.outcomes.len() - failing.len(),
-        naive.saturating_sub(tried)
     );
     let capped: BTreeSet<u64> = suite.profiles.iter().flat_map(|p| &p.sites).filter(|x| x.capped).map(|x| x.file_addr).collect();
     if !capped.is_empty() {
@@ -168,7 +168,8 @@ fn summarize(report: &mut Report, s: &VrSearch, found: &[Found]) {
             &format!("; {} instructions read more than {} distinct values, of which the profile kept the first", capped.len(), super::profile::MAX_VALUES);
     }
     if !late.is_empty() {
-        summary += &format!("; the time budget ended the search in {}", late.join(", "));
+        let left = naive.saturating_sub(tried + skipped);
+        summary += &format!("; the time budget ended the search in {} ({left} replacements not tried)", late.join(", "));
     }
     report.summary = Some(summary);
 }

@@ -1,6 +1,6 @@
 //! The search over a suite: every test runs twice (its coverage, `--tool=count`, and its value
 //! profile, `--vr-profile`); then, for each failing test, forward runs fork a child at each
-//! replacement to try (`fork`), in execution order and in batches, until the candidates are
+//! replacement to try (`fork`), the last executed first, in batches, until the candidates are
 //! used up or the test's time budget is; a line's remaining instances in a test are dropped at
 //! its first IVMP there (dissertation 004 §4.2). The outcomes go to `rank`.
 
@@ -8,7 +8,7 @@ use super::profile::RunProfile;
 use super::rank::{Found, Line};
 use crate::tools::search::{Ran, Request, Runner, Search, Step, TestRun};
 use crate::tools::suite::Test;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 use std::ffi::OsString;
 use std::time::{Duration, Instant};
 
@@ -51,6 +51,8 @@ pub struct InTest {
     /// Lines with an IVMP in this test: the first found.
     pub found: HashMap<usize, Candidate>,
     pub tried: u64,
+    /// Candidates dropped because their line already had an IVMP in this test.
+    pub skipped: u64,
     pub stopped: u64,
     pub forward_runs: u64,
     pub out_of_time: bool,
@@ -147,6 +149,7 @@ impl<'a> VrSearch<'a> {
                 started: None,
                 found: HashMap::new(),
                 tried: 0,
+                skipped: 0,
                 stopped: 0,
                 forward_runs: 0,
                 out_of_time: false,
@@ -171,12 +174,12 @@ impl<'a> VrSearch<'a> {
                 continue;
             }
             let mut batch = Vec::new();
-            let mut lines_in_batch: HashSet<usize> = HashSet::new();
             while search.next < search.cands.len() && batch.len() < search.batch {
                 let c = &search.cands[search.next];
                 search.next += 1;
-                if !search.found.contains_key(&c.line) {
-                    lines_in_batch.insert(c.line);
+                if search.found.contains_key(&c.line) {
+                    search.skipped += 1;
+                } else {
                     batch.push(c.clone());
                 }
             }
@@ -337,7 +340,7 @@ pub fn alternates(set: &BTreeSet<i64>, v: i64) -> Vec<i64> {
     out
 }
 
-/// Test `i`'s replacements, in execution order: each recorded execution of a site on a line,
+/// Test `i`'s replacements, the last executed first: each recorded execution of a site on a line,
 /// each use, each alternate.
 fn candidates(suite: &Suite, i: usize, values: &HashMap<(u64, usize), BTreeSet<i64>>) -> Vec<Candidate> {
     let mut out = Vec::new();
@@ -353,7 +356,9 @@ fn candidates(suite: &Suite, i: usize, values: &HashMap<(u64, usize), BTreeSet<i
             }
         }
     }
-    out.sort_by_key(|c| c.at);
+    // The last executed first: nearest the failure, where a time budget is best spent (each
+    // forward run still forks at its batch in execution order).
+    out.sort_by_key(|c| std::cmp::Reverse(c.at));
     out
 }
 
