@@ -428,6 +428,14 @@ mod claims_tests {
             super::switch::fork::SwitchFork::new(super::checkpoints::Checkpoints::read(std::path::PathBuf::from("/nonexistent"), 1), 1, None, String::new());
         assert!(fork.is_ok(), "{:?}", fork.err());
         assert!(super::switch::run::claim_outcome().is_ok());
+        let vr = super::vr::fork::VrFork::new(
+            super::checkpoints::Checkpoints::read(std::path::PathBuf::from("/nonexistent"), 1),
+            Default::default(),
+            1,
+            String::new(),
+            None,
+        );
+        assert!(vr.is_ok(), "{:?}", vr.err());
         assert!(rtgrind_jit::claims::claim_area("the race detector", 16).is_ok());
         assert!(super::cbi::predicates::Predicates::new("/dev/null".into(), String::new(), Some(2), 1).is_ok());
         // A claim of the shadow's words by anyone else is refused.
