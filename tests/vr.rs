@@ -56,6 +56,16 @@ fn relop_the_fault_ties_with_the_lines_carrying_the_weight() {
     let tests: Vec<&str> = f["ivmps"].as_array().unwrap().iter().map(|i| i["test"].as_str().unwrap()).collect();
     assert_eq!(tests, ["t3", "t6", "t8", "t10", "t17", "t26"]);
     assert!(f["ivmps"].as_array().unwrap().iter().all(|i| i["from"] != i["to"] && i["instance"].as_u64() >= Some(1)), "{f}");
+    // The IVMP found in a forked child makes the test pass when replayed from the start.
+    let (exe, dir, _) = subject("relop");
+    let t3 = &f["ivmps"][0];
+    let spec = format!("--vr-replace={}:{}:{}:{}", t3["pc"].as_str().unwrap(), t3["instance"], t3["use_index"], t3["to"]);
+    let input = format!("--stdin-file={}", dir.join("inputs/t3.in").display());
+    let out = run_rtgrind(["--tool=vr", "--repeatable=yes", &input, &spec], &Cmd::new(&exe).arg("1"));
+    assert_eq!(out.stdout, std::fs::read(dir.join("expected/t3.out")).unwrap(), "{}", out.describe());
+    assert!(out.stderr_str().contains(&format!("instance {} of `{}`", t3["instance"], t3["instruction"].as_str().unwrap())), "{}", out.describe());
+    let out = run_rtgrind(["--tool=none", "--repeatable=yes", &input], &Cmd::new(&exe).arg("1"));
+    assert_ne!(out.stdout, std::fs::read(dir.join("expected/t3.out")).unwrap(), "{}", out.describe());
 }
 
 #[test]

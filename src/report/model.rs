@@ -274,6 +274,9 @@ pub struct Ivmp {
     pub instruction: String,
     /// The operand replaced (a register, or a memory operand), as disassembled.
     pub operand: String,
+    /// Its index among the instruction's uses (`--vr-replace=PC:N:USE:VALUE`'s USE, with this
+    /// `pc`, `instance` and `to` in a repeatable run of the test, replays it).
+    pub use_index: u32,
     /// The value it read.
     pub from: i64,
     /// The value it was given instead (from the value profile).

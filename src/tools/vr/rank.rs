@@ -134,6 +134,7 @@ fn ivmp(s: &VrSearch, test: usize, c: &Candidate) -> Ivmp {
         instance: c.instance,
         instruction: site.insn.clone(),
         operand: site.uses.get(c.op).map_or(String::new(), |u| u.0.clone()),
+        use_index: c.op as u32,
         from: c.from,
         to: c.to,
     }
