@@ -15,7 +15,7 @@ pub const VERSION: u32 = 1;
 /// A search's report.
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Default)]
 pub struct Report {
-    /// The tool (`suppress`, `switch`, `race`, `reorder`, `spectra`, `cbi`).
+    /// The tool (`suppress`, `switch`, `race`, `reorder`, `spectra`, `cbi`, `vr`).
     pub tool: String,
     /// How the search ended: `root-cause`, `found`, `no-failure`, `not-reproducible`, `already-fails`,
     /// `inconclusive`, `exhausted`, `cannot-run`.

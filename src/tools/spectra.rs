@@ -16,7 +16,7 @@ use crate::cli::Cli;
 use crate::report::model::{Finding, Report, VERSION};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The suspiciousness metrics.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -92,35 +92,16 @@ pub fn wants_search(_: &Cli) -> bool {
 /// The ranking; its exit status (2 when the suite does not both pass and fail).
 pub fn search(cli: &Cli) -> Result<i32, Error> {
     let o = &cli.spectra;
-    let tests = o.tests("spectra")?;
-    let program = crate::resolve(&cli.command[0]);
-    if !program.is_file() {
-        return Err(Error { message: format!("{}: no such file", cli.command[0].to_string_lossy()), code: 127 });
-    }
-    // Tests may run in directories of their own: the program by its absolute path.
-    let program = std::fs::canonicalize(&program).unwrap_or(program);
-    let mut command = cli.command.clone();
-    command[0] = program.clone().into_os_string();
-    let options = cli.run_options.iter().map(Into::into).collect();
-    let mut runner = Runner::with("spectra", command.clone(), options, cli.seed, Some("/dev/null".into())).map_err(|e| Error::internal(e.to_string()))?;
-    runner.jobs = cli.switch.jobs as usize;
-    runner.progress = super::progress::Progress::of(cli, "spectra");
-    crate::log_to_file(cli);
-    let start = Instant::now();
-    let mut search = Spectra { tests: &tests, timeout: Duration::from_secs(o.test_timeout), asked: false };
-    let ran = runner.drive(&mut search);
+    let mut run = suite::SuiteSearch::new(cli, "spectra")?;
+    let mut search = Spectra { tests: &run.tests, timeout: Duration::from_secs(o.test_timeout), asked: false };
+    let ran = run.runner.drive(&mut search);
     let coverage = |run: &RunOutcome, i: usize| run.stdout.with_file_name(coverage_file(i));
-    let mut report = rank(&tests, ran, &program.to_string_lossy(), o.metric, &coverage);
-    report.command = command.iter().map(|a| a.to_string_lossy().into_owned()).collect();
-    report.seconds = start.elapsed().as_secs_f64();
-    report.runs = runner.runs;
+    let mut report = rank(&run.tests, ran, &run.program_name(), o.metric, &coverage);
+    run.finish(&mut report);
     let pid = std::process::id();
     let output = super::output::Output { dot: None, text_findings: Some(o.top), ..super::output::Output::of(cli) };
     super::output::emit(&report, RULE, &output, |line| eprintln!("=={pid}== {line}"));
-    Ok(match report.result.as_str() {
-        "found" => cli.search.error_exitcode,
-        _ => crate::EXIT_USAGE,
-    })
+    Ok(suite::exit_status(cli, &report))
 }
 
 const RULE: super::sarif::Rule = super::sarif::Rule {

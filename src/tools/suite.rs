@@ -125,6 +125,56 @@ fn check(tests: Vec<Test>, from: &str) -> Result<Vec<Test>, String> {
     Ok(tests)
 }
 
+/// A test-suite tool's search set up (spectra, cbi, vr): the suite its options give, the program
+/// by its absolute path (tests may run in directories of their own) and the runner of its runs.
+pub struct SuiteSearch {
+    pub tests: Vec<Test>,
+    pub program: PathBuf,
+    pub command: Vec<OsString>,
+    pub runner: super::search::Runner,
+    start: std::time::Instant,
+}
+
+impl SuiteSearch {
+    pub fn new(cli: &crate::cli::Cli, tool: &str) -> Result<SuiteSearch, super::Error> {
+        let tests = cli.spectra.tests(tool)?;
+        let program = crate::resolve(&cli.command[0]);
+        if !program.is_file() {
+            return Err(super::Error { message: format!("{}: no such file", cli.command[0].to_string_lossy()), code: 127 });
+        }
+        let program = std::fs::canonicalize(&program).unwrap_or(program);
+        let mut command = cli.command.clone();
+        command[0] = program.clone().into_os_string();
+        let options = cli.run_options.iter().map(Into::into).collect();
+        let mut runner = super::search::Runner::with(tool, command.clone(), options, cli.seed, Some("/dev/null".into()))
+            .map_err(|e| super::Error::internal(e.to_string()))?;
+        runner.jobs = cli.switch.jobs as usize;
+        runner.progress = super::progress::Progress::of(cli, tool);
+        crate::log_to_file(cli);
+        Ok(SuiteSearch { tests, program, command, runner, start: std::time::Instant::now() })
+    }
+
+    /// The program's path as the runs' memory maps name it.
+    pub fn program_name(&self) -> String {
+        self.program.to_string_lossy().into_owned()
+    }
+
+    /// Puts the search's command, time and runs in its report.
+    pub fn finish(&self, report: &mut crate::report::model::Report) {
+        report.command = self.command.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+        report.seconds = self.start.elapsed().as_secs_f64();
+        report.runs = self.runner.runs;
+    }
+}
+
+/// A ranking's exit status: `--error-exitcode` with one, 2 when the suite could not be ranked.
+pub fn exit_status(cli: &crate::cli::Cli, report: &crate::report::model::Report) -> i32 {
+    match report.result.as_str() {
+        "found" => cli.search.error_exitcode,
+        _ => crate::EXIT_USAGE,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

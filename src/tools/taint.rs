@@ -4,8 +4,9 @@
 //! Input bytes get a shadow bit when they enter the program (a `read` from stdin or from the
 //! named file, or the argument strings at start-up); every instruction propagates the bits
 //! inline (`shadow::propagate`). Before a conditional branch whose flags are tainted, an
-//! access whose address registers are, or an indirect jump whose target is, a call-out
-//! records the site; syscall arguments are checked in the syscall hook. The report lists each
+//! access whose address registers are, or an indirect jump whose target is, the site's counter
+//! is incremented inline and its first event calls out to record the site; syscall arguments
+//! are checked in the syscall hook. The report lists each
 //! site once, with how often it was reached tainted, by source line where debug info exists.
 
 use super::{ToolRun, REQ_GET_ORIGIN, REQ_GET_TAINT, REQ_TAINT, REQ_UNTAINT};

@@ -19,7 +19,7 @@ use predicates::{Kind, Site};
 use score::{Data, Ranked, RunPreds};
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// `--tool=cbi`'s own options (the suite's are spectra's).
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -66,27 +66,12 @@ fn program_path(cli: &Cli) -> String {
 /// The ranking; its exit status (2 when the suite does not both pass and fail).
 pub fn search(cli: &Cli) -> Result<i32, Error> {
     let o = &cli.spectra;
-    let tests = o.tests("cbi")?;
-    let program = crate::resolve(&cli.command[0]);
-    if !program.is_file() {
-        return Err(Error { message: format!("{}: no such file", cli.command[0].to_string_lossy()), code: 127 });
-    }
-    let program = std::fs::canonicalize(&program).unwrap_or(program);
-    let mut command = cli.command.clone();
-    command[0] = program.clone().into_os_string();
-    let options = cli.run_options.iter().map(Into::into).collect();
-    let mut runner = Runner::with("cbi", command.clone(), options, cli.seed, Some("/dev/null".into())).map_err(|e| Error::internal(e.to_string()))?;
-    runner.jobs = cli.switch.jobs as usize;
-    runner.progress = super::progress::Progress::of(cli, "cbi");
-    crate::log_to_file(cli);
-    let start = Instant::now();
-    let mut search = Cbi { tests: &tests, timeout: Duration::from_secs(o.test_timeout), sample: cli.cbi.sample, asked: false };
-    let ran = runner.drive(&mut search);
-    let program = program.to_string_lossy().into_owned();
-    let mut report = report::build(&tests, ran, &program, o.metric, o.top);
-    report.command = command.iter().map(|a| a.to_string_lossy().into_owned()).collect();
-    report.seconds = (start.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
-    report.runs = runner.runs;
+    let mut run = super::suite::SuiteSearch::new(cli, "cbi")?;
+    let mut search = Cbi { tests: &run.tests, timeout: Duration::from_secs(o.test_timeout), sample: cli.cbi.sample, asked: false };
+    let ran = run.runner.drive(&mut search);
+    let mut report = report::build(&run.tests, ran, &run.program_name(), o.metric, o.top);
+    run.finish(&mut report);
+    report.seconds = (report.seconds * 1000.0).round() / 1000.0;
     if cli.search.sarif {
         // Results are the predicates; the baseline's lines are spectra's.
         let mut own = report.clone();

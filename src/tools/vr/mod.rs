@@ -16,7 +16,7 @@ pub mod uses;
 use super::{Error, ToolRun};
 use crate::cli::Cli;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// `--tool=vr`'s own options (the suite's are spectra's: `--suite`, `--suite-dir`, `--top`,
 /// `--test-timeout`, `--jobs`).
@@ -105,38 +105,14 @@ const RULE: super::sarif::Rule = super::sarif::Rule {
 /// The search; its exit status (2 when the suite does not both pass and fail).
 pub fn search(cli: &Cli) -> Result<i32, Error> {
     let o = &cli.spectra;
-    let tests = match (&o.suite, &o.suite_dir) {
-        (Some(f), _) => super::suite::from_file(f),
-        (None, Some(d)) => super::suite::from_dir(d),
-        (None, None) => Err("--tool=vr needs a test suite: --suite=FILE or --suite-dir=DIR".into()),
-    }
-    .map_err(Error::usage)?;
-    let path = crate::resolve(&cli.command[0]);
-    if !path.is_file() {
-        return Err(Error { message: format!("{}: no such file", cli.command[0].to_string_lossy()), code: 127 });
-    }
-    let path = std::fs::canonicalize(&path).unwrap_or(path);
-    let mut command = cli.command.clone();
-    command[0] = path.clone().into_os_string();
-    let options = cli.run_options.iter().map(Into::into).collect();
-    let mut runner =
-        super::search::Runner::with("vr", command.clone(), options, cli.seed, Some("/dev/null".into())).map_err(|e| Error::internal(e.to_string()))?;
-    runner.jobs = cli.switch.jobs as usize;
-    runner.progress = super::progress::Progress::of(cli, "vr");
-    crate::log_to_file(cli);
-    let start = Instant::now();
+    let mut run = super::suite::SuiteSearch::new(cli, "vr")?;
     let timeout = Duration::from_secs(o.test_timeout);
-    let mut s = search::VrSearch::new(&tests, timeout, Duration::from_secs(cli.vr.vr_budget), 1, path.to_string_lossy().into_owned());
-    runner.drive(&mut s);
+    let mut s = search::VrSearch::new(&run.tests, timeout, Duration::from_secs(cli.vr.vr_budget), 1, run.program_name());
+    run.runner.drive(&mut s);
     let mut report = rank::report(&s, cli.vr.faults);
-    report.command = command.iter().map(|a| a.to_string_lossy().into_owned()).collect();
-    report.seconds = start.elapsed().as_secs_f64();
-    report.runs = runner.runs;
+    run.finish(&mut report);
     let pid = std::process::id();
     let output = super::output::Output { dot: None, text_findings: Some(o.top), ..super::output::Output::of(cli) };
     super::output::emit(&report, RULE, &output, |line| eprintln!("=={pid}== {line}"));
-    Ok(match report.result.as_str() {
-        "found" => cli.search.error_exitcode,
-        _ => crate::EXIT_USAGE,
-    })
+    Ok(super::suite::exit_status(cli, &report))
 }
