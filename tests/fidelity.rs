@@ -623,6 +623,195 @@ fn proc_paths_relative_to_a_descriptor_and_rtgrinds_descriptors_by_path_poll_and
     }
 }
 
+/// Far transfers, segment loads, the fs and gs bases and `sysenter`, each case in a handler
+/// that prints the signal it raised (as TRAPS). Far pointers are read with REX.W (m16:64 on
+/// Intel CPUs, m16:32 on AMD's, which then take the selector from the offset's upper bytes:
+/// both as natively).
+const SEGMENTS: &str = r#"#define _GNU_SOURCE
+#include <asm/prctl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+static sigjmp_buf back;
+static const char *at;
+
+static void on_signal(int sig, siginfo_t *si, void *ucv) {
+    ucontext_t *uc = ucv;
+    long rip = (long)uc->uc_mcontext.gregs[REG_RIP] - (long)at;
+    long addr = si->si_addr ? (long)si->si_addr - (long)at : 0;
+    printf("sig %d code %d addr %s%ld rip %ld trapno %lld err %#llx", sig, si->si_code, si->si_addr ? "at+" : "", addr, rip,
+           (long long)uc->uc_mcontext.gregs[REG_TRAPNO], (long long)uc->uc_mcontext.gregs[REG_ERR]);
+    siglongjmp(back, 1);
+}
+
+struct far { uint64_t off; uint16_t sel; } __attribute__((packed));
+static struct far fp;
+struct far32 { uint32_t off; uint16_t sel; } __attribute__((packed));
+static struct far32 fp32 = {0, 0x33};
+static uint64_t buf[4];
+static uint64_t area[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+uint64_t global = 0x40;
+
+#define CASE(name, insn, ...) \
+    extern const char name[]; \
+    if (!strcmp(which, #name)) { \
+        at = name; \
+        printf("%s: ", #name); \
+        if (!sigsetjmp(back, 1)) { \
+            asm volatile(".globl " #name "\n" #name ": " insn : __VA_ARGS__); \
+            printf("no trap"); \
+        } \
+        printf(" r %lx r2 %lx\n", r, r2); \
+    }
+
+/* An iretq frame: ss, rsp, rflags, cs, rip. */
+#define IRET(cs, ss) "push $" #ss "; lea 8(%%rsp), %%rax; push %%rax; pushfq; push $" #cs "; lea 1f(%%rip), %%rax; push %%rax; iretq; 1:"
+#define LRET(cs) "push $" #cs "; lea 1f(%%rip), %%rax; push %%rax; lretq; 1:"
+#define GS(sel) "mov $" #sel ", %%eax; mov %%eax, %%gs; mov %%gs, %0; rdgsbase %1; xor %%eax, %%eax; mov %%eax, %%gs"
+
+int main(int argc, char **argv) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_signal;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigaction(SIGSEGV, &sa, 0);
+    sigaction(SIGILL, &sa, 0);
+    setvbuf(stdout, 0, _IONBF, 0);
+    for (int i = 1; i < argc; i++) {
+        const char *which = argv[i];
+        unsigned long r = 0, r2 = 0;
+        fp.sel = 0x33;
+        CASE(iret, IRET(0x33, 0x2b), :: "rax", "memory");
+        CASE(iret_cs08, IRET(0x08, 0x2b), :: "rax", "memory");
+        CASE(iret_cs08_ss0, IRET(0x08, 0), :: "rax", "memory");
+        CASE(iret_ss0, IRET(0x33, 0), :: "rax", "memory");
+        CASE(iret_ss33, IRET(0x33, 0x33), :: "rax", "memory");
+        CASE(iret_flags, "pushfq; orq $0x801, (%%rsp); pop %%rcx; push $0x2b; lea 8(%%rsp), %%rax; push %%rax; push %%rcx; push $0x33; lea 1f(%%rip), %%rax; push %%rax;"
+                         "iretq; 1: seto %b0; setc %b1; movzbl %b0, %k0; movzbl %b1, %k1", "=r"(r), "=r"(r2) :: "rax", "rcx", "memory");
+        CASE(lret, LRET(0x33), :: "rax", "memory");
+        CASE(lret_31, LRET(0x31), :: "rax", "memory");
+        CASE(lret_08, LRET(0x08), :: "rax", "memory");
+        CASE(lret_2b, LRET(0x2b), :: "rax", "memory");
+        CASE(lret_0, LRET(0), :: "rax", "memory");
+        CASE(lret_imm, "lea 1f(%%rip), %%rax; mov %%rsp, %%rcx; push $0x33; push %%rax; lretq $0; 1: sub %%rsp, %%rcx; mov %%rcx, %0", "=r"(r) :: "rax", "rcx", "memory");
+        CASE(lret_32, "lea 1f(%%rip), %%rax; push $0x33; push %%rax; mov 8(%%rsp), %%ecx; mov %%ecx, 4(%%rsp); lretl; 1: add $8, %%rsp", :: "rax", "rcx", "memory");
+        CASE(ljmp, "lea 1f(%%rip), %%rax; mov %%rax, fp(%%rip); rex.W ljmp *fp(%%rip); 1:", :: "rax", "memory");
+        CASE(lcall, "lea 1f(%%rip), %%rax; mov %%rax, fp(%%rip); rex.W lcall *fp(%%rip); jmp 2f; 1: lretq; 2:", :: "rax", "memory");
+        CASE(ljmp32, "lea 1f(%%rip), %%eax; mov %%eax, fp32(%%rip); ljmp *fp32(%%rip); 1:", :: "rax", "memory");
+        CASE(lcall32, "lea 1f(%%rip), %%eax; mov %%eax, fp32(%%rip); mov %%rsp, %%rcx; lcall *fp32(%%rip); jmp 2f; 1: sub %%rsp, %%rcx; mov %%rcx, %0; lretl; 2:", "=r"(r) :: "rax", "rcx", "memory");
+        CASE(lss, "movq $5, buf(%%rip); movw $0x2b, buf+8(%%rip); rex.W lss buf(%%rip), %%eax; mov %%rax, %0", "=r"(r) :: "rax", "memory");
+        CASE(lfs0, "rdfsbase %%rcx; movq $0, buf(%%rip); movw $0, buf+8(%%rip); rex.W lfs buf(%%rip), %%eax; rdfsbase %0; wrfsbase %%rcx", "=r"(r) :: "rax", "rcx", "memory");
+        CASE(lgs2b, "movq $5, buf(%%rip); movw $0x2b, buf+8(%%rip); rex.W lgs buf(%%rip), %%eax; rdgsbase %0; mov %%rax, %1; mov %%gs, %%eax; xor %%eax, %%eax; mov %%eax, %%gs",
+             "=r"(r), "=r"(r2) :: "rax", "memory");
+        CASE(rdfsbase, "rdfsbase %0; mov %%fs:0, %1; sub %1, %0; xor %1, %1", "=r"(r), "=r"(r2));
+        CASE(wrfsbase, "rdfsbase %%rcx; wrfsbase %1; mov %%fs:8, %0; wrfsbase %%rcx", "=r"(r) : "r"(area) : "rcx");
+        CASE(rdgsbase, "rdgsbase %0", "=r"(r));
+        CASE(wrgsbase, "wrgsbase %2; rdgsbase %0; mov %%gs:8, %1; sub %2, %0; xor %%eax, %%eax; wrgsbase %%rax", "=&r"(r), "=&r"(r2) : "r"(area) : "rax");
+        CASE(wrgsbase32, "mov $0x1234, %%eax; wrgsbase %%eax; rdgsbase %0; xor %%eax, %%eax; wrgsbase %%rax", "=r"(r) :: "rax");
+        CASE(gs_null_read, "mov %%gs:0, %0", "=r"(r));
+        CASE(gs_sel, "mov %%gs, %0", "=r"(r));
+        CASE(gs_2b, GS(0x2b), "=r"(r), "=r"(r2) :: "rax");
+        CASE(gs_2a, GS(0x2a), "=r"(r), "=r"(r2) :: "rax");
+        CASE(gs_33, GS(0x33), "=r"(r), "=r"(r2) :: "rax");
+        CASE(gs_7b, GS(0x7b), "=r"(r), "=r"(r2) :: "rax");
+        CASE(gs_10, GS(0x10), "=r"(r), "=r"(r2) :: "rax");
+        CASE(gs_63, GS(0x63), "=r"(r), "=r"(r2) :: "rax");
+        CASE(gs_04, GS(0x04), "=r"(r), "=r"(r2) :: "rax");
+        CASE(gs_null, "wrgsbase %1; xor %%eax, %%eax; mov %%eax, %%gs; rdgsbase %0", "=r"(r) : "r"(area) : "rax");
+        CASE(gs_push_pop, "mov $0x2b, %%eax; mov %%eax, %%gs; push %%gs; pop %0; push $0; pop %%gs; mov %%gs, %1", "=r"(r), "=r"(r2) :: "rax", "memory");
+        if (!strcmp(which, "gs_operands")) {
+            syscall(SYS_arch_prctl, ARCH_SET_GS, area);
+            uint64_t k = 2, b = 8, g = 0;
+            asm volatile("mov %%gs:8(,%1,8), %0" : "=r"(r) : "r"(k));
+            asm volatile("addq $100, %%gs:(%0,%1,8)" : : "r"(b), "r"(k) : "memory", "cc");
+            asm volatile("cmpq $104, %%gs:24; sete %b0; movzbl %b0, %k0" : "=r"(r2) :: "cc");
+            asm volatile("lea 1f(%%rip), %%rax; mov %%rax, %%gs:32; call *%%gs:(%1); jmp 2f; 1: mov $7, %0; ret; 2:" : "=&r"(g) : "r"(32L) : "rax", "memory");
+            syscall(SYS_arch_prctl, ARCH_GET_GS, &b);
+            printf("gs_operands: %lu %lu %lu %lu get_gs %s\n", r, r2, area[3], g, b == (uint64_t)area ? "area" : "other");
+            asm volatile("xor %%eax, %%eax; mov %%eax, %%gs; movq %%gs:global(%%rip), %0" : "=r"(r) :: "rax");
+            printf("gs_operands: rip-relative %lx\n", r);
+        }
+        CASE(sysenter, "sysenter");
+    }
+    return 0;
+}
+"#;
+
+/// Whether the host CPU is AMD's (`sysenter` is #UD in 64-bit mode there; on Intel's it is
+/// the kernel's 32-bit entry, which rtgrind does not run).
+fn host_is_amd() -> bool {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .is_ok_and(|c| c.lines().any(|l| l.starts_with("vendor_id") && (l.contains("AuthenticAMD") || l.contains("HygonGenuine"))))
+}
+
+/// `iret`, far returns, far jumps and calls through a far pointer, `lss`/`lfs`/`lgs`, loads
+/// and reads of the gs selector, `rdfsbase`/`wrfsbase`/`rdgsbase`/`wrgsbase`, gs-relative
+/// operands (the guest's gs base: from `arch_prctl`, `wrgsbase` or a selector) and, on AMD,
+/// `sysenter` behave as natively: the same values, or the same signal with the same code, trap
+/// number and error code (a #GP's selector), under every tool that changes translation. They
+/// ended the run with "unsupported instruction" (exit 125).
+#[test]
+fn far_transfers_segment_loads_and_gs_operands_run_as_natively() {
+    let mut cases = vec![
+        "iret",
+        "iret_cs08",
+        "iret_cs08_ss0",
+        "iret_ss0",
+        "iret_ss33",
+        "iret_flags",
+        "lret",
+        "lret_31",
+        "lret_08",
+        "lret_2b",
+        "lret_0",
+        "lret_imm",
+        "ljmp",
+        "lcall",
+        "ljmp32",
+        "lcall32",
+        "lss",
+        "lfs0",
+        "lgs2b",
+        "rdfsbase",
+        "wrfsbase",
+        "rdgsbase",
+        "wrgsbase",
+        "wrgsbase32",
+        "gs_null_read",
+        "gs_sel",
+        "gs_2b",
+        "gs_2a",
+        "gs_33",
+        "gs_7b",
+        "gs_10",
+        "gs_63",
+        "gs_04",
+        "gs_null",
+        "gs_push_pop",
+        "gs_operands",
+    ];
+    if host_is_amd() {
+        cases.push("sysenter");
+    }
+    let exe = compile_snippet("segments", "c", SEGMENTS, &["-O0", "-no-pie"]);
+    let native = run_native(&Cmd::new(&exe).args(&cases));
+    assert_eq!(native.status.code(), Some(0), "{}", native.describe());
+    assert_eq!(native.stdout_str().lines().count(), cases.len() + 1, "{}", native.describe());
+    for tool in ["--tool=none", "--tool=count", "--tool=taint"] {
+        let out = run_rtgrind(["-q", tool], &Cmd::new(&exe).args(&cases));
+        let name = tool.trim_start_matches("--tool=");
+        if let Err(e) = crate::common::compare_tool(&native, &out, name) {
+            panic!("{tool}: {e}");
+        }
+    }
+}
+
 /// What CPUID leaf 7 (AVX-512F), `xgetbv` and leaf 0xd say of the state components, and
 /// whether `xsave` and `xsavec` of every component stay within the size leaf 0xd reports
 /// (lazily bound: ld.so's trampoline saves the vector state by that size at each first call).
