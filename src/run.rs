@@ -101,6 +101,8 @@ pub struct SendRuntime(pub Box<Runtime>);
 // while holding the scheduler's baton.
 unsafe impl Send for SendRuntime {}
 
+mod emulate;
+
 struct Source<'a>(&'a GuestMemory);
 
 impl CodeSource for Source<'_> {
@@ -358,6 +360,7 @@ impl Runtime {
                         self.ctx.rflags = (self.ctx.rflags & !0x8d4) | 1;
                     }
                     ExitKind::ClientRequest => self.client_request(),
+                    ExitKind::Emulate => self.emulate(pc),
                     ExitKind::Unsupported => {
                         let p = self.p();
                         let note = p.cache.exit(id).note.clone().unwrap_or_default();

@@ -92,6 +92,9 @@ pub enum ExitKind {
     Cpuid,
     /// An instruction the engine cannot run, at `pc`.
     Unsupported,
+    /// An instruction at `pc` the runtime emulates (`translate::emulated`: far transfers,
+    /// the guest's `gs` selector); `target` is the instruction after it.
+    Emulate,
     /// An instruction at `pc` that saved the x87 environment with its last-instruction
     /// pointer (`translate::saved_fip`), a code-cache address the runtime makes the guest's;
     /// `target` is the instruction after it.

@@ -144,6 +144,8 @@ pub struct ThreadContext {
     /// than a 50 µs interval timer's period, and a program with one never got further.
     pub ibl_filled: [u32; IBL_FILLED],
     pub ibl_filled_len: u32,
+    /// The guest's `gs` selector (loads and reads of it are emulated; the real one is 0).
+    pub gs_selector: u16,
 }
 
 /// Slots `ibl_filled` remembers.
@@ -158,6 +160,7 @@ pub const OFF_COUNTER_STEP: usize = offset_of!(ThreadContext, counter_step);
 pub const OFF_RIP: usize = offset_of!(ThreadContext, rip);
 pub const OFF_RFLAGS: usize = offset_of!(ThreadContext, rflags);
 pub const OFF_FS_BASE: usize = offset_of!(ThreadContext, fs_base);
+pub const OFF_GS_BASE: usize = offset_of!(ThreadContext, gs_base);
 pub const OFF_HOST_FS: usize = offset_of!(ThreadContext, host_fs);
 pub const OFF_HOST_RSP: usize = offset_of!(ThreadContext, host_rsp);
 pub const OFF_ENTRY_TARGET: usize = offset_of!(ThreadContext, entry_target);

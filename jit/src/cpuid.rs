@@ -63,6 +63,14 @@ fn shown(leaf: u32, subleaf: u32, host: [u32; 4]) -> [u32; 4] {
     [eax, ebx, ecx, edx]
 }
 
+/// Whether the host CPU is AMD's (or Hygon's): `sysenter` raises #UD in 64-bit mode there,
+/// and a far pointer with REX.W is still 16:32.
+pub fn host_is_amd() -> bool {
+    let r = std::arch::x86_64::__cpuid(0);
+    let vendor: Vec<u8> = [r.ebx, r.edx, r.ecx].iter().flat_map(|w| w.to_le_bytes()).collect();
+    vendor == b"AuthenticAMD" || vendor == b"HygonGenuine"
+}
+
 /// `xgetbv` as the guest sees it, for `ecx` and the guest's state components in use
 /// (`xinuse`, its xsave area's XSTATE_BV): XCR0 (0) or the components in use (1, where the
 /// host has it), only those shown enabled. None where the CPU raises #GP.

@@ -532,27 +532,93 @@ const UD2: [u8; 2] = [0x0f, 0x0b];
 fn trap_kind(ins: &Instruction) -> Option<Trap> {
     use Mnemonic::*;
     match ins.mnemonic() {
-        Xbegin | Xend | Xabort | Xtest => Some(Trap::Undefined),
+        Xbegin | Xend | Xabort | Xtest | Enclu => Some(Trap::Undefined),
+        // (64-bit mode's #UD on AMD CPUs; on Intel's it enters the kernel: `unsupported`.)
+        Sysenter => Some(Trap::Undefined),
         Swapgs | Sysret | Sysretq | Sysexit | Sysexitq => Some(Trap::Own),
         _ if matches!(ins.flow_control(), FlowControl::Interrupt | FlowControl::Exception) => Some(Trap::Own),
         _ => None,
     }
 }
 
-/// Why an instruction cannot be run by the engine, if it cannot.
+/// Whether the engine cannot run `ins` at all: `sysenter` where it is the kernel's 32-bit
+/// system call entry (Intel CPUs; on AMD's it raises #UD in 64-bit mode, `trap_kind`), and
+/// string instructions whose source is `gs`-relative. Everything else either runs (copied or
+/// rewritten) or is emulated (`emulated`).
 fn unsupported(ins: &Instruction) -> bool {
+    if ins.mnemonic() == Mnemonic::Sysenter && !crate::cpuid::host_is_amd() {
+        return true;
+    }
+    ins.segment_prefix() == Register::GS
+        && (0..ins.op_count()).any(|i| matches!(ins.op_kind(i), OpKind::MemorySegSI | OpKind::MemorySegESI | OpKind::MemorySegRSI))
+}
+
+/// Whether the runtime emulates `ins` (`ExitKind::Emulate`): far transfers (`iret`, `retf`,
+/// `jmp`/`call` through a far pointer), which check the code segment's selector; what reads or
+/// writes the guest's `gs` selector (the engine's `gs` is its own); and indirect branches
+/// through a `gs`-relative operand.
+pub fn emulated(ins: &Instruction) -> bool {
     use Mnemonic::*;
-    if matches!(ins.mnemonic(), Rdgsbase | Wrgsbase | Lgs | Sysenter | Iret | Iretd | Iretq | Retf | Enclu | Lfs) {
+    if matches!(ins.mnemonic(), Iret | Iretd | Iretq | Retf | Lgs) {
         return true;
     }
     if matches!(ins.code(), Code::Jmp_m1664 | Code::Jmp_m1632 | Code::Jmp_m1616 | Code::Call_m1664 | Code::Call_m1632 | Code::Call_m1616) {
         return true;
     }
-    if ins.segment_prefix() == Register::GS || (ins.op_count() > 0 && ins.memory_segment() == Register::GS && has_mem(ins)) {
+    if (0..ins.op_count()).any(|i| ins.op_kind(i) == OpKind::Register && ins.op_register(i) == Register::GS) {
         return true;
     }
-    // Writes to the gs selector would reload the engine's gs base.
-    (0..ins.op_count()).any(|i| ins.op_kind(i) == OpKind::Register && ins.op_register(i) == Register::GS && i == 0)
+    gs_operand(ins) && ins.flow_control() != FlowControl::Next
+}
+
+/// Whether `ins` has an explicit memory operand relative to the guest's `gs` (`lea` computes
+/// no address in a segment).
+fn gs_operand(ins: &Instruction) -> bool {
+    ins.memory_segment() == Register::GS && has_mem(ins) && ins.mnemonic() != Mnemonic::Lea
+}
+
+/// `ins` with its `gs`-relative operand addressed through `r` (which will hold the guest's
+/// `gs` base plus the operand's base register) and no segment; None where that cannot be
+/// written (32-bit addressing, a RIP-relative target out of disp32's reach).
+fn gs_rewritten(ins: &Instruction, r: u8) -> Option<Instruction> {
+    let r64 = Register::RAX + r as u32;
+    let mut out = *ins;
+    if ins.is_ip_rel_memory_operand() {
+        let target = ins.ip_rel_memory_address();
+        i32::try_from(target as i64).ok()?;
+        out.set_memory_displacement64(target);
+        out.set_memory_displ_size(8);
+    } else if ins.memory_base().size() == 4 || ins.memory_index().size() == 4 {
+        return None;
+    }
+    out.set_memory_base(r64);
+    out.set_segment_prefix(Register::None);
+    let d = out.memory_displacement64() as i64;
+    if i32::try_from(d).is_err() {
+        return None;
+    }
+    out.set_memory_displ_size(if d == 0 {
+        0
+    } else if i8::try_from(d).is_ok() {
+        1
+    } else {
+        8
+    });
+    Some(out)
+}
+
+/// `rdgsbase`/`wrgsbase`: the guest's `gs` base is the context's `gs_base` (a 32-bit
+/// `wrgsbase` also zeroes its upper half, `store_gs_imm32` after it).
+fn gs_base_access(ins: &Instruction) -> Option<[Instruction; 1]> {
+    let r = ins.op0_register();
+    let wide = r.size() == 8;
+    let slot = MemoryOperand::new(Register::None, Register::None, 1, OFF_GS_BASE as i64, 4, false, Register::GS);
+    let i = match ins.mnemonic() {
+        Mnemonic::Rdgsbase => Instruction::with2(if wide { Code::Mov_r64_rm64 } else { Code::Mov_r32_rm32 }, r, slot),
+        Mnemonic::Wrgsbase => Instruction::with2(if wide { Code::Mov_rm64_r64 } else { Code::Mov_rm32_r32 }, slot, r),
+        _ => return None,
+    };
+    Some([i.expect("mov between a gpr and a gs slot")])
 }
 
 fn has_mem(ins: &Instruction) -> bool {
@@ -856,6 +922,28 @@ impl Body<'_, '_> {
     fn translate_insn(&mut self, b: &mut BlockBuilder, tool: &mut dyn Tool) -> Goes {
         self.count += 1;
         self.rewritten = tool.rewrite(&mut self.ins);
+        // A `gs`-relative operand is the guest's `gs` (the real one is the engine's): the
+        // instruction addresses it through a scratch register loaded with the guest's base
+        // (plus the operand's base register), which the tool's code sees too.
+        let mut gs_scratch = None;
+        let original = self.ins;
+        if gs_operand(&original) && !emulated(&original) && !unsupported(&original) {
+            let info = self.info_factory.info(&original).clone();
+            let r = free_gpr(used_registers(&original, &info));
+            let fits = gs_rewritten(&original, r).filter(|n| self.encoder.encode(n, 0).is_ok());
+            let _ = self.encoder.take_buffer();
+            match fits {
+                Some(n) => {
+                    self.ins = n;
+                    self.rewritten = true;
+                    gs_scratch = Some(r);
+                }
+                None => {
+                    self.count -= 1;
+                    return self.leave_unsupported(b, &original);
+                }
+            }
+        }
         let (ins, count, pc) = (self.ins, self.count, self.env.pc);
         let info = self.info_factory.info(&ins).clone();
         let uses = used_registers(&ins, &info);
@@ -879,11 +967,26 @@ impl Body<'_, '_> {
             return Goes::Out;
         }
         if unsupported(&ins) {
+            self.count -= 1;
+            return self.leave_unsupported(b, &ins);
+        }
+        if emulated(&ins) {
             b.restore(!0);
             b.map(&ins, Fixup::None);
-            b.leave(ExitKind::Unsupported, ins.ip(), ins.ip(), Some(format_insn(&ins)));
             self.end = ins.next_ip();
+            b.leave(ExitKind::Emulate, ins.ip(), self.end, None);
             return Goes::Out;
+        }
+        if let Some(r) = gs_scratch {
+            b.asm.store_gs(OFF_SCRATCH, r);
+            b.asm.load_gs(r, OFF_GS_BASE);
+            if original.memory_base() != Register::None && !original.is_ip_rel_memory_operand() {
+                let base = MemoryOperand::new(Register::RAX + r as u32, original.memory_base(), 1, 0, 0, false, Register::None);
+                let lea = Instruction::with2(Code::Lea_r64_m, Register::RAX + r as u32, base).expect("lea r64, [r64+r64]");
+                self.encoder.encode(&lea, b.asm.here()).expect("lea encodes");
+                let bytes = self.encoder.take_buffer();
+                b.asm.bytes(&bytes);
+            }
         }
         let site = InsnSite { ins: &ins, info: &info };
         let mut before = b.inline(uses, !self.dead_at(count - 1), self.later(count)).dead_before(whole);
@@ -919,10 +1022,30 @@ impl Body<'_, '_> {
         }
         match ins.flow_control() {
             FlowControl::Next | FlowControl::XbeginXabortXend => {
-                self.copy(b, raw, uses, (written, whole));
+                if let Some(r) = gs_scratch {
+                    b.map(&ins, Fixup::Scratch(r));
+                    self.encoder.encode(&ins, b.asm.here()).expect("checked above");
+                    let bytes = self.encoder.take_buffer();
+                    b.asm.bytes(&bytes);
+                    b.wrote(written, whole);
+                } else if let Some(code) = gs_base_access(&ins) {
+                    b.map(&ins, Fixup::None);
+                    self.encoder.encode(&code[0], b.asm.here()).expect("a gs slot access encodes");
+                    let bytes = self.encoder.take_buffer();
+                    b.asm.bytes(&bytes);
+                    if ins.mnemonic() == Mnemonic::Wrgsbase && ins.op0_register().size() == 4 {
+                        b.asm.store_gs_imm32(OFF_GS_BASE + 4, 0);
+                    }
+                    b.wrote(written, whole);
+                } else {
+                    self.copy(b, raw, uses, (written, whole));
+                }
                 let mut after = b.inline(uses, !self.dead_at(count), self.later(count));
                 tool.after_insn(&site, &mut after);
                 emit_inline(b, after, Point::Elsewhere);
+                if let Some(r) = gs_scratch {
+                    b.asm.load_gs(r, OFF_SCRATCH);
+                }
                 let patched = matches!(self.x87_ip, X87Ip::At(_)) && always_saves_fip(&ins);
                 if saved_fip(&ins).is_some() && self.x87_ip != X87Ip::Guests && !patched {
                     b.restore(!0);
@@ -954,6 +1077,17 @@ impl Body<'_, '_> {
                 Goes::Out
             }
         }
+    }
+
+    /// The block ends before `ins`, which the engine cannot run: reaching it stops the run
+    /// with "unsupported instruction" (exit 125).
+    fn leave_unsupported(&mut self, b: &mut BlockBuilder, ins: &Instruction) -> Goes {
+        self.count += 1;
+        b.restore(!0);
+        b.map(ins, Fixup::None);
+        b.leave(ExitKind::Unsupported, ins.ip(), ins.ip(), Some(format_insn(ins)));
+        self.end = ins.next_ip();
+        Goes::Out
     }
 
     /// A `syscall`, `int 0x80`, `cpuid`, `xgetbv`, (repeatable runs) `rdtsc`, `rdrand` or

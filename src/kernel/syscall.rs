@@ -457,7 +457,9 @@ impl Runtime {
                 0
             }
             SET_GS => {
+                // (The kernel loads the null selector, then the base.)
                 self.ctx.gs_base = addr;
+                self.ctx.gs_selector = 0;
                 0
             }
             GET_FS | GET_GS => {

@@ -63,6 +63,7 @@ impl Runtime {
         ctx.rflags = self.ctx.rflags;
         ctx.fs_base = if flags & libc::CLONE_SETTLS as u64 != 0 { a[4] } else { self.ctx.fs_base };
         ctx.gs_base = self.ctx.gs_base;
+        ctx.gs_selector = self.ctx.gs_selector;
         ctx.xsave.0.copy_from_slice(&self.ctx.xsave.0);
         ctx.tool_area = self.ctx.tool_area;
         self.p().tool.thread_start(&mut ctx);
