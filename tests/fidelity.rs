@@ -509,6 +509,75 @@ fn int_0x80_makes_the_i386_system_call() {
     }
 }
 
+/// Writes one byte to a pipe from every 64 KiB below 4 GiB and every 16 MiB of the top of the
+/// address space that the program has nothing mapped at (by its `/proc/self/maps`; and not
+/// where its stack may grow), with `write`, `writev` and an i386 `write` through `int $0x80`.
+const FOREIGN_BUFFERS: &str = r#"#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+static unsigned long lo[4096], hi[4096];
+static int n;
+
+static unsigned long stack_lo;
+
+/* The program's mappings, and below its stack the 16 MiB it may grow into (natively a copy
+   there may grow it; rtgrind's guest stack is mapped whole). */
+static int own(unsigned long a) {
+    for (int i = 0; i < n; i++) if (a >= lo[i] && a < hi[i]) return 1;
+    return a >= stack_lo - (16UL << 20) && a < stack_lo;
+}
+
+int main(void) {
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[512];
+    while (n < 4096 && fgets(line, sizeof line, f)) {
+        sscanf(line, "%lx-%lx", &lo[n], &hi[n]);
+        if (strstr(line, "[stack]")) stack_lo = lo[n];
+        n++;
+    }
+    fclose(f);
+    int p[2];
+    if (pipe(p)) return 1;
+    char c;
+    long leaks = 0, probes = 0, vleaks = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        unsigned long from = pass ? 0x7f0000000000UL : 0x10000, to = pass ? 0x800000000000UL : 0x100000000UL, step = pass ? 1UL << 24 : 1UL << 16;
+        for (unsigned long a = from; a < to; a += step) {
+            if (own(a)) continue;
+            probes++;
+            if (write(p[1], (void *)a, 1) == 1) { leaks++; read(p[0], &c, 1); }
+            struct iovec v = {(void *)a, 1};
+            if (writev(p[1], &v, 1) == 1) { vleaks++; read(p[0], &c, 1); }
+        }
+    }
+    long r;
+    asm volatile("int $0x80" : "=a"(r) : "a"(4), "b"(p[1]), "c"(0x12345678), "d"(1) : "memory");
+    printf("write from memory the program does not have: %ld of %s probes succeeded, writev %ld; int 0x80 write from 0x12345678: %s\n",
+           leaks, probes > 1000 ? "many" : "few", vleaks, r == -EFAULT ? "EFAULT" : r == 1 ? "wrote" : "other");
+    return 0;
+}
+"#;
+
+/// A system call's buffer in rtgrind's memory is EFAULT, as natively where the program has
+/// nothing mapped: a non-PIE program's `write` from the code cache's executable view (256 MiB
+/// above its code, 0x12345678 among it) or from rtgrind's stack copied rtgrind's bytes out (1029
+/// addresses; the i386 `write` from 0x12345678 wrote), in every mode.
+#[test]
+fn system_call_buffers_in_rtgrinds_memory_are_efault_as_natively() {
+    let exe = compile_snippet("foreign_buffers", "c", FOREIGN_BUFFERS, &["-O1", "-no-pie"]);
+    let native = run_native(&Cmd::new(&exe));
+    assert!(native.stdout_str().contains(": 0 of many probes succeeded, writev 0; int 0x80 write from 0x12345678: EFAULT"), "{}", native.describe());
+    for opts in [&["-q", "--tool=none"][..], &["-q", "--tool=taint"], &["-q", "--tool=none", "--repeatable=yes"]] {
+        let out = run_rtgrind(opts.iter().copied(), &Cmd::new(&exe));
+        assert_eq!(out.stdout_str(), native.stdout_str(), "{opts:?}: {}", out.describe());
+    }
+}
+
 /// The process's own `/proc` files reached relative to a descriptor of `/proc` or
 /// `/proc/self`, or from a working directory there; and rtgrind's descriptors (from the
 /// guest's descriptor limit up) by path (`stat`, `readlink`, `fstatat` and `openat` from a

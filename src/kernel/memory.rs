@@ -64,6 +64,23 @@ const BRK_RESERVE: u64 = 128 << 20;
 /// The highest user address; above it faults are the kernel's own kind (SI_KERNEL).
 const USER_END: u64 = 1 << 47;
 
+/// Where rtgrind's main thread's stack may be: from its top in the real `/proc/self/maps`
+/// down by the stack size limit (a fault there, a kernel copy's too, grows it).
+fn runtime_stack() -> (u64, u64) {
+    static STACK: std::sync::OnceLock<(u64, u64)> = std::sync::OnceLock::new();
+    *STACK.get_or_init(|| {
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+        let Some(hi) = maps.lines().find(|l| l.ends_with("[stack]")).and_then(|l| u64::from_str_radix(l.split(['-', ' ']).nth(1)?, 16).ok()) else {
+            return (0, 0);
+        };
+        let mut rl = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        // SAFETY: getrlimit fills the struct it is given.
+        unsafe { libc::getrlimit(libc::RLIMIT_STACK, &mut rl) };
+        let size = if rl.rlim_cur == libc::RLIM_INFINITY { 1 << 32 } else { rl.rlim_cur.min(1 << 32) };
+        (hi.saturating_sub(size + (1 << 20)), hi)
+    })
+}
+
 fn raw_mmap(addr: u64, len: u64, prot: i32, flags: i32, fd: i32, off: u64) -> Result<u64, i32> {
     // SAFETY: callers pass either MAP_FIXED over guest-owned memory, MAP_FIXED_NOREPLACE, or
     // no fixed flag; none of these can replace memory rtgrind uses.
@@ -152,6 +169,30 @@ impl GuestMemory {
             v.push((cur, end));
         }
         v
+    }
+
+    /// Whether a guest buffer `[start, start + len)` reaches memory that is mapped but not the
+    /// guest's (rtgrind's own: its heap, stacks, code cache, shadow memory), where natively
+    /// there is nothing: the kernel would copy to or from rtgrind's memory where the native
+    /// call fails with EFAULT. A kernel copy goes from the start, so each part the guest does
+    /// not own is looked at in its first page (`mincore`: mapped or not); the parts the guest
+    /// owns cost a look-up in the map and no call.
+    pub fn reaches_runtime(&self, start: u64, len: u64) -> bool {
+        if len == 0 {
+            return false;
+        }
+        let Some(end) = start.checked_add(len).filter(|&e| e <= USER_END) else { return false };
+        self.gaps(start, end).into_iter().any(|(s, _)| {
+            let (stack_lo, stack_hi) = runtime_stack();
+            if (stack_lo..stack_hi).contains(&s) {
+                // rtgrind's own stack, or below it where the kernel's copy would grow it.
+                return true;
+            }
+            let page = page_down(s);
+            let mut v = 0u8;
+            // SAFETY: mincore only reports on the page; `v` holds its one byte of answer.
+            unsafe { libc::mincore(page as *mut libc::c_void, 4096, &mut v) == 0 }
+        })
     }
 
     pub fn region_at(&self, addr: u64) -> Option<(u64, &Region)> {
