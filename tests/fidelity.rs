@@ -578,6 +578,35 @@ fn system_call_buffers_in_rtgrinds_memory_are_efault_as_natively() {
     }
 }
 
+/// `write` from System V shared memory.
+const SHM_WRITE: &str = r#"#include <stdio.h>
+#include <string.h>
+#include <sys/ipc.h>
+#include <sys/shm.h>
+#include <unistd.h>
+int main(void) {
+    int id = shmget(IPC_PRIVATE, 8192, IPC_CREAT | 0600);
+    char *p = shmat(id, 0, 0);
+    strcpy(p, "from shared memory\n");
+    ssize_t w = write(1, p, strlen(p));
+    shmdt(p);
+    shmctl(id, IPC_RMID, 0);
+    printf("wrote %zd\n", w);
+    return 0;
+}
+"#;
+
+/// Memory the guest attached with `shmat` is the guest's: a `write` from it is not taken for
+/// rtgrind's memory (EFAULT) and the mapping is listed in its maps as natively.
+#[test]
+fn system_call_buffers_in_shared_memory_are_the_guests() {
+    let exe = compile_snippet("shm_write", "c", SHM_WRITE, &["-O1"]);
+    let native = run_native(&Cmd::new(&exe));
+    assert_eq!(native.stdout_str(), "from shared memory\nwrote 19\n", "{}", native.describe());
+    let out = run_rtgrind(["-q"], &Cmd::new(&exe));
+    crate::common::assert_same(&native, &out);
+}
+
 /// The process's own `/proc` files reached relative to a descriptor of `/proc` or
 /// `/proc/self`, or from a working directory there; and rtgrind's descriptors (from the
 /// guest's descriptor limit up) by path (`stat`, `readlink`, `fstatat` and `openat` from a

@@ -261,6 +261,30 @@ impl Runtime {
                 let b = self.exe_alias(a[0], a[1]);
                 self.passthrough(nr, [a[0], b.unwrap_or(a[1]), a[2], a[3], a[4], a[5]])
             }
+            // System V shared memory is the guest's memory (its buffers go to the kernel).
+            libc::SYS_shmat => {
+                let r = self.passthrough(nr, a);
+                if r >= 0 {
+                    // SAFETY: IPC_STAT fills the struct it is given.
+                    let mut ds: libc::shmid_ds = unsafe { std::mem::zeroed() };
+                    // SAFETY: as above, for the segment just attached.
+                    if unsafe { libc::shmctl(a[0] as i32, libc::IPC_STAT, &mut ds) } == 0 {
+                        let prot = if a[2] as i32 & libc::SHM_RDONLY != 0 { libc::PROT_READ } else { libc::PROT_READ | libc::PROT_WRITE };
+                        let len = super::memory::page_up(ds.shm_segsz as u64);
+                        self.p().mem.add(r as u64, len, prot, Some("/SYSV".to_string()));
+                    }
+                }
+                r
+            }
+            libc::SYS_shmdt => {
+                let r = self.passthrough(nr, a);
+                if r == 0 {
+                    if let Some((s, reg)) = self.p().mem.region_at(a[0]).map(|(s, r)| (s, r.end)) {
+                        self.p().mem.remove(s, reg - s);
+                    }
+                }
+                r
+            }
             libc::SYS_getdents64 => {
                 let r = self.passthrough(nr, a);
                 self.fd_dir_entries(a[0], a[1], r)
