@@ -8,11 +8,20 @@ use crate::common::{compile_snippet, repo_root, run_rtgrind, run_rtgrind_within,
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// A subject of `guest-programs/suite/` built as its README says (`-g -O0`), its directory and
+/// its first fault line.
 pub(crate) fn subject(name: &str) -> (PathBuf, PathBuf, u32) {
+    let (exe, dir, faults) = subject_as(name, name);
+    (exe, dir, *faults.first().expect("a marked fault line"))
+}
+
+/// A subject built under the name `build` (tests of several tools build it at once), its
+/// directory and its fault lines (marked `/* FAULT */`).
+pub(crate) fn subject_as(name: &str, build: &str) -> (PathBuf, PathBuf, Vec<u32>) {
     let dir = repo_root().join("guest-programs/suite").join(name);
     let source = std::fs::read_to_string(dir.join("prog.c")).unwrap();
-    let fault = source.lines().position(|l| l.contains("/* FAULT */")).expect("a marked fault line") as u32 + 1;
-    (compile_snippet(name, "c", &source, &["-g", "-O0"]), dir, fault)
+    let faults = source.lines().enumerate().filter(|(_, l)| l.contains("/* FAULT */")).map(|(i, _)| i as u32 + 1).collect();
+    (compile_snippet(build, "c", &source, &["-g", "-O0"]), dir, faults)
 }
 
 /// `rtgrind --tool=spectra --json OPTIONS exe` (a suite of 30 tests takes more than one run's
@@ -29,10 +38,15 @@ pub(crate) fn report(out: &crate::common::Output) -> serde_json::Value {
     serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {}", out.describe()))
 }
 
+/// The findings for line `line` of the report.
+pub(crate) fn findings_at(report: &serde_json::Value, line: u32) -> Vec<serde_json::Value> {
+    let at = format!(":{line}");
+    report["findings"].as_array().into_iter().flatten().filter(|f| f["place"].as_str().is_some_and(|p| p.ends_with(&at))).cloned().collect()
+}
+
 /// The rank the report gives line `line`.
 fn rank_of(report: &serde_json::Value, line: u32) -> Option<u64> {
-    let at = format!(":{line}");
-    report["findings"].as_array()?.iter().find(|f| f["place"].as_str().is_some_and(|p| p.ends_with(&at)))?["rank"].as_u64()
+    findings_at(report, line).first()?["rank"].as_u64()
 }
 
 #[test]

@@ -3,16 +3,14 @@
 //! fault"), its IVMPs named, the iterative technique finding a second fault, and a suite that
 //! cannot be ranked.
 
-use crate::common::{compile_snippet, repo_root, run_rtgrind, run_rtgrind_within, Cmd};
+use crate::common::{run_rtgrind, run_rtgrind_within, Cmd};
+use crate::spectra::{findings_at, report, subject_as};
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// A subject built as the suite's README says (`-g -O0`), its directory and its fault lines.
+/// A subject built for this tool's tests, its directory and its fault lines.
 fn subject(name: &str) -> (PathBuf, PathBuf, Vec<u32>) {
-    let dir = repo_root().join("guest-programs/suite").join(name);
-    let source = std::fs::read_to_string(dir.join("prog.c")).unwrap();
-    let faults = source.lines().enumerate().filter(|(_, l)| l.contains("/* FAULT */")).map(|(i, _)| i as u32 + 1).collect();
-    (compile_snippet(&format!("vr_{name}"), "c", &source, &["-g", "-O0"]), dir, faults)
+    subject_as(name, &format!("vr_{name}"))
 }
 
 /// `rtgrind --tool=vr --json OPTIONS exe` on the subject's suite.
@@ -22,24 +20,13 @@ fn vr(dir: &std::path::Path, exe: &std::path::Path, options: &[&str]) -> crate::
     run_rtgrind_within(&opts, &Cmd::new(exe), Duration::from_secs(1200))
 }
 
-fn report(out: &crate::common::Output) -> serde_json::Value {
-    let line = out.stdout_str().lines().last().unwrap_or_default().to_string();
-    serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {}", out.describe()))
-}
-
-/// The findings for line `line` (one per `--faults` ranking).
-fn findings_of(report: &serde_json::Value, line: u32) -> Vec<serde_json::Value> {
-    let at = format!(":{line}");
-    report["findings"].as_array().unwrap().iter().filter(|f| f["place"].as_str().is_some_and(|p| p.ends_with(&at))).cloned().collect()
-}
-
 /// The fault line's rank and its IVMPs' count, checked against the expected.
 fn ranks(name: &str, rank: u64, ivmps: usize) -> serde_json::Value {
     let (exe, dir, faults) = subject(name);
     let out = vr(&dir, &exe, &[]);
     assert_eq!(out.status.code(), Some(1), "{name}: {}", out.describe());
     let r = report(&out);
-    let f = findings_of(&r, faults[0]);
+    let f = findings_at(&r, faults[0]);
     assert_eq!(f.len(), 1, "{name}: {}", out.describe());
     assert_eq!((f[0]["rank"].as_u64(), f[0]["ivmps"].as_array().map_or(0, Vec::len)), (Some(rank), ivmps), "{name}: {}", out.describe());
     // Every replacement the search would make from the start is accounted for.
@@ -52,7 +39,7 @@ fn relop_the_fault_ties_with_the_lines_carrying_the_weight() {
     // Line 23 has an IVMP in all 6 failing tests; so have the function's `{` (the store of
     // its argument) and the call `tier = tier_of(grams)`, with the same coverage: rank 3.
     let r = ranks("relop", 3, 6);
-    let f = &findings_of(&r, 23)[0];
+    let f = &findings_at(&r, 23)[0];
     let tests: Vec<&str> = f["ivmps"].as_array().unwrap().iter().map(|i| i["test"].as_str().unwrap()).collect();
     assert_eq!(tests, ["t3", "t6", "t8", "t10", "t17", "t26"]);
     assert!(f["ivmps"].as_array().unwrap().iter().all(|i| i["from"] != i["to"] && i["instance"].as_u64() >= Some(1)), "{f}");
@@ -106,12 +93,27 @@ fn two_faults_b_ranks_first_then_a_once_bs_failures_are_explained() {
     let out = vr(&dir, &exe, &["--faults=2"]);
     assert_eq!(out.status.code(), Some(1), "{}", out.describe());
     let r = report(&out);
-    let rank_in = |line: u32, fault: u64| findings_of(&r, line).iter().find(|f| f["fault"].as_u64() == Some(fault)).and_then(|f| f["rank"].as_u64());
+    let rank_in = |line: u32, fault: u64| findings_at(&r, line).iter().find(|f| f["fault"].as_u64() == Some(fault)).and_then(|f| f["rank"].as_u64());
     // B (n for n - 1) has IVMPs in 5 of its 6 failing tests: first in the first ranking.
     assert_eq!(rank_in(55, 1), Some(1), "{}", out.describe());
-    // A has none (no integer makes the division give its .5): with B's failures explained,
-    // Tarantula over the rest puts it after the two lines with an IVMP in t19, tied with two.
-    assert_eq!(rank_in(46, 2), Some(5), "{}", out.describe());
+    // A has none (no integer makes the division give its .5): with B's failures explained, it
+    // ranks after the lines with an IVMP in t19 (51 and 54 always; sum_of's 37, where 20 -> 10
+    // makes the variance come out right by chance, in this session's runs but not in the last
+    // session's CI: see issue 28's note), tied by Tarantula with two lines of its loop.
+    let second: Vec<&serde_json::Value> = r["findings"].as_array().unwrap().iter().filter(|f| f["fault"].as_u64() == Some(2)).collect();
+    let ivmps_in = |line: u32| {
+        findings_at(&r, line)
+            .iter()
+            .filter(|f| f["fault"].as_u64() == Some(2))
+            .flat_map(|f| f["ivmps"].as_array().cloned().unwrap_or_default())
+            .collect::<Vec<_>>()
+    };
+    for line in [51, 54] {
+        assert!(ivmps_in(line).iter().any(|i| i["test"] == "t19"), "line {line}: {}", out.describe());
+    }
+    let with_ivmp = second.iter().filter(|f| f["scores"]["ivmp"].as_f64() > Some(0.0)).count() as u64;
+    assert!(with_ivmp == 2 || with_ivmp == 3, "{}", out.describe());
+    assert_eq!(rank_in(46, 2), Some(with_ivmp + 3), "{}", out.describe());
 }
 
 #[test]

@@ -6,6 +6,10 @@
 //! search's side (`search::Runner`) passes `--checkpoints=DIR` and reads the children back as
 //! run outcomes. What a checkpoint is and what the child alters are the tool's.
 
+use crate::tools::expected::ExpectedOutput;
+use rtgrind_jit::instrument::code_asm::qword_ptr;
+use rtgrind_jit::instrument::{tool_area, Inline};
+use rtgrind_jit::ThreadContext;
 use std::collections::VecDeque;
 use std::path::PathBuf;
 
@@ -134,5 +138,102 @@ impl Checkpoints {
             text += &format!("child\t{at}\t{code}\t{o}\t{e}\n");
         }
         let _ = std::fs::write(self.dir.join("results"), text);
+    }
+}
+
+/// The forward run's inline side, shared by the tools that fork at counted executions (the
+/// switch search's branch instances, value replacement's use-site executions): before each
+/// counted instruction, a counter in the tool area goes up; when it reaches the next
+/// checkpoint's count, a call-out notes the instruction and the block is left just before it,
+/// counted again when it is re-entered, so the runtime forks there.
+pub struct ForkTrigger {
+    words: Words,
+    /// Boxed: translations hold its address.
+    request: Box<Request>,
+}
+
+/// Tool-area words: executions counted so far, the count at which the next fork is due, where
+/// to go on after the call-out.
+#[derive(Clone, Copy)]
+struct Words {
+    index: usize,
+    next: usize,
+    redirect: usize,
+}
+
+/// What the call-out tells the tool.
+struct Request {
+    /// A fork is wanted before the instruction at this pc.
+    at: Option<u64>,
+    words: Words,
+}
+
+impl ForkTrigger {
+    /// Claims its tool-area words for `what` (the run, as claim errors name it).
+    pub fn new(what: &'static str) -> Result<ForkTrigger, rtgrind_jit::claims::ClaimError> {
+        let base = rtgrind_jit::claims::claim_area(what, 24)?;
+        let words = Words { index: base, next: base + 8, redirect: base + 16 };
+        Ok(ForkTrigger { words, request: Box::new(Request { at: None, words }) })
+    }
+
+    /// Counts an execution of the instruction at `pc` (code inserted before it).
+    pub fn count(&mut self, pc: u64, b: &mut Inline) {
+        b.clobber_flags();
+        let t = b.scratch();
+        let arg = &mut *self.request as *mut Request as u64;
+        let w = self.words;
+        let a = b.asm();
+        let mut go = a.create_label();
+        a.mov(t, qword_ptr(tool_area(w.index)).gs()).unwrap();
+        a.lea(t, qword_ptr(t + 1)).unwrap();
+        a.mov(qword_ptr(tool_area(w.index)).gs(), t).unwrap();
+        a.cmp(t, qword_ptr(tool_area(w.next)).gs()).unwrap();
+        a.jne(go).unwrap();
+        a.mov(t, pc).unwrap();
+        a.mov(qword_ptr(tool_area(w.redirect)).gs(), t).unwrap();
+        b.callout(fork_point, arg, t);
+        b.exit_to(tool_area(w.redirect));
+        let a = b.asm();
+        a.set_label(&mut go).unwrap();
+        a.zero_bytes().unwrap();
+    }
+
+    /// The next fork is due when the count reaches `due` (u64::MAX: none).
+    pub fn set_due(&self, ctx: &mut ThreadContext, due: u64) {
+        ctx.tool_area[self.words.next / 8] = due;
+    }
+
+    /// Executions counted so far.
+    pub fn counted(&self, ctx: &ThreadContext) -> u64 {
+        ctx.tool_area[self.words.index / 8]
+    }
+
+    /// Whether a fork is wanted now.
+    pub fn requested(&self) -> bool {
+        self.request.at.is_some()
+    }
+
+    /// The pc the fork is wanted at, taken.
+    pub fn take(&mut self) -> Option<u64> {
+        self.request.at.take()
+    }
+}
+
+extern "C" fn fork_point(ctx: *mut ThreadContext, arg: u64) {
+    // SAFETY: rtg_callout passes this thread's context; `arg` is the trigger's boxed Request.
+    let (ctx, req) = unsafe { (&mut *ctx, &mut *(arg as *mut Request)) };
+    let pc = ctx.tool_area[req.words.redirect / 8];
+    // Back to just before the instruction, counted again there.
+    ctx.tool_area[req.words.index / 8] -= 1;
+    req.at = Some(pc);
+    ctx.ibl_clear();
+}
+
+/// A child's check of its output before syscall `nr`: one whose output already departs from
+/// the expected cannot pass, and stops at once (exit `GAVE_UP`).
+pub fn give_up_if_output_departs(output: &mut Option<ExpectedOutput>, nr: u64, args: &[u64; 6]) {
+    if output.as_mut().and_then(|o| o.check(nr, args)).is_some() {
+        // SAFETY: ending this child process; the parent only reads its status.
+        unsafe { libc::_exit(GAVE_UP) };
     }
 }

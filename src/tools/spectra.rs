@@ -9,12 +9,13 @@
 //! tests that ran the line, F and P all failing and passing tests.
 
 use super::count::Covered;
-use super::search::{Ran, Request, RunOutcome, Runner, Search, Step, TestRun};
+use super::search::{Ran, RunOutcome, Runner};
 use super::suite::{self, Test};
 use super::{Error, ToolRun};
 use crate::cli::Cli;
 use crate::report::model::{Finding, Report, VERSION};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -93,7 +94,7 @@ pub fn wants_search(_: &Cli) -> bool {
 pub fn search(cli: &Cli) -> Result<i32, Error> {
     let o = &cli.spectra;
     let mut run = suite::SuiteSearch::new(cli, "spectra")?;
-    let mut search = Spectra { tests: &run.tests, timeout: Duration::from_secs(o.test_timeout), asked: false };
+    let mut search = suite::EveryTest::new(&run.tests, Duration::from_secs(o.test_timeout), coverage_args);
     let ran = run.runner.drive(&mut search);
     let coverage = |run: &RunOutcome, i: usize| run.stdout.with_file_name(coverage_file(i));
     let mut report = rank(&run.tests, ran, &run.program_name(), o.metric, &coverage);
@@ -110,36 +111,9 @@ const RULE: super::sarif::Rule = super::sarif::Rule {
     help: "Lines are ranked by their suspiciousness (Ochiai or Tarantula) from the tests that ran them: start reading the program at the top-ranked lines.",
 };
 
-/// Every test, once, in a batch.
-struct Spectra<'a> {
-    tests: &'a [Test],
-    timeout: Duration,
-    asked: bool,
-}
-
-impl Search for Spectra<'_> {
-    type Verdict = Vec<Ran>;
-
-    fn next(&mut self, runner: &Runner, ran: Vec<Ran>) -> Step<Vec<Ran>> {
-        if std::mem::replace(&mut self.asked, true) {
-            return Step::Done(ran);
-        }
-        let requests = self
-            .tests
-            .iter()
-            .enumerate()
-            .map(|(i, t)| {
-                let coverage = runner.file(&coverage_file(i));
-                let mut r = Request { args: vec!["--tool=count".into(), format!("--coverage-out={}", coverage.display()).into()], ..Request::default() };
-                r.limits.log = true;
-                r.limits.time = Some(self.timeout);
-                r.progress = format!("test {}", t.name);
-                r.test = Some(TestRun { args: t.args.clone(), stdin: t.stdin.clone().unwrap_or_else(|| "/dev/null".into()), cwd: t.cwd.clone() });
-                r
-            })
-            .collect();
-        Step::Batch(requests)
-    }
+/// The run of test `i` that counts the blocks it enters into its coverage file.
+pub(crate) fn coverage_args(runner: &Runner, i: usize) -> Vec<OsString> {
+    vec!["--tool=count".into(), format!("--coverage-out={}", runner.file(&coverage_file(i)).display()).into()]
 }
 
 /// The file test `i`'s run writes its coverage to, in the search's directory.
@@ -174,11 +148,8 @@ pub(crate) fn outcomes(tests: &[Test], ran: Vec<Ran>, program: &str, coverage_of
     let mut functions: HashMap<String, Vec<(u64, u64, String)>> = HashMap::new();
     let mut out = Vec::new();
     for (test, r) in tests.iter().zip(ran) {
-        let run = r.outcome.map_err(|e| format!("test '{}': cannot run it: {e}", test.name))?;
-        if let Some(e) = run.error() {
-            return Err(format!("test '{}': {}", test.name, e.trim_start_matches("rtgrind: error: ")));
-        }
-        let coverage = coverage_of(&run, out.len());
+        let run = test.outcome(&r)?;
+        let coverage = coverage_of(run, out.len());
         let covered =
             Covered::read(&coverage).map_err(|e| format!("test '{}': its run left no coverage ({e}; it ended with {})", test.name, run.ending.describe()))?;
         let mut lines = BTreeSet::new();
@@ -201,7 +172,7 @@ pub(crate) fn outcomes(tests: &[Test], ran: Vec<Ran>, program: &str, coverage_of
             });
             lines.extend(at.iter().cloned());
         }
-        out.push(Outcome { passed: test.passes(&run), lines });
+        out.push(Outcome { passed: test.passes(run), lines });
     }
     Ok(out)
 }
@@ -240,17 +211,7 @@ pub(super) fn rank(tests: &[Test], ran: Vec<Ran>, program: &str, metric: Metric,
         };
         return report;
     }
-    let mut counts: BTreeMap<&Line, (u32, u32)> = BTreeMap::new();
-    for o in &outcomes {
-        for l in &o.lines {
-            let c = counts.entry(l).or_default();
-            if o.passed {
-                c.1 += 1;
-            } else {
-                c.0 += 1;
-            }
-        }
-    }
+    let counts = line_counts(&outcomes, |_| true);
     let ran_lines = counts.len();
     // Each source file read once, for the text of its lines.
     let mut sources: HashMap<&str, Vec<String>> = HashMap::new();
@@ -278,10 +239,7 @@ pub(super) fn rank(tests: &[Test], ran: Vec<Ran>, program: &str, metric: Metric,
         .collect();
     let score = |f: &Finding| f.scores[metric.name()];
     findings.sort_by(|a, b| score(b).total_cmp(&score(a)));
-    let ranks: Vec<u32> = findings.iter().map(|f| findings.iter().filter(|g| score(g) >= score(f)).count() as u32).collect();
-    for (f, r) in findings.iter_mut().zip(ranks) {
-        f.rank = Some(r);
-    }
+    rank_pessimistically(&mut findings, score);
     report.result = "found".into();
     report.summary = Some(format!(
         "{} tests: {fails} failed ({}), {passes} passed; {ran_lines} lines ran, ranked by {} (ties take their worst rank)",
@@ -291,6 +249,31 @@ pub(super) fn rank(tests: &[Test], ran: Vec<Ran>, program: &str, metric: Metric,
     ));
     report.findings = findings;
     report
+}
+
+/// How many failing and passing tests ran each line, over the `outcomes` (by index) `counted`
+/// keeps.
+pub(crate) fn line_counts(outcomes: &[Outcome], counted: impl Fn(usize) -> bool) -> BTreeMap<&Line, (u32, u32)> {
+    let mut counts: BTreeMap<&Line, (u32, u32)> = BTreeMap::new();
+    for (_, o) in outcomes.iter().enumerate().filter(|(i, _)| counted(*i)) {
+        for l in &o.lines {
+            let c = counts.entry(l).or_default();
+            if o.passed {
+                c.1 += 1;
+            } else {
+                c.0 += 1;
+            }
+        }
+    }
+    counts
+}
+
+/// Ranks `findings`, sorted best `key` first: each takes the worst rank of its tie.
+pub(crate) fn rank_pessimistically<K: PartialOrd>(findings: &mut [Finding], key: impl Fn(&Finding) -> K) {
+    let ranks: Vec<u32> = findings.iter().map(|f| findings.iter().filter(|g| key(g) >= key(f)).count() as u32).collect();
+    for (f, r) in findings.iter_mut().zip(ranks) {
+        f.rank = Some(r);
+    }
 }
 
 /// A path as reports give it: the file name (DWARF paths are absolute).

@@ -11,9 +11,10 @@
 //! or several: all it gives must hold (`tools::oracle`).
 
 use super::oracle::Oracle;
-use super::search::RunOutcome;
+use super::search::{Ran, Request, RunOutcome, Runner, Search, Step, TestRun};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// One line of a `--suite` file.
 #[derive(serde::Deserialize)]
@@ -45,6 +46,56 @@ impl Test {
     /// Whether the run passes (a run ended by its budget or its time limit fails).
     pub fn passes(&self, run: &RunOutcome) -> bool {
         self.judge.judges(&run.stdout, &run.stderr, &run.ending)
+    }
+
+    /// How the test runs: its arguments, input (none: /dev/null) and directory.
+    pub fn run(&self) -> TestRun {
+        TestRun { args: self.args.clone(), stdin: self.stdin.clone().unwrap_or_else(|| "/dev/null".into()), cwd: self.cwd.clone() }
+    }
+
+    /// A run of the test under rtgrind's `args` (the tool's run of it), its log kept, within
+    /// `time`.
+    pub fn request(&self, args: Vec<OsString>, time: Duration, progress: String) -> Request {
+        let mut r = Request { args, progress, test: Some(self.run()), ..Request::default() };
+        r.limits.log = true;
+        r.limits.time = Some(time);
+        r
+    }
+
+    /// The outcome of the test's run, or why the test cannot be used (rtgrind could not run
+    /// it, or refused it).
+    pub fn outcome<'r>(&self, ran: &'r Ran) -> Result<&'r RunOutcome, String> {
+        let run = ran.outcome.as_ref().map_err(|e| format!("test '{}': cannot run it: {e}", self.name))?;
+        match run.error() {
+            Some(e) => Err(format!("test '{}': {}", self.name, e.trim_start_matches("rtgrind: error: "))),
+            None => Ok(run),
+        }
+    }
+}
+
+/// The first search of every test-suite tool: each test runs once, in one batch, under the
+/// rtgrind arguments `args` gives for its index (its files named in the search's directory).
+pub struct EveryTest<'a, F> {
+    pub tests: &'a [Test],
+    pub timeout: Duration,
+    pub args: F,
+    asked: bool,
+}
+
+impl<'a, F: Fn(&Runner, usize) -> Vec<OsString>> EveryTest<'a, F> {
+    pub fn new(tests: &'a [Test], timeout: Duration, args: F) -> Self {
+        EveryTest { tests, timeout, args, asked: false }
+    }
+}
+
+impl<F: Fn(&Runner, usize) -> Vec<OsString>> Search for EveryTest<'_, F> {
+    type Verdict = Vec<Ran>;
+
+    fn next(&mut self, runner: &Runner, ran: Vec<Ran>) -> Step<Vec<Ran>> {
+        if std::mem::replace(&mut self.asked, true) {
+            return Step::Done(ran);
+        }
+        Step::Batch(self.tests.iter().enumerate().map(|(i, t)| t.request((self.args)(runner, i), self.timeout, format!("test {}", t.name))).collect())
     }
 }
 

@@ -11,13 +11,14 @@ pub mod predicates;
 mod report;
 pub mod score;
 
-use super::search::{Ran, Request, RunOutcome, Runner, Search, Step, TestRun};
+use super::search::{Ran, RunOutcome, Runner};
 use super::suite::Test;
 use super::{Error, ToolRun};
 use crate::cli::Cli;
 use predicates::{Kind, Site};
 use score::{Data, Ranked, RunPreds};
 use std::collections::HashMap;
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -67,7 +68,13 @@ fn program_path(cli: &Cli) -> String {
 pub fn search(cli: &Cli) -> Result<i32, Error> {
     let o = &cli.spectra;
     let mut run = super::suite::SuiteSearch::new(cli, "cbi")?;
-    let mut search = Cbi { tests: &run.tests, timeout: Duration::from_secs(o.test_timeout), sample: cli.cbi.sample, asked: false };
+    let sample = cli.cbi.sample;
+    let args = |runner: &Runner, i: usize| {
+        let mut args: Vec<OsString> = vec!["--tool=cbi".into(), format!("--cbi-out={}", runner.file(&counts_file(i)).display()).into()];
+        args.extend(sample.map(|n| format!("--sample=1/{n}").into()));
+        args
+    };
+    let mut search = super::suite::EveryTest::new(&run.tests, Duration::from_secs(o.test_timeout), args);
     let ran = run.runner.drive(&mut search);
     let mut report = report::build(&run.tests, ran, &run.program_name(), o.metric, o.top);
     run.finish(&mut report);
@@ -93,41 +100,6 @@ const RULE: super::sarif::Rule = super::sarif::Rule {
     description: "A predicate of the program (a branch's direction, the sign of a value returned, how a local stored compares with another) that predicts the failures of the suite's tests",
     help: "Predicates are ranked by Importance (the harmonic mean of their Increase and of how many failing tests they are true in); each one the elimination selects explains failing tests the ones before it did not: read the program at its line.",
 };
-
-/// Every test, once, in a batch.
-struct Cbi<'a> {
-    tests: &'a [Test],
-    timeout: Duration,
-    sample: Option<u64>,
-    asked: bool,
-}
-
-impl Search for Cbi<'_> {
-    type Verdict = Vec<Ran>;
-
-    fn next(&mut self, runner: &Runner, ran: Vec<Ran>) -> Step<Vec<Ran>> {
-        if std::mem::replace(&mut self.asked, true) {
-            return Step::Done(ran);
-        }
-        let requests = self
-            .tests
-            .iter()
-            .enumerate()
-            .map(|(i, t)| {
-                let out = runner.file(&counts_file(i));
-                let mut args = vec!["--tool=cbi".into(), format!("--cbi-out={}", out.display()).into()];
-                args.extend(self.sample.map(|n| format!("--sample=1/{n}").into()));
-                let mut r = Request { args, ..Request::default() };
-                r.limits.log = true;
-                r.limits.time = Some(self.timeout);
-                r.progress = format!("test {}", t.name);
-                r.test = Some(TestRun { args: t.args.clone(), stdin: t.stdin.clone().unwrap_or_else(|| "/dev/null".into()), cwd: t.cwd.clone() });
-                r
-            })
-            .collect();
-        Step::Batch(requests)
-    }
-}
 
 /// The file test `i`'s run writes its predicates' counts to, in the search's directory.
 fn counts_file(i: usize) -> String {
@@ -165,10 +137,7 @@ impl Pred {
 fn read_runs(tests: &[Test], ran: &[Ran]) -> Result<Vec<(bool, Vec<Site>)>, String> {
     let mut out = Vec::new();
     for (i, (test, r)) in tests.iter().zip(ran).enumerate() {
-        let run = r.outcome.as_ref().map_err(|e| format!("test '{}': cannot run it: {e}", test.name))?;
-        if let Some(e) = run.error() {
-            return Err(format!("test '{}': {}", test.name, e.trim_start_matches("rtgrind: error: ")));
-        }
+        let run = test.outcome(r)?;
         let sites = Site::read(&counts_of(run, i))
             .map_err(|e| format!("test '{}': its run left no predicate counts ({e}; it ended with {})", test.name, run.ending.describe()))?;
         out.push((test.passes(run), sites));

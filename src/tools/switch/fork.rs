@@ -12,30 +12,12 @@
 use super::run::Switch;
 use crate::kernel::memory::GuestMemory;
 use crate::report::Reporter;
-use crate::tools::checkpoints::{Checkpoints, GAVE_UP};
+use crate::tools::checkpoints::{give_up_if_output_departs, Checkpoints, ForkTrigger};
 use crate::tools::expected::ExpectedOutput;
 use crate::tools::ToolRun;
 use rtgrind_jit::iced_x86::{ConditionCode, FlowControl};
-use rtgrind_jit::instrument::code_asm::qword_ptr;
-use rtgrind_jit::instrument::{tool_area, Inline, InsnSite, Tool};
+use rtgrind_jit::instrument::{Inline, InsnSite, Tool};
 use rtgrind_jit::ThreadContext;
-
-/// Its tool-area words (claimed, `claims`): the program's branch instances so far, the next
-/// one to fork at, where to leave the block for.
-#[derive(Clone, Copy, Default)]
-struct Words {
-    index: usize,
-    next: usize,
-    redirect: usize,
-}
-
-/// What the call-out tells the tool (boxed: translations hold its address).
-#[derive(Default)]
-struct Request {
-    /// A fork is wanted at this pc (the branch).
-    at: Option<u64>,
-    words: Words,
-}
 
 pub struct SwitchFork {
     /// The branch instances to fork at (0-based).
@@ -44,37 +26,22 @@ pub struct SwitchFork {
     expected: Option<Vec<u8>>,
     main: (u64, u64),
     program: String,
-    request: Box<Request>,
+    trigger: ForkTrigger,
     /// In a child: the switched run, and its output checked as it writes.
     child: Option<Switch>,
     output: Option<ExpectedOutput>,
     /// The child asks for the switched site's translations to be dropped (once).
     retranslate: bool,
     site: u64,
-    words: Words,
     /// The child's switched branch's word.
     outcome: usize,
 }
 
 impl SwitchFork {
     pub fn new(checkpoints: Checkpoints, budget: u64, expected: Option<Vec<u8>>, program: String) -> Result<SwitchFork, rtgrind_jit::claims::ClaimError> {
-        let base = rtgrind_jit::claims::claim_area("the fork search's forward run", 24)?;
-        let words = Words { index: base, next: base + 8, redirect: base + 16 };
+        let trigger = ForkTrigger::new("the fork search's forward run")?;
         let outcome = super::run::claim_outcome()?;
-        Ok(SwitchFork {
-            checkpoints,
-            budget,
-            expected,
-            main: (0, 0),
-            program,
-            child: None,
-            output: None,
-            retranslate: false,
-            site: 0,
-            request: Box::new(Request { at: None, words }),
-            words,
-            outcome,
-        })
+        Ok(SwitchFork { checkpoints, budget, expected, main: (0, 0), program, child: None, output: None, retranslate: false, site: 0, trigger, outcome })
     }
 
     /// The count at which the next fork is due: the index is incremented before the compare,
@@ -82,16 +49,6 @@ impl SwitchFork {
     fn next_due(&self) -> u64 {
         self.checkpoints.next().map_or(u64::MAX, |i| i + 1)
     }
-}
-
-extern "C" fn fork_point(ctx: *mut ThreadContext, arg: u64) {
-    // SAFETY: rtg_callout passes this thread's context; `arg` is the tool's boxed Request.
-    let (ctx, req) = unsafe { (&mut *ctx, &mut *(arg as *mut Request)) };
-    let pc = ctx.tool_area[req.words.redirect / 8];
-    // Back to just before the branch, counted again there.
-    ctx.tool_area[req.words.index / 8] -= 1;
-    req.at = Some(pc);
-    ctx.ibl_clear();
 }
 
 impl Tool for SwitchFork {
@@ -116,24 +73,7 @@ impl Tool for SwitchFork {
         if ins.flow_control() != FlowControl::ConditionalBranch || ins.condition_code() == ConditionCode::None || !(self.main.0..self.main.1).contains(&pc) {
             return;
         }
-        b.clobber_flags();
-        let t = b.scratch();
-        let arg = &mut *self.request as *mut Request as u64;
-        let a = b.asm();
-        let mut go = a.create_label();
-        let w = self.words;
-        a.mov(t, qword_ptr(tool_area(w.index)).gs()).unwrap();
-        a.lea(t, qword_ptr(t + 1)).unwrap();
-        a.mov(qword_ptr(tool_area(w.index)).gs(), t).unwrap();
-        a.cmp(t, qword_ptr(tool_area(w.next)).gs()).unwrap();
-        a.jne(go).unwrap();
-        a.mov(t, pc).unwrap();
-        a.mov(qword_ptr(tool_area(w.redirect)).gs(), t).unwrap();
-        b.callout(fork_point, arg, t);
-        b.exit_to(tool_area(w.redirect));
-        let a = b.asm();
-        a.set_label(&mut go).unwrap();
-        a.zero_bytes().unwrap();
+        self.trigger.count(pc, b);
     }
 }
 
@@ -141,7 +81,7 @@ impl ToolRun for SwitchFork {
     fn start(&mut self, ctx: &mut ThreadContext, mem: &GuestMemory) {
         self.checkpoints.started();
         self.main = crate::tools::main_module_range(mem, &self.program);
-        ctx.tool_area[self.words.next / 8] = self.next_due();
+        self.trigger.set_due(ctx, self.next_due());
     }
 
     fn forks_children(&self) -> bool {
@@ -149,14 +89,14 @@ impl ToolRun for SwitchFork {
     }
 
     fn fork_requested(&mut self) -> bool {
-        self.request.at.is_some() && self.child.is_none()
+        self.trigger.requested() && self.child.is_none()
     }
 
     fn forked(&mut self, ctx: &mut ThreadContext, child: i64) -> Option<u64> {
-        let pc = self.request.at.take().unwrap_or(0);
-        let index = ctx.tool_area[self.words.index / 8]; // 0-based index of this instance
+        let pc = self.trigger.take().unwrap_or(0);
+        let index = self.trigger.counted(ctx); // 0-based index of this instance
         let in_child = self.checkpoints.forked(index, child);
-        ctx.tool_area[self.words.next / 8] = self.next_due();
+        self.trigger.set_due(ctx, self.next_due());
         // The child: the one switch, its output checked, the budget.
         let before = in_child?;
         self.output = self.expected.take().map(|e| ExpectedOutput::new(e, before as usize));
@@ -174,11 +114,7 @@ impl ToolRun for SwitchFork {
     }
 
     fn syscall_pre(&mut self, _ctx: &mut ThreadContext, nr: u64, args: &[u64; 6]) -> Option<i64> {
-        if self.output.as_mut()?.check(nr, args).is_some() {
-            // This switch cannot pass: stop now.
-            // SAFETY: ending this child process; the parent only reads its status.
-            unsafe { libc::_exit(GAVE_UP) };
-        }
+        give_up_if_output_departs(&mut self.output, nr, args);
         None
     }
 

@@ -8,31 +8,15 @@
 use super::replace::{Replace, Target};
 use crate::kernel::memory::GuestMemory;
 use crate::report::Reporter;
-use crate::tools::checkpoints::{Checkpoints, GAVE_UP};
+use crate::tools::checkpoints::{give_up_if_output_departs, Checkpoints, ForkTrigger, GAVE_UP};
 use crate::tools::expected::ExpectedOutput;
 use crate::tools::ToolRun;
-use rtgrind_jit::instrument::code_asm::qword_ptr;
-use rtgrind_jit::instrument::{tool_area, Inline, InsnSite, Tool};
+use rtgrind_jit::instrument::{Inline, InsnSite, Tool};
 use rtgrind_jit::ThreadContext;
 use std::collections::HashMap;
 
 /// Replacements per use-site execution a checkpoint number can name.
 pub const PER_EXECUTION: u64 = 16;
-
-/// Tool-area words: use-site executions so far, the next one to fork at, where to go on.
-#[derive(Clone, Copy)]
-struct Words {
-    index: usize,
-    next: usize,
-    redirect: usize,
-}
-
-#[derive(Default)]
-struct Request {
-    at: Option<u64>,
-    index: usize,
-    redirect: usize,
-}
 
 pub struct VrFork {
     checkpoints: Checkpoints,
@@ -40,8 +24,7 @@ pub struct VrFork {
     budget: u64,
     main: (u64, u64),
     program: String,
-    words: Words,
-    request: Box<Request>,
+    trigger: ForkTrigger,
     child: Option<Replace>,
     retranslate: Option<u64>,
     /// The test's expected standard output: a child whose output departs from it stops.
@@ -73,26 +56,14 @@ impl VrFork {
         program: String,
         expected: Option<Vec<u8>>,
     ) -> Result<VrFork, rtgrind_jit::claims::ClaimError> {
-        let base = rtgrind_jit::claims::claim_area("value replacement's forward run", 24)?;
-        let words = Words { index: base, next: base + 8, redirect: base + 16 };
-        let request = Box::new(Request { at: None, index: words.index, redirect: words.redirect });
-        Ok(VrFork { checkpoints, plan, budget, main: (0, 0), program, words, request, child: None, retranslate: None, expected, output: None })
+        let trigger = ForkTrigger::new("value replacement's forward run")?;
+        Ok(VrFork { checkpoints, plan, budget, main: (0, 0), program, trigger, child: None, retranslate: None, expected, output: None })
     }
 
     /// The count at which the next fork is due (the index is incremented before the compare).
     fn next_due(&self) -> u64 {
         self.checkpoints.next().map_or(u64::MAX, |c| c / PER_EXECUTION + 1)
     }
-}
-
-extern "C" fn fork_point(ctx: *mut ThreadContext, arg: u64) {
-    // SAFETY: rtg_callout passes this thread's context; `arg` is the tool's boxed Request.
-    let (ctx, req) = unsafe { (&mut *ctx, &mut *(arg as *mut Request)) };
-    let pc = ctx.tool_area[req.redirect / 8];
-    // Back to just before the instruction, counted again there.
-    ctx.tool_area[req.index / 8] -= 1;
-    req.at = Some(pc);
-    ctx.ibl_clear();
 }
 
 impl Tool for VrFork {
@@ -104,24 +75,7 @@ impl Tool for VrFork {
         if !(self.main.0..self.main.1).contains(&pc) || super::uses::uses(site.ins, site.info).is_empty() {
             return;
         }
-        b.clobber_flags();
-        let t = b.scratch();
-        let arg = &mut *self.request as *mut Request as u64;
-        let w = self.words;
-        let a = b.asm();
-        let mut go = a.create_label();
-        a.mov(t, qword_ptr(tool_area(w.index)).gs()).unwrap();
-        a.lea(t, qword_ptr(t + 1)).unwrap();
-        a.mov(qword_ptr(tool_area(w.index)).gs(), t).unwrap();
-        a.cmp(t, qword_ptr(tool_area(w.next)).gs()).unwrap();
-        a.jne(go).unwrap();
-        a.mov(t, pc).unwrap();
-        a.mov(qword_ptr(tool_area(w.redirect)).gs(), t).unwrap();
-        b.callout(fork_point, arg, t);
-        b.exit_to(tool_area(w.redirect));
-        let a = b.asm();
-        a.set_label(&mut go).unwrap();
-        a.zero_bytes().unwrap();
+        self.trigger.count(pc, b);
     }
 
     fn after_insn(&mut self, site: &InsnSite, b: &mut Inline) {
@@ -135,7 +89,7 @@ impl ToolRun for VrFork {
     fn start(&mut self, ctx: &mut ThreadContext, mem: &GuestMemory) {
         self.checkpoints.started();
         self.main = crate::tools::main_module_range(mem, &self.program);
-        ctx.tool_area[self.words.next / 8] = self.next_due();
+        self.trigger.set_due(ctx, self.next_due());
     }
 
     fn forks_children(&self) -> bool {
@@ -143,14 +97,14 @@ impl ToolRun for VrFork {
     }
 
     fn fork_requested(&mut self) -> bool {
-        self.request.at.is_some() && self.child.is_none()
+        self.trigger.requested() && self.child.is_none()
     }
 
     fn forked(&mut self, ctx: &mut ThreadContext, child: i64) -> Option<u64> {
-        let pc = self.request.at.take().unwrap_or(0);
+        let pc = self.trigger.take().unwrap_or(0);
         let at = self.checkpoints.next().unwrap_or(u64::MAX);
         let in_child = self.checkpoints.forked(at, child);
-        ctx.tool_area[self.words.next / 8] = self.next_due();
+        self.trigger.set_due(ctx, self.next_due());
         let before = in_child?;
         self.output = self.expected.take().map(|e| ExpectedOutput::new(e, before as usize));
         let Some(target) = self.plan.get(&at).copied().filter(|t| t.pc == pc) else {
@@ -168,11 +122,7 @@ impl ToolRun for VrFork {
     }
 
     fn syscall_pre(&mut self, _ctx: &mut ThreadContext, nr: u64, args: &[u64; 6]) -> Option<i64> {
-        if self.output.as_mut()?.check(nr, args).is_some() {
-            // SAFETY: ending this child, whose output already differs from the expected: the
-            // replacement cannot make the test pass; the parent only reads its status.
-            unsafe { libc::_exit(GAVE_UP) };
-        }
+        give_up_if_output_departs(&mut self.output, nr, args);
         None
     }
 

@@ -7,8 +7,8 @@
 
 use super::search::{Candidate, VrSearch};
 use crate::report::model::{Finding, Ivmp, Report, VERSION};
-use crate::tools::spectra::{read_lines, scores, short, source_line};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use crate::tools::spectra::{line_counts, rank_pessimistically, read_lines, scores, short, source_line};
+use std::collections::{BTreeSet, HashMap};
 
 pub type Line = (String, u32);
 
@@ -75,20 +75,7 @@ fn place(l: &Line) -> String {
 fn rank(s: &VrSearch, found: &[Found], failing: &BTreeSet<usize>, sources: &mut HashMap<String, Vec<String>>) -> Vec<Finding> {
     let suite = s.suite.as_ref().expect("ran");
     let passes = suite.outcomes.iter().filter(|o| o.passed).count() as u32;
-    let mut counts: BTreeMap<&Line, (u32, u32)> = BTreeMap::new();
-    for (i, o) in suite.outcomes.iter().enumerate() {
-        if !o.passed && !failing.contains(&i) {
-            continue;
-        }
-        for l in &o.lines {
-            let c = counts.entry(l).or_default();
-            if o.passed {
-                c.1 += 1;
-            } else {
-                c.0 += 1;
-            }
-        }
-    }
+    let counts = line_counts(&suite.outcomes, |i| suite.outcomes[i].passed || failing.contains(&i));
     let index: HashMap<&Line, usize> = suite.lines.iter().enumerate().map(|(k, l)| (l, k)).collect();
     let mut findings: Vec<Finding> = counts
         .into_iter()
@@ -117,10 +104,7 @@ fn rank(s: &VrSearch, found: &[Found], failing: &BTreeSet<usize>, sources: &mut 
         let (ka, kb) = (key(a), key(b));
         kb.0.total_cmp(&ka.0).then(kb.1.total_cmp(&ka.1))
     });
-    let ranks: Vec<u32> = findings.iter().map(|f| findings.iter().filter(|g| key(g) >= key(f)).count() as u32).collect();
-    for (f, r) in findings.iter_mut().zip(ranks) {
-        f.rank = Some(r);
-    }
+    rank_pessimistically(&mut findings, key);
     findings
 }
 

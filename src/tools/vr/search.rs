@@ -6,7 +6,7 @@
 
 use super::profile::RunProfile;
 use super::rank::{Found, Line};
-use crate::tools::search::{Ran, Request, Runner, Search, Step, TestRun};
+use crate::tools::search::{Ran, Request, Runner, Search, Step};
 use crate::tools::suite::Test;
 use std::collections::{BTreeSet, HashMap};
 use std::ffi::OsString;
@@ -89,17 +89,10 @@ impl<'a> VrSearch<'a> {
     fn first_runs(&self, runner: &Runner) -> Vec<Request> {
         let mut out = Vec::new();
         for (i, t) in self.tests.iter().enumerate() {
-            let coverage = runner.file(&crate::tools::spectra::coverage_file(i));
-            let mut r = Request { args: vec!["--tool=count".into(), format!("--coverage-out={}", coverage.display()).into()], ..Request::default() };
-            r.limits.log = true;
-            r.limits.time = Some(self.timeout);
-            r.progress = format!("test {}", t.name);
-            r.test = Some(test_run(&self.tests[i]));
-            let mut p = r.clone();
-            p.args = vec!["--tool=vr".into(), format!("--vr-profile={}", runner.file(&format!("profile-{i}")).display()).into()];
+            out.push(t.request(crate::tools::spectra::coverage_args(runner, i), self.timeout, format!("test {}", t.name)));
+            let profile = vec!["--tool=vr".into(), format!("--vr-profile={}", runner.file(&format!("profile-{i}")).display()).into()];
+            let mut p = t.request(profile, self.timeout, format!("profiling test {}", t.name));
             p.limits.count_blocks = true;
-            p.progress = format!("profiling test {}", t.name);
-            out.push(r);
             out.push(p);
         }
         out
@@ -123,10 +116,7 @@ impl<'a> VrSearch<'a> {
         let mut blocks = Vec::new();
         for (i, r) in profiling.into_iter().enumerate() {
             let name = &self.tests[i].name;
-            let run = r.outcome.map_err(|e| format!("test '{name}': cannot run it: {e}"))?;
-            if let Some(e) = run.error() {
-                return Err(format!("test '{name}': {}", e.trim_start_matches("rtgrind: error: ")));
-            }
+            self.tests[i].outcome(&r)?;
             let p = RunProfile::read(&runner.file(&format!("profile-{i}"))).map_err(|e| format!("test '{name}': its profiling run left no profile ({e})"))?;
             profiles.push(p);
             blocks.push(std::fs::read_to_string(runner.file(&format!("blocks-{}", r.number))).ok().and_then(|t| t.trim().parse().ok()).unwrap_or(0));
@@ -212,12 +202,9 @@ impl<'a> VrSearch<'a> {
                     args.push(format!("--vr-expected={}", file.display()).into());
                 }
             }
-            let mut r = Request { args, checkpoints: Some(batch.iter().map(|c| c.at).collect()), ..Request::default() };
-            r.limits.log = true;
-            r.limits.time = Some(self.budget + self.timeout);
-            r.progress =
-                format!("test {}: replacements {}-{} of {}", self.tests[search.test].name, search.next - batch.len() + 1, search.next, search.cands.len());
-            r.test = Some(test_run(&self.tests[search.test]));
+            let progress = format!("test {}: replacements {}-{} of {}", test.name, search.next - batch.len() + 1, search.next, search.cands.len());
+            let mut r = test.request(args, self.budget + self.timeout, progress);
+            r.checkpoints = Some(batch.iter().map(|c| c.at).collect());
             requests.push(r);
             batches.push((s, batch));
         }
@@ -288,11 +275,6 @@ impl Search for VrSearch<'_> {
             }
         }
     }
-}
-
-/// How test `t` runs.
-fn test_run(t: &Test) -> TestRun {
-    TestRun { args: t.args.clone(), stdin: t.stdin.clone().unwrap_or_else(|| "/dev/null".into()), cwd: t.cwd.clone() }
 }
 
 /// Each instruction's source line: the lines, and the index of each file address's.
