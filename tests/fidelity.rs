@@ -578,6 +578,106 @@ fn system_call_buffers_in_rtgrinds_memory_are_efault_as_natively() {
     }
 }
 
+/// Hands every address the program has nothing mapped at (as `FOREIGN_BUFFERS` finds them:
+/// every 1 MiB below 4 GiB and 16 MiB at the top; and every 1 MiB of the 256 MiB at
+/// 0x510000000000, where rtgrind puts the writable view of its code cache) to the calls that copy a path, a structure
+/// or a sized buffer: as each call's output buffer (`stat`, `fstat`, `lstat`, `newfstatat`,
+/// `statx`, `readlink`, `getdents64`, `ioctl` TCGETS and TIOCGPTN on a pseudo-terminal,
+/// `uname`, `clock_gettime`) and as a path (`open`, `stat`, `access`, `readlink`, `mkdir`);
+/// counts the calls that did not fail with EFAULT.
+const FOREIGN_PATHS_AND_STRUCTS: &str = r#"#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+static unsigned long lo[4096], hi[4096];
+static int n;
+static unsigned long stack_lo;
+
+static int own(unsigned long a) {
+    for (int i = 0; i < n; i++) if (a >= lo[i] && a < hi[i]) return 1;
+    return a >= stack_lo - (16UL << 20) && a < stack_lo;
+}
+
+#define CALLS 15
+static const char *names[CALLS] = {"stat buf", "fstat buf", "lstat buf", "newfstatat buf", "statx buf", "readlink buf", "getdents64 buf",
+                                   "ioctl TCGETS", "ioctl TIOCGPTN", "uname", "clock_gettime", "open path", "stat path", "access path", "readlink path"};
+static long not_efault[CALLS];
+/* Counts call `i` unless it failed with EFAULT (closing what an open opened). */
+#define C(i, call) do { long r_ = (call); if (r_ >= 0 || errno != EFAULT) not_efault[i]++; if (i == 11 && r_ >= 0) close(r_); } while (0)
+
+int main(void) {
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[512];
+    while (n < 4096 && fgets(line, sizeof line, f)) {
+        sscanf(line, "%lx-%lx", &lo[n], &hi[n]);
+        if (strstr(line, "[stack]")) stack_lo = lo[n];
+        n++;
+    }
+    fclose(f);
+    int dir = open("/", O_RDONLY | O_DIRECTORY);
+    int pty = posix_openpt(O_RDWR | O_NOCTTY);
+    if (dir < 0 || pty < 0) return 1;
+    char buf[256];
+    long probes = 0;
+    unsigned long from[] = {0x10000, 0x7f0000000000UL, 0x510000000000UL}, to[] = {0x100000000UL, 0x800000000000UL, 0x510010000000UL};
+    unsigned long step[] = {1UL << 20, 1UL << 24, 1UL << 20};
+    for (int pass = 0; pass < 3; pass++) {
+        for (unsigned long a = from[pass]; a < to[pass]; a += step[pass]) {
+            if (own(a)) continue;
+            probes++;
+            void *p = (void *)a;
+            lseek(dir, 0, SEEK_SET);
+            C(0, syscall(SYS_stat, "/", p));
+            C(1, syscall(SYS_fstat, 0, p));
+            C(2, syscall(SYS_lstat, "/", p));
+            C(3, syscall(SYS_newfstatat, AT_FDCWD, "/", p, 0));
+            C(4, syscall(SYS_statx, AT_FDCWD, "/", 0, 0x7ff, p));
+            C(5, syscall(SYS_readlink, "/proc/self/cwd", p, 64));
+            C(6, syscall(SYS_getdents64, dir, p, 4096));
+            C(7, syscall(SYS_ioctl, pty, TCGETS, p));
+            C(8, syscall(SYS_ioctl, pty, TIOCGPTN, p));
+            C(9, syscall(SYS_uname, p));
+            C(10, syscall(SYS_clock_gettime, CLOCK_MONOTONIC, p));
+            C(11, syscall(SYS_open, p, O_RDONLY));
+            C(12, syscall(SYS_stat, p, buf));
+            C(13, syscall(SYS_access, p, F_OK));
+            C(14, syscall(SYS_readlink, p, buf, sizeof buf));
+        }
+    }
+    printf("%s probes\n", probes > 1000 ? "many" : "few");
+    for (int i = 0; i < CALLS; i++) printf("%s: %ld not EFAULT\n", names[i], not_efault[i]);
+    return 0;
+}
+"#;
+
+/// The calls that copy a path, a structure or a sized buffer fail with EFAULT when it lies in
+/// rtgrind's memory, as natively where nothing is mapped: `stat` and the rest wrote their
+/// structure over rtgrind's translated code, and a path there was read from it (ENOENT).
+#[test]
+fn paths_and_structures_in_rtgrinds_memory_are_efault_as_natively() {
+    let exe = compile_snippet("foreign_paths", "c", FOREIGN_PATHS_AND_STRUCTS, &["-O1", "-no-pie"]);
+    let native = run_native(&Cmd::new(&exe));
+    let out = native.stdout_str();
+    assert!(
+        out.starts_with("many probes\n") && out.lines().skip(1).all(|l| l.ends_with(": 0 not EFAULT")) && out.lines().count() == 16,
+        "{}",
+        native.describe()
+    );
+    for opts in [&["-q", "--tool=none"][..], &["-q", "--tool=none", "--repeatable=yes"]] {
+        let rt = run_rtgrind(opts.iter().copied(), &Cmd::new(&exe));
+        assert_eq!(rt.stdout_str(), native.stdout_str(), "{opts:?}: {}", rt.describe());
+    }
+}
+
 /// `write` from System V shared memory.
 const SHM_WRITE: &str = r#"#include <stdio.h>
 #include <string.h>
@@ -700,6 +800,71 @@ int main(int argc, char **argv) {
     return 0;
 }
 "#;
+
+/// Reads the process's own `/proc` files by paths with `.` and `..` and says whether each is
+/// what the plain path gives.
+const PROC_DOT_DOT: &str = r#"#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char a[1 << 16], b[1 << 16];
+
+static long slurp(const char *path, char *buf) {
+    int fd = open(path, O_RDONLY);
+    long n = 0, r;
+    if (fd < 0) return -1;
+    while ((r = read(fd, buf + n, (1 << 16) - n)) > 0) n += r;
+    close(fd);
+    return n;
+}
+
+int main(void) {
+    char odd[128], plain[128];
+    /* (Not smaps: its counts change as the reads touch the buffers.) */
+    const char *files[] = {"maps", "cmdline", "auxv", "environ"};
+    for (int i = 0; i < 4; i++) {
+        const char *forms[] = {"/proc/self/../self/%s", "/proc/./self/task/%d/../%d/%s", "/proc/self/fd/../%s", "/proc/thread-self/../%d/%s", "/proc/../proc/self/fdinfo/../%s"};
+        for (int f = 0; f < 5; f++) {
+            if (f == 1 || f == 3) {
+                if (f == 1) snprintf(odd, sizeof odd, forms[f], gettid(), gettid(), files[i]);
+                else snprintf(odd, sizeof odd, forms[f], gettid(), files[i]);
+                snprintf(plain, sizeof plain, "/proc/self/task/%d/%s", gettid(), files[i]);
+            } else {
+                snprintf(odd, sizeof odd, forms[f], files[i]);
+                snprintf(plain, sizeof plain, "/proc/self/%s", files[i]);
+            }
+            /* (Both opened before either is read: maps as at the same moment.) */
+            int fo = open(odd, O_RDONLY), fp = open(plain, O_RDONLY);
+            long n1 = 0, n2 = 0, r;
+            while (fo >= 0 && (r = read(fo, a + n1, sizeof a - n1)) > 0) n1 += r;
+            while (fp >= 0 && (r = read(fp, b + n2, sizeof b - n2)) > 0) n2 += r;
+            printf("form %d %s: %s\n", f, files[i], fo >= 0 && n1 == n2 && !memcmp(a, b, n1) ? "same" : "differ");
+            close(fo);
+            close(fp);
+        }
+    }
+    char l1[256], l2[256];
+    ssize_t r1 = readlink("/proc/self/fd/../exe", l1, sizeof l1), r2 = readlink("/proc/self/exe", l2, sizeof l2);
+    printf("readlink exe: %s\n", r1 == r2 && r1 > 0 && !memcmp(l1, l2, r1) ? "same" : "differ");
+    return 0;
+}
+"#;
+
+/// The process's own `/proc` files named with `..` (`/proc/self/../self/maps`,
+/// `/proc/./self/task/TID/../TID/maps`, `/proc/self/fd/../maps` ...) are the guest's, as by
+/// their plain names (they were rtgrind's: its mappings, its command line and auxv).
+#[test]
+fn proc_paths_with_dot_dot_are_the_guests_own_files() {
+    let exe = compile_snippet("proc_dot_dot", "c", PROC_DOT_DOT, &["-O1"]);
+    let native = run_native(&Cmd::new(&exe));
+    let out = native.stdout_str();
+    assert!(out.lines().count() == 21 && !out.contains("differ"), "{}", native.describe());
+    let rt = run_rtgrind(["-q"], &Cmd::new(&exe));
+    assert_eq!(rt.stdout_str(), out, "{}", rt.describe());
+}
 
 /// `openat(fd of /proc/self, "maps")`, `openat(fd of /proc, "self/cmdline")` and a relative
 /// open from `/proc/self` give the guest's files, as their absolute paths do (they gave

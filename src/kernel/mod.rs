@@ -1,5 +1,6 @@
 //! Linux, as the guest sees it through rtgrind: syscalls, signals, memory map.
 
+pub mod buffers;
 pub mod created;
 pub mod fds;
 pub mod guest_mem;

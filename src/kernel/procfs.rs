@@ -89,7 +89,7 @@ pub fn own_file(path: &[u8]) -> Option<OwnFile> {
 pub fn proc_path(dirfd: u64, path: u64) -> Option<Vec<u8>> {
     let path = guest_mem::read_cstr(path, 4096)?;
     if path.starts_with(b"/") {
-        return path.starts_with(b"/proc/").then_some(path);
+        return normalise(b"", &path).filter(|p| p.starts_with(b"/proc/"));
     }
     let names: Vec<&[u8]> = path.split(|&c| c == b'/').filter(|p| !p.is_empty() && *p != b".").collect();
     let own_name = match names.as_slice() {
@@ -108,10 +108,56 @@ pub fn proc_path(dirfd: u64, path: u64) -> Option<Vec<u8>> {
     } else {
         std::fs::read_link(format!("/proc/self/fd/{}", dirfd as i32)).ok()?
     };
-    let mut full = base.into_os_string().into_encoded_bytes();
-    full.push(b'/');
-    full.extend_from_slice(&path);
-    full.starts_with(b"/proc/").then_some(full)
+    normalise(base.as_os_str().as_encoded_bytes(), &path).filter(|p| p.starts_with(b"/proc/"))
+}
+
+/// `path` (absolute, or relative to the canonical directory `base`) without `.` and `..`, as
+/// the kernel resolves it, when that can be told from the names alone: a `..` after a name of
+/// `base` (a directory, no link) or after one of `/proc`'s own directories below (`/proc`,
+/// `PID` or `self`, `task`, `TID`, `fd`, `fdinfo`; `thread-self` is `self/task/TID`) goes up
+/// one; after any other name (a link such as `exe`, `cwd` or `fd/N`, a file, a name that may
+/// not exist) None: the path is not taken for one of the files rtgrind answers.
+fn normalise(base: &[u8], path: &[u8]) -> Option<Vec<u8>> {
+    let names = |p: &[u8]| p.split(|&c| c == b'/').filter(|n| !n.is_empty() && *n != b".").map(<[u8]>::to_vec).collect::<Vec<_>>();
+    let mut stack = if path.starts_with(b"/") { Vec::new() } else { names(base) };
+    // How many names of `stack` are `base`'s (real directories).
+    let mut trusted = stack.len();
+    for name in names(path) {
+        if name != b".." {
+            stack.push(name);
+            continue;
+        }
+        let Some(top) = stack.last() else { continue };
+        let depth = stack.len() - 1;
+        let task_below = depth >= 3 && stack[2] == b"task";
+        let dir = stack.len() <= trusted
+            || (stack[0] == b"proc"
+                && match depth {
+                    0 => true,
+                    1 => top == b"self" || number(top).is_some_and(|n| std::path::Path::new(&format!("/proc/{n}")).exists()),
+                    2 => matches!(top.as_slice(), b"task" | b"fd" | b"fdinfo"),
+                    3 => task_below && number(top).is_some_and(|n| std::path::Path::new(&format!("/proc/self/task/{n}")).exists()),
+                    4 => task_below && matches!(top.as_slice(), b"fd" | b"fdinfo"),
+                    _ => false,
+                });
+        if depth == 1 && stack[0] == b"proc" && top == b"thread-self" {
+            // (`/proc/thread-self/..` is the process's `task` directory.)
+            stack.pop();
+            stack.extend([b"self".to_vec(), b"task".to_vec()]);
+            continue;
+        }
+        if !dir {
+            return None;
+        }
+        stack.pop();
+        trusted = trusted.min(stack.len());
+    }
+    let mut out = Vec::new();
+    for n in &stack {
+        out.push(b'/');
+        out.extend_from_slice(n);
+    }
+    Some(if out.is_empty() { b"/".to_vec() } else { out })
 }
 
 /// `lo-hi` of a maps or smaps header line.
@@ -300,6 +346,27 @@ impl Runtime {
 #[cfg(test)]
 mod tests {
     use super::{own_file, OwnFile};
+
+    #[test]
+    fn dot_dot_goes_up_only_from_a_directory() {
+        let pid = std::process::id();
+        for (path, want) in [
+            ("/proc/self/../self/maps", Some("/proc/self/maps".to_string())),
+            ("/proc/./self/fd/../maps", Some("/proc/self/maps".into())),
+            (&format!("/proc/self/task/{pid}/../{pid}/maps"), Some(format!("/proc/self/task/{pid}/maps"))),
+            ("/proc/thread-self/../x", Some("/proc/self/task/x".into())),
+            ("/proc/../proc/self/auxv", Some("/proc/self/auxv".into())),
+            ("/proc/self/exe/../maps", None),
+            ("/proc/self/cwd/../maps", None),
+            ("/proc/self/fd/3/../maps", None),
+            ("/usr/../proc/self/maps", None),
+            ("/proc/999999999/../self/maps", None),
+        ] {
+            assert_eq!(super::normalise(b"/home", path.as_bytes()), want.map(String::into_bytes), "{path}");
+        }
+        assert_eq!(super::normalise(b"/home/x", b"../../proc/self/maps"), Some(b"/proc/self/maps".to_vec()));
+        assert_eq!(super::normalise(b"/proc/1", b"../self/fd/../cmdline"), Some(b"/proc/self/cmdline".to_vec()));
+    }
 
     #[test]
     fn the_process_own_directory_is_named_every_way() {

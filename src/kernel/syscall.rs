@@ -594,37 +594,10 @@ impl Runtime {
     }
 
     /// Whether a buffer the call `nr` would read or write with the kernel's copy reaches
-    /// rtgrind's memory (`GuestMemory::reaches_runtime`): the call then fails with EFAULT as
-    /// natively, where nothing is mapped there, instead of reading or writing rtgrind. Checked:
-    /// read, write, pread64, pwrite64, readv, writev, preadv, pwritev, preadv2, pwritev2 (the
-    /// vector and each buffer), sendto, recvfrom, sendmsg, recvmsg (the header, its vector and
-    /// each buffer, its name and control buffers), getrandom.
+    /// rtgrind's memory (`kernel::buffers`): the call then fails with EFAULT as natively,
+    /// where nothing is mapped there, instead of reading or writing rtgrind.
     fn foreign_buffer(&self, nr: u64, a: &[u64; 6]) -> bool {
-        use libc as l;
-        let mem = &self.p().mem;
-        let iov = |at: u64, count: u64| -> bool {
-            let count = count.min(1024);
-            if mem.reaches_runtime(at, count * 16) {
-                return true;
-            }
-            let Some(raw) = guest_mem::read_vec(at, (count * 16) as usize) else { return false };
-            raw.chunks(16).any(|e| mem.reaches_runtime(u64::from_le_bytes(e[..8].try_into().unwrap()), u64::from_le_bytes(e[8..].try_into().unwrap())))
-        };
-        match nr as i64 {
-            l::SYS_read | l::SYS_write | l::SYS_pread64 | l::SYS_pwrite64 | l::SYS_sendto | l::SYS_recvfrom => mem.reaches_runtime(a[1], a[2]),
-            l::SYS_getrandom => mem.reaches_runtime(a[0], a[1]),
-            l::SYS_readv | l::SYS_writev | l::SYS_preadv | l::SYS_pwritev | l::SYS_preadv2 | l::SYS_pwritev2 => iov(a[1], a[2]),
-            l::SYS_sendmsg | l::SYS_recvmsg => {
-                if mem.reaches_runtime(a[1], 56) {
-                    return true;
-                }
-                let Some(h) = guest_mem::read_vec(a[1], 56) else { return false };
-                let q = |i: usize| u64::from_le_bytes(h[i..i + 8].try_into().unwrap());
-                // (struct msghdr: name, namelen, iov, iovlen, control, controllen, flags.)
-                mem.reaches_runtime(q(0), q(8) & 0xffff_ffff) || iov(q(16), q(24)) || mem.reaches_runtime(q(32), q(40))
-            }
-            _ => false,
-        }
+        super::buffers::reach_runtime(&self.p().mem, nr, a)
     }
 
     /// Whether the path at `p` (relative to `dirfd`) is the process's own `/proc/.../exe`.
