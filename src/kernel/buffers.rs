@@ -24,7 +24,7 @@ enum Len {
     /// A NUL-terminated string (a path or a name), read up to `PATH_MAX`.
     Str,
     /// The 32-bit length (`socklen_t`) at the address in argument `i`.
-    LenAt(usize),
+    Socklen(usize),
     /// The descriptor set of `select` for argument `i` descriptors (whole longs).
     FdSet(usize),
     /// What the `ioctl` request in argument 1 copies (`ioctl_len`).
@@ -49,7 +49,7 @@ fn buffers(nr: i64) -> &'static [(usize, Len)] {
     match nr {
         l::SYS_read | l::SYS_write | l::SYS_pread64 | l::SYS_pwrite64 | l::SYS_getdents64 | l::SYS_getdents => &[(1, Arg(2))],
         l::SYS_sendto => &[(1, Arg(2)), (4, Arg(5))],
-        l::SYS_recvfrom => &[(1, Arg(2)), (5, Fixed(4)), (4, LenAt(5))],
+        l::SYS_recvfrom => &[(1, Arg(2)), (5, Fixed(4)), (4, Socklen(5))],
         l::SYS_getrandom | l::SYS_getcwd | l::SYS_sethostname | l::SYS_setdomainname | l::SYS_rt_sigpending | l::SYS_rt_sigsuspend => &[(0, Arg(1))],
         l::SYS_sched_getaffinity | l::SYS_sched_setaffinity => &[(2, Arg(1))],
         // A path (or a name) and nothing else copied.
@@ -93,8 +93,8 @@ fn buffers(nr: i64) -> &'static [(usize, Len)] {
         l::SYS_wait4 => &[(1, Fixed(4)), (3, Fixed(RUSAGE))],
         l::SYS_waitid => &[(2, Fixed(SIGINFO)), (4, Fixed(RUSAGE))],
         l::SYS_bind | l::SYS_connect => &[(1, Arg(2))],
-        l::SYS_accept | l::SYS_accept4 | l::SYS_getsockname | l::SYS_getpeername => &[(2, Fixed(4)), (1, LenAt(2))],
-        l::SYS_getsockopt => &[(4, Fixed(4)), (3, LenAt(4))],
+        l::SYS_accept | l::SYS_accept4 | l::SYS_getsockname | l::SYS_getpeername => &[(2, Fixed(4)), (1, Socklen(2))],
+        l::SYS_getsockopt => &[(4, Fixed(4)), (3, Socklen(4))],
         l::SYS_setsockopt => &[(3, Arg(4))],
         l::SYS_epoll_wait | l::SYS_epoll_pwait => &[(1, ArgTimes(2, 12))],
         l::SYS_epoll_ctl => &[(3, Fixed(12))],
@@ -193,7 +193,7 @@ pub fn reach_runtime(mem: &GuestMemory, nr: u64, a: &[u64; 6]) -> bool {
                 Fixed(n) => n,
                 Arg(j) => a[j],
                 ArgTimes(j, size) => a[j].saturating_mul(size),
-                LenAt(j) => {
+                Socklen(j) => {
                     let mut b = [0u8; 4];
                     if guest_mem::read(a[j], &mut b) {
                         u64::from(u32::from_le_bytes(b))
