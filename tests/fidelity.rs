@@ -988,6 +988,18 @@ int main(int argc, char **argv) {
         CASE(gs_04, GS(0x04), "=r"(r), "=r"(r2) :: "rax");
         CASE(gs_null, "wrgsbase %1; xor %%eax, %%eax; mov %%eax, %%gs; rdgsbase %0", "=r"(r) : "r"(area) : "rax");
         CASE(gs_push_pop, "mov $0x2b, %%eax; mov %%eax, %%gs; push %%gs; pop %0; push $0; pop %%gs; mov %%gs, %1", "=r"(r), "=r"(r2) :: "rax", "memory");
+        /* String instructions reading through gs, and gs operands with 32-bit addressing (the
+           address wraps at 4 GiB before the base is added; 32-bit registers' upper halves
+           are not used). */
+#define WITH_AREA(insn) "wrgsbase %2;" insn "; xor %%ecx, %%ecx; wrgsbase %%rcx"
+        CASE(gs_lods, WITH_AREA("mov $16, %%esi; lodsq %%gs:(%%rsi), %%rax; mov %%rsi, %1; mov %%rax, %0"), "=&r"(r), "=&r"(r2) : "r"(area) : "rax", "rsi", "rcx");
+        CASE(gs_lodsb_down, WITH_AREA("std; mov $24, %%esi; mov $-1, %%rax; lodsb %%gs:(%%rsi), %%al; cld; mov %%rsi, %1; mov %%rax, %0"), "=&r"(r), "=&r"(r2) : "r"(area) : "rax", "rsi", "rcx");
+        CASE(gs_rep_movs, WITH_AREA("mov $8, %%esi; lea buf(%%rip), %%rdi; mov $20, %%ecx; rep movsb %%gs:(%%rsi), %%es:(%%rdi); mov %%rsi, %0; mov buf+8(%%rip), %1"), "=&r"(r), "=&r"(r2) : "r"(area) : "rsi", "rdi", "rcx", "memory");
+        CASE(gs_repe_cmps, WITH_AREA("xor %%esi, %%esi; lea area+8(%%rip), %%rdi; mov $24, %%ecx; repe cmpsb %%es:(%%rdi), %%gs:(%%rsi); pushfq; pop %1; and $0x8d5, %1; shl $32, %%rsi; lea (%%rsi,%%rcx), %0"), "=&r"(r), "=&r"(r2) : "r"(area) : "rsi", "rdi", "rcx", "cc");
+        CASE(gs_repne_cmps, WITH_AREA("xor %%esi, %%esi; lea area+8(%%rip), %%rdi; mov $24, %%ecx; repne cmpsq %%es:(%%rdi), %%gs:(%%rsi); pushfq; pop %1; and $0x8d5, %1; shl $32, %%rsi; lea (%%rsi,%%rcx), %0"), "=&r"(r), "=&r"(r2) : "r"(area) : "rsi", "rdi", "rcx", "cc");
+        CASE(gs_lods_fault, WITH_AREA("mov $1, %%esi; shl $46, %%rsi; lodsb %%gs:(%%rsi), %%al"), "=&r"(r), "=&r"(r2) : "r"(area) : "rax", "rsi", "rcx");
+        CASE(gs_addr32_lods, WITH_AREA("mov $0xabcd000000000010, %%rsi; lodsq %%gs:(%%esi), %%rax; mov %%rsi, %1; mov %%rax, %0"), "=&r"(r), "=&r"(r2) : "r"(area) : "rax", "rsi", "rcx");
+        CASE(gs_addr32, WITH_AREA("mov $0x12345678fffffff8, %%rbx; mov $3, %%edx; mov %%gs:16(%%ebx), %0; addq $5, %%gs:(%%ebx,%%edx,8); mov area+16(%%rip), %1"), "=&r"(r), "=&r"(r2) : "r"(area) : "rbx", "rdx", "rcx", "memory", "cc");
         if (!strcmp(which, "gs_operands")) {
             syscall(SYS_arch_prctl, ARCH_SET_GS, area);
             uint64_t k = 2, b = 8, g = 0;
@@ -1017,8 +1029,10 @@ fn host_is_amd() -> bool {
 /// and reads of the gs selector, `rdfsbase`/`wrfsbase`/`rdgsbase`/`wrgsbase`, gs-relative
 /// operands (the guest's gs base: from `arch_prctl`, `wrgsbase` or a selector) and, on AMD,
 /// `sysenter` behave as natively: the same values, or the same signal with the same code, trap
-/// number and error code (a #GP's selector), under every tool that changes translation. They
-/// ended the run with "unsupported instruction" (exit 125).
+/// number and error code (a #GP's selector), under every tool that changes translation; so do
+/// `lods`/`movs`/`cmps` through gs (with `rep`, `repe`, `repne`, backwards, faulting, with
+/// 32-bit addressing) and gs operands with 32-bit addressing (the address wrapped at 4 GiB).
+/// They ended the run with "unsupported instruction" (exit 125).
 #[test]
 fn far_transfers_segment_loads_and_gs_operands_run_as_natively() {
     let mut cases = vec![
@@ -1058,6 +1072,14 @@ fn far_transfers_segment_loads_and_gs_operands_run_as_natively() {
         "gs_null",
         "gs_push_pop",
         "gs_operands",
+        "gs_lods",
+        "gs_lodsb_down",
+        "gs_rep_movs",
+        "gs_repe_cmps",
+        "gs_repne_cmps",
+        "gs_lods_fault",
+        "gs_addr32_lods",
+        "gs_addr32",
     ];
     if host_is_amd() {
         cases.push("sysenter");

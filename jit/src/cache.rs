@@ -38,6 +38,9 @@ pub enum Fixup {
     IblSaved,
     /// This register is saved in `scratch[0]` (a rewritten RIP-relative operand).
     Scratch(u8),
+    /// These registers are saved in `scratch[0]` and `scratch[1]` (a `gs`-relative operand
+    /// with 32-bit addressing).
+    Scratch2(u8, u8),
     /// Inside a tool's code, which saved the guest's status flags in `flags_save`
     /// (`lahf`/`seto` layout: AH in bits 8-15, OF in bit 0).
     FlagsSaved,

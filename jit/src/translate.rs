@@ -542,24 +542,51 @@ fn trap_kind(ins: &Instruction) -> Option<Trap> {
 }
 
 /// Whether the engine cannot run `ins` at all: `sysenter` where it is the kernel's 32-bit
-/// system call entry (Intel CPUs; on AMD's it raises #UD in 64-bit mode, `trap_kind`), and
-/// string instructions whose source is `gs`-relative. Everything else either runs (copied or
-/// rewritten) or is emulated (`emulated`).
+/// system call entry (Intel CPUs; on AMD's it raises #UD in 64-bit mode, `trap_kind`).
+/// Everything else either runs (copied or rewritten) or is emulated (`emulated`).
 fn unsupported(ins: &Instruction) -> bool {
-    if ins.mnemonic() == Mnemonic::Sysenter && !crate::cpuid::host_is_amd() {
-        return true;
+    ins.mnemonic() == Mnemonic::Sysenter && !crate::cpuid::host_is_amd()
+}
+
+/// A string instruction that reads memory through rsi (its kind), told from the SSE
+/// `movsd`/`cmpsd` by its operands.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum StringOp {
+    Lods,
+    Movs,
+    Cmps,
+}
+
+/// What string instruction `ins` is, if it is `lods`, `movs` or `cmps`.
+pub fn string_op(ins: &Instruction) -> Option<StringOp> {
+    use Mnemonic::*;
+    if !(0..ins.op_count()).any(|i| matches!(ins.op_kind(i), OpKind::MemorySegSI | OpKind::MemorySegESI | OpKind::MemorySegRSI)) {
+        return None;
     }
+    match ins.mnemonic() {
+        Lodsb | Lodsw | Lodsd | Lodsq => Some(StringOp::Lods),
+        Movsb | Movsw | Movsd | Movsq => Some(StringOp::Movs),
+        Cmpsb | Cmpsw | Cmpsd | Cmpsq => Some(StringOp::Cmps),
+        _ => None,
+    }
+}
+
+/// Whether `ins` is a string instruction that reads through the guest's `gs` (`lods`, `movs`,
+/// `cmps` with a `gs` prefix), which the runtime emulates: its implicit rsi cannot be
+/// rewritten. (`outs` is copied: at CPL 3 it raises #GP before it reads.)
+pub fn gs_string(ins: &Instruction) -> bool {
     ins.segment_prefix() == Register::GS
+        && string_op(ins).is_some()
         && (0..ins.op_count()).any(|i| matches!(ins.op_kind(i), OpKind::MemorySegSI | OpKind::MemorySegESI | OpKind::MemorySegRSI))
 }
 
 /// Whether the runtime emulates `ins` (`ExitKind::Emulate`): far transfers (`iret`, `retf`,
 /// `jmp`/`call` through a far pointer), which check the code segment's selector; what reads or
-/// writes the guest's `gs` selector (the engine's `gs` is its own); and indirect branches
-/// through a `gs`-relative operand.
+/// writes the guest's `gs` selector (the engine's `gs` is its own); indirect branches
+/// through a `gs`-relative operand; `gs_string`.
 pub fn emulated(ins: &Instruction) -> bool {
     use Mnemonic::*;
-    if matches!(ins.mnemonic(), Iret | Iretd | Iretq | Retf | Lgs) {
+    if matches!(ins.mnemonic(), Iret | Iretd | Iretq | Retf | Lgs) || gs_string(ins) {
         return true;
     }
     if matches!(ins.code(), Code::Jmp_m1664 | Code::Jmp_m1632 | Code::Jmp_m1616 | Code::Call_m1664 | Code::Call_m1632 | Code::Call_m1616) {
@@ -577,19 +604,33 @@ fn gs_operand(ins: &Instruction) -> bool {
     ins.memory_segment() == Register::GS && has_mem(ins) && ins.mnemonic() != Mnemonic::Lea
 }
 
+/// Whether `ins`'s memory operand uses 32-bit addressing (an address-size prefix and 32-bit
+/// registers): its address wraps at 4 GiB before a segment base is added.
+fn addr32(ins: &Instruction) -> bool {
+    !ins.is_ip_rel_memory_operand() && (ins.memory_base().size() == 4 || ins.memory_index().size() == 4)
+}
+
 /// `ins` with its `gs`-relative operand addressed through `r` (which will hold the guest's
-/// `gs` base plus the operand's base register) and no segment; None where that cannot be
-/// written (32-bit addressing, a RIP-relative target out of disp32's reach).
-fn gs_rewritten(ins: &Instruction, r: u8) -> Option<Instruction> {
+/// `gs` base plus the operand's base register) and no segment; with 32-bit addressing through
+/// `[r + r2]`, `r2` holding the operand's 32-bit address. None where that cannot be written (a
+/// RIP-relative target out of disp32's reach).
+fn gs_rewritten(ins: &Instruction, r: u8, r2: u8) -> Option<Instruction> {
     let r64 = Register::RAX + r as u32;
     let mut out = *ins;
+    if addr32(ins) {
+        out.set_memory_base(r64);
+        out.set_memory_index(Register::RAX + r2 as u32);
+        out.set_memory_index_scale(1);
+        out.set_memory_displacement64(0);
+        out.set_memory_displ_size(0);
+        out.set_segment_prefix(Register::None);
+        return Some(out);
+    }
     if ins.is_ip_rel_memory_operand() {
         let target = ins.ip_rel_memory_address();
         i32::try_from(target as i64).ok()?;
         out.set_memory_displacement64(target);
         out.set_memory_displ_size(8);
-    } else if ins.memory_base().size() == 4 || ins.memory_index().size() == 4 {
-        return None;
     }
     out.set_memory_base(r64);
     out.set_segment_prefix(Register::None);
@@ -929,14 +970,16 @@ impl Body<'_, '_> {
         let original = self.ins;
         if gs_operand(&original) && !emulated(&original) && !unsupported(&original) {
             let info = self.info_factory.info(&original).clone();
-            let r = free_gpr(used_registers(&original, &info));
-            let fits = gs_rewritten(&original, r).filter(|n| self.encoder.encode(n, 0).is_ok());
+            let used = used_registers(&original, &info);
+            let r = free_gpr(used);
+            let r2 = free_gpr(used | 1 << r);
+            let fits = gs_rewritten(&original, r, r2).filter(|n| self.encoder.encode(n, 0).is_ok());
             let _ = self.encoder.take_buffer();
             match fits {
                 Some(n) => {
                     self.ins = n;
                     self.rewritten = true;
-                    gs_scratch = Some(r);
+                    gs_scratch = Some((r, addr32(&original).then_some(r2)));
                 }
                 None => {
                     self.count -= 1;
@@ -977,10 +1020,21 @@ impl Body<'_, '_> {
             b.leave(ExitKind::Emulate, ins.ip(), self.end, None);
             return Goes::Out;
         }
-        if let Some(r) = gs_scratch {
+        if let Some((r, r2)) = gs_scratch {
             b.asm.store_gs(OFF_SCRATCH, r);
+            if let Some(r2) = r2 {
+                // r2 = the operand's address in 32 bits (wrapped, zero-extended), as the CPU
+                // forms it before it adds the segment base.
+                b.asm.store_gs(OFF_SCRATCH + 8, r2);
+                let disp = original.memory_displacement32() as i64;
+                let m = MemoryOperand::new(original.memory_base(), original.memory_index(), original.memory_index_scale(), disp, 4, false, Register::None);
+                let lea = Instruction::with2(Code::Lea_r32_m, Register::EAX + r2 as u32, m).expect("lea r32, [32-bit address]");
+                self.encoder.encode(&lea, b.asm.here()).expect("lea encodes");
+                let bytes = self.encoder.take_buffer();
+                b.asm.bytes(&bytes);
+            }
             b.asm.load_gs(r, OFF_GS_BASE);
-            if original.memory_base() != Register::None && !original.is_ip_rel_memory_operand() {
+            if r2.is_none() && original.memory_base() != Register::None && !original.is_ip_rel_memory_operand() {
                 let base = MemoryOperand::new(Register::RAX + r as u32, original.memory_base(), 1, 0, 0, false, Register::None);
                 let lea = Instruction::with2(Code::Lea_r64_m, Register::RAX + r as u32, base).expect("lea r64, [r64+r64]");
                 self.encoder.encode(&lea, b.asm.here()).expect("lea encodes");
@@ -1022,8 +1076,8 @@ impl Body<'_, '_> {
         }
         match ins.flow_control() {
             FlowControl::Next | FlowControl::XbeginXabortXend => {
-                if let Some(r) = gs_scratch {
-                    b.map(&ins, Fixup::Scratch(r));
+                if let Some((r, r2)) = gs_scratch {
+                    b.map(&ins, r2.map_or(Fixup::Scratch(r), |r2| Fixup::Scratch2(r, r2)));
                     self.encoder.encode(&ins, b.asm.here()).expect("checked above");
                     let bytes = self.encoder.take_buffer();
                     b.asm.bytes(&bytes);
@@ -1043,8 +1097,11 @@ impl Body<'_, '_> {
                 let mut after = b.inline(uses, !self.dead_at(count), self.later(count));
                 tool.after_insn(&site, &mut after);
                 emit_inline(b, after, Point::Elsewhere);
-                if let Some(r) = gs_scratch {
+                if let Some((r, r2)) = gs_scratch {
                     b.asm.load_gs(r, OFF_SCRATCH);
+                    if let Some(r2) = r2 {
+                        b.asm.load_gs(r2, OFF_SCRATCH + 8);
+                    }
                 }
                 let patched = matches!(self.x87_ip, X87Ip::At(_)) && always_saves_fip(&ins);
                 if saved_fip(&ins).is_some() && self.x87_ip != X87Ip::Guests && !patched {

@@ -660,6 +660,10 @@ extern "sysv64" fn host_handler(sig: i32, info: *mut libc::siginfo_t, ucv: *mut 
                 ctx.gpr[reg::RDX as usize] = ctx.save_rdx;
             }
             Fixup::Scratch(r) => ctx.gpr[r as usize] = ctx.scratch[0],
+            Fixup::Scratch2(r, r2) => {
+                ctx.gpr[r as usize] = ctx.scratch[0];
+                ctx.gpr[r2 as usize] = ctx.scratch[1];
+            }
             Fixup::FlagsSaved => {}
         }
         for r in 0..16 {

@@ -1,6 +1,6 @@
 //! The instructions the runtime emulates (`translate::emulated`): far transfers, which load a
-//! code segment selector, and what loads or reads the guest's `gs` selector (the engine's real
-//! `gs` is its own). Each does what the CPU does under Linux for a 64-bit process: a selector
+//! code segment selector, what loads or reads the guest's `gs` selector (the engine's real
+//! `gs` is its own), and the string instructions that read through the guest's `gs`. Each does what the CPU does under Linux for a 64-bit process: a selector
 //! the CPU refuses raises #GP with the selector as error code (SIGSEGV, SI_KERNEL, rip at the
 //! instruction); a switch to the 32-bit code segment stops the run (`unsupported`).
 
@@ -9,6 +9,7 @@ use crate::kernel::guest_mem;
 use crate::kernel::signals::SigInfo;
 use rtgrind_jit::context::reg;
 use rtgrind_jit::iced_x86::{Code, Decoder, DecoderOptions, Instruction, Mnemonic, OpKind, Register};
+use rtgrind_jit::translate::StringOp;
 use rtgrind_jit::CodeSource;
 
 /// Linux's GDT selectors (RPL 3) of the 64-bit and the 32-bit user code segments and of the
@@ -161,6 +162,7 @@ impl Runtime {
                 self.write(rsp.wrapping_sub(w), w, self.ctx.gs_selector as u64)?;
                 self.ctx.gpr[reg::RSP as usize] = rsp - w;
             }
+            _ if rtgrind_jit::translate::gs_string(ins) => self.gs_string(ins, rtgrind_jit::translate::string_op(ins))?,
             _ if matches!(ins.mnemonic(), Mnemonic::Jmp | Mnemonic::Call) => {
                 // An indirect jump or call through a gs-relative operand.
                 let w = ins.memory_size().size() as u64;
@@ -175,6 +177,58 @@ impl Runtime {
             _ => return Err(Stop::Unsupported(format!("instruction `{ins}`"))),
         }
         Ok(())
+    }
+
+    /// `lods`, `movs` or `cmps` whose source is `gs`-relative, with its `rep`, `repe` or `repne`
+    /// prefix: element by element as the CPU does it, the registers (rsi, rdi, rcx, or their
+    /// 32-bit halves under an address-size prefix) advanced by each element done, so that a
+    /// fault leaves them where the CPU would.
+    fn gs_string(&mut self, ins: &Instruction, op: Option<StringOp>) -> Result<(), Stop> {
+        // (32-bit addressing: esi, edi and ecx.)
+        let wide = !(0..ins.op_count()).any(|i| matches!(ins.op_kind(i), OpKind::MemorySegESI | OpKind::MemoryESEDI));
+        let mask = if wide { u64::MAX } else { 0xffff_ffff };
+        let w = ins.memory_size().size() as u64;
+        let step = if self.ctx.rflags & 0x400 != 0 { w.wrapping_neg() } else { w };
+        let rep = ins.has_rep_prefix() || ins.has_repe_prefix() || ins.has_repne_prefix();
+        let (rsi, rdi, rcx) = (reg::RSI as usize, reg::RDI as usize, reg::RCX as usize);
+        loop {
+            if rep && self.ctx.gpr[rcx] & mask == 0 {
+                return Ok(());
+            }
+            let si = self.ctx.gpr[rsi] & mask;
+            let src = self.read(self.ctx.gs_base.wrapping_add(si), w)?;
+            let di = self.ctx.gpr[rdi] & mask;
+            let mut equal = true;
+            match op {
+                Some(StringOp::Lods) => {
+                    let r = Register::AL.full_register();
+                    let g = &mut self.ctx.gpr[r as usize - Register::RAX as usize];
+                    *g = match w {
+                        1 => (*g & !0xff) | src,
+                        2 => (*g & !0xffff) | src,
+                        _ => src,
+                    };
+                }
+                Some(StringOp::Movs) => self.write(di, w, src)?,
+                _ => {
+                    let dst = self.read(di, w)?;
+                    self.ctx.rflags = (self.ctx.rflags & !SUB_FLAGS) | sub_flags(src, dst, w);
+                    equal = src == dst;
+                }
+            }
+            self.ctx.gpr[rsi] = advanced(self.ctx.gpr[rsi], step, wide);
+            if op != Some(StringOp::Lods) {
+                self.ctx.gpr[rdi] = advanced(self.ctx.gpr[rdi], step, wide);
+            }
+            if !rep {
+                return Ok(());
+            }
+            self.ctx.gpr[rcx] = advanced(self.ctx.gpr[rcx], u64::MAX, wide);
+            let compares = op == Some(StringOp::Cmps);
+            if compares && ((ins.has_repe_prefix() && !equal) || (ins.has_repne_prefix() && equal)) {
+                return Ok(());
+            }
+        }
     }
 
     /// Loads `sel` into the guest's `gs` (its selector and base), or #GP.
@@ -226,6 +280,35 @@ impl Runtime {
             return Err(Stop::Fault(addr, true));
         }
         Ok(())
+    }
+}
+
+/// CF, PF, AF, ZF, SF and OF: the flags `cmp` sets.
+const SUB_FLAGS: u64 = 0x1 | 0x4 | 0x10 | 0x40 | 0x80 | 0x800;
+
+/// The flags `cmp` of `a` with `b`, both `w` bytes wide, sets.
+fn sub_flags(a: u64, b: u64, w: u64) -> u64 {
+    let bits = 8 * w as u32;
+    let mask = u64::MAX >> (64 - bits);
+    let r = a.wrapping_sub(b) & mask;
+    let sign = 1u64 << (bits - 1);
+    let mut f = 0;
+    f |= u64::from(a & mask < b & mask);
+    f |= u64::from((r as u8).count_ones().is_multiple_of(2)) << 2;
+    f |= (a ^ b ^ r) & 0x10;
+    f |= u64::from(r == 0) << 6;
+    f |= u64::from(r & sign != 0) << 7;
+    f |= u64::from((a ^ b) & (a ^ r) & sign != 0) << 11;
+    f
+}
+
+/// A string register advanced by `step`: all 64 bits, or (address-size prefix) its lower 32,
+/// which the CPU writes as a 32-bit register (the upper half cleared).
+fn advanced(v: u64, step: u64, wide: bool) -> u64 {
+    if wide {
+        v.wrapping_add(step)
+    } else {
+        (v as u32).wrapping_add(step as u32) as u64
     }
 }
 
