@@ -1822,11 +1822,14 @@ fn python3_and_perl_execute_the_same_blocks_in_every_repeatable_run() {
         [t.start() for t in ts]; [t.join() for t in ts]\n\
         print(list(d)[:3], set('abcdefgh'), random.random(), os.urandom(4).hex(), uuid.uuid4(), id(object()), time.time(), time.process_time(), os.times()[0], sorted(out))\n";
     const PERL: &str = "my %h = map { $_ => 1 } 'a'..'z'; print join('', keys %h), ' ', rand(), ' ', time, ' ', (times)[0], ' ', \\%h, \"\\n\";";
+    // (In a directory of its own: `python3 -c` looks for modules in its working directory, and
+    // other tests' runs create and remove files in theirs.)
+    let dir = crate::common::scratch_dir("repeatable-interpreters");
     for (interp, script) in [("/usr/bin/python3", PYTHON), ("/usr/bin/perl", PERL)] {
         let flag = if interp.ends_with("python3") { "-c" } else { "-e" };
         let mut first: Option<(String, String)> = None;
         for run in 0..10 {
-            let out = run_rtgrind(["--tool=count", "--repeatable=yes"], &Cmd::new(interp).arg(flag).arg(script));
+            let out = run_rtgrind(["--tool=count", "--repeatable=yes"], &Cmd::new(interp).arg(flag).arg(script).cwd(&dir));
             assert!(out.status.success(), "{interp} run {run}: {}", out.describe());
             let blocks = out.stderr_str().lines().find(|l| l.contains("count: blocks:")).map(|l| l.split_whitespace().last().unwrap_or_default().to_string());
             let this = (out.stdout_str(), blocks.unwrap_or_else(|| panic!("{interp}: no block count: {}", out.describe())));
