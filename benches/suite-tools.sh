@@ -1,8 +1,10 @@
 #!/bin/bash
-# `--tool=spectra` speed (issue 28): time to rank each subject of guest-programs/suite/ (built
-# -g -O0) with -j 1 and -j 2, the runs made (one per test), and the native time of the same
-# tests run one after another, medians of 3 runs from the same session.
-# Needs rtgrind built, gcc, python3. Usage: bash benches/spectra.sh
+# Speed of the test-suite tools that run every test once (issue 28): time to rank each subject
+# of guest-programs/suite/ (built -g -O0) with -j 1 and -j 2 under `--tool=spectra` (count's
+# coverage) and `--tool=cbi` (its predicates counted inline; also with --sample=1/100), one run
+# per test, and the native time of the same tests run one after another, medians of 3 runs from
+# the same session. (`--tool=vr`, which runs many more, is benches/vr.sh.)
+# Needs rtgrind built, gcc, python3. Usage: bash benches/suite-tools.sh
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 rt=${RTGRIND:-$root/target/release/rtgrind}
@@ -31,14 +33,15 @@ for line in open(suite):
 PY
 }
 
-echo "| subject | tests | native (all tests) | spectra -j 1 | spectra -j 2 | ratio -j 2 / native |"
-echo "|---|---:|---:|---:|---:|---:|"
+echo "| subject | tests | native (all tests) | spectra -j 1 | spectra -j 2 | cbi -j 1 | cbi -j 2 | cbi -j 2 --sample=1/100 | cbi -j 2 / native |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 for dir in "$root"/guest-programs/suite/*/; do
     name=$(basename "$dir")
     gcc -g -O0 -o "$work/$name" "$dir/prog.c" || continue
     tests=$(grep -c . "$dir/suite.jsonl")
     n=$(median native_suite "$dir/suite.jsonl" "$work/$name")
-    j1=$(median "$rt" -q --tool=spectra -j 1 --suite="$dir/suite.jsonl" "$work/$name")
-    j2=$(median "$rt" -q --tool=spectra -j 2 --suite="$dir/suite.jsonl" "$work/$name")
-    printf "| %s | %d | %.2f s | %.2f s | %.2f s | %.1fx |\n" "$name" "$tests" "$n" "$j1" "$j2" "$(python3 -c "print($j2 / $n)")"
+    rank() { median "$rt" -q --tool="$1" -j "$2" "${@:3}" --suite="$dir/suite.jsonl" "$work/$name"; }
+    s1=$(rank spectra 1); s2=$(rank spectra 2)
+    c1=$(rank cbi 1); c2=$(rank cbi 2); c2s=$(rank cbi 2 --sample=1/100)
+    printf "| %s | %d | %.2f s | %.2f s | %.2f s | %.2f s | %.2f s | %.2f s | %.1fx |\n" "$name" "$tests" "$n" "$s1" "$s2" "$c1" "$c2" "$c2s" "$(python3 -c "print($c2 / $n)")"
 done
