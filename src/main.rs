@@ -295,6 +295,9 @@ fn run_guest(cli: &cli::Cli, spec: &tools::ToolSpec, tool: Box<dyn tools::ToolRu
     let sched = kernel::sched::Scheduler::new(policy, quantum, record, main_tid, sig.inbox.clone());
     // A tool that forks children at points of the run gives each child the budget, not the run.
     let forks = tool.forks_children();
+    if cli.stats {
+        tools::callouts::enable();
+    }
     let process = Box::leak(Box::new(run::Process {
         cache,
         mem,

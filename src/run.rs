@@ -661,7 +661,7 @@ impl Runtime {
                 s.dispatches, s.ibl_misses, s.syscalls, s.faults, s.threads
             ),
         ];
-        for l in lines {
+        for l in lines.into_iter().chain(crate::tools::callouts::lines()) {
             p.report.line(&l);
         }
     }

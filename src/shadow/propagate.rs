@@ -2161,6 +2161,7 @@ unsafe fn ctx_of<'a>(ctx: *mut ThreadContext) -> &'a mut ThreadContext {
 
 /// Out of line: a load whose shadow crosses a chunk or has an odd size.
 extern "C" fn load_slow(ctx: *mut ThreadContext, arg: u64) {
+    crate::tools::callouts::note(crate::tools::callouts::Kind::ShadowLoadSlow);
     // SAFETY: called by rtg_callout with this thread's context and the propagation's argument.
     let (ctx, mem) = unsafe { (ctx_of(ctx), shadow_of(arg)) };
     let (ea, size) = (*super::word(ctx, slot::TMP_EA), *super::word(ctx, slot::TMP_SIZE));
@@ -2170,6 +2171,7 @@ extern "C" fn load_slow(ctx: *mut ThreadContext, arg: u64) {
 
 /// Out of line: a store that crosses a chunk, has an odd size or needs a new chunk.
 extern "C" fn store_slow(ctx: *mut ThreadContext, arg: u64) {
+    crate::tools::callouts::note(crate::tools::callouts::Kind::ShadowStoreSlow);
     // SAFETY: as in `load_slow`.
     let (ctx, mem) = unsafe { (ctx_of(ctx), shadow_of(arg)) };
     let (ea, size, mask) = (*super::word(ctx, slot::TMP_EA), *super::word(ctx, slot::TMP_SIZE), *super::word(ctx, slot::TMP_MASK));
@@ -2182,6 +2184,7 @@ extern "C" fn store_slow(ctx: *mut ThreadContext, arg: u64) {
 
 /// Out of line: an origin store that crosses a chunk, is large, or needs a new chunk.
 extern "C" fn origin_store_slow(ctx: *mut ThreadContext, arg: u64) {
+    crate::tools::callouts::note(crate::tools::callouts::Kind::ShadowOriginStoreSlow);
     // SAFETY: as in `load_slow` (`arg` is the origin memory).
     let (ctx, mem) = unsafe { (ctx_of(ctx), shadow_of(arg)) };
     let (ea, size, val) = (*super::word(ctx, slot::TMP_EA), *super::word(ctx, slot::TMP_SIZE), *super::word(ctx, slot::TMP_MASK));
@@ -2190,6 +2193,7 @@ extern "C" fn origin_store_slow(ctx: *mut ThreadContext, arg: u64) {
 
 /// Out of line, after a string instruction: replays its element range on the shadow.
 extern "C" fn string_after(ctx: *mut ThreadContext, arg: u64) {
+    crate::tools::callouts::note(crate::tools::callouts::Kind::ShadowStringAfter);
     // SAFETY: rtg_callout passes this thread's context; `arg` is the propagation's boxed
     // CalloutArg, whose memories only the thread holding the baton touches.
     let (ctx, args) = unsafe { (ctx_of(ctx), &*(arg as *const CalloutArg)) };

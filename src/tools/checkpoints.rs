@@ -166,14 +166,16 @@ struct Request {
     /// A fork is wanted before the instruction at this pc.
     at: Option<u64>,
     words: Words,
+    kind: crate::tools::callouts::Kind,
 }
 
 impl ForkTrigger {
     /// Claims its tool-area words for `what` (the run, as claim errors name it).
-    pub fn new(what: &'static str) -> Result<ForkTrigger, rtgrind_jit::claims::ClaimError> {
+    /// `kind`: its call-out as `--stats` counts it.
+    pub fn new(what: &'static str, kind: crate::tools::callouts::Kind) -> Result<ForkTrigger, rtgrind_jit::claims::ClaimError> {
         let base = rtgrind_jit::claims::claim_area(what, 24)?;
         let words = Words { index: base, next: base + 8, redirect: base + 16 };
-        Ok(ForkTrigger { words, request: Box::new(Request { at: None, words }) })
+        Ok(ForkTrigger { words, request: Box::new(Request { at: None, words, kind }) })
     }
 
     /// Counts an execution of the instruction at `pc` (code inserted before it).
@@ -222,6 +224,7 @@ impl ForkTrigger {
 extern "C" fn fork_point(ctx: *mut ThreadContext, arg: u64) {
     // SAFETY: rtg_callout passes this thread's context; `arg` is the trigger's boxed Request.
     let (ctx, req) = unsafe { (&mut *ctx, &mut *(arg as *mut Request)) };
+    crate::tools::callouts::note(req.kind);
     let pc = ctx.tool_area[req.words.redirect / 8];
     // Back to just before the instruction, counted again there.
     ctx.tool_area[req.words.index / 8] -= 1;

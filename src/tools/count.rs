@@ -18,6 +18,7 @@ use crate::report::Reporter;
 use rtgrind_jit::iced_x86::{FlowControl, Mnemonic, OpAccess};
 use rtgrind_jit::instrument::code_asm::*;
 use rtgrind_jit::instrument::{Inline, InsnSite, Tool};
+use rtgrind_jit::ThreadContext;
 use std::collections::{BTreeMap, HashMap};
 
 /// Counter pages are never freed or moved: translated code holds their addresses.
@@ -78,12 +79,32 @@ pub struct Options {
     /// search's coverage: `Coverage`).
     #[arg(long, value_name = "FILE", hide = true)]
     pub coverage_out: Option<std::path::PathBuf>,
+    /// (Benchmark) also call out to an empty function at every basic block's start, through
+    /// the full call-out or the light one: the cost of one call-out (benches/callout.sh).
+    #[arg(long, value_enum, value_name = "full|light", hide = true)]
+    pub callout_bench: Option<CalloutBench>,
+}
+
+/// Which call-out `--callout-bench` makes.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CalloutBench {
+    Full,
+    Light,
+}
+
+extern "C" fn bench_full(_ctx: *mut ThreadContext, _arg: u64) {
+    super::callouts::note(super::callouts::Kind::CountBenchFull);
+}
+
+extern "C" fn bench_light(_ctx: *mut ThreadContext, _arg: u64) {
+    super::callouts::note(super::callouts::Kind::CountBenchLight);
 }
 
 /// `--tool=count`: the run's instrumentation.
 pub fn make(cli: &crate::cli::Cli) -> Result<Box<dyn ToolRun>, super::Error> {
     let mut count = Count::new(cli.count.per_function);
     count.coverage_out = cli.count.coverage_out.clone();
+    count.callout_bench = cli.count.callout_bench;
     Ok(Box::new(count))
 }
 
@@ -100,11 +121,12 @@ pub struct Count {
     /// The translated block and the basic block being translated.
     block: u64,
     current: usize,
+    callout_bench: Option<CalloutBench>,
 }
 
 impl Count {
     pub fn new(per_function: bool) -> Count {
-        Count { per_function, coverage_out: None, pages: Vec::new(), slots: Vec::new(), by_pc: HashMap::new(), block: 0, current: 0 }
+        Count { per_function, coverage_out: None, pages: Vec::new(), slots: Vec::new(), by_pc: HashMap::new(), block: 0, current: 0, callout_bench: None }
     }
 
     fn counter(&mut self, slot: usize) -> *mut [u64; 2] {
@@ -129,6 +151,17 @@ impl Count {
         self.current = slot;
         let addr = self.counter(slot) as u64;
         increment(b, addr);
+        match self.callout_bench {
+            Some(CalloutBench::Full) => {
+                let t = b.scratch();
+                b.callout(bench_full, 0, t);
+            }
+            Some(CalloutBench::Light) => {
+                let t = b.scratch();
+                b.callout_light(bench_light, 0, t);
+            }
+            None => {}
+        }
     }
 
     pub fn totals(&self) -> Totals {
@@ -323,4 +356,16 @@ impl ToolRun for Count {
 
 fn short(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
+}
+
+#[cfg(test)]
+mod tests {
+    /// `--callout-bench=light`'s function keeps to the light call-out's contract, counting
+    /// included (`tools::light_check`).
+    #[test]
+    fn the_light_bench_call_out_keeps_its_contract() {
+        crate::tools::callouts::enable();
+        let breaches = crate::tools::light_check::breaches(super::bench_light as *const () as usize);
+        assert!(breaches.is_empty(), "{}", breaches.join("\n"));
+    }
 }

@@ -3,6 +3,7 @@
 //! sees (syscalls, client requests, the end of the run) through [`ToolRun`].
 
 pub mod address_hash;
+pub mod callouts;
 pub mod cbi;
 pub mod checkpoints;
 pub mod child;

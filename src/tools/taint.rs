@@ -278,6 +278,7 @@ fn gpr_slot(r: Register) -> Option<usize> {
 /// A site's first event: the site, with the origin of the flags of a branch (the count is its
 /// counter's, `Counters`).
 extern "C" fn record(ctx: *mut ThreadContext, arg: u64) {
+    crate::tools::callouts::note(crate::tools::callouts::Kind::TaintFirstEvent);
     // SAFETY: rtg_callout passes this thread's context; `arg` is the tool's boxed Findings,
     // which nothing else references while translated code runs.
     let (ctx, f) = unsafe { (&mut *ctx, &mut *(arg as *mut Findings)) };

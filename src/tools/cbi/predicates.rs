@@ -397,6 +397,7 @@ pub fn geometric(state: &mut u64, n: u64) -> u64 {
 /// The call-out when a countdown reaches 0: the next one. `arg` is N, and in its top 16 bits
 /// the tool-area offset of the countdown.
 extern "C" fn next_countdown(ctx: *mut ThreadContext, arg: u64) {
+    crate::tools::callouts::note(crate::tools::callouts::Kind::CbiNextCountdown);
     // SAFETY: the engine calls out with the running thread's own context, which nothing else
     // touches while its code runs.
     let ctx = unsafe { &mut *ctx };

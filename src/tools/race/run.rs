@@ -340,6 +340,7 @@ impl RaceRun {
 }
 
 extern "C" fn access(ctx: *mut ThreadContext, arg: u64) {
+    crate::tools::callouts::note(crate::tools::callouts::Kind::RaceAccess);
     // SAFETY: rtg_callout passes this thread's context; `arg` is a `Site` the tool keeps for
     // as long as translations exist, and its state outlives the run; one guest thread runs at
     // a time, so nothing else touches the state meanwhile.
@@ -392,6 +393,7 @@ extern "C" fn access(ctx: *mut ThreadContext, arg: u64) {
 /// The common case of an atomic read-modify-write, in a light call-out (as `access_light`):
 /// a location already atomic whose clock and the thread's need no growing, and no race.
 extern "C" fn rmw_light(ctx: *mut ThreadContext, arg: u64) {
+    crate::tools::callouts::note(crate::tools::callouts::Kind::RaceRmwLight);
     // SAFETY: as for `access`.
     let (ctx, site) = unsafe { (&mut *ctx, &*(arg as *const Site)) };
     // SAFETY: as above.
@@ -411,6 +413,7 @@ extern "C" fn rmw_light(ctx: *mut ThreadContext, arg: u64) {
 /// that the detector's compact words record without a race. Anything else sets the tool-area
 /// word that sends the inline code on to `access`.
 extern "C" fn access_light(ctx: *mut ThreadContext, arg: u64) {
+    crate::tools::callouts::note(crate::tools::callouts::Kind::RaceAccessLight);
     // SAFETY: as for `access`.
     let (ctx, site) = unsafe { (&mut *ctx, &*(arg as *const Site)) };
     // SAFETY: as above.
@@ -535,6 +538,7 @@ fn call_args(ctx: &ThreadContext) -> [u64; 3] {
 /// Before the program's call of a memory or string function (`calls`; `arg` its write site,
 /// whose number plus one is its read site): the ranges it writes and reads.
 extern "C" fn memory_call(ctx: *mut ThreadContext, arg: u64) {
+    crate::tools::callouts::note(crate::tools::callouts::Kind::RaceMemoryCall);
     // SAFETY: as for `access`.
     let (ctx, site) = unsafe { (&mut *ctx, &*(arg as *const Site)) };
     // SAFETY: as above.
@@ -551,6 +555,7 @@ extern "C" fn memory_call(ctx: *mut ThreadContext, arg: u64) {
 /// known readable, and every range recorded by the compact words without a race. Anything
 /// else sets the slow word (the full call-out does it all again).
 extern "C" fn memory_call_light(ctx: *mut ThreadContext, arg: u64) {
+    crate::tools::callouts::note(crate::tools::callouts::Kind::RaceMemoryCallLight);
     // SAFETY: as for `access`.
     let (ctx, site) = unsafe { (&mut *ctx, &*(arg as *const Site)) };
     // SAFETY: as above.
@@ -571,6 +576,7 @@ extern "C" fn memory_call_light(ctx: *mut ThreadContext, arg: u64) {
 
 /// At an allocation function's entry: its arguments and callers.
 extern "C" fn alloc_enter(ctx: *mut ThreadContext, arg: u64) {
+    crate::tools::callouts::note(crate::tools::callouts::Kind::RaceAllocEnter);
     // SAFETY: as for `access`; `arg` is an `AllocSite` the tool keeps.
     let (ctx, site) = unsafe { (&mut *ctx, &*(arg as *const AllocSite)) };
     // SAFETY: as above.
@@ -584,6 +590,7 @@ extern "C" fn alloc_enter(ctx: *mut ThreadContext, arg: u64) {
 
 /// At a `ret` of an allocation function: the block it returns.
 extern "C" fn alloc_return(ctx: *mut ThreadContext, arg: u64) {
+    crate::tools::callouts::note(crate::tools::callouts::Kind::RaceAllocReturn);
     // SAFETY: rtg_callout passes this thread's context; `arg` is the tool's state.
     let (ctx, st) = unsafe { (&mut *ctx, &mut *(arg as *mut State)) };
     let t = ctx.tool_area[st.tid_word / 8] as hb::Tid;
@@ -592,6 +599,7 @@ extern "C" fn alloc_return(ctx: *mut ThreadContext, arg: u64) {
 
 /// At a jump out of an allocation function's code (calloc's to memset).
 extern "C" fn alloc_jump(ctx: *mut ThreadContext, arg: u64) {
+    crate::tools::callouts::note(crate::tools::callouts::Kind::RaceAllocJump);
     // SAFETY: rtg_callout passes this thread's context; `arg` is the tool's state.
     let (ctx, st) = unsafe { (&mut *ctx, &mut *(arg as *mut State)) };
     let t = ctx.tool_area[st.tid_word / 8] as hb::Tid;
@@ -600,6 +608,7 @@ extern "C" fn alloc_jump(ctx: *mut ThreadContext, arg: u64) {
 
 /// Before a watched access (a harm run): the watch sees it, and may hold the thread back.
 extern "C" fn watch_before(ctx: *mut ThreadContext, arg: u64) {
+    crate::tools::callouts::note(crate::tools::callouts::Kind::RaceWatchBefore);
     // SAFETY: as for `access`.
     let (ctx, site) = unsafe { (&mut *ctx, &*(arg as *const Site)) };
     // SAFETY: as above.
@@ -610,6 +619,7 @@ extern "C" fn watch_before(ctx: *mut ThreadContext, arg: u64) {
 /// Before a watched call of a memory or string function (a harm run): the watch sees the
 /// ranges it writes and reads (as `memory_call` names them).
 extern "C" fn watch_call(ctx: *mut ThreadContext, arg: u64) {
+    crate::tools::callouts::note(crate::tools::callouts::Kind::RaceWatchCall);
     // SAFETY: as for `access`.
     let (ctx, site) = unsafe { (&mut *ctx, &*(arg as *const Site)) };
     // SAFETY: as above.
@@ -650,6 +660,7 @@ fn watch_ranges(ctx: &mut ThreadContext, site: &Site, ranges: &[(u64, u64)]) {
 
 /// After a watched access: what its race's accesses left in memory.
 extern "C" fn watch_after(ctx: *mut ThreadContext, arg: u64) {
+    crate::tools::callouts::note(crate::tools::callouts::Kind::RaceWatchAfter);
     // SAFETY: rtg_callout passes this thread's context; `arg` is the tool's state, which
     // outlives the run; one guest thread runs at a time.
     let (ctx, st) = unsafe { (&mut *ctx, &mut *(arg as *mut State)) };

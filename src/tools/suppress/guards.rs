@@ -204,6 +204,16 @@ pub(super) extern "C" fn guard_callout(ctx: *mut ThreadContext, arg: u64) {
     let ins = &g.ins;
     let regs = guest_regs(ctx, g.spilled);
     *shadow::word(ctx, area::REDIRECT) = 0;
+    use crate::tools::callouts::{note, Kind};
+    note(match g.kind {
+        GuardKind::Access => Kind::SuppressGuardAccess,
+        GuardKind::Branch => Kind::SuppressGuardBranch,
+        GuardKind::Ret => Kind::SuppressGuardRet,
+        GuardKind::IndirectCall => Kind::SuppressGuardIndirectCall,
+        GuardKind::IndirectJump => Kind::SuppressGuardIndirectJump,
+        GuardKind::Divide => Kind::SuppressGuardDivide,
+        GuardKind::FrameLost => Kind::SuppressGuardFrameLost,
+    });
     if std::env::var_os("RTGRIND_SUPPRESS_TRACE").is_some() {
         eprintln!("suppress-trace: {:?} at {:#x} `{}` rsp={:#x}", g.kind, ins.ip(), fmt(ins), ctx.callout_regs[4]);
     }
@@ -277,6 +287,7 @@ pub(super) extern "C" fn guard_callout(ctx: *mut ThreadContext, arg: u64) {
 }
 
 pub(super) extern "C" fn point_callout(ctx: *mut ThreadContext, arg: u64) {
+    crate::tools::callouts::note(crate::tools::callouts::Kind::SuppressPoint);
     // SAFETY: as in `guard_callout` (`arg` is a boxed PointCheck).
     let (ctx, c) = unsafe { (&mut *ctx, &*(arg as *const PointCheck)) };
     // SAFETY: as above.
@@ -367,6 +378,7 @@ pub(super) fn hit(ctx: &mut ThreadContext, st: &mut State, point: Point, pc: u64
 /// not made and what it would have written is corrupt, as for a suppressed store. A string
 /// store is skipped whole, its registers moved on as if it had run.
 pub(super) extern "C" fn call_store_callout(ctx: *mut ThreadContext, arg: u64) {
+    crate::tools::callouts::note(crate::tools::callouts::Kind::SuppressCallStore);
     // SAFETY: as in `guard_callout` (`arg` is a boxed PointCheck).
     let (ctx, c) = unsafe { (&mut *ctx, &*(arg as *const PointCheck)) };
     // SAFETY: as above.

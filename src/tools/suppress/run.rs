@@ -114,6 +114,7 @@ struct HeapSite {
 
 /// At an allocation function's entry, `ret` or jump out, in a run with redzones.
 extern "C" fn heap_hook(ctx: *mut ThreadContext, arg: u64) {
+    crate::tools::callouts::note(crate::tools::callouts::Kind::SuppressHeapHook);
     // SAFETY: rtg_callout passes this thread's context; `arg` is a `HeapSite` the tool keeps,
     // whose tool is boxed for the whole run and touched by one thread at a time (the one
     // holding the baton, which is running this call-out, not any other of its methods).
@@ -1613,6 +1614,7 @@ const ENTRY_INSTANCE: u64 = 1 << 24;
 /// so a search names the same instances whatever the environment holds. Still increasing, so
 /// "most recent" comparisons hold across the jump.
 extern "C" fn restart_count(ctx: *mut ThreadContext, arg: u64) {
+    crate::tools::callouts::note(crate::tools::callouts::Kind::SuppressRestartCount);
     // SAFETY: rtg_callout passes this thread's context; `arg` is the tool's boxed flag, which
     // lives as long as translations exist.
     let (ctx, done) = unsafe { (&mut *ctx, &*(arg as *const std::sync::atomic::AtomicBool)) };

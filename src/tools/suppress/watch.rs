@@ -72,6 +72,7 @@ fn address(ctx: &ThreadContext, regs: &[u64; 16], m: &UsedMemory) -> u64 {
 
 /// A store's range came within the watch window (the inline test): the exact check.
 pub(super) extern "C" fn store_callout(ctx: *mut ThreadContext, arg: u64) {
+    crate::tools::callouts::note(crate::tools::callouts::Kind::SuppressWatchStore);
     // SAFETY: rtg_callout passes this thread's context; `arg` is a boxed WatchCheck the tool
     // keeps for as long as translations exist, and its state outlives it.
     let (ctx, c) = unsafe { (&mut *ctx, &*(arg as *const WatchCheck)) };
@@ -85,6 +86,7 @@ pub(super) extern "C" fn store_callout(ctx: *mut ThreadContext, arg: u64) {
 /// Before a string store (`movs`, `stos`): the range it is about to write, forwards (glibc's
 /// copies run forwards; a backward one is taken at its first element).
 pub(super) extern "C" fn string_before(ctx: *mut ThreadContext, arg: u64) {
+    crate::tools::callouts::note(crate::tools::callouts::Kind::SuppressWatchStringBefore);
     // SAFETY: as in `store_callout`.
     let (ctx, c) = unsafe { (&mut *ctx, &*(arg as *const WatchCheck)) };
     // SAFETY: as above.
@@ -97,6 +99,7 @@ pub(super) extern "C" fn string_before(ctx: *mut ThreadContext, arg: u64) {
 
 /// After it: its origins were moved by the propagation's call-out; the watched bytes take them.
 pub(super) extern "C" fn string_after(_ctx: *mut ThreadContext, arg: u64) {
+    crate::tools::callouts::note(crate::tools::callouts::Kind::SuppressWatchStringAfter);
     // SAFETY: as in `store_callout`.
     let c = unsafe { &*(arg as *const WatchCheck) };
     // SAFETY: as above.

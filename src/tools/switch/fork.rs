@@ -39,7 +39,7 @@ pub struct SwitchFork {
 
 impl SwitchFork {
     pub fn new(checkpoints: Checkpoints, budget: u64, expected: Option<Vec<u8>>, program: String) -> Result<SwitchFork, rtgrind_jit::claims::ClaimError> {
-        let trigger = ForkTrigger::new("the fork search's forward run")?;
+        let trigger = ForkTrigger::new("the fork search's forward run", crate::tools::callouts::Kind::SwitchForkPoint)?;
         let outcome = super::run::claim_outcome()?;
         Ok(SwitchFork { checkpoints, budget, expected, main: (0, 0), program, child: None, output: None, retranslate: false, site: 0, trigger, outcome })
     }

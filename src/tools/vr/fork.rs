@@ -56,7 +56,7 @@ impl VrFork {
         program: String,
         expected: Option<Vec<u8>>,
     ) -> Result<VrFork, rtgrind_jit::claims::ClaimError> {
-        let trigger = ForkTrigger::new("value replacement's forward run")?;
+        let trigger = ForkTrigger::new("value replacement's forward run", crate::tools::callouts::Kind::VrForkPoint)?;
         Ok(VrFork { checkpoints, plan, budget, main: (0, 0), program, trigger, child: None, retranslate: None, expected, output: None })
     }
 

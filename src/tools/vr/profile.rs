@@ -62,6 +62,7 @@ impl Profile {
 }
 
 extern "C" fn hit(ctx: *mut ThreadContext, arg: u64) {
+    crate::tools::callouts::note(crate::tools::callouts::Kind::VrHit);
     // SAFETY: rtg_callout passes this thread's context; `arg` is a Probe the tool keeps for as
     // long as translations exist, whose state is the tool's boxed State.
     let (ctx, p) = unsafe { (&*ctx, &*(arg as *const Probe)) };

@@ -66,6 +66,7 @@ impl Replace {
 }
 
 extern "C" fn apply(ctx: *mut ThreadContext, arg: u64) {
+    crate::tools::callouts::note(crate::tools::callouts::Kind::VrApply);
     // SAFETY: rtg_callout passes this thread's context; `arg` is a Probe the tool keeps, its
     // state the tool's boxed State.
     let (ctx, p) = unsafe { (&mut *ctx, &*(arg as *const Probe)) };
@@ -83,6 +84,7 @@ extern "C" fn apply(ctx: *mut ThreadContext, arg: u64) {
 }
 
 extern "C" fn put_back(ctx: *mut ThreadContext, arg: u64) {
+    crate::tools::callouts::note(crate::tools::callouts::Kind::VrPutBack);
     // SAFETY: as in `apply`.
     let (ctx, p) = unsafe { (&mut *ctx, &*(arg as *const Probe)) };
     // SAFETY: as above.
