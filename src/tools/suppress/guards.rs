@@ -76,9 +76,10 @@ pub(super) struct State {
     /// Each thread's table of segment entries, in a run that traces (`ordinals`).
     pub(super) rings: Vec<(u64, u64)>,
     /// Blocks entered to go on with an execution (after an instruction skipped, or to run one
-    /// again in a new translation), not executions of their own: (thread, start, block
-    /// instance; the same as the execution's).
-    pub(super) continued: std::collections::HashSet<(u64, u64, u64)>,
+    /// again in a new translation), not executions of their own, by (thread, start): how many,
+    /// and the block instances (the same as the execution's) of the last of them
+    /// (`ordinals::Continued`).
+    pub(super) continued: std::collections::HashMap<(u64, u64), super::ordinals::Continued>,
 }
 
 /// The thread goes on at `pc` in the same execution of its block (an instruction skipped, or
@@ -86,7 +87,7 @@ pub(super) struct State {
 /// instances stay those of a run without the skip, and noted as no execution of its own.
 pub(super) fn go_on_at(ctx: &mut ThreadContext, st: &mut State, pc: u64) {
     *shadow::word(ctx, area::REDIRECT) = pc;
-    st.continued.insert((origin::thread(ctx.counter) as u64, pc, origin::instance(ctx.counter)));
+    st.continued.entry((origin::thread(ctx.counter) as u64, pc)).or_default().note(origin::instance(ctx.counter));
     ctx.counter -= origin::BLOCK_STEP;
 }
 
@@ -195,6 +196,10 @@ pub(super) fn address_corrupt(ctx: &mut ThreadContext, ins: &Instruction) -> boo
     [ins.memory_base(), ins.memory_index()].into_iter().filter_map(shadow::gpr_number).filter(|&n| n != 4).any(|n| *shadow::gpr(ctx, n) != 0)
 }
 
+/// `RTGRIND_SUPPRESS_TRACE` set: each guard's event is printed (debugging). Read once (a
+/// getenv per event was a tenth of a hot loop's suppression run).
+static TRACE: std::sync::LazyLock<bool> = std::sync::LazyLock::new(|| std::env::var_os("RTGRIND_SUPPRESS_TRACE").is_some());
+
 pub(super) extern "C" fn guard_callout(ctx: *mut ThreadContext, arg: u64) {
     // SAFETY: rtg_callout passes this thread's context; `arg` is a boxed Guard the tool keeps
     // for as long as translations exist, and its state outlives it.
@@ -214,7 +219,7 @@ pub(super) extern "C" fn guard_callout(ctx: *mut ThreadContext, arg: u64) {
         GuardKind::Divide => Kind::SuppressGuardDivide,
         GuardKind::FrameLost => Kind::SuppressGuardFrameLost,
     });
-    if std::env::var_os("RTGRIND_SUPPRESS_TRACE").is_some() {
+    if *TRACE {
         eprintln!("suppress-trace: {:?} at {:#x} `{}` rsp={:#x}", g.kind, ins.ip(), fmt(ins), ctx.callout_regs[4]);
     }
     match g.kind {

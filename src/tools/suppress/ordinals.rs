@@ -209,12 +209,39 @@ pub fn record(b: &mut Inline, id: u32) {
     b.release_scratch();
 }
 
+/// The entries of one segment (by one thread) that are no executions of their own (see
+/// `State::continued`): how many, and the block instances of the most recent. Only those the
+/// segment's ring still keeps matter to `ordinal`, and they are among the last `RING` entries
+/// of the segment; `KEPT` of them are kept (a guard in a hot loop goes on after each event: a
+/// set of all 20 million once took most of a suppression run's time and a gigabyte).
+#[derive(Clone, Debug, Default)]
+pub struct Continued {
+    pub count: u64,
+    pub recent: std::collections::VecDeque<u64>,
+}
+
+impl Continued {
+    const KEPT: usize = 4 * RING;
+
+    /// One more entry, at block instance `instance`, unless noted at that instance already (a
+    /// thread's instances never go down, so that is the last one noted).
+    pub fn note(&mut self, instance: u64) {
+        if self.recent.back() == Some(&instance) {
+            return;
+        }
+        self.count += 1;
+        if self.recent.len() == Self::KEPT {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(instance);
+    }
+}
+
 /// The ordinal of the execution of `pc` at block instance `instance` by the thread whose
 /// table is `table`: how many times the thread ran `pc` up to then. None if a segment holding
 /// it no longer keeps that instance (or never did). `continued`: the thread's entries of
-/// segments that are no executions of their own, as (segment start, block instance) (see
-/// `State::continued`).
-pub fn ordinal(segments: &Segments, table: u64, pc: u64, instance: u64, continued: &std::collections::HashSet<(u64, u64)>) -> Option<u64> {
+/// segments that are no executions of their own, by segment start (see `State::continued`).
+pub fn ordinal(segments: &Segments, table: u64, pc: u64, instance: u64, continued: &std::collections::HashMap<u64, Continued>) -> Option<u64> {
     let ids = segments.holding(pc)?;
     let (mut total, mut found) = (0u64, false);
     for &id in ids {
@@ -227,10 +254,12 @@ pub fn ordinal(segments: &Segments, table: u64, pc: u64, instance: u64, continue
         let mut after = 0;
         // Entries that are no executions of their own: the count goes back by all of them
         // (those the ring no longer keeps came before the definition, see below).
-        total = total.wrapping_sub(continued.iter().filter(|c| c.0 == start).count() as u64);
+        let went_on = continued.get(&start);
+        total = total.wrapping_sub(went_on.map_or(0, |c| c.count));
+        let went_on: std::collections::HashSet<u64> = went_on.map(|c| c.recent.iter().copied().collect()).unwrap_or_default();
         for j in n + 1 - kept..=n {
             let inst = origin::instance(rec[1 + (j % RING as u64) as usize]);
-            if continued.contains(&(start, inst)) {
+            if went_on.contains(&inst) {
                 continue;
             }
             if inst > instance {
@@ -274,12 +303,12 @@ mod tests {
             rec[0] += 1;
             rec[1 + (rec[0] % RING as u64) as usize] = origin::thread_bits(0) | instance << origin::INSTANCE_SHIFT;
         };
-        let mut continued = std::collections::HashSet::new();
+        let mut continued = std::collections::HashMap::<u64, Continued>::new();
         for e in 1..=300u64 {
             enter(0, 10 * e);
             if e == 5 || e == 290 {
                 enter(1, 10 * e);
-                continued.insert((0x1004, 10 * e));
+                continued.entry(0x1004).or_default().note(10 * e);
             }
         }
         let at = |pc: u64, instance: u64| ordinal(&segments, table.as_ptr() as u64, pc, instance, &continued);
@@ -291,5 +320,21 @@ mod tests {
         assert_eq!(at(0x1004, 450), Some(45));
         // An instance no execution had.
         assert_eq!(at(0x1000, 2955), None);
+    }
+
+    /// A segment gone on in at every entry keeps its count and only its most recent instances.
+    #[test]
+    fn continuations_keep_their_count_and_the_recent_instances() {
+        let mut c = Continued::default();
+        for e in 1..=10_000u64 {
+            c.note(10 * e);
+        }
+        assert_eq!(c.count, 10_000);
+        assert_eq!(c.recent.len(), Continued::KEPT);
+        assert_eq!(c.recent.front(), Some(&(10 * (10_001 - Continued::KEPT as u64))));
+        assert_eq!(c.recent.back(), Some(&100_000));
+        // The same entry again (a second skip in the same execution) counts once.
+        c.note(100_000);
+        assert_eq!(c.count, 10_000);
     }
 }

@@ -1523,7 +1523,7 @@ impl SuppressRun {
     /// The ordinal of `thread`'s execution of `pc` at block instance `block` (`ordinals`).
     fn ordinal(&self, thread: u64, pc: u64, block: u64) -> Option<u64> {
         let &(_, table) = self.state.rings.iter().find(|r| r.0 == thread)?;
-        let continued = self.state.continued.iter().filter(|c| c.0 == thread).map(|c| (c.1, c.2)).collect();
+        let continued = self.state.continued.iter().filter(|(k, _)| k.0 == thread).map(|(k, c)| (k.1, c.clone())).collect();
         ordinals::ordinal(&self.segments, table, pc, block, &continued)
     }
 
