@@ -20,10 +20,12 @@
 # `--suppress-plan`/`--suppress-out`).
 #
 # Median of RUNS (default 3) wall times per cell, each with its ratio to native, from the same
-# run of the script; the load average at the start and end is printed.
-# Usage: bash benches/live-load.sh [RUNS]
+# run of the script; the load average at the start and end is printed. PART: `taint` or
+# `suppress` for one table only (both by default).
+# Usage: bash benches/live-load.sh [RUNS] [PART]
 set -u
 runs=${1:-3}
+part=${2:-all}
 root=$(cd "$(dirname "$0")/.." && pwd)
 rt=$root/target/release/rtgrind
 work=$(mktemp -d /tmp/rtgrind-live-load.XXXXXX)
@@ -57,26 +59,29 @@ from() {
 cell() { echo "$1 s ($(ratio "$1" "$2")x)"; }
 
 echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores; $runs runs per cell"
-echo
-echo "| workload (stdin) | native | --tool=none | taint, nothing tainted | taint, stdin tainted | taint + origins, stdin tainted | memcheck | memcheck --track-origins=yes |"
-echo "|---|---:|---:|---:|---:|---:|---:|---:|"
-row() { # label, input, command...
-    local label=$1 input=$2
-    shift 2
-    local n none clean taint orig mc mco
-    n=$(median from "$input" "$@")
-    none=$(median from "$input" "$rt" -q --tool=none "$@")
-    clean=$(median from "$input" "$rt" -q --tool=taint --taint-input="$work/unread" --log-file=/dev/null "$@")
-    taint=$(median from "$input" "$rt" -q --tool=taint --taint-input=stdin --log-file=/dev/null "$@")
-    orig=$(median from "$input" "$rt" -q --tool=taint --taint-input=stdin --track-origins=yes --log-file=/dev/null "$@")
-    mc=$(median from "$input" valgrind -q --tool=memcheck "$@")
-    mco=$(median from "$input" valgrind -q --tool=memcheck --track-origins=yes "$@")
-    echo "| $label | $n s | $(cell "$none" "$n") | $(cell "$clean" "$n") | $(cell "$taint" "$n") | $(cell "$orig" "$n") | $(cell "$mc" "$n") | $(cell "$mco" "$n") |"
-}
-row "gzip -6 -c (10 MiB)" "$work/in10" gzip -6 -c
-row "sha256sum (10 MiB)" "$work/in10" sha256sum
-row "python3 json.load ($(($(stat -c %s "$work/in.json") / 1000000)) MB)" "$work/in.json" "$py" -c 'import json,sys; json.load(sys.stdin)'
-row "compress kernel (4 MiB of it)" "$work/in10" "$work/compress" -
+if [ "$part" != suppress ]; then
+    echo
+    echo "| workload (stdin) | native | --tool=none | taint, nothing tainted | taint, stdin tainted | taint + origins, stdin tainted | memcheck | memcheck --track-origins=yes |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+    row() { # label, input, command...
+        local label=$1 input=$2
+        shift 2
+        local n none clean taint orig mc mco
+        n=$(median from "$input" "$@")
+        none=$(median from "$input" "$rt" -q --tool=none "$@")
+        clean=$(median from "$input" "$rt" -q --tool=taint --taint-input="$work/unread" --log-file=/dev/null "$@")
+        taint=$(median from "$input" "$rt" -q --tool=taint --taint-input=stdin --log-file=/dev/null "$@")
+        orig=$(median from "$input" "$rt" -q --tool=taint --taint-input=stdin --track-origins=yes --log-file=/dev/null "$@")
+        mc=$(median from "$input" valgrind -q --tool=memcheck "$@")
+        mco=$(median from "$input" valgrind -q --tool=memcheck --track-origins=yes "$@")
+        echo "| $label | $n s | $(cell "$none" "$n") | $(cell "$clean" "$n") | $(cell "$taint" "$n") | $(cell "$orig" "$n") | $(cell "$mc" "$n") | $(cell "$mco" "$n") |"
+    }
+    row "gzip -6 -c (10 MiB)" "$work/in10" gzip -6 -c
+    row "sha256sum (10 MiB)" "$work/in10" sha256sum
+    row "python3 json.load ($(($(stat -c %s "$work/in.json") / 1000000)) MB)" "$work/in.json" "$py" -c 'import json,sys; json.load(sys.stdin)'
+    row "compress kernel (4 MiB of it)" "$work/in10" "$work/compress" -
+fi
+[ "$part" = taint ] && { echo; echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"; exit 0; }
 
 # The suppression workload.
 long=AAAAAAAAAAAAAAAA$'\x01\x01\x01\x01'
