@@ -78,7 +78,7 @@ if [ "$part" != suppress ]; then
     }
     row "gzip -6 -c (10 MiB)" "$work/in10" gzip -6 -c
     row "sha256sum (10 MiB)" "$work/in10" sha256sum
-    row "python3 json.load ($(($(stat -c %s "$work/in.json") / 1000000)) MB)" "$work/in.json" "$py" -c 'import json,sys; json.load(sys.stdin)'
+    row "python3 json.load ($((($(stat -c %s "$work/in.json") + 500000) / 1000000)) MB)" "$work/in.json" "$py" -c 'import json,sys; json.load(sys.stdin)'
     row "compress kernel (4 MiB of it)" "$work/in10" "$work/compress" -
 fi
 [ "$part" = taint ] && { echo; echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"; exit 0; }
