@@ -437,12 +437,19 @@ fn named_failures_exit_code_stderr_and_output() {
     let root = place("status_flag", "root", "main");
     for failure in ["exit-code".to_string(), "stderr:bad status [0-9]+".to_string(), format!("output:{}", expected.display())] {
         let opt = format!("--failure={failure}");
-        let out = run_rtgrind(["--tool=suppress", opt.as_str()], &Cmd::new(&exe).arg("ABCDEFGHIJKLMNOP"));
+        // (In its own directory: a layout the search finds is saved in the working directory.)
+        let out = run_rtgrind(["--tool=suppress", opt.as_str()], &Cmd::new(&exe).arg("ABCDEFGHIJKLMNOP").cwd(&dir));
         let err = out.stderr_str();
         assert_eq!(out.status.code(), Some(1), "{failure}: {}", out.describe());
         let head = headline(&err);
-        assert!(head.contains(&format!("{root}, inside ")) && head.contains("strcpy"), "{failure}:\n{err}");
-        assert_eq!(runs(&err), 4, "{failure}:\n{err}");
+        assert!(head.contains(&format!("{root}, inside ")) && head.contains("strcpy") && !head.contains("failed otherwise"), "{failure}:\n{err}");
+        // 4 runs where the C library's strcpy writes the status in one store; where it copies
+        // the 17 bytes as two overlapping stores (glibc's strcpy-avx2 on AMD family 26), the
+        // second is suppressed first, then the call whole, and the layout check follows: 7.
+        // (The call's suppression ends when it returns: the exit path after `main` returned,
+        // below the call's old frame, takes its locks; before, its stores were taken for the
+        // call's and suppressed, and the run crashed at exit, "failed otherwise".)
+        assert!([4, 7].contains(&runs(&err)), "{failure}:\n{err}");
         // A short name does not fail that way (its expected output is its own).
         let short = "ABCDEF";
         let expected_short = dir.join("expected-short.txt");

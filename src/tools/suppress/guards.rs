@@ -400,6 +400,13 @@ pub(super) extern "C" fn call_store_callout(ctx: *mut ThreadContext, arg: u64) {
         // The call is over (left by a longjmp): its word is stale.
         return;
     }
+    let mut slot = [0u8; 8];
+    if !crate::kernel::guest_mem::read(frame, &mut slot) || u64::from_le_bytes(slot) != *shadow::word(ctx, area::CALL_SITE) {
+        // The call returned and its frame has been used again since (the exit path after the
+        // program's `main` returned, below it): the return address it pushed is gone. What
+        // runs now is not the call's.
+        return;
+    }
     let string = ins.is_string_instruction();
     let (ea, len) = if string {
         let size = u64::from(ins.memory_size().size().max(1) as u32);
