@@ -510,6 +510,10 @@ impl Runtime {
                 self.handle_fault(info);
             }
             TranslateError::Invalid(pc) => self.handle_fault(SigInfo::new(libc::SIGILL, 2 /* ILL_ILLOPN */, pc)),
+            TranslateError::Cache(e) if crate::kernel::raw::seccomp_filtered() => {
+                self.p().report.error(&format!("unsupported: {e}: {}", crate::kernel::raw::SECCOMP_DENIED));
+                self.finish_and_exit(crate::EXIT_UNSUPPORTED);
+            }
             TranslateError::Cache(e) => {
                 self.p().report.error(&format!("{e}"));
                 self.finish_and_exit(crate::EXIT_INTERNAL);

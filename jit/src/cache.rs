@@ -461,10 +461,15 @@ const RW_PLACE: u64 = 0x5100_0000_0000;
 /// if that whole slice is taken).
 fn rw_view(fd: i32) -> std::io::Result<u64> {
     let step = ARENA_SIZE as u64;
-    (0..(1u64 << 40) / step)
-        .map(|k| RW_PLACE + k * step)
-        .find_map(|at| map(at, fd, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_FIXED_NOREPLACE).ok())
-        .map_or_else(|| map(0, fd, libc::PROT_READ | libc::PROT_WRITE, 0), Ok)
+    for k in 0..(1u64 << 40) / step {
+        match map(RW_PLACE + k * step, fd, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_FIXED_NOREPLACE) {
+            Ok(p) => return Ok(p),
+            // Only a place taken is worth another try (not a seccomp filter's denial).
+            Err(e) if e.raw_os_error() != Some(libc::EEXIST) => return Err(e),
+            Err(_) => {}
+        }
+    }
+    map(0, fd, libc::PROT_READ | libc::PROT_WRITE, 0)
 }
 
 fn map(addr: u64, fd: i32, prot: i32, extra: i32) -> std::io::Result<u64> {
@@ -473,6 +478,11 @@ fn map(addr: u64, fd: i32, prot: i32, extra: i32) -> std::io::Result<u64> {
     let p = unsafe { libc::mmap(addr as *mut libc::c_void, ARENA_SIZE, prot, libc::MAP_SHARED | extra, fd, 0) };
     if p == libc::MAP_FAILED {
         return Err(std::io::Error::last_os_error());
+    }
+    if p as u64 & 0xfff != 0 {
+        // A seccomp filter's SECCOMP_RET_TRAP skipped the call, which then "returns" its own
+        // number (the kernel rolls rax back to it) and raises SIGSYS.
+        return Err(std::io::Error::from_raw_os_error(libc::ENOSYS));
     }
     if extra & libc::MAP_FIXED_NOREPLACE != 0 && p as u64 != addr {
         // SAFETY: an old kernel ignored the hint; undo our own fresh mapping.
@@ -512,9 +522,13 @@ impl Arena {
             if cand < 0x1000_0000 || cand + step > 0x7fff_ffff_f000 {
                 continue;
             }
-            if let Ok(p) = map(cand, fd.as_raw_fd(), libc::PROT_READ | libc::PROT_EXEC, libc::MAP_FIXED_NOREPLACE) {
-                exec = Some(p);
-                break;
+            match map(cand, fd.as_raw_fd(), libc::PROT_READ | libc::PROT_EXEC, libc::MAP_FIXED_NOREPLACE) {
+                Ok(p) => {
+                    exec = Some(p);
+                    break;
+                }
+                Err(e) if e.raw_os_error() != Some(libc::EEXIST) => return Err(e),
+                Err(_) => {}
             }
         }
         let exec = exec.ok_or_else(|| std::io::Error::from_raw_os_error(libc::ENOMEM))?;

@@ -87,6 +87,9 @@ fn raw_mmap(addr: u64, len: u64, prot: i32, flags: i32, fd: i32, off: u64) -> Re
     let p = unsafe { libc::mmap(addr as *mut libc::c_void, len as usize, prot, flags, fd, off as i64) };
     if p == libc::MAP_FAILED {
         Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::ENOMEM))
+    } else if p as u64 & (PAGE - 1) != 0 {
+        // A seccomp filter's SECCOMP_RET_TRAP skipped the call, which "returns" its own number.
+        Err(libc::ENOSYS)
     } else {
         Ok(p as u64)
     }

@@ -168,6 +168,15 @@ pub fn set_affinity(mask: &[u64; 16]) -> bool {
     unsafe { syscall6(libc::SYS_sched_setaffinity as u64, [0, 128, mask.as_ptr() as u64, 0, 0, 0]) == 0 }
 }
 
+/// Whether the process runs under a seccomp filter (the guest's: rtgrind installs none), which
+/// applies to rtgrind's own system calls too (`Seccomp:` 2 in `/proc/self/status`).
+pub fn seccomp_filtered() -> bool {
+    std::fs::read_to_string("/proc/self/status").is_ok_and(|s| s.lines().any(|l| l.split_once(':').is_some_and(|(k, v)| k == "Seccomp" && v.trim() == "2")))
+}
+
+/// What rtgrind says when one of its own calls fails under the guest's seccomp filter.
+pub const SECCOMP_DENIED: &str = "the program's seccomp filter applies to rtgrind's own system calls too";
+
 /// The CPU the calling thread runs on now.
 pub fn current_cpu() -> Option<u32> {
     let mut cpu = 0u32;

@@ -508,6 +508,16 @@ impl Runtime {
     pub fn fork_process(&mut self, flags: u64, parent_tid: u64, child_tid: u64) -> i64 {
         let snap = match self.p().cache.prepare_fork() {
             Ok(s) => s,
+            Err(e) if raw::seccomp_filtered() => {
+                // Natively the fork needs no new mapping; rtgrind's copy of its code cache
+                // does, and the filter denied it: say so rather than fail the guest's fork.
+                let pc = self.ctx.rip - 2;
+                let p = self.p();
+                let place = p.report.describe_pc(pc, &p.mem);
+                p.report
+                    .error(&format!("unsupported: fork at {pc:#x}{place}: rtgrind cannot copy its code cache for the child ({e}): {}", raw::SECCOMP_DENIED));
+                self.finish_and_exit(crate::EXIT_UNSUPPORTED);
+            }
             Err(_) => return -(libc::ENOMEM as i64),
         };
         self.p().report.flush();

@@ -26,6 +26,135 @@ fn read_u32(addr: u64) -> Option<u32> {
     guest_mem::read(addr, &mut b).then(|| u32::from_le_bytes(b))
 }
 
+/// Where the host stacks of guest threads go: a slice of the address space no guest has
+/// anything in (between the code cache's writable views at 0x5100_0000_0000 and PIE programs
+/// at 0x5555_..., apart from the shadow slices). Left to glibc (std's threads), each went right
+/// below its guest thread's stack, among the guest's mappings: a guest store a few MiB below a
+/// thread stack, which natively faults, wrote into rtgrind's stack without a fault.
+const HOST_STACKS: u64 = 0x5200_0000_0000;
+/// A host thread's stack (glibc puts the thread's TLS and descriptor at its top).
+const HOST_STACK: u64 = 2 << 20;
+/// Each stack sits at the top of a slot of twice its size whose lower half stays PROT_NONE:
+/// a guard below every stack, and the next slot's guard above it.
+const STACK_SLOT: u64 = 2 * HOST_STACK;
+
+/// The host stacks made so far: the next slot to try, the threads running on them (a stack
+/// is taken again once its thread has exited: `pthread_tryjoin_np`) and the unused ones.
+struct HostStacks {
+    next: u64,
+    pid: i32,
+    used: Vec<(libc::pthread_t, u64)>,
+    free: Vec<u64>,
+}
+
+static HOST_STACK_POOL: std::sync::Mutex<HostStacks> = std::sync::Mutex::new(HostStacks { next: 0, pid: 0, used: Vec::new(), free: Vec::new() });
+
+/// The low end of a host stack of `HOST_STACK` bytes with a guard gap below and above it, in
+/// the `HOST_STACKS` slice (or where the kernel puts it if the slice is full), or one an
+/// exited thread left.
+fn host_stack(pool: &mut HostStacks) -> Option<u64> {
+    // SAFETY: getpid has no arguments and no side effects.
+    let pid = unsafe { libc::getpid() };
+    if pool.pid != pid {
+        // A forked child: the threads are its parent's (their stacks are left as they are).
+        pool.pid = pid;
+        pool.used.clear();
+    }
+    if let Some(s) = pool.free.pop() {
+        return Some(s);
+    }
+    if let Some(i) = pool.used.iter().position(|&(t, _)| {
+        // SAFETY: `t` is a joinable thread of this process not joined yet; joining it when it
+        // has exited (its kernel tid cleared) frees only glibc's descriptor, not the stack.
+        unsafe { libc::pthread_tryjoin_np(t, std::ptr::null_mut()) == 0 }
+    }) {
+        return Some(pool.used.swap_remove(i).1);
+    }
+    let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE;
+    let slots = (1u64 << 40) / STACK_SLOT;
+    let mut slot = None;
+    while pool.next < slots {
+        let at = HOST_STACKS + pool.next * STACK_SLOT;
+        pool.next += 1;
+        // SAFETY: MAP_FIXED_NOREPLACE never replaces an existing mapping.
+        let p = unsafe { libc::mmap(at as *mut libc::c_void, STACK_SLOT as usize, libc::PROT_NONE, flags | libc::MAP_FIXED_NOREPLACE, -1, 0) };
+        if p as u64 == at {
+            slot = Some(at);
+            break;
+        }
+        if p != libc::MAP_FAILED && p as u64 & 0xfff != 0 {
+            // A seccomp filter's SECCOMP_RET_TRAP skipped the call (it "returns" its number).
+            pool.next -= 1;
+            return None;
+        }
+        if p != libc::MAP_FAILED {
+            // SAFETY: an old kernel placed our fresh mapping elsewhere; it is ours to drop.
+            unsafe { libc::munmap(p, STACK_SLOT as usize) };
+        }
+        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EEXIST) {
+            // Not a slot taken: no memory, or a seccomp filter. Try again next time.
+            pool.next -= 1;
+            return None;
+        }
+    }
+    let slot = match slot {
+        Some(s) => s,
+        None => {
+            // SAFETY: a fresh anonymous mapping where the kernel likes.
+            let p = unsafe { libc::mmap(std::ptr::null_mut(), STACK_SLOT as usize, libc::PROT_NONE, flags, -1, 0) };
+            if p == libc::MAP_FAILED || p as u64 & 0xfff != 0 {
+                return None;
+            }
+            p as u64
+        }
+    };
+    let stack = slot + STACK_SLOT - HOST_STACK;
+    // SAFETY: the upper half of the slot just mapped, ours alone.
+    if unsafe { libc::mprotect(stack as *mut libc::c_void, HOST_STACK as usize, libc::PROT_READ | libc::PROT_WRITE) } != 0 {
+        // SAFETY: the slot was just mapped and is not used.
+        unsafe { libc::munmap(slot as *mut libc::c_void, STACK_SLOT as usize) };
+        return None;
+    }
+    Some(stack)
+}
+
+/// Runs `f` on a new host thread whose stack is a `host_stack`. The thread never returns
+/// (it ends with a raw `exit`, so glibc's own cleanup never runs: the stack is reused once
+/// `pthread_tryjoin_np` says the thread is gone). Returns whether it was started.
+fn spawn_on_host_stack(f: Box<dyn FnOnce() + Send>) -> bool {
+    extern "C" fn start(arg: *mut libc::c_void) -> *mut libc::c_void {
+        // SAFETY: `arg` is the box `spawn_on_host_stack` leaked for this thread alone.
+        let f = unsafe { Box::from_raw(arg as *mut Box<dyn FnOnce() + Send>) };
+        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err() {
+            // The panic hook has reported it; unwinding into glibc is not allowed.
+            std::process::abort();
+        }
+        std::ptr::null_mut()
+    }
+    let mut pool = HOST_STACK_POOL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(stack) = host_stack(&mut pool) else { return false };
+    let arg = Box::into_raw(Box::new(f)) as *mut libc::c_void;
+    // SAFETY: the attribute object is initialised before use and destroyed after; the stack
+    // is ours, `HOST_STACK` bytes, and used by this thread alone until it has exited.
+    let (r, thread) = unsafe {
+        let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+        libc::pthread_attr_init(&mut attr);
+        libc::pthread_attr_setstack(&mut attr, stack as *mut libc::c_void, HOST_STACK as usize);
+        let mut thread: libc::pthread_t = 0;
+        let r = libc::pthread_create(&mut thread, &attr, start, arg);
+        libc::pthread_attr_destroy(&mut attr);
+        (r, thread)
+    };
+    if r != 0 {
+        // SAFETY: the thread was not created, so the box is still ours.
+        drop(unsafe { Box::from_raw(arg as *mut Box<dyn FnOnce() + Send>) });
+        pool.free.push(stack);
+        return false;
+    }
+    pool.used.push((thread, stack));
+    true
+}
+
 impl Runtime {
     /// A new guest thread. Returns its tid (or a negative errno).
     pub(crate) fn clone_thread(&mut self, a: [u64; 6]) -> i64 {
@@ -79,7 +208,7 @@ impl Runtime {
         let (tx, rx) = std::sync::mpsc::channel::<i32>();
         let moved = SendRuntime(rt);
         // (Unnamed: the thread has its creator's name, as natively, not one of rtgrind's.)
-        let spawned = std::thread::Builder::new().stack_size(2 << 20).spawn(move || {
+        let spawned = spawn_on_host_stack(Box::new(move || {
             let mut rt = moved;
             rt.0.sig.enter_host_thread(&mut rt.0.ctx);
             // SAFETY: gettid has no arguments and no side effects.
@@ -88,8 +217,8 @@ impl Runtime {
             let q = rt.0.p().sched.syscall_end(rt.0.index);
             rt.0.set_quantum(q);
             rt.0.run()
-        });
-        if spawned.is_err() {
+        }));
+        if !spawned {
             return -(libc::EAGAIN as i64);
         }
         let Ok(tid) = rx.recv() else { return -(libc::EAGAIN as i64) };
