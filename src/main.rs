@@ -95,6 +95,7 @@ const COMMANDS: [(&str, Command); 5] = [
 ];
 
 fn main() {
+    run::started();
     keep_heap_apart();
     // (`rtgrind triage ...`, `symbolize ...`, `schema ...`, `completions ...` and `manpage` are
     // commands of their own, with their own options.)
@@ -285,6 +286,7 @@ fn run_guest(cli: &cli::Cli, spec: &tools::ToolSpec, tool: Box<dyn tools::ToolRu
     ctx.rip = prog.start_pc();
     let mut cache = Box::new(rtgrind_jit::CodeCache::new());
     cache.virtual_tsc = repeat.is_some();
+    cache.profile = cli.stats;
     let sig = Signals::install(&mut ctx, &mut cache);
     kernel::signals::set_quiet(cli.quiet);
     let self_exe = std::fs::read_link("/proc/self/exe").unwrap_or_else(|_| PathBuf::from("rtgrind"));

@@ -12,17 +12,37 @@ use crate::kernel::sched::Scheduler;
 use crate::kernel::signals::{SigInfo, Signals};
 use crate::report::Reporter;
 use rtgrind_jit::context::{reg, EXIT_FAULT, EXIT_IBL_MISS, EXIT_PENDING, EXIT_SPECIAL_BASE};
+use rtgrind_jit::profile::{ticks, PHASE_NAMES};
 use rtgrind_jit::{dispatch, translate, BlockId, CodeCache, CodeSource, ExitId, ExitKind, ThreadContext, TranslateError};
 use std::path::PathBuf;
 
 #[derive(Default, Debug)]
 pub struct RunStats {
+    /// Time-stamp counter ticks linking exits and write-protecting code pages (`--stats`).
+    pub link_ticks: u64,
+    pub protect_ticks: u64,
     pub dispatches: u64,
     pub ibl_misses: u64,
     pub syscalls: u64,
     pub faults: u64,
     pub smc_invalidations: u64,
     pub threads: u64,
+}
+
+/// When rtgrind started (the clock and the time-stamp counter), for `--stats`: the run's
+/// time, and ticks to milliseconds.
+static STARTED: std::sync::OnceLock<(std::time::Instant, u64)> = std::sync::OnceLock::new();
+
+/// Notes the start (first thing in `main`).
+pub fn started() {
+    STARTED.get_or_init(|| (std::time::Instant::now(), ticks()));
+}
+
+/// Milliseconds since the start, and ticks per millisecond.
+fn run_time() -> (f64, f64) {
+    let (at, t0) = *STARTED.get_or_init(|| (std::time::Instant::now(), ticks()));
+    let ms = at.elapsed().as_secs_f64() * 1e3;
+    (ms, if ms > 0.0 { (ticks() - t0) as f64 / ms } else { 1e6 })
 }
 
 pub struct Config {
@@ -163,7 +183,11 @@ impl Runtime {
         }
         let id = translate(&mut p.cache, &mut Source(&p.mem), p.tool.as_mut() as &mut dyn rtgrind_jit::instrument::Tool, pc)?;
         let b = p.cache.block(id);
+        let t = p.cache.profile.then(ticks);
         p.mem.protect_code(b.guest_start, b.guest_end);
+        if let Some(t) = t {
+            p.stats.protect_ticks += ticks() - t;
+        }
         Ok(id)
     }
 
@@ -259,7 +283,11 @@ impl Runtime {
             if let Some(e) = link_from.take() {
                 let p = self.p();
                 if let Some(b) = p.cache.lookup(pc) {
+                    let t = p.cache.profile.then(ticks);
                     p.cache.link(e, b);
+                    if let Some(t) = t {
+                        p.stats.link_ticks += ticks() - t;
+                    }
                 }
             }
             self.interrupted_syscall = None;
@@ -665,7 +693,7 @@ impl Runtime {
                 s.dispatches, s.ibl_misses, s.syscalls, s.faults, s.threads
             ),
         ];
-        for l in lines.into_iter().chain(crate::tools::callouts::lines()) {
+        for l in lines.into_iter().chain(translation_lines(&c, &p.cache.profile_stats, s)).chain(crate::tools::callouts::lines()) {
             p.report.line(&l);
         }
     }
@@ -686,4 +714,52 @@ impl Runtime {
         // SAFETY: ending the process (all threads); guest buffers were flushed by the guest.
         unsafe { libc::_exit(code) }
     }
+}
+
+/// `--stats`' figures of translation: code size per block and guest instruction, time by
+/// phase (exclusive, adding up to the translation total), the runtime's work for new blocks,
+/// and how often each guest instruction was decoded.
+fn translation_lines(c: &rtgrind_jit::cache::CacheStats, t: &rtgrind_jit::profile::TranslateProfile, s: &RunStats) -> Vec<String> {
+    let (blocks, insns) = (c.blocks_translated.max(1) as f64, c.guest_insns_translated.max(1) as f64);
+    let (run_ms, per_ms) = run_time();
+    let ms = |ticks: u64| ticks as f64 / per_ms;
+    let total = ms(t.total_ticks);
+    let pct = |x: f64| if total > 0.0 { 100.0 * x / total } else { 0.0 };
+    let tool_decodes = crate::tools::TOOL_DECODES.load(std::sync::atomic::Ordering::Relaxed);
+    let mut v = vec![
+        format!(
+            "stats: per block {:.1} guest instructions, {:.0} bytes of code; {:.1} bytes of code per guest instruction",
+            c.guest_insns_translated as f64 / blocks,
+            c.bytes_used as f64 / blocks,
+            c.bytes_used as f64 / insns
+        ),
+        format!(
+            "stats: translation {total:.2} ms of the run's {run_ms:.2} ms ({:.0}%), {:.2} us per block, {:.0} ns per guest instruction:",
+            100.0 * total / run_ms.max(1e-9),
+            1e3 * total / blocks,
+            1e6 * total / insns
+        ),
+    ];
+    // Each time in a phase costs about one switch (a counter read), which the phase's time
+    // includes: taken out, and said on a line of its own.
+    let cost = rtgrind_jit::profile::switch_cost();
+    let mut timing = total;
+    for (i, (_, name)) in PHASE_NAMES.iter().enumerate() {
+        let x = (ms(t.phase_ticks[i]) - ms(1) * cost * t.phase_entries[i] as f64).max(0.0);
+        timing -= x;
+        v.push(format!("stats:   {name:<21} {x:>9.2} ms {:>5.1}%", pct(x)));
+    }
+    v.push(format!("stats:   {:<21} {:>9.2} ms {:>5.1}% ({} phase switches)", "(timing itself)", timing.max(0.0), pct(timing.max(0.0)), t.switches));
+    v.push(format!("stats: after translation: linking {:.2} ms, write-protecting code pages {:.2} ms", ms(s.link_ticks), ms(s.protect_ticks)));
+    v.push(format!(
+        "stats: decodes per translated instruction {:.2} (block {:.2}, flag look-ahead {:.2}, tool {:.2}); {:.2} passes over each block's body, {} blocks with two versions, {} built twice",
+        (t.decoded + t.lookahead_decoded + tool_decodes) as f64 / insns,
+        t.decoded as f64 / insns,
+        t.lookahead_decoded as f64 / insns,
+        tool_decodes as f64 / insns,
+        t.bodies as f64 / blocks,
+        t.two_version_blocks,
+        t.rebuilt
+    ));
+    v
 }

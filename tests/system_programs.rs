@@ -396,6 +396,32 @@ fn stats_on_stderr() {
     assert_eq!(rt.status.code(), Some(3), "{}", rt.describe());
     assert_eq!(rt.stdout, native.stdout, "--stats must not write to the guest's stdout");
     assert!(has_stats(&rt.stderr_str()), "--stats printed no `blocks ... translated` count:\n{}", rt.describe());
+    // Translation time by phase: every phase named, their times (and the timing's own) adding
+    // up to no more than the total (each printed rounded to 0.01 ms).
+    let err = rt.stderr_str();
+    let ms_after = |l: &str, key: &str| -> Option<f64> { l.split(key).nth(1)?.split_whitespace().next()?.parse().ok() };
+    let total = err.lines().find_map(|l| ms_after(l, "stats: translation ")).unwrap_or_else(|| panic!("no translation time:\n{err}"));
+    let phases = [
+        "fetch",
+        "decode",
+        "flag liveness",
+        "flag look-ahead",
+        "register analyses",
+        "tool hooks",
+        "encode (iced)",
+        "emit and bookkeeping",
+        "commit",
+        "(timing itself)",
+    ];
+    let mut sum = 0.0;
+    for name in phases {
+        let x = err.lines().find_map(|l| ms_after(l, &format!("stats:   {name} "))).unwrap_or_else(|| panic!("no phase `{name}`:\n{err}"));
+        sum += x;
+    }
+    assert!(total > 0.0 && sum <= total + 0.005 * phases.len() as f64, "phases add up to {sum} ms, more than the translation's {total} ms:\n{err}");
+    for key in ["bytes of code per guest instruction", "decodes per translated instruction"] {
+        assert!(err.contains(key), "no `{key}`:\n{err}");
+    }
 }
 
 #[test]

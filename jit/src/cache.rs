@@ -170,6 +170,9 @@ pub struct CodeCache {
     /// Whether every block entry is counted (forward links too), so a thread's count names
     /// each block it executes (instance names for `--stop-at`).
     pub count_all: bool,
+    /// Whether translations are timed by phase (`--stats`), and the totals.
+    pub profile: bool,
+    pub profile_stats: crate::profile::TranslateProfile,
 }
 
 /// Debugging aid: with `RTGRIND_DUMP_CODE=PREFIX`, every translation is also written to the

@@ -11,6 +11,7 @@ pub mod cpuid;
 pub mod dispatch;
 pub mod emit;
 pub mod instrument;
+pub mod profile;
 pub mod translate;
 
 pub use cache::{BlockId, CodeCache, ExitId, ExitKind, Fixup};

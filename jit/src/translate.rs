@@ -10,6 +10,7 @@ use crate::cache::{Block, BlockId, CacheError, CodeCache, Exit, ExitKind, Fixup,
 use crate::context::{reg, *};
 use crate::emit::{Asm, Label};
 use crate::instrument::{spill_slot, used_registers, Finished, Inline, InsnSite, Tool, Version, CLIENT_REQUEST};
+use crate::profile::{Phase, PhaseTimer};
 use iced_x86::{
     BlockEncoderOptions, Code, ConditionCode, Decoder, DecoderError, DecoderOptions, Encoder, FlowControl, Formatter, Instruction, InstructionInfoFactory,
     MemoryOperand, Mnemonic, NasmFormatter, OpKind, Register,
@@ -124,6 +125,8 @@ struct BlockBuilder {
     loop_head: Option<Label>,
     /// Registers stolen at a `jcc` back to the block's start in this translation.
     wants_pre_steal: u16,
+    /// The translation's phase timer (`--stats`).
+    prof: PhaseTimer,
 }
 
 /// A conditional branch's taken path out of the middle of a block while registers are stolen:
@@ -180,6 +183,7 @@ impl BlockBuilder {
             pre_steal,
             loop_head: None,
             wants_pre_steal: 0,
+            prof: PhaseTimer::default(),
         }
     }
 
@@ -201,7 +205,7 @@ impl BlockBuilder {
                 // No register is free here: the tool's code can only be position-independent
                 // moves of constants (assembled at 0).
                 let mut entry = Inline::new(0xffff, false, 0, Version::Full);
-                tool.full_entry(&mut entry);
+                self.prof.timed(Phase::ToolHooks, || tool.full_entry(&mut entry));
                 if let Some(code) = entry.finish_plain() {
                     self.asm.bytes(&code);
                 }
@@ -373,7 +377,8 @@ fn used_from(insns: &[Instruction]) -> Vec<u16> {
 ///
 /// A flag an instruction leaves undefined passes through (hardware keeps some: `bt` keeps
 /// ZF, a shift by `cl` = 0 keeps them all), except where `overwrites_undefined` knows better.
-fn status_flags_dead(insns: &[Instruction], src: &mut dyn CodeSource) -> Vec<bool> {
+fn status_flags_dead(insns: &[Instruction], src: &mut dyn CodeSource, prof: &mut PhaseTimer) -> Vec<bool> {
+    let was = prof.switch(Phase::FlagLiveness);
     let mut dead = vec![false; insns.len() + 1];
     let mut live = STATUS; // after the last instruction
     for (i, ins) in insns.iter().enumerate().rev() {
@@ -386,7 +391,14 @@ fn status_flags_dead(insns: &[Instruction], src: &mut dyn CodeSource) -> Vec<boo
             // first instructions read before writing; anything else (an indirect branch, a
             // return, the kernel) may read any flag.
             let direct = matches!(ins.op0_kind(), OpKind::NearBranch16 | OpKind::NearBranch32 | OpKind::NearBranch64);
-            let there = if direct { flags_read_at(src, ins.near_branch_target()) } else { STATUS };
+            let there = if direct {
+                let was = prof.switch(Phase::FlagLookahead);
+                let there = flags_read_at(src, ins.near_branch_target(), &mut prof.lookahead_decoded);
+                prof.switch(was);
+                there
+            } else {
+                STATUS
+            };
             live = match ins.flow_control() {
                 FlowControl::ConditionalBranch if direct => live | there,
                 FlowControl::UnconditionalBranch | FlowControl::Call if direct => there,
@@ -396,6 +408,7 @@ fn status_flags_dead(insns: &[Instruction], src: &mut dyn CodeSource) -> Vec<boo
         live = (live & !killed_flags(ins) | ins.rflags_read()) & STATUS;
         dead[i] = live == 0;
     }
+    prof.switch(was);
     dead
 }
 
@@ -414,11 +427,12 @@ fn killed_flags(ins: &Instruction) -> u32 {
 /// start, up to its first branch (past which any may be read) or 16 instructions. A later
 /// change of that code does not revisit blocks that branch there (a program that rewrites a
 /// function's first instructions to read flags its callers left is not supported).
-fn flags_read_at(src: &mut dyn CodeSource, target: u64) -> u32 {
+fn flags_read_at(src: &mut dyn CodeSource, target: u64, decoded: &mut u64) -> u32 {
     let mut buf = [0u8; 16 * 15];
     let n = src.read_code(target, &mut buf);
     let (mut read, mut killed) = (0, 0);
     for ins in Decoder::with_ip(64, &buf[..n], target, DecoderOptions::NONE).iter().take(16) {
+        *decoded += 1;
         if ins.is_invalid() {
             break;
         }
@@ -696,8 +710,9 @@ fn build(
     let max_insns = max_insns.clamp(1, MAX_BLOCK_INSNS);
     // The straight-line code the block can reach, decoded once: the flags' liveness and a
     // tool's choice of versions look at it.
-    let reach = decode_reach(code, pc);
-    let flags_dead = status_flags_dead(&reach, src);
+    let reach = b.prof.timed(Phase::Decode, || decode_reach(code, pc));
+    b.prof.decoded += reach.len() as u64;
+    let flags_dead = status_flags_dead(&reach, src, &mut b.prof);
     let dead_at = |k: usize| flags_dead.get(k).copied().unwrap_or(false);
     // Indirect-branch lookups arrive here with rcx and rdx still in their save slots.
     b.asm.load_gs(reg::RCX, OFF_SAVE_RCX);
@@ -741,8 +756,10 @@ fn build(
     // backward (or self) direct branch, an indirect branch or the dispatcher, which all enter
     // at `check_off`, so a thread still reaches a preemption point in every loop.
     let body_off = label_body(b);
-    let versions: &[Version] = if tool.two_versions(pc, &reach) { &[Version::Fast, Version::Full] } else { &[Version::Only] };
-    let later = used_from(&reach);
+    let two = b.prof.timed(Phase::ToolHooks, || tool.two_versions(pc, &reach));
+    let versions: &[Version] = if two { &[Version::Fast, Version::Full] } else { &[Version::Only] };
+    b.prof.two_versions |= two;
+    let later = b.prof.timed(Phase::Registers, || used_from(&reach));
     let env = BodyEnv { code, pc, max_insns, flags_dead: &flags_dead, later: &later, virtual_tsc: cache.virtual_tsc };
     let mut end = pc;
     let mut count = 0;
@@ -755,6 +772,7 @@ fn build(
             b.asm.bind(full);
             b.full = Some(full);
         }
+        b.prof.bodies += 1;
         (end, count) = body(b, &env, tool)?;
     }
     b.emit_to_full(tool);
@@ -775,19 +793,26 @@ fn build(
 /// Translates a block of at most `max_insns` guest instructions (1 lets the runtime step
 /// over an instruction that writes to its own code page).
 pub fn translate_limited(cache: &mut CodeCache, src: &mut dyn CodeSource, tool: &mut dyn Tool, pc: u64, max_insns: usize) -> Result<BlockId, TranslateError> {
+    let mut prof = PhaseTimer::start(cache.profile, Phase::Fetch);
     let mut buf = vec![0u8; FETCH_BYTES];
     let n = src.read_code(pc, &mut buf);
     if n == 0 {
         return Err(TranslateError::NotExecutable(pc));
     }
+    prof.switch(Phase::Commit);
     let (arena, host) = cache.reserve(pc, MAX_HOST_BYTES)?;
+    prof.switch(Phase::Build);
     // A second translation if the first found a loop back to the start with registers
     // stolen (see `BlockBuilder::pre_steal`).
     let code = &buf[..n];
     let mut b = BlockBuilder::new(cache, host, pc, 0);
+    b.prof = prof;
     let mut built = build(&mut b, cache, src, tool, code, max_insns)?;
     if b.wants_pre_steal != 0 {
+        let prof = b.prof;
         b = BlockBuilder::new(cache, host, pc, b.wants_pre_steal);
+        b.prof = prof;
+        b.prof.rebuilt = true;
         built = build(&mut b, cache, src, tool, code, max_insns)?;
     }
     let (body_off, check_off, end, count) = built;
@@ -826,7 +851,11 @@ pub fn translate_limited(cache: &mut CodeCache, src: &mut dyn CodeSource, tool: 
         valid: true,
         guest_insns: count as u32,
     };
-    Ok(cache.commit(arena, &b.asm.buf, block, exits))
+    let mut prof = b.prof;
+    prof.switch(Phase::Commit);
+    let id = cache.commit(arena, &b.asm.buf, block, exits);
+    prof.finish(&mut cache.profile_stats);
+    Ok(id)
 }
 
 /// What every version of a block is translated from.
@@ -859,7 +888,8 @@ fn body(b: &mut BlockBuilder, env: &BodyEnv, tool: &mut dyn Tool) -> Result<(u64
         x87_ip: X87Ip::Unknown,
     };
     t.enter(b, tool);
-    while t.decode()? {
+    while b.prof.timed(Phase::Decode, || t.decode())? {
+        b.prof.decoded += 1;
         if t.translate_insn(b, tool) == Goes::Out {
             return Ok((t.end, t.count));
         }
@@ -931,7 +961,7 @@ impl Body<'_, '_> {
             b.loop_head = Some(head);
         }
         let mut at_start = b.inline(0, !self.dead_at(0), self.later(0));
-        tool.block_start(self.env.pc, &mut at_start);
+        b.prof.timed(Phase::ToolHooks, || tool.block_start(self.env.pc, &mut at_start));
         emit_inline(b, at_start, Point::Start);
         if b.version == Version::Fast {
             let l = b.asm.new_label();
@@ -962,7 +992,7 @@ impl Body<'_, '_> {
     /// Translates `ins` with the tool's code before and after it.
     fn translate_insn(&mut self, b: &mut BlockBuilder, tool: &mut dyn Tool) -> Goes {
         self.count += 1;
-        self.rewritten = tool.rewrite(&mut self.ins);
+        self.rewritten = b.prof.timed(Phase::ToolHooks, || tool.rewrite(&mut self.ins));
         // A `gs`-relative operand is the guest's `gs` (the real one is the engine's): the
         // instruction addresses it through a scratch register loaded with the guest's base
         // (plus the operand's base register), which the tool's code sees too.
@@ -988,8 +1018,12 @@ impl Body<'_, '_> {
             }
         }
         let (ins, count, pc) = (self.ins, self.count, self.env.pc);
-        let info = self.info_factory.info(&ins).clone();
-        let uses = used_registers(&ins, &info);
+        let info = b.prof.timed(Phase::Registers, || {
+            let info = self.info_factory.info(&ins).clone();
+            let uses = used_registers(&ins, &info);
+            (info, uses)
+        });
+        let (info, uses) = info;
         if b.version == Version::Full {
             // Where the fast version's code for this instruction may go on in this one.
             let l = b.asm.new_label();
@@ -1044,7 +1078,7 @@ impl Body<'_, '_> {
         }
         let site = InsnSite { ins: &ins, info: &info };
         let mut before = b.inline(uses, !self.dead_at(count - 1), self.later(count)).dead_before(whole);
-        tool.before_insn(&site, &mut before);
+        b.prof.timed(Phase::ToolHooks, || tool.before_insn(&site, &mut before));
         let stack_segment = info.used_memory().iter().any(|m| matches!(m.base(), Register::RSP | Register::RBP | Register::ESP | Register::EBP));
         let control = emit_inline(b, before, Point::Before(count - 1, ins.ip(), ins.len() as u8, stack_segment));
         let sequential = matches!(ins.flow_control(), FlowControl::Next | FlowControl::XbeginXabortXend);
@@ -1095,7 +1129,7 @@ impl Body<'_, '_> {
                     self.copy(b, raw, uses, (written, whole));
                 }
                 let mut after = b.inline(uses, !self.dead_at(count), self.later(count));
-                tool.after_insn(&site, &mut after);
+                b.prof.timed(Phase::ToolHooks, || tool.after_insn(&site, &mut after));
                 emit_inline(b, after, Point::Elsewhere);
                 if let Some((r, r2)) = gs_scratch {
                     b.asm.load_gs(r, OFF_SCRATCH);
@@ -1216,7 +1250,7 @@ impl Body<'_, '_> {
         }
         self.folded += 1;
         let mut fall = b.inline(0, !self.dead_at(count), self.later(count));
-        tool.fall_through(self.end, &mut fall);
+        b.prof.timed(Phase::ToolHooks, || tool.fall_through(self.end, &mut fall));
         emit_inline(b, fall, Point::Elsewhere);
         Goes::On
     }
@@ -1268,7 +1302,8 @@ fn emit_inline(b: &mut BlockBuilder, code: Inline, at: Point) -> Control {
         });
     }
     let start = b.asm.pos();
-    let (bytes, offsets) = assemble_at(&mut asm, b.asm.here());
+    let here = b.asm.here();
+    let (bytes, offsets) = b.prof.timed(Phase::Encode, || assemble_at(&mut asm, here));
     crate::instrument::recycle(asm);
     b.asm.bytes(&bytes);
     for &(index, rel) in &to_full {
@@ -1459,7 +1494,8 @@ fn copy_insn(b: &mut BlockBuilder, encoder: &mut Encoder, ins: &Instruction, (ra
         } else if ins.memory_displ_size() == 0 && d != 0 {
             ins.set_memory_displ_size(1);
         }
-        encoder.encode(&ins, b.asm.here()).expect("a rewritten displacement encodes");
+        let here = b.asm.here();
+        b.prof.timed(Phase::Encode, || encoder.encode(&ins, here)).expect("a rewritten displacement encodes");
         b.map(&ins, Fixup::None);
         let bytes = encoder.take_buffer();
         b.asm.bytes(&bytes);
@@ -1478,7 +1514,7 @@ fn copy_insn(b: &mut BlockBuilder, encoder: &mut Encoder, ins: &Instruction, (ra
         return;
     }
     let here = b.asm.here();
-    if encoder.encode(ins, here).is_ok() {
+    if b.prof.timed(Phase::Encode, || encoder.encode(ins, here)).is_ok() {
         b.map(ins, Fixup::None);
         let bytes = encoder.take_buffer();
         b.asm.bytes(&bytes);
@@ -1761,7 +1797,7 @@ mod tests {
         for (at, dead_at_call) in [(0x1000, true), (0x3000, false)] {
             let bytes = code.0.iter().find(|c| c.0 == at).unwrap().1.clone();
             let reach = decode_reach(&bytes, at);
-            let dead = status_flags_dead(&reach, &mut code);
+            let dead = status_flags_dead(&reach, &mut code, &mut PhaseTimer::default());
             // Before the cmp every flag is dead (it writes all six); before the call, only if
             // the callee writes them before reading any.
             assert!(dead[0], "{at:#x}");

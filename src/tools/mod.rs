@@ -405,6 +405,10 @@ impl Lifetime {
     }
 }
 
+/// Guest instructions the tools decoded themselves (`decode`, control-flow regions), for
+/// `--stats`: most of it at translation time, inside the tools' hooks.
+pub static TOOL_DECODES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// The guest instruction at `pc`, if there is a valid one (none at 0 or unreadable memory).
 pub fn decode(pc: u64) -> Option<rtgrind_jit::iced_x86::Instruction> {
     use rtgrind_jit::iced_x86::{Decoder, DecoderOptions};
@@ -413,6 +417,7 @@ pub fn decode(pc: u64) -> Option<rtgrind_jit::iced_x86::Instruction> {
     if n == 0 {
         return None;
     }
+    TOOL_DECODES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let ins = Decoder::with_ip(64, &buf[..n], pc, DecoderOptions::NONE).decode();
     (!ins.is_invalid()).then_some(ins)
 }

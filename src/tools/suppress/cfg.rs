@@ -57,6 +57,7 @@ fn graph(pc: u64, read: &dyn Fn(u64, &mut [u8]) -> usize, func: Option<(u64, u64
         }
         let mut buf = [0u8; 16];
         let n = code.fetch(a, &mut buf);
+        crate::tools::TOOL_DECODES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut d = Decoder::with_ip(64, &buf[..n], a, DecoderOptions::NONE);
         let ins: Instruction = d.decode();
         if ins.is_invalid() {
