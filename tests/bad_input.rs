@@ -225,20 +225,14 @@ fn expect_unsupported(exe: &Path, addr: u64, insn_words: &[&str]) {
 }
 
 /// (`int $0x80` is no longer one: it makes the i386 system call, `fidelity::int_0x80_...`; nor
-/// far transfers, `lfs`, `gs`-relative operands, `sysenter` on AMD: `fidelity::far_transfers_...`.)
+/// far transfers, `lfs`, `gs`-relative operands and string sources (`lods %gs:(%rsi)`), `sysenter`
+/// on AMD: `fidelity::far_transfers_...`.)
 /// A far return to the 32-bit code segment would switch to compatibility mode, which rtgrind
 /// does not run (nor does Valgrind).
 #[test]
 fn unsupported_switch_to_compatibility_mode() {
     let (exe, addr) = unsupported_program("compat", "pushq $0x23; lea 1f(%rip), %rax; push %rax", "lretq; 1:");
     expect_unsupported(&exe, addr, &["unsupported", "compatibility mode", "0x23"]);
-}
-
-/// A string instruction whose source is `gs`-relative (its implicit rsi cannot be rewritten).
-#[test]
-fn unsupported_gs_relative_string_source() {
-    let (exe, addr) = unsupported_program("gs-lods", "", "lods %gs:(%rsi), %al");
-    expect_unsupported(&exe, addr, &["lods", "gs"]);
 }
 
 // ---------------------------------------------------------------------------------------------
