@@ -40,17 +40,8 @@ cmd() {
     esac
 }
 runners=(native none count taint "suppress untraced" "suppress traced" race "vg none" memcheck lackey)
-# The median wall time (seconds, to the millisecond) of `runs` runs of the command, its output
-# discarded (timing.sh's `median` rounds to 10 ms, as much as some of these runs take).
-median3() {
-    for _ in $(seq "$runs"); do
-        local s e
-        s=$(date +%s.%N)
-        "$@" > /dev/null 2>&1
-        e=$(date +%s.%N)
-        echo "$e - $s" | bc
-    done | sort -n | awk '{ a[NR] = $1 } END { printf "%.3f\n", a[int((NR + 1) / 2)] }'
-}
+# Medians to the millisecond (some of these runs take 10 ms).
+median_decimals=3
 
 # run RUNNER PROGRAM...: one run of PROGRAM under RUNNER.
 run() {
@@ -83,7 +74,7 @@ declare -A t
 for i in "${!labels[@]}"; do
     for r in "${runners[@]}"; do
         # shellcheck disable=SC2046
-        t[$i,$r]=$(median3 run "$r" $(cmd "$i"))
+        t[$i,$r]=$(median run "$r" $(cmd "$i"))
     done
 done
 echo "load: $(uptime | sed 's/.*load average: //')"

@@ -1,7 +1,8 @@
 # Shared by the benchmark scripts (sourced): wall-time medians and ratios. `runs` is the
 # number of runs per median (the script's RUNS argument).
 
-# The median wall time (seconds) of `runs` runs of the command, its output discarded.
+# The median wall time (seconds, `median_decimals` of them: 2 unless set) of `runs` runs of
+# the command, its output discarded.
 median() {
     for _ in $(seq "$runs"); do
         local s e
@@ -9,7 +10,7 @@ median() {
         "$@" > /dev/null 2>&1
         e=$(date +%s.%N)
         echo "$e - $s" | bc
-    done | sort -n | awk '{ a[NR] = $1 } END { printf "%.2f\n", a[int((NR + 1) / 2)] }'
+    done | sort -n | awk -v d="${median_decimals:-2}" '{ a[NR] = $1 } END { printf "%." d "f\n", a[int((NR + 1) / 2)] }'
 }
 
 # $1 / $2 with two decimals.
