@@ -463,6 +463,31 @@ fn named_failures_exit_code_stderr_and_output() {
     assert!(out.stderr_str().contains("invalid --failure"), "{}", out.describe());
 }
 
+/// A name strcpy copies past its field into the length beside it (the C library copies its 21
+/// bytes as two unaligned 16-byte stores, the second ending 5 bytes into the length's granule):
+/// the length's origin is the copy, not the store of 4096 before it. (The second store's
+/// last granule kept its earlier origin: the search named `h.length = 4096`, whose suppression
+/// made every use of the length corrupt and so "avoided" the failure.)
+#[test]
+fn an_overrun_ending_inside_a_word_is_the_words_definition() {
+    let source = "#include <assert.h>\n#include <string.h>\n\
+        struct header { char name[16]; unsigned long length; };\n\
+        int main(int argc, char **argv) {\n\
+            struct header h;\n\
+            h.length = 4096;\n\
+            strcpy(h.name, argc > 1 ? argv[1] : \"ring\"); /* root */\n\
+            assert(h.length <= 1u << 20);\n\
+            return 0;\n\
+        }\n";
+    let exe = compile_snippet("overrun_into_word", "c", source, &["-g", "-O0", "-fno-stack-protector"]);
+    let dir = crate::common::scratch_dir("suppress-overrun-into-word");
+    let out = run_rtgrind(["--tool=suppress"], &Cmd::new(&exe).arg("AAAAAAAAAAAAAAAA\u{1}\u{1}\u{1}\u{1}").cwd(&dir));
+    let err = out.stderr_str();
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    let head = headline(&err);
+    assert!(head.contains("overrun_into_word.c:7 (main), inside ") && head.contains("strcpy"), "{err}");
+}
+
 /// A wrong number printed through a library that formats it by table lookup (as glibc's
 /// `_itoa_word` does): the digit the library loads from its table takes the origin of the
 /// index it was looked up with, so the output leads back to the program's wrong count, not

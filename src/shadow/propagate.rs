@@ -1516,11 +1516,12 @@ impl Propagation {
                     let a = b.asm();
                     a.or(r.acc, (u64::from(self.sites.id(pc)) << origin::SITE_SHIFT) as i32).unwrap();
                     let (main, frame) = (self.policy.is_some_and(|p| p.is_main(pc)), frame_store(o));
-                    for k in 0..n {
+                    // Granule `k` takes lane `lane`'s origin.
+                    let store_lane = |a: &mut CodeAssembler, k: usize, lane: usize| {
                         if main {
                             a.mov(qword_ptr(g + (off + (8 * k) as i32)), r.acc).unwrap();
                         } else {
-                            a.mov(r.m, ta(lane_slot(s.n, k))).unwrap();
+                            a.mov(r.m, ta(lane_slot(s.n, lane))).unwrap();
                             a.and(r.m, -2).unwrap();
                             if frame {
                                 a.test(r.m, r.m).unwrap();
@@ -1532,7 +1533,22 @@ impl Propagation {
                             }
                             a.mov(qword_ptr(g + (off + (8 * k) as i32)), r.m).unwrap();
                         }
+                    };
+                    for k in 0..n {
+                        store_lane(a, k, k);
                     }
+                    // A store not 8-aligned also writes the start of the granule after its
+                    // last lane's: that granule's last writer is this store too (C library
+                    // copies end with an unaligned store; a length beside the name a strcpy
+                    // overran kept the origin of the store before the overrun).
+                    effective_address(b, r.u, m, r.m);
+                    let a = b.asm();
+                    let mut aligned = a.create_label();
+                    a.test(r.u, 7).unwrap();
+                    a.jz(aligned).unwrap();
+                    store_lane(a, n, n - 1);
+                    a.set_label(&mut aligned).unwrap();
+                    a.zero_bytes().unwrap();
                     return true;
                 }
                 let a = b.asm();
