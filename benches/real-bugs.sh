@@ -67,6 +67,7 @@ say() { echo "real-bugs: $*" >&2; }
 # --- tools and sources ---------------------------------------------------------------------
 missing=
 for t in gcc:gcc g++:g++ make:make patch:patch python3:python3 dpkg-source:dpkg-dev \
+    autoreconf:autoconf automake:automake \
     timeout:coreutils; do
     command -v "${t%%:*}" > /dev/null || missing="$missing ${t#*:}"
 done
