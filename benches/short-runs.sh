@@ -79,17 +79,19 @@ for i in "${!labels[@]}"; do
 done
 echo "load: $(uptime | sed 's/.*load average: //')"
 
+# header FIRST COLUMN...: a table's header, its first column named FIRST.
 header() {
-    printf '| program |'
-    for r in "${runners[@]}"; do printf ' %s |' "$r"; done
+    printf '| %s |' "$1"
+    shift
+    for r in "$@"; do printf ' %s |' "$r"; done
     printf '\n|---|'
-    for _ in "${runners[@]}"; do printf -- '---:|'; done
+    for _ in "$@"; do printf -- '---:|'; done
     echo
 }
 echo
 echo "Median wall time (s) of $runs runs:"
 echo
-header
+header program "${runners[@]}"
 for i in "${!labels[@]}"; do
     printf '| %s |' "${labels[$i]}"
     for r in "${runners[@]}"; do printf ' %s |' "${t[$i,$r]}"; done
@@ -99,7 +101,7 @@ for base in native none; do
     echo
     echo "Ratio to $base:"
     echo
-    header
+    header program "${runners[@]}"
     for i in "${!labels[@]}"; do
         printf '| %s |' "${labels[$i]}"
         b=${t[$i,$base]}
@@ -114,11 +116,7 @@ tools=(none count taint "suppress untraced" "suppress traced" race)
 echo
 echo "Code bytes per guest instruction (--stats, one run each):"
 echo
-printf '| program |'
-for r in "${tools[@]}"; do printf ' %s |' "$r"; done
-printf '\n|---|'
-for _ in "${tools[@]}"; do printf -- '---:|'; done
-echo
+header program "${tools[@]}"
 for i in "${!labels[@]}"; do
     printf '| %s |' "${labels[$i]}"
     for r in "${tools[@]}"; do
@@ -140,11 +138,7 @@ for r in "${tools[@]}"; do
     done | sort -n | awk '{ a[NR] = $2 } END { print a[int((NR + 1) / 2)] }' > "$dir/med"
     cp "$dir/stats.$(cat "$dir/med")" "$dir/phases.$r" 2> /dev/null || : > "$dir/phases.$r"
 done
-printf '| phase |'
-for r in "${tools[@]}"; do printf ' %s |' "$r"; done
-printf '\n|---|'
-for _ in "${tools[@]}"; do printf -- '---:|'; done
-echo
+header phase "${tools[@]}"
 phases=("fetch" "decode" "flag liveness" "flag look-ahead" "register analyses" "tool hooks" "encode (iced)" "emit and bookkeeping" "commit" "(timing itself)")
 for p in "${phases[@]}"; do
     printf '| %s |' "$p"
