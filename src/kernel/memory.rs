@@ -81,7 +81,9 @@ fn runtime_stack() -> (u64, u64) {
     })
 }
 
-fn raw_mmap(addr: u64, len: u64, prot: i32, flags: i32, fd: i32, off: u64) -> Result<u64, i32> {
+/// `mmap`, its result an address or an errno (a seccomp-skipped call, which "returns" its own
+/// number, is a failure).
+pub(crate) fn raw_mmap(addr: u64, len: u64, prot: i32, flags: i32, fd: i32, off: u64) -> Result<u64, i32> {
     // SAFETY: callers pass either MAP_FIXED over guest-owned memory, MAP_FIXED_NOREPLACE, or
     // no fixed flag; none of these can replace memory rtgrind uses.
     let p = unsafe { libc::mmap(addr as *mut libc::c_void, len as usize, prot, flags, fd, off as i64) };

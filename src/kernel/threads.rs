@@ -4,6 +4,7 @@
 //! only the thread holding the scheduler's baton runs.
 
 use super::guest_mem;
+use super::memory::raw_mmap;
 use super::raw::{self, syscall6};
 use super::sched::Deadlock;
 use super::signals::Signals;
@@ -73,40 +74,23 @@ fn host_stack(pool: &mut HostStacks) -> Option<u64> {
     let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE;
     let slots = (1u64 << 40) / STACK_SLOT;
     let mut slot = None;
-    while pool.next < slots {
+    while slot.is_none() && pool.next < slots {
         let at = HOST_STACKS + pool.next * STACK_SLOT;
+        match raw_mmap(at, STACK_SLOT, libc::PROT_NONE, flags | libc::MAP_FIXED_NOREPLACE, -1, 0) {
+            Ok(p) if p == at => slot = Some(at),
+            Ok(p) => {
+                // SAFETY: an old kernel placed our fresh mapping elsewhere; it is ours to drop.
+                unsafe { libc::munmap(p as *mut libc::c_void, STACK_SLOT as usize) };
+            }
+            Err(libc::EEXIST) => {}
+            // Not a slot taken: no memory, or a seccomp filter. Try it again next time.
+            Err(_) => return None,
+        }
         pool.next += 1;
-        // SAFETY: MAP_FIXED_NOREPLACE never replaces an existing mapping.
-        let p = unsafe { libc::mmap(at as *mut libc::c_void, STACK_SLOT as usize, libc::PROT_NONE, flags | libc::MAP_FIXED_NOREPLACE, -1, 0) };
-        if p as u64 == at {
-            slot = Some(at);
-            break;
-        }
-        if p != libc::MAP_FAILED && p as u64 & 0xfff != 0 {
-            // A seccomp filter's SECCOMP_RET_TRAP skipped the call (it "returns" its number).
-            pool.next -= 1;
-            return None;
-        }
-        if p != libc::MAP_FAILED {
-            // SAFETY: an old kernel placed our fresh mapping elsewhere; it is ours to drop.
-            unsafe { libc::munmap(p, STACK_SLOT as usize) };
-        }
-        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EEXIST) {
-            // Not a slot taken: no memory, or a seccomp filter. Try again next time.
-            pool.next -= 1;
-            return None;
-        }
     }
     let slot = match slot {
         Some(s) => s,
-        None => {
-            // SAFETY: a fresh anonymous mapping where the kernel likes.
-            let p = unsafe { libc::mmap(std::ptr::null_mut(), STACK_SLOT as usize, libc::PROT_NONE, flags, -1, 0) };
-            if p == libc::MAP_FAILED || p as u64 & 0xfff != 0 {
-                return None;
-            }
-            p as u64
-        }
+        None => raw_mmap(0, STACK_SLOT, libc::PROT_NONE, flags, -1, 0).ok()?,
     };
     let stack = slot + STACK_SLOT - HOST_STACK;
     // SAFETY: the upper half of the slot just mapped, ours alone.
