@@ -240,8 +240,9 @@ impl Continued {
 /// The ordinal of the execution of `pc` at block instance `instance` by the thread whose
 /// table is `table`: how many times the thread ran `pc` up to then. None if a segment holding
 /// it no longer keeps that instance (or never did). `continued`: the thread's entries of
-/// segments that are no executions of their own, by segment start (see `State::continued`).
-pub fn ordinal(segments: &Segments, table: u64, pc: u64, instance: u64, continued: &std::collections::HashMap<u64, Continued>) -> Option<u64> {
+/// segments that are no executions of their own, looked up by segment start (see
+/// `State::continued`).
+pub fn ordinal<'c>(segments: &Segments, table: u64, pc: u64, instance: u64, continued: impl Fn(u64) -> Option<&'c Continued>) -> Option<u64> {
     let ids = segments.holding(pc)?;
     let (mut total, mut found) = (0u64, false);
     for &id in ids {
@@ -254,12 +255,12 @@ pub fn ordinal(segments: &Segments, table: u64, pc: u64, instance: u64, continue
         let mut after = 0;
         // Entries that are no executions of their own: the count goes back by all of them
         // (those the ring no longer keeps came before the definition, see below).
-        let went_on = continued.get(&start);
+        let went_on = continued(start);
         total = total.wrapping_sub(went_on.map_or(0, |c| c.count));
-        let went_on: std::collections::HashSet<u64> = went_on.map(|c| c.recent.iter().copied().collect()).unwrap_or_default();
         for j in n + 1 - kept..=n {
             let inst = origin::instance(rec[1 + (j % RING as u64) as usize]);
-            if went_on.contains(&inst) {
+            // (`recent` ascends: a thread's instances never go down.)
+            if went_on.is_some_and(|c| c.recent.binary_search(&inst).is_ok()) {
                 continue;
             }
             if inst > instance {
@@ -311,7 +312,7 @@ mod tests {
                 continued.entry(0x1004).or_default().note(10 * e);
             }
         }
-        let at = |pc: u64, instance: u64| ordinal(&segments, table.as_ptr() as u64, pc, instance, &continued);
+        let at = |pc: u64, instance: u64| ordinal(&segments, table.as_ptr() as u64, pc, instance, |start| continued.get(&start));
         assert_eq!(at(0x1004, 2950), Some(295));
         assert_eq!(at(0x1004, 2900), Some(290));
         assert_eq!(at(0x1000, 3000), Some(300));

@@ -1523,8 +1523,7 @@ impl SuppressRun {
     /// The ordinal of `thread`'s execution of `pc` at block instance `block` (`ordinals`).
     fn ordinal(&self, thread: u64, pc: u64, block: u64) -> Option<u64> {
         let &(_, table) = self.state.rings.iter().find(|r| r.0 == thread)?;
-        let continued = self.state.continued.iter().filter(|(k, _)| k.0 == thread).map(|(k, c)| (k.1, c.clone())).collect();
-        ordinals::ordinal(&self.segments, table, pc, block, &continued)
+        ordinals::ordinal(&self.segments, table, pc, block, |start| self.state.continued.get(&(thread, start)))
     }
 
     /// A whole call's point, from its instance word and return address: by its count at its
