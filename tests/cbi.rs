@@ -6,7 +6,7 @@
 //! be ranked says why.
 
 use crate::common::{run_rtgrind, run_rtgrind_within, Cmd};
-use crate::spectra::{report, subject};
+use crate::spectra::{report, subject, suite_file};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -128,14 +128,10 @@ fn branch_predicates_count_what_count_counts() {
 fn a_suite_that_cannot_be_ranked_says_why() {
     let (exe, dir, _) = subject("cbi_pred");
     let scratch = crate::common::scratch_dir("cbi_bad_suites");
-    let passing = scratch.join("passing.jsonl");
-    let lines: Vec<String> = (0..3).map(|i| format!("{{\"name\":\"p{i}\",\"args\":[\"70\"],\"expected_exit\":0}}")).collect();
-    std::fs::write(&passing, lines.join("\n")).unwrap();
+    let passing = suite_file(&scratch, "passing.jsonl", 3, |i| format!("{{\"name\":\"p{i}\",\"args\":[\"70\"],\"expected_exit\":0}}"));
     let out = run_rtgrind(["-q", "--tool=cbi", &format!("--suite={}", passing.display())], &Cmd::new(&exe));
     assert!(out.status.code() == Some(2) && out.stderr_str().contains("all 3 tests pass: there is no failure to isolate"), "{}", out.describe());
-    let failing = scratch.join("failing.jsonl");
-    let lines: Vec<String> = (0..2).map(|i| format!("{{\"name\":\"f{i}\",\"args\":[\"70\"],\"expected_exit\":3}}")).collect();
-    std::fs::write(&failing, lines.join("\n")).unwrap();
+    let failing = suite_file(&scratch, "failing.jsonl", 2, |i| format!("{{\"name\":\"f{i}\",\"args\":[\"70\"],\"expected_exit\":3}}"));
     let out = run_rtgrind(["-q", "--tool=cbi", &format!("--suite={}", failing.display())], &Cmd::new(&exe));
     assert!(out.status.code() == Some(2) && out.stderr_str().contains("all 2 tests fail"), "{}", out.describe());
     let suite = format!("--suite={}", dir.join("suite.jsonl").display());

@@ -38,6 +38,13 @@ pub(crate) fn report(out: &crate::common::Output) -> serde_json::Value {
     serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {}", out.describe()))
 }
 
+/// A suite file `name` in `dir` of `n` tests, test i's JSON line given by `line(i)`.
+pub(crate) fn suite_file(dir: &std::path::Path, name: &str, n: usize, line: impl Fn(usize) -> String) -> PathBuf {
+    let file = dir.join(name);
+    std::fs::write(&file, (0..n).map(line).collect::<Vec<_>>().join("\n")).unwrap();
+    file
+}
+
 /// The findings for line `line` of the report.
 pub(crate) fn findings_at(report: &serde_json::Value, line: u32) -> Vec<serde_json::Value> {
     let at = format!(":{line}");
@@ -88,9 +95,7 @@ fn a_suite_that_cannot_be_ranked_says_why() {
     let (exe, dir, _) = subject("offbyone");
     let scratch = crate::common::scratch_dir("spectra_bad_suites");
     // Every test expecting what the faulty program prints: nothing fails.
-    let passing = scratch.join("passing.jsonl");
-    let lines: Vec<String> = (0..3).map(|i| format!("{{\"name\":\"p{i}\",\"expected_exit\":0}}")).collect();
-    std::fs::write(&passing, lines.join("\n")).unwrap();
+    let passing = suite_file(&scratch, "passing.jsonl", 3, |i| format!("{{\"name\":\"p{i}\",\"expected_exit\":0}}"));
     let out = run_rtgrind(["-q", "--tool=spectra", &format!("--suite={}", passing.display())], &Cmd::new(&exe));
     assert!(out.status.code() == Some(2) && out.stderr_str().contains("all 3 tests pass: there is no failure to localize"), "{}", out.describe());
     for (args, says) in [

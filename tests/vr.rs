@@ -4,7 +4,7 @@
 //! cannot be ranked.
 
 use crate::common::{run_rtgrind, run_rtgrind_within, Cmd};
-use crate::spectra::{findings_at, report, subject_as};
+use crate::spectra::{findings_at, report, subject_as, suite_file};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -120,9 +120,7 @@ fn two_faults_b_ranks_first_then_a_once_bs_failures_are_explained() {
 fn a_suite_without_failures_says_so() {
     let (exe, _, _) = subject("offbyone");
     let scratch = crate::common::scratch_dir("vr_bad_suites");
-    let passing = scratch.join("passing.jsonl");
-    let lines: Vec<String> = (0..3).map(|i| format!("{{\"name\":\"p{i}\",\"expected_exit\":0}}")).collect();
-    std::fs::write(&passing, lines.join("\n")).unwrap();
+    let passing = suite_file(&scratch, "passing.jsonl", 3, |i| format!("{{\"name\":\"p{i}\",\"expected_exit\":0}}"));
     let out = run_rtgrind(["-q", "--tool=vr", &format!("--suite={}", passing.display())], &Cmd::new(&exe));
     assert!(out.status.code() == Some(2) && out.stderr_str().contains("all 3 tests pass: there is no failure to localize"), "{}", out.describe());
     let out = run_rtgrind(["--tool=vr"], &Cmd::new(&exe));
