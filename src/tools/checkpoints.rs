@@ -205,11 +205,6 @@ impl ForkTrigger {
         ctx.tool_area[self.words.next / 8] = due;
     }
 
-    /// Executions counted so far.
-    pub fn counted(&self, ctx: &ThreadContext) -> u64 {
-        ctx.tool_area[self.words.index / 8]
-    }
-
     /// Whether a fork is wanted now.
     pub fn requested(&self) -> bool {
         self.request.at.is_some()

@@ -9,6 +9,7 @@ pub mod checkpoints;
 pub mod child;
 pub mod count;
 pub mod expected;
+pub mod forward;
 pub mod heap;
 #[cfg(test)]
 pub mod light_check;
@@ -430,11 +431,10 @@ mod claims_tests {
     fn every_tools_claims_fit_together() {
         super::suppress::area::claim().unwrap();
         crate::shadow::claim_layout().unwrap();
-        let fork =
-            super::switch::fork::SwitchFork::new(super::checkpoints::Checkpoints::read(std::path::PathBuf::from("/nonexistent"), 1), 1, None, String::new());
+        let fork = super::switch::fork::new(super::checkpoints::Checkpoints::read(std::path::PathBuf::from("/nonexistent"), 1), 1, None, String::new());
         assert!(fork.is_ok(), "{:?}", fork.err());
         assert!(super::switch::run::claim_outcome().is_ok());
-        let vr = super::vr::fork::VrFork::new(
+        let vr = super::vr::fork::new(
             super::checkpoints::Checkpoints::read(std::path::PathBuf::from("/nonexistent"), 1),
             Default::default(),
             1,

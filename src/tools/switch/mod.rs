@@ -96,7 +96,7 @@ pub fn make(cli: &Cli) -> Result<Box<dyn ToolRun>, Error> {
         // The fork search's forward run: its checkpoints are branch instances.
         let checkpoints = crate::tools::checkpoints::Checkpoints::read(dir.clone(), o.jobs as usize);
         let budget = cli.budget_blocks.unwrap_or(1 << 40);
-        return Ok(Box::new(fork::SwitchFork::new(checkpoints, budget, expected()?, program()).map_err(claimed)?));
+        return Ok(Box::new(fork::new(checkpoints, budget, expected()?, program()).map_err(claimed)?));
     }
     if let Some(out) = &o.switch_trace {
         let main_only = o.switch_libs == YesNo::No;

@@ -80,7 +80,7 @@ pub fn make(cli: &Cli) -> Result<Box<dyn ToolRun>, Error> {
             Some(p) => Some(std::fs::read(p).map_err(|e| Error::usage(format!("--vr-expected: cannot read '{}': {e}", p.display())))?),
             None => None,
         };
-        return Ok(Box::new(fork::VrFork::new(checkpoints, plan, budget, program(cli), expected).map_err(claimed)?));
+        return Ok(Box::new(fork::new(checkpoints, plan, budget, program(cli), expected).map_err(claimed)?));
     }
     if let Some(spec) = &o.vr_replace {
         let t = replace::Target::parse(spec)
