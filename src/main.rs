@@ -287,6 +287,9 @@ fn run_guest(cli: &cli::Cli, spec: &tools::ToolSpec, tool: Box<dyn tools::ToolRu
     let mut cache = Box::new(rtgrind_jit::CodeCache::new());
     cache.virtual_tsc = repeat.is_some();
     cache.profile = cli.stats;
+    // Full versions of two-version blocks are built when first needed (`RTGRIND_EAGER_FULL=1`:
+    // with their fast versions, as before, for comparisons).
+    cache.eager_full = std::env::var("RTGRIND_EAGER_FULL").is_ok_and(|v| v == "1");
     let sig = Signals::install(&mut ctx, &mut cache);
     kernel::signals::set_quiet(cli.quiet);
     let self_exe = std::fs::read_link("/proc/self/exe").unwrap_or_else(|_| PathBuf::from("rtgrind"));

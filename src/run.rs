@@ -27,6 +27,8 @@ pub struct RunStats {
     pub faults: u64,
     pub smc_invalidations: u64,
     pub threads: u64,
+    /// Full versions built when a thread first needed one (`ExitKind::FullVersion`).
+    pub full_versions: u64,
 }
 
 /// When rtgrind started (the clock and the time-stamp counter), for `--stats`: the run's
@@ -111,6 +113,10 @@ pub struct Runtime {
     /// one-instruction translation that leaves the page writable, so an instruction that
     /// writes into its own page makes progress instead of faulting forever.
     pub smc_step: Option<u64>,
+    /// Where the thread goes on in the code cache instead of the translation of its pc: the
+    /// full version of a block whose fast version sent it there (`ExitKind::FullVersion`),
+    /// at the same point. Dropped if anything else happens first (the pc is still right).
+    resume_at: Option<u64>,
     process: *mut Process,
 }
 
@@ -149,6 +155,7 @@ impl Runtime {
             granted,
             skip_count: false,
             smc_step: None,
+            resume_at: None,
             process,
         }
     }
@@ -238,13 +245,18 @@ impl Runtime {
 
     /// Empties every thread's inline lookup table (their entries may name dropped blocks).
     pub fn flush_lookup_tables(&mut self) {
-        self.ctx.ibl_clear();
+        self.each_context(ThreadContext::ibl_clear);
+    }
+
+    /// Applies `f` to every thread's context, this one's included.
+    fn each_context(&mut self, f: impl Fn(&mut ThreadContext)) {
+        f(&mut self.ctx);
         let me = &mut *self.ctx as *mut ThreadContext;
         for &c in &self.p().contexts {
             if c != me {
                 // SAFETY: contexts of other threads are only read by their own translated
                 // code, which does not run while this thread holds the baton.
-                unsafe { (*c).ibl_clear() };
+                f(unsafe { &mut *c });
             }
         }
     }
@@ -256,13 +268,16 @@ impl Runtime {
         let mut link_from: Option<ExitId> = None;
         loop {
             self.ctx.pending = 0;
+            let mut resume_at = self.resume_at.take();
             if self.p().tool.fork_requested() {
                 self.fork_for_the_tool();
                 link_from = None;
+                resume_at = None;
             }
             if let Some((start, end)) = self.p().tool.retranslate_requested() {
                 self.invalidate(start, end);
                 link_from = None;
+                resume_at = None;
             }
             if let Some(info) = self.take_signal() {
                 link_from = None;
@@ -271,7 +286,11 @@ impl Runtime {
             }
             let pc = self.ctx.rip;
             let step = self.smc_step.take() == Some(pc);
-            let host = if step { self.step_translation(pc) } else { self.translation(pc) };
+            let host = match resume_at {
+                Some(h) if !step => Ok(h),
+                _ if step => self.step_translation(pc),
+                _ => self.translation(pc),
+            };
             let host = match host {
                 Ok(h) => h,
                 Err(e) => {
@@ -348,6 +367,7 @@ impl Runtime {
                 self.ctx.rip = target;
                 match kind {
                     ExitKind::Direct => return Some(id),
+                    ExitKind::FullVersion { at } => self.resume_at = self.full_version(id, at),
                     ExitKind::Preempt => self.preempted(target),
                     // A spinning thread lets the one it waits for run (without, it spun out
                     // its whole quantum at every wait: libgomp's barriers, glibc's spinlocks).
@@ -400,6 +420,28 @@ impl Runtime {
             }
         }
         None
+    }
+
+    /// The fast version of a block built lazily left by exit `id` to go on in its full
+    /// version at point `at`: the block is replaced by one with both versions (unless that
+    /// happened already); where to enter the full one, or None to go on at the thread's pc
+    /// as after any exit.
+    fn full_version(&mut self, id: ExitId, at: Option<u16>) -> Option<u64> {
+        let p = self.p();
+        let (old, pc) = (p.cache.exit(id).block, p.cache.exit(id).pc);
+        if p.cache.block(old).valid {
+            p.cache.drop_block(old);
+            // Inline lookups may name the old translation: every thread's forgets it.
+            self.each_context(|c| c.ibl_forget(pc));
+            let p = self.p();
+            let new =
+                translate::translate_full_version(&mut p.cache, &mut Source(&p.mem), p.tool.as_mut() as &mut dyn rtgrind_jit::instrument::Tool, pc).ok()?;
+            let b = p.cache.block(new);
+            p.mem.protect_code(b.guest_start, b.guest_end);
+            p.stats.full_versions += 1;
+        }
+        let p = self.p();
+        p.cache.block(p.cache.lookup(pc)?).full_entry(at)
     }
 
     /// The thread's quantum ran out (or the runtime asked it to stop) before `target`: the
@@ -752,13 +794,15 @@ fn translation_lines(c: &rtgrind_jit::cache::CacheStats, t: &rtgrind_jit::profil
     v.push(format!("stats:   {:<21} {:>9.2} ms {:>5.1}% ({} phase switches)", "(timing itself)", timing.max(0.0), pct(timing.max(0.0)), t.switches));
     v.push(format!("stats: after translation: linking {:.2} ms, write-protecting code pages {:.2} ms", ms(s.link_ticks), ms(s.protect_ticks)));
     v.push(format!(
-        "stats: decodes per translated instruction {:.2} (block {:.2}, flag look-ahead {:.2}, tool {:.2}); {:.2} passes over each block's body, {} blocks with two versions, {} built twice",
+        "stats: decodes per translated instruction {:.2} (block {:.2}, flag look-ahead {:.2}, tool {:.2}); {:.2} passes over each block's body, {} blocks with two versions ({} of them with the fast one only, {} full versions built later), {} built twice",
         (t.decoded + t.lookahead_decoded + tool_decodes) as f64 / insns,
         t.decoded as f64 / insns,
         t.lookahead_decoded as f64 / insns,
         tool_decodes as f64 / insns,
         t.bodies as f64 / blocks,
         t.two_version_blocks,
+        t.lazy_full_blocks,
+        s.full_versions,
         t.rebuilt
     ));
     v

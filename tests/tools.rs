@@ -215,6 +215,72 @@ int main(void) {
     assert!(at("conditional branch", line("for (ssize_t")).is_empty(), "{err}");
 }
 
+/// A block's full version is built only when a thread first needs it (issue 29): a function
+/// that ran 128,000 loop iterations on clean bytes (its blocks only ever had their fast
+/// versions) then gets input, once in a second thread and once in the main one. Its branch on
+/// the byte and its table accesses indexed by it are each tainted exactly 40 times, at their
+/// lines; the loop's own branch never; the same report as with both versions built at once.
+#[test]
+fn taint_after_many_clean_runs_builds_the_full_version_late() {
+    let source = r#"
+#include <pthread.h>
+#include <stdio.h>
+#include <unistd.h>
+static int table[256];
+static int big;
+static void classify(const unsigned char *p, int n) {
+    for (int i = 0; i < n; i++) { /* loop */
+        if (p[i] > 'm') /* branch */
+            big++;
+        table[p[i]]++; /* index */
+    }
+}
+static unsigned char input[64];
+static ssize_t got;
+static void *worker(void *arg) {
+    (void)arg;
+    classify(input, (int)got);
+    return 0;
+}
+int main(void) {
+    unsigned char clean[64];
+    for (int i = 0; i < 64; i++)
+        clean[i] = 'a' + i % 26;
+    for (int k = 0; k < 2000; k++)
+        classify(clean, 64);
+    got = read(0, input, sizeof input);
+    pthread_t t;
+    pthread_create(&t, 0, worker, 0);
+    pthread_join(t, 0);
+    classify(input, (int)got);
+    printf("%d %zd\n", big, got);
+    return 0;
+}
+"#;
+    let exe = compile_snippet("taint_late", "c", source, &["-O0", "-g", "-pthread"]);
+    let line = |marker: &str| source.lines().position(|l| l.contains(marker)).unwrap() + 1;
+    let mut reports = Vec::new();
+    for eager in ["0", "1"] {
+        let cmd = Cmd::new(&exe).stdin("abcdefghijklmnopqrst").env("RTGRIND_EAGER_FULL", eager);
+        let out = run_rtgrind(["--tool=taint", "--taint-input=stdin"], &cmd);
+        // 2000 clean calls of 26 bytes past 'm' each, two of 7.
+        assert_eq!(out.stdout_str(), "52014 20\n", "{}", out.describe());
+        let err = out.stderr_str();
+        let at = |kind: &str, l: usize| {
+            err.lines()
+                .filter(|r| r.contains(kind) && r.contains(&format!("taint_late.c:{l} ")))
+                .map(|r| r.rsplit(": ").next().unwrap().to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(at("conditional branch", line("/* branch */")), ["40 times"], "RTGRIND_EAGER_FULL={eager}:\n{err}");
+        let index = at("memory address", line("/* index */"));
+        assert!(!index.is_empty() && index.iter().all(|n| n == "40 times"), "RTGRIND_EAGER_FULL={eager}:\n{err}");
+        assert!(at("conditional branch", line("/* loop */")).is_empty(), "{err}");
+        reports.push(report_lines(&out.stderr));
+    }
+    assert_eq!(reports[0], reports[1], "lazy and eager full versions disagree");
+}
+
 #[test]
 fn taint_reports_the_branch_on_stdin() {
     check_input_branch(&["--taint-input=stdin"], Cmd::new(taint_guest("input_branch")).stdin("xyz\n"));

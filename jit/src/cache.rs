@@ -83,6 +83,22 @@ pub struct Block {
     pub incoming: Vec<ExitId>,
     pub valid: bool,
     pub guest_insns: u32,
+    /// Built with its fast version only (`CodeCache::eager_full` off): the ways into the full
+    /// version leave for the runtime (`ExitKind::FullVersion`), which replaces the block by
+    /// one with both versions (`translate::translate_full_version`).
+    pub lazy_full: bool,
+    /// In a block with both versions: where a thread whose fast version (of this block or of
+    /// the lazy one it replaced) went on in the full one enters it, every register and the
+    /// flags holding guest values, by point (`None` the block start, `Some(k)` before its
+    /// k-th instruction).
+    pub full_entries: Vec<(Option<u16>, u64)>,
+}
+
+impl Block {
+    /// Where the full version is entered at point `at` (see `full_entries`).
+    pub fn full_entry(&self, at: Option<u16>) -> Option<u64> {
+        self.full_entries.iter().find(|e| e.0 == at).map(|e| e.1)
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -119,6 +135,10 @@ pub enum ExitKind {
     /// `pause` at `pc` with several threads: a spin-wait's hint that the thread waits for
     /// another (Valgrind yields there too); `target` is after it.
     Yield,
+    /// The fast version of a lazily built block (`Block::lazy_full`) at `pc` goes on in its
+    /// full version at point `at` (see `Block::full_entries`), which is not built yet;
+    /// `target` is the guest pc there, every register and the flags hold guest values.
+    FullVersion { at: Option<u16> },
 }
 
 #[derive(Clone, Debug)]
@@ -172,6 +192,9 @@ pub struct CodeCache {
     pub count_all: bool,
     /// Whether translations are timed by phase (`--stats`), and the totals.
     pub profile: bool,
+    /// Whether a block with two versions gets both at once; off, its full version is built
+    /// when a thread first needs it (`Block::lazy_full`): most blocks never do.
+    pub eager_full: bool,
     pub profile_stats: crate::profile::TranslateProfile,
 }
 
@@ -393,21 +416,31 @@ impl CodeCache {
             })
             .collect();
         for &id in &ids {
-            let b = &mut self.blocks[id as usize];
-            b.valid = false;
-            let gs = b.guest_start;
-            let incoming = std::mem::take(&mut b.incoming);
-            self.by_guest.remove(&gs);
-            self.by_guest_sorted.remove(&gs);
-            for e in incoming {
-                if self.exits[e as usize].linked_to == Some(id) {
-                    self.unlink(e);
-                }
-            }
-            // Its own outgoing links stay patched but can no longer be reached.
+            self.drop_block(id);
         }
         self.stats.invalidated += ids.len() as u64;
         ids.len()
+    }
+
+    /// Drops the translation `id`: guest addresses no longer find it and the exits linked
+    /// into it go back to their stubs. Its code stays where it is (a thread may still be
+    /// leaving it); the caller must also flush inline lookup entries naming it.
+    pub fn drop_block(&mut self, id: BlockId) {
+        let b = &mut self.blocks[id as usize];
+        if !b.valid {
+            return;
+        }
+        b.valid = false;
+        let gs = b.guest_start;
+        let incoming = std::mem::take(&mut b.incoming);
+        self.by_guest.remove(&gs);
+        self.by_guest_sorted.remove(&gs);
+        for e in incoming {
+            if self.exits[e as usize].linked_to == Some(id) {
+                self.unlink(e);
+            }
+        }
+        // Its own outgoing links stay patched but can no longer be reached.
     }
 
     /// Snapshots every arena into a fresh memfd before `fork`: after the fork the child

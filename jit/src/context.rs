@@ -267,6 +267,15 @@ impl ThreadContext {
         self.ibl_vals[s] = host;
     }
 
+    /// Empties the slot of `guest` if it holds it (its translation was dropped).
+    pub fn ibl_forget(&mut self, guest: u64) {
+        let s = Self::ibl_slot(guest);
+        if self.ibl_keys[s] == guest.wrapping_neg() {
+            self.ibl_keys[s] = 0;
+            self.ibl_vals[s] = crate::dispatch::ibl_null_addr();
+        }
+    }
+
     /// Empties the inline table, so every indirect branch misses to the dispatcher: the slots
     /// filled since it was last emptied.
     pub fn ibl_clear(&mut self) {

@@ -77,6 +77,8 @@ pub struct TranslateProfile {
     pub rebuilt: u64,
     /// Blocks given two versions.
     pub two_version_blocks: u64,
+    /// Of those, built with the fast version only (`Block::lazy_full`).
+    pub lazy_full_blocks: u64,
     /// Translations timed.
     pub translations: u64,
     /// Phase switches made (each reads the counter once: the timing's own cost, see
@@ -97,6 +99,7 @@ impl TranslateProfile {
         self.lookahead_decoded += t.lookahead_decoded;
         self.bodies += t.bodies;
         self.two_version_blocks += t.two_versions as u64;
+        self.lazy_full_blocks += t.lazy_full as u64;
         self.rebuilt += t.rebuilt as u64;
         self.translations += 1;
         self.switches += t.switches;
@@ -117,6 +120,7 @@ pub(crate) struct PhaseTimer {
     pub lookahead_decoded: u64,
     pub bodies: u64,
     pub two_versions: bool,
+    pub lazy_full: bool,
     pub rebuilt: bool,
     switches: u64,
 }

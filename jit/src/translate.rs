@@ -102,6 +102,12 @@ struct BlockBuilder {
     /// the registers stolen there (two versions only).
     full: Option<Label>,
     full_at: Vec<(Label, u16)>,
+    /// Whether the full version is left out (see `Block::lazy_full`): the fast version's ways
+    /// into it leave for the runtime.
+    lazy: bool,
+    /// Where the ways into the full version enter it from the runtime (see
+    /// `Block::full_entries`).
+    full_entries: Vec<(Option<u16>, Label)>,
     /// Where the fast version goes on after its block-start code, with the registers stolen
     /// there.
     fast_body: Option<(Label, u16)>,
@@ -162,7 +168,7 @@ struct ToFull {
 
 impl BlockBuilder {
     /// A builder for the block at `pc`, its code at `host`.
-    fn new(cache: &CodeCache, host: u64, pc: u64, pre_steal: u16) -> BlockBuilder {
+    fn new(cache: &CodeCache, host: u64, pc: u64, pre_steal: u16, lazy: bool) -> BlockBuilder {
         BlockBuilder {
             asm: Asm::new(host),
             pc_map: Vec::new(),
@@ -174,6 +180,8 @@ impl BlockBuilder {
             to_full: Vec::new(),
             full: None,
             full_at: Vec::new(),
+            lazy,
+            full_entries: Vec::new(),
             fast_body: None,
             literals: Vec::new(),
             taken_with_stolen: Vec::new(),
@@ -192,7 +200,8 @@ impl BlockBuilder {
         Inline::new(guest_uses, flags_live, self.stolen, self.version).used_later(later)
     }
 
-    /// Emits the fast version's jumps to the full one, out of line after both versions.
+    /// Emits the fast version's jumps to the full one, out of line after both versions (or,
+    /// without a full version, its ways out to the runtime, which builds it).
     fn emit_to_full(&mut self, tool: &mut dyn Tool) {
         for j in std::mem::take(&mut self.to_full) {
             self.asm.bind(j.label);
@@ -208,6 +217,20 @@ impl BlockBuilder {
                 self.prof.timed(Phase::ToolHooks, || tool.full_entry(&mut entry));
                 if let Some(code) = entry.finish_plain() {
                     self.asm.bytes(&code);
+                }
+                // Every register and the flags hold guest values here.
+                let (at, pc) = match j.at {
+                    Point::Before(k, pc, ..) => (Some(k as u16), pc),
+                    _ => (None, self.pc),
+                };
+                if self.lazy {
+                    self.leave(ExitKind::FullVersion { at }, self.pc, pc, None);
+                    continue;
+                }
+                if self.full_entries.iter().all(|e| e.0 != at) {
+                    let entry = self.asm.new_label();
+                    self.asm.bind(entry);
+                    self.full_entries.push((at, entry));
                 }
             }
             let (target, stolen) = match j.at {
@@ -692,7 +715,8 @@ fn gpr_num(r: Register) -> u8 {
 
 /// Translates the guest block at `pc` into `cache`.
 pub fn translate(cache: &mut CodeCache, src: &mut dyn CodeSource, tool: &mut dyn Tool, pc: u64) -> Result<BlockId, TranslateError> {
-    translate_limited(cache, src, tool, pc, max_block_insns())
+    let lazy = !cache.eager_full;
+    translate_with(cache, src, tool, pc, max_block_insns(), lazy)
 }
 
 /// Translates the block `b` was made for, from its guest bytes `code`, up to the finished
@@ -757,8 +781,14 @@ fn build(
     // at `check_off`, so a thread still reaches a preemption point in every loop.
     let body_off = label_body(b);
     let two = b.prof.timed(Phase::ToolHooks, || tool.two_versions(pc, &reach));
-    let versions: &[Version] = if two { &[Version::Fast, Version::Full] } else { &[Version::Only] };
+    b.lazy &= two;
+    let versions: &[Version] = match (two, b.lazy) {
+        (false, _) => &[Version::Only],
+        (true, true) => &[Version::Fast],
+        (true, false) => &[Version::Fast, Version::Full],
+    };
     b.prof.two_versions |= two;
+    b.prof.lazy_full |= b.lazy;
     let later = b.prof.timed(Phase::Registers, || used_from(&reach));
     let env = BodyEnv { code, pc, max_insns, flags_dead: &flags_dead, later: &later, virtual_tsc: cache.virtual_tsc };
     let mut end = pc;
@@ -791,8 +821,29 @@ fn build(
 }
 
 /// Translates a block of at most `max_insns` guest instructions (1 lets the runtime step
-/// over an instruction that writes to its own code page).
+/// over an instruction that writes to its own code page), with both versions if it has two
+/// (it runs once).
 pub fn translate_limited(cache: &mut CodeCache, src: &mut dyn CodeSource, tool: &mut dyn Tool, pc: u64, max_insns: usize) -> Result<BlockId, TranslateError> {
+    translate_with(cache, src, tool, pc, max_insns, false)
+}
+
+/// Translates the block at `pc` with both versions, if it has two: the replacement of a
+/// lazily built one whose fast version went on in the full one (`ExitKind::FullVersion`; the
+/// caller drops the old block first).
+pub fn translate_full_version(cache: &mut CodeCache, src: &mut dyn CodeSource, tool: &mut dyn Tool, pc: u64) -> Result<BlockId, TranslateError> {
+    translate_with(cache, src, tool, pc, max_block_insns(), false)
+}
+
+/// Translates a block of at most `max_insns` guest instructions; `lazy`: without the full
+/// version of a block with two (see `Block::lazy_full`).
+fn translate_with(
+    cache: &mut CodeCache,
+    src: &mut dyn CodeSource,
+    tool: &mut dyn Tool,
+    pc: u64,
+    max_insns: usize,
+    lazy: bool,
+) -> Result<BlockId, TranslateError> {
     let mut prof = PhaseTimer::start(cache.profile, Phase::Fetch);
     let mut buf = vec![0u8; FETCH_BYTES];
     let n = src.read_code(pc, &mut buf);
@@ -805,12 +856,12 @@ pub fn translate_limited(cache: &mut CodeCache, src: &mut dyn CodeSource, tool: 
     // A second translation if the first found a loop back to the start with registers
     // stolen (see `BlockBuilder::pre_steal`).
     let code = &buf[..n];
-    let mut b = BlockBuilder::new(cache, host, pc, 0);
+    let mut b = BlockBuilder::new(cache, host, pc, 0, lazy);
     b.prof = prof;
     let mut built = build(&mut b, cache, src, tool, code, max_insns)?;
     if b.wants_pre_steal != 0 {
         let prof = b.prof;
-        b = BlockBuilder::new(cache, host, pc, b.wants_pre_steal);
+        b = BlockBuilder::new(cache, host, pc, b.wants_pre_steal, lazy);
         b.prof = prof;
         b.prof.rebuilt = true;
         built = build(&mut b, cache, src, tool, code, max_insns)?;
@@ -850,6 +901,8 @@ pub fn translate_limited(cache: &mut CodeCache, src: &mut dyn CodeSource, tool: 
         incoming: Vec::new(),
         valid: true,
         guest_insns: count as u32,
+        lazy_full: b.lazy,
+        full_entries: b.full_entries.iter().map(|&(at, l)| (at, host_start + label_pos(&b.asm, l) as u64)).collect(),
     };
     let mut prof = b.prof;
     prof.switch(Phase::Commit);
