@@ -564,14 +564,18 @@ impl Inline {
         // Position-independent (no label, no RIP-relative operand): encoded one by one, without
         // the block encoder's allocations (this code is emitted at every way into a full version).
         let mut encoder = iced_x86::Encoder::new(64);
+        let mut code = Vec::new();
         for i in asm.instructions() {
             assert!(
                 !i.is_ip_rel_memory_operand() && i.op_kinds().all(|k| !matches!(k, iced_x86::OpKind::NearBranch64)),
                 "full-entry code is position-independent"
             );
-            encoder.encode(i, 0).expect("full-entry code encodes");
+            if !crate::templates::encode(i, &mut code) {
+                encoder.encode(i, 0).expect("full-entry code encodes");
+                code.append(&mut encoder.take_buffer());
+            }
         }
-        Some(encoder.take_buffer())
+        Some(code)
     }
 
     pub(crate) fn finish(self) -> Finished {

@@ -12,6 +12,7 @@ pub mod dispatch;
 pub mod emit;
 pub mod instrument;
 pub mod profile;
+mod templates;
 pub mod translate;
 
 pub use cache::{BlockId, CodeCache, ExitId, ExitKind, Fixup};

@@ -1389,6 +1389,7 @@ fn assemble_at(asm: &mut iced_x86::code_asm::CodeAssembler, ip: u64) -> (Vec<u8>
         return assemble_with_labels(asm, ip);
     }
     let mut encoder = Encoder::new(64);
+    let mut code = Vec::with_capacity(16 * asm.instructions().len());
     let mut offsets = Vec::with_capacity(asm.instructions().len());
     // (label id, offset), and (offset of the rel field, its size, label id).
     let mut labels: Vec<(u64, u32)> = Vec::new();
@@ -1401,7 +1402,12 @@ fn assemble_at(asm: &mut iced_x86::code_asm::CodeAssembler, ip: u64) -> (Vec<u8>
             labels.push((i.ip(), off));
         }
         if !label_branch(i) {
-            at += encoder.encode(i, at).expect("tool code encodes") as u64;
+            if !crate::templates::encode(i, &mut code) {
+                encoder.set_buffer(std::mem::take(&mut code));
+                encoder.encode(i, at).expect("tool code encodes");
+                code = encoder.take_buffer();
+            }
+            at = ip + code.len() as u64;
             continue;
         }
         let target = i.near_branch_target();
@@ -1412,14 +1418,11 @@ fn assemble_at(asm: &mut iced_x86::code_asm::CodeAssembler, ip: u64) -> (Vec<u8>
             _ if i.is_jcc_short_or_near() => &[0x0f, 0x80 | (i.condition_code() as u8 - 1), 0, 0, 0, 0],
             _ => return assemble_with_labels(asm, ip),
         };
-        let mut buf = encoder.take_buffer();
-        buf.extend_from_slice(bytes);
-        encoder.set_buffer(buf);
+        code.extend_from_slice(bytes);
         at += bytes.len() as u64;
         let size = if bytes.len() == 2 { 1 } else { 4 };
         fixups.push(((at - ip) as u32 - size as u32, size, target));
     }
-    let mut code = encoder.take_buffer();
     for (pos, size, label) in fixups {
         let Some(&(_, to)) = labels.iter().find(|l| l.0 == label) else { return assemble_with_labels(asm, ip) };
         let rel = to as i64 - (pos as i64 + size as i64);

@@ -1,0 +1,329 @@
+//! Byte templates for the instruction forms tools' code is mostly made of (issue 29): the
+//! opcode bytes of each form are fixed, and the registers, the memory operand and the immediate
+//! are patched into them. iced-x86's encoder took about 80 ns an instruction (half of taint's
+//! translation time); a template takes a few. Forms not listed here (and any operand a template
+//! does not take: byte registers, RIP-relative memory, vector registers) go to iced's encoder.
+//! The `tests` check every template against iced's encoding, field by field.
+
+use iced_x86::{Code, Instruction, OpKind, Register};
+
+/// How a form's operands go into its bytes.
+#[derive(Clone, Copy)]
+enum Shape {
+    /// `op reg, r/m` or `op r/m, reg` (which operand is the ModRM `reg` field: `reg_op`).
+    RegRm { reg_op: u32 },
+    /// `op r/m, imm` with ModRM's `reg` field `ext`, an immediate of `imm` bytes.
+    RmImm { ext: u8, imm: u8 },
+    /// `op reg, imm` with the register in the opcode's low three bits.
+    OpReg { imm: u8 },
+    /// `op reg, vvvv, r/m` (VEX, map 0F38, F3, W1, L0: `pext`).
+    Vex38F3W1,
+}
+
+/// A form: its opcode bytes (after any REX), whether it is 64-bit (REX.W), whether it takes
+/// the operand-size prefix (16-bit), and its shape.
+struct Form {
+    op: &'static [u8],
+    w: bool,
+    o16: bool,
+    shape: Shape,
+}
+
+const fn rm(op: &'static [u8], w: bool, reg_op: u32) -> Form {
+    Form { op, w, o16: false, shape: Shape::RegRm { reg_op } }
+}
+const fn imm(op: &'static [u8], w: bool, o16: bool, ext: u8, imm: u8) -> Form {
+    Form { op, w, o16, shape: Shape::RmImm { ext, imm } }
+}
+
+fn form(code: Code) -> Option<Form> {
+    use Code::*;
+    Some(match code {
+        Mov_r64_rm64 => rm(&[0x8b], true, 0),
+        Mov_rm64_r64 => rm(&[0x89], true, 1),
+        Mov_r32_rm32 => rm(&[0x8b], false, 0),
+        Mov_rm32_r32 => rm(&[0x89], false, 1),
+        Or_r64_rm64 => rm(&[0x0b], true, 0),
+        Or_rm64_r64 => rm(&[0x09], true, 1),
+        And_r64_rm64 => rm(&[0x23], true, 0),
+        And_rm64_r64 => rm(&[0x21], true, 1),
+        Xor_r64_rm64 => rm(&[0x33], true, 0),
+        Xor_rm64_r64 => rm(&[0x31], true, 1),
+        Xor_r32_rm32 => rm(&[0x33], false, 0),
+        Xor_rm32_r32 => rm(&[0x31], false, 1),
+        Add_r64_rm64 => rm(&[0x03], true, 0),
+        Add_rm64_r64 => rm(&[0x01], true, 1),
+        Sub_r64_rm64 => rm(&[0x2b], true, 0),
+        Sub_rm64_r64 => rm(&[0x29], true, 1),
+        Cmp_r64_rm64 => rm(&[0x3b], true, 0),
+        Cmp_rm64_r64 => rm(&[0x39], true, 1),
+        Test_rm64_r64 => rm(&[0x85], true, 1),
+        Test_rm32_r32 => rm(&[0x85], false, 1),
+        Lea_r64_m => rm(&[0x8d], true, 0),
+        Movzx_r32_rm8 => rm(&[0x0f, 0xb6], false, 0),
+        Movzx_r32_rm16 => rm(&[0x0f, 0xb7], false, 0),
+        Movzx_r64_rm8 => rm(&[0x0f, 0xb6], true, 0),
+        Cmp_rm8_imm8 => imm(&[0x80], false, false, 7, 1),
+        Cmp_rm16_imm8 => imm(&[0x83], false, true, 7, 1),
+        Cmp_rm32_imm8 => imm(&[0x83], false, false, 7, 1),
+        Cmp_rm64_imm8 => imm(&[0x83], true, false, 7, 1),
+        Cmp_rm32_imm32 => imm(&[0x81], false, false, 7, 4),
+        Cmp_rm64_imm32 => imm(&[0x81], true, false, 7, 4),
+        Add_rm64_imm8 => imm(&[0x83], true, false, 0, 1),
+        Or_rm64_imm8 => imm(&[0x83], true, false, 1, 1),
+        And_rm64_imm8 => imm(&[0x83], true, false, 4, 1),
+        Sub_rm64_imm8 => imm(&[0x83], true, false, 5, 1),
+        Test_rm8_imm8 => imm(&[0xf6], false, false, 0, 1),
+        Mov_rm64_imm32 => imm(&[0xc7], true, false, 0, 4),
+        Mov_rm32_imm32 => imm(&[0xc7], false, false, 0, 4),
+        Mov_r64_imm64 => Form { op: &[0xb8], w: true, o16: false, shape: Shape::OpReg { imm: 8 } },
+        Mov_r32_imm32 => Form { op: &[0xb8], w: false, o16: false, shape: Shape::OpReg { imm: 4 } },
+        VEX_Pext_r64_r64_rm64 => Form { op: &[0xf5], w: true, o16: false, shape: Shape::Vex38F3W1 },
+        _ => return None,
+    })
+}
+
+/// Number (0-15) of a 64- or 32-bit general register.
+fn gpr(r: Register) -> Option<u8> {
+    (r.is_gpr64() || r.is_gpr32()).then(|| r.number() as u8)
+}
+
+/// The ModRM operand: a register (mod 11) or memory.
+enum RmOperand {
+    Reg(u8),
+    Mem { base: Option<u8>, index: Option<u8>, scale: u8, disp: i32 },
+}
+
+impl RmOperand {
+    fn of(ins: &Instruction, op: u32) -> Option<RmOperand> {
+        match ins.op_kind(op) {
+            OpKind::Register => gpr(ins.op_register(op)).map(RmOperand::Reg),
+            OpKind::Memory => {
+                let base = match ins.memory_base() {
+                    Register::None => None,
+                    r => Some(gpr(r).filter(|_| r.is_gpr64())?),
+                };
+                let index = match ins.memory_index() {
+                    Register::None => None,
+                    r => Some(gpr(r).filter(|&n| r.is_gpr64() && n != 4)?),
+                };
+                let disp = i32::try_from(ins.memory_displacement64() as i64).ok()?;
+                Some(RmOperand::Mem { base, index, scale: ins.memory_index_scale() as u8, disp })
+            }
+            _ => None,
+        }
+    }
+
+    /// (REX.X, REX.B) bits.
+    fn rex_xb(&self) -> (u8, u8) {
+        match *self {
+            RmOperand::Reg(r) => (0, r >> 3),
+            RmOperand::Mem { base, index, .. } => (index.map_or(0, |i| i >> 3), base.map_or(0, |b| b >> 3)),
+        }
+    }
+
+    /// ModRM (with `reg`), SIB and displacement, as iced encodes them: no displacement where
+    /// the base allows it, else 8 bits where the value fits, else 32.
+    fn encode(&self, reg: u8, out: &mut Vec<u8>) {
+        let reg = (reg & 7) << 3;
+        let (base, index, scale, disp) = match *self {
+            RmOperand::Reg(r) => return out.push(0xc0 | reg | (r & 7)),
+            RmOperand::Mem { base, index, scale, disp } => (base, index, scale, disp),
+        };
+        let ss = match scale {
+            2 => 1 << 6,
+            4 => 2 << 6,
+            8 => 3 << 6,
+            _ => 0,
+        };
+        let Some(base) = base else {
+            // [index*s + disp32] or [disp32]: SIB with no base (mod 00, base 101).
+            out.extend_from_slice(&[reg | 4, ss | (index.map_or(4, |i| i & 7) << 3) | 5]);
+            return out.extend_from_slice(&disp.to_le_bytes());
+        };
+        let md = if disp == 0 && base & 7 != 5 {
+            0
+        } else if i8::try_from(disp).is_ok() {
+            0x40
+        } else {
+            0x80
+        };
+        if index.is_some() || base & 7 == 4 {
+            out.extend_from_slice(&[md | reg | 4, ss | (index.map_or(4, |i| i & 7) << 3) | (base & 7)]);
+        } else {
+            out.push(md | reg | (base & 7));
+        }
+        match md {
+            0x40 => out.push(disp as u8),
+            0x80 => out.extend_from_slice(&disp.to_le_bytes()),
+            _ => {}
+        }
+    }
+}
+
+/// Appends `ins`'s encoding if a template has its form and operands (true); else leaves `out`
+/// as it was (false).
+pub(crate) fn encode(ins: &Instruction, out: &mut Vec<u8>) -> bool {
+    match ins.code() {
+        // The tools' own bytes (`db`: jumps whose rel32 the engine patches), and labels.
+        Code::DeclareByte => {
+            out.extend((0..ins.declare_data_len()).map(|k| ins.get_declare_byte_value(k)));
+            return true;
+        }
+        Code::Zero_bytes => return true,
+        // `kortestw k, k` (VEX.L0.0F.W0 98 /r), the wide shadow checks' test.
+        Code::VEX_Kortestw_kr_kr => {
+            let (k, m) = (ins.op0_register(), ins.op1_register());
+            let n = |r: Register| (r as u32 - Register::K0 as u32) as u8;
+            out.extend_from_slice(&[0xc5, 0xf8, 0x98, 0xc0 | n(k) << 3 | n(m)]);
+            return true;
+        }
+        _ => {}
+    }
+    let Some(f) = form(ins.code()) else { return false };
+    if ins.has_rep_prefix() || ins.has_repne_prefix() || ins.has_lock_prefix() || ins.has_xacquire_prefix() || ins.has_xrelease_prefix() {
+        return false;
+    }
+    let seg = match ins.segment_prefix() {
+        Register::None => None,
+        Register::GS => Some(0x65),
+        Register::FS => Some(0x64),
+        _ => return false,
+    };
+    let start = out.len();
+    let ok = match f.shape {
+        Shape::RegRm { reg_op } => {
+            let (Some(reg), Some(m)) = (gpr(ins.op_register(reg_op)).filter(|_| ins.op_kind(reg_op) == OpKind::Register), RmOperand::of(ins, 1 - reg_op))
+            else {
+                return false;
+            };
+            prefixes(out, seg, &f, reg >> 3, m.rex_xb());
+            out.extend_from_slice(f.op);
+            m.encode(reg, out);
+            true
+        }
+        Shape::RmImm { ext, imm } => {
+            let Some(m) = RmOperand::of(ins, 0) else { return false };
+            prefixes(out, seg, &f, 0, m.rex_xb());
+            out.extend_from_slice(f.op);
+            m.encode(ext, out);
+            let v = ins.immediate(1);
+            out.extend_from_slice(&v.to_le_bytes()[..imm as usize]);
+            true
+        }
+        Shape::OpReg { imm } => {
+            let Some(r) = gpr(ins.op0_register()).filter(|_| ins.op0_kind() == OpKind::Register) else { return false };
+            prefixes(out, seg, &f, 0, (0, r >> 3));
+            out.push(f.op[0] | (r & 7));
+            out.extend_from_slice(&ins.immediate(1).to_le_bytes()[..imm as usize]);
+            true
+        }
+        Shape::Vex38F3W1 => {
+            let ops = (gpr(ins.op0_register()), gpr(ins.op1_register()), RmOperand::of(ins, 2));
+            let (Some(reg), Some(v), Some(m)) = ops else { return false };
+            if let Some(s) = seg {
+                out.push(s);
+            }
+            let (x, b) = m.rex_xb();
+            let r = reg >> 3;
+            out.extend_from_slice(&[0xc4, (r ^ 1) << 7 | (x ^ 1) << 6 | (b ^ 1) << 5 | 0b00010, 0x80 | (!v & 15) << 3 | 0b10]);
+            out.extend_from_slice(f.op);
+            m.encode(reg, out);
+            true
+        }
+    };
+    debug_assert!(ok && out.len() > start);
+    ok
+}
+
+/// The segment and operand-size prefixes and the REX byte (if one is needed).
+fn prefixes(out: &mut Vec<u8>, seg: Option<u8>, f: &Form, r: u8, (x, b): (u8, u8)) {
+    if let Some(s) = seg {
+        out.push(s);
+    }
+    if f.o16 {
+        out.push(0x66);
+    }
+    let rex = 0x40 | (f.w as u8) << 3 | r << 2 | x << 1 | b;
+    if rex != 0x40 {
+        out.push(rex);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iced_x86::code_asm::*;
+    use iced_x86::Encoder;
+
+    /// Every template against iced's encoder, over registers, memory operands and immediates.
+    #[test]
+    fn templates_encode_as_iced_does() {
+        let regs: Vec<AsmRegister64> = (0..16).map(|n| get_gpr64(Register::RAX + n).unwrap()).collect();
+        let r32s: Vec<AsmRegister32> = (0..16).map(|n| get_gpr32(Register::EAX + n).unwrap()).collect();
+        let mut a = CodeAssembler::new(64).unwrap();
+        let disps = [0i32, 1, -8, 127, 128, -129, 0x1234, -0x7fff_0000];
+        for (k, &r) in regs.iter().enumerate() {
+            let (b, x) = (regs[(k + 5) % 16], regs[(k + 11) % 16]);
+            let x = if x == rsp { r9 } else { x };
+            let r32 = r32s[k];
+            for &d in &disps {
+                let mems = [qword_ptr(b + d), qword_ptr(b + x * 8 + d), qword_ptr(b + x + d), qword_ptr(x * 4 + d), qword_ptr(0x1234u64 + k as u64).gs(), qword_ptr(b + d).gs()];
+                for m in mems {
+                    a.mov(r, m).unwrap();
+                    a.mov(m, r).unwrap();
+                    a.or(r, m).unwrap();
+                    a.or(m, r).unwrap();
+                    a.and(r, m).unwrap();
+                    a.xor(r, m).unwrap();
+                    a.add(r, m).unwrap();
+                    a.sub(m, r).unwrap();
+                    a.cmp(r, m).unwrap();
+                    a.cmp(m, r).unwrap();
+                    a.test(m, r).unwrap();
+                    a.lea(r, m).unwrap();
+                    a.mov(m, d).unwrap();
+                    a.cmp(m, d).unwrap();
+                    a.cmp(m, 0).unwrap();
+                    a.add(m, 1).unwrap();
+                    a.pext(r, b, m).unwrap();
+                    let (m8, m16, m32) = (byte_ptr(b + x + d), word_ptr(b + x + d), dword_ptr(b + x + d));
+                    a.cmp(m8, 0).unwrap();
+                    a.cmp(m16, 0).unwrap();
+                    a.cmp(m32, 1).unwrap();
+                    a.test(m8, 7).unwrap();
+                    a.movzx(r32, m8).unwrap();
+                    a.movzx(r32, m16).unwrap();
+                    a.mov(r32, m32).unwrap();
+                    a.mov(m32, r32).unwrap();
+                }
+            }
+            a.mov(r, b).unwrap();
+            a.or(r, x).unwrap();
+            a.xor(r32, r32).unwrap();
+            a.test(r, r).unwrap();
+            a.lea(r, qword_ptr(r + x)).unwrap();
+            a.mov(r, 0x1234_5678_9abc_def0u64).unwrap();
+            a.mov(r32, 61).unwrap();
+            a.pext(r, x, b).unwrap();
+            a.db(&[0x0f, 0x85, 0, 0, k as u8, 0]).unwrap();
+            a.kortestw(k2, k7).unwrap();
+            a.kortestw(k0, k5).unwrap();
+            let mut label = a.create_label();
+            a.set_label(&mut label).unwrap();
+            a.zero_bytes().unwrap();
+        }
+        let mut enc = Encoder::new(64);
+        let mut templated = 0;
+        for ins in a.instructions() {
+            let mut mine = Vec::new();
+            if !encode(ins, &mut mine) {
+                continue;
+            }
+            templated += 1;
+            enc.encode(ins, 0x10_0000).unwrap();
+            assert_eq!(mine, enc.take_buffer(), "{}", crate::translate::format_insn(ins));
+        }
+        assert!(templated * 10 >= a.instructions().len() * 9, "{templated} of {} templated", a.instructions().len());
+    }
+}
