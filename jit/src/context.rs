@@ -77,7 +77,8 @@ pub struct ThreadContext {
     pub exit_routine: u64,
     /// Address of the shared indirect-branch miss routine.
     pub ibl_miss: u64,
-    /// Guest address execution continues at after the exit.
+    /// The guest target of an indirect branch that missed the inline table (`EXIT_IBL_MISS`;
+    /// an exit stub's id names its target in the exit table instead).
     pub next_rip: u64,
     /// Exit id (see `EXIT_*`), written as a u32.
     pub exit_id: u64,

@@ -5,7 +5,7 @@
 //! `fs` base live in the real machine state; the engine keeps only `gs`, whose base is the
 //! thread's [`ThreadContext`]. `rtg_enter` saves the host's callee-saved registers on the host
 //! stack, loads the guest state from the context and jumps to a translation. Translations
-//! leave through stubs that write `next_rip` and an exit id into the context and jump to
+//! leave through stubs that write an exit id into the context and jump to
 //! `rtg_exit`, which stores the guest state back (switching to the host stack before it
 //! touches any stack, so the guest's red zone is never written), restores the host `fs` and
 //! returns from `rtg_enter`. A synchronous fault in translated code is turned into the same
@@ -423,7 +423,8 @@ pub fn host_has_bmi2() -> bool {
 }
 
 /// Runs translated code at host address `target` with the guest state in `ctx` until an exit.
-/// On return `ctx` holds the guest state, `ctx.exit_id` says why, `ctx.next_rip` where to go.
+/// On return `ctx` holds the guest state and `ctx.exit_id` says why (the exit table where to
+/// go, or `ctx.next_rip` after an indirect-branch miss).
 ///
 /// # Safety
 /// `ctx` must be the context installed on this thread with `install_context`, and `target`

@@ -97,11 +97,6 @@ impl Asm {
         self.gs_modrm_abs(0, disp as u32);
         self.u32(imm);
     }
-    /// Stores a 64-bit constant to `gs:[disp]` as two dword stores (no register needed).
-    pub fn store_gs_imm64(&mut self, disp: usize, imm: u64) {
-        self.store_gs_imm32(disp, imm as u32);
-        self.store_gs_imm32(disp + 4, (imm >> 32) as u32);
-    }
     /// `jmp qword gs:[disp]`
     pub fn jmp_gs(&mut self, disp: usize) {
         self.bytes(&[0x65, 0xff]);

@@ -78,6 +78,8 @@ struct PendingExit {
     reload: u16,
     /// Where a link of this exit to its own block enters (a self-loop's head).
     self_entry: Option<Label>,
+    /// The code at `stub` records the exit's id itself (a way into a lazy full version).
+    inline: bool,
 }
 
 struct BlockBuilder {
@@ -154,6 +156,17 @@ enum Point {
     Elsewhere,
 }
 
+impl Point {
+    /// The point as `ExitKind::FullVersion` and `Block::full_entries` name it (the block
+    /// start, or the instruction's index), and its guest pc (`block_pc` at the start).
+    fn full_version_point(self, block_pc: u64) -> (Option<u16>, u64) {
+        match self {
+            Point::Before(k, pc, ..) => (Some(k as u16), pc),
+            _ => (None, block_pc),
+        }
+    }
+}
+
 /// A jump of the fast version to the full one (`Inline::full_version_if`), or back from the
 /// full version's start (`Inline::fast_version_if`): the guest state comes back, the other
 /// version's stolen registers there get their spill slots filled, then the jump.
@@ -201,8 +214,11 @@ impl BlockBuilder {
     }
 
     /// Emits the fast version's jumps to the full one, out of line after both versions (or,
-    /// without a full version, its ways out to the runtime, which builds it).
+    /// without a full version, its ways out to the runtime, which builds it: each records its
+    /// exit's id and goes on to the block's one copy of the tool's full-entry code and the
+    /// exit routine).
     fn emit_to_full(&mut self, tool: &mut dyn Tool) {
+        let mut lazy_tail = None;
         for j in std::mem::take(&mut self.to_full) {
             self.asm.bind(j.label);
             if j.restore_flags {
@@ -210,23 +226,31 @@ impl BlockBuilder {
                 self.asm.load_gs(reg::RAX, OFF_FLAGS_RAX);
             }
             self.reload(j.spilled);
-            if !j.to_fast {
-                // No register is free here: the tool's code can only be position-independent
-                // moves of constants (assembled at 0).
-                let mut entry = Inline::new(0xffff, false, 0, Version::Full);
-                self.prof.timed(Phase::ToolHooks, || tool.full_entry(&mut entry));
-                if let Some(code) = entry.finish_plain() {
-                    self.asm.bytes(&code);
-                }
+            if !j.to_fast && self.lazy {
                 // Every register and the flags hold guest values here.
-                let (at, pc) = match j.at {
-                    Point::Before(k, pc, ..) => (Some(k as u16), pc),
-                    _ => (None, self.pc),
-                };
-                if self.lazy {
-                    self.leave(ExitKind::FullVersion { at }, self.pc, pc, None);
-                    continue;
-                }
+                let (at, pc) = j.at.full_version_point(self.pc);
+                let id = self.first_exit_id + self.exits.len() as u32;
+                let kind = ExitKind::FullVersion { at };
+                self.exits.push(PendingExit {
+                    kind,
+                    pc: self.pc,
+                    target: pc,
+                    site: None,
+                    stub: j.label,
+                    note: None,
+                    reload: 0,
+                    self_entry: None,
+                    inline: true,
+                });
+                self.asm.store_gs_imm32(OFF_EXIT_ID, id);
+                let tail = *lazy_tail.get_or_insert_with(|| self.asm.new_label());
+                self.asm.jmp_label(tail);
+                continue;
+            }
+            if !j.to_fast {
+                self.full_entry_code(tool);
+                // Every register and the flags hold guest values here.
+                let (at, _) = j.at.full_version_point(self.pc);
                 if self.full_entries.iter().all(|e| e.0 != at) {
                     let entry = self.asm.new_label();
                     self.asm.bind(entry);
@@ -245,6 +269,22 @@ impl BlockBuilder {
                 }
             }
             self.asm.jmp_label(target);
+        }
+        if let Some(tail) = lazy_tail {
+            self.asm.bind(tail);
+            self.full_entry_code(tool);
+            self.asm.jmp_gs(OFF_EXIT_ROUTINE);
+        }
+    }
+
+    /// The tool's code for every way into the full version (`Tool::full_entry`).
+    fn full_entry_code(&mut self, tool: &mut dyn Tool) {
+        // No register is free here: the tool's code can only be position-independent moves
+        // of constants (assembled at 0).
+        let mut entry = Inline::new(0xffff, false, 0, Version::Full);
+        self.prof.timed(Phase::ToolHooks, || tool.full_entry(&mut entry));
+        if let Some(code) = entry.finish_plain() {
+            self.asm.bytes(&code);
         }
     }
 
@@ -289,7 +329,7 @@ impl BlockBuilder {
         self.asm.align_rel32(1);
         self.asm.jmp_label(stub);
         let site = Some(self.asm.pos() - 4);
-        self.exits.push(PendingExit { kind: ExitKind::Direct, pc, target, site, stub, note: None, reload: 0, self_entry: None });
+        self.exits.push(PendingExit { kind: ExitKind::Direct, pc, target, site, stub, note: None, reload: 0, self_entry: None, inline: false });
     }
 
     /// `jcc rel32` to a new linkable exit towards `target`.
@@ -309,7 +349,7 @@ impl BlockBuilder {
         self.asm.align_rel32(2);
         self.asm.jcc_label(cc, stub);
         let site = Some(self.asm.pos() - 4);
-        self.exits.push(PendingExit { kind: ExitKind::Direct, pc, target, site, stub, note: None, reload, self_entry });
+        self.exits.push(PendingExit { kind: ExitKind::Direct, pc, target, site, stub, note: None, reload, self_entry, inline: false });
     }
 
     /// Whether `ins` is a plain `jcc` back to the block's start that could keep registers
@@ -342,23 +382,26 @@ impl BlockBuilder {
     fn leave_if(&mut self, cc: u8, kind: ExitKind, pc: u64, target: u64) {
         let stub = self.asm.new_label();
         self.asm.jcc_label(cc, stub);
-        self.exits.push(PendingExit { kind, pc, target, site: None, stub, note: None, reload: 0, self_entry: None });
+        self.exits.push(PendingExit { kind, pc, target, site: None, stub, note: None, reload: 0, self_entry: None, inline: false });
     }
 
     fn leave(&mut self, kind: ExitKind, pc: u64, target: u64, note: Option<String>) {
         let stub = self.asm.new_label();
         self.asm.jmp_label(stub);
-        self.exits.push(PendingExit { kind, pc, target, site: None, stub, note, reload: 0, self_entry: None });
+        self.exits.push(PendingExit { kind, pc, target, site: None, stub, note, reload: 0, self_entry: None, inline: false });
     }
 
-    /// Emits all stubs: record where to continue and which exit was taken, then leave.
+    /// Emits all stubs: record which exit was taken (its entry in the exit table says where
+    /// the guest goes on), then leave.
     fn emit_stubs(&mut self) {
         for i in 0..self.exits.len() {
             let id = self.first_exit_id + i as u32;
-            let (stub, target, reload) = (self.exits[i].stub, self.exits[i].target, self.exits[i].reload);
+            let (stub, reload) = (self.exits[i].stub, self.exits[i].reload);
+            if self.exits[i].inline {
+                continue;
+            }
             self.asm.bind(stub);
             self.reload(reload);
-            self.asm.store_gs_imm64(OFF_NEXT_RIP, target);
             self.asm.store_gs_imm32(OFF_EXIT_ID, id);
             self.asm.jmp_gs(OFF_EXIT_ROUTINE);
         }
