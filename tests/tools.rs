@@ -204,15 +204,16 @@ int main(void) {
     assert_eq!(out.stdout_str(), "494 1000\n", "{}", out.describe());
     let err = out.stderr_str();
     let line = |marker: &str| source.lines().position(|l| l.contains(marker)).unwrap() + 1;
-    let at = |kind: &str, l: usize| {
-        err.lines()
-            .filter(|r| r.contains(kind) && r.contains(&format!("taint_counts.c:{l} ")))
-            .map(|r| r.rsplit(": ").next().unwrap().to_string())
-            .collect::<Vec<_>>()
-    };
+    let at = |kind: &str, l: usize| times_at(&err, kind, &format!("taint_counts.c:{l}"));
     assert_eq!(at("conditional branch", line("/* branch */")), ["1000 times"], "{err}");
     assert!(at("memory address", line("/* index */")).iter().all(|n| n == "1000 times") && !at("memory address", line("/* index */")).is_empty(), "{err}");
     assert!(at("conditional branch", line("for (ssize_t")).is_empty(), "{err}");
+}
+
+/// The "N times" of each taint report line of `kind` at `place` (FILE:LINE).
+fn times_at(err: &str, kind: &str, place: &str) -> Vec<String> {
+    let place = format!("{place} ");
+    err.lines().filter(|r| r.contains(kind) && r.contains(&place)).map(|r| r.rsplit(": ").next().unwrap().to_string()).collect()
 }
 
 /// A block's full version is built only when a thread first needs it (issue 29): a function
@@ -266,12 +267,7 @@ int main(void) {
         // 2000 clean calls of 26 bytes past 'm' each, two of 7.
         assert_eq!(out.stdout_str(), "52014 20\n", "{}", out.describe());
         let err = out.stderr_str();
-        let at = |kind: &str, l: usize| {
-            err.lines()
-                .filter(|r| r.contains(kind) && r.contains(&format!("taint_late.c:{l} ")))
-                .map(|r| r.rsplit(": ").next().unwrap().to_string())
-                .collect::<Vec<_>>()
-        };
+        let at = |kind: &str, l: usize| times_at(&err, kind, &format!("taint_late.c:{l}"));
         assert_eq!(at("conditional branch", line("/* branch */")), ["40 times"], "RTGRIND_EAGER_FULL={eager}:\n{err}");
         let index = at("memory address", line("/* index */"));
         assert!(!index.is_empty() && index.iter().all(|n| n == "40 times"), "RTGRIND_EAGER_FULL={eager}:\n{err}");
