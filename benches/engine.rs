@@ -12,6 +12,10 @@
 //! `memcheck`, `origins` (memcheck with `--track-origins=yes`), e.g.
 //! `--tools native,taint,memcheck,origins`.
 //!
+//! `TOOL-before` (`rtgrind-before`, `taint-before`, ...): the rtgrind tool TOOL run by the
+//! rtgrind binary in `RTGRIND_BEFORE` (a build of an earlier commit), for before/after columns
+//! from the same run.
+//!
 //! A FILTER keeps the workloads whose name contains it. Every run's stdout and exit status must
 //! match the native run's, else its cell says FAIL and a note says why. A tool that is not
 //! installed gets an "n/a" column. `qemu-x86_64` comes from Debian's `qemu-user`, which `.ci/run`
@@ -134,6 +138,9 @@ const TOOLS: [(&str, &str, &str, &[&str]); 13] = [
 ];
 
 fn tool(name: &str) -> Tool {
+    if let Some(now) = name.strip_suffix("-before") {
+        return before(tool(now));
+    }
     let Some(&(name, title, program, args)) = TOOLS.iter().find(|t| t.0 == name) else {
         let known: Vec<&str> = TOOLS.iter().map(|t| t.0).collect();
         panic!("unknown tool {name} (known: {})", known.join(","));
@@ -149,6 +156,22 @@ fn tool(name: &str) -> Tool {
             .ok_or(format!("{program} not found in PATH")),
     };
     let prefix = found.map(|p| p.into_iter().chain(args.iter().map(|a| a.to_string())).collect());
+    Tool { name, title, prefix }
+}
+
+/// `t` run by the rtgrind in `RTGRIND_BEFORE` (see the module's documentation).
+fn before(t: Tool) -> Tool {
+    let name = Box::leak(format!("{}-before", t.name).into_boxed_str());
+    let title = Box::leak(format!("{} (before)", t.title).into_boxed_str());
+    let prefix = match (std::env::var("RTGRIND_BEFORE"), t.prefix) {
+        (Err(_), _) => Err("RTGRIND_BEFORE is not set".to_string()),
+        (Ok(path), Ok(mut p)) if p.first().map(String::as_str) == Some(env!("CARGO_BIN_EXE_rtgrind")) => {
+            p[0] = path;
+            Ok(p)
+        }
+        (_, Ok(_)) => Err(format!("{} is not an rtgrind tool", t.name)),
+        (_, Err(e)) => Err(e),
+    };
     Tool { name, title, prefix }
 }
 

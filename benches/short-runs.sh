@@ -5,8 +5,10 @@
 # search makes them, race) and under Valgrind's none, memcheck and lackey, all from this one
 # run of the script; their ratios to native and to rtgrind's none; then, from `--stats`, code
 # bytes per guest instruction and (python3 -c pass) translation time by phase, per tool.
-# Builds rtgrind (release) first.
-#   bash benches/short-runs.sh [RUNS]
+# The runs are interleaved (each round runs every cell once). With RTGRIND_BEFORE=PATH (an
+# rtgrind built at an earlier commit), the timed tables get a "TOOL (before)" column beside
+# each rtgrind tool's, from the same rounds. Builds rtgrind (release) first.
+#   [RTGRIND_BEFORE=PATH] bash benches/short-runs.sh [RUNS]
 set -eu
 runs=${1:-5}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -40,13 +42,20 @@ cmd() {
     esac
 }
 runners=(native none count taint "suppress untraced" "suppress traced" race "vg none" memcheck lackey)
+if [ -n "${RTGRIND_BEFORE:-}" ]; then
+    runners=(native none "none (before)" count "count (before)" taint "taint (before)" "suppress untraced" "suppress untraced (before)" "suppress traced" "suppress traced (before)" race "race (before)" "vg none" memcheck lackey)
+fi
 # Medians to the millisecond (some of these runs take 10 ms).
 median_decimals=3
 
 # run RUNNER PROGRAM...: one run of PROGRAM under RUNNER.
 run() {
-    local r=$1
+    local r=$1 rt=$rt
     shift
+    if [ "${r% (before)}" != "$r" ]; then
+        r=${r% (before)}
+        rt=$RTGRIND_BEFORE
+    fi
     case $r in
         native) "$@" ;;
         none | count | taint) "$rt" -q --tool="$r" "$@" ;;
@@ -70,11 +79,23 @@ stats() {
 }
 
 echo "load: $(uptime | sed 's/.*load average: //')"
-declare -A t
+# Interleaved: each round times every cell once; a cell's figure is the median of its rounds.
+declare -A t samples
+for _ in $(seq "$runs"); do
+    for i in "${!labels[@]}"; do
+        for r in "${runners[@]}"; do
+            s=$(date +%s.%N)
+            # shellcheck disable=SC2046
+            run "$r" $(cmd "$i") > /dev/null 2>&1 || :
+            e=$(date +%s.%N)
+            samples[$i,$r]+="$(echo "$e - $s" | bc) "
+        done
+    done
+done
 for i in "${!labels[@]}"; do
     for r in "${runners[@]}"; do
-        # shellcheck disable=SC2046
-        t[$i,$r]=$(median run "$r" $(cmd "$i"))
+        # shellcheck disable=SC2086
+        t[$i,$r]=$(printf '%s\n' ${samples[$i,$r]} | median_of)
     done
 done
 echo "load: $(uptime | sed 's/.*load average: //')"

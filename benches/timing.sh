@@ -10,7 +10,12 @@ median() {
         "$@" > /dev/null 2>&1
         e=$(date +%s.%N)
         echo "$e - $s" | bc
-    done | sort -n | awk -v d="${median_decimals:-2}" '{ a[NR] = $1 } END { printf "%." d "f\n", a[int((NR + 1) / 2)] }'
+    done | median_of
+}
+
+# The median (`median_decimals` decimals, 2 unless set) of the numbers on stdin, one a line.
+median_of() {
+    sort -n | awk -v d="${median_decimals:-2}" '{ a[NR] = $1 } END { printf "%." d "f\n", a[int((NR + 1) / 2)] }'
 }
 
 # $1 / $2 with two decimals.
