@@ -175,6 +175,8 @@ pub struct Inline {
     /// Jumps to the other version in the code: (index of the placeholder in the assembler's
     /// instructions, offset of its rel32 in it).
     to_full: Vec<(usize, usize)>,
+    /// Jumps past the guest instruction (`skip_insn`): indices of their placeholders.
+    skips: Vec<usize>,
     /// Registers the guest instructions after this point in the block use: lent ones among
     /// them would be reloaded there.
     later: u16,
@@ -196,6 +198,9 @@ pub(crate) struct Finished {
     /// Jumps to the other version (out of line): placeholder instruction index and the
     /// offset of the rel32 the engine points at its way there.
     pub to_full: Vec<(usize, usize)>,
+    /// Jumps past the guest instruction (`Inline::skip_insn`): placeholder instruction indices
+    /// (a `jmp rel32`, its rel32 at offset 1).
+    pub skips: Vec<usize>,
 }
 
 thread_local! {
@@ -233,6 +238,7 @@ impl Inline {
             outcome: None,
             version,
             to_full: Vec::new(),
+            skips: Vec::new(),
             later: 0xffff,
             dead: 0,
         }
@@ -538,6 +544,23 @@ impl Inline {
         a.jmp(qword_ptr(rcx * 8 + OFF_IBL_VALS as u64).gs()).unwrap();
     }
 
+    /// Jumps past the guest instruction from this point of the tool's code, staying in the
+    /// block: neither the instruction nor the rest of the tool's code before it runs; the code
+    /// after it (`Tool::after_insn`'s) does. Registers and flags have their guest values there
+    /// (the ones the instruction would have written keep their old ones). Only before an
+    /// instruction that falls through, in code that has borrowed no register the instruction
+    /// overwrites (`scratch_short`) so far; a value the tool keeps for the block (`keep`) that
+    /// its code after this point would have set must be forgotten. The way out of the block
+    /// without a dispatch (`exit_to` the next instruction) at the cost of one taken jump.
+    pub fn skip_insn(&mut self) {
+        assert!(self.lent & self.dead == 0, "code that skips the instruction borrowed no register it would overwrite");
+        let a = self.asm();
+        let index = a.instructions().len();
+        // A placeholder whose rel32 the engine points at the way past (see `translate`).
+        a.db(&[0xe9, 0, 0, 0, 0]).unwrap();
+        self.skips.push(index);
+    }
+
     /// After a call-out: leaves the block for the guest pc the call-out put in
     /// `ctx.redirect` (which is zeroed), as `exit_to` does, if it put one there; else the code
     /// goes on here. Clobbers the flags.
@@ -559,7 +582,10 @@ impl Inline {
 
     /// The code of a `Tool::full_entry`, which may neither borrow registers nor clobber flags.
     pub(crate) fn finish_plain(self) -> Option<Vec<u8>> {
-        assert!(self.lent == 0 && !self.clobbers_flags && self.to_full.is_empty(), "full-entry code needs no register and no flags");
+        assert!(
+            self.lent == 0 && !self.clobbers_flags && self.to_full.is_empty() && self.skips.is_empty(),
+            "full-entry code needs no register and no flags"
+        );
         let asm = self.asm?;
         // Position-independent (no label, no RIP-relative operand): encoded one by one, without
         // the block encoder's allocations (this code is emitted at every way into a full version).
@@ -586,7 +612,15 @@ impl Inline {
         // (Operands suffice: the only implicit register tool code uses is rcx, of `jrcxz`;
         // rax, of `lahf`, and rsp are never lent.)
         let named = asm.instructions().iter().fold(1u16 << 1 | self.slots_read, |m, i| m | named_registers(i));
-        Finished { lent: self.lent & named, dead: self.lent & named & self.dead, save_flags, asm, outcome: self.outcome, to_full: self.to_full }
+        Finished {
+            lent: self.lent & named,
+            dead: self.lent & named & self.dead,
+            save_flags,
+            asm,
+            outcome: self.outcome,
+            to_full: self.to_full,
+            skips: self.skips,
+        }
     }
 }
 

@@ -135,6 +135,21 @@ struct BlockBuilder {
     wants_pre_steal: u16,
     /// The translation's phase timer (`--stats`).
     prof: PhaseTimer,
+    /// Jumps past the instruction being translated (`Inline::skip_insn`), whether the flags
+    /// were saved around their code: joined after it (`join_skips`).
+    pending_skips: Vec<(Label, bool)>,
+    /// Ways past skipped instructions, out of line after both versions.
+    skips: Vec<Skip>,
+}
+
+/// The way past a skipped instruction (`Inline::skip_insn`): the guest's flags back if the
+/// tool's code saved them, the registers the instruction would have overwritten while the
+/// tool held them reloaded (the code after it takes them for the instruction's), then on.
+struct Skip {
+    label: Label,
+    restore_flags: bool,
+    reload: u16,
+    join: Label,
 }
 
 /// A conditional branch's taken path out of the middle of a block while registers are stolen:
@@ -205,6 +220,8 @@ impl BlockBuilder {
             loop_head: None,
             wants_pre_steal: 0,
             prof: PhaseTimer::default(),
+            pending_skips: Vec::new(),
+            skips: Vec::new(),
         }
     }
 
@@ -285,6 +302,33 @@ impl BlockBuilder {
         self.prof.timed(Phase::ToolHooks, || tool.full_entry(&mut entry));
         if let Some(code) = entry.finish_plain() {
             self.asm.bytes(&code);
+        }
+    }
+
+    /// Right after an instruction the tool's code may have skipped, which overwrote `whole`
+    /// (see `written_registers`) and ran with `stolen_before` stolen: the skips join here.
+    fn join_skips(&mut self, stolen_before: u16, whole: u16) {
+        if self.pending_skips.is_empty() {
+            return;
+        }
+        let join = self.asm.new_label();
+        self.asm.bind(join);
+        for (label, restore_flags) in std::mem::take(&mut self.pending_skips) {
+            self.skips.push(Skip { label, restore_flags, reload: stolen_before & whole, join });
+        }
+    }
+
+    /// Emits the ways past skipped instructions, out of line.
+    fn emit_skips(&mut self) {
+        assert!(self.pending_skips.is_empty(), "a tool skips only an instruction that falls through");
+        for s in std::mem::take(&mut self.skips) {
+            self.asm.bind(s.label);
+            if s.restore_flags {
+                self.asm.restore_flags_ax(OFF_FLAGS_SAVE);
+                self.asm.load_gs(reg::RAX, OFF_FLAGS_RAX);
+            }
+            self.reload(s.reload);
+            self.asm.jmp_label(s.join);
         }
     }
 
@@ -849,6 +893,7 @@ fn build(
         (end, count) = body(b, &env, tool)?;
     }
     b.emit_to_full(tool);
+    b.emit_skips();
     for e in std::mem::take(&mut b.taken_with_stolen) {
         b.asm.bind(e.label);
         b.reload(e.stolen);
@@ -1173,6 +1218,7 @@ impl Body<'_, '_> {
             }
         }
         let site = InsnSite { ins: &ins, info: &info };
+        let stolen_before = b.stolen;
         let mut before = b.inline(uses, !self.dead_at(count - 1), self.later(count)).dead_before(whole);
         b.prof.timed(Phase::ToolHooks, || tool.before_insn(&site, &mut before));
         let stack_segment = info.used_memory().iter().any(|m| matches!(m.base(), Register::RSP | Register::RBP | Register::ESP | Register::EBP));
@@ -1224,6 +1270,7 @@ impl Body<'_, '_> {
                 } else {
                     self.copy(b, raw, uses, (written, whole));
                 }
+                b.join_skips(stolen_before, whole);
                 let mut after = b.inline(uses, !self.dead_at(count), self.later(count));
                 b.prof.timed(Phase::ToolHooks, || tool.after_insn(&site, &mut after));
                 emit_inline(b, after, Point::Elsewhere);
@@ -1365,7 +1412,7 @@ fn emit_inline(b: &mut BlockBuilder, code: Inline, at: Point) -> Control {
     if code.is_empty() {
         return Control::default();
     }
-    let Finished { lent, dead, save_flags, mut asm, outcome, to_full } = code.finish();
+    let Finished { lent, dead, save_flags, mut asm, outcome, to_full, skips } = code.finish();
     let control = Control { outcome };
     if save_flags {
         // rax goes back to its guest value at once: tool code may read guest registers.
@@ -1411,6 +1458,12 @@ fn emit_inline(b: &mut BlockBuilder, code: Inline, at: Point) -> Control {
         let offset = offsets[index] as usize;
         b.asm.fixup_rel32(start + offset + rel, label);
         b.to_full.push(ToFull { label, restore_flags: save_flags, spilled: b.stolen, at, to_fast });
+    }
+    for &index in &skips {
+        assert!(matches!(at, Point::Before(..)), "only code before an instruction skips it");
+        let label = b.asm.new_label();
+        b.asm.fixup_rel32(start + offsets[index] as usize + 1, label);
+        b.pending_skips.push((label, save_flags));
     }
     if save_flags {
         b.asm.restore_flags_ax(OFF_FLAGS_SAVE);
