@@ -1706,6 +1706,19 @@ impl Propagation {
         self.instance = None;
     }
 
+    /// The origin slots known non-zero here (see `skippable`).
+    pub fn known(&self) -> u64 {
+        self.known
+    }
+
+    /// The instruction just instrumented may be skipped by a tool's code before this code
+    /// (`Inline::skip_insn`), where `known` were the slots known non-zero: what the block keeps
+    /// in registers may not have been set, and what its definitions made known may not be.
+    pub fn skippable(&mut self, known: u64) {
+        self.forget_registers();
+        self.known &= known;
+    }
+
     /// After an instruction's code: how it moves the cached granules' bases.
     fn bases_moved(&mut self, site: &InsnSite) {
         if super::fast::base_step(Register::RSP, site.ins, site.info).is_none_or(|s| s % 8 != 0) {

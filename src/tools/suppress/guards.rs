@@ -4,6 +4,7 @@
 
 use super::area;
 use super::cfg;
+use super::events;
 use super::frames::{frames, return_corrupt, ENTRY_BYTES};
 use super::plan::Point;
 use super::run::fmt;
@@ -34,6 +35,8 @@ pub(super) struct Guard {
     pub(super) state: *mut State,
     /// Registers whose guest values wait in their spill slots at the call-out (`guest_regs`).
     pub(super) spilled: u16,
+    /// Events the translated code handled without the call-out (`events`), counted there.
+    pub(super) events: std::sync::atomic::AtomicU64,
 }
 
 pub(super) struct PointCheck {
@@ -143,32 +146,18 @@ pub(super) fn effective_address(ctx: &ThreadContext, regs: &[u64; 16], [base, in
 /// Marks everything `ins` writes corrupt: registers, flags and (if `memory`) its memory
 /// destination.
 pub(super) fn corrupt_destinations(ctx: &mut ThreadContext, st: &mut State, ins: &Instruction, memory: bool, regs: &[u64; 16]) {
-    let info = InstructionInfoFactory::new().info(ins).clone();
-    for u in info.used_registers() {
-        if !matches!(u.access(), OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite) {
-            continue;
-        }
-        let r = u.register();
-        if r.is_gpr() && r.full_register() != Register::RSP {
-            *shadow::gpr(ctx, r.full_register().number() - Register::RAX.number()) = 0xff;
-        } else if r.is_xmm() || r.is_ymm() || r.is_zmm() {
-            let n = r.number()
-                - if r.is_xmm() {
-                    Register::XMM0.number()
-                } else if r.is_ymm() {
-                    Register::YMM0.number()
-                } else {
-                    Register::ZMM0.number()
-                };
-            if n < 16 {
-                *shadow::word(ctx, slot::VEC + 8 * n) = 0xffff_ffff;
-            }
-        }
+    let marks = events::marks(ins);
+    for &s in &marks.gprs {
+        *shadow::word(ctx, s) = events::GPR_CORRUPT;
     }
-    if ins.rflags_modified() != 0 {
+    for &s in &marks.vecs {
+        *shadow::word(ctx, s) = events::VEC_CORRUPT;
+    }
+    if marks.flags {
         *shadow::word(ctx, slot::FLAGS) = 1;
     }
     if memory {
+        let info = InstructionInfoFactory::new().info(ins).clone();
         for m in info.used_memory() {
             if matches!(m.access(), OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite) {
                 if let Some(ea) = address(ctx, regs, ins) {
@@ -198,7 +187,7 @@ pub(super) fn address_corrupt(ctx: &mut ThreadContext, ins: &Instruction) -> boo
 
 /// `RTGRIND_SUPPRESS_TRACE` set: each guard's event is printed (debugging). Read once (a
 /// getenv per event was a tenth of a hot loop's suppression run).
-static TRACE: std::sync::LazyLock<bool> = std::sync::LazyLock::new(|| std::env::var_os("RTGRIND_SUPPRESS_TRACE").is_some());
+pub(super) static TRACE: std::sync::LazyLock<bool> = std::sync::LazyLock::new(|| std::env::var_os("RTGRIND_SUPPRESS_TRACE").is_some());
 
 pub(super) extern "C" fn guard_callout(ctx: *mut ThreadContext, arg: u64) {
     // SAFETY: rtg_callout passes this thread's context; `arg` is a boxed Guard the tool keeps

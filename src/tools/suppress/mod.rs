@@ -5,6 +5,7 @@
 mod calls;
 pub mod cfg;
 pub mod driver;
+mod events;
 mod flags;
 mod frames;
 mod guards;

@@ -11,6 +11,7 @@
 //! suppression points.
 
 use super::area;
+use super::events;
 use super::frames::{
     call_sites_between, calls_into, calls_with, frame_entries, init_call_log, init_table, logged_call, logged_ordinals, CALLEE_SAVED, CALL_LOG_ENTRY,
     CALL_LOG_WRAP_BIT, ENTRY_WORDS_USED, MASKS,
@@ -102,6 +103,8 @@ pub struct SuppressRun {
     /// The heap hooks' call-out arguments (boxed: translations hold their addresses).
     #[allow(clippy::vec_box)]
     heap_sites: Vec<Box<HeapSite>>,
+    /// A guard of the instruction being instrumented may skip it inline (`events`).
+    skips_here: bool,
 }
 
 /// An allocation function's hook, as its call-out is told.
@@ -262,6 +265,7 @@ impl SuppressRun {
             restarted: Box::default(),
             fast: fast::enabled(),
             block_use: Default::default(),
+            skips_here: false,
             fast_block: fast::FastBlock::new(0, 0, false, &Default::default()),
             redzones,
             heap_sites: Vec::new(),
@@ -322,6 +326,19 @@ impl SuppressRun {
         &mut *self.state as *mut State
     }
 
+    /// How many times each kind of suppression acted: the call-outs' counts and the events
+    /// the guards handled inline.
+    fn suppressed_counts(&self) -> HashMap<&'static str, u64> {
+        let mut counts = self.state.suppressed.clone();
+        for g in &self.guards {
+            let n = g.events.load(std::sync::atomic::Ordering::Relaxed);
+            if let Some(what) = events::inline_event(g.kind, &g.ins, false).filter(|_| n > 0) {
+                *counts.entry(what).or_default() += n;
+            }
+        }
+        counts
+    }
+
     /// `if any of the words at `slots`, or the shadow of the 8 bytes at `mem_value`, is
     /// non-zero: call the guard, and leave the block if it says so`.
     /// None in a fast version: every register there is clean, and so is every value it
@@ -335,14 +352,66 @@ impl SuppressRun {
             b.clobber_flags();
         }
         let (t, u, v) = (counter.unwrap_or_else(|| b.scratch()), b.scratch(), b.scratch());
-        let g = Box::new(Guard { kind, ins: *ins, state: self.state_ptr(), spilled: b.spilled() });
+        let g = Box::new(Guard { kind, ins: *ins, state: self.state_ptr(), spilled: b.spilled(), events: Default::default() });
         let arg = &*g as *const Guard as u64;
+        // The event handled inline (see `events`): its slots, what it marks, where it counts.
+        let inline = events::inline_event(kind, ins, *super::guards::TRACE).map(|_| {
+            let ev = events::event_slots(kind, ins, slots);
+            let rest: Vec<usize> = slots.iter().copied().filter(|s| !ev.contains(s)).collect();
+            (ev, rest, events::marks(ins), g.events.as_ptr() as *const u64)
+        });
         self.guards.push(g);
+        self.skips_here |= inline.is_some();
+        let (slots, event) = match &inline {
+            Some((ev, rest, marks, count)) if !ev.is_empty() => (&rest[..], Some((&ev[..], marks, *count))),
+            _ => (slots, None),
+        };
         if counter.is_some() {
-            return self.guard_flag_free(b, t, u, v, arg, slots, mem_value);
+            return self.guard_flag_free(b, (t, u, v), arg, (slots, event), mem_value);
         }
         let a = b.asm();
         let done = a.create_label();
+        let mut inline_event = a.create_label();
+        if let Some((ev, ..)) = event {
+            a.xor(t, t).unwrap();
+            for &s in ev {
+                a.or(t, qword_ptr(tool_area(s)).gs()).unwrap();
+            }
+            a.test(t, t).unwrap();
+            a.jnz(inline_event).unwrap();
+        }
+        if slots.is_empty() && mem_value.is_none() {
+            a.jmp(done).unwrap();
+        } else {
+            self.guard_callout_if_set(b, (t, u, v), arg, slots, mem_value, done);
+        }
+        if let Some((_, marks, count)) = event {
+            let a = b.asm();
+            a.set_label(&mut inline_event).unwrap();
+            a.zero_bytes().unwrap();
+            events::emit(b, marks, count, (t, u));
+        }
+        let a = b.asm();
+        let mut done = done;
+        a.set_label(&mut done).unwrap();
+        a.zero_bytes().unwrap();
+        b.release_scratch();
+    }
+
+    /// `if any of the words at `slots`, or the shadow of the 8 bytes at `mem_value`, is
+    /// non-zero: call the guard, and leave the block if it says so`, then on at `done`
+    /// (flags clobbered, `t`, `u`, `v` lent).
+    #[allow(clippy::too_many_arguments)]
+    fn guard_callout_if_set(
+        &mut self,
+        b: &mut Inline,
+        (t, u, v): (AsmRegister64, AsmRegister64, AsmRegister64),
+        arg: u64,
+        slots: &[usize],
+        mem_value: Option<&rtgrind_jit::iced_x86::UsedMemory>,
+        done: CodeLabel,
+    ) {
+        let a = b.asm();
         a.xor(t, t).unwrap();
         for &s in slots {
             a.or(t, qword_ptr(tool_area(s)).gs()).unwrap();
@@ -355,37 +424,36 @@ impl SuppressRun {
         let a = b.asm();
         a.test(t, t).unwrap();
         a.jz(done).unwrap();
-        callout_then_leave_if_asked(b, guard_callout, arg, t, done);
+        b.callout(guard_callout, arg, t);
+        let a = b.asm();
+        a.cmp(qword_ptr(tool_area(area::REDIRECT)).gs(), 0).unwrap();
+        a.je(done).unwrap();
+        b.exit_to(tool_area(area::REDIRECT));
     }
 
     /// `guard` where the guest's flags are live (before every conditional branch and return):
     /// the shadows are summed in rcx with `lea` (they are small non-negative masks, so the sum
     /// is zero only if all are) and tested with `jrcxz`, and the slow path tests the redirect
     /// word the same way, so the flags need no save.
-    #[allow(clippy::too_many_arguments)]
+    /// An event handled inline (`event`: its slots, marks and count) is tested first, with
+    /// its own sum.
     fn guard_flag_free(
         &mut self,
         b: &mut Inline,
-        c: AsmRegister64,
-        u: AsmRegister64,
-        v: AsmRegister64,
+        (c, u, v): (AsmRegister64, AsmRegister64, AsmRegister64),
         arg: u64,
-        slots: &[usize],
+        (slots, event): (&[usize], Option<(&[usize], &events::Marks, *const u64)>),
         mem_value: Option<&rtgrind_jit::iced_x86::UsedMemory>,
     ) {
+        let sum = |a: &mut rtgrind_jit::instrument::code_asm::CodeAssembler, slots: &[usize]| {
+            a.mov(c, 0u64).unwrap();
+            for &s in slots {
+                a.mov(u, qword_ptr(tool_area(s)).gs()).unwrap();
+                a.lea(c, qword_ptr(c + u)).unwrap();
+            }
+        };
         let a = b.asm();
-        a.mov(c, 0u64).unwrap();
-        for &s in slots {
-            a.mov(u, qword_ptr(tool_area(s)).gs()).unwrap();
-            a.lea(c, qword_ptr(c + u)).unwrap();
-        }
-        if let Some(m) = mem_value {
-            crate::shadow::propagate::effective_address(b, u, m, v);
-            crate::shadow::propagate::shadow_qword(b, u, v, v, self.prop.taint_table);
-            b.asm().lea(c, qword_ptr(c + v)).unwrap();
-        }
-        let a = b.asm();
-        let (mut done, mut slow, mut leave) = (a.create_label(), a.create_label(), a.create_label());
+        let (mut done, mut slow, mut leave, mut inline_event) = (a.create_label(), a.create_label(), a.create_label(), a.create_label());
         // rcx zero: on to `zero`; else to `other`, both far (`jrcxz` reaches 127 bytes).
         let branch = |a: &mut rtgrind_jit::instrument::code_asm::CodeAssembler, zero, other| {
             let mut near = a.create_label();
@@ -394,16 +462,39 @@ impl SuppressRun {
             a.set_label(&mut near).unwrap();
             a.jmp(zero).unwrap();
         };
-        branch(a, done, slow);
-        a.set_label(&mut slow).unwrap();
-        a.zero_bytes().unwrap();
-        b.callout(guard_callout, arg, u);
-        let a = b.asm();
-        a.mov(c, qword_ptr(tool_area(area::REDIRECT)).gs()).unwrap();
-        branch(a, done, leave);
-        a.set_label(&mut leave).unwrap();
-        a.zero_bytes().unwrap();
-        b.exit_to(tool_area(area::REDIRECT));
+        let calls_out = !slots.is_empty() || mem_value.is_some();
+        if let Some((ev, ..)) = event {
+            let mut rest = a.create_label();
+            sum(a, ev);
+            branch(a, if calls_out { rest } else { done }, inline_event);
+            a.set_label(&mut rest).unwrap();
+            a.zero_bytes().unwrap();
+        }
+        if calls_out {
+            sum(a, slots);
+            if let Some(m) = mem_value {
+                crate::shadow::propagate::effective_address(b, u, m, v);
+                crate::shadow::propagate::shadow_qword(b, u, v, v, self.prop.taint_table);
+                b.asm().lea(c, qword_ptr(c + v)).unwrap();
+            }
+            let a = b.asm();
+            branch(a, done, slow);
+            a.set_label(&mut slow).unwrap();
+            a.zero_bytes().unwrap();
+            b.callout(guard_callout, arg, u);
+            let a = b.asm();
+            a.mov(c, qword_ptr(tool_area(area::REDIRECT)).gs()).unwrap();
+            branch(a, done, leave);
+            a.set_label(&mut leave).unwrap();
+            a.zero_bytes().unwrap();
+            b.exit_to(tool_area(area::REDIRECT));
+        }
+        if let Some((_, marks, count)) = event {
+            let a = b.asm();
+            a.set_label(&mut inline_event).unwrap();
+            a.zero_bytes().unwrap();
+            events::emit(b, marks, count, (u, v));
+        }
         let a = b.asm();
         a.set_label(&mut done).unwrap();
         a.zero_bytes().unwrap();
@@ -1434,6 +1525,7 @@ impl SuppressRun {
     /// branched on. A write about to be `suppressed` (a corrupt argument or buffer) writes
     /// nothing the program meant: it fails nothing, and the output it stands for is skipped.
     fn named_failure(&mut self, ctx: &mut ThreadContext, nr: i64, args: &[u64; 6], ends: bool, suppressed: bool) {
+        let nothing_suppressed = ends && self.suppressed_counts().is_empty();
         let Some(failure) = self.failure.as_mut() else { return };
         if suppressed {
             if let Failure::Output(out) = failure {
@@ -1465,7 +1557,7 @@ impl SuppressRun {
             }
             // Output missing at the end is a failure only if nothing was suppressed (suppressed
             // code produces no output).
-            Failure::Output(out) if ends && out.short() && self.state.suppressed.is_empty() => {
+            Failure::Output(out) if ends && out.short() && nothing_suppressed => {
                 format!("output ended at byte {} of the expected {}", out.pos(), out.expected_len())
             }
             Failure::Output(out) => {
@@ -1711,49 +1803,9 @@ pub(super) fn fmt(ins: &Instruction) -> String {
     rtgrind_jit::translate::format_insn(ins)
 }
 
-impl Tool for SuppressRun {
-    fn two_versions(&mut self, _pc: u64, insns: &[Instruction]) -> bool {
-        // Before the first point fires nothing is corrupt and there are no guards.
-        let two = self.fast && self.state.armed;
-        if two {
-            self.block_use = fast::block_use(insns);
-        }
-        two
-    }
-
-    fn block_start(&mut self, pc: u64, b: &mut Inline) {
-        // A traced run's basic blocks of the program keep their entries (`ordinals`).
-        let segment = if self.traced() && self.in_main(pc) { self.segments.start(pc) } else { None };
-        if segment.is_none() {
-            self.segments.close();
-        }
-        fast::block_start(b, &mut self.prop, &self.block_use, &mut self.fast_block, &mut |b| {
-            if let Some(id) = segment {
-                ordinals::record(b, id);
-            }
-        });
-        if Some(pc) == self.entry {
-            // The program's entry: its instances start at a fixed count (see `restart_count`).
-            let t = b.scratch();
-            b.callout(restart_count, &*self.restarted as *const std::sync::atomic::AtomicBool as u64, t);
-            b.release_scratch();
-        }
-    }
-
-    fn fall_through(&mut self, pc: u64, b: &mut Inline) {
-        if let Some(id) = (self.traced() && self.in_main(pc)).then(|| self.segments.start(pc)).flatten() {
-            // Its registers may be those the block's caches are kept in.
-            self.prop.forget_registers();
-            self.fast_block.forget_stack();
-            ordinals::record(b, id);
-        }
-    }
-
-    fn full_entry(&mut self, b: &mut Inline) {
-        fast::mark_dirty(b);
-    }
-
-    fn before_insn(&mut self, site: &InsnSite, b: &mut Inline) {
+impl SuppressRun {
+    /// The code before an instruction (`Tool::before_insn`).
+    fn instrument_before(&mut self, site: &InsnSite, b: &mut Inline) {
         let ins = site.ins;
         let pc = ins.ip();
         self.segments.insn(pc);
@@ -1828,6 +1880,59 @@ impl Tool for SuppressRun {
             self.point_checks(ins, b);
         }
         self.watch_stores(site, b);
+    }
+}
+
+impl Tool for SuppressRun {
+    fn two_versions(&mut self, _pc: u64, insns: &[Instruction]) -> bool {
+        // Before the first point fires nothing is corrupt and there are no guards.
+        let two = self.fast && self.state.armed;
+        if two {
+            self.block_use = fast::block_use(insns);
+        }
+        two
+    }
+
+    fn block_start(&mut self, pc: u64, b: &mut Inline) {
+        // A traced run's basic blocks of the program keep their entries (`ordinals`).
+        let segment = if self.traced() && self.in_main(pc) { self.segments.start(pc) } else { None };
+        if segment.is_none() {
+            self.segments.close();
+        }
+        fast::block_start(b, &mut self.prop, &self.block_use, &mut self.fast_block, &mut |b| {
+            if let Some(id) = segment {
+                ordinals::record(b, id);
+            }
+        });
+        if Some(pc) == self.entry {
+            // The program's entry: its instances start at a fixed count (see `restart_count`).
+            let t = b.scratch();
+            b.callout(restart_count, &*self.restarted as *const std::sync::atomic::AtomicBool as u64, t);
+            b.release_scratch();
+        }
+    }
+
+    fn fall_through(&mut self, pc: u64, b: &mut Inline) {
+        if let Some(id) = (self.traced() && self.in_main(pc)).then(|| self.segments.start(pc)).flatten() {
+            // Its registers may be those the block's caches are kept in.
+            self.prop.forget_registers();
+            self.fast_block.forget_stack();
+            ordinals::record(b, id);
+        }
+    }
+
+    fn full_entry(&mut self, b: &mut Inline) {
+        fast::mark_dirty(b);
+    }
+
+    fn before_insn(&mut self, site: &InsnSite, b: &mut Inline) {
+        let known = self.prop.known();
+        self.skips_here = false;
+        self.instrument_before(site, b);
+        if std::mem::take(&mut self.skips_here) {
+            // The code after the guard does not run where it skips the instruction.
+            self.prop.skippable(known);
+        }
     }
 
     fn after_insn(&mut self, site: &InsnSite, b: &mut Inline) {
@@ -2098,7 +2203,7 @@ impl ToolRun for SuppressRun {
         let pcs = out.crash.iter().flat_map(|c| c.frames.iter()).chain(out.hits.iter().flat_map(|h| h.frames.iter()));
         out.modules = crate::report::symbols::ModuleMap::of(pcs.copied(), mem);
         out.narrow = std::mem::take(&mut self.narrow);
-        let mut s: Vec<(String, u64)> = self.state.suppressed.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+        let mut s: Vec<(String, u64)> = self.suppressed_counts().iter().map(|(k, v)| (k.to_string(), *v)).collect();
         s.sort();
         out.suppressed = s;
         if let Some(path) = &self.plan.out {
