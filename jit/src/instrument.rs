@@ -582,10 +582,7 @@ impl Inline {
 
     /// The code of a `Tool::full_entry`, which may neither borrow registers nor clobber flags.
     pub(crate) fn finish_plain(self) -> Option<Vec<u8>> {
-        assert!(
-            self.lent == 0 && !self.clobbers_flags && self.to_full.is_empty() && self.skips.is_empty(),
-            "full-entry code needs no register and no flags"
-        );
+        assert!(self.lent == 0 && !self.clobbers_flags && self.to_full.is_empty() && self.skips.is_empty(), "full-entry code needs no register and no flags");
         let asm = self.asm?;
         // Position-independent (no label, no RIP-relative operand): encoded one by one, without
         // the block encoder's allocations (this code is emitted at every way into a full version).

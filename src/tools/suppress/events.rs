@@ -1,13 +1,14 @@
 //! The guard events a suppression run handles in the code cache (issue 30): an access through
-//! a corrupt address and a division by a corrupt value only mark what their instruction
-//! writes corrupt and skip it, so a corrupt value driving a hot loop costs a few stores per
-//! event instead of a call-out and a way out of the block. Each guard counts its events in
-//! its own word (`Guard::events`); the outcome adds them to the call-outs' counts.
+//! a corrupt address, a division by a corrupt value and a plain store of a corrupt value only
+//! mark what their instruction writes corrupt (the store's bytes too) and skip it, so a
+//! corrupt value driving a hot loop costs a few stores per event instead of a call-out and a
+//! way out of the block. Each guard counts its events in its own words (`Guard::events`,
+//! `Guard::store_events`); the outcome adds them to the call-outs' counts.
 
-use super::guards::GuardKind;
+use super::guards::{Guard, GuardKind};
 use crate::shadow::{self, slot};
-use rtgrind_jit::iced_x86::{CpuidFeature, Instruction, InstructionInfoFactory, OpAccess, Register};
-use rtgrind_jit::instrument::code_asm::{qword_ptr, AsmRegister64};
+use rtgrind_jit::iced_x86::{CpuidFeature, Instruction, InstructionInfoFactory, OpAccess, Register, UsedMemory};
+use rtgrind_jit::instrument::code_asm::{byte_ptr, dword_ptr, qword_ptr, word_ptr, AsmRegister64};
 use rtgrind_jit::instrument::{tool_area, Inline};
 
 /// What an instruction writes, as a guard marks it corrupt: tool-area words of general
@@ -68,6 +69,21 @@ pub(super) fn inline_event(kind: GuardKind, ins: &Instruction, trace: bool) -> O
 
 pub(super) const ACCESS: &str = "accesses through a corrupt address";
 pub(super) const DIVIDE: &str = "divisions by a corrupt value";
+pub(super) const STORE: &str = "stores of a corrupt value";
+
+/// The memory a store of a corrupt value at `ins` marks corrupt, where the event is handled
+/// inline: its one memory destination, addressed by general registers (no vector index),
+/// of a size the shadow takes in one run (1 to 32 bytes, a power of two).
+pub(super) fn inline_store(ins: &Instruction) -> Option<UsedMemory> {
+    let info = InstructionInfoFactory::new().info(ins).clone();
+    let mut stores =
+        info.used_memory().iter().filter(|m| matches!(m.access(), OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite));
+    let m = *stores.next()?;
+    let plain = |r: Register| r == Register::None || r == Register::RIP || r.is_gpr64();
+    let one_run = matches!(m.memory_size().size(), 1 | 2 | 4 | 8 | 16 | 32);
+    let segment = matches!(m.segment(), Register::None | Register::DS | Register::SS | Register::ES | Register::FS);
+    (stores.next().is_none() && plain(m.base()) && plain(m.index()) && one_run && segment).then_some(m)
+}
 
 /// The slots whose corruption makes `ins`'s event an access through a corrupt address: its
 /// address registers (not rsp); all of `slots` for a division.
@@ -78,10 +94,52 @@ pub(super) fn event_slots(kind: GuardKind, ins: &Instruction, slots: &[usize]) -
     [ins.memory_base(), ins.memory_index()].into_iter().filter_map(shadow::gpr_number).filter(|&n| n != 4).map(shadow::gpr_slot).collect()
 }
 
-/// The event's code, flag-free: what the instruction writes is marked corrupt, the guard's
-/// count at `events` goes up by one, and the instruction is skipped (the block goes on past
-/// it). `t` and `n` are registers the builder lent.
-pub(super) fn emit(b: &mut Inline, marks: &Marks, events: *const u64, (t, n): (AsmRegister64, AsmRegister64)) {
+/// The memory a store event marks: the destination `m`, and the taint shadow's delta table and
+/// summary (`Propagation::taint_table`, `summary`).
+pub(super) struct StoreMark {
+    pub(super) m: UsedMemory,
+    pub(super) table: u32,
+    pub(super) summary: u32,
+}
+
+/// An event of a guard handled inline: it happens when a word at `slots` is non-zero; it
+/// marks `marks` (and `store`) corrupt and counts in the word at `count`.
+pub(super) struct Event {
+    pub(super) slots: Vec<usize>,
+    marks: Marks,
+    store: Option<StoreMark>,
+    count: *const u64,
+}
+
+/// The events of guard `g` (testing `slots`) its code handles inline, in the order to test
+/// them (the access through a corrupt address first, as the call-out tells them), and the
+/// slots left to the call-out. `shadow`: the taint shadow's delta table and summary.
+pub(super) fn split(g: &Guard, slots: &[usize], trace: bool, (table, summary): (u32, u32)) -> (Vec<Event>, Vec<usize>) {
+    if inline_event(g.kind, &g.ins, trace).is_none() {
+        return (Vec::new(), slots.to_vec());
+    }
+    let first = event_slots(g.kind, &g.ins, slots);
+    let mut rest: Vec<usize> = slots.iter().copied().filter(|s| !first.contains(s)).collect();
+    let mut events = Vec::new();
+    if !first.is_empty() {
+        events.push(Event { slots: first, marks: marks(&g.ins), store: None, count: g.events.as_ptr() });
+    }
+    let store = (g.kind == GuardKind::Access).then(|| inline_store(&g.ins)).flatten();
+    if let Some(m) = store.filter(|_| !rest.is_empty()) {
+        let store = Some(StoreMark { m, table, summary });
+        events.push(Event { slots: std::mem::take(&mut rest), marks: marks(&g.ins), store, count: g.store_events.as_ptr() });
+    }
+    (events, rest)
+}
+
+/// The event's code, flag-free: what the instruction writes is marked corrupt (for a store,
+/// its bytes' shadow), the guard's count goes up by one, and the instruction is skipped (the
+/// block goes on past it). `t`, `n` and `a` are registers the builder lent.
+pub(super) fn emit(b: &mut Inline, e: &Event, (t, n, a): (AsmRegister64, AsmRegister64, AsmRegister64)) {
+    let (marks, events) = (&e.marks, e.count);
+    if let Some(s) = &e.store {
+        mark_store(b, s, (a, t, n));
+    }
     let a = b.asm();
     for &s in &marks.gprs {
         a.mov(qword_ptr(tool_area(s)).gs(), GPR_CORRUPT as i32).unwrap();
@@ -101,4 +159,28 @@ pub(super) fn emit(b: &mut Inline, marks: &Marks, events: *const u64, (t, n): (A
     a.lea(n, qword_ptr(n + 1)).unwrap();
     a.mov(qword_ptr(t), n).unwrap();
     b.skip_insn();
+}
+
+/// Marks the shadow bytes of the store `s` corrupt (1 each, as `ShadowMemory::set_range`) and
+/// its chunks in the summary, flag-free: the address in `a`, its shadow in `t`.
+fn mark_store(b: &mut Inline, s: &StoreMark, (a, t, u): (AsmRegister64, AsmRegister64, AsmRegister64)) {
+    crate::shadow::propagate::effective_address(b, a, &s.m, t);
+    crate::shadow::propagate::shadow_address_of(b, a, t, u, s.table);
+    let asm = b.asm();
+    if s.summary != 0 {
+        // The chunk of the first byte and the next one (the last byte's), as stores do.
+        asm.pext(u, a, qword_ptr(tool_area(slot::SUMMARY_SEL)).gs()).unwrap();
+        asm.mov(word_ptr(u + s.summary as i32), 0x0101).unwrap();
+    }
+    match s.m.memory_size().size() {
+        1 => asm.mov(byte_ptr(t), 1).unwrap(),
+        2 => asm.mov(word_ptr(t), 0x0101).unwrap(),
+        4 => asm.mov(dword_ptr(t), 0x0101_0101).unwrap(),
+        size => {
+            asm.mov(u, 0x0101_0101_0101_0101u64).unwrap();
+            for k in 0..size / 8 {
+                asm.mov(qword_ptr(t + (8 * k) as i32), u).unwrap();
+            }
+        }
+    }
 }

@@ -35,8 +35,10 @@ pub(super) struct Guard {
     pub(super) state: *mut State,
     /// Registers whose guest values wait in their spill slots at the call-out (`guest_regs`).
     pub(super) spilled: u16,
-    /// Events the translated code handled without the call-out (`events`), counted there.
+    /// Events the translated code handled without the call-out (`events`), counted there:
+    /// accesses through a corrupt address or divisions, and stores of a corrupt value.
     pub(super) events: std::sync::atomic::AtomicU64,
+    pub(super) store_events: std::sync::atomic::AtomicU64,
 }
 
 pub(super) struct PointCheck {

@@ -331,16 +331,18 @@ impl SuppressRun {
     fn suppressed_counts(&self) -> HashMap<&'static str, u64> {
         let mut counts = self.state.suppressed.clone();
         for g in &self.guards {
-            let n = g.events.load(std::sync::atomic::Ordering::Relaxed);
-            if let Some(what) = events::inline_event(g.kind, &g.ins, false).filter(|_| n > 0) {
-                *counts.entry(what).or_default() += n;
+            let relaxed = std::sync::atomic::Ordering::Relaxed;
+            let kinds = [(events::inline_event(g.kind, &g.ins, false), g.events.load(relaxed)), (Some(events::STORE), g.store_events.load(relaxed))];
+            for (what, n) in kinds.into_iter().filter(|k| k.1 > 0) {
+                *counts.entry(what.expect("counted inline")).or_default() += n;
             }
         }
         counts
     }
 
     /// `if any of the words at `slots`, or the shadow of the 8 bytes at `mem_value`, is
-    /// non-zero: call the guard, and leave the block if it says so`.
+    /// non-zero: call the guard, and leave the block if it says so`; events the code handles
+    /// inline (`events`) are tested first, each on its own slots.
     /// None in a fast version: every register there is clean, and so is every value it
     /// loaded (checked), so no guard could fire.
     fn guard(&mut self, b: &mut Inline, kind: GuardKind, ins: &Instruction, slots: &[usize], mem_value: Option<&rtgrind_jit::iced_x86::UsedMemory>) {
@@ -352,47 +354,61 @@ impl SuppressRun {
             b.clobber_flags();
         }
         let (t, u, v) = (counter.unwrap_or_else(|| b.scratch()), b.scratch(), b.scratch());
-        let g = Box::new(Guard { kind, ins: *ins, state: self.state_ptr(), spilled: b.spilled(), events: Default::default() });
+        let g =
+            Box::new(Guard { kind, ins: *ins, state: self.state_ptr(), spilled: b.spilled(), events: Default::default(), store_events: Default::default() });
         let arg = &*g as *const Guard as u64;
-        // The event handled inline (see `events`): its slots, what it marks, where it counts.
-        let inline = events::inline_event(kind, ins, *super::guards::TRACE).map(|_| {
-            let ev = events::event_slots(kind, ins, slots);
-            let rest: Vec<usize> = slots.iter().copied().filter(|s| !ev.contains(s)).collect();
-            (ev, rest, events::marks(ins), g.events.as_ptr() as *const u64)
-        });
+        let shadow = (self.prop.taint_table, self.prop.summary);
+        let (inline, rest) = events::split(&g, slots, *super::guards::TRACE, shadow);
         self.guards.push(g);
-        self.skips_here |= inline.is_some();
-        let (slots, event) = match &inline {
-            Some((ev, rest, marks, count)) if !ev.is_empty() => (&rest[..], Some((&ev[..], marks, *count))),
-            _ => (slots, None),
-        };
+        self.skips_here |= !inline.is_empty();
+        let a = b.asm();
+        let (mut done, mut labels) = (a.create_label(), Vec::new());
+        let calls_out = !rest.is_empty() || mem_value.is_some();
         if counter.is_some() {
-            return self.guard_flag_free(b, (t, u, v), arg, (slots, event), mem_value);
-        }
-        let a = b.asm();
-        let done = a.create_label();
-        let mut inline_event = a.create_label();
-        if let Some((ev, ..)) = event {
-            a.xor(t, t).unwrap();
-            for &s in ev {
-                a.or(t, qword_ptr(tool_area(s)).gs()).unwrap();
+            // (A flag-free test: rcx, the sum of the slots, zero or not.)
+            let sum = |a: &mut rtgrind_jit::instrument::code_asm::CodeAssembler, slots: &[usize]| {
+                a.mov(t, 0u64).unwrap();
+                for &s in slots {
+                    a.mov(u, qword_ptr(tool_area(s)).gs()).unwrap();
+                    a.lea(t, qword_ptr(t + u)).unwrap();
+                }
+            };
+            for (k, e) in inline.iter().enumerate() {
+                let mut next = a.create_label();
+                labels.push(a.create_label());
+                sum(a, &e.slots);
+                let last = k + 1 == inline.len() && !calls_out;
+                rcx_branch(a, if last { done } else { next }, labels[k]);
+                a.set_label(&mut next).unwrap();
+                a.zero_bytes().unwrap();
             }
-            a.test(t, t).unwrap();
-            a.jnz(inline_event).unwrap();
-        }
-        if slots.is_empty() && mem_value.is_none() {
-            a.jmp(done).unwrap();
+            if calls_out {
+                sum(a, &rest);
+                self.guard_flag_free(b, (t, u, v), arg, mem_value, done);
+            }
         } else {
-            self.guard_callout_if_set(b, (t, u, v), arg, slots, mem_value, done);
+            for e in &inline {
+                labels.push(a.create_label());
+                a.xor(t, t).unwrap();
+                for &s in &e.slots {
+                    a.or(t, qword_ptr(tool_area(s)).gs()).unwrap();
+                }
+                a.test(t, t).unwrap();
+                a.jnz(*labels.last().expect("just pushed")).unwrap();
+            }
+            if calls_out {
+                self.guard_callout_if_set(b, (t, u, v), arg, &rest, mem_value, done);
+            } else {
+                a.jmp(done).unwrap();
+            }
         }
-        if let Some((_, marks, count)) = event {
+        for (e, mut label) in inline.iter().zip(labels) {
             let a = b.asm();
-            a.set_label(&mut inline_event).unwrap();
+            a.set_label(&mut label).unwrap();
             a.zero_bytes().unwrap();
-            events::emit(b, marks, count, (t, u));
+            events::emit(b, e, (t, u, v));
         }
         let a = b.asm();
-        let mut done = done;
         a.set_label(&mut done).unwrap();
         a.zero_bytes().unwrap();
         b.release_scratch();
@@ -401,7 +417,6 @@ impl SuppressRun {
     /// `if any of the words at `slots`, or the shadow of the 8 bytes at `mem_value`, is
     /// non-zero: call the guard, and leave the block if it says so`, then on at `done`
     /// (flags clobbered, `t`, `u`, `v` lent).
-    #[allow(clippy::too_many_arguments)]
     fn guard_callout_if_set(
         &mut self,
         b: &mut Inline,
@@ -431,74 +446,36 @@ impl SuppressRun {
         b.exit_to(tool_area(area::REDIRECT));
     }
 
-    /// `guard` where the guest's flags are live (before every conditional branch and return):
-    /// the shadows are summed in rcx with `lea` (they are small non-negative masks, so the sum
-    /// is zero only if all are) and tested with `jrcxz`, and the slow path tests the redirect
-    /// word the same way, so the flags need no save.
-    /// An event handled inline (`event`: its slots, marks and count) is tested first, with
-    /// its own sum.
+    /// `guard_callout_if_set` where the guest's flags are live (before every conditional
+    /// branch and return), with the slots' sum in rcx (`c`): the shadows are summed with `lea`
+    /// (they are small non-negative masks, so the sum is zero only if all are) and tested with
+    /// `jrcxz`, and the slow path tests the redirect word the same way, so the flags need no
+    /// save.
     fn guard_flag_free(
         &mut self,
         b: &mut Inline,
         (c, u, v): (AsmRegister64, AsmRegister64, AsmRegister64),
         arg: u64,
-        (slots, event): (&[usize], Option<(&[usize], &events::Marks, *const u64)>),
         mem_value: Option<&rtgrind_jit::iced_x86::UsedMemory>,
+        done: CodeLabel,
     ) {
-        let sum = |a: &mut rtgrind_jit::instrument::code_asm::CodeAssembler, slots: &[usize]| {
-            a.mov(c, 0u64).unwrap();
-            for &s in slots {
-                a.mov(u, qword_ptr(tool_area(s)).gs()).unwrap();
-                a.lea(c, qword_ptr(c + u)).unwrap();
-            }
-        };
-        let a = b.asm();
-        let (mut done, mut slow, mut leave, mut inline_event) = (a.create_label(), a.create_label(), a.create_label(), a.create_label());
-        // rcx zero: on to `zero`; else to `other`, both far (`jrcxz` reaches 127 bytes).
-        let branch = |a: &mut rtgrind_jit::instrument::code_asm::CodeAssembler, zero, other| {
-            let mut near = a.create_label();
-            a.jrcxz(near).unwrap();
-            a.jmp(other).unwrap();
-            a.set_label(&mut near).unwrap();
-            a.jmp(zero).unwrap();
-        };
-        let calls_out = !slots.is_empty() || mem_value.is_some();
-        if let Some((ev, ..)) = event {
-            let mut rest = a.create_label();
-            sum(a, ev);
-            branch(a, if calls_out { rest } else { done }, inline_event);
-            a.set_label(&mut rest).unwrap();
-            a.zero_bytes().unwrap();
-        }
-        if calls_out {
-            sum(a, slots);
-            if let Some(m) = mem_value {
-                crate::shadow::propagate::effective_address(b, u, m, v);
-                crate::shadow::propagate::shadow_qword(b, u, v, v, self.prop.taint_table);
-                b.asm().lea(c, qword_ptr(c + v)).unwrap();
-            }
-            let a = b.asm();
-            branch(a, done, slow);
-            a.set_label(&mut slow).unwrap();
-            a.zero_bytes().unwrap();
-            b.callout(guard_callout, arg, u);
-            let a = b.asm();
-            a.mov(c, qword_ptr(tool_area(area::REDIRECT)).gs()).unwrap();
-            branch(a, done, leave);
-            a.set_label(&mut leave).unwrap();
-            a.zero_bytes().unwrap();
-            b.exit_to(tool_area(area::REDIRECT));
-        }
-        if let Some((_, marks, count)) = event {
-            let a = b.asm();
-            a.set_label(&mut inline_event).unwrap();
-            a.zero_bytes().unwrap();
-            events::emit(b, marks, count, (u, v));
+        if let Some(m) = mem_value {
+            crate::shadow::propagate::effective_address(b, u, m, v);
+            crate::shadow::propagate::shadow_qword(b, u, v, v, self.prop.taint_table);
+            b.asm().lea(c, qword_ptr(c + v)).unwrap();
         }
         let a = b.asm();
-        a.set_label(&mut done).unwrap();
+        let (mut slow, mut leave) = (a.create_label(), a.create_label());
+        rcx_branch(a, done, slow);
+        a.set_label(&mut slow).unwrap();
         a.zero_bytes().unwrap();
-        b.release_scratch();
+        b.callout(guard_callout, arg, u);
+        let a = b.asm();
+        a.mov(c, qword_ptr(tool_area(area::REDIRECT)).gs()).unwrap();
+        rcx_branch(a, done, leave);
+        a.set_label(&mut leave).unwrap();
+        a.zero_bytes().unwrap();
+        b.exit_to(tool_area(area::REDIRECT));
     }
 
     /// Records the call in the return-address table and marks the arguments as crossing a
@@ -1783,6 +1760,15 @@ fn moves_frame(ins: &Instruction) -> bool {
 fn last_branch(ctx: &mut ThreadContext) -> Option<(String, u64)> {
     let pc = *shadow::word(ctx, area::LAST_BRANCH);
     (pc != 0).then(|| (format!("the condition of the branch at {pc:#x}"), *shadow::word(ctx, area::LAST_BRANCH_ORIGIN)))
+}
+
+/// rcx zero: on to `zero`; else to `other`, both far (`jrcxz` reaches 127 bytes). Flag-free.
+fn rcx_branch(a: &mut rtgrind_jit::instrument::code_asm::CodeAssembler, zero: CodeLabel, other: CodeLabel) {
+    let mut near = a.create_label();
+    a.jrcxz(near).unwrap();
+    a.jmp(other).unwrap();
+    a.set_label(&mut near).unwrap();
+    a.jmp(zero).unwrap();
 }
 
 /// Calls `f(arg)` out (clobbering `t`), then leaves the block for the tool-area `REDIRECT`
