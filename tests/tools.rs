@@ -553,3 +553,22 @@ fn traced_children_get_the_tools_options() {
         .unwrap_or_else(|| panic!("the child's argv is not its input:\n{err}"));
     assert!(lines[at + 1].contains("its flags were defined at"), "the child tracks no origins:\n{err}");
 }
+
+/// Issue 30: a full call-out saves only what its callee can clobber (xmm0-15 and their upper
+/// halves, MXCSR) by plain moves instead of `xsaveopt`/`xrstor`. A program keeping ymm
+/// registers with their upper halves in use, SSE registers with them in their initial state,
+/// a rounding mode in MXCSR and x87 registers across many blocks prints what it prints
+/// natively with a call-out at every block start, full and light.
+#[test]
+fn vector_and_x87_state_survive_a_call_out_at_every_block() {
+    let source = std::fs::read_to_string(crate::common::repo_root().join("guest-programs/load/vecstate.c")).unwrap();
+    let exe = compile_snippet("vecstate", "c", &source, &["-O2", "-mavx2"]);
+    let native = run_command(Command::new(&exe), Input::Null);
+    assert_eq!(native.status.code(), Some(0));
+    for kind in ["full", "light"] {
+        let out = run_rtgrind(["--tool=count", &format!("--callout-bench={kind}")], &Cmd::new(&exe));
+        assert_no_panic(&out);
+        assert_eq!(out.status.code(), Some(0), "{kind}: {}", out.describe());
+        assert_eq!(String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&native.stdout), "{kind}");
+    }
+}

@@ -134,6 +134,14 @@ pub struct ThreadContext {
     pub callout_routine: u64,
     /// The address of `rtg_callout_light` (`instrument::Inline::callout_light`).
     pub callout_light_routine: u64,
+    /// The guest's ymm0-15 (or xmm0-15, where the upper halves were in their initial state)
+    /// and MXCSR during a full call-out, whether the upper halves were saved, and whether
+    /// the host tells which state components are in use (`xgetbv` 1): without it they always
+    /// are.
+    pub callout_vec: [u64; 64],
+    pub callout_mxcsr: u64,
+    pub callout_wide: u64,
+    pub xinuse_known: u64,
     /// Guest x87/SSE/AVX state while outside the cache (xsave format, 64-byte aligned).
     pub xsave: XsaveArea,
     /// Inline indirect-branch table: `ibl_keys[h] = -guest_target`, `ibl_vals[h] = host`.
@@ -188,6 +196,10 @@ pub const OFF_CALLOUT_FS: usize = offset_of!(ThreadContext, callout_fs);
 pub const OFF_CALLOUT_FLAGS: usize = offset_of!(ThreadContext, callout_flags);
 pub const OFF_CALLOUT_ROUTINE: usize = offset_of!(ThreadContext, callout_routine);
 pub const OFF_CALLOUT_LIGHT_ROUTINE: usize = offset_of!(ThreadContext, callout_light_routine);
+pub const OFF_CALLOUT_VEC: usize = offset_of!(ThreadContext, callout_vec);
+pub const OFF_CALLOUT_MXCSR: usize = offset_of!(ThreadContext, callout_mxcsr);
+pub const OFF_CALLOUT_WIDE: usize = offset_of!(ThreadContext, callout_wide);
+pub const OFF_XINUSE_KNOWN: usize = offset_of!(ThreadContext, xinuse_known);
 pub const OFF_XSAVE: usize = offset_of!(ThreadContext, xsave);
 pub const OFF_IBL_KEYS: usize = offset_of!(ThreadContext, ibl_keys);
 pub const OFF_IBL_VALS: usize = offset_of!(ThreadContext, ibl_vals);
@@ -224,6 +236,7 @@ impl ThreadContext {
         ctx.ibl_miss = crate::dispatch::ibl_miss_addr();
         ctx.callout_routine = crate::dispatch::callout_addr();
         ctx.callout_light_routine = crate::dispatch::callout_light_addr();
+        ctx.xinuse_known = crate::cpuid::xinuse_known() as u64;
         let null = crate::dispatch::ibl_null_addr();
         ctx.ibl_vals.iter_mut().for_each(|v| *v = null);
         // A valid initial x87/SSE state: default control words, all components in init state.

@@ -87,6 +87,11 @@ pub fn xgetbv(ecx: u32, xinuse: u64) -> Option<u64> {
     }
 }
 
+/// Whether `xgetbv` with ecx = 1 tells the state components in use (XINUSE), on this host.
+pub(crate) fn xinuse_known() -> bool {
+    std::arch::x86_64::__cpuid_count(0xd, 1).eax & (1 << 2) != 0
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

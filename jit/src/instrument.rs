@@ -463,9 +463,12 @@ impl Inline {
         self.clobbers_flags = true;
     }
 
-    /// Calls `f(ctx, arg)` from this point of the tool's code. Every register and the flags
-    /// survive the call (it costs a full state save: keep it off hot paths); `scratch` is a
-    /// register this builder lent, which the call clobbers.
+    /// Calls `f(ctx, arg)` from this point of the tool's code. Every general register, the
+    /// flags, the guest's vector registers (xmm0-15 and their upper halves) and MXCSR survive
+    /// the call (it costs a state save: keep it off hot paths); the function may use the C
+    /// library and thread-locals, but not the x87 registers (Rust code, and the C library's
+    /// string, memory, allocation and I/O functions, never do). `scratch` is a register this
+    /// builder lent, which the call clobbers.
     pub fn callout(&mut self, f: Callout, arg: u64, scratch: AsmRegister64) {
         self.callout_through(OFF_CALLOUT_ROUTINE, f, arg, scratch);
     }
