@@ -480,10 +480,7 @@ fn an_overrun_ending_inside_a_word_is_the_words_definition() {
             return 0;\n\
         }\n";
     let exe = compile_snippet("overrun_into_word", "c", source, &["-g", "-O0", "-fno-stack-protector"]);
-    let dir = crate::common::scratch_dir("suppress-overrun-into-word");
-    let out = run_rtgrind(["--tool=suppress"], &Cmd::new(&exe).arg("AAAAAAAAAAAAAAAA\u{1}\u{1}\u{1}\u{1}").cwd(&dir));
-    let err = out.stderr_str();
-    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    let err = search_with_a_long_name(&exe, "suppress-overrun-into-word");
     let head = headline(&err);
     assert!(head.contains("overrun_into_word.c:7 (main), inside ") && head.contains("strcpy"), "{err}");
 }
@@ -1224,6 +1221,15 @@ fn a_search_passes_its_run_options_to_its_runs() {
     }
 }
 
+/// The search's report on `exe` given a 20-byte name (a 16-byte field overrun into the word
+/// beside it), run in a scratch directory `dir`: it must find a root cause (exit 1).
+fn search_with_a_long_name(exe: &std::path::Path, dir: &str) -> String {
+    let dir = crate::common::scratch_dir(dir);
+    let out = run_rtgrind(["--tool=suppress"], &Cmd::new(exe).arg("AAAAAAAAAAAAAAAA\u{1}\u{1}\u{1}\u{1}").cwd(&dir));
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    out.stderr_str()
+}
+
 /// The suppressed-event counts of the search's run that did not fail (`suppressed: ...`).
 fn suppressed_line(stderr: &str) -> String {
     let l = stderr.lines().find(|l| l.contains("suppressed: ")).unwrap_or_else(|| panic!("no suppressed counts:\n{stderr}"));
@@ -1239,10 +1245,7 @@ fn suppressed_line(stderr: &str) -> String {
 fn issue_30_a_corrupt_length_driving_a_hot_loop_is_suppressed_at_every_iteration() {
     let source = std::fs::read_to_string(repo_root().join("guest-programs/load/corrupt_copy.c")).unwrap();
     let exe = compile_snippet("corrupt_copy", "c", &source, &["-g", "-O2", "-fno-stack-protector"]);
-    let dir = crate::common::scratch_dir("suppress-corrupt-copy");
-    let out = run_rtgrind(["--tool=suppress"], &Cmd::new(&exe).arg("AAAAAAAAAAAAAAAA\u{1}\u{1}\u{1}\u{1}").cwd(&dir));
-    let err = out.stderr_str();
-    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    let err = search_with_a_long_name(&exe, "suppress-corrupt-copy");
     let head = headline(&err);
     assert!(head.contains("corrupt_copy.c:29 (main), inside ") && head.contains("strcpy"), "{err}");
     assert_eq!(
@@ -1284,10 +1287,7 @@ fn issue_30_loads_through_a_corrupt_index_with_live_flags_are_each_counted() {
     ];
     for (level, counts) in expected {
         let exe = compile_snippet("live_flags", "c", source, &["-g", level, "-fno-stack-protector"]);
-        let dir = crate::common::scratch_dir("suppress-live-flags");
-        let out = run_rtgrind(["--tool=suppress"], &Cmd::new(&exe).arg("AAAAAAAAAAAAAAAA\u{1}\u{1}\u{1}\u{1}").cwd(&dir));
-        let err = out.stderr_str();
-        assert_eq!(out.status.code(), Some(1), "{level}: {}", out.describe());
+        let err = search_with_a_long_name(&exe, "suppress-live-flags");
         assert!(headline(&err).contains("live_flags.c:8 (main), inside "), "{level}: {err}");
         assert_eq!(suppressed_line(&err), counts, "{level}: {err}");
     }

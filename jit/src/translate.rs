@@ -238,11 +238,7 @@ impl BlockBuilder {
         let mut lazy_tail = None;
         for j in std::mem::take(&mut self.to_full) {
             self.asm.bind(j.label);
-            if j.restore_flags {
-                self.asm.restore_flags_ax(OFF_FLAGS_SAVE);
-                self.asm.load_gs(reg::RAX, OFF_FLAGS_RAX);
-            }
-            self.reload(j.spilled);
+            self.guest_state_back(j.restore_flags, j.spilled);
             if !j.to_fast && self.lazy {
                 // Every register and the flags hold guest values here.
                 let (at, pc) = j.at.full_version_point(self.pc);
@@ -318,16 +314,22 @@ impl BlockBuilder {
         }
     }
 
+    /// On a way out of a tool's code (out of line): the guest's flags back if the code saved
+    /// them, and the registers `regs` from their spill slots.
+    fn guest_state_back(&mut self, restore_flags: bool, regs: u16) {
+        if restore_flags {
+            self.asm.restore_flags_ax(OFF_FLAGS_SAVE);
+            self.asm.load_gs(reg::RAX, OFF_FLAGS_RAX);
+        }
+        self.reload(regs);
+    }
+
     /// Emits the ways past skipped instructions, out of line.
     fn emit_skips(&mut self) {
         assert!(self.pending_skips.is_empty(), "a tool skips only an instruction that falls through");
         for s in std::mem::take(&mut self.skips) {
             self.asm.bind(s.label);
-            if s.restore_flags {
-                self.asm.restore_flags_ax(OFF_FLAGS_SAVE);
-                self.asm.load_gs(reg::RAX, OFF_FLAGS_RAX);
-            }
-            self.reload(s.reload);
+            self.guest_state_back(s.restore_flags, s.reload);
             self.asm.jmp_label(s.join);
         }
     }
