@@ -2,8 +2,8 @@
 # The cost of one call-out from the code cache (issue 30): guest-programs/load/blocks.c (-O2, a
 # loop whose body is one basic block, N iterations) run natively, under `--tool=count`, and
 # under `--tool=count` with the hidden `--callout-bench=full` (`rtg_callout` to an empty
-# function at every basic block's start: all general registers, flags, `fs` and the whole vector
-# state saved with xsave) and `--callout-bench=light` (`rtg_callout_light`: the caller-saved
+# function at every basic block's start: all general registers, flags, `fs`, MXCSR and the
+# guest's ymm0-15) and `--callout-bench=light` (`rtg_callout_light`: the caller-saved
 # general registers, flags and xmm0-15). The call-outs made are counted once with `--stats`;
 # the timed runs do not count. Nanoseconds per call-out = (time - count's time) / call-outs.
 # Median of RUNS (default 3) wall times per cell, from the same run of the script.
