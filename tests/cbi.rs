@@ -67,7 +67,7 @@ fn the_best_predicate_ranks_first_and_the_redundant_one_is_eliminated() {
     let fault = baseline.iter().find(|f| f["place"] == "cbi_pred.c:43").expect("the fault in the baseline");
     assert_eq!(fault["rank"].as_u64(), answers["ochiai_rank"]["43"].as_u64());
     // A scalar pair of the line before: len against main's other integer locals.
-    assert!(ranked.iter().any(|f| at_line(f, 67) && f["message"].as_str().unwrap().contains("len == argc (as len is stored)")), "{}", out.describe());
+    assert!(ranked.iter().any(|f| at_line(f, 67) && f["message"].as_str().unwrap().contains("len == nlong (as len is stored)")), "{}", out.describe());
 }
 
 #[test]

@@ -1,8 +1,11 @@
 //! The ranking of predicates over a suite's runs, as the paper defines it: for a predicate P,
 //! F(P) and S(P) the failing and passing runs where it was true, F(P observed) and S(P
 //! observed) those that reached its site; Failure(P) = F/(S+F), Context(P) = F obs/(S obs + F
-//! obs), Increase(P) = Failure - Context (predicates with Increase <= 0 are left out), and
-//! Importance(P) the harmonic mean of Increase and log F(P)/log NumF. The elimination takes
+//! obs), Increase(P) = Failure - Context, and Importance(P) the harmonic mean of Increase and
+//! log F(P)/log NumF. A predicate is left out unless its Increase is above 0 at 95% confidence
+//! (the lower end of the normal-approximation interval, Failure's and Context's variances
+//! added, is above 0: the paper's pruning, which drops predicates true in too few runs for
+//! their Increase to mean anything). The elimination takes
 //! the most important predicate, drops every run where it is true, ranks again, and so on
 //! until no failing run is left or no predicate has an Importance above 0.
 
@@ -58,16 +61,22 @@ pub struct Selected {
     pub failing_left: usize,
 }
 
+/// z of a two-sided 95% confidence interval.
+const Z_95: f64 = 1.96;
+
 /// The scores of a predicate with counts `c` among `num_f` failing runs; None when it is
-/// never true in a failing run or its Increase is not above 0.
+/// never true in a failing run or its Increase is not above 0 at 95% confidence.
 pub fn scores(c: Counts, num_f: u32) -> Option<Scores> {
     if c.f == 0 || c.f_obs == 0 {
         return None;
     }
-    let failure = c.f as f64 / (c.f + c.s) as f64;
-    let context = c.f_obs as f64 / (c.f_obs + c.s_obs) as f64;
+    let (true_in, observed) = ((c.f + c.s) as f64, (c.f_obs + c.s_obs) as f64);
+    let failure = c.f as f64 / true_in;
+    let context = c.f_obs as f64 / observed;
     let increase = failure - context;
-    if increase <= 1e-12 {
+    // Each a proportion of its runs: p (1 - p) / n.
+    let variance = failure * (1.0 - failure) / true_in + context * (1.0 - context) / observed;
+    if increase - Z_95 * variance.sqrt() <= 1e-12 {
         return None;
     }
     // With one failing run, log F / log NumF is 0/0: that run is all there is (1).
@@ -161,6 +170,10 @@ mod tests {
         // Increase 0 or below, or never true in a failing run: left out.
         assert_eq!(scores(Counts { f: 1, s: 2, f_obs: 1, s_obs: 2 }, 3), None);
         assert_eq!(scores(Counts { f: 0, s: 2, f_obs: 1, s_obs: 2 }, 3), None);
+        // An Increase of 0.24 from 3 runs where it is true: its 95% interval reaches below 0.
+        // The same proportions from ten times the runs are significant.
+        assert_eq!(scores(Counts { f: 2, s: 1, f_obs: 3, s_obs: 4 }, 3), None);
+        assert!(scores(Counts { f: 20, s: 10, f_obs: 30, s_obs: 40 }, 30).is_some_and(|s| (s.increase - (2.0 / 3.0 - 3.0 / 7.0)).abs() < 1e-9));
         // True in one failing run of several: log 1 = 0, Importance 0.
         assert_eq!(scores(Counts { f: 1, s: 0, f_obs: 1, s_obs: 5 }, 3).unwrap().importance, 0.0);
     }
@@ -171,14 +184,14 @@ mod tests {
         // passing one: 0 is selected and 1, redundant, is not. Predicate 2 explains the last
         // failing runs alone.
         let mut runs = vec![];
-        for _ in 0..3 {
+        for _ in 0..6 {
             runs.push(run(true, &[0, 1, 2], &[0, 1]));
         }
-        for _ in 0..2 {
+        for _ in 0..4 {
             runs.push(run(true, &[0, 1, 2], &[2]));
         }
         runs.push(run(false, &[0, 1, 2], &[1]));
-        for _ in 0..6 {
+        for _ in 0..12 {
             runs.push(run(false, &[0, 1, 2], &[]));
         }
         let data = Data { site_of: vec![0, 1, 2], runs };
@@ -186,7 +199,7 @@ mod tests {
         assert_eq!(first.iter().map(|r| r.pred).collect::<Vec<_>>(), [0, 2, 1]);
         let sel = eliminate(&data);
         assert_eq!(sel.iter().map(|s| s.ranked.pred).collect::<Vec<_>>(), [0, 2]);
-        assert_eq!((sel[0].explains.clone(), sel[0].runs_left, sel[0].failing_left), (vec![0, 1, 2], 12, 5));
-        assert_eq!((sel[1].explains.clone(), sel[1].runs_left, sel[1].failing_left), (vec![3, 4], 9, 2));
+        assert_eq!((sel[0].explains.clone(), sel[0].runs_left, sel[0].failing_left), (vec![0, 1, 2, 3, 4, 5], 23, 10));
+        assert_eq!((sel[1].explains.clone(), sel[1].runs_left, sel[1].failing_left), (vec![6, 7, 8, 9], 17, 4));
     }
 }
