@@ -1,18 +1,20 @@
 //! `--tool=cbi` on `guest-programs/suite/cbi_pred`: the predicate the subject was made for
 //! (P1, `len > width` at line 69) ranks first by Importance with the value `answers.json`
 //! computed independently, and the redundant one (P2, line 73) ranks second and is eliminated;
-//! `--sample=1/1` counts as no sampling and `--sample=1/N` fewer; the branch predicates' counts
-//! of a run are `--tool=count`'s executed and taken counts of the same run; a suite that cannot
-//! be ranked says why.
+//! `--sample=1/1` counts as no sampling and `--sample=1/N` fewer; on `quota` built `-O2`, the
+//! scalar pair of two variables in registers at the fault line ranks first; a return's sign is
+//! counted as the DWARF of the function called says (none for a void function, no `< 0` for an
+//! unsigned one); the branch predicates' counts of a run are `--tool=count`'s executed and taken
+//! counts of the same run (at `-O0` and `-O2`); a suite that cannot be ranked says why.
 
 use crate::common::{run_rtgrind, run_rtgrind_within, Cmd};
-use crate::spectra::{report, subject, suite_file};
+use crate::spectra::{report, subject, subject_built, suite_file};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-/// `rtgrind --tool=cbi --json -j 2 --suite=cbi_pred's OPTIONS exe`.
+/// `rtgrind --tool=cbi --json -j 2 --suite=DIR/suite.jsonl OPTIONS exe`.
 fn cbi(options: &[&str], exe: &Path, dir: &Path) -> crate::common::Output {
     let mut opts = vec!["--tool=cbi".to_string(), "--json".into(), "-j".into(), "2".into(), format!("--suite={}", dir.join("suite.jsonl").display())];
     opts.extend(options.iter().map(|o| o.to_string()));
@@ -24,7 +26,11 @@ fn of_kind<'a>(r: &'a Value, kind: &str) -> Vec<&'a Value> {
 }
 
 fn at_line(f: &Value, line: u32) -> bool {
-    f["place"].as_str().unwrap().starts_with(&format!("cbi_pred.c:{line} "))
+    at(f, "cbi_pred.c", line)
+}
+
+fn at(f: &Value, file: &str, line: u32) -> bool {
+    f["place"].as_str().unwrap().starts_with(&format!("{file}:{line} "))
 }
 
 /// The finding's scores and counts against answers.json's for the predicate.
@@ -93,11 +99,69 @@ fn sampling_one_in_one_counts_all_and_one_in_n_fewer() {
 }
 
 #[test]
+fn a_scalar_pair_of_registers_ranks_first_in_optimized_code() {
+    // quota's fault: `charged = used + reserved` without the clamp to `limit`. Built -O2,
+    // `charged` is in r12 and `limit` in rcx where it is assigned (DWARF location lists).
+    let (exe, dir, faults) = subject_built("quota", "quota_o2", &["-g", "-O2"]);
+    let out = cbi(&["--top=5"], &exe, &dir);
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    let r = report(&out);
+    let ranked = of_kind(&r, "ranked predicate");
+    let first = ranked[0];
+    assert!(at(first, "quota_o2.c", faults[0]) && first["rank"] == 1, "{}", out.describe());
+    assert!(first["message"].as_str().unwrap().ends_with("charged > limit (as charged is stored)"), "{first:#}");
+    assert!(first["failed_tests"] == 8 && first["passed_tests"] == 0, "{first:#}");
+    assert!(ranked[1..].iter().all(|f| f["rank"].as_u64() > Some(1)), "{}", out.describe());
+    let selected = of_kind(&r, "selected predicate");
+    assert!(at(selected[0], "quota_o2.c", faults[0]) && selected[0]["explains"].as_array().unwrap().len() == 8, "{:#}", selected[0]);
+}
+
+#[test]
+fn a_return_is_counted_as_the_callees_dwarf_types_it() {
+    // `bump` returns nothing, though the instruction after its call reads rax; `biggest`
+    // returns an unsigned value that is negative as a signed one; atoi has no DWARF here.
+    let exe = crate::common::compile_snippet(
+        "cbi_returns",
+        "c",
+        r#"#include <stdlib.h>
+__attribute__((noinline)) unsigned biggest(int x) { return x > 0 ? 0xfffffff0u + (unsigned)x % 3 : 0u; }
+__attribute__((noinline)) void bump(int *p) { *p += 1; }
+int main(int argc, char **argv)
+{
+    int n = atoi(argv[1]);
+    unsigned u = biggest(n);
+    bump(&n);
+    __asm__ volatile("mov %%rax, %%rdx" ::: "rdx");
+    return u > 5 && n > 0 ? 0 : 1;
+}
+"#,
+        &["-g", "-O0"],
+    );
+    let counts = crate::common::scratch_dir("cbi_returns").join("predicates");
+    let out = run_rtgrind(["--tool=cbi".to_string(), format!("--cbi-out={}", counts.display())], &Cmd::new(&exe).arg("1"));
+    assert!(out.status.success(), "{}", out.describe());
+    let text = std::fs::read_to_string(&counts).unwrap();
+    let of = |callee: &str| -> Vec<String> {
+        text.lines().filter(|l| l.ends_with(&format!("\t{callee}"))).map(|l| l.split('\t').filter(|f| !f.is_empty()).skip(3).collect::<Vec<_>>().join(" ")).collect()
+    };
+    let kind = |callee: &str| text.lines().find(|l| l.ends_with(&format!("\t{callee}"))).map(|l| l.split('\t').next().unwrap().to_string());
+    // (executions, < 0, == 0, > 0, callee)
+    assert_eq!((kind("biggest"), of("biggest")), (Some("return-unsigned".into()), vec!["1 0 0 1 biggest".to_string()]), "{text}");
+    assert_eq!((kind("atoi"), of("atoi")), (Some("return".into()), vec!["1 0 0 1 atoi".to_string()]), "{text}");
+    assert_eq!(kind("bump"), None, "{text}");
+}
+
+#[test]
 fn branch_predicates_count_what_count_counts() {
     let (exe, dir, _) = subject("cbi_pred");
-    let scratch = crate::common::scratch_dir("cbi_differential");
-    let input = std::fs::read(dir.join("inputs/t5.in")).unwrap();
-    let cmd = Cmd::new(&exe).arg("4").stdin(input);
+    branch_counts_agree(&exe, Cmd::new(&exe).arg("4").stdin(std::fs::read(dir.join("inputs/t5.in")).unwrap()), "cbi_differential");
+    let (exe, dir, _) = subject_built("quota", "quota_o2_differential", &["-g", "-O2"]);
+    branch_counts_agree(&exe, Cmd::new(&exe).arg("300").stdin(std::fs::read(dir.join("inputs/t28.in")).unwrap()), "cbi_differential_o2");
+}
+
+/// One run's branch predicates under cbi count what `--tool=count` counts of the same run.
+fn branch_counts_agree(exe: &Path, cmd: Cmd, scratch: &str) {
+    let scratch = crate::common::scratch_dir(scratch);
     let (preds, blocks) = (scratch.join("predicates"), scratch.join("coverage"));
     let a = run_rtgrind(["--tool=cbi".to_string(), format!("--cbi-out={}", preds.display())], &cmd);
     let b = run_rtgrind(["--tool=count".to_string(), format!("--coverage-out={}", blocks.display())], &cmd);
@@ -109,7 +173,7 @@ fn branch_predicates_count_what_count_counts() {
         let f: Vec<&str> = l.split('\t').collect();
         ours.insert(f[1].to_string(), (f[3].parse().unwrap(), f[4].parse().unwrap()));
     }
-    let exe_name = std::fs::canonicalize(&exe).unwrap();
+    let exe_name = std::fs::canonicalize(exe).unwrap();
     let mut theirs: BTreeMap<String, (u64, u64)> = BTreeMap::new();
     for l in std::fs::read_to_string(&blocks).unwrap().lines() {
         let f: Vec<&str> = l.split('\t').collect();

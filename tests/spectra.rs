@@ -18,10 +18,16 @@ pub(crate) fn subject(name: &str) -> (PathBuf, PathBuf, u32) {
 /// A subject built under the name `build` (tests of several tools build it at once), its
 /// directory and its fault lines (marked `/* FAULT */`).
 pub(crate) fn subject_as(name: &str, build: &str) -> (PathBuf, PathBuf, Vec<u32>) {
+    subject_built(name, build, &["-g", "-O0"])
+}
+
+/// A subject built with the compiler flags `flags` under the name `build`, its directory and
+/// its fault lines.
+pub(crate) fn subject_built(name: &str, build: &str, flags: &[&str]) -> (PathBuf, PathBuf, Vec<u32>) {
     let dir = repo_root().join("guest-programs/suite").join(name);
     let source = std::fs::read_to_string(dir.join("prog.c")).unwrap();
     let faults = source.lines().enumerate().filter(|(_, l)| l.contains("/* FAULT */")).map(|(i, _)| i as u32 + 1).collect();
-    (compile_snippet(build, "c", &source, &["-g", "-O0"]), dir, faults)
+    (compile_snippet(build, "c", &source, flags), dir, faults)
 }
 
 /// `rtgrind --tool=spectra --json OPTIONS exe` (a suite of 30 tests takes more than one run's

@@ -391,7 +391,7 @@ fn place(dwarf: &gimli::Dwarf<Slice<'_>>, unit: &Unit<'_>, location: AttributeVa
 }
 
 /// The entry a concrete one (an inlined function's variable) takes its name and type from.
-fn origin<'u>(
+pub(crate) fn origin<'u>(
     unit: &'u Unit<'_>,
     entry: &gimli::DebuggingInformationEntry<'_, '_, Slice<'_>>,
 ) -> Result<Option<gimli::DebuggingInformationEntry<'u, 'u, Slice<'u>>>, gimli::Error> {
@@ -541,7 +541,7 @@ fn code_range(
 }
 
 /// A function's frame base, if it is the CFA or rbp plus an offset.
-fn frame_base(v: Option<AttributeValue<Slice<'_>>>, encoding: gimli::Encoding) -> Option<DwarfBase> {
+pub(crate) fn frame_base(v: Option<AttributeValue<Slice<'_>>>, encoding: gimli::Encoding) -> Option<DwarfBase> {
     let Some(AttributeValue::Exprloc(expr)) = v else { return None };
     let mut ops = expr.operations(encoding);
     let base = match ops.next().ok()?? {

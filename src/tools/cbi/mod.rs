@@ -2,11 +2,15 @@
 //! statistical bug isolation"). Every test runs once (`--jobs` at a time) under the
 //! instrumentation of `predicates` (`--cbi-out`, internal), which counts the main program's
 //! predicates inline: each conditional branch taken and not taken, the sign of the value a
-//! call returns, and how an integer local stored compares with the function's other ones. `score` ranks them by Importance and runs the elimination; the report gives
+//! call returns (as the callee's DWARF types it), and how an integer variable assigned compares
+//! with the function's other ones (frame slots at `-O0`, DWARF's registers and slots in
+//! optimized code: `locations`). `score` ranks them by Importance and runs the elimination,
+//! keeping predicates whose Increase is above 0 at 95% confidence; the report gives
 //! each predicate the elimination selected, with its source line and the failing tests it
 //! explains, the ranking before the elimination, and spectra's ranking of the same runs as the
 //! baseline (`spectra::rank`, from the basic blocks the same runs counted).
 
+mod locations;
 pub mod predicates;
 mod report;
 pub mod score;
@@ -129,6 +133,7 @@ impl Pred {
         match site.kind {
             Kind::Branch => vec![(p(0), c[1]), (p(1), c[0].saturating_sub(c[1]))],
             Kind::Return | Kind::Pair => vec![(p(0), c[1]), (p(1), c[2]), (p(2), c[3])],
+            Kind::UnsignedReturn => vec![(p(1), c[2]), (p(2), c[3])],
         }
     }
 }
@@ -177,4 +182,17 @@ fn data(runs: &[(bool, Vec<Site>)]) -> (Vec<(Pred, String)>, Data) {
 fn ranks(ranked: &[Ranked]) -> Vec<u32> {
     let imp = |r: &Ranked| r.scores.importance;
     ranked.iter().map(|r| ranked.iter().filter(|o| imp(o) >= imp(r) - 1e-12).count() as u32).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unsigned_return_has_no_below_zero_predicate() {
+        let site = |kind| Site { kind, at: 0x20, k: 0, counts: vec![4, 1, 1, 2], detail: String::new() };
+        let which = |kind| Pred::of(&site(kind)).iter().map(|(p, n)| (p.which, *n)).collect::<Vec<_>>();
+        assert_eq!(which(Kind::Return), [(0, 1), (1, 1), (2, 2)]);
+        assert_eq!(which(Kind::UnsignedReturn), [(1, 1), (2, 2)]);
+    }
 }

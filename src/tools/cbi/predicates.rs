@@ -1,20 +1,35 @@
 //! The instrumentation run of `--tool=cbi` (`--cbi-out=FILE`, internal): the main program's
-//! predicates counted inline, per site a few counters in a table of its own. A conditional
-//! branch counts its executions and how often it was taken (predicates "taken" and "not
-//! taken"); the return site of a call whose first instruction reads rax/eax counts the sign of
-//! the value returned (`< 0`, `== 0`, `> 0`); a store to an integer local or parameter of an
-//! rbp-framed function (DWARF) counts how the value stored compares (`<`, `==`, `>`) with each
-//! of the function's other integer locals (its first `MAX_PAIRS`), read from their frame slots
-//! (the paper's scalar pairs). With `--sample=1/N` each site first decrements a
-//! per-thread countdown in the tool area and counts only when it reaches 0, and a call-out
-//! draws the next countdown from a geometric distribution of mean N (the paper's sampling);
-//! without it every execution counts. At the end the counts go to FILE (`Site` lines), and
-//! the basic blocks to FILE.blocks as `--tool=count --coverage-out` writes them (spectra's
-//! baseline ranking, and the differential test of the branch counts).
+//! predicates counted inline, per site a few counters in a table of its own.
+//!
+//! - A conditional branch counts its executions and how often it was taken (predicates
+//!   "taken" and "not taken").
+//! - A call's return site counts the sign of the value returned (`< 0`, `== 0`, `> 0`) when
+//!   the function called returns an integer or a pointer by its DWARF (`locations`), at the
+//!   width and signedness of that type: an unsigned integer or a pointer only `== 0` and `> 0`
+//!   (`Kind::UnsignedReturn`); a void function none. A function without DWARF (a library's,
+//!   through the PLT) or an indirect call: when the return site's first instruction reads
+//!   rax/eax, as a signed value.
+//! - Scalar pairs, after an assignment to an integer variable, count how the value assigned
+//!   compares (`<`, `==`, `>`) with each of the function's other integer variables (its first
+//!   `MAX_PAIRS`). In an rbp-framed function (`-O0`) an assignment is a store to a local's
+//!   frame slot, compared with the other locals' slots. Elsewhere (optimized code) it is an
+//!   instruction that writes the register or frame slot DWARF's location lists put a variable
+//!   in just after it, compared with the other variables of the same scope that have a place
+//!   of their own there (a register, read where the engine keeps the guest's value, its spill
+//!   slot if lent; or a slot from rsp, rbp or the CFA). Values are sign- or zero-extended as
+//!   their types say.
+//!
+//! With `--sample=1/N` each site first decrements a per-thread countdown in the tool area and
+//! counts only when it reaches 0, and a call-out draws the next countdown from a geometric
+//! distribution of mean N (the paper's sampling); without it every execution counts. At the
+//! end the counts go to FILE (`Site` lines), and the basic blocks to FILE.blocks as
+//! `--tool=count --coverage-out` writes them (spectra's baseline ranking, and the differential
+//! test of the branch counts).
 
 use super::super::count::Count;
 use super::super::{cmov_cc, ToolRun};
 use crate::kernel::memory::GuestMemory;
+use super::locations::{Base, Place, Program, Scalar, Variable};
 use crate::layout::objects::{rbp_integer_locals, Frame, Var};
 use crate::report::symbols::{Callees, Modules, SymbolCache};
 use crate::report::Reporter;
@@ -31,6 +46,9 @@ use std::path::PathBuf;
 pub enum Kind {
     Branch,
     Return,
+    /// A return of an unsigned integer or a pointer (DWARF): only `== 0` and `> 0` mean
+    /// anything.
+    UnsignedReturn,
     Pair,
 }
 
@@ -57,6 +75,7 @@ impl Kind {
         match self {
             Kind::Branch => "branch",
             Kind::Return => "return",
+            Kind::UnsignedReturn => "return-unsigned",
             Kind::Pair => "pair",
         }
     }
@@ -78,7 +97,7 @@ impl Site {
     fn parse(line: &str) -> Option<Site> {
         let f: Vec<&str> = line.split('\t').collect();
         let name = *f.first()?;
-        let kind = [Kind::Branch, Kind::Return, Kind::Pair].into_iter().find(|k| k.name() == name)?;
+        let kind = [Kind::Branch, Kind::Return, Kind::UnsignedReturn, Kind::Pair].into_iter().find(|k| k.name() == name)?;
         let n = if kind == Kind::Branch { 2 } else { 4 };
         let at = u64::from_str_radix(f.get(1)?, 16).ok()?;
         let k = f.get(2)?.parse().ok()?;
@@ -100,10 +119,26 @@ struct Counted {
     table: Box<[u64; 4]>,
 }
 
-/// A store to an integer local, and the other locals it is compared with: (rbp offset, size).
+/// An integer the instrumentation reads: where, its size and whether it is signed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Value {
+    at: At,
+    size: u8,
+    signed: bool,
+}
+
+/// A guest register (numbered from rax as iced does), or memory at a guest register plus a
+/// displacement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum At {
+    Reg(u8),
+    Mem(u8, i64),
+}
+
+/// An assignment to an integer variable, and the other variables it is compared with.
 struct PairSite {
-    stored: (i64, u64),
-    others: Vec<(i64, u64)>,
+    stored: Value,
+    others: Vec<Value>,
     names: Vec<String>,
 }
 
@@ -116,6 +151,9 @@ pub struct Predicates {
     bias: u64,
     /// The integer locals of its rbp-framed functions (file addresses, DWARF).
     frames: Vec<Frame>,
+    /// Its other functions' integer variables where DWARF locates them, and what its
+    /// functions return.
+    dwarf: Program,
     /// The main program's file.
     path: String,
     /// `--sample`'s N (None: every execution counts) and the tool-area bytes of the
@@ -143,6 +181,7 @@ impl Predicates {
             main: (0, 0),
             bias: 0,
             frames: Vec::new(),
+            dwarf: Program::default(),
             path: String::new(),
             sample,
             area,
@@ -212,19 +251,34 @@ impl Predicates {
         a.nop().unwrap();
     }
 
-    /// At the first instruction of a call's return site, if it reads the value returned.
+    /// At the first instruction of a call's return site: the sign of the value returned, if
+    /// the function called returns an integer or a pointer.
     fn returned(&mut self, site: &InsnSite, callee: u64, b: &mut Inline) {
-        let reads = |r: Register| {
-            site.info
-                .used_registers()
-                .iter()
-                .any(|u| u.register() == r && matches!(u.access(), OpAccess::Read | OpAccess::ReadWrite | OpAccess::CondRead | OpAccess::ReadCondWrite))
+        let typed = if callee == 0 { None } else { self.dwarf.returns.get(&callee.wrapping_sub(self.bias)) };
+        let ty = match typed {
+            Some(None) => return,
+            Some(Some(ty)) => *ty,
+            // A function without DWARF (a library's, called through the PLT) or an indirect
+            // call: a value is returned if the return site's first instruction reads rax/eax
+            // (signed, as C's int and long mostly are).
+            None => {
+                let reads = |r: Register| {
+                    site.info.used_registers().iter().any(|u| {
+                        u.register() == r && matches!(u.access(), OpAccess::Read | OpAccess::ReadWrite | OpAccess::CondRead | OpAccess::ReadCondWrite)
+                    })
+                };
+                let size = if reads(Register::RAX) {
+                    8
+                } else if reads(Register::EAX) {
+                    4
+                } else {
+                    return;
+                };
+                Scalar { size, signed: true, pointer: false }
+            }
         };
-        let wide = reads(Register::RAX);
-        if !wide && !reads(Register::EAX) {
-            return;
-        }
-        let table = self.table(Kind::Return, site.ins.ip(), 0, (callee, 0), String::new());
+        let kind = if ty.signed { Kind::Return } else { Kind::UnsignedReturn };
+        let table = self.table(kind, site.ins.ip(), 0, (callee, 0), String::new());
         b.clobber_flags();
         let p = b.scratch();
         b.asm().mov(p, table).unwrap();
@@ -232,26 +286,39 @@ impl Predicates {
         self.countdown(b, skip);
         let a = b.asm();
         a.add(qword_ptr(p), 1).unwrap();
-        if wide {
-            a.test(rax, rax).unwrap();
-        } else {
-            a.test(eax, eax).unwrap();
+        match ty.size {
+            8 => a.test(rax, rax),
+            4 => a.test(eax, eax),
+            2 => a.test(ax, ax),
+            _ => a.test(al, al),
         }
-        three_way(a, p, skip);
+        .unwrap();
+        three_way(a, p, ty.signed, skip);
         a.set_label(&mut skip).unwrap();
         a.nop().unwrap();
     }
 
-    /// The store `ins` writes an integer local of an rbp-framed function: which, and the
-    /// others it is compared with.
+    /// The instruction `ins` assigns an integer variable: which, and the others it is compared
+    /// with. In an rbp-framed function, a store to a local's slot; elsewhere, a write to the
+    /// register or slot DWARF puts a variable in after the instruction.
     fn pair_site(&self, ins: &Instruction, info: &rtgrind_jit::iced_x86::InstructionInfo) -> Option<PairSite> {
+        let file = ins.ip() - self.bias;
+        let i = self.frames.partition_point(|f| f.low <= file).checked_sub(1);
+        match i.and_then(|i| self.frames.get(i)).filter(|f| file < f.high) {
+            Some(f) => self.rbp_pair_site(f, ins, info),
+            None => self.dwarf_pair_site(ins, info),
+        }
+    }
+
+    /// A store to an integer local of the rbp-framed function `f` (`-O0`).
+    fn rbp_pair_site(&self, f: &Frame, ins: &Instruction, info: &rtgrind_jit::iced_x86::InstructionInfo) -> Option<PairSite> {
         if ins.memory_base() != Register::RBP || ins.memory_index() != Register::None || ins.op0_kind() != OpKind::Memory {
             return None;
         }
-        let writes = info.used_memory().iter().any(|m| matches!(m.access(), OpAccess::Write | OpAccess::ReadWrite));
+        if !info.used_memory().iter().any(|m| matches!(m.access(), OpAccess::Write | OpAccess::ReadWrite)) {
+            return None;
+        }
         let file = ins.ip() - self.bias;
-        let i = self.frames.partition_point(|f| f.low <= file).checked_sub(1)?;
-        let f = self.frames.get(i).filter(|f| file < f.high && writes)?;
         let at = ins.memory_displacement64() as i64;
         let size = ins.memory_size().size() as u64;
         let stored = f.locals.iter().find(|l| l.at == at && l.size == size)?;
@@ -262,38 +329,85 @@ impl Predicates {
             return None;
         }
         let others: Vec<&Var> = f.locals.iter().filter(|l| l.at != at).take(MAX_PAIRS).collect();
+        let local = |v: &Var| Value { at: At::Mem(5, v.at), size: v.size as u8, signed: true };
         (!others.is_empty()).then(|| PairSite {
-            stored: (at, size),
-            others: others.iter().map(|o| (o.at, o.size)).collect(),
+            stored: local(stored),
+            others: others.iter().map(|o| local(o)).collect(),
             names: others.iter().map(|o| format!("{} {}", stored.name, o.name)).collect(),
         })
     }
 
-    /// After a store to an integer local: the value stored compared with each other local.
+    /// An instruction of optimized code that writes the register or the frame slot DWARF
+    /// puts an integer variable in just after it; compared with the other variables of the
+    /// same scope that have a place there (a register or a slot of their own).
+    fn dwarf_pair_site(&self, ins: &Instruction, info: &rtgrind_jit::iced_x86::InstructionInfo) -> Option<PairSite> {
+        let (pc, next) = (ins.ip() - self.bias, ins.next_ip() - self.bias);
+        let f = self.dwarf.function(pc).filter(|f| next < f.high)?;
+        let writes = |a: OpAccess| matches!(a, OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite);
+        let written: u16 = info
+            .used_registers()
+            .iter()
+            .filter(|u| writes(u.access()) && u.register().full_register().is_gpr64())
+            .fold(0, |m, u| m | 1 << (u.register().full_register().number() - Register::RAX.number()));
+        let gpr = |r: Register| (r.is_gpr64()).then(|| (r.number() - Register::RAX.number()) as u8);
+        let store = info
+            .used_memory()
+            .iter()
+            .find(|m| writes(m.access()) && m.index() == Register::None && matches!(m.base(), Register::RSP | Register::RBP))
+            .and_then(|m| Some((At::Mem(gpr(m.base())?, m.displacement() as i64), m.memory_size().size() as u8)));
+        // Where the instrumentation finds a place before the instruction at `at`.
+        let find = |p: Place, at: u64| match p {
+            Place::Reg(4) => None,
+            Place::Reg(r) => Some(At::Reg(r)),
+            Place::Slot(Base::Rsp, k) => Some(At::Mem(4, k)),
+            Place::Slot(Base::Rbp, k) => Some(At::Mem(5, k)),
+            Place::Slot(Base::Cfa, k) => Some(At::Mem(4, k + self.dwarf.cfa_offset(f, at)?)),
+        };
+        let assigned = |v: &&Variable| {
+            let place = v.at(next)?;
+            let hit = match place {
+                Place::Reg(r) => written & (1 << r) != 0,
+                // (The store's address is the instruction's: rsp as it is before it.)
+                Place::Slot(..) => store.is_some_and(|(m, size)| size == v.ty.size && find(place, pc) == Some(m)),
+            };
+            hit.then_some(place)
+        };
+        let (stored, place) = f.vars.iter().find_map(|v| Some((v, assigned(&v)?)))?;
+        let value = |v: &Variable, p: Place| Some(Value { at: find(p, next)?, size: v.ty.size, signed: v.ty.signed });
+        let others: Vec<(&Variable, Value)> = f
+            .vars
+            .iter()
+            .filter(|w| w.scope == stored.scope && !std::ptr::eq(*w, stored))
+            .filter_map(|w| w.at(next).filter(|&p| p != place).and_then(|p| Some((w, value(w, p)?))))
+            .take(MAX_PAIRS)
+            .collect();
+        (!others.is_empty()).then_some(PairSite {
+            stored: value(stored, place)?,
+            names: others.iter().map(|(w, _)| format!("{} {}", stored.name, w.name)).collect(),
+            others: others.into_iter().map(|(_, v)| v).collect(),
+        })
+    }
+
+    /// After an assignment to an integer variable: the value assigned compared with each
+    /// other variable's.
     fn pairs(&mut self, site: &InsnSite, b: &mut Inline) {
         let Some(ps) = self.pair_site(site.ins, site.info) else { return };
         let tables: Vec<u64> = ps.names.iter().enumerate().map(|(k, n)| self.table(Kind::Pair, site.ins.ip(), k as u32, (0, 0), n.clone())).collect();
         b.clobber_flags();
         let (p, t, u) = (b.scratch(), b.scratch(), b.scratch());
-        // rbp's guest value, where it is now (a register lent earlier waits in its slot).
-        let base = if b.spilled() & (1 << 5) != 0 {
-            let r = b.scratch();
-            b.asm().mov(r, qword_ptr(spill_slot(5) as u64).gs()).unwrap();
-            r
-        } else {
-            rbp
-        };
+        // Guest registers lent out (now or earlier) are read from their spill slots.
+        let spilled = b.spilled();
         let mut skip = b.asm().create_label();
         self.countdown(b, skip);
         let a = b.asm();
-        load_signed(a, t, base, ps.stored);
+        load(a, t, ps.stored, spilled);
         for (&other, table) in ps.others.iter().zip(tables) {
             let mut next = a.create_label();
-            load_signed(a, u, base, other);
+            load(a, u, other, spilled);
             a.mov(p, table).unwrap();
             a.add(qword_ptr(p), 1).unwrap();
             a.cmp(t, u).unwrap();
-            three_way(a, p, next);
+            three_way(a, p, true, next);
             a.set_label(&mut next).unwrap();
             a.nop().unwrap();
         }
@@ -311,7 +425,7 @@ impl Predicates {
         for c in self.sites.iter().filter(|c| c.table[0] > 0) {
             let detail = match c.kind {
                 Kind::Branch => format!("{:x} {:x}", file(c.to.0), file(c.to.1)),
-                Kind::Return => callees
+                Kind::Return | Kind::UnsignedReturn => callees
                     .as_ref()
                     .and_then(|callees| callees.name(c.pc))
                     .or_else(|| (c.to.0 != 0).then(|| syms.lookup(c.to.0, mem)).flatten().and_then(|(f, _, _)| f))
@@ -336,11 +450,13 @@ impl Predicates {
     }
 }
 
-/// After a `test` or `cmp`: adds 1 to the table at `p`'s second word if less, third if
-/// equal, fourth if greater; then jumps to `done`.
-fn three_way(a: &mut CodeAssembler, p: AsmRegister64, done: CodeLabel) {
+/// After a `test` or `cmp`: adds 1 to the table at `p`'s second word if less (signed only),
+/// third if equal, fourth if greater (unsigned: not equal); then jumps to `done`.
+fn three_way(a: &mut CodeAssembler, p: AsmRegister64, signed: bool, done: CodeLabel) {
     let (mut lt, mut eq) = (a.create_label(), a.create_label());
-    a.jl(lt).unwrap();
+    if signed {
+        a.jl(lt).unwrap();
+    }
     a.je(eq).unwrap();
     a.add(qword_ptr(p + 24), 1).unwrap();
     a.jmp(done).unwrap();
@@ -352,15 +468,60 @@ fn three_way(a: &mut CodeAssembler, p: AsmRegister64, done: CodeLabel) {
     a.jmp(done).unwrap();
 }
 
-/// `dst` = the local at `base + at` of `size` bytes, sign-extended.
-fn load_signed(a: &mut CodeAssembler, dst: AsmRegister64, base: AsmRegister64, (at, size): (i64, u64)) {
-    let m = base + at as i32;
-    match size {
-        2 => a.movsx(dst, word_ptr(m)),
-        4 => a.movsxd(dst, dword_ptr(m)),
-        _ => a.mov(dst, qword_ptr(m)),
+/// `dst` = the guest's integer `v`, sign- or zero-extended to 64 bits; `spilled` the guest
+/// registers whose values wait in their spill slots.
+fn load(a: &mut CodeAssembler, dst: AsmRegister64, v: Value, spilled: u16) {
+    let n = |r: AsmRegister64| (Register::from(r).number() - Register::RAX.number()) as usize;
+    let guest = |a: &mut CodeAssembler, r: u8| {
+        if spilled & (1 << r) != 0 {
+            a.mov(dst, qword_ptr(spill_slot(r as usize) as u64).gs()).unwrap();
+        } else if n(dst) != r as usize {
+            a.mov(dst, get_gpr64(Register::RAX + r as u32).unwrap()).unwrap();
+        }
+    };
+    let (d32, d16, d8) = (get_gpr32(Register::EAX + n(dst) as u32).unwrap(), get_gpr16(Register::AX + n(dst) as u32).unwrap(), gpr8(n(dst)));
+    match v.at {
+        At::Reg(r) => {
+            guest(a, r);
+            match (v.size, v.signed) {
+                (8, _) => Ok(()),
+                (4, true) => a.movsxd(dst, d32),
+                (4, false) => a.mov(d32, d32),
+                (2, true) => a.movsx(dst, d16),
+                (2, false) => a.movzx(dst, d16),
+                (_, true) => a.movsx(dst, d8),
+                (_, false) => a.movzx(dst, d8),
+            }
+        }
+        At::Mem(base, disp) => {
+            let m = if spilled & (1 << base) != 0 {
+                guest(a, base);
+                dst + disp as i32
+            } else {
+                get_gpr64(Register::RAX + base as u32).unwrap() + disp as i32
+            };
+            match (v.size, v.signed) {
+                (8, _) => a.mov(dst, qword_ptr(m)),
+                (4, true) => a.movsxd(dst, dword_ptr(m)),
+                (4, false) => a.mov(d32, dword_ptr(m)),
+                (2, true) => a.movsx(dst, word_ptr(m)),
+                (2, false) => a.movzx(dst, word_ptr(m)),
+                (_, true) => a.movsx(dst, byte_ptr(m)),
+                (_, false) => a.movzx(dst, byte_ptr(m)),
+            }
+        }
     }
     .unwrap();
+}
+
+/// The low byte of register `n` (numbered from rax): al, cl, dl, bl, spl, bpl, sil, dil, r8b...
+fn gpr8(n: usize) -> AsmRegister8 {
+    let r = match n {
+        0..=3 => Register::AL + n as u32,
+        4..=7 => Register::SPL + (n - 4) as u32,
+        _ => Register::R8L + (n - 8) as u32,
+    };
+    get_gpr8(r).unwrap()
 }
 
 /// The file of basic blocks beside the counts file `out`.
@@ -418,7 +579,7 @@ impl Tool for Predicates {
     }
 
     fn after_insn(&mut self, site: &InsnSite, b: &mut Inline) {
-        if (self.main.0..self.main.1).contains(&site.ins.ip()) && !self.frames.is_empty() {
+        if (self.main.0..self.main.1).contains(&site.ins.ip()) {
             self.pairs(site, b);
         }
     }
@@ -456,6 +617,7 @@ impl ToolRun for Predicates {
             self.bias = base.wrapping_sub(first);
         }
         self.frames = rbp_integer_locals(&path);
+        self.dwarf = Program::read(&path);
         self.path = path;
         self.seed_thread(ctx);
     }
@@ -485,6 +647,8 @@ mod tests {
         assert_eq!(Site::parse(b.line().trim_end()), Some(b));
         let p = Site { kind: Kind::Pair, at: 0x10, k: 3, counts: vec![3, 1, 1, 1], detail: "len width".into() };
         assert_eq!(Site::parse(p.line().trim_end()), Some(p));
+        let u = Site { kind: Kind::UnsignedReturn, at: 0x20, k: 0, counts: vec![4, 0, 1, 3], detail: "strlen".into() };
+        assert_eq!(Site::parse(u.line().trim_end()), Some(u));
         assert_eq!(Site::parse("branch\tzz\t0\t1\t0\t"), None);
         assert_eq!(Site::parse("jump\t10\t0\t1\t0\t"), None);
         assert_eq!(Site::parse("pair\t10\t0\t1\t0\t"), None);

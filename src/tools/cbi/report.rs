@@ -41,7 +41,7 @@ impl Describer<'_> {
 
     fn describe(&mut self, p: &Pred, detail: &str) -> Described {
         // A return site's line is its call's.
-        let at = if p.kind == Kind::Return { p.at - 1 } else { p.at };
+        let at = if matches!(p.kind, Kind::Return | Kind::UnsignedReturn) { p.at - 1 } else { p.at };
         let what = match p.kind {
             Kind::Branch => {
                 let to: Vec<u64> = detail.split(' ').filter_map(|a| u64::from_str_radix(a, 16).ok()).collect();
@@ -49,7 +49,7 @@ impl Describer<'_> {
                 let which = if self.shared.contains(&p.at) { format!(" at {:#x}", p.at) } else { String::new() };
                 format!("the branch{which} is {}{line}", if p.which == 0 { "taken" } else { "not taken" })
             }
-            Kind::Return => {
+            Kind::Return | Kind::UnsignedReturn => {
                 let callee = if detail.is_empty() { "the function called".to_string() } else { format!("{detail}()") };
                 format!("the value {callee} returns is {}", ["< 0", "== 0", "> 0"][p.which.min(2) as usize])
             }
