@@ -142,7 +142,10 @@ int main(int argc, char **argv)
     assert!(out.status.success(), "{}", out.describe());
     let text = std::fs::read_to_string(&counts).unwrap();
     let of = |callee: &str| -> Vec<String> {
-        text.lines().filter(|l| l.ends_with(&format!("\t{callee}"))).map(|l| l.split('\t').filter(|f| !f.is_empty()).skip(3).collect::<Vec<_>>().join(" ")).collect()
+        text.lines()
+            .filter(|l| l.ends_with(&format!("\t{callee}")))
+            .map(|l| l.split('\t').filter(|f| !f.is_empty()).skip(3).collect::<Vec<_>>().join(" "))
+            .collect()
     };
     let kind = |callee: &str| text.lines().find(|l| l.ends_with(&format!("\t{callee}"))).map(|l| l.split('\t').next().unwrap().to_string());
     // (executions, < 0, == 0, > 0, callee)

@@ -401,6 +401,19 @@ pub(crate) fn origin<'u>(
     }
 }
 
+/// An entry's name, or its abstract origin's (an inlined function's variable).
+pub(crate) fn name_of(
+    dwarf: &gimli::Dwarf<Slice<'_>>,
+    unit: &Unit<'_>,
+    entry: &gimli::DebuggingInformationEntry<'_, '_, Slice<'_>>,
+) -> Result<Option<String>, gimli::Error> {
+    let named = match entry.attr_value(gimli::DW_AT_name)? {
+        Some(v) => Some(v),
+        None => origin(unit, entry)?.map(|o| o.attr_value(gimli::DW_AT_name)).transpose()?.flatten(),
+    };
+    Ok(named.and_then(|v| dwarf.attr_string(unit, v).ok()).map(|s| s.to_string_lossy().into_owned()))
+}
+
 /// Whether a variable's location (an expression or a location list) names the frame anywhere:
 /// a slot from the frame base, the CFA, rsp or rbp. One that does not (a register, a value
 /// computed) is not in the frame's memory, and a layout has nothing of it to move.
@@ -495,11 +508,7 @@ fn locals_of(
         let entry = child.entry();
         match entry.tag() {
             gimli::DW_TAG_variable | gimli::DW_TAG_formal_parameter => {
-                let named = match entry.attr_value(gimli::DW_AT_name)? {
-                    Some(v) => Some(v),
-                    None => origin(unit, entry)?.map(|o| o.attr_value(gimli::DW_AT_name)).transpose()?.flatten(),
-                };
-                let name = named.and_then(|v| dwarf.attr_string(unit, v).ok()).map(|s| s.to_string_lossy().into_owned());
+                let name = name_of(dwarf, unit, entry)?;
                 match variable(dwarf, unit, entry)? {
                     Some((Place::Frame(at), kind, size, align)) => out.push(Var { at, size, align, kind, name: name.unwrap_or_default() }),
                     Some((Place::Address(a), kind, size, _)) => statics.push((a, kind, size)),

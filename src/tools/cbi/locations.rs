@@ -5,7 +5,7 @@
 //! integer or a pointer. Read with gimli through `report::dwarf`.
 
 use crate::layout::cfa::{Cfi, StackFrame};
-use crate::layout::objects::{frame_base, origin, DwarfBase};
+use crate::layout::objects::{frame_base, name_of, origin, DwarfBase};
 use crate::report::dwarf::{entry_type, with_dwarf, Slice, Unit};
 use gimli::{AttributeValue, Operation, UnitOffset};
 use std::collections::HashMap;
@@ -132,10 +132,15 @@ impl Program {
 }
 
 /// A function found: its entry, what it returns, and its parts with their variables.
-type Found = (u64, Option<Scalar>, Vec<Function>);
+type FoundFunction = (u64, Option<Scalar>, Vec<Function>);
 
 /// The functions under `node` (a unit, a namespace, a class).
-fn walk(dwarf: &gimli::Dwarf<Slice<'_>>, unit: &Unit<'_>, node: gimli::EntriesTreeNode<'_, '_, '_, Slice<'_>>, out: &mut Vec<Found>) -> Result<(), gimli::Error> {
+fn walk(
+    dwarf: &gimli::Dwarf<Slice<'_>>,
+    unit: &Unit<'_>,
+    node: gimli::EntriesTreeNode<'_, '_, '_, Slice<'_>>,
+    out: &mut Vec<FoundFunction>,
+) -> Result<(), gimli::Error> {
     let mut children = node.children();
     while let Some(child) = children.next()? {
         match child.entry().tag() {
@@ -148,7 +153,12 @@ fn walk(dwarf: &gimli::Dwarf<Slice<'_>>, unit: &Unit<'_>, node: gimli::EntriesTr
 }
 
 /// A function with code: what it returns and its integer variables.
-fn function(dwarf: &gimli::Dwarf<Slice<'_>>, unit: &Unit<'_>, node: gimli::EntriesTreeNode<'_, '_, '_, Slice<'_>>, out: &mut Vec<Found>) -> Result<(), gimli::Error> {
+fn function(
+    dwarf: &gimli::Dwarf<Slice<'_>>,
+    unit: &Unit<'_>,
+    node: gimli::EntriesTreeNode<'_, '_, '_, Slice<'_>>,
+    out: &mut Vec<FoundFunction>,
+) -> Result<(), gimli::Error> {
     let entry = node.entry();
     let mut ranges = Vec::new();
     let mut iter = dwarf.die_ranges(unit, entry)?;
@@ -165,8 +175,9 @@ fn function(dwarf: &gimli::Dwarf<Slice<'_>>, unit: &Unit<'_>, node: gimli::Entri
     };
     let base = frame_base(entry.attr_value(gimli::DW_AT_frame_base)?, unit.encoding());
     let span = (ranges.iter().map(|r| r.0).min().unwrap_or(0), ranges.iter().map(|r| r.1).max().unwrap_or(0));
-    let mut vars = Vec::new();
-    variables(dwarf, unit, node, base, span, 0, &mut 0, &mut vars)?;
+    let mut c = Collected { base, span, scopes: 0, vars: Vec::new() };
+    variables(dwarf, unit, node, 0, &mut c)?;
+    let vars = c.vars;
     let parts = if vars.is_empty() { Vec::new() } else { ranges.iter().map(|&(low, high)| Function { low, high, vars: vars.clone() }).collect() };
     out.push((entry_pc, returns, parts));
     Ok(())
@@ -187,33 +198,38 @@ fn type_of(unit: &Unit<'_>, entry: &gimli::DebuggingInformationEntry<'_, '_, Sli
     }
 }
 
+/// A function's variables as they are collected: its frame base and code span (what a single
+/// location holds over), the scopes numbered so far, and the variables.
+struct Collected {
+    base: Option<DwarfBase>,
+    span: (u64, u64),
+    scopes: u32,
+    vars: Vec<Variable>,
+}
+
 /// The integer variables under `node`, of scope `scope` (each inlined function's instance
-/// numbered anew from `scopes`).
-#[allow(clippy::too_many_arguments)]
+/// numbered anew).
 fn variables(
     dwarf: &gimli::Dwarf<Slice<'_>>,
     unit: &Unit<'_>,
     node: gimli::EntriesTreeNode<'_, '_, '_, Slice<'_>>,
-    base: Option<DwarfBase>,
-    span: (u64, u64),
     scope: u32,
-    scopes: &mut u32,
-    out: &mut Vec<Variable>,
+    c: &mut Collected,
 ) -> Result<(), gimli::Error> {
     let mut children = node.children();
     while let Some(child) = children.next()? {
         let entry = child.entry();
         match entry.tag() {
             gimli::DW_TAG_variable | gimli::DW_TAG_formal_parameter => {
-                if let Some(v) = variable(dwarf, unit, entry, base, span, scope)? {
-                    out.push(v);
+                if let Some(v) = variable(dwarf, unit, entry, c.base, c.span, scope)? {
+                    c.vars.push(v);
                 }
             }
-            gimli::DW_TAG_lexical_block => variables(dwarf, unit, child, base, span, scope, scopes, out)?,
+            gimli::DW_TAG_lexical_block => variables(dwarf, unit, child, scope, c)?,
             gimli::DW_TAG_inlined_subroutine => {
-                *scopes += 1;
-                let s = *scopes;
-                variables(dwarf, unit, child, base, span, s, scopes, out)?;
+                c.scopes += 1;
+                let s = c.scopes;
+                variables(dwarf, unit, child, s, c)?;
             }
             _ => {}
         }
@@ -245,11 +261,7 @@ fn variable(
     if places.is_empty() {
         return Ok(None);
     }
-    let named = match entry.attr_value(gimli::DW_AT_name)? {
-        Some(v) => Some(v),
-        None => origin(unit, entry)?.map(|o| o.attr_value(gimli::DW_AT_name)).transpose()?.flatten(),
-    };
-    let name = named.and_then(|v| dwarf.attr_string(unit, v).ok()).map_or_else(|| "?".to_string(), |s| s.to_string_lossy().into_owned());
+    let name = name_of(dwarf, unit, entry)?.unwrap_or_else(|| "?".to_string());
     Ok(Some(Variable { name, scope, ty, places }))
 }
 
@@ -298,7 +310,9 @@ fn scalar(unit: &Unit<'_>, ty: UnitOffset, depth: u32) -> Result<Option<Scalar>,
         gimli::DW_TAG_base_type => {
             let signed = match entry.attr_value(gimli::DW_AT_encoding)? {
                 Some(AttributeValue::Encoding(e)) if e == gimli::DW_ATE_signed || e == gimli::DW_ATE_signed_char => Some(true),
-                Some(AttributeValue::Encoding(e)) if [gimli::DW_ATE_unsigned, gimli::DW_ATE_unsigned_char, gimli::DW_ATE_boolean, gimli::DW_ATE_UTF].contains(&e) => {
+                Some(AttributeValue::Encoding(e))
+                    if [gimli::DW_ATE_unsigned, gimli::DW_ATE_unsigned_char, gimli::DW_ATE_boolean, gimli::DW_ATE_UTF].contains(&e) =>
+                {
                     Some(false)
                 }
                 _ => None,

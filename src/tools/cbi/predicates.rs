@@ -28,8 +28,8 @@
 
 use super::super::count::Count;
 use super::super::{cmov_cc, ToolRun};
-use crate::kernel::memory::GuestMemory;
 use super::locations::{Base, Place, Program, Scalar, Variable};
+use crate::kernel::memory::GuestMemory;
 use crate::layout::objects::{rbp_integer_locals, Frame, Var};
 use crate::report::symbols::{Callees, Modules, SymbolCache};
 use crate::report::Reporter;
@@ -263,9 +263,10 @@ impl Predicates {
             // (signed, as C's int and long mostly are).
             None => {
                 let reads = |r: Register| {
-                    site.info.used_registers().iter().any(|u| {
-                        u.register() == r && matches!(u.access(), OpAccess::Read | OpAccess::ReadWrite | OpAccess::CondRead | OpAccess::ReadCondWrite)
-                    })
+                    site.info
+                        .used_registers()
+                        .iter()
+                        .any(|u| u.register() == r && matches!(u.access(), OpAccess::Read | OpAccess::ReadWrite | OpAccess::CondRead | OpAccess::ReadCondWrite))
                 };
                 let size = if reads(Register::RAX) {
                     8
@@ -471,7 +472,7 @@ fn three_way(a: &mut CodeAssembler, p: AsmRegister64, signed: bool, done: CodeLa
 /// `dst` = the guest's integer `v`, sign- or zero-extended to 64 bits; `spilled` the guest
 /// registers whose values wait in their spill slots.
 fn load(a: &mut CodeAssembler, dst: AsmRegister64, v: Value, spilled: u16) {
-    let n = |r: AsmRegister64| (Register::from(r).number() - Register::RAX.number()) as usize;
+    let n = |r: AsmRegister64| Register::from(r).number() - Register::RAX.number();
     let guest = |a: &mut CodeAssembler, r: u8| {
         if spilled & (1 << r) != 0 {
             a.mov(dst, qword_ptr(spill_slot(r as usize) as u64).gs()).unwrap();
