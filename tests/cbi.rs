@@ -2,7 +2,8 @@
 //! (P1, `len > width` at line 69) ranks first by Importance with the value `answers.json`
 //! computed independently, and the redundant one (P2, line 73) ranks second and is eliminated;
 //! `--sample=1/1` counts as no sampling and `--sample=1/N` fewer; on `quota` built `-O2`, the
-//! scalar pair of two variables in registers at the fault line ranks first; a return's sign is
+//! scalar pair of two variables in registers at the fault line ranks first; a suite too small for
+//! the 95% Increase test says so and `--confidence=0` ranks it; a return's sign is
 //! counted as the DWARF of the function called says (none for a void function, no `< 0` for an
 //! unsigned one); the branch predicates' counts of a run are `--tool=count`'s executed and taken
 //! counts of the same run (at `-O0` and `-O2`); a suite that cannot be ranked says why.
@@ -117,6 +118,22 @@ fn a_scalar_pair_of_registers_ranks_first_in_optimized_code() {
 }
 
 #[test]
+fn a_suite_too_small_for_the_confidence_asked_says_so() {
+    // missing_clause's best predicate (the fault line's branch) has an Increase of 0.085 from
+    // 16 tests where it is true: not above 0 at 95% confidence; --confidence=0 keeps it.
+    let (exe, dir, fault) = subject("missing_clause");
+    let out = cbi(&[], &exe, &dir);
+    let r = report(&out);
+    assert!(out.status.code() == Some(0) && r["result"] == "inconclusive", "{}", out.describe());
+    assert!(r["reason"].as_str().unwrap().contains("no predicate has an Increase above 0 at 95% confidence"), "{}", out.describe());
+    let out = cbi(&["--confidence=0"], &exe, &dir);
+    let selected = report(&out);
+    let selected = of_kind(&selected, "selected predicate");
+    assert!(out.status.code() == Some(1) && at(selected[0], "missing_clause.c", fault), "{}", out.describe());
+    assert_eq!(selected[0]["explains"].as_array().unwrap().len(), 5, "{:#}", selected[0]);
+}
+
+#[test]
 fn a_return_is_counted_as_the_callees_dwarf_types_it() {
     // `bump` returns nothing, though the instruction after its call reads rax; `biggest`
     // returns an unsigned value that is negative as a signed one; atoi has no DWARF here.
@@ -206,6 +223,7 @@ fn a_suite_that_cannot_be_ranked_says_why() {
         (vec!["--tool=cbi".to_string()], "--tool=cbi needs a test suite"),
         (vec!["--tool=cbi".into(), suite.clone(), "--sample=1/0".into()], "'1/0' is not a sampling rate 1/N"),
         (vec!["--tool=cbi".into(), suite.clone(), "--sample=2".into()], "'2' is not a sampling rate 1/N"),
+        (vec!["--tool=cbi".into(), suite.clone(), "--confidence=97".into()], "'97' is not a confidence --tool=cbi knows"),
         (vec!["--tool=count".into(), "--sample=1/2".into()], "--sample"),
     ] {
         let out = run_rtgrind(&args, &Cmd::new(&exe));

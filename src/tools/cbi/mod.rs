@@ -35,6 +35,12 @@ pub struct Options {
     #[arg(long, value_name = "1/N", value_parser = parse_sample)]
     pub sample: Option<u64>,
 
+    /// Keep a predicate only if its Increase is above 0 at this confidence, in percent (the
+    /// paper's test; 90, 95 or 99). 0 keeps every Increase above 0: a small suite (tens of
+    /// tests, a few failing) leaves few predicates at 95%.
+    #[arg(long, value_name = "PCT", default_value = "95", value_parser = parse_confidence)]
+    pub confidence: u32,
+
     /// (Internal) this run counts the main program's predicates into FILE.
     #[arg(long, value_name = "FILE", hide = true)]
     pub cbi_out: Option<PathBuf>,
@@ -44,6 +50,22 @@ pub struct Options {
 fn parse_sample(s: &str) -> Result<u64, String> {
     let n = s.strip_prefix("1/").and_then(|n| n.parse::<u64>().ok()).filter(|n| (1..1 << 40).contains(n));
     n.ok_or_else(|| format!("'{s}' is not a sampling rate 1/N (N a whole number from 1)"))
+}
+
+/// `--confidence`'s value: 0, 90, 95 or 99.
+fn parse_confidence(s: &str) -> Result<u32, String> {
+    s.parse().ok().filter(|p| z_of(*p).is_some()).ok_or_else(|| format!("'{s}' is not a confidence --tool=cbi knows (0, 90, 95 or 99)"))
+}
+
+/// z of the two-sided confidence interval of `percent` (0: no interval).
+fn z_of(percent: u32) -> Option<f64> {
+    match percent {
+        0 => Some(0.0),
+        90 => Some(1.645),
+        95 => Some(1.96),
+        99 => Some(2.576),
+        _ => None,
+    }
 }
 
 /// Ids of the options the tool owns (the suite's shared with spectra).
@@ -80,7 +102,8 @@ pub fn search(cli: &Cli) -> Result<i32, Error> {
     };
     let mut search = super::suite::EveryTest::new(&run.tests, Duration::from_secs(o.test_timeout), args);
     let ran = run.runner.drive(&mut search);
-    let mut report = report::build(&run.tests, ran, &run.program_name(), o.metric, o.top);
+    let z = z_of(cli.cbi.confidence).unwrap_or(0.0);
+    let mut report = report::build(&run.tests, ran, &run.program_name(), o.metric, o.top, (cli.cbi.confidence, z));
     run.finish(&mut report);
     report.seconds = (report.seconds * 1000.0).round() / 1000.0;
     if cli.search.sarif {
@@ -151,11 +174,11 @@ fn read_runs(tests: &[Test], ran: &[Ran]) -> Result<Vec<(bool, Vec<Site>)>, Stri
 }
 
 /// The predicates of the runs, numbered, and each run's as `score` takes them.
-fn data(runs: &[(bool, Vec<Site>)]) -> (Vec<(Pred, String)>, Data) {
+fn data(runs: &[(bool, Vec<Site>)], z: f64) -> (Vec<(Pred, String)>, Data) {
     let mut preds: Vec<(Pred, String)> = Vec::new();
     let mut pred_ids: HashMap<Pred, usize> = HashMap::new();
     let mut site_ids: HashMap<(Kind, u64, u32), usize> = HashMap::new();
-    let mut data = Data::default();
+    let mut data = Data { z, ..Data::default() };
     for (passed, sites) in runs {
         let mut run = RunPreds { failed: !passed, ..RunPreds::default() };
         for site in sites.iter().filter(|s| s.counts[0] > 0) {

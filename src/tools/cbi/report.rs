@@ -94,8 +94,9 @@ fn finding(kind: &str, r: &Ranked, d: &Described, at: u64, program: &str) -> Fin
     }
 }
 
-/// The report of the runs `ran` of `tests`.
-pub fn build(tests: &[Test], ran: Vec<super::Ran>, program: &str, metric: Metric, top: usize) -> Report {
+/// The report of the runs `ran` of `tests`, predicates kept at `confidence` (percent, and its
+/// z).
+pub fn build(tests: &[Test], ran: Vec<super::Ran>, program: &str, metric: Metric, top: usize, confidence: (u32, f64)) -> Report {
     let mut report = Report { tool: "cbi".into(), schema: VERSION, ..Report::default() };
     let runs = match read_runs(tests, &ran) {
         Ok(r) => r,
@@ -116,8 +117,11 @@ pub fn build(tests: &[Test], ran: Vec<super::Ran>, program: &str, metric: Metric
         };
         return report;
     }
-    let (preds, data) = data(&runs);
-    let ranked = score::rank(&data, &vec![true; data.runs.len()]);
+    let (preds, data) = data(&runs, confidence.1);
+    let all = vec![true; data.runs.len()];
+    let ranked = score::rank(&data, &all);
+    // (What a suite too small for the confidence asked would rank without it.)
+    let unsure = score::rank(&score::Data { z: 0.0, ..data.clone() }, &all).len() - ranked.len();
     let selected = score::eliminate(&data);
     let blocks = |run: &super::RunOutcome, i: usize| predicates::blocks_file(&counts_of(run, i));
     let baseline = spectra::rank(tests, ran, program, metric, &blocks);
@@ -154,15 +158,21 @@ pub fn build(tests: &[Test], ran: Vec<super::Ran>, program: &str, metric: Metric
     let sites = data.site_of.iter().max().map_or(0, |m| m + 1);
     let failing: Vec<String> = runs.iter().enumerate().filter(|(_, r)| !r.0).map(|(i, _)| failing_name(i)).collect();
     report.summary = Some(format!(
-        "{} tests: {fails} failed ({}), {passes} passed; {} predicates at {sites} sites the runs reached, {} with an Increase above 0; the elimination selected {}, explaining {explained} of the {fails} failing tests",
+        "{} tests: {fails} failed ({}), {passes} passed; {} predicates at {sites} sites the runs reached, {} with an Increase above 0{}; the elimination selected {}, explaining {explained} of the {fails} failing tests",
         runs.len(),
         failing.join(", "),
         preds.len(),
         ranked.len(),
+        if confidence.0 == 0 { String::new() } else { format!(" at {}% confidence ({unsure} more below it)", confidence.0) },
         selected.len(),
     ));
     report.result = if ranked.is_empty() { "inconclusive".into() } else { "found".into() };
-    if ranked.is_empty() {
+    if ranked.is_empty() && unsure > 0 {
+        report.reason = format!(
+            "no predicate has an Increase above 0 at {}% confidence ({unsure} have one above 0: too few tests to be sure of them; --confidence=0 ranks them)",
+            confidence.0
+        );
+    } else if ranked.is_empty() {
         report.reason = "no predicate is true in the failing tests more often than its site is reached in them".into();
     }
     report.findings = findings;

@@ -2,10 +2,10 @@
 //! F(P) and S(P) the failing and passing runs where it was true, F(P observed) and S(P
 //! observed) those that reached its site; Failure(P) = F/(S+F), Context(P) = F obs/(S obs + F
 //! obs), Increase(P) = Failure - Context, and Importance(P) the harmonic mean of Increase and
-//! log F(P)/log NumF. A predicate is left out unless its Increase is above 0 at 95% confidence
-//! (the lower end of the normal-approximation interval, Failure's and Context's variances
-//! added, is above 0: the paper's pruning, which drops predicates true in too few runs for
-//! their Increase to mean anything). The elimination takes
+//! log F(P)/log NumF. A predicate is left out unless its Increase is above 0 at the confidence
+//! asked (`--confidence`, 95% by default: the lower end of the normal-approximation interval,
+//! Failure's and Context's variances added, is above 0; the paper's pruning, which drops
+//! predicates true in too few runs for their Increase to mean anything). The elimination takes
 //! the most important predicate, drops every run where it is true, ranks again, and so on
 //! until no failing run is left or no predicate has an Importance above 0.
 
@@ -19,11 +19,13 @@ pub struct RunPreds {
     pub truth: HashSet<usize>,
 }
 
-/// The predicates (each the site it is at) and the runs.
+/// The predicates (each the site it is at), the runs, and z of the confidence interval an
+/// Increase must be above 0 at (0: any Increase above 0).
 #[derive(Clone, Debug, Default)]
 pub struct Data {
     pub site_of: Vec<usize>,
     pub runs: Vec<RunPreds>,
+    pub z: f64,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -61,12 +63,10 @@ pub struct Selected {
     pub failing_left: usize,
 }
 
-/// z of a two-sided 95% confidence interval.
-const Z_95: f64 = 1.96;
-
 /// The scores of a predicate with counts `c` among `num_f` failing runs; None when it is
-/// never true in a failing run or its Increase is not above 0 at 95% confidence.
-pub fn scores(c: Counts, num_f: u32) -> Option<Scores> {
+/// never true in a failing run or its Increase is not above 0 at the confidence of `z` (the
+/// interval's half-width in standard deviations).
+pub fn scores(c: Counts, num_f: u32, z: f64) -> Option<Scores> {
     if c.f == 0 || c.f_obs == 0 {
         return None;
     }
@@ -76,7 +76,7 @@ pub fn scores(c: Counts, num_f: u32) -> Option<Scores> {
     let increase = failure - context;
     // Each a proportion of its runs: p (1 - p) / n.
     let variance = failure * (1.0 - failure) / true_in + context * (1.0 - context) / observed;
-    if increase - Z_95 * variance.sqrt() <= 1e-12 {
+    if increase - z * variance.sqrt() <= 1e-12 {
         return None;
     }
     // With one failing run, log F / log NumF is 0/0: that run is all there is (1).
@@ -117,7 +117,7 @@ fn counts(data: &Data, alive: &[bool]) -> Vec<Counts> {
 pub fn rank(data: &Data, alive: &[bool]) -> Vec<Ranked> {
     let num_f = data.runs.iter().zip(alive).filter(|(r, a)| **a && r.failed).count() as u32;
     let mut out: Vec<Ranked> =
-        counts(data, alive).into_iter().enumerate().filter_map(|(pred, c)| Some(Ranked { pred, counts: c, scores: scores(c, num_f)? })).collect();
+        counts(data, alive).into_iter().enumerate().filter_map(|(pred, c)| Some(Ranked { pred, counts: c, scores: scores(c, num_f, data.z)? })).collect();
     out.sort_by(|a, b| b.scores.importance.total_cmp(&a.scores.importance).then(b.counts.f.cmp(&a.counts.f)).then(a.pred.cmp(&b.pred)));
     out
 }
@@ -153,6 +153,8 @@ pub fn eliminate(data: &Data) -> Vec<Selected> {
 mod tests {
     use super::*;
 
+    const Z_95: f64 = 1.96;
+
     fn run(failed: bool, observed: &[usize], truth: &[usize]) -> RunPreds {
         RunPreds { failed, observed: observed.iter().copied().collect(), truth: truth.iter().copied().collect() }
     }
@@ -160,22 +162,23 @@ mod tests {
     #[test]
     fn scores_follow_the_papers_definitions() {
         // cbi_pred's P1 (answers.json): F 9, S 0, observed in 9 failing and 20 passing of 9.
-        let s = scores(Counts { f: 9, s: 0, f_obs: 9, s_obs: 20 }, 9).unwrap();
+        let s = scores(Counts { f: 9, s: 0, f_obs: 9, s_obs: 20 }, 9, Z_95).unwrap();
         assert!((s.failure - 1.0).abs() < 1e-9 && (s.context - 9.0 / 29.0).abs() < 1e-9);
         assert!((s.increase - 20.0 / 29.0).abs() < 1e-9);
         assert!((s.importance - 0.816327).abs() < 1e-6, "{s:?}");
         // P2: F 9, S 2.
-        let s = scores(Counts { f: 9, s: 2, f_obs: 9, s_obs: 20 }, 9).unwrap();
+        let s = scores(Counts { f: 9, s: 2, f_obs: 9, s_obs: 20 }, 9, Z_95).unwrap();
         assert!((s.importance - 0.673597).abs() < 1e-6, "{s:?}");
         // Increase 0 or below, or never true in a failing run: left out.
-        assert_eq!(scores(Counts { f: 1, s: 2, f_obs: 1, s_obs: 2 }, 3), None);
-        assert_eq!(scores(Counts { f: 0, s: 2, f_obs: 1, s_obs: 2 }, 3), None);
-        // An Increase of 0.24 from 3 runs where it is true: its 95% interval reaches below 0.
-        // The same proportions from ten times the runs are significant.
-        assert_eq!(scores(Counts { f: 2, s: 1, f_obs: 3, s_obs: 4 }, 3), None);
-        assert!(scores(Counts { f: 20, s: 10, f_obs: 30, s_obs: 40 }, 30).is_some_and(|s| (s.increase - (2.0 / 3.0 - 3.0 / 7.0)).abs() < 1e-9));
+        assert_eq!(scores(Counts { f: 1, s: 2, f_obs: 1, s_obs: 2 }, 3, Z_95), None);
+        assert_eq!(scores(Counts { f: 0, s: 2, f_obs: 1, s_obs: 2 }, 3, Z_95), None);
+        // An Increase of 0.24 from 3 runs where it is true: its 95% interval reaches below 0
+        // (kept without the test). The same proportions from ten times the runs are significant.
+        assert_eq!(scores(Counts { f: 2, s: 1, f_obs: 3, s_obs: 4 }, 3, Z_95), None);
+        assert!(scores(Counts { f: 2, s: 1, f_obs: 3, s_obs: 4 }, 3, 0.0).is_some());
+        assert!(scores(Counts { f: 20, s: 10, f_obs: 30, s_obs: 40 }, 30, Z_95).is_some_and(|s| (s.increase - (2.0 / 3.0 - 3.0 / 7.0)).abs() < 1e-9));
         // True in one failing run of several: log 1 = 0, Importance 0.
-        assert_eq!(scores(Counts { f: 1, s: 0, f_obs: 1, s_obs: 5 }, 3).unwrap().importance, 0.0);
+        assert_eq!(scores(Counts { f: 1, s: 0, f_obs: 1, s_obs: 5 }, 3, Z_95).unwrap().importance, 0.0);
     }
 
     #[test]
@@ -194,7 +197,7 @@ mod tests {
         for _ in 0..12 {
             runs.push(run(false, &[0, 1, 2], &[]));
         }
-        let data = Data { site_of: vec![0, 1, 2], runs };
+        let data = Data { site_of: vec![0, 1, 2], runs, z: Z_95 };
         let first = rank(&data, &vec![true; data.runs.len()]);
         assert_eq!(first.iter().map(|r| r.pred).collect::<Vec<_>>(), [0, 2, 1]);
         let sel = eliminate(&data);
