@@ -11,6 +11,7 @@
 //! baseline (`spectra::rank`, from the basic blocks the same runs counted).
 
 mod locations;
+mod pair_sites;
 pub mod predicates;
 mod report;
 pub mod score;

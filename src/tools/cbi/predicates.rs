@@ -10,14 +10,14 @@
 //!   through the PLT) or an indirect call: when the return site's first instruction reads
 //!   rax/eax, as a signed value.
 //! - Scalar pairs, after an assignment to an integer variable, count how the value assigned
-//!   compares (`<`, `==`, `>`) with each of the function's other integer variables (its first
-//!   `MAX_PAIRS`). In an rbp-framed function (`-O0`) an assignment is a store to a local's
-//!   frame slot, compared with the other locals' slots. Elsewhere (optimized code) it is an
-//!   instruction that writes the register or frame slot DWARF's location lists put a variable
-//!   in just after it, compared with the other variables of the same scope that have a place
-//!   of their own there (a register, read where the engine keeps the guest's value, its spill
-//!   slot if lent; or a slot from rsp, rbp or the CFA). Values are sign- or zero-extended as
-//!   their types say.
+//!   compares (`<`, `==`, `>`) with each of the function's other integer variables (the first
+//!   `pair_sites::MAX_PAIRS`). In an rbp-framed function (`-O0`) an assignment is a store to a
+//!   local's frame slot, compared with the other locals' slots. Elsewhere (optimized code) it
+//!   is an instruction that writes the register or frame slot DWARF's location lists put a
+//!   variable in just after it, compared with the other variables of the same scope that have
+//!   a place of their own there (a register, read where the engine keeps the guest's value, its
+//!   spill slot if lent; or a slot from rsp, rbp or the CFA). Values are sign- or
+//!   zero-extended as their types say (`pair_sites`).
 //!
 //! With `--sample=1/N` each site first decrements a per-thread countdown in the tool area and
 //! counts only when it reaches 0, and a call-out draws the next countdown from a geometric
@@ -28,14 +28,15 @@
 
 use super::super::count::Count;
 use super::super::{cmov_cc, ToolRun};
-use super::locations::{Base, Place, Program, Scalar, Variable};
+use super::locations::{Program, Scalar};
+use super::pair_sites::{load, Finder};
 use crate::kernel::memory::GuestMemory;
-use crate::layout::objects::{rbp_integer_locals, Frame, Var};
+use crate::layout::objects::{rbp_integer_locals, Frame};
 use crate::report::symbols::{Callees, Modules, SymbolCache};
 use crate::report::Reporter;
-use rtgrind_jit::iced_x86::{FlowControl, Instruction, Mnemonic, OpAccess, OpKind, Register};
+use rtgrind_jit::iced_x86::{FlowControl, Mnemonic, OpAccess, Register};
 use rtgrind_jit::instrument::code_asm::*;
-use rtgrind_jit::instrument::{spill_slot, tool_area, Inline, InsnSite, Tool};
+use rtgrind_jit::instrument::{tool_area, Inline, InsnSite, Tool};
 use rtgrind_jit::ThreadContext;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -51,9 +52,6 @@ pub enum Kind {
     UnsignedReturn,
     Pair,
 }
-
-/// Scalar pairs at most at one store (the other locals compared, the first by offset).
-const MAX_PAIRS: usize = 8;
 
 /// One site's counts, as the run writes them and the ranking reads them.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -117,29 +115,6 @@ struct Counted {
     /// A pair: the locals' names.
     names: String,
     table: Box<[u64; 4]>,
-}
-
-/// An integer the instrumentation reads: where, its size and whether it is signed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Value {
-    at: At,
-    size: u8,
-    signed: bool,
-}
-
-/// A guest register (numbered from rax as iced does), or memory at a guest register plus a
-/// displacement.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum At {
-    Reg(u8),
-    Mem(u8, i64),
-}
-
-/// An assignment to an integer variable, and the other variables it is compared with.
-struct PairSite {
-    stored: Value,
-    others: Vec<Value>,
-    names: Vec<String>,
 }
 
 pub struct Predicates {
@@ -299,100 +274,11 @@ impl Predicates {
         a.nop().unwrap();
     }
 
-    /// The instruction `ins` assigns an integer variable: which, and the others it is compared
-    /// with. In an rbp-framed function, a store to a local's slot; elsewhere, a write to the
-    /// register or slot DWARF puts a variable in after the instruction.
-    fn pair_site(&self, ins: &Instruction, info: &rtgrind_jit::iced_x86::InstructionInfo) -> Option<PairSite> {
-        let file = ins.ip() - self.bias;
-        let i = self.frames.partition_point(|f| f.low <= file).checked_sub(1);
-        match i.and_then(|i| self.frames.get(i)).filter(|f| file < f.high) {
-            Some(f) => self.rbp_pair_site(f, ins, info),
-            None => self.dwarf_pair_site(ins, info),
-        }
-    }
-
-    /// A store to an integer local of the rbp-framed function `f` (`-O0`).
-    fn rbp_pair_site(&self, f: &Frame, ins: &Instruction, info: &rtgrind_jit::iced_x86::InstructionInfo) -> Option<PairSite> {
-        if ins.memory_base() != Register::RBP || ins.memory_index() != Register::None || ins.op0_kind() != OpKind::Memory {
-            return None;
-        }
-        if !info.used_memory().iter().any(|m| matches!(m.access(), OpAccess::Write | OpAccess::ReadWrite)) {
-            return None;
-        }
-        let file = ins.ip() - self.bias;
-        let at = ins.memory_displacement64() as i64;
-        let size = ins.memory_size().size() as u64;
-        let stored = f.locals.iter().find(|l| l.at == at && l.size == size)?;
-        // The prologue's stores (a parameter to its slot, on the function's first line) would
-        // compare it with locals not yet given a value.
-        let line = |a: u64| crate::report::debuginfo::frames(&self.path, a).first().and_then(|f| f.line);
-        if line(file) == line(f.low) {
-            return None;
-        }
-        let others: Vec<&Var> = f.locals.iter().filter(|l| l.at != at).take(MAX_PAIRS).collect();
-        let local = |v: &Var| Value { at: At::Mem(5, v.at), size: v.size as u8, signed: true };
-        (!others.is_empty()).then(|| PairSite {
-            stored: local(stored),
-            others: others.iter().map(|o| local(o)).collect(),
-            names: others.iter().map(|o| format!("{} {}", stored.name, o.name)).collect(),
-        })
-    }
-
-    /// An instruction of optimized code that writes the register or the frame slot DWARF
-    /// puts an integer variable in just after it; compared with the other variables of the
-    /// same scope that have a place there (a register or a slot of their own).
-    fn dwarf_pair_site(&self, ins: &Instruction, info: &rtgrind_jit::iced_x86::InstructionInfo) -> Option<PairSite> {
-        let (pc, next) = (ins.ip() - self.bias, ins.next_ip() - self.bias);
-        let f = self.dwarf.function(pc).filter(|f| next < f.high)?;
-        let writes = |a: OpAccess| matches!(a, OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite);
-        let written: u16 = info
-            .used_registers()
-            .iter()
-            .filter(|u| writes(u.access()) && u.register().full_register().is_gpr64())
-            .fold(0, |m, u| m | 1 << (u.register().full_register().number() - Register::RAX.number()));
-        let gpr = |r: Register| (r.is_gpr64()).then(|| (r.number() - Register::RAX.number()) as u8);
-        let store = info
-            .used_memory()
-            .iter()
-            .find(|m| writes(m.access()) && m.index() == Register::None && matches!(m.base(), Register::RSP | Register::RBP))
-            .and_then(|m| Some((At::Mem(gpr(m.base())?, m.displacement() as i64), m.memory_size().size() as u8)));
-        // Where the instrumentation finds a place before the instruction at `at`.
-        let find = |p: Place, at: u64| match p {
-            Place::Reg(4) => None,
-            Place::Reg(r) => Some(At::Reg(r)),
-            Place::Slot(Base::Rsp, k) => Some(At::Mem(4, k)),
-            Place::Slot(Base::Rbp, k) => Some(At::Mem(5, k)),
-            Place::Slot(Base::Cfa, k) => Some(At::Mem(4, k + self.dwarf.cfa_offset(f, at)?)),
-        };
-        let assigned = |v: &&Variable| {
-            let place = v.at(next)?;
-            let hit = match place {
-                Place::Reg(r) => written & (1 << r) != 0,
-                // (The store's address is the instruction's: rsp as it is before it.)
-                Place::Slot(..) => store.is_some_and(|(m, size)| size == v.ty.size && find(place, pc) == Some(m)),
-            };
-            hit.then_some(place)
-        };
-        let (stored, place) = f.vars.iter().find_map(|v| Some((v, assigned(&v)?)))?;
-        let value = |v: &Variable, p: Place| Some(Value { at: find(p, next)?, size: v.ty.size, signed: v.ty.signed });
-        let others: Vec<(&Variable, Value)> = f
-            .vars
-            .iter()
-            .filter(|w| w.scope == stored.scope && !std::ptr::eq(*w, stored))
-            .filter_map(|w| w.at(next).filter(|&p| p != place).and_then(|p| Some((w, value(w, p)?))))
-            .take(MAX_PAIRS)
-            .collect();
-        (!others.is_empty()).then_some(PairSite {
-            stored: value(stored, place)?,
-            names: others.iter().map(|(w, _)| format!("{} {}", stored.name, w.name)).collect(),
-            others: others.into_iter().map(|(_, v)| v).collect(),
-        })
-    }
-
     /// After an assignment to an integer variable: the value assigned compared with each
     /// other variable's.
     fn pairs(&mut self, site: &InsnSite, b: &mut Inline) {
-        let Some(ps) = self.pair_site(site.ins, site.info) else { return };
+        let finder = Finder { frames: &self.frames, dwarf: &self.dwarf, path: &self.path, bias: self.bias };
+        let Some(ps) = finder.site(site.ins, site.info) else { return };
         let tables: Vec<u64> = ps.names.iter().enumerate().map(|(k, n)| self.table(Kind::Pair, site.ins.ip(), k as u32, (0, 0), n.clone())).collect();
         b.clobber_flags();
         let (p, t, u) = (b.scratch(), b.scratch(), b.scratch());
@@ -467,62 +353,6 @@ fn three_way(a: &mut CodeAssembler, p: AsmRegister64, signed: bool, done: CodeLa
     a.set_label(&mut eq).unwrap();
     a.add(qword_ptr(p + 16), 1).unwrap();
     a.jmp(done).unwrap();
-}
-
-/// `dst` = the guest's integer `v`, sign- or zero-extended to 64 bits; `spilled` the guest
-/// registers whose values wait in their spill slots.
-fn load(a: &mut CodeAssembler, dst: AsmRegister64, v: Value, spilled: u16) {
-    let n = |r: AsmRegister64| Register::from(r).number() - Register::RAX.number();
-    let guest = |a: &mut CodeAssembler, r: u8| {
-        if spilled & (1 << r) != 0 {
-            a.mov(dst, qword_ptr(spill_slot(r as usize) as u64).gs()).unwrap();
-        } else if n(dst) != r as usize {
-            a.mov(dst, get_gpr64(Register::RAX + r as u32).unwrap()).unwrap();
-        }
-    };
-    let (d32, d16, d8) = (get_gpr32(Register::EAX + n(dst) as u32).unwrap(), get_gpr16(Register::AX + n(dst) as u32).unwrap(), gpr8(n(dst)));
-    match v.at {
-        At::Reg(r) => {
-            guest(a, r);
-            match (v.size, v.signed) {
-                (8, _) => Ok(()),
-                (4, true) => a.movsxd(dst, d32),
-                (4, false) => a.mov(d32, d32),
-                (2, true) => a.movsx(dst, d16),
-                (2, false) => a.movzx(dst, d16),
-                (_, true) => a.movsx(dst, d8),
-                (_, false) => a.movzx(dst, d8),
-            }
-        }
-        At::Mem(base, disp) => {
-            let m = if spilled & (1 << base) != 0 {
-                guest(a, base);
-                dst + disp as i32
-            } else {
-                get_gpr64(Register::RAX + base as u32).unwrap() + disp as i32
-            };
-            match (v.size, v.signed) {
-                (8, _) => a.mov(dst, qword_ptr(m)),
-                (4, true) => a.movsxd(dst, dword_ptr(m)),
-                (4, false) => a.mov(d32, dword_ptr(m)),
-                (2, true) => a.movsx(dst, word_ptr(m)),
-                (2, false) => a.movzx(dst, word_ptr(m)),
-                (_, true) => a.movsx(dst, byte_ptr(m)),
-                (_, false) => a.movzx(dst, byte_ptr(m)),
-            }
-        }
-    }
-    .unwrap();
-}
-
-/// The low byte of register `n` (numbered from rax): al, cl, dl, bl, spl, bpl, sil, dil, r8b...
-fn gpr8(n: usize) -> AsmRegister8 {
-    let r = match n {
-        0..=3 => Register::AL + n as u32,
-        4..=7 => Register::SPL + (n - 4) as u32,
-        _ => Register::R8L + (n - 8) as u32,
-    };
-    get_gpr8(r).unwrap()
 }
 
 /// The file of basic blocks beside the counts file `out`.
