@@ -16,8 +16,10 @@ enum Shape {
     RmImm { ext: u8, imm: u8 },
     /// `op reg, imm` with the register in the opcode's low three bits.
     OpReg { imm: u8 },
-    /// `op reg, vvvv, r/m` (VEX, map 0F38, F3, W1, L0: `pext`).
-    Vex38F3W1,
+    /// VEX, map 0F38, W1, L0 (BMI: `pext`, `pdep`, `andn`, `shlx`, ...): ModRM `reg` is
+    /// operand 0, `vvvv` operand `v`, r/m the other; `pp` the implied prefix (0 none, 1 66,
+    /// 2 F3, 3 F2).
+    Vex38W1 { pp: u8, v: u32 },
 }
 
 /// A form: its opcode bytes (after any REX), whether it is 64-bit (REX.W), whether it takes
@@ -34,6 +36,10 @@ const fn rm(op: &'static [u8], w: bool, reg_op: u32) -> Form {
 }
 const fn imm(op: &'static [u8], w: bool, o16: bool, ext: u8, imm: u8) -> Form {
     Form { op, w, o16, shape: Shape::RmImm { ext, imm } }
+}
+
+const fn vex(op: &'static [u8], pp: u8, v: u32) -> Form {
+    Form { op, w: true, o16: false, shape: Shape::Vex38W1 { pp, v } }
 }
 
 fn form(code: Code) -> Option<Form> {
@@ -63,6 +69,9 @@ fn form(code: Code) -> Option<Form> {
         Movzx_r32_rm8 => rm(&[0x0f, 0xb6], false, 0),
         Movzx_r32_rm16 => rm(&[0x0f, 0xb7], false, 0),
         Movzx_r64_rm8 => rm(&[0x0f, 0xb6], true, 0),
+        Cmovne_r64_rm64 => rm(&[0x0f, 0x45], true, 0),
+        Cmove_r64_rm64 => rm(&[0x0f, 0x44], true, 0),
+        Bt_rm64_r64 => rm(&[0x0f, 0xa3], true, 1),
         Cmp_rm8_imm8 => imm(&[0x80], false, false, 7, 1),
         Cmp_rm16_imm8 => imm(&[0x83], false, true, 7, 1),
         Cmp_rm32_imm8 => imm(&[0x83], false, false, 7, 1),
@@ -73,12 +82,23 @@ fn form(code: Code) -> Option<Form> {
         Or_rm64_imm8 => imm(&[0x83], true, false, 1, 1),
         And_rm64_imm8 => imm(&[0x83], true, false, 4, 1),
         Sub_rm64_imm8 => imm(&[0x83], true, false, 5, 1),
+        Add_rm64_imm32 => imm(&[0x81], true, false, 0, 4),
+        Or_rm64_imm32 => imm(&[0x81], true, false, 1, 4),
+        And_rm64_imm32 => imm(&[0x81], true, false, 4, 4),
+        Sub_rm64_imm32 => imm(&[0x81], true, false, 5, 4),
+        Shl_rm64_imm8 => imm(&[0xc1], true, false, 4, 1),
+        Shr_rm64_imm8 => imm(&[0xc1], true, false, 5, 1),
+        Mov_rm8_imm8 => imm(&[0xc6], false, false, 0, 1),
         Test_rm8_imm8 => imm(&[0xf6], false, false, 0, 1),
         Mov_rm64_imm32 => imm(&[0xc7], true, false, 0, 4),
         Mov_rm32_imm32 => imm(&[0xc7], false, false, 0, 4),
         Mov_r64_imm64 => Form { op: &[0xb8], w: true, o16: false, shape: Shape::OpReg { imm: 8 } },
         Mov_r32_imm32 => Form { op: &[0xb8], w: false, o16: false, shape: Shape::OpReg { imm: 4 } },
-        VEX_Pext_r64_r64_rm64 => Form { op: &[0xf5], w: true, o16: false, shape: Shape::Vex38F3W1 },
+        VEX_Pext_r64_r64_rm64 => vex(&[0xf5], 2, 1),
+        VEX_Pdep_r64_r64_rm64 => vex(&[0xf5], 3, 1),
+        VEX_Andn_r64_r64_rm64 => vex(&[0xf2], 0, 1),
+        VEX_Shlx_r64_rm64_r64 => vex(&[0xf7], 1, 2),
+        VEX_Shrx_r64_rm64_r64 => vex(&[0xf7], 3, 2),
         _ => return None,
     })
 }
@@ -218,15 +238,15 @@ pub(crate) fn encode(ins: &Instruction, out: &mut Vec<u8>) -> bool {
             out.extend_from_slice(&ins.immediate(1).to_le_bytes()[..imm as usize]);
             true
         }
-        Shape::Vex38F3W1 => {
-            let ops = (gpr(ins.op0_register()), gpr(ins.op1_register()), RmOperand::of(ins, 2));
+        Shape::Vex38W1 { pp, v } => {
+            let ops = (gpr(ins.op0_register()), gpr(ins.op_register(v)), RmOperand::of(ins, 3 - v));
             let (Some(reg), Some(v), Some(m)) = ops else { return false };
             if let Some(s) = seg {
                 out.push(s);
             }
             let (x, b) = m.rex_xb();
             let r = reg >> 3;
-            out.extend_from_slice(&[0xc4, (r ^ 1) << 7 | (x ^ 1) << 6 | (b ^ 1) << 5 | 0b00010, 0x80 | (!v & 15) << 3 | 0b10]);
+            out.extend_from_slice(&[0xc4, (r ^ 1) << 7 | (x ^ 1) << 6 | (b ^ 1) << 5 | 0b00010, 0x80 | (!v & 15) << 3 | pp]);
             out.extend_from_slice(f.op);
             m.encode(reg, out);
             true
@@ -268,7 +288,14 @@ mod tests {
             let x = if x == rsp { r9 } else { x };
             let r32 = r32s[k];
             for &d in &disps {
-                let mems = [qword_ptr(b + d), qword_ptr(b + x * 8 + d), qword_ptr(b + x + d), qword_ptr(x * 4 + d), qword_ptr(0x1234u64 + k as u64).gs(), qword_ptr(b + d).gs()];
+                let mems = [
+                    qword_ptr(b + d),
+                    qword_ptr(b + x * 8 + d),
+                    qword_ptr(b + x + d),
+                    qword_ptr(x * 4 + d),
+                    qword_ptr(0x1234u64 + k as u64).gs(),
+                    qword_ptr(b + d).gs(),
+                ];
                 for m in mems {
                     a.mov(r, m).unwrap();
                     a.mov(m, r).unwrap();
@@ -287,6 +314,12 @@ mod tests {
                     a.cmp(m, 0).unwrap();
                     a.add(m, 1).unwrap();
                     a.pext(r, b, m).unwrap();
+                    a.shlx(r, m, b).unwrap();
+                    a.andn(r, b, m).unwrap();
+                    a.cmovne(r, m).unwrap();
+                    a.shr(m, 5).unwrap();
+                    a.and(m, 0x7fff_0000).unwrap();
+                    a.mov(byte_ptr(b + x + d), 1).unwrap();
                     let (m8, m16, m32) = (byte_ptr(b + x + d), word_ptr(b + x + d), dword_ptr(b + x + d));
                     a.cmp(m8, 0).unwrap();
                     a.cmp(m16, 0).unwrap();
@@ -306,6 +339,18 @@ mod tests {
             a.mov(r, 0x1234_5678_9abc_def0u64).unwrap();
             a.mov(r32, 61).unwrap();
             a.pext(r, x, b).unwrap();
+            a.pdep(r, x, b).unwrap();
+            a.andn(r, x, b).unwrap();
+            a.shlx(r, b, x).unwrap();
+            a.shrx(r, b, x).unwrap();
+            a.shr(r, 3).unwrap();
+            a.shl(r, 61).unwrap();
+            a.and(r, 0xff).unwrap();
+            a.and(r, -32).unwrap();
+            a.or(r, 0x1_0000).unwrap();
+            a.bt(r, x).unwrap();
+            a.cmovne(r, x).unwrap();
+            a.cmove(r, b).unwrap();
             a.db(&[0x0f, 0x85, 0, 0, k as u8, 0]).unwrap();
             a.kortestw(k2, k7).unwrap();
             a.kortestw(k0, k5).unwrap();

@@ -1482,10 +1482,6 @@ fn emit_inline(b: &mut BlockBuilder, code: Inline, at: Point) -> Control {
 /// block encoder.
 fn assemble_at(asm: &mut iced_x86::code_asm::CodeAssembler, ip: u64) -> (Vec<u8>, Vec<u32>) {
     let label_branch = |i: &Instruction| (0..i.op_count()).any(|k| matches!(i.op_kind(k), OpKind::NearBranch16 | OpKind::NearBranch32 | OpKind::NearBranch64));
-    // (A RIP-relative operand in tool code names a label: a constant placed after it.)
-    if asm.instructions().iter().any(|i| i.is_ip_rel_memory_operand()) {
-        return assemble_with_labels(asm, ip);
-    }
     let mut encoder = Encoder::new(64);
     let mut code = Vec::with_capacity(16 * asm.instructions().len());
     let mut offsets = Vec::with_capacity(asm.instructions().len());
@@ -1498,6 +1494,18 @@ fn assemble_at(asm: &mut iced_x86::code_asm::CodeAssembler, ip: u64) -> (Vec<u8>
         offsets.push(off);
         if i.ip() != 0 {
             labels.push((i.ip(), off));
+        }
+        // (A RIP-relative operand in tool code names a label: a call-out's return address,
+        // `lea r64, [label]`, here; a constant placed after the code goes to the block encoder.)
+        if i.is_ip_rel_memory_operand() {
+            if i.code() != iced_x86::Code::Lea_r64_m {
+                return assemble_with_labels(asm, ip);
+            }
+            let r = i.op0_register().number() as u8;
+            code.extend_from_slice(&[0x48 | (r >> 3) << 2, 0x8d, (r & 7) << 3 | 5, 0, 0, 0, 0]);
+            at = ip + code.len() as u64;
+            fixups.push(((at - ip) as u32 - 4, 4, i.memory_displacement64()));
+            continue;
         }
         if !label_branch(i) {
             if !crate::templates::encode(i, &mut code) {
@@ -1892,8 +1900,17 @@ mod tests {
         a.db(&[0x0f, 0x85, 0, 0, 0, 0]).unwrap();
         a.set_label(&mut end).unwrap();
         a.zero_bytes().unwrap();
+        // A call-out's return address (`lea r, [label]`), before and after its label.
+        let mut back = a.create_label();
+        a.lea(r13, qword_ptr(back)).unwrap();
+        a.lea(rcx, qword_ptr(end)).unwrap();
+        a.set_label(&mut back).unwrap();
+        a.zero_bytes().unwrap();
         let ip = 0x7000_1000;
         let (code, offsets) = assemble_at(&mut a, ip);
+        // The `lea`s as iced's block encoder makes them (its jumps before them are shorter).
+        let (theirs, _) = assemble_with_labels(&mut a, ip);
+        assert_eq!(code[code.len() - 14..], theirs[theirs.len() - 14..]);
         let insns: Vec<Instruction> = Decoder::with_ip(64, &code, ip, DecoderOptions::NONE).into_iter().collect();
         let at = |k: usize| ip + offsets[k] as u64;
         assert_eq!(insns[0].mnemonic(), Mnemonic::Jrcxz);
@@ -1903,7 +1920,9 @@ mod tests {
         assert_eq!((insns[3].mnemonic(), insns[3].near_branch_target()), (Mnemonic::Jmp, at(5)));
         // The placeholder's bytes are kept where its offset says.
         assert_eq!(&code[offsets[4] as usize..offsets[4] as usize + 2], &[0x0f, 0x85]);
-        assert_eq!(offsets[5] as usize, code.len());
+        assert_eq!((insns[5].mnemonic(), insns[5].memory_displacement64()), (Mnemonic::Lea, at(8)));
+        assert_eq!((insns[6].mnemonic(), insns[6].memory_displacement64()), (Mnemonic::Lea, at(5)));
+        assert_eq!(offsets[8] as usize, code.len());
     }
 
     /// A tool's rewrite of a memory operand is what the translation runs: a frame-relative
