@@ -7,7 +7,8 @@
 # -M), its expected outputs those of the unseeded build. The script builds `-g -O0` and
 # `-g -O2`, checks that the seeded build fails some tests and passes the others natively, runs
 # each tool with `--json` and prints one row per tool and build: the fault line's rank (ties take
-# their worst rank), the lines ranked, and the time. vr runs with -j 2 and its default budget.
+# their worst rank), a finding ranked first, the findings, and the time. vr runs with -j 2 and
+# its default budget.
 #
 # Run from anywhere, on Debian 12 with access to the package archive (apt-get source; deb-src
 # entries are added if apt has none, libbsd-dev/libncurses-dev installed: both need root):
@@ -100,7 +101,7 @@ done <<'EOF'
 EOF
 echo "ncal (bsdmainutils 12.1.8), seeded fault at calendar.c:$line; $i tests, $fails failing natively (-O0)"
 
-printf '| tool | build | the fault line\x27s rank, by kind of finding | findings | time |\n|---|---|---|---:|---:|\n'
+printf '| tool | build | the fault line\x27s rank, by kind of finding | a finding ranked 1 | findings | time |\n|---|---|---|---|---:|---:|\n'
 for opt in O0 O2; do
     for tool in spectra cbi vr; do
         start=$(date +%s.%N)
@@ -120,7 +121,9 @@ for f in r.get("findings", []):
         k = f.get("kind", "line")
         ranks[k] = min(ranks.get(k, f["rank"]), f["rank"])
 said = "; ".join(f"{k} {v}" for k, v in sorted(ranks.items())) or "not ranked"
-print(f"| {tool} | -{opt} | {said} | {len(r.get('findings', []))} | {float(end) - float(start):.1f} s |")
+top = next((f for f in r.get("findings", []) if f.get("rank") == 1), None)
+first = top.get("message", top.get("place", "")).split("\n")[0][:70] if top else "-"
+print(f"| {tool} | -{opt} | {said} | {first} | {len(r.get('findings', []))} | {float(end) - float(start):.1f} s |")
 PY
     done
 done
