@@ -282,8 +282,9 @@ fn lines_of(profiles: &[RunProfile]) -> (Vec<Line>, HashMap<u64, usize>) {
     let mut lines: Vec<Line> = Vec::new();
     let mut index: HashMap<Line, usize> = HashMap::new();
     let mut line_of = HashMap::new();
+    let mut functions = HashMap::new();
     for s in profiles.iter().flat_map(|p| &p.sites) {
-        if line_of.contains_key(&s.file_addr) {
+        if line_of.contains_key(&s.file_addr) || in_prologue(&mut functions, &s.module, s.file_addr) {
             continue;
         }
         let Some(l) = crate::report::debuginfo::lines_in(&s.module, s.file_addr, s.file_addr + 1).into_iter().next() else { continue };
@@ -294,6 +295,19 @@ fn lines_of(profiles: &[RunProfile]) -> (Vec<Line>, HashMap<u64, usize>) {
         line_of.insert(s.file_addr, k);
     }
     (lines, line_of)
+}
+
+/// Whether file address `addr` of `module` is in a function's prologue: from its entry up to
+/// the first instruction of another line, where the function has one. The prologue's reads
+/// (a parameter stored to its slot) are on the function's opening line, which is no statement
+/// in the source: a replaced parameter there is the replaced argument of the call's line.
+fn in_prologue(functions: &mut HashMap<String, Vec<(u64, u64, String)>>, module: &str, addr: u64) -> bool {
+    let ranges = functions.entry(module.to_string()).or_insert_with(|| crate::report::symbols::file_functions(module));
+    let i = ranges.partition_point(|f| f.0 <= addr);
+    let Some(&(low, size, _)) = i.checked_sub(1).map(|i| &ranges[i]).filter(|f| addr < f.0 + f.1.max(1)) else { return false };
+    let high = low + size;
+    let lines = |end: u64| crate::report::debuginfo::lines_in(module, low, end).len();
+    lines(addr + 1) == 1 && lines(high) > 1
 }
 
 /// The value profile: the distinct values each use (file address, use) read in all tests.
