@@ -879,7 +879,7 @@ fn build(
     b.prof.two_versions |= two;
     b.prof.lazy_full |= b.lazy;
     let later = b.prof.timed(Phase::Registers, || used_from(&reach));
-    let env = BodyEnv { code, pc, max_insns, flags_dead: &flags_dead, later: &later, virtual_tsc: cache.virtual_tsc };
+    let env = BodyEnv { code, pc, reach: &reach, max_insns, flags_dead: &flags_dead, later: &later, virtual_tsc: cache.virtual_tsc };
     let mut end = pc;
     let mut count = 0;
     for &v in versions {
@@ -1006,6 +1006,9 @@ struct BodyEnv<'a> {
     /// Guest code from the block's start.
     code: &'a [u8],
     pc: u64,
+    /// The code's instructions as `decode_reach` decoded them: every version reads them
+    /// from here instead of decoding again.
+    reach: &'a [Instruction],
     max_insns: usize,
     flags_dead: &'a [bool],
     /// Per instruction k: the registers instructions k.. use up to the next exit (see
@@ -1020,7 +1023,8 @@ struct BodyEnv<'a> {
 fn body(b: &mut BlockBuilder, env: &BodyEnv, tool: &mut dyn Tool) -> Result<(u64, usize), TranslateError> {
     let mut t = Body {
         env,
-        decoder: Decoder::with_ip(64, env.code, env.pc, DecoderOptions::NONE),
+        next: 0,
+        decoded: 0,
         encoder: Encoder::new(64),
         info_factory: InstructionInfoFactory::new(),
         ins: Instruction::default(),
@@ -1032,7 +1036,7 @@ fn body(b: &mut BlockBuilder, env: &BodyEnv, tool: &mut dyn Tool) -> Result<(u64
     };
     t.enter(b, tool);
     while b.prof.timed(Phase::Decode, || t.decode())? {
-        b.prof.decoded += 1;
+        b.prof.decoded += std::mem::take(&mut t.decoded);
         if t.translate_insn(b, tool) == Goes::Out {
             return Ok((t.end, t.count));
         }
@@ -1055,7 +1059,10 @@ enum Goes {
 /// The state of one translation of a block's body (`body`).
 struct Body<'e, 'a> {
     env: &'e BodyEnv<'a>,
-    decoder: Decoder<'a>,
+    /// Where in `env.code` the next instruction starts.
+    next: usize,
+    /// Instructions decoded here, not taken from `env.reach`, since the profile last looked.
+    decoded: u64,
     encoder: Encoder,
     info_factory: InstructionInfoFactory,
     /// The instruction being translated, and how many so far (it included).
@@ -1117,18 +1124,33 @@ impl Body<'_, '_> {
     /// error if the block's first instruction cannot be translated.
     fn decode(&mut self) -> Result<bool, TranslateError> {
         let (pc, n) = (self.env.pc, self.env.code.len());
-        if !self.decoder.can_decode() || self.count >= self.env.max_insns {
+        if self.next >= n || self.count >= self.env.max_insns {
             return Ok(false);
         }
-        self.decoder.decode_out(&mut self.ins);
+        // `decode_reach` stops at the first instruction that ends a block, which ends the
+        // body too; past its end (it never is for a block within its length limit) or at an
+        // invalid instruction (for the decoder's reason) decode here.
+        let decoder = || Decoder::with_ip(64, &self.env.code[self.next..], pc + self.next as u64, DecoderOptions::NONE);
+        match self.env.reach.get(self.count) {
+            Some(ins) if !ins.is_invalid() => self.ins = *ins,
+            _ => {
+                self.ins = decoder().decode();
+                self.decoded += 1;
+            }
+        }
         if self.ins.is_invalid() {
-            let truncated = self.decoder.last_error() == DecoderError::NoMoreBytes;
+            let truncated = {
+                let mut d = decoder();
+                let _ = d.decode();
+                d.last_error() == DecoderError::NoMoreBytes
+            };
             if self.count == 0 {
                 return Err(if truncated && n < FETCH_BYTES { TranslateError::NotExecutable(pc) } else { TranslateError::Invalid(pc) });
             }
             return Ok(false);
         }
         let ins = &self.ins;
+        self.next += ins.len();
         Ok(ins.ip() == pc || ins.ip().wrapping_add(ins.len() as u64) <= pc + n as u64)
     }
 
@@ -1378,7 +1400,7 @@ impl Body<'_, '_> {
     fn branch(&mut self, b: &mut BlockBuilder, tool: &mut dyn Tool, raw: &[u8], control: Control) -> Goes {
         let (ins, count) = (self.ins, self.count);
         b.map(&ins, Fixup::None);
-        let go_on = self.folded < max_folded() && count < self.env.max_insns && self.decoder.can_decode();
+        let go_on = self.folded < max_folded() && count < self.env.max_insns && self.next < self.env.code.len();
         let self_loop = b.closes_self_loop(&ins, control.outcome);
         if self_loop && b.pre_steal == 0 {
             b.wants_pre_steal |= b.stolen;
