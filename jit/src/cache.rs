@@ -196,6 +196,10 @@ pub struct CodeCache {
     /// when a thread first needs it (`Block::lazy_full`): most blocks never do.
     pub eager_full: bool,
     pub profile_stats: crate::profile::TranslateProfile,
+    /// The status flags the code at a branch target reads before writing them
+    /// (`translate::flags_read_at`), by target: a function called from many blocks is
+    /// decoded for it once. Emptied when any code is invalidated.
+    pub(crate) flags_read: HashMap<u64, u32>,
 }
 
 /// Debugging aid: with `RTGRIND_DUMP_CODE=PREFIX`, every translation is also written to the
@@ -405,6 +409,7 @@ impl CodeCache {
     /// Drops every translation of guest code overlapping `[start, end)`. Returns the number
     /// of blocks dropped; the caller must also flush inline lookup tables that may point at them.
     pub fn invalidate(&mut self, start: u64, end: u64) -> usize {
+        self.flags_read.clear();
         let lo = start.saturating_sub(MAX_BLOCK_GUEST_BYTES);
         let ids: Vec<BlockId> = self
             .by_guest_sorted

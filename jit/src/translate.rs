@@ -6,6 +6,7 @@
 //! A translation is a pure function of the guest bytes, the block's host address and the
 //! tool's instrumentation, so it can be redone at any time.
 
+use std::collections::HashMap;
 use crate::cache::{Block, BlockId, CacheError, CodeCache, Exit, ExitKind, Fixup, PcEntry};
 use crate::context::{reg, *};
 use crate::emit::{Asm, Label};
@@ -489,7 +490,7 @@ fn used_from(insns: &[Instruction]) -> Vec<u16> {
 ///
 /// A flag an instruction leaves undefined passes through (hardware keeps some: `bt` keeps
 /// ZF, a shift by `cl` = 0 keeps them all), except where `overwrites_undefined` knows better.
-fn status_flags_dead(insns: &[Instruction], src: &mut dyn CodeSource, prof: &mut PhaseTimer) -> Vec<bool> {
+fn status_flags_dead(insns: &[Instruction], src: &mut dyn CodeSource, flags_read: &mut HashMap<u64, u32>, prof: &mut PhaseTimer) -> Vec<bool> {
     let was = prof.switch(Phase::FlagLiveness);
     let mut dead = vec![false; insns.len() + 1];
     let mut live = STATUS; // after the last instruction
@@ -505,7 +506,8 @@ fn status_flags_dead(insns: &[Instruction], src: &mut dyn CodeSource, prof: &mut
             let direct = matches!(ins.op0_kind(), OpKind::NearBranch16 | OpKind::NearBranch32 | OpKind::NearBranch64);
             let there = if direct {
                 let was = prof.switch(Phase::FlagLookahead);
-                let there = flags_read_at(src, ins.near_branch_target(), &mut prof.lookahead_decoded);
+                let target = ins.near_branch_target();
+                let there = *flags_read.entry(target).or_insert_with(|| flags_read_at(src, target, &mut prof.lookahead_decoded));
                 prof.switch(was);
                 there
             } else {
@@ -538,7 +540,8 @@ fn killed_flags(ins: &Instruction) -> u32 {
 /// The status flags the code at `target` may read before it writes them: its straight-line
 /// start, up to its first branch (past which any may be read) or 16 instructions. A later
 /// change of that code does not revisit blocks that branch there (a program that rewrites a
-/// function's first instructions to read flags its callers left is not supported).
+/// function's first instructions to read flags its callers left is not supported); blocks
+/// translated after it look again (`CodeCache::flags_read` is emptied on invalidation).
 fn flags_read_at(src: &mut dyn CodeSource, target: u64, decoded: &mut u64) -> u32 {
     let mut buf = [0u8; 16 * 15];
     let n = src.read_code(target, &mut buf);
@@ -818,6 +821,7 @@ fn build(
     tool: &mut dyn Tool,
     code: &[u8],
     max_insns: usize,
+    flags_read: &mut HashMap<u64, u32>,
 ) -> Result<(usize, usize, u64, usize), TranslateError> {
     let pc = b.pc;
     let max_insns = max_insns.clamp(1, MAX_BLOCK_INSNS);
@@ -825,7 +829,7 @@ fn build(
     // tool's choice of versions look at it.
     let reach = b.prof.timed(Phase::Decode, || decode_reach(code, pc));
     b.prof.decoded += reach.len() as u64;
-    let flags_dead = status_flags_dead(&reach, src, &mut b.prof);
+    let flags_dead = status_flags_dead(&reach, src, flags_read, &mut b.prof);
     let dead_at = |k: usize| flags_dead.get(k).copied().unwrap_or(false);
     // Indirect-branch lookups arrive here with rcx and rdx still in their save slots.
     b.asm.load_gs(reg::RCX, OFF_SAVE_RCX);
@@ -948,15 +952,17 @@ fn translate_with(
     let code = &buf[..n];
     let mut b = BlockBuilder::new(cache, host, pc, 0, lazy);
     b.prof = prof;
-    let mut built = build(&mut b, cache, src, tool, code, max_insns)?;
-    if b.wants_pre_steal != 0 {
+    let mut flags_read = std::mem::take(&mut cache.flags_read);
+    let mut built = build(&mut b, cache, src, tool, code, max_insns, &mut flags_read);
+    if built.is_ok() && b.wants_pre_steal != 0 {
         let prof = b.prof;
         b = BlockBuilder::new(cache, host, pc, b.wants_pre_steal, lazy);
         b.prof = prof;
         b.prof.rebuilt = true;
-        built = build(&mut b, cache, src, tool, code, max_insns)?;
+        built = build(&mut b, cache, src, tool, code, max_insns, &mut flags_read);
     }
-    let (body_off, check_off, end, count) = built;
+    cache.flags_read = flags_read;
+    let (body_off, check_off, end, count) = built?;
 
     let host_start = b.asm.base;
     let exits = b
@@ -1992,7 +1998,7 @@ mod tests {
         for (at, dead_at_call) in [(0x1000, true), (0x3000, false)] {
             let bytes = code.0.iter().find(|c| c.0 == at).unwrap().1.clone();
             let reach = decode_reach(&bytes, at);
-            let dead = status_flags_dead(&reach, &mut code, &mut PhaseTimer::default());
+            let dead = status_flags_dead(&reach, &mut code, &mut HashMap::new(), &mut PhaseTimer::default());
             // Before the cmp every flag is dead (it writes all six); before the call, only if
             // the callee writes them before reading any.
             assert!(dead[0], "{at:#x}");
