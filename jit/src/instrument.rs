@@ -43,6 +43,21 @@ pub struct InsnSite<'a> {
     pub info: &'a InstructionInfo,
 }
 
+/// The straight-line code a block can reach, decoded and analysed once for the engine and
+/// the tool (see `Tool::two_versions`).
+pub struct BlockCode<'a> {
+    pub insns: &'a [Instruction],
+    /// Each instruction's registers and memory read and written.
+    pub infos: &'a [InstructionInfo],
+}
+
+impl BlockCode<'_> {
+    /// The instructions with their analyses, up to the first that does not decode.
+    pub fn analysed(&self) -> impl Iterator<Item = (&Instruction, &InstructionInfo)> {
+        self.insns.iter().zip(self.infos).take_while(|(ins, _)| !ins.is_invalid())
+    }
+}
+
 /// Which version of a block code is being added to (see [`Tool::two_versions`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Version {
@@ -80,10 +95,10 @@ pub trait Tool {
         false
     }
     /// Whether the block at `pc` gets two versions, fast and full, each instrumented by the
-    /// hooks below (`Inline::version` says which). `insns` is the straight-line code the
+    /// hooks below (`Inline::version` says which). `code` is the straight-line code the
     /// block can reach (it may end before the last one). A tool's fast version runs while
     /// cheap checks show the full one would do nothing, as LIFT's fast path does.
-    fn two_versions(&mut self, _pc: u64, _insns: &[Instruction]) -> bool {
+    fn two_versions(&mut self, _pc: u64, _code: &BlockCode) -> bool {
         false
     }
     /// Code that runs whenever a thread goes from a block's fast version to its full one (at
@@ -111,8 +126,8 @@ impl<T: Tool> Tool for Option<T> {
     fn rewrite(&mut self, ins: &mut Instruction) -> bool {
         self.as_mut().is_some_and(|t| t.rewrite(ins))
     }
-    fn two_versions(&mut self, pc: u64, insns: &[Instruction]) -> bool {
-        self.as_mut().is_some_and(|t| t.two_versions(pc, insns))
+    fn two_versions(&mut self, pc: u64, code: &BlockCode) -> bool {
+        self.as_mut().is_some_and(|t| t.two_versions(pc, code))
     }
     fn full_entry(&mut self, b: &mut Inline) {
         if let Some(t) = self {

@@ -6,16 +6,16 @@
 //! A translation is a pure function of the guest bytes, the block's host address and the
 //! tool's instrumentation, so it can be redone at any time.
 
-use std::collections::HashMap;
 use crate::cache::{Block, BlockId, CacheError, CodeCache, Exit, ExitKind, Fixup, PcEntry};
 use crate::context::{reg, *};
 use crate::emit::{Asm, Label};
-use crate::instrument::{spill_slot, used_registers, Finished, Inline, InsnSite, Tool, Version, CLIENT_REQUEST};
+use crate::instrument::{spill_slot, used_registers, BlockCode, Finished, Inline, InsnSite, Tool, Version, CLIENT_REQUEST};
 use crate::profile::{Phase, PhaseTimer};
 use iced_x86::{
-    BlockEncoderOptions, Code, ConditionCode, Decoder, DecoderError, DecoderOptions, Encoder, FlowControl, Formatter, Instruction, InstructionInfoFactory,
-    MemoryOperand, Mnemonic, NasmFormatter, OpKind, Register,
+    BlockEncoderOptions, Code, ConditionCode, Decoder, DecoderError, DecoderOptions, Encoder, FlowControl, Formatter, Instruction, InstructionInfo,
+    InstructionInfoFactory, MemoryOperand, Mnemonic, NasmFormatter, OpKind, Register,
 };
+use std::collections::HashMap;
 
 /// Longest block, in guest instructions.
 pub const MAX_BLOCK_INSNS: usize = 64;
@@ -471,16 +471,19 @@ fn decode_reach(bytes: &[u8], pc: u64) -> Vec<Instruction> {
 
 /// For each instruction k of `insns` (from `decode_reach`), the general registers the
 /// instructions from k up to the next exit use: every exit gives all registers their guest
-/// values back, so a register lent after it is reloaded there anyway.
-fn used_from(insns: &[Instruction]) -> Vec<u16> {
+/// values back, so a register lent after it is reloaded there anyway. Also each
+/// instruction's `InstructionInfo`, which every version's translation and the tool's hooks
+/// read (made once: iced's analysis is a good part of a translation's time).
+fn used_from(insns: &[Instruction]) -> (Vec<u16>, Vec<InstructionInfo>) {
     let mut factory = InstructionInfoFactory::new();
+    let infos: Vec<InstructionInfo> = insns.iter().map(|ins| factory.info(ins).clone()).collect();
     let mut later = vec![0u16; insns.len() + 1];
     for (k, ins) in insns.iter().enumerate().rev() {
-        let uses = if ins.is_invalid() { 0xffff } else { used_registers(ins, factory.info(ins)) };
+        let uses = if ins.is_invalid() { 0xffff } else { used_registers(ins, &infos[k]) };
         let exits = ins.flow_control() != FlowControl::Next;
         later[k] = if exits { uses } else { later[k + 1] | uses };
     }
-    later
+    (later, infos)
 }
 
 /// For each instruction of `insns` (from `decode_reach`), whether the six status flags are
@@ -873,7 +876,8 @@ fn build(
     // backward (or self) direct branch, an indirect branch or the dispatcher, which all enter
     // at `check_off`, so a thread still reaches a preemption point in every loop.
     let body_off = label_body(b);
-    let two = b.prof.timed(Phase::ToolHooks, || tool.two_versions(pc, &reach));
+    let (later, infos) = b.prof.timed(Phase::Registers, || used_from(&reach));
+    let two = b.prof.timed(Phase::ToolHooks, || tool.two_versions(pc, &BlockCode { insns: &reach, infos: &infos }));
     b.lazy &= two;
     let versions: &[Version] = match (two, b.lazy) {
         (false, _) => &[Version::Only],
@@ -882,8 +886,7 @@ fn build(
     };
     b.prof.two_versions |= two;
     b.prof.lazy_full |= b.lazy;
-    let later = b.prof.timed(Phase::Registers, || used_from(&reach));
-    let env = BodyEnv { code, pc, reach: &reach, max_insns, flags_dead: &flags_dead, later: &later, virtual_tsc: cache.virtual_tsc };
+    let env = BodyEnv { code, pc, reach: &reach, infos: &infos, max_insns, flags_dead: &flags_dead, later: &later, virtual_tsc: cache.virtual_tsc };
     let mut end = pc;
     let mut count = 0;
     for &v in versions {
@@ -1015,6 +1018,8 @@ struct BodyEnv<'a> {
     /// The code's instructions as `decode_reach` decoded them: every version reads them
     /// from here instead of decoding again.
     reach: &'a [Instruction],
+    /// `reach`'s analyses (see `used_from`).
+    infos: &'a [InstructionInfo],
     max_insns: usize,
     flags_dead: &'a [bool],
     /// Per instruction k: the registers instructions k.. use up to the next exit (see
@@ -1189,12 +1194,18 @@ impl Body<'_, '_> {
             }
         }
         let (ins, count, pc) = (self.ins, self.count, self.env.pc);
-        let info = b.prof.timed(Phase::Registers, || {
-            let info = self.info_factory.info(&ins).clone();
-            let uses = used_registers(&ins, &info);
-            (info, uses)
-        });
-        let (info, uses) = info;
+        // The block's analysis of the instruction, unless the tool or the `gs` rewrite
+        // changed it.
+        let env = self.env;
+        let fresh;
+        let info = match env.infos.get(count - 1) {
+            Some(info) if !self.rewritten => info,
+            _ => {
+                fresh = b.prof.timed(Phase::Registers, || self.info_factory.info(&ins).clone());
+                &fresh
+            }
+        };
+        let uses = used_registers(&ins, info);
         if b.version == Version::Full {
             // Where the fast version's code for this instruction may go on in this one.
             let l = b.asm.new_label();
@@ -1204,7 +1215,7 @@ impl Body<'_, '_> {
         // The instruction (and the tool code around it, which computes its addresses) sees
         // its registers' guest values; those it only overwrites whole stay stolen until it ran
         // (a tool that skips it puts them back).
-        let (written, whole) = written_registers(&ins, &info);
+        let (written, whole) = written_registers(&ins, info);
         b.restore(uses & !whole);
         let code = self.env.code;
         if code[(ins.ip() - pc) as usize..].starts_with(&CLIENT_REQUEST) {
@@ -1247,7 +1258,7 @@ impl Body<'_, '_> {
                 b.asm.bytes(&bytes);
             }
         }
-        let site = InsnSite { ins: &ins, info: &info };
+        let site = InsnSite { ins: &ins, info };
         let stolen_before = b.stolen;
         let mut before = b.inline(uses, !self.dead_at(count - 1), self.later(count)).dead_before(whole);
         b.prof.timed(Phase::ToolHooks, || tool.before_insn(&site, &mut before));

@@ -16,7 +16,7 @@ use crate::kernel::memory::GuestMemory;
 use crate::report::Reporter;
 use crate::tools::ToolRun;
 use rtgrind_jit::iced_x86::{Code, Instruction, MemoryOperand, Register};
-use rtgrind_jit::instrument::{Inline, InsnSite, Tool};
+use rtgrind_jit::instrument::{BlockCode, Inline, InsnSite, Tool};
 use rtgrind_jit::ThreadContext;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
@@ -281,8 +281,8 @@ impl Tool for Layered {
         }
         self.inner.rewrite(ins)
     }
-    fn two_versions(&mut self, pc: u64, insns: &[Instruction]) -> bool {
-        self.inner.two_versions(pc, insns)
+    fn two_versions(&mut self, pc: u64, code: &BlockCode) -> bool {
+        self.inner.two_versions(pc, code)
     }
     fn full_entry(&mut self, b: &mut Inline) {
         self.inner.full_entry(b)

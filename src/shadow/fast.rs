@@ -21,9 +21,9 @@
 use super::memory::GUARD;
 use super::propagate::{effective_address, r32, shadow_delta_of, summary_bytes_of, through_plain_base, vector_number, wide_temporaries, writes, Propagation};
 use super::slot;
-use rtgrind_jit::iced_x86::{Instruction, InstructionInfo, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register, UsedMemory};
+use rtgrind_jit::iced_x86::{Instruction, InstructionInfo, Mnemonic, OpAccess, OpKind, Register, UsedMemory};
 use rtgrind_jit::instrument::code_asm::*;
-use rtgrind_jit::instrument::{tool_area, Inline, InsnSite, Version, When};
+use rtgrind_jit::instrument::{tool_area, BlockCode, Inline, InsnSite, Version, When};
 use std::collections::HashMap;
 
 /// Whether blocks get a fast version (`RTGRIND_FAST_PATH=0` turns it off, for comparisons).
@@ -87,7 +87,7 @@ fn clears(m: &UsedMemory) -> bool {
 /// clean values): bytes clean at the first access are clean at the later ones, and a tainted
 /// byte only sends the thread to the full version earlier. `movs`/`stos` copy shadow, so no
 /// group spans one.
-fn plan_checks(insns: &[Instruction]) -> HashMap<(u64, usize), Check> {
+fn plan_checks(code: &BlockCode) -> HashMap<(u64, usize), Check> {
     struct Group {
         base: Register,
         /// How far the base moved since the first load.
@@ -106,12 +106,7 @@ fn plan_checks(insns: &[Instruction]) -> HashMap<(u64, usize), Check> {
     let mut plan = HashMap::new();
     let wide = wide_temporaries();
     let mut open: Vec<Group> = Vec::new();
-    let mut factory = InstructionInfoFactory::new();
-    for ins in insns {
-        if ins.is_invalid() {
-            break;
-        }
-        let info = factory.info(ins);
+    for (ins, info) in code.analysed() {
         if is_block_move(ins) || !handled(ins, info) {
             open.drain(..).for_each(|g| close(g, &mut plan));
             continue;
@@ -193,15 +188,10 @@ fn encode(ins: &Instruction) -> Vec<u8> {
 }
 
 /// What the block whose reachable code is `insns` uses.
-pub fn block_use(insns: &[Instruction]) -> BlockUse {
+pub fn block_use(code: &BlockCode) -> BlockUse {
     let mut u = BlockUse::default();
-    let mut factory = InstructionInfoFactory::new();
     let mut seen_base = 0u16;
-    for ins in insns {
-        if ins.is_invalid() {
-            break;
-        }
-        let info = factory.info(ins);
+    for (ins, info) in code.analysed() {
         u.stack |= info.used_memory().iter().any(|m| accesses_memory(m) && m.base() == Register::RSP);
         for m in info.used_memory().iter().filter(|m| accesses_memory(m) && m.base().is_gpr64() && m.base() != Register::RSP) {
             let bit = base_bit(m.base());
@@ -227,7 +217,7 @@ pub fn block_use(insns: &[Instruction]) -> BlockUse {
             u.flags = true;
         }
     }
-    u.checks = plan_checks(insns);
+    u.checks = plan_checks(code);
     u
 }
 

@@ -1996,13 +1996,12 @@ fn class_of(ins: &Instruction, o: &Operands) -> Class {
 /// so a chain of computations into one register writes its origin once, and a load's origin
 /// whose register is computed on at once is never copied. Address registers count as read (a
 /// fault's report may name their origins). Only for propagations without either.
-pub(crate) fn dead_origins(insns: &[Instruction]) -> HashMap<u64, u32> {
-    use rtgrind_jit::iced_x86::{FlowControl, InstructionInfoFactory};
-    let mut factory = InstructionInfoFactory::new();
+pub(crate) fn dead_origins(code: &rtgrind_jit::instrument::BlockCode) -> HashMap<u64, u32> {
+    use rtgrind_jit::iced_x86::FlowControl;
     let mut dead = HashMap::new();
     // Registers whose origin the code after the current instruction overwrites first.
     let mut overwritten = 0u32;
-    for ins in insns.iter().rev() {
+    for (ins, info) in code.insns.iter().zip(code.infos).rev() {
         let barrier = ins.is_invalid() || ins.flow_control() != FlowControl::Next || is_string(ins) || is_skipped(ins) || {
             use Mnemonic::*;
             matches!(
@@ -2030,7 +2029,6 @@ pub(crate) fn dead_origins(insns: &[Instruction]) -> HashMap<u64, u32> {
             overwritten = 0;
             continue;
         }
-        let info = factory.info(ins);
         let bit = |r: Register| match vector_number(r) {
             Some(n) => 1u32 << n,
             None if r.is_gpr() => 1 << (16 + r.full_register().number() - Register::RAX.number()),

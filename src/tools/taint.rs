@@ -17,9 +17,9 @@ use crate::report::Reporter;
 use crate::shadow::memory::ShadowMemory;
 use crate::shadow::propagate::Propagation;
 use crate::shadow::{self, fast, origin, slot};
-use rtgrind_jit::iced_x86::{FlowControl, Instruction, OpAccess, OpKind, Register};
+use rtgrind_jit::iced_x86::{FlowControl, OpAccess, OpKind, Register};
 use rtgrind_jit::instrument::code_asm::{qword_ptr, rcx, rdx, rsi, AsmRegister64};
-use rtgrind_jit::instrument::{tool_area, Inline, InsnSite, Tool, Version};
+use rtgrind_jit::instrument::{tool_area, BlockCode, Inline, InsnSite, Tool, Version};
 use rtgrind_jit::ThreadContext;
 use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
@@ -318,12 +318,12 @@ impl Counters {
 }
 
 impl Tool for Taint {
-    fn two_versions(&mut self, _pc: u64, insns: &[Instruction]) -> bool {
+    fn two_versions(&mut self, _pc: u64, code: &BlockCode) -> bool {
         if self.origins.is_some() {
-            self.prop.dead_origins = crate::shadow::propagate::dead_origins(insns);
+            self.prop.dead_origins = crate::shadow::propagate::dead_origins(code);
         }
         if self.fast {
-            self.block_use = fast::block_use(insns);
+            self.block_use = fast::block_use(code);
         }
         self.fast
     }

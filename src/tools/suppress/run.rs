@@ -34,7 +34,7 @@ use crate::tools::heap::{Hook, Kind};
 use crate::tools::{decode, ToolRun};
 use rtgrind_jit::iced_x86::{ConditionCode, FlowControl, Instruction, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register, UsedMemory};
 use rtgrind_jit::instrument::code_asm::{qword_ptr, AsmRegister64, CodeLabel};
-use rtgrind_jit::instrument::{tool_area, Inline, InsnSite, Tool, Version, When};
+use rtgrind_jit::instrument::{tool_area, BlockCode, Inline, InsnSite, Tool, Version, When};
 use rtgrind_jit::ThreadContext;
 use std::collections::HashMap;
 
@@ -1870,11 +1870,11 @@ impl SuppressRun {
 }
 
 impl Tool for SuppressRun {
-    fn two_versions(&mut self, _pc: u64, insns: &[Instruction]) -> bool {
+    fn two_versions(&mut self, _pc: u64, code: &BlockCode) -> bool {
         // Before the first point fires nothing is corrupt and there are no guards.
         let two = self.fast && self.state.armed;
         if two {
-            self.block_use = fast::block_use(insns);
+            self.block_use = fast::block_use(code);
         }
         two
     }
