@@ -13,7 +13,8 @@
 //! the target's translation (one atomic 4-byte store). Every block keeps the exits linked
 //! into it, so invalidating a block sends them back to their stubs.
 
-use std::collections::{BTreeMap, HashMap};
+use rustc_hash::FxHashMap;
+use std::collections::BTreeMap;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 pub type BlockId = u32;
@@ -176,7 +177,8 @@ pub struct CacheStats {
 pub struct CodeCache {
     arenas: Vec<Arena>,
     pub(crate) blocks: Vec<Block>,
-    by_guest: HashMap<u64, BlockId>,
+    /// (Fx hashing: the dispatcher looks a block up at every exit it handles.)
+    by_guest: FxHashMap<u64, BlockId>,
     /// Live blocks by guest start, to find the blocks an address range overlaps.
     by_guest_sorted: BTreeMap<u64, BlockId>,
     by_host: BTreeMap<u64, BlockId>,
@@ -199,7 +201,7 @@ pub struct CodeCache {
     /// The status flags the code at a branch target reads before writing them
     /// (`translate::flags_read_at`), by target: a function called from many blocks is
     /// decoded for it once. Emptied when any code is invalidated.
-    pub(crate) flags_read: HashMap<u64, u32>,
+    pub(crate) flags_read: FxHashMap<u64, u32>,
 }
 
 /// Debugging aid: with `RTGRIND_DUMP_CODE=PREFIX`, every translation is also written to the

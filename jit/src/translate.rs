@@ -15,7 +15,7 @@ use iced_x86::{
     BlockEncoderOptions, Code, ConditionCode, Decoder, DecoderError, DecoderOptions, Encoder, FlowControl, Formatter, Instruction, InstructionInfo,
     InstructionInfoFactory, MemoryOperand, Mnemonic, NasmFormatter, OpKind, Register,
 };
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 /// Longest block, in guest instructions.
 pub const MAX_BLOCK_INSNS: usize = 64;
@@ -493,7 +493,7 @@ fn used_from(insns: &[Instruction]) -> (Vec<u16>, Vec<InstructionInfo>) {
 ///
 /// A flag an instruction leaves undefined passes through (hardware keeps some: `bt` keeps
 /// ZF, a shift by `cl` = 0 keeps them all), except where `overwrites_undefined` knows better.
-fn status_flags_dead(insns: &[Instruction], src: &mut dyn CodeSource, flags_read: &mut HashMap<u64, u32>, prof: &mut PhaseTimer) -> Vec<bool> {
+fn status_flags_dead(insns: &[Instruction], src: &mut dyn CodeSource, flags_read: &mut FxHashMap<u64, u32>, prof: &mut PhaseTimer) -> Vec<bool> {
     let was = prof.switch(Phase::FlagLiveness);
     let mut dead = vec![false; insns.len() + 1];
     let mut live = STATUS; // after the last instruction
@@ -824,7 +824,7 @@ fn build(
     tool: &mut dyn Tool,
     code: &[u8],
     max_insns: usize,
-    flags_read: &mut HashMap<u64, u32>,
+    flags_read: &mut FxHashMap<u64, u32>,
 ) -> Result<(usize, usize, u64, usize), TranslateError> {
     let pc = b.pc;
     let max_insns = max_insns.clamp(1, MAX_BLOCK_INSNS);
@@ -2009,7 +2009,7 @@ mod tests {
         for (at, dead_at_call) in [(0x1000, true), (0x3000, false)] {
             let bytes = code.0.iter().find(|c| c.0 == at).unwrap().1.clone();
             let reach = decode_reach(&bytes, at);
-            let dead = status_flags_dead(&reach, &mut code, &mut HashMap::new(), &mut PhaseTimer::default());
+            let dead = status_flags_dead(&reach, &mut code, &mut FxHashMap::default(), &mut PhaseTimer::default());
             // Before the cmp every flag is dead (it writes all six); before the call, only if
             // the callee writes them before reading any.
             assert!(dead[0], "{at:#x}");
