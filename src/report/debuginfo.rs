@@ -99,6 +99,28 @@ fn build_id(elf: &goblin::elf::Elf<'_>, bytes: &[u8]) -> Option<Vec<u8>> {
     notes.flatten().find(|n| n.n_type == goblin::elf::note::NT_GNU_BUILD_ID && n.name == "GNU").map(|n| n.desc.to_vec())
 }
 
+/// Where the prologue of the function at file addresses `[low, high)` of the module at `path`
+/// ends: the first instruction of a line other than the entry's. A one-line function (or one
+/// without line information) is all prologue: `high`. The prologue's stores (parameters to
+/// their slots) are on the function's opening line, which is no statement in the source.
+pub fn prologue_end(path: &str, low: u64, high: u64) -> u64 {
+    let Some(loader) = loader(Path::new(path)) else { return high };
+    let Ok(rows) = loader.find_location_range(low, high) else { return high };
+    let mut entry = None;
+    for (addr, _, loc) in rows {
+        let (Some(file), Some(line)) = (loc.file, loc.line) else { continue };
+        if line == 0 {
+            continue;
+        }
+        match entry {
+            None => entry = Some((file, line)),
+            Some(e) if e != (file, line) => return addr,
+            Some(_) => {}
+        }
+    }
+    high
+}
+
 /// The source lines of the instructions at file addresses `[start, end)` of the module at
 /// `path` ("file", line), each once, in address order; empty without line information.
 pub fn lines_in(path: &str, start: u64, end: u64) -> Vec<(String, u32)> {

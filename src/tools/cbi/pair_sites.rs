@@ -70,8 +70,7 @@ impl Finder<'_> {
         let stored = f.locals.iter().find(|l| l.at == at && l.size == size)?;
         // The prologue's stores (a parameter to its slot, on the function's first line) would
         // compare it with locals not yet given a value.
-        let line = |a: u64| crate::report::debuginfo::frames(self.path, a).first().and_then(|f| f.line);
-        if line(file) == line(f.low) {
+        if file < crate::report::debuginfo::prologue_end(self.path, f.low, f.high) {
             return None;
         }
         let others: Vec<&Var> = f.locals.iter().filter(|l| l.at != at).take(MAX_PAIRS).collect();

@@ -297,17 +297,15 @@ fn lines_of(profiles: &[RunProfile]) -> (Vec<Line>, HashMap<u64, usize>) {
     (lines, line_of)
 }
 
-/// Whether file address `addr` of `module` is in a function's prologue: from its entry up to
-/// the first instruction of another line, where the function has one. The prologue's reads
-/// (a parameter stored to its slot) are on the function's opening line, which is no statement
-/// in the source: a replaced parameter there is the replaced argument of the call's line.
+/// Whether file address `addr` of `module` is in a function's prologue
+/// (`debuginfo::prologue_end`), where the function has more than one line: a replaced
+/// parameter there is the replaced argument of the call's line.
 fn in_prologue(functions: &mut HashMap<String, Vec<(u64, u64, String)>>, module: &str, addr: u64) -> bool {
     let ranges = functions.entry(module.to_string()).or_insert_with(|| crate::report::symbols::file_functions(module));
     let i = ranges.partition_point(|f| f.0 <= addr);
     let Some(&(low, size, _)) = i.checked_sub(1).map(|i| &ranges[i]).filter(|f| addr < f.0 + f.1.max(1)) else { return false };
-    let high = low + size;
-    let lines = |end: u64| crate::report::debuginfo::lines_in(module, low, end).len();
-    lines(addr + 1) == 1 && lines(high) > 1
+    let end = crate::report::debuginfo::prologue_end(module, low, low + size);
+    addr < end && end < low + size
 }
 
 /// The value profile: the distinct values each use (file address, use) read in all tests.
