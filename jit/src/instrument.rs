@@ -41,6 +41,19 @@ pub struct InsnSite<'a> {
     pub ins: &'a Instruction,
     /// Registers and memory read and written, with access kinds.
     pub info: &'a InstructionInfo,
+    /// The block's straight-line guest code, decoded once from its start (up to where a block
+    /// must end, or past a cut block's end): a tool looking ahead finds the instructions after
+    /// `ins` here instead of decoding them again (see [`InsnSite::decoded_at`]).
+    pub reach: &'a [Instruction],
+}
+
+impl InsnSite<'_> {
+    /// The guest instruction at `pc` if it is in the block's straight-line code.
+    pub fn decoded_at(&self, pc: u64) -> Option<&Instruction> {
+        // (The reach ascends by address.)
+        let k = self.reach.binary_search_by_key(&pc, |i| i.ip()).ok()?;
+        Some(&self.reach[k]).filter(|i| !i.is_invalid())
+    }
 }
 
 /// The straight-line code a block can reach, decoded and analysed once for the engine and

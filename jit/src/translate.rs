@@ -1016,7 +1016,7 @@ struct BodyEnv<'a> {
     code: &'a [u8],
     pc: u64,
     /// The code's instructions as `decode_reach` decoded them: every version reads them
-    /// from here instead of decoding again.
+    /// from here instead of decoding again, and the tool sees them (`InsnSite::reach`).
     reach: &'a [Instruction],
     /// `reach`'s analyses (see `used_from`).
     infos: &'a [InstructionInfo],
@@ -1258,7 +1258,7 @@ impl Body<'_, '_> {
                 b.asm.bytes(&bytes);
             }
         }
-        let site = InsnSite { ins: &ins, info };
+        let site = InsnSite { ins: &ins, info, reach: env.reach };
         let stolen_before = b.stolen;
         let mut before = b.inline(uses, !self.dead_at(count - 1), self.later(count)).dead_before(whole);
         b.prof.timed(Phase::ToolHooks, || tool.before_insn(&site, &mut before));

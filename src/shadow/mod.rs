@@ -172,7 +172,8 @@ pub mod origin {
 pub struct Sites {
     pcs: Vec<u64>,
     main_pcs: Vec<u64>,
-    ids: std::collections::HashMap<u64, u32>,
+    /// (Looked up for every instruction translated: an address hash, not SipHash.)
+    ids: std::collections::HashMap<u64, u32, crate::tools::address_hash::Fast>,
     /// The main program's code range, if its sites are numbered apart.
     pub main: Option<(u64, u64)>,
 }

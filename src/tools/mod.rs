@@ -412,9 +412,21 @@ pub static TOOL_DECODES: std::sync::atomic::AtomicU64 = std::sync::atomic::Atomi
 
 /// The guest instruction at `pc`, if there is a valid one (none at 0 or unreadable memory).
 pub fn decode(pc: u64) -> Option<rtgrind_jit::iced_x86::Instruction> {
+    decode_read(pc, crate::kernel::guest_mem::read_some)
+}
+
+/// The guest instruction at `pc`, as `decode` finds it, for a tool's look-ahead at translation
+/// time: the bytes are copied under the host's fault handler (`raw::copy_guarded`), with no
+/// system call (`process_vm_readv` per instruction was a sixth of a traced suppression run).
+/// Only where that handler catches a bad read: in a hook, not in a signal's handling.
+pub fn decode_code(pc: u64) -> Option<rtgrind_jit::iced_x86::Instruction> {
+    decode_read(pc, crate::kernel::raw::copy_guarded)
+}
+
+fn decode_read(pc: u64, read: fn(u64, &mut [u8]) -> usize) -> Option<rtgrind_jit::iced_x86::Instruction> {
     use rtgrind_jit::iced_x86::{Decoder, DecoderOptions};
     let mut buf = [0u8; 16];
-    let n = if pc == 0 { 0 } else { crate::kernel::guest_mem::read_some(pc, &mut buf) };
+    let n = if pc == 0 { 0 } else { read(pc, &mut buf) };
     if n == 0 {
         return None;
     }

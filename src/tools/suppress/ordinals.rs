@@ -24,6 +24,7 @@ use crate::shadow::propagate::r8;
 use rtgrind_jit::instrument::code_asm::*;
 use rtgrind_jit::instrument::{tool_area, Inline};
 use rtgrind_jit::ThreadContext;
+use crate::tools::address_hash::Fast;
 use std::collections::HashMap;
 
 /// Counters in a thread's table of executions (planned instructions and call sites).
@@ -32,14 +33,14 @@ const ANCHORS: usize = 1 << 20;
 /// Ids of what counts its executions: the plan's instructions of the program (given first)
 /// and the program's call sites (by return address, as they are translated).
 pub struct Anchors {
-    pcs: HashMap<u64, u32>,
-    calls: HashMap<u64, u32>,
+    pcs: HashMap<u64, u32, Fast>,
+    calls: HashMap<u64, u32, Fast>,
     next: u32,
 }
 
 impl Anchors {
     pub fn new(planned: impl IntoIterator<Item = u64>) -> Anchors {
-        let mut a = Anchors { pcs: HashMap::new(), calls: HashMap::new(), next: 0 };
+        let mut a = Anchors { pcs: HashMap::default(), calls: HashMap::default(), next: 0 };
         for pc in planned {
             if !a.pcs.contains_key(&pc) {
                 a.pcs.insert(pc, a.next);
@@ -109,20 +110,24 @@ const RECORD_WORDS: usize = 1 + RING;
 const SEGMENTS: usize = 1 << 19;
 
 /// The program's basic blocks as the translations enter them (see the module's comment): an id
-/// per start address, and the instructions each holds.
+/// per start address, and the instructions each holds. Kept for every segment translated, so
+/// cheap to add to: one flat list of instructions, indexed by pc only when asked (`holding`).
 #[derive(Default)]
 pub struct Segments {
-    ids: HashMap<u64, u32>,
+    ids: HashMap<u64, u32, Fast>,
     /// Each segment's start, by id.
     starts: Vec<u64>,
-    /// Each segment's instructions, as first translated.
-    held: Vec<Vec<u64>>,
+    /// Each segment's instructions, as first translated: a range of `pcs`.
+    held: Vec<(u32, u32)>,
+    pcs: Vec<u64>,
     /// Segments translated again with other instructions (a block cut short): their counts
     /// say nothing exact.
     unsure: Vec<bool>,
-    of_pc: HashMap<u64, Vec<u32>>,
+    /// The segments holding each instruction, made from `held` when first asked.
+    of_pc: std::cell::OnceCell<HashMap<u64, Vec<u32>, Fast>>,
     /// The segment being translated, and the instructions seen in it so far.
-    current: Option<(u32, Vec<u64>)>,
+    current: Option<u32>,
+    seen: Vec<u64>,
 }
 
 impl Segments {
@@ -135,40 +140,50 @@ impl Segments {
                 let id = self.held.len() as u32;
                 self.ids.insert(pc, id);
                 self.starts.push(pc);
-                self.held.push(Vec::new());
+                self.held.push((0, 0));
                 self.unsure.push(false);
                 id
             }
             None => return None,
         };
-        self.current = Some((id, Vec::new()));
+        self.current = Some(id);
         Some(id)
     }
 
     /// An instruction of the segment being translated.
     pub fn insn(&mut self, pc: u64) {
-        if let Some((_, pcs)) = &mut self.current {
-            pcs.push(pc);
+        if self.current.is_some() {
+            self.seen.push(pc);
         }
     }
 
     /// The segment being translated ends (a block's end, or outside the program).
     pub fn close(&mut self) {
-        let Some((id, pcs)) = self.current.take() else { return };
+        let Some(id) = self.current.take() else { return };
         let i = id as usize;
-        if self.held[i].is_empty() {
-            for &pc in &pcs {
-                self.of_pc.entry(pc).or_default().push(id);
-            }
-            self.held[i] = pcs;
-        } else if self.held[i] != pcs {
+        let (from, to) = self.held[i];
+        if from == to {
+            self.held[i] = (self.pcs.len() as u32, (self.pcs.len() + self.seen.len()) as u32);
+            self.pcs.extend_from_slice(&self.seen);
+            self.of_pc.take();
+        } else if self.pcs[from as usize..to as usize] != self.seen[..] {
             self.unsure[i] = true;
         }
+        self.seen.clear();
     }
 
     /// The segments holding `pc`, if their counts are exact.
     fn holding(&self, pc: u64) -> Option<&[u32]> {
-        let ids = self.of_pc.get(&pc)?;
+        let of_pc = self.of_pc.get_or_init(|| {
+            let mut m: HashMap<u64, Vec<u32>, Fast> = HashMap::default();
+            for (id, &(from, to)) in self.held.iter().enumerate() {
+                for &pc in &self.pcs[from as usize..to as usize] {
+                    m.entry(pc).or_default().push(id as u32);
+                }
+            }
+            m
+        });
+        let ids = of_pc.get(&pc)?;
         ids.iter().all(|&id| !self.unsure[id as usize]).then_some(ids.as_slice())
     }
 }

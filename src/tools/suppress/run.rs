@@ -1838,7 +1838,7 @@ impl SuppressRun {
             self.at_call(ins, b);
         }
         if self.traced() && ins.rflags_modified() != 0 {
-            let unread = super::flags::flags_origin_unread(ins, &|j| self.program_branch(j.ip()));
+            let unread = super::flags::flags_origin_unread(site, &|j| self.program_branch(j.ip()));
             self.prop.flags_origin_unread = unread;
         }
         if fast {
