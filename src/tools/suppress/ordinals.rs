@@ -20,7 +20,7 @@
 
 use super::area;
 use crate::shadow::origin;
-use crate::shadow::propagate::r8;
+use crate::shadow::propagate::r32;
 use rtgrind_jit::instrument::code_asm::*;
 use rtgrind_jit::instrument::{tool_area, Inline};
 use rtgrind_jit::ThreadContext;
@@ -108,6 +108,15 @@ pub const RING: usize = 256;
 const RECORD_WORDS: usize = 1 + RING;
 /// Segments of the program a thread's table has room for (its displacement stays in 31 bits).
 const SEGMENTS: usize = 1 << 19;
+/// A thread's table is one row per word of the records (the counts, then ring slot 0, 1, ...),
+/// each row a word per segment: a segment entered a few times touches a few words of rows
+/// that its neighbours (segments translated about when it was) touch too. A record of its own
+/// (2 KiB) cost most segments a page of their own, zeroed at its first entry: a quarter of a
+/// traced `python3 -c pass` (35,000 segments) was those page faults.
+const ROW: usize = 1 << 24;
+const _: () = assert!(SEGMENTS * 8 <= ROW);
+// A count is kept in units of ROW, so its low 32 bits are its ring slot's row offset.
+const _: () = assert!(RING * ROW == 1 << 32);
 
 /// The program's basic blocks as the translations enter them (see the module's comment): an id
 /// per start address, and the instructions each holds. Kept for every segment translated, so
@@ -191,7 +200,7 @@ impl Segments {
 /// A thread's table of segment records (address space reserved, pages touched as entered),
 /// far from the guest's code and libraries: the code cache must find room within reach of them.
 pub fn init_rings(ctx: &mut ThreadContext) -> std::io::Result<u64> {
-    let bytes = SEGMENTS * RECORD_WORDS * 8;
+    let bytes = RECORD_WORDS * ROW;
     let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED_NOREPLACE;
     // From 112 TiB up (the shadow's slices end below, libraries and stacks start above).
     for i in 0..4096u64 {
@@ -211,17 +220,31 @@ pub fn init_rings(ctx: &mut ThreadContext) -> std::io::Result<u64> {
 /// Flag-free.
 pub fn record(b: &mut Inline, id: u32) {
     let (rec, n) = (b.scratch(), b.scratch());
-    let at = (id as usize * RECORD_WORDS * 8) as i32;
+    let at = (id as usize * 8) as i32;
     let a = b.asm();
     a.mov(rec, qword_ptr(tool_area(area::RINGS)).gs()).unwrap();
     a.mov(n, qword_ptr(rec + at)).unwrap();
-    a.lea(n, qword_ptr(n + 1)).unwrap();
+    a.lea(n, qword_ptr(n + ROW as i32)).unwrap();
     a.mov(qword_ptr(rec + at), n).unwrap();
-    // n % RING (256): its low byte.
-    a.movzx(n, r8(n)).unwrap();
-    a.lea(rec, qword_ptr(rec + n * 8)).unwrap();
-    b.counter_to_memory(qword_ptr(rec + at + 8));
+    // (n % RING) * ROW: the count's low 32 bits.
+    a.mov(r32(n), r32(n)).unwrap();
+    a.lea(rec, qword_ptr(rec + n)).unwrap();
+    b.counter_to_memory(qword_ptr(rec + at + ROW as i32));
     b.release_scratch();
+}
+
+/// Word `k` of segment `id`'s record (0: its entry count, 1 + s: ring slot s) in the thread's
+/// table at `table` (`init_rings`).
+pub fn table_word(table: u64, id: u32, k: usize) -> u64 {
+    assert!((id as usize) < SEGMENTS && k < RECORD_WORDS);
+    // SAFETY: `table` is a thread's table, RECORD_WORDS rows of ROW bytes (asserted in
+    // bounds above); its thread is not running (the failure's analysis or its end).
+    let w = unsafe { *((table as usize + k * ROW + id as usize * 8) as *const u64) };
+    if k == 0 {
+        w / ROW as u64
+    } else {
+        w
+    }
 }
 
 /// The entries of one segment (by one thread) that are no executions of their own (see
@@ -253,19 +276,17 @@ impl Continued {
 }
 
 /// The ordinal of the execution of `pc` at block instance `instance` by the thread whose
-/// table is `table`: how many times the thread ran `pc` up to then. None if a segment holding
-/// it no longer keeps that instance (or never did). `continued`: the thread's entries of
-/// segments that are no executions of their own, looked up by segment start (see
-/// `State::continued`).
-pub fn ordinal<'c>(segments: &Segments, table: u64, pc: u64, instance: u64, continued: impl Fn(u64) -> Option<&'c Continued>) -> Option<u64> {
+/// records `word` reads (word k of segment id's, as `table_word`): how many times the thread
+/// ran `pc` up to then. None if a segment holding it no longer keeps that instance (or never
+/// did). `continued`: the thread's entries of segments that are no executions of their own,
+/// looked up by segment start (see `State::continued`).
+pub fn ordinal<'c>(segments: &Segments, word: impl Fn(u32, usize) -> u64, pc: u64, instance: u64, continued: impl Fn(u64) -> Option<&'c Continued>) -> Option<u64> {
     let ids = segments.holding(pc)?;
     let (mut total, mut found) = (0u64, false);
     for &id in ids {
         let start = segments.starts[id as usize];
-        // SAFETY: `table` is the thread's table (`init_rings`), SEGMENTS records long, and ids
-        // are below SEGMENTS; the thread is not running (the failure's analysis or its end).
-        let rec = unsafe { std::slice::from_raw_parts((table as *const u64).add(id as usize * RECORD_WORDS), RECORD_WORDS) };
-        let n = rec[0];
+        let rec = |k: usize| word(id, k);
+        let n = rec(0);
         let kept = n.min(RING as u64);
         let mut after = 0;
         // Entries that are no executions of their own: the count goes back by all of them
@@ -273,7 +294,7 @@ pub fn ordinal<'c>(segments: &Segments, table: u64, pc: u64, instance: u64, cont
         let went_on = continued(start);
         total = total.wrapping_sub(went_on.map_or(0, |c| c.count));
         for j in n + 1 - kept..=n {
-            let inst = origin::instance(rec[1 + (j % RING as u64) as usize]);
+            let inst = origin::instance(rec(1 + (j % RING as u64) as usize));
             // (`recent` ascends: a thread's instances never go down.)
             if went_on.is_some_and(|c| c.recent.binary_search(&inst).is_ok()) {
                 continue;
@@ -284,7 +305,7 @@ pub fn ordinal<'c>(segments: &Segments, table: u64, pc: u64, instance: u64, cont
                 found |= inst == instance;
             }
         }
-        if n > kept && origin::instance(rec[1 + ((n + 1 - kept) % RING as u64) as usize]) > instance {
+        if n > kept && origin::instance(rec(1 + ((n + 1 - kept) % RING as u64) as usize)) > instance {
             // Entries after the definition's fell out of the ring: unknown.
             return None;
         }
@@ -327,7 +348,7 @@ mod tests {
                 continued.entry(0x1004).or_default().note(10 * e);
             }
         }
-        let at = |pc: u64, instance: u64| ordinal(&segments, table.as_ptr() as u64, pc, instance, |start| continued.get(&start));
+        let at = |pc: u64, instance: u64| ordinal(&segments, |id, k| table[id as usize * RECORD_WORDS + k], pc, instance, |start| continued.get(&start));
         assert_eq!(at(0x1004, 2950), Some(295));
         assert_eq!(at(0x1004, 2900), Some(290));
         assert_eq!(at(0x1000, 3000), Some(300));

@@ -1592,7 +1592,7 @@ impl SuppressRun {
     /// The ordinal of `thread`'s execution of `pc` at block instance `block` (`ordinals`).
     fn ordinal(&self, thread: u64, pc: u64, block: u64) -> Option<u64> {
         let &(_, table) = self.state.rings.iter().find(|r| r.0 == thread)?;
-        ordinals::ordinal(&self.segments, table, pc, block, |start| self.state.continued.get(&(thread, start)))
+        ordinals::ordinal(&self.segments, |id, k| ordinals::table_word(table, id, k), pc, block, |start| self.state.continued.get(&(thread, start)))
     }
 
     /// A whole call's point, from its instance word and return address: by its count at its
