@@ -20,6 +20,10 @@ enum Shape {
     /// operand 0, `vvvv` operand `v`, r/m the other; `pp` the implied prefix (0 none, 1 66,
     /// 2 F3, 3 F2).
     Vex38W1 { pp: u8, v: u32 },
+    /// EVEX.128, map 0F, W1, no mask (the block count's `vmovq` from its vector register):
+    /// ModRM `reg` is the vector register (operand 1), r/m a general register or memory
+    /// (operand 0, a disp8 scaled by 8); `pp` the implied prefix.
+    Evex0FW1 { pp: u8 },
 }
 
 /// A form: its opcode bytes (after any REX), whether it is 64-bit (REX.W), whether it takes
@@ -71,7 +75,14 @@ fn form(code: Code) -> Option<Form> {
         Movzx_r64_rm8 => rm(&[0x0f, 0xb6], true, 0),
         Cmovne_r64_rm64 => rm(&[0x0f, 0x45], true, 0),
         Cmove_r64_rm64 => rm(&[0x0f, 0x44], true, 0),
+        Cmovb_r64_rm64 => rm(&[0x0f, 0x42], true, 0),
+        Cmovae_r64_rm64 => rm(&[0x0f, 0x43], true, 0),
+        Cmova_r64_rm64 => rm(&[0x0f, 0x47], true, 0),
         Bt_rm64_r64 => rm(&[0x0f, 0xa3], true, 1),
+        Bt_rm64_imm8 => imm(&[0x0f, 0xba], true, false, 4, 1),
+        Bts_rm64_imm8 => imm(&[0x0f, 0xba], true, false, 5, 1),
+        Btr_rm64_imm8 => imm(&[0x0f, 0xba], true, false, 6, 1),
+        Test_rm64_imm32 => imm(&[0xf7], true, false, 0, 4),
         Cmp_rm8_imm8 => imm(&[0x80], false, false, 7, 1),
         Cmp_rm16_imm8 => imm(&[0x83], false, true, 7, 1),
         Cmp_rm32_imm8 => imm(&[0x83], false, false, 7, 1),
@@ -99,6 +110,8 @@ fn form(code: Code) -> Option<Form> {
         VEX_Andn_r64_r64_rm64 => vex(&[0xf2], 0, 1),
         VEX_Shlx_r64_rm64_r64 => vex(&[0xf7], 1, 2),
         VEX_Shrx_r64_rm64_r64 => vex(&[0xf7], 3, 2),
+        EVEX_Vmovq_rm64_xmm => Form { op: &[0x7e], w: true, o16: false, shape: Shape::Evex0FW1 { pp: 1 } },
+        EVEX_Vmovq_xmmm64_xmm => Form { op: &[0xd6], w: true, o16: false, shape: Shape::Evex0FW1 { pp: 1 } },
         _ => return None,
     })
 }
@@ -117,6 +130,8 @@ enum RmOperand {
 impl RmOperand {
     fn of(ins: &Instruction, op: u32) -> Option<RmOperand> {
         match ins.op_kind(op) {
+            // (`movzx r32, r16`: the 16-bit register is numbered as the others.)
+            OpKind::Register if matches!(ins.code(), Code::Movzx_r32_rm16) && ins.op_register(op).is_gpr16() => Some(RmOperand::Reg(ins.op_register(op).number() as u8)),
             OpKind::Register => gpr(ins.op_register(op)).map(RmOperand::Reg),
             OpKind::Memory => {
                 let base = match ins.memory_base() {
@@ -145,6 +160,12 @@ impl RmOperand {
     /// ModRM (with `reg`), SIB and displacement, as iced encodes them: no displacement where
     /// the base allows it, else 8 bits where the value fits, else 32.
     fn encode(&self, reg: u8, out: &mut Vec<u8>) {
+        self.encode_scaled(reg, 1, out)
+    }
+
+    /// As `encode`, with EVEX's compressed disp8: the displacement in units of `n` bytes where
+    /// it is a multiple of `n` that fits.
+    fn encode_scaled(&self, reg: u8, n: i32, out: &mut Vec<u8>) {
         let reg = (reg & 7) << 3;
         let (base, index, scale, disp) = match *self {
             RmOperand::Reg(r) => return out.push(0xc0 | reg | (r & 7)),
@@ -161,9 +182,10 @@ impl RmOperand {
             out.extend_from_slice(&[reg | 4, ss | (index.map_or(4, |i| i & 7) << 3) | 5]);
             return out.extend_from_slice(&disp.to_le_bytes());
         };
+        let disp8 = (disp % n == 0).then(|| i8::try_from(disp / n).ok()).flatten();
         let md = if disp == 0 && base & 7 != 5 {
             0
-        } else if i8::try_from(disp).is_ok() {
+        } else if disp8.is_some() {
             0x40
         } else {
             0x80
@@ -174,7 +196,7 @@ impl RmOperand {
             out.push(md | reg | (base & 7));
         }
         match md {
-            0x40 => out.push(disp as u8),
+            0x40 => out.push(disp8.unwrap_or_default() as u8),
             0x80 => out.extend_from_slice(&disp.to_le_bytes()),
             _ => {}
         }
@@ -249,6 +271,27 @@ pub(crate) fn encode(ins: &Instruction, out: &mut Vec<u8>) -> bool {
             out.extend_from_slice(&[0xc4, (r ^ 1) << 7 | (x ^ 1) << 6 | (b ^ 1) << 5 | 0b00010, 0x80 | (!v & 15) << 3 | pp]);
             out.extend_from_slice(f.op);
             m.encode(reg, out);
+            true
+        }
+        Shape::Evex0FW1 { pp } => {
+            let x = ins.op1_register();
+            let (true, Some(m)) = (ins.op1_kind() == OpKind::Register && x.is_xmm(), RmOperand::of(ins, 0)) else { return false };
+            if matches!(m, RmOperand::Mem { base: None, .. }) {
+                // (iced scales a disp32 with no base register as if it were a disp8: left to
+                // it, as before.)
+                return false;
+            }
+            if let Some(s) = seg {
+                out.push(s);
+            }
+            let reg = (x as u32 - Register::XMM0 as u32) as u8;
+            let (xb, b) = m.rex_xb();
+            let (r, r2) = (reg >> 3 & 1, reg >> 4);
+            // P0: R X B R' (inverted), map 0F; P1: W, vvvv unused (1111), pp; P2: 128 bits,
+            // V' unused (1), no mask.
+            out.extend_from_slice(&[0x62, (r ^ 1) << 7 | (xb ^ 1) << 6 | (b ^ 1) << 5 | (r2 ^ 1) << 4 | 1, 0xfc | pp, 0x08]);
+            out.extend_from_slice(f.op);
+            m.encode_scaled(reg, 8, out);
             true
         }
     };
@@ -329,6 +372,18 @@ mod tests {
                     a.movzx(r32, m16).unwrap();
                     a.mov(r32, m32).unwrap();
                     a.mov(m32, r32).unwrap();
+                    a.bt(m, 20).unwrap();
+                    a.bts(m, 63).unwrap();
+                    a.btr(m, 0).unwrap();
+                    a.test(m, 0x7000_0001).unwrap();
+                    a.cmovb(r, m).unwrap();
+                    a.cmova(r, m).unwrap();
+                    a.cmovae(r, m).unwrap();
+                    a.set_prefer_vex(false);
+                    for v in [xmm0, xmm9, xmm16, xmm18, xmm23, xmm24, xmm31] {
+                        a.vmovq(m, v).unwrap();
+                    }
+                    a.set_prefer_vex(true);
                 }
             }
             a.mov(r, b).unwrap();
@@ -349,6 +404,19 @@ mod tests {
             a.and(r, -32).unwrap();
             a.or(r, 0x1_0000).unwrap();
             a.bt(r, x).unwrap();
+            a.btr(r, 63).unwrap();
+            a.bts(r, 1).unwrap();
+            a.bt(r, 20).unwrap();
+            a.test(r, 0x10).unwrap();
+            a.cmovb(r, x).unwrap();
+            a.cmova(r, b).unwrap();
+            a.cmovae(r, x).unwrap();
+            a.movzx(r32, get_gpr16(Register::AX + k as u32).unwrap()).unwrap();
+            a.set_prefer_vex(false);
+            for v in [xmm3, xmm8, xmm16, xmm18, xmm25, xmm31] {
+                a.vmovq(r, v).unwrap();
+            }
+            a.set_prefer_vex(true);
             a.cmovne(r, x).unwrap();
             a.cmove(r, b).unwrap();
             a.db(&[0x0f, 0x85, 0, 0, k as u8, 0]).unwrap();

@@ -1521,7 +1521,8 @@ fn emit_inline(b: &mut BlockBuilder, code: Inline, at: Point) -> Control {
 /// block encoder.
 fn assemble_at(asm: &mut iced_x86::code_asm::CodeAssembler, ip: u64) -> (Vec<u8>, Vec<u32>) {
     let label_branch = |i: &Instruction| (0..i.op_count()).any(|k| matches!(i.op_kind(k), OpKind::NearBranch16 | OpKind::NearBranch32 | OpKind::NearBranch64));
-    let mut encoder = Encoder::new(64);
+    // (Made for the first instruction no template has: most code needs none.)
+    let mut encoder: Option<Encoder> = None;
     let mut code = Vec::with_capacity(16 * asm.instructions().len());
     let mut offsets = Vec::with_capacity(asm.instructions().len());
     // (label id, offset), and (offset of the rel field, its size, label id).
@@ -1548,6 +1549,7 @@ fn assemble_at(asm: &mut iced_x86::code_asm::CodeAssembler, ip: u64) -> (Vec<u8>
         }
         if !label_branch(i) {
             if !crate::templates::encode(i, &mut code) {
+                let encoder = encoder.get_or_insert_with(|| Encoder::new(64));
                 encoder.set_buffer(std::mem::take(&mut code));
                 encoder.encode(i, at).expect("tool code encodes");
                 code = encoder.take_buffer();
