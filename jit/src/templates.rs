@@ -131,7 +131,9 @@ impl RmOperand {
     fn of(ins: &Instruction, op: u32) -> Option<RmOperand> {
         match ins.op_kind(op) {
             // (`movzx r32, r16`: the 16-bit register is numbered as the others.)
-            OpKind::Register if matches!(ins.code(), Code::Movzx_r32_rm16) && ins.op_register(op).is_gpr16() => Some(RmOperand::Reg(ins.op_register(op).number() as u8)),
+            OpKind::Register if matches!(ins.code(), Code::Movzx_r32_rm16) && ins.op_register(op).is_gpr16() => {
+                Some(RmOperand::Reg(ins.op_register(op).number() as u8))
+            }
             OpKind::Register => gpr(ins.op_register(op)).map(RmOperand::Reg),
             OpKind::Memory => {
                 let base = match ins.memory_base() {

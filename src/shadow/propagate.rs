@@ -842,29 +842,28 @@ impl Propagation {
         if is_skipped(ins) {
             return;
         }
-        let o = operands(ins, site.info);
+        let mut o = operands(ins, site.info);
         if o.dst_regs.is_empty() && o.dst_mem.is_empty() && !o.writes_flags {
             return;
         }
         let taint_on = !self.shadow.is_null() && self.taint_on;
-        let origin_o = Operands { writes_flags: o.writes_flags && !flags_origin_unread, ..o.clone() };
+        // The origin code's operands are these, but for the flags where nobody reads their
+        // origin (set in `o` once the taint code is made: no copy of the lists).
+        let origin_writes_flags = o.writes_flags && !flags_origin_unread;
         // (Dead only where copies alone read origins: see `dead_origins`.)
         let copies_alone_read = self.policy.is_none() && self.log.is_none();
         let dead = if copies_alone_read { self.dead_origins.get(&ins.ip()).copied().unwrap_or(0) } else { 0 };
         self.dead_here = dead;
-        let all_dead = !origin_o.dst_regs.is_empty()
-            && origin_o.dst_mem.is_empty()
-            && !origin_o.writes_flags
-            && origin_o.dst_regs.iter().all(|&d| dead & origin_bit(d) != 0);
+        let all_dead = !o.dst_regs.is_empty() && o.dst_mem.is_empty() && !origin_writes_flags && o.dst_regs.iter().all(|&d| dead & origin_bit(d) != 0);
         // A general register copied into itself (`movzx eax, al`, `mov eax, eax`) keeps its one
         // origin slot as it is.
         let self_copy = copies_alone_read
-            && !origin_o.writes_flags
-            && origin_o.src_mem.is_empty()
-            && origin_o.dst_mem.is_empty()
-            && matches!((origin_o.src_regs.as_slice(), origin_o.dst_regs.as_slice()), ([s], [d]) if s.n == d.n && !matches!(s.part, Part::Vec { .. }) && !matches!(d.part, Part::Vec { .. }))
+            && !origin_writes_flags
+            && o.src_mem.is_empty()
+            && o.dst_mem.is_empty()
+            && matches!((o.src_regs.as_slice(), o.dst_regs.as_slice()), ([s], [d]) if s.n == d.n && !matches!(s.part, Part::Vec { .. }) && !matches!(d.part, Part::Vec { .. }))
             && is_copy(ins);
-        let writes_origin = !origin_o.dst_regs.is_empty() || !origin_o.dst_mem.is_empty() || origin_o.writes_flags;
+        let writes_origin = !o.dst_regs.is_empty() || !o.dst_mem.is_empty() || origin_writes_flags;
         let origin_on = self.origins.is_some() && writes_origin && !all_dead && !self_copy;
         if !taint_on && !origin_on {
             return;
@@ -876,7 +875,7 @@ impl Propagation {
         let taint_flag_free = !taint_on || (matches!(class, Class::Copy | Class::Call) && flag_free_operands(&o));
         // Origins without a policy or a log only move and define (`lea`, `pext`, `mov`); with a
         // policy, so do copies into registers (see `policy_copy_flag_free`).
-        let origin_flag_free = !origin_on || (self.log.is_none() && (self.policy.is_none() || self.policy_copy_flag_free(class, &origin_o, ins)));
+        let origin_flag_free = !origin_on || (self.log.is_none() && (self.policy.is_none() || self.policy_copy_flag_free(class, &o, ins)));
         let flag_free = b.flags_live() && taint_flag_free && origin_flag_free;
         if !flag_free {
             b.clobber_flags();
@@ -885,7 +884,8 @@ impl Propagation {
             self.taint(site, &o, class, r, b, flag_free);
         }
         if origin_on {
-            self.origin(site, &origin_o, class, r, b);
+            o.writes_flags = origin_writes_flags;
+            self.origin(site, &o, class, r, b);
         }
     }
 

@@ -21,10 +21,10 @@
 use super::area;
 use crate::shadow::origin;
 use crate::shadow::propagate::r32;
+use crate::tools::address_hash::Fast;
 use rtgrind_jit::instrument::code_asm::*;
 use rtgrind_jit::instrument::{tool_area, Inline};
 use rtgrind_jit::ThreadContext;
-use crate::tools::address_hash::Fast;
 use std::collections::HashMap;
 
 /// Counters in a thread's table of executions (planned instructions and call sites).
@@ -280,7 +280,13 @@ impl Continued {
 /// ran `pc` up to then. None if a segment holding it no longer keeps that instance (or never
 /// did). `continued`: the thread's entries of segments that are no executions of their own,
 /// looked up by segment start (see `State::continued`).
-pub fn ordinal<'c>(segments: &Segments, word: impl Fn(u32, usize) -> u64, pc: u64, instance: u64, continued: impl Fn(u64) -> Option<&'c Continued>) -> Option<u64> {
+pub fn ordinal<'c>(
+    segments: &Segments,
+    word: impl Fn(u32, usize) -> u64,
+    pc: u64,
+    instance: u64,
+    continued: impl Fn(u64) -> Option<&'c Continued>,
+) -> Option<u64> {
     let ids = segments.holding(pc)?;
     let (mut total, mut found) = (0u64, false);
     for &id in ids {

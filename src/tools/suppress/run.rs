@@ -1833,7 +1833,10 @@ impl SuppressRun {
             }
         }
         self.control_guards(site, b);
-        self.data_guards(site, b);
+        if self.state.armed {
+            // (Before the first point fires there are no guards: nothing to work out.)
+            self.data_guards(site, b);
+        }
         if matches!(ins.flow_control(), FlowControl::Call | FlowControl::IndirectCall) {
             self.at_call(ins, b);
         }
