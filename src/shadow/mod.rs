@@ -172,9 +172,9 @@ pub mod origin {
 pub struct Sites {
     pcs: Vec<u64>,
     main_pcs: Vec<u64>,
-    /// Site numbers by KiB of code, then by offset in it (0: none yet). Translation asks for
-    /// every instruction's, block by block: a small map and a dense table (a page) each, not
-    /// a map of 200,000 pcs that missed the cache twice a look-up (6% of a traced run).
+    /// Site numbers by 256 bytes of code, then by offset in them (0: none yet). Translation
+    /// asks for every instruction's, block by block: a small map and a dense table each, not a
+    /// map of 200,000 pcs that missed the cache twice a look-up (6% of a traced run).
     pages: std::collections::HashMap<u64, Box<[u32]>, crate::tools::address_hash::Fast>,
     /// The main program's code range, if its sites are numbered apart.
     pub main: Option<(u64, u64)>,
@@ -190,8 +190,8 @@ impl Sites {
             self.pcs.push(0);
         }
         let in_main = self.main.is_some_and(|(s, e)| (s..e).contains(&pc));
-        let page = self.pages.entry(pc >> 10).or_insert_with(|| vec![0; 1024].into_boxed_slice());
-        let id = &mut page[(pc & 0x3ff) as usize];
+        let page = self.pages.entry(pc >> 8).or_insert_with(|| vec![0; 256].into_boxed_slice());
+        let id = &mut page[(pc & 0xff) as usize];
         if *id == 0 {
             // (Never 0: the other sites' numbers start at 1, the main program's have MAIN_SITE.)
             *id = if in_main {
