@@ -596,7 +596,7 @@ struct Plan {
 
 /// The granules an access of `size` bytes at `addr` touches, each with the bytes of it the
 /// access covers (bit k for byte k).
-fn granules(addr: u64, size: u64) -> impl Iterator<Item = (u64, u8)> {
+pub fn granules(addr: u64, size: u64) -> impl Iterator<Item = (u64, u8)> {
     let end = addr.saturating_add(size.max(1));
     ((addr & !7)..end).step_by(8).map(move |g| {
         let (lo, hi) = (addr.max(g) - g, end.min(g + 8) - g);

@@ -50,6 +50,9 @@ pub const RULE: crate::tools::sarif::Rule = crate::tools::sarif::Rule {
 /// The libraries of the C and C++ runtime, trusted (by file name).
 const RUNTIME: [&str; 6] = ["libc.so", "ld-linux", "libstdc++.so", "libgcc_s.so", "libgomp.so", "libpthread.so"];
 
+/// The widest access the same-epoch cache checks inline across granules (a 32-byte vector).
+const MAX_CACHED: u64 = 32;
+
 /// Bits of the filter of atomic locations (512 KiB).
 const FILTER_BITS: usize = 1 << 22;
 impl State {
@@ -124,26 +127,28 @@ impl State {
         unsafe { *self.word(addr) = 0 };
     }
 
-    /// After thread `t`'s access: the word of its granule holds it (the bytes this thread
-    /// wrote and read there in its epoch, added up). An access over more than one granule is
-    /// not held (the inline check reads one word): it empties the words of every granule it
-    /// touches.
+    /// After thread `t`'s access: the words of its granules hold it (the bytes this thread
+    /// wrote and read there in its epoch, added up). The inline check reads one word for an
+    /// access within a granule, each of its granules' for an aligned one of up to
+    /// `MAX_CACHED` bytes; an unaligned one over several is held too, and found by the checks
+    /// of later accesses to its granules. (Only the first granule's address was checked for
+    /// an atomic location: a later granule that may hold one is emptied instead, so that an
+    /// atomic load there still calls out and acquires.)
     fn cache(&mut self, t: hb::Tid, addr: u64, size: u64, write: bool) {
-        let last = addr.saturating_add(size.max(1) - 1);
-        if last >> 3 != addr >> 3 {
-            for g in addr >> 3..=last >> 3 {
-                self.forget(g << 3);
-            }
-            return;
-        }
-        let bytes = ((1u64 << size.clamp(1, 8)) - 1) << (addr & 7) & 0xff;
         let high = self.epoch(t) << 16;
-        let p = self.word(addr);
-        // SAFETY: as in `forget`.
-        let old = unsafe { *p };
-        let kept = if old & !0xffff == high { old & 0xffff } else { 0 };
-        // SAFETY: as above.
-        unsafe { *p = high | kept | if write { bytes << 8 } else { bytes } };
+        for (g, bytes) in hb::granules(addr, size) {
+            if g > addr && self.filtered(g) {
+                self.forget(g);
+                continue;
+            }
+            let bytes = u64::from(bytes);
+            let p = self.word(g);
+            // SAFETY: as in `forget`.
+            let old = unsafe { *p };
+            let kept = if old & !0xffff == high { old & 0xffff } else { 0 };
+            // SAFETY: as above.
+            unsafe { *p = high | kept | if write { bytes << 8 } else { bytes } };
+        }
     }
 
     /// A futex word is an atomic location from its first futex call on (the kernel reads it
@@ -770,8 +775,9 @@ impl RaceRun {
     }
 
     /// The call-out for the access at the address in `t` (of `size` bytes, a write or not),
-    /// unless its granule's cache word says this thread already made it in its epoch
-    /// (`State::cache`).
+    /// unless its granules' cache words say this thread already made it in its epoch
+    /// (`State::cache`): one word for an access within a granule, each of its granules' for
+    /// an aligned 16- or 32-byte one (a vector move of a structure: sort's 32-byte lines).
     fn cached_callout(&mut self, b: &mut Inline, arg: u64, (t, u): (AsmRegister64, AsmRegister64), size: u64, write: bool) {
         b.clobber_flags();
         let (v, w) = (b.scratch(), b.scratch());
@@ -780,8 +786,18 @@ impl RaceRun {
         let (epoch, address) = (tool_area(self.state.epoch_word), tool_area(self.state.addr_word));
         let a = b.asm();
         let (mut slow, mut done) = (a.create_label(), a.create_label());
-        // v = the granule's cache word: its record at the granule's address times the record's
-        // words plus its slice's delta (records are aligned), then the user word in it.
+        let whole = size > 8 && size <= MAX_CACHED && size % 8 == 0;
+        if whole {
+            // Aligned, and within one slice of records (the granules' records side by side).
+            a.test(t, 7).unwrap();
+            a.jne(slow).unwrap();
+            a.lea(v, qword_ptr(t + (size - 1) as i32)).unwrap();
+            a.xor(v, t).unwrap();
+            a.shr(v, crate::shadow::memory::SLICE_BITS).unwrap();
+            a.jne(slow).unwrap();
+        }
+        // u = the granule's record: its address times the record's words plus its slice's
+        // delta (records are aligned).
         const _: () = assert!(crate::shadow::records::WORDS == 4);
         a.mov(u, t).unwrap();
         a.shr(u, crate::shadow::memory::SLICE_BITS).unwrap();
@@ -789,26 +805,47 @@ impl RaceRun {
         a.mov(u, qword_ptr(u * 8 + table)).unwrap();
         a.lea(u, qword_ptr(u + t * 4)).unwrap();
         a.and(u, -32).unwrap();
-        a.mov(v, qword_ptr(u + 8 * hb::USER_WORD as i32)).unwrap();
-        // This thread's epoch?
-        a.mov(w, v).unwrap();
-        a.shr(w, 16).unwrap();
-        a.cmp(w, qword_ptr(epoch).gs()).unwrap();
-        a.jne(slow).unwrap();
-        // w = the access's bytes in the granule (past bit 7 if it runs into the next one).
-        a.mov(u, t).unwrap();
-        a.and(u, 7).unwrap();
-        a.mov(w, (1u64 << size.clamp(1, 8)) - 1).unwrap();
-        a.shlx(w, w, u).unwrap();
-        // u = the bytes that cover it: written ones for a write, either for a read.
-        a.mov(u, v).unwrap();
-        a.shr(u, 8).unwrap();
-        if !write {
-            a.or(u, v).unwrap();
+        if whole {
+            // Each granule's word: this thread's epoch, and every byte covered (written ones
+            // for a write, either for a read).
+            for k in 0..(size / 8) as i32 {
+                a.mov(v, qword_ptr(u + (32 * k + 8 * hb::USER_WORD as i32))).unwrap();
+                a.mov(w, v).unwrap();
+                a.shr(w, 16).unwrap();
+                a.cmp(w, qword_ptr(epoch).gs()).unwrap();
+                a.jne(slow).unwrap();
+                a.mov(w, v).unwrap();
+                a.shr(w, 8).unwrap();
+                if !write {
+                    a.or(w, v).unwrap();
+                }
+                a.not(w).unwrap();
+                a.test(w, 0xff).unwrap();
+                a.jne(slow).unwrap();
+            }
+            a.jmp(done).unwrap();
+        } else {
+            a.mov(v, qword_ptr(u + 8 * hb::USER_WORD as i32)).unwrap();
+            // This thread's epoch?
+            a.mov(w, v).unwrap();
+            a.shr(w, 16).unwrap();
+            a.cmp(w, qword_ptr(epoch).gs()).unwrap();
+            a.jne(slow).unwrap();
+            // w = the access's bytes in the granule (past bit 7 if it runs into the next one).
+            a.mov(u, t).unwrap();
+            a.and(u, 7).unwrap();
+            a.mov(w, (1u64 << size.clamp(1, 8)) - 1).unwrap();
+            a.shlx(w, w, u).unwrap();
+            // u = the bytes that cover it: written ones for a write, either for a read.
+            a.mov(u, v).unwrap();
+            a.shr(u, 8).unwrap();
+            if !write {
+                a.or(u, v).unwrap();
+            }
+            a.and(u, 0xff).unwrap();
+            a.andn(w, u, w).unwrap();
+            a.je(done).unwrap();
         }
-        a.and(u, 0xff).unwrap();
-        a.andn(w, u, w).unwrap();
-        a.je(done).unwrap();
         a.set_label(&mut slow).unwrap();
         a.mov(qword_ptr(address).gs(), t).unwrap();
         self.light_then_full(b, (access_light, access), arg, t, done);
