@@ -9,6 +9,7 @@ mod calls;
 mod driver;
 mod harm;
 mod hb;
+mod owned;
 mod run;
 mod suppressions;
 

@@ -17,6 +17,7 @@
 use super::calls;
 use super::harm::{self, Watcher};
 use super::hb;
+use super::owned;
 use crate::kernel::memory::GuestMemory;
 use crate::report::model::{Finding, Report, VERSION};
 use crate::report::Reporter;
@@ -90,6 +91,67 @@ impl State {
         self.stack_of.get(t).map_or(u64::MAX, |&sp| sp.saturating_add(64))
     }
 
+    /// The inline code's last read-modify-write (`owned`), made in the detector as it would
+    /// have been: the thread's clock at its epoch, then acquire, access, release and tick (the
+    /// inline code ticked the thread's epoch word and marker already). Before anything reads or
+    /// changes the detector's state.
+    fn settle(&mut self) {
+        if let Some((t, addr, site)) = self.take_pending() {
+            self.detector.acquire(t, addr);
+            self.detector.access(t, addr, site.size, true, true, site.number);
+            self.detector.release(t, addr);
+            self.last_sync[t] = site.pc;
+        }
+    }
+
+    /// `settle` in a light call-out: false (nothing settled: the full call-out will) if the
+    /// detector's quick path cannot do it.
+    fn settle_quick(&mut self) -> bool {
+        if self.pending.epoch == 0 {
+            return true;
+        }
+        let (t, site) = ((self.pending.epoch >> 32) as hb::Tid, self.pending.site);
+        // SAFETY: the pending site is a `Site` the tool keeps for as long as translations exist.
+        let site = unsafe { &*(site as *const Site) };
+        self.detector.set_epoch(t, self.pending.epoch as u32);
+        if !self.detector.rmw_quick(t, self.pending.addr, site.size, site.number) {
+            return false;
+        }
+        self.pending.epoch = 0;
+        self.last_sync[t] = site.pc;
+        true
+    }
+
+    /// The pending read-modify-write, taken (its thread's clock put at its epoch): its thread,
+    /// address and site.
+    fn take_pending(&mut self) -> Option<(hb::Tid, u64, &'static Site)> {
+        let p = std::mem::take(&mut self.pending);
+        if p.epoch == 0 {
+            return None;
+        }
+        let t = (p.epoch >> 32) as hb::Tid;
+        self.detector.set_epoch(t, p.epoch as u32);
+        // SAFETY: as in `settle_quick`.
+        Some((t, p.addr, unsafe { &*(p.site as *const Site) }))
+    }
+
+    /// Thread `t` made a read-modify-write of `size` bytes at `addr`: the next one there is
+    /// inline while the thread has not ticked since (`owned`). (Not before a second thread:
+    /// no tick then.)
+    fn own(&mut self, t: hb::Tid, addr: u64, size: u64) {
+        if let Some(m) = owned::marker(addr, size, self.epoch(t)).filter(|_| !self.detector.alone()) {
+            // SAFETY: as in `forget`.
+            unsafe { *self.word(addr) = m };
+        }
+    }
+
+    /// Thread `t` releases the location `addr` other than by a read-modify-write (an atomic
+    /// store, a futex wake, its exit): its clock is no longer its owner's.
+    fn release_at(&mut self, t: hb::Tid, addr: u64) {
+        self.forget(addr);
+        self.detector.release(t, addr);
+    }
+
     /// The cache word of the granule of `addr`: its record's user word.
     fn word(&self, addr: u64) -> *mut u64 {
         let records = self.detector.records().expect("a run's detector keeps records");
@@ -112,12 +174,15 @@ impl State {
             return;
         }
         let end = start.saturating_add(size);
-        if size as usize > self.atomic.len() {
-            self.atomic.retain(|a| !(start..end).contains(a));
+        let gone: Vec<u64> = if size as usize > self.atomic.len() {
+            self.atomic.iter().copied().filter(|a| (start..end).contains(a)).collect()
         } else {
-            for a in start..end {
-                self.atomic.remove(&a);
-            }
+            (start..end).filter(|a| self.atomic.contains(a)).collect()
+        };
+        for a in gone {
+            // (Its owner's marker too.)
+            self.atomic.remove(&a);
+            self.forget(a);
         }
     }
 
@@ -256,6 +321,8 @@ struct State {
     stack_of: Vec<u64>,
     /// The live heap blocks and where they were allocated (detection runs only).
     heap: Heap,
+    /// The read-modify-write the inline code made last, not settled yet (`owned`).
+    pending: owned::Pending,
 }
 
 /// An allocation function's entry, as its call-out is told.
@@ -318,6 +385,7 @@ impl RaceRun {
             noted: Vec::new(),
             stack_of: Vec::new(),
             heap: Heap::default(),
+            pending: owned::Pending::default(),
         };
         Ok(RaceRun {
             program,
@@ -352,6 +420,7 @@ extern "C" fn access(ctx: *mut ThreadContext, arg: u64) {
     let (ctx, site) = unsafe { (&mut *ctx, &*(arg as *const Site)) };
     // SAFETY: as above.
     let st = unsafe { &mut *site.state };
+    st.settle();
     let t = ctx.tool_area[st.tid_word / 8] as hb::Tid;
     let addr = ctx.tool_area[st.addr_word / 8];
     if site.atomic_rmw {
@@ -366,6 +435,7 @@ extern "C" fn access(ctx: *mut ThreadContext, arg: u64) {
         st.synced(t, site.pc);
         st.note_races(t, ctx.callout_regs[4]);
         ctx.tool_area[st.epoch_word / 8] = st.epoch(t);
+        st.own(t, addr, site.size);
         return;
     }
     if site.atomic_code && st.atomic.insert(addr) {
@@ -386,10 +456,13 @@ extern "C" fn access(ctx: *mut ThreadContext, arg: u64) {
         st.note_races(t, ctx.callout_regs[4]);
         if !atomic && !exit_word {
             st.cache(t, addr, site.size, site.write);
+        } else {
+            // (An owner's marker there, too: another access took its bytes.)
+            st.forget_range(addr, site.size);
         }
     }
     if atomic && site.write {
-        st.detector.release(t, addr);
+        st.release_at(t, addr);
         st.synced(t, site.pc);
         ctx.tool_area[st.epoch_word / 8] = st.epoch(t);
     }
@@ -405,10 +478,11 @@ extern "C" fn rmw_light(ctx: *mut ThreadContext, arg: u64) {
     let st = unsafe { &mut *site.state };
     let t = ctx.tool_area[st.tid_word / 8] as hb::Tid;
     let addr = ctx.tool_area[st.addr_word / 8];
-    let done = st.atomic.contains(&addr) && st.last_sync.len() > t && st.detector.rmw_quick(t, addr, site.size, site.number);
+    let done = st.settle_quick() && st.atomic.contains(&addr) && st.last_sync.len() > t && st.detector.rmw_quick(t, addr, site.size, site.number);
     if done {
         st.last_sync[t] = site.pc;
         ctx.tool_area[st.epoch_word / 8] = st.epoch(t);
+        st.own(t, addr, site.size);
     }
     ctx.tool_area[st.slow_word / 8] = u64::from(!done);
 }
@@ -425,7 +499,7 @@ extern "C" fn access_light(ctx: *mut ThreadContext, arg: u64) {
     let st = unsafe { &mut *site.state };
     let t = ctx.tool_area[st.tid_word / 8] as hb::Tid;
     let addr = ctx.tool_area[st.addr_word / 8];
-    let done = !st.filtered(addr) && (st.detector.alone() || st.detector.access_quick(t, addr, site.size, site.write, false, site.number));
+    let done = st.settle_quick() && !st.filtered(addr) && (st.detector.alone() || st.detector.access_quick(t, addr, site.size, site.write, false, site.number));
     if done {
         st.cache(t, addr, site.size, site.write);
     }
@@ -497,6 +571,8 @@ impl Tool for RaceRun {
                 self.filtered_callout(b, arg, t, u);
             } else if !atomic_rmw && !atomic_code {
                 self.cached_callout(b, arg, (t, u), size, write);
+            } else if atomic_rmw && ins.op_count() > 0 && self.state.watch.is_none() {
+                self.owned_rmw(b, arg, (t, u), size);
             } else if atomic_rmw && ins.op_count() > 0 {
                 b.asm().mov(qword_ptr(tool_area(self.state.addr_word)).gs(), t).unwrap();
                 self.light_or_full(b, (rmw_light, access), arg, t);
@@ -548,6 +624,7 @@ extern "C" fn memory_call(ctx: *mut ThreadContext, arg: u64) {
     let (ctx, site) = unsafe { (&mut *ctx, &*(arg as *const Site)) };
     // SAFETY: as above.
     let st = unsafe { &mut *site.state };
+    st.settle();
     let t = ctx.tool_area[st.tid_word / 8] as hb::Tid;
     for r in call_ranges(site, ctx, st).iter() {
         st.detector.access(t, r.addr, r.len, r.write, false, site.number + u32::from(!r.write));
@@ -566,16 +643,17 @@ extern "C" fn memory_call_light(ctx: *mut ThreadContext, arg: u64) {
     // SAFETY: as above.
     let st = unsafe { &mut *site.state };
     let t = ctx.tool_area[st.tid_word / 8] as hb::Tid;
-    let done = match quick_call_ranges(site, ctx, st) {
-        Ok(ranges) => ranges.iter().all(|r| {
-            let ok = st.detector.alone() || st.detector.access_quick(t, r.addr, r.len, r.write, false, site.number + u32::from(!r.write));
-            if ok {
-                st.forget_range(r.addr, r.len);
-            }
-            ok
-        }),
-        Err(calls::Unknown) => false,
-    };
+    let done = st.settle_quick()
+        && match quick_call_ranges(site, ctx, st) {
+            Ok(ranges) => ranges.iter().all(|r| {
+                let ok = st.detector.alone() || st.detector.access_quick(t, r.addr, r.len, r.write, false, site.number + u32::from(!r.write));
+                if ok {
+                    st.forget_range(r.addr, r.len);
+                }
+                ok
+            }),
+            Err(calls::Unknown) => false,
+        };
     ctx.tool_area[st.slow_word / 8] = u64::from(!done);
 }
 
@@ -586,6 +664,7 @@ extern "C" fn alloc_enter(ctx: *mut ThreadContext, arg: u64) {
     let (ctx, site) = unsafe { (&mut *ctx, &*(arg as *const AllocSite)) };
     // SAFETY: as above.
     let st = unsafe { &mut *site.state };
+    st.settle();
     let t = ctx.tool_area[st.tid_word / 8] as hb::Tid;
     let (regs, top) = (ctx.callout_regs, st.stack_top(t));
     if let Some((start, size)) = st.heap.enter(t, site.kind, [regs[7], regs[6], regs[2]], regs[4], || return_addresses(regs[4], top, ALLOC_FRAMES)) {
@@ -598,6 +677,7 @@ extern "C" fn alloc_return(ctx: *mut ThreadContext, arg: u64) {
     crate::tools::callouts::note(crate::tools::callouts::Kind::RaceAllocReturn);
     // SAFETY: rtg_callout passes this thread's context; `arg` is the tool's state.
     let (ctx, st) = unsafe { (&mut *ctx, &mut *(arg as *mut State)) };
+    st.settle();
     let t = ctx.tool_area[st.tid_word / 8] as hb::Tid;
     st.heap.returned(t, ctx.callout_regs[4], ctx.callout_regs[0]);
 }
@@ -607,6 +687,7 @@ extern "C" fn alloc_jump(ctx: *mut ThreadContext, arg: u64) {
     crate::tools::callouts::note(crate::tools::callouts::Kind::RaceAllocJump);
     // SAFETY: rtg_callout passes this thread's context; `arg` is the tool's state.
     let (ctx, st) = unsafe { (&mut *ctx, &mut *(arg as *mut State)) };
+    st.settle();
     let t = ctx.tool_area[st.tid_word / 8] as hb::Tid;
     st.heap.jumped_out(t, ctx.callout_regs[4], ctx.callout_regs[7]);
 }
@@ -641,6 +722,7 @@ fn watch_ranges(ctx: &mut ThreadContext, site: &Site, ranges: &[(u64, u64)]) {
     let (t, hold) = {
         // SAFETY: the site's state outlives the run; one guest thread runs at a time.
         let st = unsafe { &mut *site.state };
+        st.settle();
         let t = ctx.tool_area[st.tid_word / 8] as hb::Tid;
         let epoch = st.detector.epoch(t);
         let top = st.stack_top(t);
@@ -669,6 +751,7 @@ extern "C" fn watch_after(ctx: *mut ThreadContext, arg: u64) {
     // SAFETY: rtg_callout passes this thread's context; `arg` is the tool's state, which
     // outlives the run; one guest thread runs at a time.
     let (ctx, st) = unsafe { (&mut *ctx, &mut *(arg as *mut State)) };
+    st.settle();
     let t = ctx.tool_area[st.tid_word / 8] as usize;
     if let Some(w) = st.watch.as_mut() {
         w.after(t);
@@ -854,6 +937,23 @@ impl RaceRun {
         a.zero_bytes().unwrap();
     }
 
+    /// An atomic read-modify-write at the address in `t` (of `size` bytes): inline where this
+    /// thread owns its location (`owned`), else the call-outs.
+    fn owned_rmw(&mut self, b: &mut Inline, arg: u64, (t, u): (AsmRegister64, AsmRegister64), size: u64) {
+        let records = self.state.detector.records().expect("a run's detector keeps records");
+        let layout = owned::Layout { table: records.delta_table_addr() as i32, epoch_word: self.state.epoch_word, user_word: hb::USER_WORD as i32 };
+        let a = b.asm();
+        let (mut slow, mut done) = (a.create_label(), a.create_label());
+        owned::emit(b, &layout, &self.state.pending, (t, u), size, arg, (slow, done));
+        let a = b.asm();
+        a.set_label(&mut slow).unwrap();
+        a.mov(qword_ptr(tool_area(self.state.addr_word)).gs(), t).unwrap();
+        self.light_then_full(b, (rmw_light, access), arg, t, done);
+        let a = b.asm();
+        a.set_label(&mut done).unwrap();
+        a.zero_bytes().unwrap();
+    }
+
     /// The light call-out `light` for the access (its address in the tool area already), then,
     /// if it set the slow word, the full one (`full`); on to `done` otherwise. (The flags are
     /// clobbered; `t` is a borrowed register.)
@@ -906,6 +1006,7 @@ impl ToolRun for RaceRun {
     }
 
     fn thread_start(&mut self, child: &mut ThreadContext) {
+        self.state.settle();
         let (clock, exit_word) = self.creating.take().unwrap_or_else(|| (self.state.detector.fork(0), 0));
         let t = self.state.detector.adopt(clock);
         child.tool_area[self.state.tid_word / 8] = t as u64;
@@ -921,6 +1022,7 @@ impl ToolRun for RaceRun {
     }
 
     fn syscall_pre(&mut self, ctx: &mut ThreadContext, nr: u64, args: &[u64; 6]) -> Option<i64> {
+        self.state.settle();
         let t = self.tid(ctx);
         if remaps(nr) {
             // (Before as well as after: another thread may run while this one is in the call.)
@@ -938,13 +1040,12 @@ impl ToolRun for RaceRun {
                 if let Some(&w) = self.exit_word.get(t).filter(|&&w| w != 0) {
                     self.state.exit_words.insert(w);
                     self.state.mark(w);
-                    self.state.forget(w);
-                    self.state.detector.release(t, w);
+                    self.state.release_at(t, w);
                 }
             }
             libc::SYS_futex if is_wake(args[1]) => {
                 self.state.atomic_word(args[0]);
-                self.state.detector.release(t, args[0]);
+                self.state.release_at(t, args[0]);
                 self.state.synced(t, ctx.rip.wrapping_sub(2));
             }
             libc::SYS_futex => self.state.atomic_word(args[0]),
@@ -963,12 +1064,14 @@ impl ToolRun for RaceRun {
     }
 
     fn signal_handler(&mut self, ctx: &mut ThreadContext, sig: i32) {
+        self.state.settle();
         let t = self.tid(ctx);
         self.state.detector.acquire(t, signal_object(sig));
         ctx.tool_area[self.state.epoch_word / 8] = self.state.epoch(t);
     }
 
     fn syscall_post(&mut self, ctx: &mut ThreadContext, nr: u64, args: &[u64; 6], ret: i64, mem: &GuestMemory) {
+        self.state.settle();
         if remaps(nr) {
             self.state.readable.forget();
         }
@@ -986,6 +1089,7 @@ impl ToolRun for RaceRun {
     }
 
     fn fini(&mut self, report: &mut Reporter, mem: &GuestMemory) {
+        self.state.settle();
         if let Some(w) = self.state.watch.as_mut() {
             w.finish();
             let mut lines = crate::report::lines::SourceLines::default();
