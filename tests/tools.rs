@@ -210,6 +210,86 @@ int main(void) {
     assert!(at("conditional branch", line("for (ssize_t")).is_empty(), "{err}");
 }
 
+/// Branches after flags written in every way the propagation knows, each on its own line of
+/// a hand-written loop over 1,000 input bytes: the flags' taint a `jcc` reads is that of the
+/// last instruction writing them, whether it was kept in a register for the branch right
+/// after (a computation then the `jcc`), read from its slot (a move between, a second branch on
+/// the same flags, a block entered at the branch), merged by a partial write (`inc` keeps
+/// CF's taint, and taints the register it increments) or cleared by a zeroing idiom; and a tainted write that a later one overwrites
+/// before any read (not stored at all) never shows. With and without origins (whose branches
+/// call out the first time) and without fast versions, the same counts.
+#[test]
+fn taint_branch_counts_follow_the_last_flags_write() {
+    let source = r#"
+    .globl _start
+    .text
+_start:
+    xor %edi, %edi
+    lea buf(%rip), %rsi
+    mov $1000, %edx
+    xor %eax, %eax
+    syscall
+    mov %rax, %r12
+    xor %ebx, %ebx
+loop:
+    movzbl buf(%rbx), %ecx
+    mov $7, %edx
+    cmp $'m', %ecx
+    cmp $3, %edx
+    jne 1f                      # CLEAN-AFTER-TAINTED
+1:  cmp $'m', %ecx
+    jbe 2f                      # KEPT-TAINTED
+2:  ja 3f                       # SAME-FLAGS-AGAIN
+3:  test %edx, %edx
+    mov %ecx, %eax
+    jne 4f                      # CLEAN-THROUGH-MOVE
+4:  cmp $'m', %ecx
+    inc %edx
+    jb 5f                       # AFTER-PARTIAL
+5:  mov $7, %edx
+    cmp $'m', %ecx
+    mov %ecx, %eax
+    jne 6f                      # TAINTED-THROUGH-MOVE
+6:  cmp $'m', %ecx
+    xor %eax, %eax
+    je 7f                       # AFTER-ZEROING
+7:  test $1, %ebx
+    jne 8f
+    cmp $3, %edx
+    jmp 9f
+8:  cmp $'m', %ecx
+9:  jne 10f                     # HALF
+10: add $1, %rbx
+    cmp %r12, %rbx
+    jb loop                     # LOOP
+    mov $60, %eax
+    xor %edi, %edi
+    syscall
+    .bss
+buf: .space 1000
+"#;
+    let exe = compile_snippet("taint_flags", "S", source, &["-nostdlib", "-static", "-g"]);
+    let input: Vec<u8> = (0..1000u32).map(|i| b'a' + (i % 26) as u8).collect();
+    let line = |marker: &str| source.lines().position(|l| l.contains(marker)).unwrap() + 1;
+    for (opts, env) in [
+        (&["--tool=taint", "--taint-input=stdin"][..], "1"),
+        (&["--tool=taint", "--taint-input=stdin", "--track-origins=yes"], "1"),
+        (&["--tool=taint", "--taint-input=stdin"], "0"),
+    ] {
+        let out = run_rtgrind(opts, &Cmd::new(&exe).stdin(input.clone()).env("RTGRIND_FAST_PATH", env));
+        assert_eq!(out.status.code(), Some(0), "{}", out.describe());
+        let err = out.stderr_str();
+        let at = |marker: &str| times_at(&err, "conditional branch", &format!("taint_flags.S:{}", line(marker)));
+        for tainted in ["KEPT-TAINTED", "SAME-FLAGS-AGAIN", "AFTER-PARTIAL", "TAINTED-THROUGH-MOVE"] {
+            assert_eq!(at(tainted), ["1000 times"], "{tainted} ({opts:?}, fast path {env}):\n{err}");
+        }
+        assert_eq!(at("HALF"), ["500 times"], "({opts:?}, fast path {env}):\n{err}");
+        for clean in ["CLEAN-AFTER-TAINTED", "CLEAN-THROUGH-MOVE", "AFTER-ZEROING", "LOOP"] {
+            assert!(at(clean).is_empty(), "{clean} ({opts:?}, fast path {env}):\n{err}");
+        }
+    }
+}
+
 /// The "N times" of each taint report line of `kind` at `place` (FILE:LINE).
 fn times_at(err: &str, kind: &str, place: &str) -> Vec<String> {
     let place = format!("{place} ");

@@ -30,7 +30,7 @@ use rtgrind_jit::iced_x86::{Code, EncodingKind, Instruction, InstructionInfo, Me
 use rtgrind_jit::instrument::code_asm::*;
 use rtgrind_jit::instrument::{tool_area, Inline, InsnSite, Version};
 use rtgrind_jit::ThreadContext;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// A `gs`-relative qword of the tool area.
 fn ta(off: usize) -> AsmMemoryOperand {
@@ -493,6 +493,15 @@ pub struct Propagation {
     origin_table: u32,
     /// The taint shadow's summary (`memory.rs`), or 0.
     pub summary: u32,
+    /// Instructions of the block being translated (by address) whose write of the flags'
+    /// taint is dead (`dead_flags`; set by a tool that looked ahead, empty otherwise).
+    pub dead_flags: HashSet<u64>,
+    /// Instructions (by address) right before a conditional branch that reads the flags they
+    /// write: their flags' taint (0 or 1) stays in a register for the branch's code to take
+    /// (`flags_register`; set by a tool that counts tainted branches, empty otherwise).
+    pub flags_for_branch: HashSet<u64>,
+    /// That register, and the address of the instruction it is kept for.
+    flags_reg: Option<(AsmRegister64, u64)>,
 }
 
 /// Where a propagation logs dependences: every computation (and every copy in the main
@@ -627,6 +636,9 @@ impl Propagation {
             taint_table,
             origin_table,
             summary,
+            dead_flags: HashSet::new(),
+            flags_for_branch: HashSet::new(),
+            flags_reg: None,
         }
     }
 
@@ -820,6 +832,8 @@ impl Propagation {
         // What is known of the origins after the instruction: what it does not write, and
         // what its origin code makes non-zero (`origin` sets `known_new`).
         self.known_new = 0;
+        // A flags register kept for this instruction was taken before (`flags_register`).
+        self.flags_reg = None;
         self.reclaim(site, b);
         self.before_insn(site, b, flags_origin_unread);
         self.dead_here = 0;
@@ -913,8 +927,9 @@ impl Propagation {
 
     /// Taint bits of what the instruction writes (`flag_free`: without touching the flags,
     /// see `flag_free_operands`).
-    fn taint(&self, site: &InsnSite, o: &Operands, class: Class, r: Regs, b: &mut Inline, flag_free: bool) {
+    fn taint(&mut self, site: &InsnSite, o: &Operands, class: Class, r: Regs, b: &mut Inline, flag_free: bool) {
         let ins = site.ins;
+        let flags_written = o.writes_flags && !self.dead_flags.contains(&ins.ip());
         match class {
             // A call's return address is a constant.
             Class::Zero | Class::Call => {
@@ -926,7 +941,7 @@ impl Propagation {
                 for m in &o.dst_mem {
                     self.store_mask(b, r, m, r.m);
                 }
-                if o.writes_flags {
+                if flags_written {
                     b.asm().mov(ta(slot::FLAGS), r.m).unwrap();
                 }
             }
@@ -973,10 +988,15 @@ impl Propagation {
             }
             Class::Compute => {
                 // Everything written depends on everything read.
-                b.asm().xor(r32(r.acc), r32(r.acc)).unwrap();
-                for s in compute_sources(site, o) {
-                    Self::load_reg(b, s, r.m);
-                    b.asm().or(r.acc, r.m).unwrap();
+                match compute_sources(site, o).split_first() {
+                    Some((&first, rest)) => {
+                        Self::load_reg(b, first, r.acc);
+                        for &s in rest {
+                            Self::load_reg(b, s, r.m);
+                            b.asm().or(r.acc, r.m).unwrap();
+                        }
+                    }
+                    None => b.asm().xor(r32(r.acc), r32(r.acc)).unwrap(),
                 }
                 for m in &o.src_mem {
                     self.or_any_tainted(b, r, m);
@@ -984,7 +1004,12 @@ impl Propagation {
                 if o.reads_flags || o.partial_flags {
                     b.asm().or(r.acc, ta(slot::FLAGS)).unwrap();
                 }
-                let done = Self::skip_if_clean(b, r, o);
+                if flags_written {
+                    self.write_flags(ins, b, r);
+                }
+                if o.dst_mem.is_empty() {
+                    return Self::spread_to_registers(b, r, &o.dst_regs);
+                }
                 for &d in &o.dst_regs {
                     Self::spread(b, r, d.full(), r.m);
                     Self::store_reg(b, r, d, r.m);
@@ -995,18 +1020,75 @@ impl Propagation {
                     Self::spread(b, r, full, r.m);
                     self.store_mask(b, r, m, r.m);
                 }
-                if o.writes_flags {
-                    Self::spread(b, r, 1, r.m);
-                    b.asm().mov(ta(slot::FLAGS), r.m).unwrap();
-                }
-                Self::bind(b, done);
             }
         }
     }
 
+    /// The registers `dsts` a computation writes get its taint (`r.acc`) in all their bytes if
+    /// it is tainted (a constant stored at once), else clean, stored only where they are not
+    /// clean already (see `skip_if_clean`).
+    fn spread_to_registers(b: &mut Inline, r: Regs, dsts: &[Reg]) {
+        if dsts.is_empty() {
+            return;
+        }
+        let a = b.asm();
+        let (mut clean, done) = (a.create_label(), a.create_label());
+        a.test(r.acc, r.acc).unwrap();
+        a.jz(clean).unwrap();
+        for &d in dsts {
+            b.asm().mov(r32(r.m), d.full() as u32).unwrap();
+            Self::store_reg(b, r, d, r.m);
+        }
+        let a = b.asm();
+        a.jmp(done).unwrap();
+        a.set_label(&mut clean).unwrap();
+        a.xor(r32(r.m), r32(r.m)).unwrap();
+        for &d in dsts {
+            let slot = match d.part {
+                Part::Vec { .. } => vec_slot(d.n),
+                _ => gpr_slot(d.n),
+            };
+            a.or(r.m, ta(slot)).unwrap();
+        }
+        a.test(r.m, r.m).unwrap();
+        a.jz(done).unwrap();
+        a.xor(r32(r.m), r32(r.m)).unwrap();
+        for &d in dsts {
+            Self::store_reg(b, r, d, r.m);
+        }
+        Self::bind(b, Some(done));
+    }
+
+    /// A computation's flags' taint from `r.acc`: 1 if it is non-zero, else 0 (every writer of
+    /// `slot::FLAGS` keeps it 0 or 1, so a branch's count can add it as it is). Written
+    /// whatever the old value was: a flags-only instruction (`cmp`, `test`) needs no test of
+    /// it, and no branch. Before a conditional branch that reads it (`flags_for_branch`), the
+    /// value stays in a register kept for the branch's code (`flags_register`).
+    fn write_flags(&mut self, ins: &Instruction, b: &mut Inline, r: Regs) {
+        let keep = self.flags_for_branch.contains(&ins.ip()) && b.version() != Version::Fast && b.free_registers() >= 1;
+        let x = if keep { b.scratch() } else { r.m };
+        let a = b.asm();
+        a.xor(r32(x), r32(x)).unwrap();
+        a.test(r.acc, r.acc).unwrap();
+        a.setne(r8(x)).unwrap();
+        a.mov(ta(slot::FLAGS), x).unwrap();
+        if keep {
+            b.keep(x);
+            self.flags_reg = Some((x, ins.next_ip()));
+        }
+    }
+
+    /// The register holding the flags' taint (0 or 1) for the instruction at `pc`, lent again
+    /// to the code before it, if the instruction just before kept it there (`write_flags`).
+    /// Only before the propagation's own code for `pc` (`before`), which forgets it.
+    pub fn flags_register(&mut self, b: &mut Inline, pc: u64) -> Option<AsmRegister64> {
+        let (x, at) = self.flags_reg.take()?;
+        (at == pc && b.reuse(x)).then_some(x)
+    }
+
     /// For an instruction without memory destinations: jumps past the shadow stores (to the
     /// returned label, bound with `bind`) when the new shadow in `acc` is clean and so is every
-    /// register and flag it would overwrite — the common case, in which no shadow is stored at
+    /// register it would overwrite (the flags' taint is written before, whatever it was) — the common case, in which no shadow is stored at
     /// all. Storing clean over clean would change nothing, but it would chain each
     /// instruction's shadow loads to the previous one's stores through store-to-load
     /// forwarding, a few cycles per instruction on the guest's critical path.
@@ -1025,9 +1107,6 @@ impl Propagation {
                 _ => gpr_slot(d.n),
             };
             a.or(r.m, ta(slot)).unwrap();
-        }
-        if o.writes_flags {
-            a.or(r.m, ta(slot::FLAGS)).unwrap();
         }
         a.test(r.m, r.m).unwrap();
         a.jz(done).unwrap();
@@ -1701,6 +1780,7 @@ impl Propagation {
     /// Forgets the registers kept for the block: a tool calls it before adding code of its own
     /// between two instructions (`Tool::fall_through`), which may be lent them.
     pub fn forget_registers(&mut self) {
+        self.flags_reg = None;
         self.granules.clear();
         self.granules_next_pc = None;
         self.instance = None;
@@ -2051,6 +2131,47 @@ pub(crate) fn dead_origins(code: &rtgrind_jit::instrument::BlockCode) -> HashMap
         overwritten = (overwritten & !read) | defined;
     }
     dead
+}
+
+/// The instructions of a block's straight-line code `insns` (by address) whose write of the
+/// flags' taint (`slot::FLAGS`) nothing reads: a later instruction of the block writes all of
+/// it (a computation or zeroing idiom writing every status flag) before any reads it (an
+/// instruction reading a status flag, or writing only some), and no exit, string instruction
+/// or instruction the propagation skips comes between. (As the flags' origin: a fault between
+/// goes on at the faulting instruction, whose code reads nothing of the old value either.)
+pub(crate) fn dead_flags(insns: &[Instruction]) -> HashSet<u64> {
+    use rtgrind_jit::iced_x86::{FlowControl, InstructionInfoFactory};
+    let mut factory = InstructionInfoFactory::new();
+    let mut dead = HashSet::new();
+    // The code after the current instruction writes the whole flags' taint first.
+    let mut overwritten = false;
+    for ins in insns.iter().rev() {
+        if ins.is_invalid() || ins.flow_control() != FlowControl::Next || is_string(ins) || is_skipped(ins) {
+            overwritten = false;
+            continue;
+        }
+        let o = operands(ins, factory.info(ins));
+        if o.writes_flags && overwritten {
+            dead.insert(ins.ip());
+        }
+        let writes_all = o.writes_flags && !o.partial_flags && matches!(class_of(ins, &o), Class::Compute | Class::Zero);
+        if o.reads_flags || o.partial_flags || (o.writes_flags && !writes_all) {
+            overwritten = false;
+        } else if writes_all {
+            overwritten = true;
+        }
+    }
+    dead
+}
+
+/// The instructions of `insns` (by address) whose flags' taint a conditional branch right
+/// after reads: a computation writing the flags, then a `jcc` (see `flags_register`).
+pub(crate) fn flags_for_branch(insns: &[Instruction]) -> HashSet<u64> {
+    insns
+        .windows(2)
+        .filter(|w| w[0].rflags_modified() & STATUS_FLAGS != 0 && w[0].next_ip() == w[1].ip() && w[1].is_jcc_short_or_near())
+        .map(|w| w[0].ip())
+        .collect()
 }
 
 /// A register's bit in `dead_origins`.

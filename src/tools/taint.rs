@@ -18,7 +18,7 @@ use crate::shadow::memory::ShadowMemory;
 use crate::shadow::propagate::Propagation;
 use crate::shadow::{self, fast, origin, slot};
 use rtgrind_jit::iced_x86::{FlowControl, OpAccess, OpKind, Register};
-use rtgrind_jit::instrument::code_asm::{qword_ptr, rcx, rdx, rsi, AsmRegister64};
+use rtgrind_jit::instrument::code_asm::{qword_ptr, rcx, rdx, rsi, AsmMemoryOperand, AsmRegister64};
 use rtgrind_jit::instrument::{tool_area, BlockCode, Inline, InsnSite, Tool, Version};
 use rtgrind_jit::ThreadContext;
 use std::collections::{BTreeMap, HashSet};
@@ -179,6 +179,9 @@ impl Taint {
     /// Code that records (kind, pc) through a call-out when `flag` (a tool-area slot, or a
     /// register's shadow) is non-zero.
     fn check(&mut self, b: &mut Inline, slots: &[usize], kind: Kind, pc: u64) {
+        if kind == Kind::Branch && !self.first_event_calls_out(kind) {
+            return self.count_branch(b, pc);
+        }
         if b.flags_live() {
             return self.check_flag_free(b, slots, kind, pc);
         }
@@ -222,12 +225,54 @@ impl Taint {
         a.zero_bytes().unwrap();
     }
 
+    /// Whether a site's first event calls out: only a branch's with origins, to record the
+    /// origin of its flags then. Other sites are found in their counters at the end (`fini`).
+    fn first_event_calls_out(&self, kind: Kind) -> bool {
+        kind == Kind::Branch && self.origins.is_some()
+    }
+
+    /// A conditional branch's check without origins: its counter goes up by the flags' taint
+    /// (0 or 1, see `Propagation::write_flags`) with `mov`, `lea`, `mov`: no branch, no
+    /// call-out, the guest's flags untouched. The taint comes in the register the flags'
+    /// writer kept it in where that is the instruction just before, else from its slot.
+    fn count_branch(&mut self, b: &mut Inline, pc: u64) {
+        let counter = self.counters.slot(Kind::Branch, pc);
+        let x = match self.prop.flags_register(b, pc) {
+            Some(x) => x,
+            None => {
+                let t = b.scratch();
+                b.asm().mov(t, qword_ptr(tool_area(slot::FLAGS)).gs()).unwrap();
+                t
+            }
+        };
+        let v = b.scratch();
+        let at = counter_operand(b, counter);
+        let a = b.asm();
+        a.mov(v, at).unwrap();
+        a.lea(v, qword_ptr(v + x)).unwrap();
+        a.mov(at, v).unwrap();
+    }
+
     /// A check's slow path: counts the site's event in its counter, inline, and the first
-    /// time records (kind, pc) and the flags' origin through a call-out (a call-out per event
-    /// made a tainted hot loop 60 times slower than native). Clobbers `t`, which is rcx when
-    /// `flags_live` (the sequence then leaves the flags alone).
+    /// time, if it must (`first_event_calls_out`), records (kind, pc) and the flags' origin
+    /// through a call-out (a call-out per event made a tainted hot loop 60 times slower than
+    /// native). Clobbers `t`, which is rcx when `flags_live` (the sequence then leaves the
+    /// flags alone).
     fn record_site(&mut self, b: &mut Inline, t: AsmRegister64, kind: Kind, pc: u64, flags_live: bool) {
         let counter = self.counters.slot(kind, pc);
+        if !self.first_event_calls_out(kind) {
+            // rcx (`flags_live`) counts with `lea`; no other register is needed.
+            let at = counter_operand(b, counter);
+            let a = b.asm();
+            if flags_live {
+                a.mov(t, at).unwrap();
+                a.lea(t, qword_ptr(t + 1)).unwrap();
+                a.mov(at, t).unwrap();
+            } else {
+                a.add(at, 1).unwrap();
+            }
+            return;
+        }
         let a = b.asm();
         let (mut first, mut done) = (a.create_label(), a.create_label());
         if flags_live {
@@ -288,10 +333,12 @@ extern "C" fn record(ctx: *mut ThreadContext, arg: u64) {
 }
 
 /// The event counters of the checked sites, one a (kind, pc), given at translation time; the
-/// translated code counts in them inline. (Pages: a counter's address never changes.)
+/// translated code counts in them inline. (Pages: a counter's address never changes. They are
+/// below 2 GiB where the system gives room there, so code names a counter by a 32-bit
+/// displacement, without a register to point at it: see `counter_operand`.)
 #[derive(Default)]
 struct Counters {
-    pages: Vec<Box<[u64; 512]>>,
+    pages: Vec<&'static mut [u64; 512]>,
     by_site: std::collections::HashMap<(Kind, u64), usize>,
 }
 
@@ -301,20 +348,45 @@ impl Counters {
         let n = self.by_site.len();
         let i = *self.by_site.entry((kind, pc)).or_insert(n);
         if i / 512 == self.pages.len() {
-            self.pages.push(Box::new([0; 512]));
+            self.pages.push(counter_page());
         }
         &mut self.pages[i / 512][i % 512] as *mut u64 as u64
     }
 
-    /// Puts each site's count into its finding.
+    /// Puts each site's count into its finding; a site seen without a call-out (see
+    /// `Taint::first_event_calls_out`) becomes one here.
     fn count_into(&self, findings: &mut Findings) {
         for (&(kind, pc), &i) in &self.by_site {
             let n = self.pages[i / 512][i % 512];
-            if let Some(e) = findings.0.get_mut(&(kind, pc, String::new())) {
-                e.0 = n;
+            if n > 0 {
+                findings.0.entry((kind, pc, String::new())).or_insert((0, 0)).0 = n;
             }
         }
     }
+}
+
+/// A zeroed page of counters, below 2 GiB if there is room (else anywhere). Never freed:
+/// translated code holds the counters' addresses until the process ends.
+fn counter_page() -> &'static mut [u64; 512] {
+    let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_32BIT;
+    // SAFETY: a fresh anonymous mapping of one page, never unmapped.
+    let p = unsafe { libc::mmap(std::ptr::null_mut(), 4096, libc::PROT_READ | libc::PROT_WRITE, flags, -1, 0) };
+    if p == libc::MAP_FAILED {
+        return Box::leak(Box::new([0; 512]));
+    }
+    // SAFETY: the page is 4 KiB, aligned, zeroed and owned by nothing else.
+    unsafe { &mut *(p as *mut [u64; 512]) }
+}
+
+/// The memory operand of the counter at `counter`: a 32-bit displacement where it is below
+/// 2 GiB (`counter_page`), else through a lent register.
+fn counter_operand(b: &mut Inline, counter: u64) -> AsmMemoryOperand {
+    if counter < 1 << 31 {
+        return qword_ptr(counter);
+    }
+    let p = b.scratch();
+    b.asm().mov(p, counter).unwrap();
+    qword_ptr(p)
 }
 
 impl Tool for Taint {
@@ -324,6 +396,11 @@ impl Tool for Taint {
         }
         if self.fast {
             self.block_use = fast::block_use(code);
+        }
+        self.prop.dead_flags = crate::shadow::propagate::dead_flags(code.insns);
+        if self.origins.is_none() {
+            // (With origins a branch's first event calls out, on the slot's value.)
+            self.prop.flags_for_branch = crate::shadow::propagate::flags_for_branch(code.insns);
         }
         self.fast
     }
