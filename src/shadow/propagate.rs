@@ -698,18 +698,20 @@ impl Propagation {
             b.asm().or(r.acc, r.m).unwrap();
             return;
         }
-        effective_address(b, r.a, m, r.t);
-        shadow_address(b, r, self.taint_table);
+        // The shadow at the address plus its delta (no `lea` of the shadow address), or-ed into
+        // the accumulator a qword at a time.
+        let addr = address_in(b, m, r.a, r.t);
+        shadow_delta_of(b, addr, r.u, self.taint_table);
         let a = b.asm();
         match size {
-            1 => a.movzx(r32(r.m), byte_ptr(r.t)).unwrap(),
-            2 => a.movzx(r32(r.m), word_ptr(r.t)).unwrap(),
-            4 => a.mov(r32(r.m), dword_ptr(r.t)).unwrap(),
+            1 => a.movzx(r32(r.m), byte_ptr(addr + r.u)).unwrap(),
+            2 => a.movzx(r32(r.m), word_ptr(addr + r.u)).unwrap(),
+            4 => a.mov(r32(r.m), dword_ptr(addr + r.u)).unwrap(),
             _ => {
-                a.mov(r.m, qword_ptr(r.t)).unwrap();
-                for k in 1..size / 8 {
-                    a.or(r.m, qword_ptr(r.t + (8 * k) as i32)).unwrap();
+                for k in 0..size / 8 {
+                    a.or(r.acc, qword_ptr(addr + r.u + (8 * k) as i32)).unwrap();
                 }
+                return;
             }
         }
         a.or(r.acc, r.m).unwrap();

@@ -189,9 +189,13 @@ impl Taint {
         let t = b.scratch();
         let a = b.asm();
         let mut skip = a.create_label();
-        a.xor(t, t).unwrap();
-        for &s in slots {
-            a.or(t, qword_ptr(tool_area(s)).gs()).unwrap();
+        for (i, &s) in slots.iter().enumerate() {
+            let slot = qword_ptr(tool_area(s)).gs();
+            if i == 0 {
+                a.mov(t, slot).unwrap();
+            } else {
+                a.or(t, slot).unwrap();
+            }
         }
         a.test(t, t).unwrap();
         a.jz(skip).unwrap();
