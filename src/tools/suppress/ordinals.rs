@@ -111,8 +111,8 @@ const SEGMENTS: usize = 1 << 19;
 /// A thread's table is one row per word of the records (the counts, then ring slot 0, 1, ...),
 /// each row a word per segment: a segment entered a few times touches a few words of rows
 /// that its neighbours (segments translated about when it was) touch too. A record of its own
-/// (2 KiB) cost most segments a page of their own, zeroed at its first entry: a quarter of a
-/// traced `python3 -c pass` (35,000 segments) was those page faults.
+/// (2 KiB) cost most segments a page of their own, zeroed at its first entry: about a tenth of
+/// a traced `python3 -c pass` (35,000 segments) was those page faults.
 const ROW: usize = 1 << 24;
 const _: () = assert!(SEGMENTS * 8 <= ROW);
 // A count is kept in units of ROW, so its low 32 bits are its ring slot's row offset.
