@@ -199,17 +199,33 @@ impl Segments {
 
 /// A thread's table of segment records (address space reserved, pages touched as entered),
 /// far from the guest's code and libraries: the code cache must find room within reach of them.
+/// A table uses a quarter of each row (SEGMENTS words of ROW bytes): four threads' tables share
+/// one reservation, interleaved, so the address space per thread stays 1 GiB as before the rows.
 pub fn init_rings(ctx: &mut ThreadContext) -> std::io::Result<u64> {
+    const PER_RESERVATION: usize = ROW / (SEGMENTS * 8);
+    // (The current reservation, and how many tables it gave out.)
+    static SHARED: std::sync::Mutex<(u64, usize)> = std::sync::Mutex::new((0, PER_RESERVATION));
+    let mut shared = SHARED.lock().unwrap_or_else(|e| e.into_inner());
+    if shared.1 == PER_RESERVATION {
+        *shared = (reserve_rows()?, 0);
+    }
+    let table = shared.0 + (shared.1 * SEGMENTS * 8) as u64;
+    shared.1 += 1;
+    *crate::shadow::word(ctx, area::RINGS) = table;
+    Ok(table)
+}
+
+/// Address space for RECORD_WORDS rows (`init_rings`).
+fn reserve_rows() -> std::io::Result<u64> {
     let bytes = RECORD_WORDS * ROW;
     let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED_NOREPLACE;
     // From 112 TiB up (the shadow's slices end below, libraries and stacks start above).
     for i in 0..4096u64 {
         let at = (0x70u64 << 40) + i * (bytes as u64).next_multiple_of(1 << 30);
         // SAFETY: a fresh anonymous private mapping (MAP_FIXED_NOREPLACE never replaces one);
-        // it lives as long as the process (the thread's context points to it).
+        // it lives as long as the process (threads' contexts point into it).
         let p = unsafe { libc::mmap(at as *mut libc::c_void, bytes, libc::PROT_READ | libc::PROT_WRITE, flags, -1, 0) };
         if p != libc::MAP_FAILED {
-            *crate::shadow::word(ctx, area::RINGS) = p as u64;
             return Ok(p as u64);
         }
     }
