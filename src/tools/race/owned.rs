@@ -19,7 +19,7 @@
 //! access to the granule (its cache word rewritten or emptied), a release there by another
 //! path (a futex wake, an atomic store, an exit) and a `free` of it empty it.
 
-use rtgrind_jit::instrument::code_asm::{qword_ptr, AsmRegister64, CodeLabel};
+use rtgrind_jit::instrument::code_asm::{qword_ptr, AsmRegister64, CodeAssembler, CodeLabel};
 use rtgrind_jit::instrument::{tool_area, Inline};
 
 /// A marker's flag (a tid of 32768 or more: none is).
@@ -72,13 +72,7 @@ pub fn emit(
     let epoch = tool_area(layout.epoch_word);
     let a = b.asm();
     let mut take = a.create_label();
-    // u = the granule's record (as the same-epoch cache's check finds it).
-    a.mov(u, t).unwrap();
-    a.shr(u, crate::shadow::memory::SLICE_BITS).unwrap();
-    a.and(u, 0xff).unwrap();
-    a.mov(u, qword_ptr(u * 8 + layout.table)).unwrap();
-    a.lea(u, qword_ptr(u + t * 4)).unwrap();
-    a.and(u, -32).unwrap();
+    record_address(a, t, u, layout.table);
     // w = this access's marker at the thread's epoch.
     a.mov(w, t).unwrap();
     a.and(w, 7).unwrap();
@@ -104,6 +98,18 @@ pub fn emit(
     a.add(qword_ptr(epoch).gs(), 1).unwrap();
     a.add(qword_ptr(u + 8 * layout.user_word), 1).unwrap();
     a.jmp(done).unwrap();
+}
+
+/// u = the record of the granule of the address in `t`: the address times the record's words
+/// plus its slice's delta from the table at `table` (records are aligned).
+pub fn record_address(a: &mut CodeAssembler, t: AsmRegister64, u: AsmRegister64, table: i32) {
+    const _: () = assert!(crate::shadow::records::WORDS == 4);
+    a.mov(u, t).unwrap();
+    a.shr(u, crate::shadow::memory::SLICE_BITS).unwrap();
+    a.and(u, 0xff).unwrap();
+    a.mov(u, qword_ptr(u * 8 + table)).unwrap();
+    a.lea(u, qword_ptr(u + t * 4)).unwrap();
+    a.and(u, -32).unwrap();
 }
 
 #[cfg(test)]

@@ -24,7 +24,7 @@ use crate::report::Reporter;
 use crate::tools::heap::{self, Heap, Hook};
 use crate::tools::{Error, ToolRun};
 use rtgrind_jit::iced_x86::{Mnemonic, OpAccess, Register, UsedMemory};
-use rtgrind_jit::instrument::code_asm::{qword_ptr, AsmRegister64, CodeLabel};
+use rtgrind_jit::instrument::code_asm::{qword_ptr, AsmRegister64, CodeAssembler, CodeLabel};
 use rtgrind_jit::instrument::{tool_area, Callout, Inline, InsnSite, Tool};
 use rtgrind_jit::ThreadContext;
 use std::collections::HashSet;
@@ -240,6 +240,16 @@ impl State {
         let (word, bit) = filter_bit(addr);
         self.filter[word] & bit != 0
     }
+}
+
+/// v = the cache word of the record `offset` bytes past the one at `u`; on to `slow` unless it
+/// is of this thread's epoch (the tool-area word `epoch`). `w` is clobbered.
+fn word_of_this_epoch(a: &mut CodeAssembler, (u, v, w): (AsmRegister64, AsmRegister64, AsmRegister64), offset: i32, epoch: u64, slow: CodeLabel) {
+    a.mov(v, qword_ptr(u + (offset + 8 * hb::USER_WORD as i32))).unwrap();
+    a.mov(w, v).unwrap();
+    a.shr(w, 16).unwrap();
+    a.cmp(w, qword_ptr(epoch).gs()).unwrap();
+    a.jne(slow).unwrap();
 }
 
 /// The filter's word and bit for the (hashed) granule of `addr`.
@@ -869,7 +879,7 @@ impl RaceRun {
         let (epoch, address) = (tool_area(self.state.epoch_word), tool_area(self.state.addr_word));
         let a = b.asm();
         let (mut slow, mut done) = (a.create_label(), a.create_label());
-        let whole = size > 8 && size <= MAX_CACHED && size % 8 == 0;
+        let whole = size > 8 && size <= MAX_CACHED && size.is_multiple_of(8);
         if whole {
             // Aligned, and within one slice of records (the granules' records side by side).
             a.test(t, 7).unwrap();
@@ -879,24 +889,12 @@ impl RaceRun {
             a.shr(v, crate::shadow::memory::SLICE_BITS).unwrap();
             a.jne(slow).unwrap();
         }
-        // u = the granule's record: its address times the record's words plus its slice's
-        // delta (records are aligned).
-        const _: () = assert!(crate::shadow::records::WORDS == 4);
-        a.mov(u, t).unwrap();
-        a.shr(u, crate::shadow::memory::SLICE_BITS).unwrap();
-        a.and(u, 0xff).unwrap();
-        a.mov(u, qword_ptr(u * 8 + table)).unwrap();
-        a.lea(u, qword_ptr(u + t * 4)).unwrap();
-        a.and(u, -32).unwrap();
+        owned::record_address(a, t, u, table);
         if whole {
             // Each granule's word: this thread's epoch, and every byte covered (written ones
             // for a write, either for a read).
             for k in 0..(size / 8) as i32 {
-                a.mov(v, qword_ptr(u + (32 * k + 8 * hb::USER_WORD as i32))).unwrap();
-                a.mov(w, v).unwrap();
-                a.shr(w, 16).unwrap();
-                a.cmp(w, qword_ptr(epoch).gs()).unwrap();
-                a.jne(slow).unwrap();
+                word_of_this_epoch(a, (u, v, w), 32 * k, epoch, slow);
                 a.mov(w, v).unwrap();
                 a.shr(w, 8).unwrap();
                 if !write {
@@ -907,13 +905,11 @@ impl RaceRun {
                 a.jne(slow).unwrap();
             }
             a.jmp(done).unwrap();
+        } else if size > 8 {
+            // (Wider ones of other sizes, an x87 `tbyte`: the call-outs.)
+            a.jmp(slow).unwrap();
         } else {
-            a.mov(v, qword_ptr(u + 8 * hb::USER_WORD as i32)).unwrap();
-            // This thread's epoch?
-            a.mov(w, v).unwrap();
-            a.shr(w, 16).unwrap();
-            a.cmp(w, qword_ptr(epoch).gs()).unwrap();
-            a.jne(slow).unwrap();
+            word_of_this_epoch(a, (u, v, w), 0, epoch, slow);
             // w = the access's bytes in the granule (past bit 7 if it runs into the next one).
             a.mov(u, t).unwrap();
             a.and(u, 7).unwrap();
