@@ -1,4 +1,5 @@
-//! Reports and symbols (issue 26): source lines read in-process (no binutils at run time,
+//! Reports and symbols (issue 26): source lines read in-process (no binutils needed at run
+//! time; `objcopy`, where there, inflates a compressed debug file once into a cache;
 //! inlined functions said with the function they were inlined into, C++ names demangled, DWARF
 //! in a separate debug file found through `.gnu_debuglink` or (glibc's, from `libc6-dbg`) by
 //! build ID, a corrupt line table costing its lines only, DWARF 4 and 5 and compressed debug
@@ -449,4 +450,37 @@ fn a_rust_function_is_demangled() {
     assert!(mangled.starts_with("_ZN") || mangled.starts_with("_R"), "{mangled}");
     let out = rtgrind_raw(["symbolize", "-e", &exe.display().to_string(), &format!("0x{address}")]);
     assert_eq!(out.stdout_str().trim(), "rust_names.rs:2 (rust_names::boom)", "{}", out.describe());
+}
+
+/// glibc's DWARF (`libc6-dbg`) is compressed: it is inflated once, with binutils' `objcopy`,
+/// into rtgrind's cache directory (`$XDG_CACHE_HOME/rtgrind/dwarf`) and read from there by
+/// every later process; the lines are the same made, read from the cache, and without
+/// `objcopy` (nothing cached: the sections are inflated in-process, as before).
+#[test]
+fn a_compressed_debug_file_is_inflated_once_into_a_cache() {
+    let libc = std::fs::canonicalize("/lib/x86_64-linux-gnu/libc.so.6").unwrap();
+    let out = std::process::Command::new("nm").args(["-D", "-P"]).arg(&libc).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let qsort = text.lines().find(|l| l.starts_with("qsort@@")).unwrap_or_else(|| panic!("no qsort in {text}"));
+    let addr = format!("0x{}", qsort.split_whitespace().nth(2).unwrap());
+    let symbolize = |cache: &Path, path: &str| {
+        let mut c = std::process::Command::new(crate::common::rtgrind_bin());
+        c.args(["symbolize", "-e"]).arg(&libc).arg(&addr).env("XDG_CACHE_HOME", cache).env("PATH", path);
+        let out = c.output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let cached = |cache: &Path| std::fs::read_dir(cache.join("rtgrind/dwarf")).map_or(Vec::new(), |d| d.flatten().map(|e| e.path()).collect::<Vec<_>>());
+    let cache = scratch_dir("symbols-dwarf-cache");
+    let made = symbolize(&cache, &std::env::var("PATH").unwrap());
+    assert!(made.starts_with("msort.c:") && made.contains("qsort"), "{made}");
+    let copies = cached(&cache);
+    assert_eq!(copies.len(), 1, "{copies:?}");
+    let sections = readelf(&["-S", "-W"], &copies[0]);
+    let info = sections.lines().find(|l| l.contains(" .debug_info ")).unwrap_or_else(|| panic!("{sections}"));
+    assert!(!info.split_whitespace().any(|flag| flag == "C"), "still compressed: {info}");
+    assert_eq!(symbolize(&cache, "/nonexistent"), made, "read from the cache");
+    let none = scratch_dir("symbols-dwarf-no-cache");
+    assert_eq!(symbolize(&none, "/nonexistent"), made, "without objcopy");
+    assert!(cached(&none).is_empty(), "{:?}", cached(&none));
 }

@@ -60,10 +60,64 @@ fn loader(path: &Path) -> Option<Rc<addr2line::Loader>> {
             .entry(path.to_path_buf())
             .or_insert_with(|| {
                 let file = debug_file(path)?;
+                let file = decompressed(&file).unwrap_or(file);
                 addr2line::Loader::new(file).ok().map(Rc::new)
             })
             .clone()
     })
+}
+
+/// A copy of the debug file `file` whose compressed DWARF sections (`SHF_COMPRESSED`, as
+/// Debian's `-dbg` and `-dbgsym` packages ship them) are decompressed, made once by binutils'
+/// `objcopy --decompress-debug-sections` into rtgrind's cache directory
+/// (`$XDG_CACHE_HOME/rtgrind/dwarf`, else `~/.cache/rtgrind/dwarf`), as debuginfod keeps its
+/// downloads. Every later process maps it instead of inflating the sections again: a search's
+/// runs that crash in libc each spent about 25 ms in zlib on libc6-dbg's 10 MB of DWARF.
+/// None (the file is read as it is) where it has no compressed section, or the copy cannot
+/// be made.
+fn decompressed(file: &Path) -> Option<PathBuf> {
+    use sha2::{Digest, Sha256};
+    use std::os::unix::fs::MetadataExt;
+    let real = std::fs::canonicalize(file).ok()?;
+    let meta = std::fs::metadata(&real).ok()?;
+    let key = format!("{}\0{}\0{}.{}", real.display(), meta.len(), meta.mtime(), meta.mtime_nsec());
+    let name: String = Sha256::digest(key.as_bytes()).iter().take(16).map(|b| format!("{b:02x}")).collect();
+    let home = std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache"));
+    let dir = std::env::var_os("XDG_CACHE_HOME").map(PathBuf::from).filter(|d| d.is_absolute()).or(home)?.join("rtgrind/dwarf");
+    let copy = dir.join(format!("{name}.debug"));
+    if copy.is_file() {
+        return Some(copy);
+    }
+    let bytes = std::fs::read(&real).ok()?;
+    let elf = goblin::elf::Elf::parse(&bytes).ok()?;
+    let compressed = elf.section_headers.iter().any(|s| {
+        s.sh_flags & goblin::elf::section_header::SHF_COMPRESSED as u64 != 0 && elf.shdr_strtab.get_at(s.sh_name).is_some_and(|n| n.starts_with(".debug_"))
+    });
+    // (A supplementary file named relative to the debug file would not be found from the copy.)
+    let relative_sup = elf
+        .section_headers
+        .iter()
+        .any(|s| elf.shdr_strtab.get_at(s.sh_name) == Some(".gnu_debugaltlink") && bytes.get(s.sh_offset as usize).is_some_and(|&c| c != b'/'));
+    if !compressed || relative_sup {
+        return None;
+    }
+    std::fs::create_dir_all(&dir).ok()?;
+    // Made beside it and renamed into place: runs of a search may make it at the same time.
+    let partial = dir.join(format!("{name}.{}.partial", std::process::id()));
+    let made = std::process::Command::new("objcopy")
+        .arg("--decompress-debug-sections")
+        .arg(&real)
+        .arg(&partial)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !made || std::fs::rename(&partial, &copy).is_err() {
+        let _ = std::fs::remove_file(&partial);
+        return None;
+    }
+    Some(copy)
 }
 
 /// The file holding the DWARF of the module at `path`: itself, or its separate debug file.
