@@ -657,29 +657,32 @@ impl Propagation {
     /// `r.m = mask of the size bytes at the access m` (bit i = byte i tainted).
     fn load_mask(&self, b: &mut Inline, r: Regs, m: &UsedMemory) {
         let size = m.memory_size().size();
-        effective_address(b, r.a, m, r.t);
         if !inline_size(size) {
+            effective_address(b, r.a, m, r.t);
             out_of_line(b, r, size, None, load_slow, self.arg());
             b.asm().mov(r.m, ta(slot::TMP_MASK)).unwrap();
             return;
         }
-        shadow_address(b, r, self.taint_table);
+        // The shadow at the address plus its delta.
+        let addr = address_in(b, m, r.a, r.t);
+        shadow_delta_of(b, addr, r.t, self.taint_table);
+        let at = |k: usize| addr + r.t + (8 * k) as i32;
         let a = b.asm();
         match size {
-            1 => a.movzx(r32(r.m), byte_ptr(r.t)).unwrap(),
+            1 => a.movzx(r32(r.m), byte_ptr(at(0))).unwrap(),
             2 => {
-                a.movzx(r32(r.m), word_ptr(r.t)).unwrap();
+                a.movzx(r32(r.m), word_ptr(at(0))).unwrap();
                 a.pext(r32(r.m), r32(r.m), dword_ptr(tool_area(slot::K01)).gs()).unwrap();
             }
             4 => {
-                a.mov(r32(r.m), dword_ptr(r.t)).unwrap();
+                a.mov(r32(r.m), dword_ptr(at(0))).unwrap();
                 a.pext(r32(r.m), r32(r.m), dword_ptr(tool_area(slot::K01)).gs()).unwrap();
             }
             _ => {
-                a.mov(r.m, qword_ptr(r.t)).unwrap();
+                a.mov(r.m, qword_ptr(at(0))).unwrap();
                 a.pext(r.m, r.m, ta(slot::K01)).unwrap();
                 for k in 1..size / 8 {
-                    a.mov(r.v, qword_ptr(r.t + (8 * k) as i32)).unwrap();
+                    a.mov(r.v, qword_ptr(at(k))).unwrap();
                     a.pext(r.v, r.v, ta(slot::K01)).unwrap();
                     a.shl(r.v, (8 * k) as u32).unwrap();
                     a.or(r.m, r.v).unwrap();
@@ -720,32 +723,35 @@ impl Propagation {
     /// Stores mask `val` as the shadow of the access m.
     fn store_mask(&self, b: &mut Inline, r: Regs, m: &UsedMemory, val: AsmRegister64) {
         let size = m.memory_size().size();
-        effective_address(b, r.a, m, r.t);
         if !inline_size(size) {
+            effective_address(b, r.a, m, r.t);
             out_of_line(b, r, size, Some(val), store_slow, self.arg());
             return;
         }
-        shadow_address(b, r, self.taint_table);
+        // The shadow at the address plus its delta.
+        let addr = address_in(b, m, r.a, r.t);
+        shadow_delta_of(b, addr, r.t, self.taint_table);
+        let at = |k: usize| addr + r.t + (8 * k) as i32;
         if self.summary != 0 {
             // The chunk of the first byte and the next one (the last byte's), whatever the
             // mask: marking costs less than testing it.
             let a = b.asm();
-            a.pext(r.u, r.a, ta(slot::SUMMARY_SEL)).unwrap();
+            a.pext(r.u, addr, ta(slot::SUMMARY_SEL)).unwrap();
             a.mov(word_ptr(r.u + self.summary as i32), 0x0101).unwrap();
         }
         let a = b.asm();
         match size {
             1 => {
                 a.pdep(r.v, val, ta(slot::K01)).unwrap();
-                a.mov(byte_ptr(r.t), r8(r.v)).unwrap();
+                a.mov(byte_ptr(at(0)), r8(r.v)).unwrap();
             }
             2 => {
                 a.pdep(r.v, val, ta(slot::K01)).unwrap();
-                a.mov(word_ptr(r.t), r16(r.v)).unwrap();
+                a.mov(word_ptr(at(0)), r16(r.v)).unwrap();
             }
             4 => {
                 a.pdep(r.v, val, ta(slot::K01)).unwrap();
-                a.mov(dword_ptr(r.t), r32(r.v)).unwrap();
+                a.mov(dword_ptr(at(0)), r32(r.v)).unwrap();
             }
             _ => {
                 for k in 0..size / 8 {
@@ -754,7 +760,7 @@ impl Propagation {
                         a.shr(r.v, (8 * k) as u32).unwrap();
                     }
                     a.pdep(r.v, r.v, ta(slot::K01)).unwrap();
-                    a.mov(qword_ptr(r.t + (8 * k) as i32), r.v).unwrap();
+                    a.mov(qword_ptr(at(k)), r.v).unwrap();
                 }
             }
         }
