@@ -269,6 +269,7 @@ pub fn full_start(b: &mut Inline, u: &BlockUse, aligned_stack: bool) {
         block.push(slot::FLAGS);
     }
     let acc = b.scratch();
+    let other = b.scratch();
     let a = b.asm();
     let (mut done, mut others) = (a.create_label(), a.create_label());
     // Every path to `done` leaves ZF set if and only if the fast version may run.
@@ -276,10 +277,14 @@ pub fn full_start(b: &mut Inline, u: &BlockUse, aligned_stack: bool) {
         a.test(spl, 7).unwrap();
         a.jnz(done).unwrap();
     }
+    // The block's slots or-ed into two registers by turns, then together: half the chain of
+    // dependent `or`s (in a tainted loop this runs at every entry into the block).
     a.xor(acc, acc).unwrap();
-    for &s in &block {
-        a.or(acc, q(s)).unwrap();
+    a.xor(other, other).unwrap();
+    for (i, &s) in block.iter().enumerate() {
+        a.or(if i % 2 == 0 { acc } else { other }, q(s)).unwrap();
     }
+    a.or(acc, other).unwrap();
     a.jnz(done).unwrap();
     for s in all_shadow_slots() {
         a.or(acc, q(s)).unwrap();
