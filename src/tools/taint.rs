@@ -17,7 +17,7 @@ use crate::report::Reporter;
 use crate::shadow::memory::ShadowMemory;
 use crate::shadow::propagate::Propagation;
 use crate::shadow::{self, fast, origin, slot};
-use rtgrind_jit::iced_x86::{FlowControl, OpAccess, OpKind, Register};
+use rtgrind_jit::iced_x86::{FlowControl, Instruction, OpAccess, OpKind, Register};
 use rtgrind_jit::instrument::code_asm::{qword_ptr, rcx, rdx, rsi, AsmMemoryOperand, AsmRegister64};
 use rtgrind_jit::instrument::{tool_area, BlockCode, Inline, InsnSite, Tool, Version};
 use rtgrind_jit::ThreadContext;
@@ -119,6 +119,11 @@ pub struct Taint {
     fast: bool,
     /// What the block being translated uses (for its fast version's start).
     block_use: fast::BlockUse,
+    /// The straight-line code of the block being translated, for the flags' plan of its full
+    /// version (`flags_plan`), made only if one is translated: most blocks have only their
+    /// fast version.
+    block_insns: Vec<Instruction>,
+    planned: bool,
     /// The fast version being translated.
     fast_block: fast::FastBlock,
 }
@@ -141,6 +146,8 @@ impl Taint {
             fast: fast::enabled(),
             block_use: Default::default(),
             fast_block: fast::FastBlock::new(0, 0, false, &Default::default()),
+            block_insns: Vec::new(),
+            planned: false,
         })
     }
 
@@ -174,6 +181,18 @@ impl Taint {
         // SAFETY: the shadow memory lives as long as the tool; tool hooks run on the thread
         // holding the baton while no translated code (hence no call-out) runs.
         unsafe { &mut *self.shadow }
+    }
+
+    /// Which flags' writes of the block are dead and which keep the flags' taint for the branch
+    /// after them (`propagate::dead_flags`, `flags_for_branch`).
+    fn flags_plan(&mut self) {
+        self.prop.dead_flags = crate::shadow::propagate::dead_flags(&self.block_insns);
+        self.prop.flags_for_branch.clear();
+        if self.origins.is_none() {
+            // (With origins a branch's first event calls out, on the slot's value.)
+            self.prop.flags_for_branch = crate::shadow::propagate::flags_for_branch(&self.block_insns);
+        }
+        self.planned = true;
     }
 
     /// Code that records (kind, pc) through a call-out when `flag` (a tool-area slot, or a
@@ -401,11 +420,9 @@ impl Tool for Taint {
         if self.fast {
             self.block_use = fast::block_use(code);
         }
-        self.prop.dead_flags = crate::shadow::propagate::dead_flags(code.insns);
-        if self.origins.is_none() {
-            // (With origins a branch's first event calls out, on the slot's value.)
-            self.prop.flags_for_branch = crate::shadow::propagate::flags_for_branch(code.insns);
-        }
+        self.block_insns.clear();
+        self.block_insns.extend_from_slice(code.insns);
+        self.planned = false;
         self.fast
     }
 
@@ -418,6 +435,9 @@ impl Tool for Taint {
     }
 
     fn before_insn(&mut self, site: &InsnSite, b: &mut Inline) {
+        if b.version() != Version::Fast && !self.planned {
+            self.flags_plan();
+        }
         if b.version() == Version::Fast {
             // Clean data, checked; origins propagate as in the full version, except the flags':
             // the flags are clean here, and only a branch report reads their origin, of tainted
