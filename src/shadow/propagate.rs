@@ -302,6 +302,20 @@ fn flag_free_operands(o: &Operands) -> bool {
         && !o.writes_flags
 }
 
+/// `dst` = the or of the shadows of registers `regs` (whole registers), with ZF set if all are
+/// clean.
+fn any_tainted(a: &mut CodeAssembler, dst: AsmRegister64, regs: &[Reg]) {
+    a.xor(r32(dst), r32(dst)).unwrap();
+    for &d in regs {
+        let slot = match d.part {
+            Part::Vec { .. } => vec_slot(d.n),
+            _ => gpr_slot(d.n),
+        };
+        a.or(dst, ta(slot)).unwrap();
+    }
+    a.test(dst, dst).unwrap();
+}
+
 /// Sizes the inline paths handle; others go out of line.
 fn inline_size(n: usize) -> bool {
     matches!(n, 1 | 2 | 4 | 8 | 16 | 32)
@@ -1050,15 +1064,7 @@ impl Propagation {
         let a = b.asm();
         a.jmp(done).unwrap();
         a.set_label(&mut clean).unwrap();
-        a.xor(r32(r.m), r32(r.m)).unwrap();
-        for &d in dsts {
-            let slot = match d.part {
-                Part::Vec { .. } => vec_slot(d.n),
-                _ => gpr_slot(d.n),
-            };
-            a.or(r.m, ta(slot)).unwrap();
-        }
-        a.test(r.m, r.m).unwrap();
+        any_tainted(a, r.m, dsts);
         a.jz(done).unwrap();
         a.xor(r32(r.m), r32(r.m)).unwrap();
         for &d in dsts {
@@ -1108,15 +1114,7 @@ impl Propagation {
         let (mut work, done) = (a.create_label(), a.create_label());
         a.test(r.acc, r.acc).unwrap();
         a.jnz(work).unwrap();
-        a.xor(r32(r.m), r32(r.m)).unwrap();
-        for &d in &o.dst_regs {
-            let slot = match d.part {
-                Part::Vec { .. } => vec_slot(d.n),
-                _ => gpr_slot(d.n),
-            };
-            a.or(r.m, ta(slot)).unwrap();
-        }
-        a.test(r.m, r.m).unwrap();
+        any_tainted(a, r.m, &o.dst_regs);
         a.jz(done).unwrap();
         a.set_label(&mut work).unwrap();
         a.zero_bytes().unwrap();
