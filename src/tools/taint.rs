@@ -5,8 +5,9 @@
 //! named file, or the argument strings at start-up); every instruction propagates the bits
 //! inline (`shadow::propagate`). Before a conditional branch whose flags are tainted, an
 //! access whose address registers are, or an indirect jump whose target is, the site's counter
-//! is incremented inline and its first event calls out to record the site; syscall arguments
-//! are checked in the syscall hook. The report lists each
+//! is incremented inline (a branch's by its flags' taint, 0 or 1, with no test); with origins a
+//! branch's first event calls out to record its flags' origin, and every other site is found
+//! in its counter at the end; syscall arguments are checked in the syscall hook. The report lists each
 //! site once, with how often it was reached tainted, by source line where debug info exists.
 
 use super::{ToolRun, REQ_GET_ORIGIN, REQ_GET_TAINT, REQ_TAINT, REQ_UNTAINT};
