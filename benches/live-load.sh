@@ -27,15 +27,11 @@ set -u
 runs=${1:-3}
 part=${2:-all}
 root=$(cd "$(dirname "$0")/.." && pwd)
-rt=$root/target/release/rtgrind
-work=$(mktemp -d /tmp/rtgrind-live-load.XXXXXX)
-trap 'rm -rf "$work"' EXIT
-[ -x "$rt" ] || (cd "$root" && cargo build --release -q)
-command -v valgrind >/dev/null || { apt-get update -q && apt-get install -y -q valgrind; } >/dev/null
-py=/usr/bin/python3
-
 # shellcheck source=benches/timing.sh
 . "$root/benches/timing.sh"
+bench_setup live-load
+need valgrind valgrind
+py=/usr/bin/python3
 
 gcc -O2 -o "$work/gen_data" "$root/guest-programs/bench/gen_data.c"
 gcc -O2 -o "$work/compress" "$root/guest-programs/bench/compress.c"

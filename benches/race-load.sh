@@ -8,23 +8,13 @@
 set -u
 runs=${1:-5}
 root=$(cd "$(dirname "$0")/.." && pwd)
-rt=$root/target/release/rtgrind
-work=$(mktemp -d /tmp/rtgrind-race-load.XXXXXX)
-trap 'rm -rf "$work"' EXIT
-[ -x "$rt" ] || (cd "$root" && cargo build --release -q)
-command -v valgrind >/dev/null || { apt-get update -q && apt-get install -y -q valgrind; } >/dev/null
+# shellcheck source=benches/timing.sh
+. "$root/benches/timing.sh"
+bench_setup race-load
+need valgrind valgrind
 gcc -O2 -pthread -o "$work/threads" "$root/guest-programs/bench/threads.c"
 seq 1 200000 | shuf --random-source=<(yes) > "$work/lines"
 
-# Seconds one run of the command takes.
-secs() {
-    local s e
-    s=$(date +%s.%N)
-    "$@" > /dev/null 2>&1
-    e=$(date +%s.%N)
-    echo "$e - $s" | bc
-}
-median() { sort -n | awk '{a[NR]=$1} END {printf "%.2f", a[int((NR+1)/2)]}'; }
 
 columns=(native none race)
 [ -n "${OLD:-}" ] && columns+=(race-old)
@@ -52,10 +42,10 @@ row() { # name, program...
         done
     done
     local n line="| $name"
-    n=$(median < "$work/t.native")
+    n=$(median_of < "$work/t.native")
     for c in "${columns[@]}"; do
         local t
-        t=$(median < "$work/t.$c")
+        t=$(median_of < "$work/t.$c")
         line+=" | $(awk -v t="$t" -v n="$n" 'BEGIN { printf "%.2f s (%.1fx)", t, t / n }')"
     done
     echo "$line |"

@@ -11,30 +11,16 @@
 set -u
 runs=${1:-3}
 root=$(cd "$(dirname "$0")/.." && pwd)
-rt=$root/target/release/rtgrind
-work=$(mktemp -d /tmp/rtgrind-race-bench.XXXXXX)
-trap 'rm -rf "$work"' EXIT
-[ -x "$rt" ] || (cd "$root" && cargo build --release -q)
-command -v xz >/dev/null || { apt-get update -q && apt-get install -y -q xz-utils; } >/dev/null
-command -v valgrind >/dev/null || { apt-get update -q && apt-get install -y -q valgrind; } >/dev/null
+# shellcheck source=benches/timing.sh
+. "$root/benches/timing.sh"
+bench_setup race-bench
+need xz xz-utils
+need valgrind valgrind
 
 gcc -O2 -pthread -o "$work/threads" "$root/guest-programs/bench/threads.c"
 gcc -O2 -pthread -fsanitize=thread -o "$work/threads-tsan" "$root/guest-programs/bench/threads.c" 2>/dev/null || true
 seq 1 200000 | shuf --random-source=<(yes) > "$work/lines"
 head -c 4000000 /dev/urandom | base64 > "$work/xzin"
-
-# The median wall time (seconds) of `runs` runs of the command.
-median() {
-    local times=()
-    for _ in $(seq "$runs"); do
-        local s e
-        s=$(date +%s.%N)
-        "$@" > /dev/null 2>&1
-        e=$(date +%s.%N)
-        times+=("$(echo "$e - $s" | bc)")
-    done
-    printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END {printf "%.2f", a[int((NR+1)/2)]}'
-}
 
 cell() { # time, native
     awk -v t="$1" -v n="$2" 'BEGIN { if (t == "") print "-"; else printf "%.2f s (%.1fx)", t, t / n }'

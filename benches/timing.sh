@@ -5,12 +5,17 @@
 # the command, its output discarded.
 median() {
     for _ in $(seq "$runs"); do
-        local s e
-        s=$(date +%s.%N)
-        "$@" > /dev/null 2>&1
-        e=$(date +%s.%N)
-        echo "$e - $s" | bc
+        secs "$@"
     done | median_of
+}
+
+# The seconds one run of the command takes, its output discarded.
+secs() {
+    local s e
+    s=$(date +%s.%N)
+    "$@" > /dev/null 2>&1
+    e=$(date +%s.%N)
+    echo "$e - $s" | bc
 }
 
 # The median (`median_decimals` decimals, 2 unless set) of the numbers on stdin, one a line.
@@ -20,3 +25,18 @@ median_of() {
 
 # $1 / $2 with two decimals.
 ratio() { printf '%.2f' "$(echo "scale=3; $1 / $2" | bc)"; }
+
+# The common start of a bench script (after `root` is set and this file sourced): `rt`, the
+# rtgrind binary (built if missing), and `work`, a scratch directory named after the script
+# ($1) and removed at exit.
+bench_setup() {
+    rt=$root/target/release/rtgrind
+    work=$(mktemp -d "/tmp/rtgrind-$1.XXXXXX")
+    trap 'rm -rf "$work"' EXIT
+    [ -x "$rt" ] || (cd "$root" && cargo build --release -q)
+}
+
+# need COMMAND PACKAGE: installs the Debian package with apt-get if the command is missing.
+need() {
+    command -v "$1" >/dev/null || { apt-get update -q && apt-get install -y -q "$2"; } >/dev/null
+}
