@@ -120,10 +120,9 @@ pub struct Taint {
     fast: bool,
     /// What the block being translated uses (for its fast version's start).
     block_use: fast::BlockUse,
-    /// The straight-line code of the block being translated, for the flags' plan of its full
-    /// version (`flags_plan`), made only if one is translated: most blocks have only their
-    /// fast version.
-    block_insns: Vec<Instruction>,
+    /// Whether the flags' plan of the block being translated is made (`flags_plan`, from the
+    /// block's code its full version's sites show): only if a full version is translated, as
+    /// most blocks have only their fast version.
     planned: bool,
     /// The fast version being translated.
     fast_block: fast::FastBlock,
@@ -147,7 +146,6 @@ impl Taint {
             fast: fast::enabled(),
             block_use: Default::default(),
             fast_block: fast::FastBlock::new(0, 0, false, &Default::default()),
-            block_insns: Vec::new(),
             planned: false,
         })
     }
@@ -186,12 +184,12 @@ impl Taint {
 
     /// Which flags' writes of the block are dead and which keep the flags' taint for the branch
     /// after them (`propagate::dead_flags`, `flags_for_branch`).
-    fn flags_plan(&mut self) {
-        self.prop.dead_flags = crate::shadow::propagate::dead_flags(&self.block_insns);
+    fn flags_plan(&mut self, reach: &[Instruction]) {
+        self.prop.dead_flags = crate::shadow::propagate::dead_flags(reach);
         self.prop.flags_for_branch.clear();
         if self.origins.is_none() {
             // (With origins a branch's first event calls out, on the slot's value.)
-            self.prop.flags_for_branch = crate::shadow::propagate::flags_for_branch(&self.block_insns);
+            self.prop.flags_for_branch = crate::shadow::propagate::flags_for_branch(reach);
         }
         self.planned = true;
     }
@@ -421,8 +419,6 @@ impl Tool for Taint {
         if self.fast {
             self.block_use = fast::block_use(code);
         }
-        self.block_insns.clear();
-        self.block_insns.extend_from_slice(code.insns);
         self.planned = false;
         self.fast
     }
@@ -437,7 +433,7 @@ impl Tool for Taint {
 
     fn before_insn(&mut self, site: &InsnSite, b: &mut Inline) {
         if b.version() != Version::Fast && !self.planned {
-            self.flags_plan();
+            self.flags_plan(site.reach);
         }
         if b.version() == Version::Fast {
             // Clean data, checked; origins propagate as in the full version, except the flags':
