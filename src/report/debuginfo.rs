@@ -59,8 +59,8 @@ fn loader(path: &Path) -> Option<Rc<addr2line::Loader>> {
             .borrow_mut()
             .entry(path.to_path_buf())
             .or_insert_with(|| {
-                let file = debug_file(path)?;
-                let file = decompressed(&file).unwrap_or(file);
+                let (file, compressed) = debug_file(path)?;
+                let file = if compressed { decompressed(&file).unwrap_or(file) } else { file };
                 addr2line::Loader::new(file).ok().map(Rc::new)
             })
             .clone()
@@ -90,9 +90,7 @@ fn decompressed(file: &Path) -> Option<PathBuf> {
     }
     let bytes = std::fs::read(&real).ok()?;
     let elf = goblin::elf::Elf::parse(&bytes).ok()?;
-    let compressed = elf.section_headers.iter().any(|s| {
-        s.sh_flags & goblin::elf::section_header::SHF_COMPRESSED as u64 != 0 && elf.shdr_strtab.get_at(s.sh_name).is_some_and(|n| n.starts_with(".debug_"))
-    });
+    let compressed = compressed_dwarf(&elf);
     // (A supplementary file named relative to the debug file would not be found from the copy.)
     let relative_sup = elf
         .section_headers
@@ -120,13 +118,22 @@ fn decompressed(file: &Path) -> Option<PathBuf> {
     Some(copy)
 }
 
-/// The file holding the DWARF of the module at `path`: itself, or its separate debug file.
-fn debug_file(path: &Path) -> Option<PathBuf> {
+/// Whether any of the ELF's DWARF sections is compressed (`SHF_COMPRESSED`).
+fn compressed_dwarf(elf: &goblin::elf::Elf<'_>) -> bool {
+    elf.section_headers.iter().any(|s| {
+        s.sh_flags & goblin::elf::section_header::SHF_COMPRESSED as u64 != 0 && elf.shdr_strtab.get_at(s.sh_name).is_some_and(|n| n.starts_with(".debug_"))
+    })
+}
+
+/// The file holding the DWARF of the module at `path`: itself, or its separate debug file;
+/// and whether its sections may be compressed (known for the module itself, read already;
+/// a separate file is looked at by `decompressed`).
+fn debug_file(path: &Path) -> Option<(PathBuf, bool)> {
     let bytes = std::fs::read(path).ok()?;
     let elf = goblin::elf::Elf::parse(&bytes).ok()?;
     let section = |name: &str| elf.section_headers.iter().find(|s| elf.shdr_strtab.get_at(s.sh_name) == Some(name));
     if [".debug_info", ".zdebug_info"].iter().any(|n| section(n).is_some_and(|s| s.sh_type != goblin::elf::section_header::SHT_NOBITS)) {
-        return Some(path.to_path_buf());
+        return Some((path.to_path_buf(), compressed_dwarf(&elf)));
     }
     let mut candidates = Vec::new();
     if let Some(id) = build_id(&elf, &bytes) {
@@ -144,7 +151,7 @@ fn debug_file(path: &Path) -> Option<PathBuf> {
         candidates.push(Path::new("/usr/lib/debug").join(dir.strip_prefix("/").unwrap_or(dir)).join(name));
     }
     // (Not the module itself: a debuglink naming its own file holds no DWARF either.)
-    candidates.into_iter().find(|c| c.is_file() && std::fs::canonicalize(c).ok() != std::fs::canonicalize(path).ok())
+    candidates.into_iter().find(|c| c.is_file() && std::fs::canonicalize(c).ok() != std::fs::canonicalize(path).ok()).map(|c| (c, true))
 }
 
 /// The GNU build ID note's bytes.
