@@ -3,8 +3,7 @@
 //! info, the nearest symbol.
 
 use super::debuginfo::{self, Frame};
-use super::symbols::SymbolCache;
-use crate::kernel::memory::GuestMemory;
+use super::symbols::{Modules, SymbolCache};
 use std::collections::BTreeMap;
 
 #[derive(Default)]
@@ -15,7 +14,7 @@ pub struct SourceLines {
 impl SourceLines {
     /// A description of each pc, in order: `file:line (function)`, else `function+0xoff in
     /// module`, else `in module`, else empty.
-    pub fn describe(&mut self, pcs: &[u64], mem: &GuestMemory) -> Vec<String> {
+    pub fn describe<M: Modules + ?Sized>(&mut self, pcs: &[u64], mem: &M) -> Vec<String> {
         let mut out = vec![String::new(); pcs.len()];
         let mut by_module: BTreeMap<String, Vec<(usize, u64)>> = BTreeMap::new();
         for (i, &pc) in pcs.iter().enumerate() {
@@ -45,7 +44,7 @@ impl SourceLines {
     /// `file:line (function)` of `pc` in the code its programmer wrote: where code from a
     /// system header was inlined there (glibc's `atoi`, calling `strtol`), the line that used
     /// it, from the frames of inlining; else as `describe`.
-    pub fn describe_written(&mut self, pc: u64, mem: &GuestMemory) -> String {
+    pub fn describe_written<M: Modules + ?Sized>(&mut self, pc: u64, mem: &M) -> String {
         let written = self.syms.file_address(pc, mem).and_then(|(path, va)| {
             let frames = debuginfo::frames(&path, va);
             let system = |f: &Frame| f.file.as_deref().is_some_and(|p| p.starts_with("/usr/include/"));
@@ -65,7 +64,7 @@ impl SourceLines {
     /// addresses of the calls it is under; a return address is said less one, at its call, as
     /// Valgrind says it. A function inlined there is a frame of its own at the same address;
     /// a module without lines gives `f (in /path/module)`. It ends at `main`.
-    pub fn stack<M: super::symbols::Modules + ?Sized>(&mut self, pcs: &[u64], mem: &M) -> Vec<String> {
+    pub fn stack<M: Modules + ?Sized>(&mut self, pcs: &[u64], mem: &M) -> Vec<String> {
         let mut out = Vec::new();
         for (k, &pc) in pcs.iter().enumerate() {
             let at = if k == 0 { pc } else { pc.wrapping_sub(1) };

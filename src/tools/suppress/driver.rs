@@ -302,7 +302,8 @@ impl Suppression<'_> {
         };
         let failed = |runner: &Runner, ran: &Ran| -> Option<String> {
             let text = std::fs::read_to_string(runner.file(&format!("outcome-{}", ran.number))).ok()?;
-            let o = Outcome::parse(&text);
+            let mut o = Outcome::parse(&text);
+            o.name_places(&mut SourceLines::default());
             o.crash.is_some().then(|| describe_crash(&o))
         };
         let accessed = runner.file(&format!("accessed-{}", runner.runs));
@@ -388,7 +389,9 @@ impl Suppression<'_> {
             };
             return Err(Verdict::CannotRun(code, line));
         };
-        Ok(Outcome::parse(&text))
+        let mut o = Outcome::parse(&text);
+        o.name_places(&mut SourceLines::default());
+        Ok(o)
     }
 
     /// The chain's last run was analysed: ends the search, or asks for the next suppression run

@@ -2,7 +2,10 @@
 //! (the crash, the locations it used and their definitions, the points it reached), as
 //! tab-separated lines in files.
 
+use super::run::REDZONE_FAILURE;
+use crate::report::lines::SourceLines;
 use crate::report::symbols::{Mapped, ModuleMap};
+use std::collections::HashMap;
 use std::path::PathBuf;
 
 /// An instruction instance: guest pc, thread (creation order), which execution (see
@@ -213,6 +216,34 @@ fn parse_hex_list(text: &str) -> Vec<u64> {
 }
 
 impl Outcome {
+    /// Names the source places of what the run wrote as addresses (its failure, the
+    /// definitions, a library point's call in the program), from `modules`: in the search,
+    /// which loads each module's DWARF once for all its runs (a run that crashed in libc paid
+    /// for parsing libc's whole DWARF to name one line). A named failure's text, which the run
+    /// wrote as the place, comes first.
+    pub fn name_places(&mut self, lines: &mut SourceLines) {
+        let modules = &self.modules;
+        if let Some(c) = self.crash.as_mut() {
+            let place = match c.stack.first() {
+                Some(ret) if c.signal == REDZONE_FAILURE => lines.describe_written(ret - 1, modules),
+                _ => lines.describe(&[c.pc], modules).pop().unwrap_or_default(),
+            };
+            c.place = if c.signal < 0 { format!("{} {place}", c.place) } else { place };
+        }
+        for d in self.defs.iter_mut().filter(|d| !d.point.call()) {
+            d.place = lines.describe(&[d.point.pc], modules).pop().unwrap_or_default();
+        }
+        // A library point: the main program's call that led there, once per call site.
+        let main = self.main.0..self.main.1;
+        let mut call_places: HashMap<u64, String> = HashMap::new();
+        for h in &mut self.hits {
+            let call = h.frames.iter().skip(1).find(|r| main.contains(*r));
+            if let Some(&r) = call.filter(|_| !main.contains(&h.point.pc)) {
+                h.call = call_places.entry(r).or_insert_with(|| lines.describe_written(r - 1, modules)).clone();
+            }
+        }
+    }
+
     pub fn to_text(&self) -> String {
         let mut s = String::new();
         if let Some(c) = &self.crash {

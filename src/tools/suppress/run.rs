@@ -23,7 +23,6 @@ use super::redzones::{Overwritten, Redzones};
 use super::watch::{self, WatchCheck, Watched};
 use crate::kernel::guest_mem;
 use crate::kernel::memory::GuestMemory;
-use crate::report::lines::SourceLines;
 use crate::report::symbols::Callees;
 use crate::report::Reporter;
 use crate::shadow::memory::ShadowMemory;
@@ -2137,24 +2136,18 @@ impl ToolRun for SuppressRun {
         // (The segment translated last, the failure's perhaps, is closed at the next block's
         // translation: none came.)
         self.segments.close();
-        let mut lines = SourceLines::default();
+        // Source places are named by the search, which loads each module's DWARF once for all
+        // its runs (`Outcome::name_places`): a run writes addresses and the modules they are in.
         let mut out = Outcome::default();
         if let Some(Failed { signal, pc, instance, used, what, calls }) = self.crash.take() {
             let stack: Vec<u64> = calls.iter().copied().filter(|&r| self.in_main(r)).collect();
-            // (An overwritten redzone is found on entry to the allocator, through the PLT: said
-            // at the program's call, and its stack starts at the call that entered it.)
-            let place = match stack.first() {
-                Some(ret) if signal == REDZONE_FAILURE => lines.describe_written(ret - 1, mem),
-                _ => lines.describe(&[pc], mem).pop().unwrap_or_default(),
-            };
             let frames = match calls.split_first() {
                 Some((ret, callers)) if signal == REDZONE_FAILURE => [&[ret - 1][..], callers].concat(),
                 _ => [&[pc][..], &calls].concat(),
             };
-            out.crash = Some(plan::Crash { signal, pc, instance, place: if signal < 0 { format!("{what} {place}") } else { place }, stack, frames });
+            out.crash = Some(plan::Crash { signal, pc, instance, place: if signal < 0 { what } else { String::new() }, stack, frames });
             for (what, o) in used {
                 let Some(p) = self.point_of(o) else { continue };
-                let place = lines.describe(&[p.pc], mem).pop().unwrap_or_default();
                 if let Some(&(_, ret)) = self.def_sites.iter().find(|d| d.0 == o) {
                     out.def_sites.push((p, ret));
                 }
@@ -2166,7 +2159,7 @@ impl ToolRun for SuppressRun {
                         && matches!(i.op1_kind(), OpKind::Immediate8 | OpKind::Immediate16 | OpKind::Immediate32 | OpKind::Immediate32to64)
                 });
                 let instruction = ins.map(|i| fmt(&i)).unwrap_or_default();
-                out.defs.push(plan::Def { point: p, location: what, place, instruction, constant: origin::is_constant(o) || stored_immediate });
+                out.defs.push(plan::Def { point: p, location: what, place: String::new(), instruction, constant: origin::is_constant(o) || stored_immediate });
             }
         }
         for CallDef { what, word, ret, name } in std::mem::take(&mut self.call_defs) {
@@ -2174,23 +2167,15 @@ impl ToolRun for SuppressRun {
             out.def_sites.push((p, ret));
             out.defs.push(plan::Def { point: p, location: what, place: name, instruction: "call".into(), constant: false });
         }
-        let main = self.state.main;
-        let mut call_places: HashMap<u64, String> = HashMap::new();
         for (p, pc, calls) in std::mem::take(&mut self.state.hits) {
-            // For a point inside a library: the main program's call that led there (once per
-            // call site).
-            let first = match calls.iter().find(|r| (main.0..main.1).contains(*r)) {
-                Some(&r) if !(main.0..main.1).contains(&p.pc) => call_places.entry(r).or_insert_with(|| lines.describe_written(r - 1, mem)).clone(),
-                _ => String::new(),
-            };
             if !out.hits.iter().any(|h| h.point == p && h.pc == pc) {
-                out.hits.push(plan::Hit { point: p, pc, call: first, frames: [&[pc][..], &calls].concat() });
+                out.hits.push(plan::Hit { point: p, pc, call: String::new(), frames: [&[pc][..], &calls].concat() });
             }
         }
-        out.main = main;
-        // (The stacks are symbolized by the search, which loads each module's DWARF once.)
+        out.main = self.state.main;
         let pcs = out.crash.iter().flat_map(|c| c.frames.iter()).chain(out.hits.iter().flat_map(|h| h.frames.iter()));
-        out.modules = crate::report::symbols::ModuleMap::of(pcs.copied(), mem);
+        let defs = out.defs.iter().filter(|d| !d.point.call()).map(|d| d.point.pc);
+        out.modules = crate::report::symbols::ModuleMap::of(pcs.copied().chain(defs), mem);
         out.narrow = std::mem::take(&mut self.narrow);
         let mut s: Vec<(String, u64)> = self.suppressed_counts().iter().map(|(k, v)| (k.to_string(), *v)).collect();
         s.sort();
