@@ -30,21 +30,26 @@ use std::collections::HashMap;
 /// Counters in a thread's table of executions (planned instructions and call sites).
 const ANCHORS: usize = 1 << 20;
 
-/// Ids of what counts its executions: the plan's instructions of the program (given first)
-/// and the program's call sites (by return address, as they are translated).
+/// Ids of what counts its executions: the program's call sites (by return address, counted
+/// up from 0 as they are translated) and the plan's instructions of the program (counted down
+/// from the table's top), so a call site's id, and the code that counts it, is the same
+/// whatever the plan (what re-using a translation across a search's runs needs).
 pub struct Anchors {
     pcs: HashMap<u64, u32, Fast>,
     calls: HashMap<u64, u32, Fast>,
+    /// The next call site's id.
     next: u32,
+    /// The lowest planned instruction's id (call sites stay below it).
+    low: u32,
 }
 
 impl Anchors {
     pub fn new(planned: impl IntoIterator<Item = u64>) -> Anchors {
-        let mut a = Anchors { pcs: HashMap::default(), calls: HashMap::default(), next: 0 };
+        let mut a = Anchors { pcs: HashMap::default(), calls: HashMap::default(), next: 0, low: ANCHORS as u32 };
         for pc in planned {
-            if !a.pcs.contains_key(&pc) {
-                a.pcs.insert(pc, a.next);
-                a.next += 1;
+            if !a.pcs.contains_key(&pc) && a.low > 0 {
+                a.low -= 1;
+                a.pcs.insert(pc, a.low);
             }
         }
         a
@@ -60,7 +65,7 @@ impl Anchors {
         if let Some(&id) = self.calls.get(&ret) {
             return Some(id);
         }
-        if self.next as usize >= ANCHORS {
+        if self.next >= self.low {
             return None;
         }
         self.calls.insert(ret, self.next);
@@ -395,5 +400,16 @@ mod tests {
         // The same entry again (a second skip in the same execution) counts once.
         c.note(100_000);
         assert_eq!(c.count, 10_000);
+    }
+
+    #[test]
+    fn a_call_sites_id_does_not_depend_on_the_plan() {
+        let (mut none, mut three) = (Anchors::new([]), Anchors::new([0x1000, 0x2000, 0x1000, 0x3000]));
+        for ret in [0x1105, 0x1205, 0x1105, 0x1305] {
+            assert_eq!(none.call(ret), three.call(ret));
+        }
+        let planned: Vec<u32> = [0x1000, 0x2000, 0x3000].iter().filter_map(|&pc| three.pc(pc)).collect();
+        assert_eq!(planned.len(), 3);
+        assert!(planned.iter().all(|id| *id as usize >= ANCHORS - 3 && three.calls.values().all(|c| c < id)));
     }
 }
