@@ -60,15 +60,28 @@ pub fn stdin_from_file(path: &std::path::Path) -> std::io::Result<bool> {
     Ok(captured)
 }
 
-pub fn ensure_no_aslr() {
-    const ADDR_NO_RANDOMIZE: libc::c_ulong = 0x0040000;
+const ADDR_NO_RANDOMIZE: libc::c_ulong = 0x0040000;
+
+/// Turns address-space randomization off for the programs this process executes next; whether
+/// it was on. Async-signal-safe (two system calls): a search calls it between fork and exec of
+/// a repeatable run, which then need not execute itself again (`ensure_no_aslr`).
+pub fn no_aslr_at_exec() -> bool {
     // SAFETY: personality(0xffffffff) only queries.
     let cur = unsafe { libc::personality(0xffff_ffff) };
     if cur < 0 || cur as libc::c_ulong & ADDR_NO_RANDOMIZE != 0 {
-        return;
+        return false;
     }
     // SAFETY: sets a flag that takes effect at the next execve.
     unsafe { libc::personality(cur as libc::c_ulong | ADDR_NO_RANDOMIZE) };
+    true
+}
+
+/// Runs this rtgrind again without address-space randomization if it has it (a repeatable
+/// run's addresses must be the same in every run).
+pub fn ensure_no_aslr() {
+    if !no_aslr_at_exec() {
+        return;
+    }
     let args: Vec<std::ffi::CString> = std::env::args_os().map(|a| std::ffi::CString::new(a.into_encoded_bytes()).unwrap_or_default()).collect();
     let mut argv: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
     argv.push(std::ptr::null());

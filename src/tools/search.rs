@@ -310,7 +310,7 @@ impl Runner {
         if let Some(t) = &request.test {
             args.extend(t.args.iter().cloned());
         }
-        let ended = child::run(&args, &stdout, &stderr, limits.time, request.test.as_ref().and_then(|t| t.cwd.as_deref()));
+        let ended = child::run(&std::env::current_exe()?, &args, &stdout, &stderr, limits.time, request.test.as_ref().and_then(|t| t.cwd.as_deref()));
         let log_text = if limits.log { std::fs::read_to_string(&log).unwrap_or_default() } else { String::new() };
         let (ending, took) = match ended? {
             None => (Ending::TimedOut, limits.time.unwrap_or_default()),

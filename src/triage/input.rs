@@ -9,9 +9,8 @@ use super::corpus;
 use super::model::{Input, Status};
 use crate::report::model::{Finding, Report};
 use std::ffi::OsString;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Repeatable runs made of each input (each with its own seed: the random bytes, the
@@ -240,14 +239,13 @@ impl Target {
     /// how it ended and what it wrote on its standard output.
     fn run(&self, options: &[String], input: &Path, dir: &Path, limit: Duration) -> (Ending, String) {
         let uses_path = self.command.iter().any(|a| a.to_string_lossy().contains("@@"));
-        let mut cmd = Command::new(&self.rtgrind);
-        cmd.args(options).env(crate::cli::CHILD_RUN, "1");
+        let mut args: Vec<OsString> = options.iter().map(OsString::from).collect();
         if !uses_path {
-            cmd.arg(format!("--stdin-file={}", input.display()));
+            args.push(format!("--stdin-file={}", input.display()).into());
         }
-        cmd.arg("--");
+        args.push("--".into());
         let path = input.as_os_str().to_string_lossy().into_owned();
-        cmd.args(self.command.iter().map(|a| match a.to_str() {
+        args.extend(self.command.iter().map(|a| match a.to_str() {
             Some(s) if s.contains("@@") => OsString::from(s.replace("@@", &path)),
             _ => a.clone(),
         }));
@@ -259,24 +257,10 @@ impl Target {
             }
         }
         let out = dir.join("stdout");
-        let (Ok(stdout), Ok(stderr)) = (std::fs::File::create(&out), std::fs::File::create(dir.join("stderr"))) else {
-            return (Ending::Exit(-1), String::new());
-        };
-        cmd.current_dir(dir).stdin(Stdio::null()).stdout(stdout).stderr(stderr).process_group(0);
-        let Ok(mut child) = cmd.spawn() else { return (Ending::Exit(-1), String::new()) };
-        let started = Instant::now();
-        let ending = loop {
-            match child.try_wait() {
-                Ok(Some(status)) => break status.signal().map_or(Ending::Exit(status.code().unwrap_or(-1)), Ending::Signal),
-                Ok(None) if started.elapsed() < limit => std::thread::sleep(Duration::from_millis(10)),
-                _ => {
-                    // SAFETY: kill(2) of the child's own process group (it leads it), which
-                    // holds its runs; no memory is involved.
-                    unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
-                    let _ = child.wait();
-                    break Ending::Timeout;
-                }
-            }
+        let ending = match crate::tools::child::run(&self.rtgrind, &args, &out, &dir.join("stderr"), Some(limit), Some(dir)) {
+            Ok(Some((status, _))) => status.signal().map_or(Ending::Exit(status.code().unwrap_or(-1)), Ending::Signal),
+            Ok(None) => Ending::Timeout,
+            Err(_) => Ending::Exit(-1),
         };
         (ending, std::fs::read_to_string(&out).unwrap_or_default())
     }
