@@ -147,7 +147,7 @@ pub use crate::tools::address_hash::Fast;
 struct Word(u64);
 
 /// In a write word: the granule's state is a full cell of the map.
-const SPILLED: u64 = 1 << 9;
+pub const SPILLED: u64 = 1 << 9;
 const ATOMIC: u64 = 1 << 8;
 const DELTA_SHIFT: u32 = 10;
 /// The delta's bits in the word, and in all.
@@ -156,7 +156,7 @@ const DELTA_MAX: u32 = (1 << 10) - 1;
 /// Sites the sites word holds (20 bits each, beside the deltas' high bits and the two
 /// older-bytes masks: `write site | read site << 20 | write's delta >> 6 << 40 | read's delta
 /// >> 6 << 44 | write's older << 48 | read's older << 56`).
-const SITE_LIMIT: u32 = 1 << 20;
+pub const SITE_LIMIT: u32 = 1 << 20;
 
 impl Word {
     fn of(a: Access, mask: u8) -> Word {
@@ -569,6 +569,19 @@ impl Detector {
         };
         plan.at.set((Word(SPILLED), Word(index as u64), 0));
         found
+    }
+
+    /// The compact words of the granule of `addr` (write, read, sites).
+    #[cfg(test)]
+    pub fn words(&self, addr: u64) -> [u64; 3] {
+        let (w, r, sites) = Slots(self.compact.as_ref().expect("compact words").record(addr)).get();
+        [w.0, r.0, sites]
+    }
+
+    /// Sets the compact words of the granule of `addr` (as the inline record does).
+    #[cfg(test)]
+    pub fn set_words(&mut self, addr: u64, [w, r, sites]: [u64; 3]) {
+        Slots(self.compact.as_ref().expect("compact words").record(addr)).set((Word(w), Word(r), sites));
     }
 
     /// How many granules have a full cell.

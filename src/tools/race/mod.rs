@@ -10,6 +10,7 @@ mod driver;
 mod harm;
 mod hb;
 mod owned;
+mod record;
 mod run;
 mod suppressions;
 

@@ -18,6 +18,7 @@ use super::calls;
 use super::harm::{self, Watcher};
 use super::hb;
 use super::owned;
+use super::record;
 use crate::kernel::memory::GuestMemory;
 use crate::report::model::{Finding, Report, VERSION};
 use crate::report::Reporter;
@@ -580,7 +581,7 @@ impl Tool for RaceRun {
                 // the filter says where those may be, inline.
                 self.filtered_callout(b, arg, t, u);
             } else if !atomic_rmw && !atomic_code {
-                self.cached_callout(b, arg, (t, u), size, write);
+                self.cached_callout(b, arg, (t, u), size, write, number);
             } else if atomic_rmw && ins.op_count() > 0 && self.state.watch.is_none() {
                 self.owned_rmw(b, arg, (t, u), size);
             } else if atomic_rmw && ins.op_count() > 0 {
@@ -871,14 +872,18 @@ impl RaceRun {
     /// unless its granules' cache words say this thread already made it in its epoch
     /// (`State::cache`): one word for an access within a granule, each of its granules' for
     /// an aligned 16- or 32-byte one (a vector move of a structure: sort's 32-byte lines).
-    fn cached_callout(&mut self, b: &mut Inline, arg: u64, (t, u): (AsmRegister64, AsmRegister64), size: u64, write: bool) {
+    fn cached_callout(&mut self, b: &mut Inline, arg: u64, (t, u): (AsmRegister64, AsmRegister64), size: u64, write: bool, site: u32) {
         b.clobber_flags();
         let (v, w) = (b.scratch(), b.scratch());
         let records = self.state.detector.records().expect("a run's detector keeps records");
         let table = records.delta_table_addr() as i32;
         let (epoch, address) = (tool_area(self.state.epoch_word), tool_area(self.state.addr_word));
         let a = b.asm();
-        let (mut slow, mut done) = (a.create_label(), a.create_label());
+        let (mut slow, mut stored, mut done) = (a.create_label(), a.create_label(), a.create_label());
+        // Where a granule is new to this thread's epoch: the inline record (`record`), else
+        // the call-outs.
+        let inline_record = site < hb::SITE_LIMIT;
+        let (mut fresh, mut refresh) = if inline_record { (a.create_label(), a.create_label()) } else { (slow, slow) };
         let whole = size > 8 && size <= MAX_CACHED && size.is_multiple_of(8);
         if whole {
             // Aligned, and within one slice of records (the granules' records side by side).
@@ -894,7 +899,7 @@ impl RaceRun {
             // Each granule's word: this thread's epoch, and every byte covered (written ones
             // for a write, either for a read).
             for k in 0..(size / 8) as i32 {
-                word_of_this_epoch(a, (u, v, w), 32 * k, epoch, slow);
+                word_of_this_epoch(a, (u, v, w), 32 * k, epoch, fresh);
                 a.mov(w, v).unwrap();
                 a.shr(w, 8).unwrap();
                 if !write {
@@ -902,14 +907,14 @@ impl RaceRun {
                 }
                 a.not(w).unwrap();
                 a.test(w, 0xff).unwrap();
-                a.jne(slow).unwrap();
+                a.jne(fresh).unwrap();
             }
             a.jmp(done).unwrap();
         } else if size > 8 {
             // (Wider ones of other sizes, an x87 `tbyte`: the call-outs.)
             a.jmp(slow).unwrap();
         } else {
-            word_of_this_epoch(a, (u, v, w), 0, epoch, slow);
+            word_of_this_epoch(a, (u, v, w), 0, epoch, fresh);
             // w = the access's bytes in the granule (past bit 7 if it runs into the next one).
             a.mov(u, t).unwrap();
             a.and(u, 7).unwrap();
@@ -924,10 +929,38 @@ impl RaceRun {
             a.and(u, 0xff).unwrap();
             a.andn(w, u, w).unwrap();
             a.je(done).unwrap();
+            if inline_record {
+                // (New bytes in this epoch: u is the record again first.)
+                a.jmp(refresh).unwrap();
+            }
         }
         a.set_label(&mut slow).unwrap();
         a.mov(qword_ptr(address).gs(), t).unwrap();
+        a.set_label(&mut stored).unwrap();
         self.light_then_full(b, (access_light, access), arg, t, done);
+        if inline_record {
+            b.asm().jmp(done).unwrap();
+            let emit = record::Emit {
+                record: u,
+                temps: [v, w],
+                epoch: tool_area(self.state.epoch_word),
+                filter: self.state.filter.as_ptr() as u64,
+                filter_mask: (FILTER_BITS - 1) as i32,
+            };
+            let a = b.asm();
+            if !whole {
+                a.set_label(&mut refresh).unwrap();
+                owned::record_address(a, t, u, table);
+            }
+            a.set_label(&mut fresh).unwrap();
+            // (The address kept for the call-outs: the inline record clobbers it.)
+            a.mov(qword_ptr(address).gs(), t).unwrap();
+            if whole {
+                emit.whole(a, t, ((size / 8) as i32, write, site), (stored, done));
+            } else {
+                emit.within(a, t, (size.clamp(1, 8), write, site), (stored, done));
+            }
+        }
         let a = b.asm();
         a.set_label(&mut done).unwrap();
         a.zero_bytes().unwrap();
