@@ -779,3 +779,19 @@ fn atomic_increments_of_an_owned_location_stay_inline_and_order_as_before() {
     let light: u64 = err.lines().find_map(|l| l.split("stats:").nth(1)?.trim().strip_suffix(" race atomic (light)")?.parse().ok()).unwrap_or(0);
     assert!(light < 1000, "{light} light call-outs for 10,001 increments:\n{err}");
 }
+
+/// A worker's table written first in one epoch, then again in seven later ones (its own older
+/// accesses there), is recorded from the code cache (issue 30) and orders as before: main,
+/// having acquired the lock the worker published the table under, reads it without a race,
+/// and the word the worker wrote after that unlock races with main's read at their lines
+/// (-O0, -O2). With `--stats`, the 32,768 writes take a few thousand light call-outs (main's
+/// reads of the worker's words), not one per granule and epoch (36,951 before).
+#[test]
+fn accesses_new_to_an_epoch_are_recorded_inline_and_order_as_before() {
+    only_race("fresh_records", "67092480 ok\n", ("racing read", "main"), ("racing write", "worker"));
+    let exe = program("fresh_records", "c", "fresh_records_stats", &["-O0"]);
+    let o = run_rtgrind(["--tool=race", "--harm=no", "--stats"], &Cmd::new(&exe));
+    let err = o.stderr_str();
+    let light: u64 = err.lines().find_map(|l| l.split("stats:").nth(1)?.trim().strip_suffix(" race access (light)")?.parse().ok()).unwrap_or(0);
+    assert!(light < 8000, "{light} light call-outs:\n{err}");
+}
