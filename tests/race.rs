@@ -773,11 +773,18 @@ fn a_race_on_a_threads_stack_says_whose_stack() {
 #[test]
 fn atomic_increments_of_an_owned_location_stay_inline_and_order_as_before() {
     only_race("owned_counter", "1 10001 ok\n", ("racing read", "main"), ("racing write", "worker"));
-    let exe = program("owned_counter", "c", "owned_counter_stats", &["-O2"]);
+    let (light, err) = callouts("owned_counter", "-O2", "race atomic (light)");
+    assert!(light < 1000, "{light} light call-outs for 10,001 increments:\n{err}");
+}
+
+/// How many call-outs of `kind` (as `--stats` names it) the race tool makes on guest program
+/// `name` built with `opt` (`--harm=no`), and its standard error.
+fn callouts(name: &str, opt: &str, kind: &str) -> (u64, String) {
+    let exe = program(name, "c", &format!("{name}_stats{}", opt.replace('-', "_")), &[opt]);
     let o = run_rtgrind(["--tool=race", "--harm=no", "--stats"], &Cmd::new(&exe));
     let err = o.stderr_str();
-    let light: u64 = err.lines().find_map(|l| l.split("stats:").nth(1)?.trim().strip_suffix(" race atomic (light)")?.parse().ok()).unwrap_or(0);
-    assert!(light < 1000, "{light} light call-outs for 10,001 increments:\n{err}");
+    let n = err.lines().find_map(|l| l.split("stats:").nth(1)?.trim().strip_suffix(&format!(" {kind}"))?.parse().ok()).unwrap_or(0);
+    (n, err)
 }
 
 /// A worker's table written first in one epoch, then again in seven later ones (its own older
@@ -789,9 +796,6 @@ fn atomic_increments_of_an_owned_location_stay_inline_and_order_as_before() {
 #[test]
 fn accesses_new_to_an_epoch_are_recorded_inline_and_order_as_before() {
     only_race("fresh_records", "67092480 ok\n", ("racing read", "main"), ("racing write", "worker"));
-    let exe = program("fresh_records", "c", "fresh_records_stats", &["-O0"]);
-    let o = run_rtgrind(["--tool=race", "--harm=no", "--stats"], &Cmd::new(&exe));
-    let err = o.stderr_str();
-    let light: u64 = err.lines().find_map(|l| l.split("stats:").nth(1)?.trim().strip_suffix(" race access (light)")?.parse().ok()).unwrap_or(0);
+    let (light, err) = callouts("fresh_records", "-O0", "race access (light)");
     assert!(light < 8000, "{light} light call-outs:\n{err}");
 }

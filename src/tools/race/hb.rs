@@ -666,6 +666,17 @@ fn cell_trim(cell: &mut Cell, t: Tid, mask: u8, now: Access) {
     }
 }
 
+/// A test's random numbers: each call gives one below its argument (xorshift from `seed`).
+#[cfg(test)]
+pub fn random(mut seed: u64) -> impl FnMut(u64) -> u64 {
+    move |n| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -815,13 +826,7 @@ mod tests {
     /// cells hold.
     #[test]
     fn compact_words_find_what_full_cells_find() {
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut next = random(0x2545_f491_4f6c_dd1d);
         // (Detectors for all rounds, each round on a granule of its own: shadow slices are few
         // and never given back.)
         let (mut compact, mut cells, mut quick) = (Detector::new().unwrap(), Detector::with(None), Detector::new().unwrap());

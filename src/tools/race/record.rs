@@ -262,13 +262,7 @@ mod tests {
     /// where `fresh` takes them, by the rule in the other.
     #[test]
     fn the_inline_record_makes_the_detectors_words() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut next = hb::random(0x9e37_79b9_7f4a_7c15);
         let (mut path, mut rule) = (Detector::new().unwrap(), Detector::new().unwrap());
         let mut taken = [0usize; 2];
         for d in [&mut path, &mut rule] {
