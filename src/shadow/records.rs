@@ -64,6 +64,13 @@ impl GranuleRecords {
         self.table.cover(start, end, delta);
     }
 
+    /// Address of the table of covered slices (a byte per user slice, 1: covered), for
+    /// translated code; it stays where it is while the map does.
+    pub fn covered_table_addr(&self) -> u64 {
+        const _: () = assert!(std::mem::size_of::<bool>() == 1);
+        self.table.covered.as_ptr() as u64
+    }
+
     /// Whether `addr`'s granule has a record of its own (not the sink's).
     #[inline]
     pub fn covers(&self, addr: u64) -> bool {

@@ -1,18 +1,22 @@
 //! A plain access recorded in the detector's compact words from the code cache (issue 30), as
 //! ThreadSanitizer's fast path stores its shadow cell: where the same-epoch cache declines
-//! because the granule is new to this thread's epoch, and its compact words hold nothing of
-//! another thread (empty: a granule's first access; or this thread's own accesses of earlier
-//! epochs: thread-local data across a tick) that the access does not cover.
+//! (the granule is new to this thread's epoch, or the access adds bytes to it) and the
+//! granule's compact words hold nothing of another thread (empty: a granule's first access;
+//! or this thread's own accesses of earlier epochs: thread-local data across a tick).
 //!
-//! Such an access races with nothing (only another thread's access can) and its new words are
-//! fixed by the old ones, the thread's epoch, its bytes and its site: the access's word becomes
-//! the access alone (`Word::of`: no older bytes), a write forgets the reads it covers (all of
-//! them: the rule asks it to cover them), and the sites word takes the site, its own word's
-//! deltas and older bytes cleared (`fresh`, the rule in Rust, which a unit test checks against
-//! the detector's own path). The same-epoch cache word becomes the epoch and the bytes, as
-//! `State::cache` makes it. Anything else (another thread's access there, bytes of its own the
-//! access leaves, a full cell, an atomic location the filter may hold, a site number past the
-//! sites word's 20 bits, no second thread yet) goes to the call-outs as before.
+//! Such an access races with nothing (only another thread's access can), and its new words
+//! follow from the old ones, the thread's epoch, its bytes and its site, where it covers what
+//! it must: a read, the read word's bytes (the read word becomes the access alone); a write,
+//! the write word's (which becomes the access alone), its read bytes left keeping their epoch
+//! only where none is of an older one (the read word keeps the bytes the write leaves); the
+//! sites word takes the site, the access's word's deltas and older bytes cleared (`fresh`, the
+//! rule in Rust, which a unit test checks against the detector's own path). The same-epoch
+//! cache word becomes the epoch and the bytes, as `State::cache` makes it. Anything else
+//! (another thread's access there, a write over part of its own earlier write, older read
+//! bytes a write leaves, a full cell, memory outside the covered slices (full cells only, its
+//! record the shared sink's), an atomic location the filter may hold, a site number past the
+//! sites word's 20 bits) goes to the call-outs as before. Before the first thread is created
+//! only the cache word is written (the call-outs record nothing in the detector then either).
 //!
 //! What it relies on: one guest thread runs at a time (the scheduler's baton), so no other
 //! thread's access or call-out falls between the inline code's reads and writes of the words;
@@ -23,7 +27,7 @@
 //! after an inline record gives what settling it before would.
 
 use super::hb;
-use rtgrind_jit::instrument::code_asm::{qword_ptr, AsmRegister64, CodeAssembler, CodeLabel};
+use rtgrind_jit::instrument::code_asm::{byte_ptr, qword_ptr, AsmRegister64, CodeAssembler, CodeLabel};
 
 /// The bits of a compact word that hold its delta's low bits.
 const DELTA_BITS: u64 = 0x3f << 10;
@@ -76,6 +80,9 @@ pub struct Emit {
     pub temps: [AsmRegister64; 2],
     /// The tool-area word of the thread's epoch.
     pub epoch: u64,
+    /// The records' table of covered slices (`GranuleRecords::covered_table_addr`): elsewhere
+    /// the detector keeps full cells, and a record is the shared sink's.
+    pub covered: u64,
     /// The filter of atomic locations (`FILTER_BITS` bits) and its index mask.
     pub filter: u64,
     pub filter_mask: i32,
@@ -88,6 +95,7 @@ impl Emit {
     /// recorded.
     pub fn within(&self, a: &mut CodeAssembler, addr: AsmRegister64, (size, write, site): (u64, bool, u32), (slow, done): (CodeLabel, CodeLabel)) {
         let [v, w] = self.temps;
+        self.in_covered_slice(a, addr, slow);
         self.unfiltered(a, addr, 0, slow);
         a.mov(v, addr).unwrap();
         a.and(v, 7).unwrap();
@@ -126,6 +134,7 @@ impl Emit {
     /// caller checks both): every granule's words checked first, then all written.
     pub fn whole(&self, a: &mut CodeAssembler, addr: AsmRegister64, (granules, write, site): (i32, bool, u32), (slow, done): (CodeLabel, CodeLabel)) {
         let [v, w] = self.temps;
+        self.in_covered_slice(a, addr, slow);
         for k in 0..granules {
             self.unfiltered(a, addr, 8 * k, slow);
         }
@@ -145,6 +154,19 @@ impl Emit {
             self.cache(a, (t, v), 32 * k, Bytes::All { write });
         }
         a.jmp(done).unwrap();
+    }
+
+    /// On to `slow` unless the address in `addr` is in a covered slice (`GranuleRecords::covers`:
+    /// a user address, its slice's records its own). `addr` is kept.
+    fn in_covered_slice(&self, a: &mut CodeAssembler, addr: AsmRegister64, slow: CodeLabel) {
+        let [v, w] = self.temps;
+        a.mov(v, addr).unwrap();
+        a.shr(v, crate::shadow::memory::SLICE_BITS).unwrap();
+        a.cmp(v, crate::shadow::memory::SLICES as i32 - 1).unwrap();
+        a.ja(slow).unwrap();
+        a.mov(w, self.covered).unwrap();
+        a.cmp(byte_ptr(w + v), 0).unwrap();
+        a.je(slow).unwrap();
     }
 
     /// On to `slow` if the filter has the bit of the granule `offset` bytes past the address in

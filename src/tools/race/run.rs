@@ -944,6 +944,7 @@ impl RaceRun {
                 record: u,
                 temps: [v, w],
                 epoch: tool_area(self.state.epoch_word),
+                covered: records.covered_table_addr(),
                 filter: self.state.filter.as_ptr() as u64,
                 filter_mask: (FILTER_BITS - 1) as i32,
             };
