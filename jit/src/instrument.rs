@@ -211,6 +211,14 @@ pub struct Inline {
     /// Registers the guest instruction writes whole without reading them (before it only):
     /// their guest values are dead here, so lending one costs no spill and no reload.
     dead: u16,
+    /// The tool's code here names its lent registers only as scratch (see `may_rename`), and
+    /// nothing since made their identity matter (a call-out, a way out of the block).
+    renamable: bool,
+    /// Registers the code names while they are lent (its scratch), and while they are not (the
+    /// guest's values, read in place), from the instructions before `scanned`.
+    named_lent: u16,
+    named_guest: u16,
+    scanned: usize,
 }
 
 /// What the engine does with a tool's inline code (see `Inline::finish`).
@@ -229,6 +237,12 @@ pub(crate) struct Finished {
     /// Jumps past the guest instruction (`Inline::skip_insn`): placeholder instruction indices
     /// (a `jmp rel32`, its rel32 at offset 1).
     pub skips: Vec<usize>,
+    /// Registers the code may be given instead of the ones it names (see `Inline::may_rename`;
+    /// 0 where it may not): r8-r15 the guest instruction does not use and the code does not
+    /// name.
+    pub holes: u16,
+    /// Of `lent`, the registers the engine may rename to a hole: not kept, not dead, r8-r15.
+    pub movable: u16,
 }
 
 thread_local! {
@@ -269,7 +283,23 @@ impl Inline {
             skips: Vec::new(),
             later: 0xffff,
             dead: 0,
+            renamable: false,
+            named_lent: 0,
+            named_guest: 0,
+            scanned: 0,
         }
+    }
+
+    /// Tells the engine that the tool's code at this point holds nothing in its lent registers
+    /// that outlives the point, but in the ones it `keep`s, and that nothing it keeps from an
+    /// earlier point is left unlent here (it `reuse`s and keeps it, or forgets it): the engine
+    /// may then rename a lent register the code names to another one the guest instruction
+    /// does not use, spilled at an earlier instruction (no spill now, and no more reloads at
+    /// the block's exits than before; see `translate::emit_inline`). Code that makes a call-out
+    /// or leaves the block (which name registers by number, or their spill slots) is never
+    /// renamed.
+    pub fn may_rename(&mut self) {
+        self.renamable = true;
     }
 
     /// Tells which registers the guest instruction after this code writes whole without
@@ -296,6 +326,7 @@ impl Inline {
     /// the rest of the block does not use come first (they stay borrowed until it ends), and
     /// among them those already spilled at earlier instructions (no spill).
     pub fn scratch(&mut self) -> AsmRegister64 {
+        self.scan_names();
         // rax is kept for the flag save (`lahf`), so a tool may always clobber flags.
         let free = |r: usize, me: &Inline| (me.guest_uses | me.lent) & (1 << r) == 0;
         // Spilled already and not needed by the rest of the block, then not needed by it
@@ -323,6 +354,7 @@ impl Inline {
     /// else as `scratch` does. Guest code that faults at the instruction leaves such a
     /// register's old value unknown to a signal handler (the instruction would replace it).
     pub fn scratch_short(&mut self) -> AsmRegister64 {
+        self.scan_names();
         let order = lending_order;
         let n = if let Some(n) = order().find(|&r| self.reusable & (1 << r) != 0) {
             self.reusable &= !(1 << n);
@@ -339,6 +371,7 @@ impl Inline {
     /// Borrows `r` again if the tool's code at an earlier instruction of the block borrowed it
     /// and it still holds what that code left in it (the guest has not needed it since).
     pub fn reuse(&mut self, r: AsmRegister64) -> bool {
+        self.scan_names();
         let bit = 1u16 << (Register::from(r).number() - Register::RAX.number());
         let ok = self.stolen & bit != 0 && (self.guest_uses | self.lent) & bit == 0;
         if ok {
@@ -346,6 +379,17 @@ impl Inline {
             self.reusable &= !bit;
         }
         ok
+    }
+
+    /// Sorts the registers the instructions added since the last call name into the tool's
+    /// (lent now) and the guest's (read in place): called before the lent set grows.
+    fn scan_names(&mut self) {
+        let Some(asm) = &self.asm else { return };
+        let added = &asm.instructions()[self.scanned..];
+        let named = added.iter().fold(0, |m, i| m | named_registers(i));
+        self.named_lent |= named & self.lent;
+        self.named_guest |= named & !self.lent;
+        self.scanned += added.len();
     }
 
     /// How many registers `scratch` can still hand out.
@@ -375,6 +419,7 @@ impl Inline {
     /// Borrows rcx (for flag-free tests with `jrcxz`), if the guest instruction does not use
     /// it and it is not lent already.
     pub fn scratch_rcx(&mut self) -> Option<AsmRegister64> {
+        self.scan_names();
         if (self.guest_uses | self.lent) & 2 != 0 {
             return None;
         }
@@ -394,6 +439,7 @@ impl Inline {
     /// rather than in the register at this point: the ones lent so far and the ones lent at
     /// earlier instructions and not yet reloaded.
     pub fn spilled(&mut self) -> u16 {
+        self.renamable = false;
         self.slots_read |= self.lent;
         self.lent | self.stolen
     }
@@ -512,6 +558,7 @@ impl Inline {
     }
 
     fn callout_through(&mut self, routine: usize, f: Callout, arg: u64, scratch: AsmRegister64) {
+        self.renamable = false;
         let a = self.asm();
         let mut back = a.create_label();
         a.mov(scratch, f as usize as u64).unwrap();
@@ -539,6 +586,7 @@ impl Inline {
     /// back first.
     pub fn exit_to(&mut self, off: u64) {
         assert!(self.lent & self.dead == 0, "code that skips the instruction borrowed no register it would overwrite");
+        self.renamable = false;
         // Registers lent after this point still hold their guest values here.
         let spilled = self.lent | self.stolen;
         let restore_flags = self.clobbers_flags && self.flags_live;
@@ -632,17 +680,34 @@ impl Inline {
         Some(code)
     }
 
-    pub(crate) fn finish(self) -> Finished {
+    pub(crate) fn finish(mut self) -> Finished {
+        self.scan_names();
         let save_flags = self.clobbers_flags && self.flags_live && !self.empty;
         let asm = self.asm.unwrap_or_else(assembler);
         // A register lent but never named by the code (a tool borrows a fixed set up front)
         // needs no spill; rcx stays, for the `jrcxz` of a jump to the other version.
         // (Operands suffice: the only implicit register tool code uses is rcx, of `jrcxz`;
         // rax, of `lahf`, and rsp are never lent.)
-        let named = asm.instructions().iter().fold(1u16 << 1 | self.slots_read, |m, i| m | named_registers(i));
+        // A lent register the code names only before it was lent (a guest value read in place)
+        // needs none either.
+        let named = 1u16 << 1 | self.slots_read | self.named_lent;
+        // (Raw bytes may name registers the renaming would not see.)
+        let renamable = self.renamable && !asm.instructions().iter().any(|i| i.code() == iced_x86::Code::DeclareByte);
+        const R8_R15: u16 = 0xff00;
+        let (holes, movable) = match renamable {
+            // (Not one the guest instruction uses, the code names or keeps: whatever holds a
+            // value the tool keeps for a later point is lent and kept here, see `may_rename`.)
+            true => (
+                !self.guest_uses & !self.named_guest & !(self.lent & named) & !self.kept & R8_R15,
+                self.lent & named & !self.named_guest & !self.kept & !self.dead & !self.slots_read & R8_R15,
+            ),
+            false => (0, 0),
+        };
         Finished {
             lent: self.lent & named,
             dead: self.lent & named & self.dead,
+            holes,
+            movable,
             save_flags,
             asm,
             outcome: self.outcome,
@@ -668,6 +733,43 @@ pub const fn tool_area(off: usize) -> u64 {
 /// `gs`-relative offset of the spill slot of register `n` while it is lent to a tool.
 pub const fn spill_slot(n: usize) -> usize {
     OFF_TOOL_SPILL + 8 * n
+}
+
+/// Renames the general registers the code names: register number n becomes `map[n]` (r8-r15
+/// only, in every size; see `Inline::may_rename`).
+pub(crate) fn rename_registers(asm: &mut CodeAssembler, map: &[u8; 16]) {
+    let renamed = |r: Register| -> Register {
+        if !r.is_gpr() {
+            return r;
+        }
+        let n = r.full_register().number() - Register::RAX.number();
+        let to = map[n] as usize;
+        if to == n || n < 8 || to < 8 {
+            return r;
+        }
+        // r8-r15 in each size are consecutive, and a size's first one is its r8.
+        let first = match r.size() {
+            8 => Register::R8,
+            4 => Register::R8D,
+            2 => Register::R8W,
+            _ => Register::R8L,
+        };
+        first + (to as u32 - 8)
+    };
+    let mut code = asm.take_instructions();
+    for i in &mut code {
+        for k in 0..i.op_count() {
+            if i.op_kind(k) == OpKind::Register {
+                i.set_op_register(k, renamed(i.op_register(k)));
+            }
+        }
+        i.set_memory_base(renamed(i.memory_base()));
+        i.set_memory_index(renamed(i.memory_index()));
+    }
+    // (Each instruction keeps its label: its ip.)
+    for i in code {
+        asm.add_instruction(i).expect("a renamed instruction");
+    }
 }
 
 /// The general registers (bit = number, rax = 0) an instruction names as operands.

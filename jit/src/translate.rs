@@ -1453,8 +1453,26 @@ fn emit_inline(b: &mut BlockBuilder, code: Inline, at: Point) -> Control {
     if code.is_empty() {
         return Control::default();
     }
-    let Finished { lent, dead, save_flags, mut asm, outcome, to_full, skips } = code.finish();
+    let Finished { mut lent, dead, save_flags, mut asm, outcome, to_full, skips, holes, movable } = code.finish();
     let control = Control { outcome };
+    // A register the code names that would need a spill now (and a reload at every exit after)
+    // becomes one spilled already (reloaded before the guest needs it anyway).
+    let (needy, spare) = (movable & !b.stolen & !b.slot_current, holes & b.stolen);
+    if needy != 0 && spare != 0 {
+        let mut map = [0u8; 16];
+        for (n, m) in map.iter_mut().enumerate() {
+            *m = n as u8;
+        }
+        let (mut needy, mut spare) = (needy, spare);
+        while needy != 0 && spare != 0 {
+            let (from, to) = (15 - needy.leading_zeros() as u8, spare.trailing_zeros() as u8);
+            map[from as usize] = to;
+            lent = lent & !(1 << from) | 1 << to;
+            needy &= !(1 << from);
+            spare &= !(1 << to);
+        }
+        crate::instrument::rename_registers(&mut asm, &map);
+    }
     if save_flags {
         // rax goes back to its guest value at once: tool code may read guest registers.
         b.asm.store_gs(OFF_FLAGS_RAX, reg::RAX);

@@ -1790,6 +1790,15 @@ pub(super) fn fmt(ins: &Instruction) -> String {
 
 impl SuppressRun {
     /// The code before an instruction (`Tool::before_insn`).
+    /// A traced run's code outside fast versions keeps values across points only in registers
+    /// it `keep`s (the propagation's instance and granules): the engine may give it other
+    /// lent registers than the ones it names (`Inline::may_rename`), fewer to spill and reload.
+    fn may_rename(&self, b: &mut Inline) {
+        if self.traced() && b.version() != Version::Fast {
+            b.may_rename();
+        }
+    }
+
     fn instrument_before(&mut self, site: &InsnSite, b: &mut Inline) {
         let ins = site.ins;
         let pc = ins.ip();
@@ -1882,6 +1891,7 @@ impl Tool for SuppressRun {
     }
 
     fn block_start(&mut self, pc: u64, b: &mut Inline) {
+        self.may_rename(b);
         // A traced run's basic blocks of the program keep their entries (`ordinals`).
         let segment = if self.traced() && self.in_main(pc) { self.segments.start(pc) } else { None };
         if segment.is_none() {
@@ -1901,6 +1911,7 @@ impl Tool for SuppressRun {
     }
 
     fn fall_through(&mut self, pc: u64, b: &mut Inline) {
+        self.may_rename(b);
         if let Some(id) = (self.traced() && self.in_main(pc)).then(|| self.segments.start(pc)).flatten() {
             // Its registers may be those the block's caches are kept in.
             self.prop.forget_registers();
@@ -1914,6 +1925,7 @@ impl Tool for SuppressRun {
     }
 
     fn before_insn(&mut self, site: &InsnSite, b: &mut Inline) {
+        self.may_rename(b);
         let known = self.prop.known();
         self.skips_here = false;
         self.instrument_before(site, b);
