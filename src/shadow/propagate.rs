@@ -31,6 +31,7 @@ use rtgrind_jit::instrument::code_asm::*;
 use rtgrind_jit::instrument::{tool_area, Inline, InsnSite, Version};
 use rtgrind_jit::ThreadContext;
 use std::collections::{HashMap, HashSet};
+use smallvec::SmallVec;
 
 /// A `gs`-relative qword of the tool area.
 fn ta(off: usize) -> AsmMemoryOperand {
@@ -116,10 +117,12 @@ impl Reg {
 /// What an instruction reads and writes, as far as data goes.
 #[derive(Default, Debug, Clone)]
 struct Operands {
-    src_regs: Vec<Reg>,
-    dst_regs: Vec<Reg>,
-    src_mem: Vec<UsedMemory>,
-    dst_mem: Vec<UsedMemory>,
+    // (Inline: made for every instruction translated, where heap lists cost a tenth of a
+    // traced run's instrumentation.)
+    src_regs: SmallVec<[Reg; 4]>,
+    dst_regs: SmallVec<[Reg; 4]>,
+    src_mem: SmallVec<[UsedMemory; 1]>,
+    dst_mem: SmallVec<[UsedMemory; 1]>,
     reads_flags: bool,
     writes_flags: bool,
     /// Writes some status flags but not all (the rest keep their shadow).
@@ -144,7 +147,7 @@ fn real_memory(info: &InstructionInfo) -> impl Iterator<Item = &UsedMemory> {
 
 fn operands(ins: &Instruction, info: &InstructionInfo) -> Operands {
     let vex = ins.encoding() == EncodingKind::VEX;
-    let mut address_regs = Vec::new();
+    let mut address_regs: SmallVec<[Register; 4]> = SmallVec::new();
     for m in real_memory(info) {
         address_regs.extend([m.base().full_register(), m.index().full_register()]);
     }
@@ -487,6 +490,9 @@ pub struct Propagation {
     /// `cached_granule`), and the instruction their bases' moves were last tracked past.
     granules: Vec<CachedGranule>,
     granules_next_pc: Option<u64>,
+    /// The instruction being instrumented ends the block (a call, a jump, a return): nothing
+    /// later in it reads a register cached now.
+    ends_block: bool,
     /// Base registers other than the stack pointer that more than one access of the block
     /// goes through (bit = number; see `fast::BlockUse`): their granules are worth a register.
     pub block_bases: u16,
@@ -641,6 +647,7 @@ impl Propagation {
             dead_here: 0,
             granules: Vec::new(),
             granules_next_pc: None,
+            ends_block: false,
             block_bases: 0,
             stack_aligned: false,
             instance: None,
@@ -857,6 +864,8 @@ impl Propagation {
         // A flags register kept for this instruction was taken before (`flags_register`).
         self.flags_reg = None;
         self.reclaim(site, b);
+        use rtgrind_jit::iced_x86::FlowControl::*;
+        self.ends_block = matches!(site.ins.flow_control(), UnconditionalBranch | IndirectBranch | Call | IndirectCall | Return);
         self.before_insn(site, b, flags_origin_unread);
         self.dead_here = 0;
         self.bases_moved(site);
@@ -1230,6 +1239,16 @@ impl Propagation {
         let known_bits = self.known;
         let known = |s: usize| known_bits & Self::known_bit(s) != 0;
         let stack_address = policy.is_some_and(|p| p.is_main(ins.ip()) && !(p.startup.0..p.startup.1).contains(&ins.ip())) && copies_stack_pointer(ins);
+        if policy.is_some() && class == Class::Compute && self.keeps_own_origin(site, o) {
+            // Its most recent source is its own origin, known defined: the slot stays, and
+            // only the flags (if read) take it.
+            if o.writes_flags {
+                let a = b.asm();
+                a.mov(r.acc, ta(origin_slot(o.dst_regs[0]))).unwrap();
+                a.mov(ta(slot::ORIGIN_FLAGS), r.acc).unwrap();
+            }
+            return true;
+        }
         let nonzero = match class {
             _ if stack_address => true,
             Class::Swap => false,
@@ -1280,6 +1299,25 @@ impl Propagation {
         nonzero
     }
 
+    /// Whether a computation's only source is the one general register it writes (`add r, 1`,
+    /// `and r, imm`, a shift by an immediate), whose origin is known non-zero here: under a
+    /// policy its origin is then the register's own (see `compute_origin`).
+    fn keeps_own_origin(&self, site: &InsnSite, o: &Operands) -> bool {
+        let [d] = o.dst_regs.as_slice() else { return false };
+        let own = origin_slot(*d);
+        let alone = || {
+            let sources = compute_sources(site, o);
+            !sources.is_empty() && sources.iter().all(|s| origin_slot(*s) == own)
+        };
+        !matches!(d.part, Part::Vec { .. })
+            && o.src_mem.is_empty()
+            && o.dst_mem.is_empty()
+            && !o.reads_flags
+            && !o.partial_flags
+            && self.known & Self::known_bit(own) != 0
+            && alone()
+    }
+
     /// A copy's origin into `r.acc`: its source's; under a policy, an immediate is defined here
     /// (a store of one defines the location, a register gets a constant), and a store defines
     /// or moves what it stores by the rule of its kind (ARCHITECTURE, the suppression tool).
@@ -1288,7 +1326,9 @@ impl Propagation {
         if o.src_regs.is_empty() && o.src_mem.is_empty() {
             b.asm().mov(r32(r.acc), 0).unwrap();
         }
-        if let Some(&s) = o.src_regs.first() {
+        // (A store in the program outside its frame defines the location whatever it stores.)
+        let assigns = is_store && policy.is_some_and(|p| p.is_main(ins.ip()) && !spill(o));
+        if let Some(&s) = o.src_regs.first().filter(|_| !assigns) {
             b.asm().mov(r.acc, ta(origin_slot(s))).unwrap();
         } else if let Some(m) = o.src_mem.first() {
             // (Loaded into the accumulator itself: `r.m` is only a name here.)
@@ -1350,7 +1390,7 @@ impl Propagation {
     fn compute_origin(&mut self, site: &InsnSite, o: &Operands, r: Regs, b: &mut Inline, here: u64) {
         let known_bits = self.known;
         let known = |s: usize| known_bits & Self::known_bit(s) != 0;
-        let mut slots: Vec<usize> = compute_sources(site, o).into_iter().map(origin_slot).collect();
+        let mut slots: SmallVec<[usize; 4]> = compute_sources(site, o).into_iter().map(origin_slot).collect();
         if o.reads_flags || o.partial_flags {
             slots.push(slot::ORIGIN_FLAGS);
         }
@@ -1722,7 +1762,7 @@ impl Propagation {
         let base = m.base();
         let plain = through_plain_base(m);
         let cacheable = base == Register::RSP || self.block_bases & super::fast::base_bit(base) != 0;
-        if !plain || !cacheable || b.version() == Version::Full {
+        if !plain || !cacheable || b.version() == Version::Full || self.ends_block {
             return None;
         }
         let disp = m.displacement() as i64 + extra;
@@ -2226,7 +2266,7 @@ enum Class {
 }
 
 /// Registers a computation reads: its sources and any destination it may leave unchanged.
-fn compute_sources(site: &InsnSite, o: &Operands) -> Vec<Reg> {
+fn compute_sources(site: &InsnSite, o: &Operands) -> SmallVec<[Reg; 4]> {
     let mut srcs = o.src_regs.clone();
     let vex = site.ins.encoding() == EncodingKind::VEX;
     for d in &o.dst_regs {
@@ -2446,7 +2486,7 @@ mod tests {
     fn vex_load_operands() {
         let o = ops(&[0xc5, 0xfe, 0x6f, 0x05, 0x20, 0x2e, 0x00, 0x00]);
         eprintln!("{o:?}");
-        assert_eq!(o.dst_regs, [Reg { n: 0, part: Part::Vec { bytes: 32, vex: true } }]);
+        assert_eq!(o.dst_regs.as_slice(), [Reg { n: 0, part: Part::Vec { bytes: 32, vex: true } }]);
         assert_eq!(o.src_mem.len(), 1);
     }
 }
