@@ -97,6 +97,9 @@ struct BlockBuilder {
     /// Registers whose spill slot holds their guest value now (stolen ones, and ones reloaded
     /// or spilled and not written since): lending one of them again needs no spill.
     slot_current: u16,
+    /// The buffers each point's tool code is encoded into (`assemble_at`), kept for the next.
+    tool_bytes: Vec<u8>,
+    tool_offsets: Vec<u32>,
     /// The version being translated.
     version: Version,
     /// Jumps of the fast version's code to the full version, emitted after the versions.
@@ -205,6 +208,8 @@ impl BlockBuilder {
             first_exit_id: cache.exits.len() as u32,
             stolen: 0,
             slot_current: 0,
+            tool_bytes: Vec::new(),
+            tool_offsets: Vec::new(),
             version: Version::Only,
             to_full: Vec::new(),
             full: None,
@@ -1505,7 +1510,8 @@ fn emit_inline(b: &mut BlockBuilder, code: Inline, at: Point) -> Control {
     }
     let start = b.asm.pos();
     let here = b.asm.here();
-    let (bytes, offsets) = b.prof.timed(Phase::Encode, || assemble_at(&mut asm, here));
+    let buffers = (std::mem::take(&mut b.tool_bytes), std::mem::take(&mut b.tool_offsets));
+    let (bytes, offsets) = b.prof.timed(Phase::Encode, || assemble_at(&mut asm, here, buffers.0, buffers.1));
     crate::instrument::recycle(asm);
     b.asm.bytes(&bytes);
     for &(index, rel) in &to_full {
@@ -1524,6 +1530,7 @@ fn emit_inline(b: &mut BlockBuilder, code: Inline, at: Point) -> Control {
         b.asm.fixup_rel32(start + offsets[index] as usize + 1, label);
         b.pending_skips.push((label, save_flags));
     }
+    (b.tool_bytes, b.tool_offsets) = (bytes, offsets);
     if save_flags {
         b.asm.restore_flags_ax(OFF_FLAGS_SAVE);
         b.asm.load_gs(reg::RAX, OFF_FLAGS_RAX);
@@ -1537,12 +1544,13 @@ fn emit_inline(b: &mut BlockBuilder, code: Inline, at: Point) -> Control {
 /// skips) take their near form (`jrcxz` its only, rel8) and are patched once the labels'
 /// offsets are known; anything else that names a label (RIP-relative constants) goes to the
 /// block encoder.
-fn assemble_at(asm: &mut iced_x86::code_asm::CodeAssembler, ip: u64) -> (Vec<u8>, Vec<u32>) {
+/// (`code` and `offsets` are emptied and filled: buffers a block's points reuse.)
+fn assemble_at(asm: &mut iced_x86::code_asm::CodeAssembler, ip: u64, mut code: Vec<u8>, mut offsets: Vec<u32>) -> (Vec<u8>, Vec<u32>) {
     let label_branch = |i: &Instruction| (0..i.op_count()).any(|k| matches!(i.op_kind(k), OpKind::NearBranch16 | OpKind::NearBranch32 | OpKind::NearBranch64));
     // (Made for the first instruction no template has: most code needs none.)
     let mut encoder: Option<Encoder> = None;
-    let mut code = Vec::with_capacity(16 * asm.instructions().len());
-    let mut offsets = Vec::with_capacity(asm.instructions().len());
+    code.clear();
+    offsets.clear();
     // (label id, offset), and (offset of the rel field, its size, label id).
     let mut labels: Vec<(u64, u32)> = Vec::new();
     let mut fixups: Vec<(u32, u8, u64)> = Vec::new();
@@ -1966,7 +1974,7 @@ mod tests {
         a.set_label(&mut back).unwrap();
         a.zero_bytes().unwrap();
         let ip = 0x7000_1000;
-        let (code, offsets) = assemble_at(&mut a, ip);
+        let (code, offsets) = assemble_at(&mut a, ip, Vec::new(), Vec::new());
         // The `lea`s as iced's block encoder makes them (its jumps before them are shorter).
         let (theirs, _) = assemble_with_labels(&mut a, ip);
         assert_eq!(code[code.len() - 14..], theirs[theirs.len() - 14..]);
