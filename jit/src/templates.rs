@@ -215,6 +215,13 @@ pub(crate) fn encode(ins: &Instruction, out: &mut Vec<u8>) -> bool {
             return true;
         }
         Code::Zero_bytes => return true,
+        // `rorx r64, r64, imm8` (VEX.LZ.F2.0F3A.W1 F0 /r ib): origins' granule numbers.
+        Code::VEX_Rorx_r64_rm64_imm8 if ins.op1_kind() == OpKind::Register => {
+            let (Some(d), Some(r)) = (gpr(ins.op0_register()), gpr(ins.op1_register())) else { return false };
+            let rxb = (!d >> 3 & 1) << 7 | 1 << 6 | (!r >> 3 & 1) << 5;
+            out.extend_from_slice(&[0xc4, rxb | 0x03, 0xfb, 0xf0, 0xc0 | (d & 7) << 3 | (r & 7), ins.immediate8()]);
+            return true;
+        }
         // `kortestw k, k` (VEX.L0.0F.W0 98 /r), the wide shadow checks' test.
         Code::VEX_Kortestw_kr_kr => {
             let (k, m) = (ins.op0_register(), ins.op1_register());
@@ -409,6 +416,8 @@ mod tests {
             a.shrx(r, b, x).unwrap();
             a.shr(r, 3).unwrap();
             a.shl(r, 61).unwrap();
+            a.rorx(r, x, 3).unwrap();
+            a.rorx(r, b, 63).unwrap();
             a.and(r, 0xff).unwrap();
             a.and(r, -32).unwrap();
             a.or(r, 0x1_0000).unwrap();

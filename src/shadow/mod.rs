@@ -51,8 +51,7 @@ pub mod slot {
     pub const CHECK_RCX: usize = 688;
     /// Set while a register shadow may be tainted (see `fast::select`).
     pub const DIRTY: usize = 696;
-    /// `!7`: the `pext` mask that takes an address to its granule number.
-    pub const NOT7: usize = 704;
+    // (704: free; a granule number is a `rorx` since issue 29, see `propagate::granule_number`.)
     /// The `pext` mask of an address's summary index (`memory::SUMMARY_SEL`).
     pub const SUMMARY_SEL: usize = 712;
     pub const END: usize = 720;
@@ -86,7 +85,6 @@ pub fn init_thread(ctx: &mut ThreadContext) {
     ctx.tool_area[..slot::LANES_END / 8].iter_mut().for_each(|w| *w = 0);
     *word(ctx, slot::K01) = 0x0101_0101_0101_0101;
     *word(ctx, slot::SLICE_SEL) = memory::INDEX_BITS;
-    *word(ctx, slot::NOT7) = !7;
     *word(ctx, slot::SUMMARY_SEL) = memory::SUMMARY_SEL;
     for (s, m) in [(slot::PART_LOW8, 1), (slot::PART_HIGH8, 2), (slot::PART_W16, 3), (slot::PART_W32, 0xf)] {
         *word(ctx, s) = m;

@@ -359,13 +359,20 @@ pub(crate) fn summary_bytes_of(a: &mut CodeAssembler, addr: AsmRegister64, dst: 
     dword_ptr(dst + (summary as i32 - 1))
 }
 
+/// `dst` = a granule number of `addr`, flag-free, for addressing as `[dst*8 + ...]`: scaled by
+/// 8 it is `addr & !7`. It is `addr` rotated right by 3 (the low three bits go to the top,
+/// where the scaling shifts them out): a `rorx`, 6 bytes, where a `pext` of the bits above the
+/// low three took 11 and a load of its mask (issue 29).
+fn granule_number(a: &mut CodeAssembler, dst: AsmRegister64, addr: AsmRegister64) {
+    a.rorx(dst, addr, 3).unwrap();
+}
+
 /// `dst` = the origin-shadow address of the granule (8 aligned bytes) holding the guest
-/// address in `addr`, `delta` = the address's delta (see `shadow_delta_of`). Flag-free: the
-/// granule number is a `pext` of the address bits above the low three.
+/// address in `addr`, `delta` = the address's delta (see `shadow_delta_of`). Flag-free.
 fn granule_of(b: &mut Inline, addr: AsmRegister64, dst: AsmRegister64, delta: AsmRegister64, table: u32) {
     shadow_delta_of(b, addr, delta, table);
     let a = b.asm();
-    a.pext(dst, addr, ta(slot::NOT7)).unwrap();
+    granule_number(a, dst, addr);
     a.lea(dst, qword_ptr(dst * 8 + delta)).unwrap();
 }
 
@@ -1791,7 +1798,7 @@ impl Propagation {
             b.asm().lea(r.u, qword_ptr(x + (residue - drift) as i32)).unwrap();
             shadow_delta_of(b, r.u, reg, self.origin_table);
             let a = b.asm();
-            a.pext(r.u, r.u, ta(slot::NOT7)).unwrap();
+            granule_number(a, r.u, r.u);
             a.lea(reg, qword_ptr(r.u * 8 + reg)).unwrap();
         }
         b.keep(reg);
@@ -1871,7 +1878,7 @@ impl Propagation {
         let x = address_in(b, m, r.u, r.m);
         shadow_delta_of(b, x, r.m, self.origin_table);
         let a = b.asm();
-        a.pext(r.u, x, ta(slot::NOT7)).unwrap();
+        granule_number(a, r.u, x);
         a.mov(r.m, qword_ptr(r.m + r.u * 8)).unwrap();
     }
 
@@ -1906,14 +1913,14 @@ impl Propagation {
         let x = address_in(b, m, r.a, r.t);
         shadow_delta_of(b, x, r.u, self.origin_table);
         let a = b.asm();
-        a.pext(r.t, x, ta(slot::NOT7)).unwrap();
+        granule_number(a, r.t, x);
         for k in 0..(size / 8).max(1) {
             a.mov(qword_ptr(r.u + r.t * 8 + (8 * k) as i32), val).unwrap();
         }
         if size > 1 {
             // The granule of the last byte (the same delta: one slice).
             a.lea(r.t, qword_ptr(x + (size - 1) as i32)).unwrap();
-            a.pext(r.t, r.t, ta(slot::NOT7)).unwrap();
+            granule_number(a, r.t, r.t);
             a.mov(qword_ptr(r.u + r.t * 8), val).unwrap();
         }
     }
