@@ -328,20 +328,19 @@ impl Inline {
     pub fn scratch(&mut self) -> AsmRegister64 {
         self.scan_names();
         // rax is kept for the flag save (`lahf`), so a tool may always clobber flags.
-        let free = |r: usize, me: &Inline| (me.guest_uses | me.lent) & (1 << r) == 0;
+        let free = !(self.guest_uses | self.lent);
         // Spilled already and not needed by the rest of the block, then not needed by it
         // (one spill, no reload before the block ends), then spilled already.
         let (stolen, unused) = (self.stolen, !self.later);
-        let order = lending_order;
         // (Dead registers given back go to `scratch_short` only: the tool may keep this one.)
-        let n = match order().find(|&r| self.reusable & !self.dead & (1 << r) != 0) {
+        let n = match first_to_lend(self.reusable & !self.dead) {
             Some(n) => {
                 self.reusable &= !(1 << n);
                 n
             }
             None => [stolen & unused, unused, stolen, 0xffff]
                 .into_iter()
-                .find_map(|pick| order().find(|&r| pick & (1 << r) != 0 && free(r, self)))
+                .find_map(|pick| first_to_lend(pick & free))
                 .expect("an instruction leaves a scratch register"),
         };
         self.lent |= 1 << n;
@@ -355,11 +354,10 @@ impl Inline {
     /// register's old value unknown to a signal handler (the instruction would replace it).
     pub fn scratch_short(&mut self) -> AsmRegister64 {
         self.scan_names();
-        let order = lending_order;
-        let n = if let Some(n) = order().find(|&r| self.reusable & (1 << r) != 0) {
+        let n = if let Some(n) = first_to_lend(self.reusable) {
             self.reusable &= !(1 << n);
             n
-        } else if let Some(n) = order().find(|&r| self.dead & !self.lent & (1 << r) != 0) {
+        } else if let Some(n) = first_to_lend(self.dead & !self.lent) {
             self.lent |= 1 << n;
             n
         } else {
@@ -394,7 +392,8 @@ impl Inline {
 
     /// How many registers `scratch` can still hand out.
     pub fn free_registers(&self) -> u32 {
-        (1..16).filter(|&r| (self.guest_uses | self.lent) & !self.reusable & (1 << r) == 0).count() as u32
+        // (rax is never lent.)
+        (!((self.guest_uses | self.lent) & !self.reusable) & 0xfffe).count_ones()
     }
 
     /// Keeps the lent register `r` out of `release_scratch`: the tool holds a value in it
@@ -721,8 +720,11 @@ impl Inline {
 /// code uses them least), rdx and rcx last: they carry every indirect branch's save and reload
 /// (a block entered by a `ret` has just loaded them), and rcx is the one register
 /// `scratch_rcx` can give a flag-free test (`jrcxz`). Never rax (the flag save's) or rsp.
-fn lending_order() -> impl Iterator<Item = usize> {
-    (8..16usize).chain([3, 5, 6, 7, 2, 1])
+/// The first of the registers in `m` (bit = number) in that order, by bit tests (called for
+/// every register a tool borrows).
+fn first_to_lend(m: u16) -> Option<usize> {
+    // r8-r15, then rbx, rbp, rsi, rdi (bits 3, 5, 6, 7), then rdx, then rcx.
+    [m & 0xff00, m & 0xe8, m & 4, m & 2].into_iter().find(|&part| part != 0).map(|part| part.trailing_zeros() as usize)
 }
 
 /// `gs`-relative offset of byte `off` of the tool's per-thread area (`ThreadContext::tool_area`).
@@ -804,6 +806,14 @@ pub(crate) fn used_registers(ins: &Instruction, info: &InstructionInfo) -> u16 {
 mod tests {
     use super::*;
     use iced_x86::code_asm::{r8, rdx};
+
+    #[test]
+    fn registers_are_lent_r8_to_r15_then_rbx_rbp_rsi_rdi_rdx_rcx() {
+        for m in 0..=u16::MAX {
+            let first = (8..16usize).chain([3, 5, 6, 7, 2, 1]).find(|&r| m & (1 << r) != 0);
+            assert_eq!(first_to_lend(m), first, "{m:#06x}");
+        }
+    }
 
     #[test]
     fn a_short_scratch_is_a_register_the_instruction_overwrites() {
