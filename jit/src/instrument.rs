@@ -737,9 +737,9 @@ pub const fn spill_slot(n: usize) -> usize {
     OFF_TOOL_SPILL + 8 * n
 }
 
-/// Renames the general registers the code names: register number n becomes `map[n]` (r8-r15
-/// only, in every size; see `Inline::may_rename`).
-pub(crate) fn rename_registers(asm: &mut CodeAssembler, map: &[u8; 16]) {
+/// Renames the general registers `i` names: register number n becomes `map[n]` (r8-r15 only,
+/// in every size; see `Inline::may_rename`).
+pub(crate) fn rename_registers(i: &mut Instruction, map: &[u8; 16]) {
     let renamed = |r: Register| -> Register {
         if !r.is_gpr() {
             return r;
@@ -758,20 +758,13 @@ pub(crate) fn rename_registers(asm: &mut CodeAssembler, map: &[u8; 16]) {
         };
         first + (to as u32 - 8)
     };
-    let mut code = asm.take_instructions();
-    for i in &mut code {
-        for k in 0..i.op_count() {
-            if i.op_kind(k) == OpKind::Register {
-                i.set_op_register(k, renamed(i.op_register(k)));
-            }
+    for k in 0..i.op_count() {
+        if i.op_kind(k) == OpKind::Register {
+            i.set_op_register(k, renamed(i.op_register(k)));
         }
-        i.set_memory_base(renamed(i.memory_base()));
-        i.set_memory_index(renamed(i.memory_index()));
     }
-    // (Each instruction keeps its label: its ip.)
-    for i in code {
-        asm.add_instruction(i).expect("a renamed instruction");
-    }
+    i.set_memory_base(renamed(i.memory_base()));
+    i.set_memory_index(renamed(i.memory_index()));
 }
 
 /// The general registers (bit = number, rax = 0) an instruction names as operands.

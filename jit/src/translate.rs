@@ -1463,8 +1463,9 @@ fn emit_inline(b: &mut BlockBuilder, code: Inline, at: Point) -> Control {
     // A register the code names that would need a spill now (and a reload at every exit after)
     // becomes one spilled already (reloaded before the guest needs it anyway).
     let (needy, spare) = (movable & !b.stolen & !b.slot_current, holes & b.stolen);
-    if needy != 0 && spare != 0 {
-        let mut map = [0u8; 16];
+    let mut map = [0u8; 16];
+    let renamed = needy != 0 && spare != 0;
+    if renamed {
         for (n, m) in map.iter_mut().enumerate() {
             *m = n as u8;
         }
@@ -1476,7 +1477,6 @@ fn emit_inline(b: &mut BlockBuilder, code: Inline, at: Point) -> Control {
             needy &= !(1 << from);
             spare &= !(1 << to);
         }
-        crate::instrument::rename_registers(&mut asm, &map);
     }
     if save_flags {
         // rax goes back to its guest value at once: tool code may read guest registers.
@@ -1511,7 +1511,8 @@ fn emit_inline(b: &mut BlockBuilder, code: Inline, at: Point) -> Control {
     let start = b.asm.pos();
     let here = b.asm.here();
     let buffers = (std::mem::take(&mut b.tool_bytes), std::mem::take(&mut b.tool_offsets));
-    let (bytes, offsets) = b.prof.timed(Phase::Encode, || assemble_at(&mut asm, here, buffers.0, buffers.1));
+    let map = renamed.then_some(&map);
+    let (bytes, offsets) = b.prof.timed(Phase::Encode, || assemble_at(&mut asm, here, buffers.0, buffers.1, map));
     crate::instrument::recycle(asm);
     b.asm.bytes(&bytes);
     for &(index, rel) in &to_full {
@@ -1544,8 +1545,9 @@ fn emit_inline(b: &mut BlockBuilder, code: Inline, at: Point) -> Control {
 /// skips) take their near form (`jrcxz` its only, rel8) and are patched once the labels'
 /// offsets are known; anything else that names a label (RIP-relative constants) goes to the
 /// block encoder.
-/// (`code` and `offsets` are emptied and filled: buffers a block's points reuse.)
-fn assemble_at(asm: &mut iced_x86::code_asm::CodeAssembler, ip: u64, mut code: Vec<u8>, mut offsets: Vec<u32>) -> (Vec<u8>, Vec<u32>) {
+/// (`code` and `offsets` are emptied and filled: buffers a block's points reuse.) With `map`,
+/// the registers are renamed as they are encoded (`instrument::rename_registers`).
+fn assemble_at(asm: &mut iced_x86::code_asm::CodeAssembler, ip: u64, mut code: Vec<u8>, mut offsets: Vec<u32>, map: Option<&[u8; 16]>) -> (Vec<u8>, Vec<u32>) {
     let label_branch = |i: &Instruction| (0..i.op_count()).any(|k| matches!(i.op_kind(k), OpKind::NearBranch16 | OpKind::NearBranch32 | OpKind::NearBranch64));
     // (Made for the first instruction no template has: most code needs none.)
     let mut encoder: Option<Encoder> = None;
@@ -1555,7 +1557,16 @@ fn assemble_at(asm: &mut iced_x86::code_asm::CodeAssembler, ip: u64, mut code: V
     let mut labels: Vec<(u64, u32)> = Vec::new();
     let mut fixups: Vec<(u32, u8, u64)> = Vec::new();
     let mut at = ip;
+    let mut copy;
     for i in asm.instructions() {
+        let i = match map {
+            Some(map) => {
+                copy = *i;
+                crate::instrument::rename_registers(&mut copy, map);
+                &copy
+            }
+            None => i,
+        };
         let off = (at - ip) as u32;
         offsets.push(off);
         if i.ip() != 0 {
@@ -1565,7 +1576,7 @@ fn assemble_at(asm: &mut iced_x86::code_asm::CodeAssembler, ip: u64, mut code: V
         // `lea r64, [label]`, here; a constant placed after the code goes to the block encoder.)
         if i.is_ip_rel_memory_operand() {
             if i.code() != iced_x86::Code::Lea_r64_m {
-                return assemble_with_labels(asm, ip);
+                return assemble_with_labels(asm, ip, map);
             }
             let r = i.op0_register().number() as u8;
             code.extend_from_slice(&[0x48 | (r >> 3) << 2, 0x8d, (r & 7) << 3 | 5, 0, 0, 0, 0]);
@@ -1589,7 +1600,7 @@ fn assemble_at(asm: &mut iced_x86::code_asm::CodeAssembler, ip: u64, mut code: V
             Mnemonic::Jrcxz => &[0xe3, 0],
             // (iced's `ConditionCode` lists o, no, b, ... g after `None`: the encoding's order.)
             _ if i.is_jcc_short_or_near() => &[0x0f, 0x80 | (i.condition_code() as u8 - 1), 0, 0, 0, 0],
-            _ => return assemble_with_labels(asm, ip),
+            _ => return assemble_with_labels(asm, ip, map),
         };
         code.extend_from_slice(bytes);
         at += bytes.len() as u64;
@@ -1597,10 +1608,10 @@ fn assemble_at(asm: &mut iced_x86::code_asm::CodeAssembler, ip: u64, mut code: V
         fixups.push(((at - ip) as u32 - size as u32, size, target));
     }
     for (pos, size, label) in fixups {
-        let Some(&(_, to)) = labels.iter().find(|l| l.0 == label) else { return assemble_with_labels(asm, ip) };
+        let Some(&(_, to)) = labels.iter().find(|l| l.0 == label) else { return assemble_with_labels(asm, ip, map) };
         let rel = to as i64 - (pos as i64 + size as i64);
         if size == 1 {
-            let Ok(r) = i8::try_from(rel) else { return assemble_with_labels(asm, ip) };
+            let Ok(r) = i8::try_from(rel) else { return assemble_with_labels(asm, ip, map) };
             code[pos as usize] = r as u8;
         } else {
             code[pos as usize..pos as usize + 4].copy_from_slice(&(rel as i32).to_le_bytes());
@@ -1610,7 +1621,13 @@ fn assemble_at(asm: &mut iced_x86::code_asm::CodeAssembler, ip: u64, mut code: V
 }
 
 /// `assemble_at` through iced's block encoder, for code its own pass does not handle.
-fn assemble_with_labels(asm: &mut iced_x86::code_asm::CodeAssembler, ip: u64) -> (Vec<u8>, Vec<u32>) {
+fn assemble_with_labels(asm: &mut iced_x86::code_asm::CodeAssembler, ip: u64, map: Option<&[u8; 16]>) -> (Vec<u8>, Vec<u32>) {
+    if let Some(map) = map {
+        let mut code = asm.take_instructions();
+        code.iter_mut().for_each(|i| crate::instrument::rename_registers(i, map));
+        // (Each instruction keeps its label: its ip.)
+        code.into_iter().for_each(|i| asm.add_instruction(i).expect("a renamed instruction"));
+    }
     let result = asm.assemble_options(ip, BlockEncoderOptions::RETURN_NEW_INSTRUCTION_OFFSETS).expect("tool code assembles");
     (result.inner.code_buffer, result.inner.new_instruction_offsets)
 }
@@ -1974,9 +1991,9 @@ mod tests {
         a.set_label(&mut back).unwrap();
         a.zero_bytes().unwrap();
         let ip = 0x7000_1000;
-        let (code, offsets) = assemble_at(&mut a, ip, Vec::new(), Vec::new());
+        let (code, offsets) = assemble_at(&mut a, ip, Vec::new(), Vec::new(), None);
         // The `lea`s as iced's block encoder makes them (its jumps before them are shorter).
-        let (theirs, _) = assemble_with_labels(&mut a, ip);
+        let (theirs, _) = assemble_with_labels(&mut a, ip, None);
         assert_eq!(code[code.len() - 14..], theirs[theirs.len() - 14..]);
         let insns: Vec<Instruction> = Decoder::with_ip(64, &code, ip, DecoderOptions::NONE).into_iter().collect();
         let at = |k: usize| ip + offsets[k] as u64;
