@@ -471,7 +471,12 @@ mod tests {
                 let short = Instruction::with2(Code::Mov_r32_imm32, Register::EAX + n, k as u32).unwrap();
                 enc.encode(if k >> 32 == 0 { &short } else { &ins }, 0).unwrap();
                 assert_eq!(mine, enc.take_buffer(), "mov r{n}, {k:#x}");
-                assert_eq!(mine.len(), if k >> 32 != 0 { 10 } else if n >= 8 { 6 } else { 5 });
+                let want = match (k >> 32, n >= 8) {
+                    (0, true) => 6,
+                    (0, false) => 5,
+                    _ => 10,
+                };
+                assert_eq!(mine.len(), want);
             }
         }
     }

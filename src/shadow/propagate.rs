@@ -30,8 +30,8 @@ use rtgrind_jit::iced_x86::{Code, EncodingKind, Instruction, InstructionInfo, Me
 use rtgrind_jit::instrument::code_asm::*;
 use rtgrind_jit::instrument::{tool_area, Inline, InsnSite, Version};
 use rtgrind_jit::ThreadContext;
-use std::collections::{HashMap, HashSet};
 use smallvec::SmallVec;
+use std::collections::{HashMap, HashSet};
 
 /// A `gs`-relative qword of the tool area.
 fn ta(off: usize) -> AsmMemoryOperand {
