@@ -455,7 +455,7 @@ fn named_failures_exit_code_stderr_and_output() {
         let expected_short = dir.join("expected-short.txt");
         std::fs::write(&expected_short, format!("hello {short}\n")).unwrap();
         let opt = opt.replace(&expected.display().to_string(), &expected_short.display().to_string());
-        let ok = run_rtgrind(["--tool=suppress", opt.as_str()], &Cmd::new(&exe).arg(short));
+        let ok = run_rtgrind(["--tool=suppress", opt.as_str()], &Cmd::new(&exe).arg(short).cwd(&dir));
         assert_eq!(ok.status.code(), Some(0), "{failure}: {}", ok.describe());
     }
     let out = run_rtgrind(["--tool=suppress", "--failure=stderr:(unclosed"], &Cmd::new(&exe));
