@@ -376,6 +376,12 @@ pub struct RaceRun {
     out: Output,
     /// Races were reported.
     found: bool,
+    /// A second thread has started: the code translated from then on records accesses inline
+    /// (`record`). Before, nothing can race and the light call-outs record nothing either, so
+    /// a program that never starts a thread (most short runs) is not translated with ~40
+    /// instructions of record per access; the first thread's start drops every translation.
+    threaded: bool,
+    retranslate: bool,
 }
 
 impl RaceRun {
@@ -415,6 +421,8 @@ impl RaceRun {
             exit_word: vec![0],
             out,
             found: false,
+            threaded: false,
+            retranslate: false,
         })
     }
 
@@ -882,7 +890,7 @@ impl RaceRun {
         let (mut slow, mut stored, mut done) = (a.create_label(), a.create_label(), a.create_label());
         // Where a granule is new to this thread's epoch: the inline record (`record`), else
         // the call-outs.
-        let inline_record = site < hb::SITE_LIMIT;
+        let inline_record = self.threaded && site < hb::SITE_LIMIT;
         let (mut fresh, mut refresh) = if inline_record { (a.create_label(), a.create_label()) } else { (slow, slow) };
         let whole = size > 8 && size <= MAX_CACHED && size.is_multiple_of(8);
         if whole {
@@ -1007,6 +1015,10 @@ impl RaceRun {
 }
 
 impl ToolRun for RaceRun {
+    fn retranslate_requested(&mut self) -> Option<(u64, u64)> {
+        std::mem::take(&mut self.retranslate).then_some((0, u64::MAX))
+    }
+
     fn attach(&mut self, sched: &'static crate::kernel::sched::Scheduler) {
         if let Some(w) = self.state.watch.as_mut() {
             w.attach(sched);
@@ -1036,6 +1048,7 @@ impl ToolRun for RaceRun {
     }
 
     fn thread_start(&mut self, child: &mut ThreadContext) {
+        self.retranslate |= !std::mem::replace(&mut self.threaded, true);
         self.state.settle();
         let (clock, exit_word) = self.creating.take().unwrap_or_else(|| (self.state.detector.fork(0), 0));
         let t = self.state.detector.adopt(clock);
