@@ -791,11 +791,14 @@ fn callouts(name: &str, opt: &str, kind: &str) -> (u64, String) {
 /// accesses there), is recorded from the code cache (issue 30) and orders as before: main,
 /// having acquired the lock the worker published the table under, reads it without a race,
 /// and the word the worker wrote after that unlock races with main's read at their lines
-/// (-O0, -O2). With `--stats`, the 32,768 writes take a few thousand light call-outs (main's
-/// reads of the worker's words), not one per granule and epoch (36,951 before).
+/// (-O0, -O2). With `--stats`, the worker's 32,768 writes take no light call-out, though their
+/// code was first translated while main ran alone (main's own fill first, which takes 4,096:
+/// the record starts with the second thread): the light call-outs are main's 4,096 and a few
+/// thousand of main's reads of the worker's words, not one per granule and epoch (41,000
+/// without the inline record).
 #[test]
 fn accesses_new_to_an_epoch_are_recorded_inline_and_order_as_before() {
     only_race("fresh_records", "67092480 ok\n", ("racing read", "main"), ("racing write", "worker"));
     let (light, err) = callouts("fresh_records", "-O0", "race access (light)");
-    assert!(light < 8000, "{light} light call-outs:\n{err}");
+    assert!(light < 12_000, "{light} light call-outs:\n{err}");
 }

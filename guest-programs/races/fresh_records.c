@@ -3,7 +3,9 @@
  * rtgrind records those in the code cache (issue 30). The last rewrite comes before the unlock
  * that publishes the table, which main acquires: main reads the table without a race. After
  * the unlock the worker writes one more word, new to its epoch, which main reads without
- * synchronization: the one race, at its two lines. */
+ * synchronization: the one race, at its two lines. Main fills the table once before it starts
+ * the worker, so the fill's code is first translated while one thread runs (without the
+ * inline record, which starts with the second thread). */
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -16,13 +18,17 @@ static long late;
 static int published;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
+__attribute__((noinline)) static void fill(long k) {
+    for (int i = 0; i < N; i++)
+        table[i] = (long)i * k;
+}
+
 static void *worker(void *arg) {
     (void)arg;
     for (int r = 0; r < ROUNDS; r++) {
         pthread_mutex_lock(&lock);
         pthread_mutex_unlock(&lock);
-        for (int i = 0; i < N; i++)
-            table[i] = (long)i * (r + 1);
+        fill(r + 1);
     }
     pthread_mutex_lock(&lock);
     published = 1;
@@ -33,6 +39,7 @@ static void *worker(void *arg) {
 
 int main(void) {
     pthread_t t;
+    fill(1);
     pthread_create(&t, NULL, worker, NULL);
     for (;;) {
         pthread_mutex_lock(&lock);
