@@ -379,7 +379,9 @@ pub struct RaceRun {
     /// A second thread has started: the code translated from then on records accesses inline
     /// (`record`). Before, nothing can race and the light call-outs record nothing either, so
     /// a program that never starts a thread (most short runs) is not translated with ~40
-    /// instructions of record per access; the first thread's start drops every translation.
+    /// instructions of record per access; the first thread's start drops every translation
+    /// (the engine drops them then too, for its preemption counts; the tool does not rely on
+    /// that).
     threaded: bool,
     retranslate: bool,
 }
