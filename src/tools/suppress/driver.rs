@@ -302,8 +302,7 @@ impl Suppression<'_> {
         };
         let failed = |runner: &Runner, ran: &Ran| -> Option<String> {
             let text = std::fs::read_to_string(runner.file(&format!("outcome-{}", ran.number))).ok()?;
-            let mut o = Outcome::parse(&text);
-            o.name_places(&mut SourceLines::default());
+            let o = named_outcome(&text);
             o.crash.is_some().then(|| describe_crash(&o))
         };
         let accessed = runner.file(&format!("accessed-{}", runner.runs));
@@ -389,9 +388,7 @@ impl Suppression<'_> {
             };
             return Err(Verdict::CannotRun(code, line));
         };
-        let mut o = Outcome::parse(&text);
-        o.name_places(&mut SourceLines::default());
-        Ok(o)
+        Ok(named_outcome(&text))
     }
 
     /// The chain's last run was analysed: ends the search, or asks for the next suppression run
@@ -637,6 +634,17 @@ pub fn find_until<'o>(runner: &mut Runner, opts: &'o Options, enough: Option<&'o
         layouts,
         layouts_tried: s.layouts_tried,
     }
+}
+
+/// A run's outcome with its source places named (`Outcome::name_places`), by one
+/// `SourceLines` for the whole search: each module's symbols are read once, not once a run.
+fn named_outcome(text: &str) -> Outcome {
+    thread_local! {
+        static LINES: std::cell::RefCell<SourceLines> = std::cell::RefCell::new(SourceLines::default());
+    }
+    let mut o = Outcome::parse(text);
+    LINES.with_borrow_mut(|lines| o.name_places(lines));
+    o
 }
 
 /// A suppression run's own arguments: its plan and where it writes its outcome.
