@@ -68,6 +68,10 @@ fn keep_heap_apart() {
 /// `#!interp [arg]` scripts run their interpreter, as the kernel does.
 fn shebang(path: &Path) -> Option<(PathBuf, Option<Vec<u8>>)> {
     use std::io::Read;
+    // (Opening a FIFO would wait for a writer; the loader refuses what is not a file.)
+    if !std::fs::metadata(path).ok()?.is_file() {
+        return None;
+    }
     let mut f = std::fs::File::open(path).ok()?;
     let mut buf = [0u8; 256];
     let n = f.read(&mut buf).ok()?;

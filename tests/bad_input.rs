@@ -60,6 +60,18 @@ fn directory() {
 }
 
 #[test]
+fn fifo_or_device_is_not_run() {
+    // Opening a FIFO to read it waits for a writer: refused before that, as the kernel does.
+    let dir = common::scratch_dir("fifo");
+    let fifo = dir.join("fifo");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    std::fs::set_permissions(&fifo, std::fs::Permissions::from_mode(0o755)).unwrap();
+    expect_error(&fifo, 126, &["not a regular file", fifo.to_str().unwrap()]);
+    expect_error("/dev/null", 126, &["not a regular file"]);
+}
+
+#[test]
 fn no_execute_permission() {
     let dir = common::scratch_dir("no-exec");
     let elf = std::fs::read("/usr/bin/true").unwrap();

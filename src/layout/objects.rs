@@ -82,7 +82,7 @@ pub struct Objects {
 /// `path` whose code sets up rbp as its frame pointer (`-O0`), by offset from rbp, with no
 /// check of what a layout needs (`--tool=cbi`'s scalar pairs compare them).
 pub fn rbp_integer_locals(path: &str) -> Vec<Frame> {
-    let Ok(file) = std::fs::read(path) else { return Vec::new() };
+    let Ok(file) = crate::loader::file::map(path) else { return Vec::new() };
     let Ok(elf) = Elf::parse(&file) else { return Vec::new() };
     let code_of = |f: &Frame| {
         let p =
@@ -118,7 +118,7 @@ const MAX_FRAMES: usize = 100_000;
 impl Objects {
     /// The movable globals and frames of the ELF file at `path`; None if it cannot be read.
     pub fn of(path: &str) -> Option<Objects> {
-        let file = std::fs::read(path).ok()?;
+        let file = crate::loader::file::map(path).ok()?;
         let elf = Elf::parse(&file).ok()?;
         let mut o = Objects {
             entry: elf.header.e_entry,

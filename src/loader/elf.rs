@@ -27,6 +27,8 @@ pub enum LoadError {
     Directory(String),
     #[error("cannot run '{0}': permission denied (not executable)")]
     Permission(String),
+    #[error("cannot run '{0}': not a regular file")]
+    NotRegular(String),
     #[error("cannot run '{0}': not an ELF file")]
     NotElf(String),
     #[error("cannot run '{0}': 32-bit ELF files are not supported (only x86-64)")]
@@ -85,18 +87,23 @@ impl LoadedProgram {
 }
 
 /// Checks a path names a runnable x86-64 ELF, with the user-facing error otherwise.
-fn read_checked(path: &Path) -> Result<Vec<u8>, LoadError> {
+fn read_checked(path: &Path) -> Result<memmap2::Mmap, LoadError> {
     let name = path.display().to_string();
     let meta = std::fs::metadata(path).map_err(|_| LoadError::NotFound(name.clone()))?;
     if meta.is_dir() {
         return Err(LoadError::Directory(name));
+    }
+    // The kernel refuses the rest with EACCES; opening a FIFO to read it would wait for a
+    // writer.
+    if !meta.is_file() {
+        return Err(LoadError::NotRegular(name));
     }
     let cpath = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| LoadError::NotFound(name.clone()))?;
     // SAFETY: access() with a valid NUL-terminated path.
     if unsafe { libc::access(cpath.as_ptr(), libc::X_OK) } != 0 {
         return Err(LoadError::Permission(name));
     }
-    let bytes = std::fs::read(path).map_err(|_| LoadError::Permission(name.clone()))?;
+    let bytes = super::file::map(path).map_err(|_| LoadError::Permission(name.clone()))?;
     check_header(&name, &bytes)?;
     Ok(bytes)
 }

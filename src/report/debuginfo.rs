@@ -88,7 +88,7 @@ fn decompressed(file: &Path) -> Option<PathBuf> {
     if copy.is_file() {
         return Some(copy);
     }
-    let bytes = std::fs::read(&real).ok()?;
+    let bytes = crate::loader::file::map(&real).ok()?;
     let elf = goblin::elf::Elf::parse(&bytes).ok()?;
     let compressed = compressed_dwarf(&elf);
     // (A supplementary file named relative to the debug file would not be found from the copy.)
@@ -129,7 +129,7 @@ fn compressed_dwarf(elf: &goblin::elf::Elf<'_>) -> bool {
 /// and whether its sections may be compressed (known for the module itself, read already;
 /// a separate file is looked at by `decompressed`).
 fn debug_file(path: &Path) -> Option<(PathBuf, bool)> {
-    let bytes = std::fs::read(path).ok()?;
+    let bytes = crate::loader::file::map(path).ok()?;
     let elf = goblin::elf::Elf::parse(&bytes).ok()?;
     let section = |name: &str| elf.section_headers.iter().find(|s| elf.shdr_strtab.get_at(s.sh_name) == Some(name));
     if [".debug_info", ".zdebug_info"].iter().any(|n| section(n).is_some_and(|s| s.sh_type != goblin::elf::section_header::SHT_NOBITS)) {

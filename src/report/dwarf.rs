@@ -14,7 +14,7 @@ pub fn with_dwarf<T: Ord>(
     mapped: u64,
     f: impl Fn(&gimli::Dwarf<Slice<'_>>, &goblin::elf::Elf<'_>, &[u8], &mut Vec<T>) -> Result<(), gimli::Error>,
 ) -> (Vec<T>, u64) {
-    let Ok(file) = std::fs::read(path) else { return (Vec::new(), 0) };
+    let Ok(file) = crate::loader::file::map(path) else { return (Vec::new(), 0) };
     let Ok(elf) = goblin::elf::Elf::parse(&file) else { return (Vec::new(), 0) };
     let lowest = elf.program_headers.iter().filter(|p| p.p_type == goblin::elf::program_header::PT_LOAD).map(|p| p.p_vaddr & !0xfff).min();
     let bias = mapped.wrapping_sub(lowest.unwrap_or(mapped));

@@ -24,7 +24,7 @@ struct FileSyms {
 }
 
 fn parse(path: &str) -> Option<FileSyms> {
-    let bytes = std::fs::read(path).ok()?;
+    let bytes = crate::loader::file::map(path).ok()?;
     let elf = goblin::elf::Elf::parse(&bytes).ok()?;
     let mut syms = Vec::new();
     let mut objects: Vec<(u64, u64, String)> = elf
