@@ -11,7 +11,7 @@
 # "(then failed otherwise)" where rtgrind qualified its answer so. Rows that are not a plain
 # "right line" are followed by rtgrind's chain of runs (its `suppress:` lines).
 #
-# The cases (7 programs, 8 bugs):
+# The cases (8 programs, 9 bugs):
 #   unzip 6.0      CVE-2022-0529  heap overflow: strcat of "#Lxxxxxxxx" escapes (10 bytes) into a
 #                                 buffer sized 8 per character (wide_to_local_string);
 #                                 reverted: debian/patches/28-cve-2022-0529-and-cve-2022-0530.patch
@@ -31,6 +31,9 @@
 #   netcat 1.10    rservice       global overflow: data/rservice.c's memcpy of its command line
 #                                 into static char buf[256], faulting where memory ends;
 #                                 reverted: debian/patches/rservice-buf.patch
+#   arj 3.10.22    Debian #774015 global overflow: read_c_len's run of zero code lengths runs past
+#                                 c_len[NC] into the next globals' pointers, freed later (arj t);
+#                                 reverted: debian/patches/security-afl.patch
 #   fig2dev 3.2.8b CVE-2025-46399 NULL dereference (no corruption): a list walk not reset reads
 #                                 past the last control point (fig2dev -L ge on a spline);
 #                                 reverted: debian/patches/43_CVE-2025-46399.patch
@@ -305,6 +308,47 @@ if fetch netcat 1.10-47; then
         case_ netcat "$version" "rservice global buffer overflow" "-$o" \
             "$(expect "$work/$t/data" rservice.c 'memcpy (p, argv[1], x);')" main \
             "$work/$t" /dev/null -- ./rservice "$(python3 -c 'print("A" * 100000)')" u
+    done
+fi
+
+# --- arj (decode.c) ------------------------------------------------------------------------
+# Debian #774015: read_c_len's runs of zero code lengths are not bounded by NC, so a crafted
+# Huffman table writes past the global c_len[NC] into the next globals' pointers; the crash is a
+# later free() of one of them (decode.c:490, or at exit). The archive is a deterministic text
+# file packed by the built arj with -m1, with one byte of its compressed table changed (found
+# by fuzzing that byte range; the native run crashes every time).
+if fetch arj 3.10.22-26; then
+    python3 -c "
+import random
+random.seed(1)
+words = ['alpha', 'beta', 'gamma', 'delta', '\n', 'zeta ', 'eta', 'theta', '0123', 'xyz!']
+open('$work/f.txt', 'w').write(''.join(random.choice(words) for _ in range(3000)))"
+    for o in O0 O2; do
+        eval "flags=\$$o"
+        t=arj-$o
+        tree arj security-afl.patch "$t" || continue
+        say "building $t"
+        (cd "$work/$t" && cp /usr/share/misc/config.sub /usr/share/misc/config.guess gnu/ \
+            && (cd gnu && autoreconf -i && ./configure CFLAGS="$flags -w") \
+            && SOURCE_DATE_EPOCH=1600000000 make -f GNUmakefile) > "$work/$t.build" 2>&1
+        bin=$work/$t/linux-gnu/en/rs/arj/arj
+        if [ ! -s "$work/table.arj" ] && [ -x "$bin" ]; then
+            (cd "$work" && "$bin" a -m1 -y table.arj f.txt > /dev/null 2>&1)
+            python3 - "$work/table.arj" << 'EOF'
+import sys
+p = sys.argv[1]
+b = bytearray(open(p, 'rb').read())
+size = lambda at: int.from_bytes(b[at + 2:at + 4], 'little')
+# Each header: id (2), basic size (2), the basic header, its CRC (4), an empty extended one (2).
+data = 4 + size(0) + 6
+data += 4 + size(data) + 6
+b[data + 36] = 0xa9
+open(p, 'wb').write(b)
+EOF
+        fi
+        case_ arj "$version" "Debian #774015 global overflow, invalid free" "-$o" \
+            "$(expect "$work/$t" decode.c '     c_len[i++]=0;')" read_c_len \
+            "$work/$t" /dev/null -- linux-gnu/en/rs/arj/arj t "$work/table.arj" -y
     done
 fi
 

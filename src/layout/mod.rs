@@ -61,7 +61,21 @@ pub struct LocalMove {
     pub to: i64,
 }
 
+/// At most this many of a layout's pairs are named in a report line; its file has them all.
+const PAIRS_NAMED: usize = 3;
+
 impl Layout {
+    /// What the layout tries, for a report line: its first pairs, and how many more there are
+    /// (a layout of a large program pairs a hundred buffers).
+    pub fn summary(&self) -> String {
+        let named = self.pairs.iter().take(PAIRS_NAMED).cloned().collect::<Vec<_>>().join("; ");
+        match self.pairs.len().saturating_sub(PAIRS_NAMED) {
+            0 => named,
+            1 => format!("{named}; and 1 more pair"),
+            n => format!("{named}; and {n} more pairs"),
+        }
+    }
+
     pub fn read(path: &Path) -> Result<Layout, String> {
         let text = std::fs::read_to_string(path).map_err(|e| format!("--layout: cannot read '{}': {e}", path.display()))?;
         serde_json::from_str(&text).map_err(|e| format!("--layout: '{}' is not a layout: {e}", path.display()))
@@ -135,5 +149,19 @@ fn overlap(placed: &mut [(i64, u64, &String)]) -> Result<(), String> {
     match placed.windows(2).find(|w| w[0].0 + w[0].1 as i64 > w[1].0) {
         Some(w) => Err(format!("'{}' and '{}' overlap in the layout", w[0].2, w[1].2)),
         None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Layout;
+
+    #[test]
+    fn a_reports_line_names_three_pairs_and_counts_the_rest() {
+        let with = |n: usize| Layout { pairs: (0..n).map(|i| format!("p{i}")).collect(), ..Layout::default() }.summary();
+        assert_eq!(with(1), "p0");
+        assert_eq!(with(3), "p0; p1; p2");
+        assert_eq!(with(4), "p0; p1; p2; and 1 more pair");
+        assert_eq!(with(90), "p0; p1; p2; and 87 more pairs");
     }
 }

@@ -247,7 +247,7 @@ pub fn drive(mut runner: Runner, command: Vec<OsString>, opts: Options) -> Repor
                 replay,
                 ..Finding::default()
             });
-            report.layout = Some(format!("{}; {saved}", layout.pairs.join("; ")));
+            report.layout = Some(format!("{}; {saved}", layout.summary()));
         }
     }
     report

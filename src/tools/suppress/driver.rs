@@ -336,7 +336,7 @@ impl Suppression<'_> {
             ReorderVerdict::Found { k, file, .. } => {
                 // (The file its run read, in the search's directory: saved where the user can
                 // run under it again when the search ends, `save_layout`.)
-                self.layouts.push((self.used(runner) + 1, file, search.layouts[k].pairs.join("; "), tried));
+                self.layouts.push((self.used(runner) + 1, file, search.layouts[k].summary(), tried));
                 self.searched = false;
                 match resume {
                     Resume::Original => self.ask(runner, Stage::Original, &[], true, &[]),
