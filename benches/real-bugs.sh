@@ -11,7 +11,7 @@
 # "(then failed otherwise)" where rtgrind qualified its answer so. Rows that are not a plain
 # "right line" are followed by rtgrind's chain of runs (its `suppress:` lines).
 #
-# The cases (8 programs, 9 bugs):
+# The cases (9 programs, 10 bugs):
 #   unzip 6.0      CVE-2022-0529  heap overflow: strcat of "#Lxxxxxxxx" escapes (10 bytes) into a
 #                                 buffer sized 8 per character (wide_to_local_string);
 #                                 reverted: debian/patches/28-cve-2022-0529-and-cve-2022-0530.patch
@@ -34,6 +34,9 @@
 #   arj 3.10.22    Debian #774015 global overflow: read_c_len's run of zero code lengths runs past
 #                                 c_len[NC] into the next globals' pointers, freed later (arj t);
 #                                 reverted: debian/patches/security-afl.patch
+#   mp3gain 1.6.2  stack overflow: sprintf of an APE tag's track gain (1e300) into
+#                                 valueString[100] (WriteMP3GainAPETag, `mp3gain -g 2`);
+#                                 reverted: debian/patches/fix-security-bugs.patch
 #   fig2dev 3.2.8b CVE-2025-46399 NULL dereference (no corruption): a list walk not reset reads
 #                                 past the last control point (fig2dev -L ge on a spline);
 #                                 reverted: debian/patches/43_CVE-2025-46399.patch
@@ -70,9 +73,10 @@ say() { echo "real-bugs: $*" >&2; }
 # --- tools and sources ---------------------------------------------------------------------
 missing=
 for t in gcc:gcc g++:g++ make:make patch:patch python3:python3 dpkg-source:dpkg-dev \
-    autoreconf:autoconf automake:automake \
-    timeout:coreutils; do
-    command -v "${t%%:*}" > /dev/null || missing="$missing ${t#*:}"
+    autoreconf:autoconf automake:automake /usr/include/mpg123.h:libmpg123-dev \
+    /usr/share/misc/config.sub:autotools-dev timeout:coreutils; do
+    # (a command, or a file a build needs)
+    command -v "${t%%:*}" > /dev/null || [ -e "${t%%:*}" ] || missing="$missing ${t#*:}"
 done
 if [ -n "$missing" ]; then
     say "installing missing tools:$missing (apt-get install)"
@@ -143,6 +147,7 @@ expect() {
 }
 
 # case PROGRAM VERSION BUG OPT EXPECTED FUNC DIR STDIN -- CMD...: native run, rtgrind run, row
+# ($prep, if set, is run before each: a program that rewrites its input gets it fresh)
 case_() {
     prog=$1 ver=$2 bug=$3 opt=$4 exp=$5 func=$6 dir=$7 in=$8
     shift 9
@@ -151,11 +156,13 @@ case_() {
         echo "| $prog | $ver | $bug | $opt | $exp | (build failed) | - | not run |" >> "$rows"
         return
     fi
+    eval "${prep:-}"
     { (cd "$dir" && timeout 60 "$@" < "$in" > /dev/null 2>&1); } 2> /dev/null
     st=$?
     if [ $st -gt 128 ] && [ $st -ne 124 ]; then native=SIG$(kill -l $((st - 128))); else native="exit $st"; fi
     wait_rtgrind
     start=$(date +%s)
+    eval "${prep:-}"
     (cd "$dir" && timeout "$limit" "$rtgrind" --tool=suppress "$@" < "$in" > /dev/null 2> "$work/$id.log")
     rc=$?
     secs=$(($(date +%s) - start))
@@ -349,6 +356,28 @@ EOF
         case_ arj "$version" "Debian #774015 global overflow, invalid free" "-$o" \
             "$(expect "$work/$t" decode.c '     c_len[i++]=0;')" read_c_len \
             "$work/$t" /dev/null -- linux-gnu/en/rs/arj/arj t "$work/table.arj" -y
+    done
+fi
+
+# --- mp3gain (apetag.c) -------------------------------------------------------------------
+# The fix (fix-security-bugs.patch, from openSUSE) clamps the ReplayGain values read from a
+# file's APE tag before WriteMP3GainAPETag prints them with sprintf into valueString[100]: a
+# track gain of 1e300 prints 310 characters over the stack. The file is 50 silent MPEG-1 layer
+# III frames and an APE tag with that gain; `mp3gain -g 2` applies a gain and rewrites the tag.
+# It rewrites the file in place, so each of the two runs gets a fresh copy.
+if fetch mp3gain 1.6.2-2; then
+    python3 "$data/mkmp3.py" "$work/huge-gain.mp3"
+    for o in O0 O2; do
+        eval "flags=\$$o"
+        t=mp3gain-$o
+        tree mp3gain fix-security-bugs.patch "$t" || continue
+        say "building $t"
+        make -C "$work/$t" CFLAGS="$flags -w -DHAVE_MEMCPY" > "$work/$t.build" 2>&1
+        prep="cp '$work/huge-gain.mp3' '$work/$t/track.mp3'"
+        case_ mp3gain "$version" "stack overflow (sprintf of a tag's gain)" "-$o" \
+            "$(expect "$work/$t" apetag.c 'sprintf(valueString,"%-+9.6f", info->trackGain);')" WriteMP3GainAPETag \
+            "$work/$t" /dev/null -- ./mp3gain -g 2 track.mp3
+        prep=
     done
 fi
 

@@ -80,6 +80,9 @@ pub struct Process {
     pub blocks_out: Option<PathBuf>,
     /// `--created-out`: the log of the names the run creates (`kernel::created`).
     pub created_log: Option<std::fs::File>,
+    /// Beside that log: where the run keeps the files it changes, as they were before the
+    /// search's first run changed them (`kernel::originals`).
+    pub originals: Option<PathBuf>,
     /// Once the program has threads, all of them run on the one CPU the process was on (as
     /// in rr: only the baton holder runs guest code, and a hand-off within one CPU costs no
     /// cross-CPU wake-up); the CPUs it was allowed before, which the guest still sees.

@@ -969,6 +969,35 @@ fn files_a_crashing_run_leaves_behind_do_not_move_the_next_runs() {
     assert!(std::fs::read_dir(&elsewhere).unwrap().count() >= 12, "every run left its file there");
 }
 
+/// A program that rewrites its input in place before it fails (as mp3gain rewrites the tag
+/// of the file it is given) fails only on the file as it was: every run must start from the
+/// file the first run found. Each run keeps a copy of the files it changes, and the search puts
+/// them back after every run; at the end the file is as one native run leaves it (rewritten,
+/// or removed). Before, the second run found the rewritten file, did not fail, and the search
+/// said the failure did not repeat.
+#[test]
+fn a_file_the_program_rewrites_or_removes_is_put_back_for_each_run() {
+    let exe = bug("rewrites_input", "rewrites_input", &|s| s);
+    let dir = crate::common::scratch_dir("suppress-rewrites-input");
+    crate::common::reset_dir(&dir);
+    let input = dir.join("track.txt");
+    let native = |extra: &[&str]| {
+        std::fs::write(&input, "gain 1e30\n").unwrap();
+        let st = std::process::Command::new(&exe).arg(&input).args(extra).stdout(std::process::Stdio::null()).status().unwrap();
+        assert!(st.code().is_none(), "the fresh file crashes it natively: {st:?}");
+        std::fs::read(&input).ok()
+    };
+    for extra in [&[][..], &["remove"][..]] {
+        let after_native = native(extra);
+        std::fs::write(&input, "gain 1e30\n").unwrap();
+        let out = run_rtgrind(["--tool=suppress"], &Cmd::new(&exe).arg(input.to_str().unwrap()).args(extra.iter().copied()).cwd(&dir));
+        let err = out.stderr_str();
+        assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+        assert!(headline(&err).contains(&format!("{}, inside ", place("rewrites_input", "root", "main"))), "{err}");
+        assert_eq!(std::fs::read(&input).ok(), after_native, "the file as one native run left it ({extra:?})");
+    }
+}
+
 /// A file somebody else creates in the directory while the search runs (an editor's swap file)
 /// is not the runs': it stays where it is, with its contents. Before, every new entry was
 /// moved away after each run and discarded with the search unless the first run made it.

@@ -5,6 +5,7 @@ pub mod created;
 pub mod fds;
 pub mod guest_mem;
 pub mod memory;
+pub mod originals;
 pub mod procfs;
 pub mod raw;
 pub mod repeat;

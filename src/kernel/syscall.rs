@@ -182,6 +182,12 @@ impl Runtime {
             self.ctx.gpr[reg::RAX as usize] = r as u64;
             return;
         }
+        // (A search's run keeps the files it changes, as they were: `kernel::originals`.)
+        if let Some(dir) = self.p().originals.as_deref() {
+            for c in super::originals::changed_by(nr, &a) {
+                super::originals::keep(dir, &c);
+            }
+        }
         // (A search's run logs the names it creates: `kernel::created`.)
         let creates = self.p().created_log.as_ref().and_then(|_| super::created::target(nr, &a)).filter(|&(d, p)| !super::created::exists(d, p));
         let ret = match nr as i64 {

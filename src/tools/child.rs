@@ -185,11 +185,18 @@ impl EndedAt {
 /// is somebody else's (an editor's swap file, a build's output written meanwhile) and stays.
 /// Entries that cannot be moved (another file system: a directory, or a file that cannot be
 /// copied) stay too.
+///
+/// The files a run changes are put back the same way: each run keeps a copy of an existing
+/// file before it first changes it (`kernel::originals`), and after every run the copies go
+/// back, so each run starts from the files the first one did; at the end the files are left as
+/// the first run left them.
 pub struct Leftovers {
     cwd: PathBuf,
     before: std::collections::HashSet<std::ffi::OsString>,
     stash: PathBuf,
     first: Vec<std::ffi::OsString>,
+    /// The files the first run changed, and a copy of each as it left it (none: it removed it).
+    first_changed: Vec<(PathBuf, Option<PathBuf>)>,
 }
 
 fn entries(dir: &Path) -> std::collections::HashSet<std::ffi::OsString> {
@@ -200,7 +207,7 @@ impl Leftovers {
     pub fn new(stash: PathBuf) -> Option<Leftovers> {
         let cwd = std::env::current_dir().ok()?;
         let before = entries(&cwd);
-        Some(Leftovers { cwd, before, stash, first: Vec::new() })
+        Some(Leftovers { cwd, before, stash, first: Vec::new(), first_changed: Vec::new() })
     }
 
     /// The log the runs write the names they create to.
@@ -208,8 +215,9 @@ impl Leftovers {
         self.stash.join("created")
     }
 
-    /// After run `n` (from 1): moves what it created away.
+    /// After run `n` (from 1): moves what it created away and puts back what it changed.
     pub fn clear(&mut self, n: u32) {
+        self.put_back_changed(n);
         let made = crate::kernel::created::read(&self.log());
         let new: Vec<std::ffi::OsString> = entries(&self.cwd).into_iter().filter(|e| !self.before.contains(e) && made.contains(&self.cwd.join(e))).collect();
         if new.is_empty() {
@@ -227,10 +235,38 @@ impl Leftovers {
             }
         }
     }
+
+    /// Puts back every file a run changed as it was before the first run (the first run's
+    /// versions are kept for the end).
+    fn put_back_changed(&mut self, n: u32) {
+        use crate::kernel::originals;
+        let left_by_first = self.stash.join("changed-by-run-1");
+        for (path, copy) in originals::kept(&self.stash.join("originals")) {
+            if n == 1 {
+                let as_left = left_by_first.join(copy.file_name().unwrap_or_default());
+                let kept = path.is_file() && std::fs::create_dir_all(&left_by_first).is_ok() && std::fs::copy(&path, &as_left).is_ok();
+                if kept {
+                    if let Ok(t) = std::fs::metadata(&path).and_then(|m| m.modified()) {
+                        let _ = std::fs::File::open(&as_left).and_then(|f| f.set_modified(t));
+                    }
+                }
+                self.first_changed.push((path.clone(), kept.then_some(as_left)));
+            }
+            originals::put_back(&copy, &path);
+        }
+    }
 }
 
 impl Drop for Leftovers {
     fn drop(&mut self) {
+        for (path, as_left) in &self.first_changed {
+            match as_left {
+                Some(copy) => crate::kernel::originals::put_back(copy, path),
+                None => {
+                    let _ = std::fs::remove_file(path);
+                }
+            }
+        }
         let from = self.stash.join("left-by-run-1");
         for name in &self.first {
             let dest = self.cwd.join(name);

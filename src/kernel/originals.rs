@@ -1,0 +1,132 @@
+//! The contents of existing files a search's runs change. A program that rewrites its input in
+//! place (mp3gain writing a tag into the file it was given, a database updating its file, a
+//! crash halfway through either) hands the next run another input: its failure then does not
+//! repeat, or the search follows another execution. A run keeps a copy of each existing
+//! regular file before its first call that may change or remove it (an open for writing or
+//! with `O_TRUNC`, `truncate`, `unlink`, `rename` of or over it), in the search's directory,
+//! once per search: the first copy is the file as it was before the first run. After each run
+//! the search puts every kept file back (`tools::child::Leftovers`), so each run starts from
+//! the files the first one started from; at the end it leaves them as the first run left them,
+//! as a native run would have.
+//!
+//! Not kept: files over `MAX_BYTES`, what is not a regular file, `/proc`, `/sys` and `/dev`.
+
+use super::guest_mem;
+use sha2::{Digest, Sha256};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// Files larger than this are changed for good (a log of gigabytes is not copied per search).
+const MAX_BYTES: u64 = 256 << 20;
+
+/// A path a call may change, relative to a directory descriptor, and whether the call follows
+/// a symbolic link in its last component (an open does; an unlink removes the link).
+pub struct Changed {
+    pub dir: i32,
+    pub path: u64,
+    pub follow: bool,
+}
+
+/// The existing files call `nr` with arguments `a` may change or remove.
+pub fn changed_by(nr: u64, a: &[u64; 6]) -> Vec<Changed> {
+    use libc as l;
+    let cwd = l::AT_FDCWD;
+    let writes = |flags: u64| flags & (l::O_WRONLY | l::O_RDWR | l::O_TRUNC) as u64 != 0;
+    let at = |dir: u64, path: u64, follow: bool| Changed { dir: dir as i32, path, follow };
+    let here = |path: u64, follow: bool| Changed { dir: cwd, path, follow };
+    match nr as i64 {
+        l::SYS_open if writes(a[1]) => vec![here(a[0], true)],
+        l::SYS_openat if writes(a[2]) => vec![at(a[0], a[1], true)],
+        l::SYS_creat | l::SYS_truncate => vec![here(a[0], true)],
+        l::SYS_unlink => vec![here(a[0], false)],
+        l::SYS_unlinkat if a[2] & l::AT_REMOVEDIR as u64 == 0 => vec![at(a[0], a[1], false)],
+        l::SYS_rename => vec![here(a[0], false), here(a[1], false)],
+        l::SYS_renameat | l::SYS_renameat2 => vec![at(a[0], a[1], false), at(a[2], a[3], false)],
+        _ => Vec::new(),
+    }
+}
+
+/// The absolute path `c` names, its last component resolved if the call follows links.
+fn absolute(c: &Changed) -> Option<PathBuf> {
+    let raw = guest_mem::read_cstr(c.path, 4096)?;
+    let p = Path::new(std::ffi::OsStr::from_bytes(&raw));
+    let base = if p.is_absolute() {
+        PathBuf::from("/")
+    } else if c.dir == libc::AT_FDCWD {
+        std::env::current_dir().ok()?
+    } else {
+        std::fs::read_link(format!("/proc/self/fd/{}", c.dir)).ok()?
+    };
+    let full = base.join(p);
+    if c.follow {
+        return full.canonicalize().ok();
+    }
+    Some(full.parent()?.canonicalize().ok()?.join(full.file_name()?))
+}
+
+/// Where the copy of `path` is kept in `dir`: a name of its own for each path.
+fn copy_of(dir: &Path, path: &Path) -> PathBuf {
+    let h: String = Sha256::digest(path.as_os_str().as_bytes()).iter().take(12).map(|b| format!("{b:02x}")).collect();
+    dir.join(h)
+}
+
+/// Before the call: keeps a copy of the file `c` names in `dir`, unless the search has one.
+pub fn keep(dir: &Path, c: &Changed) {
+    let Some(path) = absolute(c) else { return };
+    if ["/proc/", "/sys/", "/dev/"].iter().any(|p| path.starts_with(p)) {
+        return;
+    }
+    let Ok(meta) = std::fs::symlink_metadata(&path) else { return };
+    if !meta.is_file() || meta.len() > MAX_BYTES {
+        return;
+    }
+    let copy = copy_of(dir, &path);
+    if copy.exists() || std::fs::create_dir_all(dir).is_err() {
+        return;
+    }
+    // Made beside it and renamed into place (runs of a batch run at once), its path written
+    // first, and its modification time the file's (a put-back file keeps it).
+    let partial = copy.with_extension(format!("{}.partial", std::process::id()));
+    let made = std::fs::write(copy.with_extension("path"), path.as_os_str().as_bytes()).is_ok()
+        && std::fs::copy(&path, &partial).is_ok()
+        && meta.modified().is_ok_and(|t| std::fs::File::open(&partial).and_then(|f| f.set_modified(t)).is_ok());
+    if !made || std::fs::rename(&partial, &copy).is_err() {
+        let _ = std::fs::remove_file(&partial);
+    }
+}
+
+/// The files kept in `dir`: (the file's path, its copy).
+pub fn kept(dir: &Path) -> Vec<(PathBuf, PathBuf)> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut kept: Vec<(PathBuf, PathBuf)> = entries
+        .filter_map(|e| {
+            let copy = e.ok()?.path();
+            if copy.extension().is_some() {
+                return None;
+            }
+            let path = std::fs::read(copy.with_extension("path")).ok()?;
+            Some((PathBuf::from(std::ffi::OsStr::from_bytes(&path)), copy))
+        })
+        .collect();
+    kept.sort();
+    kept
+}
+
+/// Makes `path` hold what `copy` holds, with its modification time, unless it does already
+/// (the same length and time: the run did not change it).
+pub fn put_back(copy: &Path, path: &Path) {
+    let Ok(want) = std::fs::metadata(copy) else { return };
+    let same = std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file() && m.len() == want.len() && m.modified().ok() == want.modified().ok());
+    if same {
+        return;
+    }
+    // (A symbolic link or a directory the run left there: the file goes back in its place.)
+    if std::fs::symlink_metadata(path).is_ok_and(|m| !m.is_file()) {
+        let _ = std::fs::remove_file(path);
+    }
+    if std::fs::copy(copy, path).is_ok() {
+        if let Ok(t) = want.modified() {
+            let _ = std::fs::File::open(path).and_then(|f| f.set_modified(t));
+        }
+    }
+}
