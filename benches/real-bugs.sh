@@ -73,7 +73,7 @@ say() { echo "real-bugs: $*" >&2; }
 # --- tools and sources ---------------------------------------------------------------------
 missing=
 for t in gcc:gcc g++:g++ make:make patch:patch python3:python3 dpkg-source:dpkg-dev \
-    autoreconf:autoconf automake:automake /usr/include/mpg123.h:libmpg123-dev \
+    autoreconf:autoconf automake:automake /usr/include/x86_64-linux-gnu/mpg123.h:libmpg123-dev \
     /usr/share/misc/config.sub:autotools-dev timeout:coreutils; do
     # (a command, or a file a build needs)
     command -v "${t%%:*}" > /dev/null || [ -e "${t%%:*}" ] || missing="$missing ${t#*:}"
