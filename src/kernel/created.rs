@@ -38,8 +38,8 @@ pub fn exists(dir: i32, path: u64) -> bool {
 }
 
 /// The absolute path of what `path` (relative to `dir`) names: its directory resolved, its
-/// last component as written (a symbolic link is the link).
-fn absolute(dir: i32, path: u64) -> Option<PathBuf> {
+/// last component as written (a symbolic link is the link), or resolved too with `follow`.
+pub(super) fn absolute(dir: i32, path: u64, follow: bool) -> Option<PathBuf> {
     let raw = guest_mem::read_cstr(path, 4096)?;
     let p = Path::new(std::ffi::OsStr::from_bytes(&raw));
     let base = if p.is_absolute() {
@@ -50,6 +50,9 @@ fn absolute(dir: i32, path: u64) -> Option<PathBuf> {
         std::fs::read_link(format!("/proc/self/fd/{dir}")).ok()?
     };
     let full = base.join(p);
+    if follow {
+        return full.canonicalize().ok();
+    }
     let parent = full.parent()?.canonicalize().ok()?;
     Some(parent.join(full.file_name()?))
 }
@@ -57,7 +60,7 @@ fn absolute(dir: i32, path: u64) -> Option<PathBuf> {
 /// Appends what the call made to the log (opened for appending: the lines of the run's
 /// processes do not mix).
 pub fn record(log: &mut std::fs::File, dir: i32, path: u64) {
-    if let Some(p) = absolute(dir, path) {
+    if let Some(p) = absolute(dir, path, false) {
         let mut line = p.into_os_string().into_vec();
         line.push(b'\n');
         let _ = log.write_all(&line);

@@ -11,7 +11,6 @@
 //!
 //! Not kept: files over `MAX_BYTES`, what is not a regular file, `/proc`, `/sys` and `/dev`.
 
-use super::guest_mem;
 use sha2::{Digest, Sha256};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -46,24 +45,6 @@ pub fn changed_by(nr: u64, a: &[u64; 6]) -> Vec<Changed> {
     }
 }
 
-/// The absolute path `c` names, its last component resolved if the call follows links.
-fn absolute(c: &Changed) -> Option<PathBuf> {
-    let raw = guest_mem::read_cstr(c.path, 4096)?;
-    let p = Path::new(std::ffi::OsStr::from_bytes(&raw));
-    let base = if p.is_absolute() {
-        PathBuf::from("/")
-    } else if c.dir == libc::AT_FDCWD {
-        std::env::current_dir().ok()?
-    } else {
-        std::fs::read_link(format!("/proc/self/fd/{}", c.dir)).ok()?
-    };
-    let full = base.join(p);
-    if c.follow {
-        return full.canonicalize().ok();
-    }
-    Some(full.parent()?.canonicalize().ok()?.join(full.file_name()?))
-}
-
 /// Where the copy of `path` is kept in `dir`: a name of its own for each path.
 fn copy_of(dir: &Path, path: &Path) -> PathBuf {
     let h: String = Sha256::digest(path.as_os_str().as_bytes()).iter().take(12).map(|b| format!("{b:02x}")).collect();
@@ -72,7 +53,7 @@ fn copy_of(dir: &Path, path: &Path) -> PathBuf {
 
 /// Before the call: keeps a copy of the file `c` names in `dir`, unless the search has one.
 pub fn keep(dir: &Path, c: &Changed) {
-    let Some(path) = absolute(c) else { return };
+    let Some(path) = super::created::absolute(c.dir, c.path, c.follow) else { return };
     if ["/proc/", "/sys/", "/dev/"].iter().any(|p| path.starts_with(p)) {
         return;
     }
