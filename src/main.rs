@@ -322,7 +322,7 @@ fn run_guest(cli: &cli::Cli, spec: &tools::ToolSpec, tool: Box<dyn tools::ToolRu
         stop_at,
         budget: if forks { None } else { cli.budget_blocks },
         blocks_out: cli.blocks_out.clone(),
-        created_log: cli.created_out.as_ref().and_then(|f| std::fs::OpenOptions::new().create(true).append(true).open(f).ok()).map(kernel::fds::own),
+        created_log: cli.created_out.as_deref().and_then(kernel::created::CreatedLog::open),
         originals: cli.created_out.as_ref().map(|f| f.with_file_name("originals")),
         cpus: None,
     }));

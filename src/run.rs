@@ -79,7 +79,7 @@ pub struct Process {
     /// `--blocks-out`: where to write the main thread's block count at the end.
     pub blocks_out: Option<PathBuf>,
     /// `--created-out`: the log of the names the run creates (`kernel::created`).
-    pub created_log: Option<std::fs::File>,
+    pub created_log: Option<crate::kernel::created::CreatedLog>,
     /// Beside that log: where the run keeps the files it changes, as they were before the
     /// search's first run changed them (`kernel::originals`).
     pub originals: Option<PathBuf>,

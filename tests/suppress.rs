@@ -973,8 +973,10 @@ fn files_a_crashing_run_leaves_behind_do_not_move_the_next_runs() {
 /// of the file it is given) fails only on the file as it was: every run must start from the
 /// file the first run found. Each run keeps a copy of the files it changes, and the search puts
 /// them back after every run; at the end the file is as one native run leaves it (rewritten,
-/// or removed). Before, the second run found the rewritten file, did not fail, and the search
-/// said the failure did not repeat.
+/// removed, or replaced by a new file renamed over it). Before, the second run found the
+/// rewritten file, did not fail, and the search said the failure did not repeat. The new file
+/// a run renames over the input is the run's own, not put back (the next run could not create
+/// it again).
 #[test]
 fn a_file_the_program_rewrites_or_removes_is_put_back_for_each_run() {
     let exe = bug("rewrites_input", "rewrites_input", &|s| s);
@@ -987,7 +989,7 @@ fn a_file_the_program_rewrites_or_removes_is_put_back_for_each_run() {
         assert!(st.code().is_none(), "the fresh file crashes it natively: {st:?}");
         std::fs::read(&input).ok()
     };
-    for extra in [&[][..], &["remove"][..]] {
+    for extra in [&[][..], &["remove"][..], &["rename"][..]] {
         let after_native = native(extra);
         std::fs::write(&input, "gain 1e30\n").unwrap();
         let out = run_rtgrind(["--tool=suppress"], &Cmd::new(&exe).arg(input.to_str().unwrap()).args(extra.iter().copied()).cwd(&dir));
@@ -995,6 +997,7 @@ fn a_file_the_program_rewrites_or_removes_is_put_back_for_each_run() {
         assert_eq!(out.status.code(), Some(1), "{}", out.describe());
         assert!(headline(&err).contains(&format!("{}, inside ", place("rewrites_input", "root", "main"))), "{err}");
         assert_eq!(std::fs::read(&input).ok(), after_native, "the file as one native run left it ({extra:?})");
+        assert!(!dir.join("track.txt.new").exists(), "{extra:?}");
     }
 }
 

@@ -6,7 +6,7 @@
 
 use super::guest_mem;
 use std::io::Write;
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 /// A call that may create a name: the directory descriptor and the guest address of the path
@@ -57,13 +57,33 @@ pub(super) fn absolute(dir: i32, path: u64, follow: bool) -> Option<PathBuf> {
     Some(parent.join(full.file_name()?))
 }
 
-/// Appends what the call made to the log (opened for appending: the lines of the run's
-/// processes do not mix).
-pub fn record(log: &mut std::fs::File, dir: i32, path: u64) {
-    if let Some(p) = absolute(dir, path, false) {
-        let mut line = p.into_os_string().into_vec();
-        line.push(b'\n');
-        let _ = log.write_all(&line);
+/// A run's log of the names it creates, and those names (a file the run made is not one to
+/// put back: `kernel::originals`).
+pub struct CreatedLog {
+    file: std::fs::File,
+    made: std::collections::HashSet<PathBuf>,
+}
+
+impl CreatedLog {
+    /// The log at `path`, opened for appending (the lines of the run's processes do not mix).
+    pub fn open(path: &Path) -> Option<CreatedLog> {
+        let file = std::fs::OpenOptions::new().create(true).append(true).open(path).ok()?;
+        Some(CreatedLog { file: super::fds::own(file), made: Default::default() })
+    }
+
+    /// Appends what the call made to the log.
+    pub fn record(&mut self, dir: i32, path: u64) {
+        if let Some(p) = absolute(dir, path, false) {
+            let mut line = p.as_os_str().as_bytes().to_vec();
+            line.push(b'\n');
+            let _ = self.file.write_all(&line);
+            self.made.insert(p);
+        }
+    }
+
+    /// Whether this process of the run made `path`.
+    pub fn made(&self, path: &Path) -> bool {
+        self.made.contains(path)
     }
 }
 

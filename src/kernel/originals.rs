@@ -51,10 +51,11 @@ fn copy_of(dir: &Path, path: &Path) -> PathBuf {
     dir.join(h)
 }
 
-/// Before the call: keeps a copy of the file `c` names in `dir`, unless the search has one.
-pub fn keep(dir: &Path, c: &Changed) {
+/// Before the call: keeps a copy of the file `c` names in `dir`, unless the search has one or
+/// the run made the file (a temporary file renamed over the real one is not put back).
+pub fn keep(dir: &Path, c: &Changed, created: &super::created::CreatedLog) {
     let Some(path) = super::created::absolute(c.dir, c.path, c.follow) else { return };
-    if ["/proc/", "/sys/", "/dev/"].iter().any(|p| path.starts_with(p)) {
+    if created.made(&path) || ["/proc/", "/sys/", "/dev/"].iter().any(|p| path.starts_with(p)) {
         return;
     }
     let Ok(meta) = std::fs::symlink_metadata(&path) else { return };

@@ -183,9 +183,9 @@ impl Runtime {
             return;
         }
         // (A search's run keeps the files it changes, as they were: `kernel::originals`.)
-        if let Some(dir) = self.p().originals.as_deref() {
+        if let (Some(dir), Some(log)) = (self.p().originals.as_deref(), self.p().created_log.as_ref()) {
             for c in super::originals::changed_by(nr, &a) {
-                super::originals::keep(dir, &c);
+                super::originals::keep(dir, &c, log);
             }
         }
         // (A search's run logs the names it creates: `kernel::created`.)
@@ -307,7 +307,7 @@ impl Runtime {
         if ret >= 0 {
             self.maybe_shrunk(nr, a, ret);
             if let (Some((dir, path)), Some(log)) = (creates, self.p().created_log.as_mut()) {
-                super::created::record(log, dir, path);
+                log.record(dir, path);
             }
         }
         self.ctx.gpr[reg::RAX as usize] = ret as u64;
