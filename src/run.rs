@@ -141,6 +141,12 @@ impl CodeSource for Source<'_> {
         let n = self.0.exec_len(addr, buf.len() as u64) as usize;
         crate::kernel::raw::copy_guarded(addr, &mut buf[..n])
     }
+
+    fn fixed_code(&mut self, start: u64, end: u64) -> bool {
+        // A block's bytes lie in one or two regions.
+        let fixed = |at: u64| self.0.region_at(at).is_some_and(|(_, r)| r.file.is_some() && r.prot & libc::PROT_WRITE == 0);
+        fixed(start) && fixed(end - 1)
+    }
 }
 
 impl Runtime {
@@ -732,7 +738,10 @@ impl Runtime {
                 c.bytes_used / 1024,
                 c.arenas
             ),
-            format!("stats: {} block links, {} blocks invalidated ({} by writes to code)", c.links, c.invalidated, s.smc_invalidations),
+            format!(
+                "stats: {} block links, {} blocks invalidated ({} by writes to code), {} blocks installed from images",
+                c.links, c.invalidated, s.smc_invalidations, c.installed
+            ),
             format!(
                 "stats: {} exits to dispatcher, {} indirect-branch lookup misses, {} syscalls, {} faults, {} threads created",
                 s.dispatches, s.ibl_misses, s.syscalls, s.faults, s.threads

@@ -49,7 +49,7 @@ pub enum Fixup {
     FlagsSaved,
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PcEntry {
     pub host_off: u32,
     pub guest_pc: u64,
@@ -95,6 +95,13 @@ pub struct Block {
     /// flags holding guest values, by point (`None` the block start, `Some(k)` before its
     /// k-th instruction).
     pub full_entries: Vec<(Option<u16>, u64)>,
+    /// The fields of the code that depend on where the block is and on the exits before it
+    /// (see `image`).
+    pub relocs: Vec<crate::image::Reloc>,
+    /// Whether the block may be re-used from its image (`CodeCache::image`): not code the
+    /// program may change (`CodeSource::fixed_code`), nor a one-instruction translation
+    /// that steps over a write to its own page.
+    pub reusable: bool,
 }
 
 impl Block {
@@ -173,6 +180,8 @@ pub struct CacheStats {
     pub links: u64,
     pub invalidated: u64,
     pub arenas: u64,
+    /// Blocks installed from images (`CodeCache::install`), not translated.
+    pub installed: u64,
 }
 
 #[derive(Default)]
@@ -308,14 +317,28 @@ impl CodeCache {
             block.exits.push(self.exits.len() as ExitId);
             self.exits.push(e);
         }
-        self.stats.blocks_translated += 1;
-        self.stats.guest_insns_translated += block.guest_insns as u64;
         self.stats.bytes_used += code.len() as u64;
         self.by_guest.insert(block.guest_start, id);
         self.by_guest_sorted.insert(block.guest_start, id);
         self.by_host.insert(block.host_start, id);
         self.blocks.push(block);
         id
+    }
+
+    /// The code of block `b` as it is now (links patched).
+    pub(crate) fn code_of(&self, b: &Block) -> &[u8] {
+        let a = self.arenas.iter().find(|a| b.host_start >= a.exec && b.host_start < a.exec + ARENA_SIZE as u64).expect("a block lies in an arena");
+        // SAFETY: the block's bytes were copied into this arena's rw view by `commit` and stay
+        // mapped; only exits' rel32 fields change, by aligned atomic stores of this thread.
+        unsafe { std::slice::from_raw_parts(a.rw.add((b.host_start - a.exec) as usize), b.host_len as usize) }
+    }
+
+    /// Moves the cursor of the arena holding `host` back to it (tests: a translation made
+    /// again at the place of another).
+    #[cfg(test)]
+    pub(crate) fn rewind_to(&mut self, host: u64) {
+        let a = self.arenas.iter_mut().find(|a| host >= a.exec && host < a.exec + ARENA_SIZE as u64).expect("an arena");
+        a.used = (host - a.exec) as usize;
     }
 
     fn write_rel32(&mut self, site: u64, target: u64) -> bool {

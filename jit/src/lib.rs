@@ -10,6 +10,7 @@ pub mod context;
 pub mod cpuid;
 pub mod dispatch;
 pub mod emit;
+pub mod image;
 pub mod instrument;
 pub mod profile;
 mod templates;
@@ -17,5 +18,6 @@ pub mod translate;
 
 pub use cache::{BlockId, CodeCache, ExitId, ExitKind, Fixup};
 pub use context::ThreadContext;
+pub use image::BlockImage;
 pub use iced_x86;
 pub use translate::{translate, translate_limited, CodeSource, TranslateError};

@@ -9,6 +9,7 @@
 use crate::cache::{Block, BlockId, CacheError, CodeCache, Exit, ExitKind, Fixup, PcEntry};
 use crate::context::{reg, *};
 use crate::emit::{Asm, Label};
+use crate::image::Reloc;
 use crate::instrument::{spill_slot, used_registers, BlockCode, Finished, Inline, InsnSite, Tool, Version, CLIENT_REQUEST};
 use crate::profile::{Phase, PhaseTimer};
 use iced_x86::{
@@ -45,6 +46,12 @@ pub trait CodeSource {
     /// Copies up to `buf.len()` bytes of executable guest code at `addr` into `buf`,
     /// returning how many could be read (0 if `addr` is not executable).
     fn read_code(&mut self, addr: u64, buf: &mut [u8]) -> usize;
+    /// Whether the code in `[start, end)` is fixed for the whole run (read-only code of a
+    /// mapped file, not code the program makes and may change, as a JIT compiler's): only its
+    /// translations may be re-used from their images (`Block::reusable`).
+    fn fixed_code(&mut self, _start: u64, _end: u64) -> bool {
+        false
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -88,6 +95,8 @@ struct BlockBuilder {
     pc_map: Vec<PcEntry>,
     exits: Vec<PendingExit>,
     first_exit_id: u32,
+    /// The fields of the code that depend on its place and on the exits before it.
+    relocs: Vec<Reloc>,
     /// Registers lent to tool code whose guest values wait in their spill slots. A lent
     /// register stays spilled across instructions that do not use it (as DynamoRIO's drreg
     /// does) and is reloaded only before one that does and before the block ends: spilling and
@@ -206,6 +215,7 @@ impl BlockBuilder {
             pc_map: Vec::new(),
             exits: Vec::new(),
             first_exit_id: cache.exits.len() as u32,
+            relocs: Vec::new(),
             stolen: 0,
             slot_current: 0,
             tool_bytes: Vec::new(),
@@ -261,7 +271,7 @@ impl BlockBuilder {
                     self_entry: None,
                     inline: true,
                 });
-                self.asm.store_gs_imm32(OFF_EXIT_ID, id);
+                self.exit_id(id);
                 let tail = *lazy_tail.get_or_insert_with(|| self.asm.new_label());
                 self.asm.jmp_label(tail);
                 continue;
@@ -443,6 +453,13 @@ impl BlockBuilder {
         self.exits.push(PendingExit { kind, pc, target, site: None, stub, note, reload: 0, self_entry: None, inline: false });
     }
 
+    /// `mov dword gs:[exit_id], id`: exit `id` was taken (relocated: `Reloc::ExitId`).
+    fn exit_id(&mut self, id: u32) {
+        self.asm.store_gs_imm32(OFF_EXIT_ID, id);
+        let (at, exit) = (self.asm.pos() as u32 - 4, id - self.first_exit_id);
+        self.relocs.push(Reloc::ExitId { at, exit });
+    }
+
     /// Emits all stubs: record which exit was taken (its entry in the exit table says where
     /// the guest goes on), then leave.
     fn emit_stubs(&mut self) {
@@ -454,7 +471,7 @@ impl BlockBuilder {
             }
             self.asm.bind(stub);
             self.reload(reload);
-            self.asm.store_gs_imm32(OFF_EXIT_ID, id);
+            self.exit_id(id);
             self.asm.jmp_gs(OFF_EXIT_ROUTINE);
         }
     }
@@ -816,7 +833,7 @@ fn gpr_num(r: Register) -> u8 {
 /// Translates the guest block at `pc` into `cache`.
 pub fn translate(cache: &mut CodeCache, src: &mut dyn CodeSource, tool: &mut dyn Tool, pc: u64) -> Result<BlockId, TranslateError> {
     let lazy = !cache.eager_full;
-    translate_with(cache, src, tool, pc, max_block_insns(), lazy)
+    translate_with(cache, src, tool, pc, max_block_insns(), lazy, true)
 }
 
 /// Translates the block `b` was made for, from its guest bytes `code`, up to the finished
@@ -926,18 +943,19 @@ fn build(
 /// over an instruction that writes to its own code page), with both versions if it has two
 /// (it runs once).
 pub fn translate_limited(cache: &mut CodeCache, src: &mut dyn CodeSource, tool: &mut dyn Tool, pc: u64, max_insns: usize) -> Result<BlockId, TranslateError> {
-    translate_with(cache, src, tool, pc, max_insns, false)
+    translate_with(cache, src, tool, pc, max_insns, false, false)
 }
 
 /// Translates the block at `pc` with both versions, if it has two: the replacement of a
 /// lazily built one whose fast version went on in the full one (`ExitKind::FullVersion`; the
 /// caller drops the old block first).
 pub fn translate_full_version(cache: &mut CodeCache, src: &mut dyn CodeSource, tool: &mut dyn Tool, pc: u64) -> Result<BlockId, TranslateError> {
-    translate_with(cache, src, tool, pc, max_block_insns(), false)
+    translate_with(cache, src, tool, pc, max_block_insns(), false, true)
 }
 
 /// Translates a block of at most `max_insns` guest instructions; `lazy`: without the full
-/// version of a block with two (see `Block::lazy_full`).
+/// version of a block with two (see `Block::lazy_full`); `reusable`: whether it may be
+/// re-used from its image if its code is fixed (see `Block::reusable`).
 fn translate_with(
     cache: &mut CodeCache,
     src: &mut dyn CodeSource,
@@ -945,6 +963,7 @@ fn translate_with(
     pc: u64,
     max_insns: usize,
     lazy: bool,
+    reusable: bool,
 ) -> Result<BlockId, TranslateError> {
     let mut prof = PhaseTimer::start(cache.profile, Phase::Fetch);
     let mut buf = vec![0u8; FETCH_BYTES];
@@ -1007,10 +1026,17 @@ fn translate_with(
         guest_insns: count as u32,
         lazy_full: b.lazy,
         full_entries: b.full_entries.iter().map(|&(at, l)| (at, host_start + label_pos(&b.asm, l) as u64)).collect(),
+        relocs: b.relocs,
+        reusable: reusable && src.fixed_code(pc, end.max(pc + 1)),
     };
     let mut prof = b.prof;
     prof.switch(Phase::Commit);
-    let id = cache.commit(arena, &b.asm.buf, block, exits);
+    cache.stats.blocks_translated += 1;
+    cache.stats.guest_insns_translated += count as u64;
+    let mut id = cache.commit(arena, &b.asm.buf, block, exits);
+    if crate::image::reinstall_every_block() {
+        id = cache.reinstall(id)?;
+    }
     prof.finish(&mut cache.profile_stats);
     Ok(id)
 }
@@ -1762,7 +1788,13 @@ fn copy_insn(b: &mut BlockBuilder, encoder: &mut Encoder, ins: &Instruction, (ra
     let here = b.asm.here();
     if b.prof.timed(Phase::Encode, || encoder.encode(ins, here)).is_ok() {
         b.map(ins, Fixup::None);
+        // The rel32 from here to the target (a RIP-relative operand has one displacement).
+        let offsets = encoder.get_constant_offsets();
+        debug_assert_eq!(offsets.displacement_size(), 4);
         let bytes = encoder.take_buffer();
+        let (at, end) = (b.asm.pos() + offsets.displacement_offset(), b.asm.pos() + bytes.len());
+        let eip = ins.memory_base() == Register::EIP;
+        b.relocs.push(Reloc::RipRel { at: at as u32, end: end as u32, target, eip });
         b.asm.bytes(&bytes);
         return;
     }
