@@ -155,6 +155,16 @@ fn python3_json_hashlib_re_classes_exceptions() {
     assert!(String::from_utf8_lossy(&out).contains("cause: ZeroDivisionError"), "unexpected python output");
 }
 
+/// Issue 29 (the translation cache's step 1): python3 and perl run the same with each block run
+/// from a copy installed from its relocatable image (see
+/// `differential::blocks_installed_from_their_images_run_the_same`).
+#[test]
+fn python3_and_perl_from_installed_images() {
+    let cmd = sys("/usr/bin/python3").args(["-c", PYTHON_SCRIPT]).env("PYTHONDONTWRITEBYTECODE", "1").env("PYTHONHASHSEED", "0");
+    same_as_native(&cmd.env("RTGRIND_REINSTALL", "1"), &[], 3);
+    same_as_native(&sys("/usr/bin/perl").args(["-e", PERL_SCRIPT]).env("RTGRIND_REINSTALL", "1"), &[], 0);
+}
+
 const PERL_SCRIPT: &str = r#"
 my %count;
 $count{$_}++ for qw(apple banana cherry apple date banana apple elderberry);
