@@ -96,8 +96,8 @@ pub struct Block {
     /// k-th instruction).
     pub full_entries: Vec<(Option<u16>, u64)>,
     /// The fields of the code that depend on where the block is and on the exits before it
-    /// (see `image`).
-    pub relocs: Vec<crate::image::Reloc>,
+    /// (see `image`): where they are in the cache's table (`CodeCache::relocs_of`).
+    pub relocs: std::ops::Range<u32>,
     /// Whether the block may be re-used from its image (`CodeCache::image`): not code the
     /// program may change (`CodeSource::fixed_code`), nor a one-instruction translation
     /// that steps over a write to its own page.
@@ -194,6 +194,9 @@ pub struct CodeCache {
     by_guest_sorted: BTreeMap<u64, BlockId>,
     by_host: BTreeMap<u64, BlockId>,
     pub(crate) exits: Vec<Exit>,
+    /// Every block's relocations (`Block::relocs`), in one table: a block's are a few, and
+    /// a vector each cost an allocation per translation.
+    relocs: Vec<crate::image::Reloc>,
     pub stats: CacheStats,
     /// Whether new translations count blocks against the thread's quantum.
     pub(crate) preempt: bool,
@@ -323,6 +326,18 @@ impl CodeCache {
         self.by_host.insert(block.host_start, id);
         self.blocks.push(block);
         id
+    }
+
+    /// Adds a block's relocations to the table; where they are, for `Block::relocs`.
+    pub(crate) fn add_relocs(&mut self, r: &[crate::image::Reloc]) -> std::ops::Range<u32> {
+        let start = self.relocs.len() as u32;
+        self.relocs.extend_from_slice(r);
+        start..self.relocs.len() as u32
+    }
+
+    /// The relocations of block `b`.
+    pub fn relocs_of(&self, b: &Block) -> &[crate::image::Reloc] {
+        &self.relocs[b.relocs.start as usize..b.relocs.end as usize]
     }
 
     /// The code of block `b` as it is now (links patched).

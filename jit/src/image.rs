@@ -21,10 +21,10 @@ pub enum Reloc {
     /// The imm32 at offset `at` is the exit id of the block's exit number `exit` (a stub's,
     /// or a way into a lazy full version's, `mov dword gs:[exit_id], id`).
     ExitId { at: u32, exit: u32 },
-    /// The rel32 at `at` of a RIP-relative operand of the instruction ending at `end`, which
-    /// addresses the absolute (guest) address `target`; `eip`: 32-bit (`[eip+d]`) addressing,
-    /// which wraps.
-    RipRel { at: u32, end: u32, target: u64, eip: bool },
+    /// The rel32 at `at` of a RIP-relative operand of the instruction ending `to_end` bytes
+    /// after `at`, which addresses the absolute (guest) address `target`; `eip`: 32-bit
+    /// (`[eip+d]`) addressing, which wraps.
+    RipRel { at: u32, to_end: u8, eip: bool, target: u64 },
 }
 
 /// An exit of an image: `Exit` with offsets from the block's start instead of host addresses.
@@ -94,7 +94,8 @@ impl CodeCache {
                 put32(&mut code, site, e.stub.wrapping_sub(site + 4));
             }
         }
-        for r in &b.relocs {
+        let relocs = self.relocs_of(b);
+        for r in relocs {
             let (Reloc::ExitId { at, .. } | Reloc::RipRel { at, .. }) = *r;
             put32(&mut code, at, 0);
         }
@@ -109,7 +110,7 @@ impl CodeCache {
             pc_map: b.pc_map.clone(),
             exits,
             full_entries: b.full_entries.iter().map(|&(at, h)| (at, off(h))).collect(),
-            relocs: b.relocs.clone(),
+            relocs: relocs.to_vec(),
         })
     }
 
@@ -125,8 +126,8 @@ impl CodeCache {
         for r in &image.relocs {
             match *r {
                 Reloc::ExitId { at, exit } => put32(&mut code, at, first + exit),
-                Reloc::RipRel { at, end, target, eip } => {
-                    let next = host + end as u64;
+                Reloc::RipRel { at, to_end, eip, target } => {
+                    let next = host + at as u64 + to_end as u64;
                     let rel = if eip {
                         (target as u32).wrapping_sub(next as u32)
                     } else {
@@ -167,7 +168,7 @@ impl CodeCache {
             guest_insns: image.guest_insns,
             lazy_full: image.lazy_full,
             full_entries: image.full_entries.iter().map(|&(at, off)| (at, abs(off))).collect(),
-            relocs: image.relocs.clone(),
+            relocs: self.add_relocs(&image.relocs),
             reusable: true,
         };
         self.stats.installed += 1;
@@ -301,8 +302,8 @@ mod tests {
         let (x, y) = (cache.block(a), cache.block(b));
         let mut cy = cache.code_of(y).to_vec();
         assert_eq!(x.host_start, y.host_start);
-        assert_eq!(x.relocs, y.relocs);
-        for r in &x.relocs {
+        assert_eq!(cache.relocs_of(x), cache.relocs_of(y));
+        for r in cache.relocs_of(x) {
             if let Reloc::ExitId { at, exit } = *r {
                 let field = |c: &[u8]| u32::from_le_bytes(c[at as usize..at as usize + 4].try_into().unwrap());
                 assert_eq!(field(&cx), x.exits[exit as usize], "block at {:#x}: exit {exit}'s id", x.guest_start);

@@ -1026,7 +1026,7 @@ fn translate_with(
         guest_insns: count as u32,
         lazy_full: b.lazy,
         full_entries: b.full_entries.iter().map(|&(at, l)| (at, host_start + label_pos(&b.asm, l) as u64)).collect(),
-        relocs: b.relocs,
+        relocs: cache.add_relocs(&b.relocs),
         reusable: reusable && src.fixed_code(pc, end.max(pc + 1)),
     };
     let mut prof = b.prof;
@@ -1788,13 +1788,12 @@ fn copy_insn(b: &mut BlockBuilder, encoder: &mut Encoder, ins: &Instruction, (ra
     let here = b.asm.here();
     if b.prof.timed(Phase::Encode, || encoder.encode(ins, here)).is_ok() {
         b.map(ins, Fixup::None);
+        let bytes = encoder.take_buffer();
         // The rel32 from here to the target (a RIP-relative operand has one displacement).
         let offsets = encoder.get_constant_offsets();
         debug_assert_eq!(offsets.displacement_size(), 4);
-        let bytes = encoder.take_buffer();
-        let (at, end) = (b.asm.pos() + offsets.displacement_offset(), b.asm.pos() + bytes.len());
-        let eip = ins.memory_base() == Register::EIP;
-        b.relocs.push(Reloc::RipRel { at: at as u32, end: end as u32, target, eip });
+        let (at, to_end) = (b.asm.pos() + offsets.displacement_offset(), bytes.len() - offsets.displacement_offset());
+        b.relocs.push(Reloc::RipRel { at: at as u32, to_end: to_end as u8, eip: ins.memory_base() == Register::EIP, target });
         b.asm.bytes(&bytes);
         return;
     }
