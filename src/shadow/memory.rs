@@ -78,7 +78,7 @@ impl SliceTable {
     /// Address of the table (below 2 GiB, for translated code).
     pub fn addr(&self) -> u32 {
         let a = self.deltas.as_ptr() as u64;
-        u32::try_from(a).ok().filter(|&a| a < 1 << 31).expect("MAP_32BIT gives an address below 2 GiB")
+        u32::try_from(a).ok().filter(|&a| a < 1 << 31).expect("a table page is below 2 GiB")
     }
 
     /// Gives every slice `[start, end)` touches a shadow of its own.
@@ -120,13 +120,18 @@ pub struct ShadowMemory {
     summary: *mut u8,
 }
 
+/// The summary's length (with a guard page on each side) and where it goes first: just under
+/// the `MAP_32BIT` window, where nothing of a non-PIE guest is unless its `brk` heap grew past
+/// 512 MiB.
+const SUMMARY_MAP_LEN: u64 = SUMMARY_LEN + 2 * 4096;
+const SUMMARY_HINT: u64 = 0x4000_0000 - SUMMARY_MAP_LEN;
+
 /// Reserves a zeroed summary below 2 GiB (translated code holds its address as a 32-bit
-/// displacement): first just under the `MAP_32BIT` window, where nothing of a non-PIE guest
-/// is unless its `brk` heap grew past 512 MiB, then anywhere in that window.
+/// displacement): at `SUMMARY_HINT`, else anywhere in the `MAP_32BIT` window.
 fn reserve_summary() -> io::Result<*mut u8> {
-    let len = (SUMMARY_LEN + 2 * 4096) as usize;
+    let len = SUMMARY_MAP_LEN as usize;
     let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE;
-    for (hint, extra) in [(0x4000_0000 - len as u64, libc::MAP_FIXED_NOREPLACE), (0, libc::MAP_32BIT)] {
+    for (hint, extra) in [(SUMMARY_HINT, libc::MAP_FIXED_NOREPLACE), (0, libc::MAP_32BIT)] {
         // SAFETY: a fresh anonymous mapping, never unmapped; MAP_FIXED_NOREPLACE never
         // replaces an existing one.
         let p = unsafe { libc::mmap(hint as *mut libc::c_void, len, libc::PROT_READ | libc::PROT_WRITE, flags | extra, -1, 0) };
@@ -207,17 +212,59 @@ pub(super) fn canonical(addr: u64) -> bool {
     matches!(addr >> 47, 0 | 0x1_ffff)
 }
 
-/// A zeroed page below 2 GiB for a delta table.
+/// Pages for delta tables: below the summary's place, taken in the order the tables are made
+/// (at a tool's start), so that a run's tables are at the same addresses in every run
+/// whatever was mapped before them. Translated code holds their addresses (see
+/// `docs/TRANSLATION-CACHE.md`, step 3: code re-used from another run needs them there).
+const TABLE_SLOTS: u64 = 16;
+fn table_slot(k: u64) -> u64 {
+    (SUMMARY_HINT & !4095) - (k + 1) * 4096
+}
+
+/// A zeroed page below 2 GiB for a delta table: the first free of the table slots, else the
+/// kernel's choice in the `MAP_32BIT` window.
 fn low_table() -> io::Result<&'static mut [u64; ENTRIES]> {
     const _: () = assert!(ENTRIES * 8 <= 4096);
-    let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_32BIT;
-    // SAFETY: a fresh anonymous mapping, never unmapped: the 'static reference stays valid.
-    let p = unsafe { libc::mmap(std::ptr::null_mut(), 4096, libc::PROT_READ | libc::PROT_WRITE, flags, -1, 0) };
+    let p = low_page((0..TABLE_SLOTS).map(table_slot))?;
+    TABLES.lock().unwrap_or_else(|e| e.into_inner()).push(p as u64);
+    // SAFETY: the page is 4 KiB, aligned, zeroed and owned by nothing else; it is never
+    // unmapped (but by tests' `Drop`), so the 'static reference stays valid.
+    Ok(unsafe { &mut *(p as *mut [u64; ENTRIES]) })
+}
+
+/// A fresh zeroed page at the first of `hints` that is free, else in the `MAP_32BIT` window.
+fn low_page(hints: impl Iterator<Item = u64>) -> io::Result<*mut libc::c_void> {
+    let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS;
+    for hint in hints {
+        // SAFETY: a fresh anonymous mapping; MAP_FIXED_NOREPLACE never replaces an existing one.
+        let p = unsafe { libc::mmap(hint as *mut libc::c_void, 4096, libc::PROT_READ | libc::PROT_WRITE, flags | libc::MAP_FIXED_NOREPLACE, -1, 0) };
+        if p as u64 == hint {
+            return Ok(p);
+        }
+        if p != libc::MAP_FAILED {
+            // An old kernel took the flag for a hint.
+            // SAFETY: the mapping was just created here and is not used.
+            unsafe { libc::munmap(p, 4096) };
+        }
+    }
+    // SAFETY: a fresh anonymous mapping.
+    let p = unsafe { libc::mmap(std::ptr::null_mut(), 4096, libc::PROT_READ | libc::PROT_WRITE, flags | libc::MAP_32BIT, -1, 0) };
     if p == libc::MAP_FAILED {
         return Err(io::Error::last_os_error());
     }
-    // SAFETY: the page is 4 KiB, aligned, zeroed and owned by nothing else.
-    Ok(unsafe { &mut *(p as *mut [u64; ENTRIES]) })
+    Ok(p)
+}
+
+/// The delta tables made so far, in order (`--stats` says where they are).
+static TABLES: std::sync::Mutex<Vec<u64>> = std::sync::Mutex::new(Vec::new());
+
+/// `--stats`' line of where the delta tables are, if any were made.
+pub fn table_lines() -> Vec<String> {
+    let t = TABLES.lock().unwrap_or_else(|e| e.into_inner());
+    if t.is_empty() {
+        return Vec::new();
+    }
+    vec![format!("stats: delta tables at {}", t.iter().map(|a| format!("{a:#x}")).collect::<Vec<_>>().join(", "))]
 }
 
 /// Tests make many maps in one process, more than the address space has slices for: theirs
@@ -445,6 +492,26 @@ impl ShadowMemory {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A delta table goes to the first free of its fixed slots, not where the kernel's
+    /// `MAP_32BIT` placement would put it after whatever was mapped before: with the first slot
+    /// taken, the second. (A window of slots of this test's own: other tests' maps take the
+    /// real ones.)
+    #[test]
+    fn tables_take_the_first_free_fixed_slot() {
+        let slots: Vec<u64> = (0..3).map(|k| 0x1f00_0000 + k * 4096).collect();
+        let first = low_page(slots.iter().copied()).unwrap();
+        let second = low_page(slots.iter().copied()).unwrap();
+        assert_eq!((first as u64, second as u64), (slots[0], slots[1]));
+        // SAFETY: the test's own pages.
+        unsafe { libc::munmap(first, 4096) };
+        let again = low_page(slots.iter().copied()).unwrap();
+        assert_eq!(again as u64, slots[0]);
+        // SAFETY: the test's own pages.
+        unsafe { (libc::munmap(again, 4096), libc::munmap(second, 4096)) };
+        // The real slots lie below the summary's place and 2 GiB.
+        assert!(table_slot(0) + 4096 <= SUMMARY_HINT && table_slot(TABLE_SLOTS - 1) > 1 << 28);
+    }
 
     #[test]
     fn a_tests_maps_give_their_slices_back() {
