@@ -747,7 +747,12 @@ impl Runtime {
                 s.dispatches, s.ibl_misses, s.syscalls, s.faults, s.threads
             ),
         ];
-        for l in lines.into_iter().chain(translation_lines(&c, &p.cache.profile_stats, s)).chain(crate::tools::callouts::lines()).chain(crate::shadow::memory::table_lines()) {
+        for l in lines
+            .into_iter()
+            .chain(translation_lines(&c, &p.cache.profile_stats, s))
+            .chain(crate::tools::callouts::lines())
+            .chain(crate::shadow::memory::table_lines())
+        {
             p.report.line(&l);
         }
     }

@@ -57,6 +57,24 @@ pub struct BlockImage {
     pub relocs: Vec<Reloc>,
 }
 
+impl ImageExit {
+    /// The exit of a block whose code starts at `host`, unlinked.
+    pub(crate) fn placed(self, host: u64) -> Exit {
+        let abs = |off: u32| host + off as u64;
+        Exit {
+            block: 0,
+            kind: self.kind,
+            pc: self.pc,
+            target: self.target,
+            patch_site: self.patch_site.map_or(0, abs),
+            stub: abs(self.stub),
+            linked_to: None,
+            note: self.note,
+            self_entry: self.self_entry.map_or(0, abs),
+        }
+    }
+}
+
 fn put32(code: &mut [u8], at: u32, v: u32) {
     code[at as usize..at as usize + 4].copy_from_slice(&v.to_le_bytes());
 }
@@ -139,21 +157,7 @@ impl CodeCache {
             }
         }
         let abs = |off: u32| host + off as u64;
-        let exits = image
-            .exits
-            .iter()
-            .map(|e| Exit {
-                block: 0,
-                kind: e.kind,
-                pc: e.pc,
-                target: e.target,
-                patch_site: e.patch_site.map_or(0, abs),
-                stub: abs(e.stub),
-                linked_to: None,
-                note: e.note.clone(),
-                self_entry: e.self_entry.map_or(0, abs),
-            })
-            .collect();
+        let exits = image.exits.iter().map(|e| e.clone().placed(host)).collect();
         let block = Block {
             guest_start: image.guest_start,
             body: abs(image.body),

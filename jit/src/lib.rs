@@ -18,6 +18,6 @@ pub mod translate;
 
 pub use cache::{BlockId, CodeCache, ExitId, ExitKind, Fixup};
 pub use context::ThreadContext;
-pub use image::BlockImage;
 pub use iced_x86;
+pub use image::BlockImage;
 pub use translate::{translate, translate_limited, CodeSource, TranslateError};

@@ -6,10 +6,10 @@
 //! A translation is a pure function of the guest bytes, the block's host address and the
 //! tool's instrumentation, so it can be redone at any time.
 
-use crate::cache::{Block, BlockId, CacheError, CodeCache, Exit, ExitKind, Fixup, PcEntry};
+use crate::cache::{Block, BlockId, CacheError, CodeCache, ExitKind, Fixup, PcEntry};
 use crate::context::{reg, *};
 use crate::emit::{Asm, Label};
-use crate::image::Reloc;
+use crate::image::{ImageExit, Reloc};
 use crate::instrument::{spill_slot, used_registers, BlockCode, Finished, Inline, InsnSite, Tool, Version, CLIENT_REQUEST};
 use crate::profile::{Phase, PhaseTimer};
 use iced_x86::{
@@ -995,23 +995,12 @@ fn translate_with(
     let exits = b
         .exits
         .iter()
-        .map(|e| Exit {
-            block: 0,
-            kind: e.kind,
-            pc: e.pc,
-            target: e.target,
-            patch_site: e.site.map_or(0, |s| host_start + s as u64),
-            stub: 0,
-            linked_to: None,
-            note: e.note.clone(),
-            self_entry: 0,
+        .map(|e| {
+            let at = |l: Label| label_pos(&b.asm, l) as u32;
+            let (patch_site, self_entry) = (e.site.map(|s| s as u32), e.self_entry.map(at));
+            ImageExit { kind: e.kind, pc: e.pc, target: e.target, patch_site, stub: at(e.stub), note: e.note.clone(), self_entry }.placed(host_start)
         })
-        .collect::<Vec<_>>();
-    let mut exits = exits;
-    for (e, p) in exits.iter_mut().zip(&b.exits) {
-        e.stub = host_start + label_pos(&b.asm, p.stub) as u64;
-        e.self_entry = p.self_entry.map_or(0, |l| host_start + label_pos(&b.asm, l) as u64);
-    }
+        .collect();
     let block = Block {
         guest_start: pc,
         body: host_start + body_off as u64,
