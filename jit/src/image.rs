@@ -363,6 +363,26 @@ mod tests {
         installs_as_translated(&mut TwoVersions, false);
     }
 
+    /// Code the program may change (a JIT's: the source says it is not fixed) and the
+    /// one-instruction steps over a write to their own page have no image.
+    #[test]
+    fn code_that_may_change_has_no_image() {
+        struct Jit(Program);
+        impl CodeSource for Jit {
+            fn read_code(&mut self, addr: u64, buf: &mut [u8]) -> usize {
+                self.0.read_code(addr, buf)
+            }
+        }
+        let mut src = Program::load(&std::env::current_exe().unwrap());
+        let pcs = src.callees(3);
+        let mut cache = CodeCache::new();
+        let fixed = translate(&mut cache, &mut src, &mut NoInstrumentation, pcs[0]).unwrap();
+        let step = crate::translate::translate_limited(&mut cache, &mut src, &mut NoInstrumentation, pcs[1], 1).unwrap();
+        let jit = translate(&mut cache, &mut Jit(src), &mut NoInstrumentation, pcs[2]).unwrap();
+        assert!(cache.image(fixed).is_some());
+        assert!(cache.image(step).is_none() && cache.image(jit).is_none());
+    }
+
     #[test]
     fn an_image_is_not_installed_out_of_reach() {
         let mut src = Program::load(&std::env::current_exe().unwrap());
