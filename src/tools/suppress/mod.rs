@@ -163,7 +163,9 @@ pub(crate) mod area {
     /// register, whose origin is `LAST_ICALL_ORIGIN`).
     pub const LAST_ICALL_TARGET: usize = slot::END + 144;
     pub const LAST_ICALL_SLOT: usize = slot::END + 152;
-    pub const END: usize = slot::END + 160;
+    /// The `pdep` mask of a segment's ring slot (`ordinals::SLOT_BITS`).
+    pub const RING_SLOTS: usize = slot::END + 160;
+    pub const END: usize = slot::END + 168;
 
     /// Claims these words and the shadow state's (`rtgrind_jit::claims`).
     pub fn claim() -> Result<(), rtgrind_jit::claims::ClaimError> {

@@ -20,7 +20,6 @@
 
 use super::area;
 use crate::shadow::origin;
-use crate::shadow::propagate::r32;
 use crate::tools::address_hash::Fast;
 use rtgrind_jit::instrument::code_asm::*;
 use rtgrind_jit::instrument::{tool_area, Inline};
@@ -109,19 +108,36 @@ pub fn uncount(ctx: &mut ThreadContext, id: u32) {
 
 /// Block instances kept per segment.
 pub const RING: usize = 256;
-/// A segment's record: its entry count, then the ring (entry n at `1 + n % RING`).
+/// A segment's record: its entry count, then the ring (entry n at slot `n % RING`).
 const RECORD_WORDS: usize = 1 + RING;
 /// Segments of the program a thread's table has room for (its displacement stays in 31 bits).
 const SEGMENTS: usize = 1 << 19;
-/// A thread's table is one row per word of the records (the counts, then ring slot 0, 1, ...),
-/// each row a word per segment: a segment entered a few times touches a few words of rows
-/// that its neighbours (segments translated about when it was) touch too. A record of its own
-/// (2 KiB) cost most segments a page of their own, zeroed at its first entry: about a tenth of
-/// a traced `python3 -c pass` (35,000 segments) was those page faults.
-const ROW: usize = 1 << 24;
-const _: () = assert!(SEGMENTS * 8 <= ROW);
-// A count is kept in units of ROW, so its low 32 bits are its ring slot's row offset.
-const _: () = assert!(RING * ROW == 1 << 32);
+/// Ring slots a segment keeps together (a tile): a thread's table is the counts (a word per
+/// segment), then RING / TILE tiles of TILE slots per segment, so slot `s` of segment `id` is
+/// in tile `s / TILE` at `id * TILE + s % TILE`. A segment entered a few times touches one
+/// line that 15 neighbours (segments translated about when it was) share a page with; a hot
+/// one writes 8 entries to a line and a new page every TILE entries. Rows of a word per
+/// segment (slot s in row s) had shared pages better but sent every entry of a hot segment to
+/// another page: a quarter of a traced `python3 -c pass`'s time in its translated code was
+/// that store's TLB misses; a record of 2 KiB per segment cost most segments a page of their
+/// own, zeroed at its first entry.
+const TILE: usize = 32;
+const COUNTS_BYTES: usize = SEGMENTS * 8;
+const TILE_BYTES: usize = SEGMENTS * TILE * 8;
+const _: () = assert!(RING % TILE == 0 && (COUNTS_BYTES + TILE_BYTES) < 1 << 31);
+/// `pdep` of an entry count by this gives its ring slot's offset in the tiles (`n % RING`:
+/// the low bits to the slot in the tile, the next to the tile).
+pub const SLOT_BITS: u64 = ((TILE as u64 - 1) << 3) | (((RING / TILE) as u64 - 1) * TILE_BYTES as u64);
+const _: () = assert!(TILE.is_power_of_two() && TILE_BYTES.is_power_of_two() && (RING / TILE).is_power_of_two());
+
+/// The offset of word `k` of segment `id`'s record (0: its entry count, 1 + s: ring slot s)
+/// from its thread's table.
+fn record_offset(id: u32, k: usize) -> usize {
+    match k {
+        0 => id as usize * 8,
+        _ => COUNTS_BYTES + (k - 1) / TILE * TILE_BYTES + (id as usize * TILE + (k - 1) % TILE) * 8,
+    }
+}
 
 /// The program's basic blocks as the translations enter them (see the module's comment): an id
 /// per start address, and the instructions each holds. Kept for every segment translated, so
@@ -204,25 +220,8 @@ impl Segments {
 
 /// A thread's table of segment records (address space reserved, pages touched as entered),
 /// far from the guest's code and libraries: the code cache must find room within reach of them.
-/// A table uses a quarter of each row (SEGMENTS words of ROW bytes): four threads' tables share
-/// one reservation, interleaved, so the address space per thread stays 1 GiB as before the rows.
 pub fn init_rings(ctx: &mut ThreadContext) -> std::io::Result<u64> {
-    const PER_RESERVATION: usize = ROW / (SEGMENTS * 8);
-    // (The current reservation, and how many tables it gave out.)
-    static SHARED: std::sync::Mutex<(u64, usize)> = std::sync::Mutex::new((0, PER_RESERVATION));
-    let mut shared = SHARED.lock().unwrap_or_else(|e| e.into_inner());
-    if shared.1 == PER_RESERVATION {
-        *shared = (reserve_rows()?, 0);
-    }
-    let table = shared.0 + (shared.1 * SEGMENTS * 8) as u64;
-    shared.1 += 1;
-    *crate::shadow::word(ctx, area::RINGS) = table;
-    Ok(table)
-}
-
-/// Address space for RECORD_WORDS rows (`init_rings`).
-fn reserve_rows() -> std::io::Result<u64> {
-    let bytes = RECORD_WORDS * ROW;
+    let bytes = COUNTS_BYTES + RING / TILE * TILE_BYTES;
     let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED_NOREPLACE;
     // From 112 TiB up (the shadow's slices end below, libraries and stacks start above).
     for i in 0..4096u64 {
@@ -231,6 +230,8 @@ fn reserve_rows() -> std::io::Result<u64> {
         // it lives as long as the process (threads' contexts point into it).
         let p = unsafe { libc::mmap(at as *mut libc::c_void, bytes, libc::PROT_READ | libc::PROT_WRITE, flags, -1, 0) };
         if p != libc::MAP_FAILED {
+            *crate::shadow::word(ctx, area::RINGS) = p as u64;
+            *crate::shadow::word(ctx, area::RING_SLOTS) = SLOT_BITS;
             return Ok(p as u64);
         }
     }
@@ -241,16 +242,16 @@ fn reserve_rows() -> std::io::Result<u64> {
 /// Flag-free.
 pub fn record(b: &mut Inline, id: u32) {
     let (rec, n) = (b.scratch(), b.scratch());
-    let at = (id as usize * 8) as i32;
+    let at = record_offset(id, 0) as i32;
     let a = b.asm();
     a.mov(rec, qword_ptr(tool_area(area::RINGS)).gs()).unwrap();
     a.mov(n, qword_ptr(rec + at)).unwrap();
-    a.lea(n, qword_ptr(n + ROW as i32)).unwrap();
+    a.lea(n, qword_ptr(n + 1)).unwrap();
     a.mov(qword_ptr(rec + at), n).unwrap();
-    // (n % RING) * ROW: the count's low 32 bits.
-    a.mov(r32(n), r32(n)).unwrap();
+    // Slot n % RING's offset from its segment's first slot.
+    a.pdep(n, n, qword_ptr(tool_area(area::RING_SLOTS)).gs()).unwrap();
     a.lea(rec, qword_ptr(rec + n)).unwrap();
-    b.counter_to_memory(qword_ptr(rec + at + ROW as i32));
+    b.counter_to_memory(qword_ptr(rec + record_offset(id, 1) as i32));
     b.release_scratch();
 }
 
@@ -258,14 +259,9 @@ pub fn record(b: &mut Inline, id: u32) {
 /// table at `table` (`init_rings`).
 pub fn table_word(table: u64, id: u32, k: usize) -> u64 {
     assert!((id as usize) < SEGMENTS && k < RECORD_WORDS);
-    // SAFETY: `table` is a thread's table, RECORD_WORDS rows of ROW bytes (asserted in
+    // SAFETY: `table` is a thread's table, its counts and RING / TILE tiles (asserted in
     // bounds above); its thread is not running (the failure's analysis or its end).
-    let w = unsafe { *((table as usize + k * ROW + id as usize * 8) as *const u64) };
-    if k == 0 {
-        w / ROW as u64
-    } else {
-        w
-    }
+    unsafe { *((table as usize + record_offset(id, k)) as *const u64) }
 }
 
 /// The entries of one segment (by one thread) that are no executions of their own (see
@@ -400,6 +396,33 @@ mod tests {
         // The same entry again (a second skip in the same execution) counts once.
         c.note(100_000);
         assert_eq!(c.count, 10_000);
+    }
+
+    /// The slot `record`'s code stores entry n at (a `pdep` of n by `SLOT_BITS`, from the
+    /// segment's first slot) is the one `table_word` reads as slot n % RING.
+    #[test]
+    fn the_entry_code_and_the_reader_agree_on_slots() {
+        let pdep = |mut x: u64, mut mask: u64| {
+            let mut r = 0;
+            while mask != 0 {
+                let bit = mask & mask.wrapping_neg();
+                if x & 1 != 0 {
+                    r |= bit;
+                }
+                x >>= 1;
+                mask &= mask - 1;
+            }
+            r
+        };
+        for id in [0u32, 1, 77, SEGMENTS as u32 - 1] {
+            let mut seen = std::collections::HashSet::new();
+            for n in 1..=3 * RING as u64 {
+                let at = record_offset(id, 1) as u64 + pdep(n, SLOT_BITS);
+                assert_eq!(at, record_offset(id, 1 + (n % RING as u64) as usize) as u64);
+                seen.insert(at);
+            }
+            assert_eq!(seen.len(), RING);
+        }
     }
 
     #[test]
