@@ -162,12 +162,13 @@ impl RmOperand {
     /// ModRM (with `reg`), SIB and displacement, as iced encodes them: no displacement where
     /// the base allows it, else 8 bits where the value fits, else 32.
     fn encode(&self, reg: u8, out: &mut Vec<u8>) {
-        self.encode_scaled(reg, 1, out)
+        self.encode_scaled(reg, 0, out)
     }
 
-    /// As `encode`, with EVEX's compressed disp8: the displacement in units of `n` bytes where
-    /// it is a multiple of `n` that fits.
-    fn encode_scaled(&self, reg: u8, n: i32, out: &mut Vec<u8>) {
+    /// As `encode`, with EVEX's compressed disp8: the displacement in units of `1 << shift`
+    /// bytes where it is a multiple of that which fits. (A shift, not a divisor: this runs for
+    /// every memory operand of tool code, and a division by a variable is a `idiv`.)
+    fn encode_scaled(&self, reg: u8, shift: u32, out: &mut Vec<u8>) {
         let reg = (reg & 7) << 3;
         let (base, index, scale, disp) = match *self {
             RmOperand::Reg(r) => return out.push(0xc0 | reg | (r & 7)),
@@ -184,7 +185,7 @@ impl RmOperand {
             out.extend_from_slice(&[reg | 4, ss | (index.map_or(4, |i| i & 7) << 3) | 5]);
             return out.extend_from_slice(&disp.to_le_bytes());
         };
-        let disp8 = (disp % n == 0).then(|| i8::try_from(disp / n).ok()).flatten();
+        let disp8 = (disp & ((1 << shift) - 1) == 0).then(|| i8::try_from(disp >> shift).ok()).flatten();
         let md = if disp == 0 && base & 7 != 5 {
             0
         } else if disp8.is_some() {
@@ -306,7 +307,7 @@ pub(crate) fn encode(ins: &Instruction, out: &mut Vec<u8>) -> bool {
             // V' unused (1), no mask.
             out.extend_from_slice(&[0x62, (r ^ 1) << 7 | (xb ^ 1) << 6 | (b ^ 1) << 5 | (r2 ^ 1) << 4 | 1, 0xfc | pp, 0x08]);
             out.extend_from_slice(f.op);
-            m.encode_scaled(reg, 8, out);
+            m.encode_scaled(reg, 3, out);
             true
         }
     };
