@@ -769,19 +769,21 @@ pub(crate) fn rename_registers(i: &mut Instruction, map: &[u8; 16]) {
 
 /// The general registers (bit = number, rax = 0) an instruction names as operands.
 fn named_registers(ins: &Instruction) -> u16 {
-    let mut used = 0u16;
-    let mut mark = |r: Register| {
-        if r.is_gpr() {
-            used |= 1 << (r.full_register().number() - Register::RAX.number());
+    // (By a table: this runs for every instruction of tool code, several times.)
+    static BITS: std::sync::LazyLock<[u16; 256]> = std::sync::LazyLock::new(|| {
+        let mut bits = [0u16; 256];
+        for r in Register::values().filter(|r| r.is_gpr()) {
+            bits[r as usize] = 1 << (r.full_register().number() - Register::RAX.number());
         }
-    };
+        bits
+    });
+    let bits = &*BITS;
+    let mut used = bits[ins.memory_base() as usize] | bits[ins.memory_index() as usize];
     for i in 0..ins.op_count() {
         if ins.op_kind(i) == OpKind::Register {
-            mark(ins.op_register(i));
+            used |= bits[ins.op_register(i) as usize];
         }
     }
-    mark(ins.memory_base());
-    mark(ins.memory_index());
     used
 }
 
