@@ -162,7 +162,18 @@ fn mapped(path: &str, mem: &GuestMemory) -> Option<(FileSyms, u64)> {
 
 /// The functions (guest range and name) of the module `path` mapped in `mem`, from its symbols.
 pub fn functions(path: &str, mem: &GuestMemory) -> Vec<(u64, u64, String)> {
-    let Some((fs, bias)) = mapped(path, mem) else { return Vec::new() };
+    entry_and_functions(path, mem).1
+}
+
+/// The guest address of the entry point of module `path` mapped in `mem` (where the program's
+/// own code starts, after the dynamic loader's), and its `functions`, from one read of its
+/// file (a large program's symbol table took about 1% of a short suppression run, read twice).
+pub fn entry_and_functions(path: &str, mem: &GuestMemory) -> (Option<u64>, Vec<(u64, u64, String)>) {
+    let Some((fs, bias)) = mapped(path, mem) else { return (None, Vec::new()) };
+    (Some(fs.entry + bias), function_ranges(&fs, bias))
+}
+
+fn function_ranges(fs: &FileSyms, bias: u64) -> Vec<(u64, u64, String)> {
     // A symbol without a size (the C runtime's, hand-written assembly) runs to the next one.
     fs.syms
         .iter()
@@ -195,13 +206,6 @@ pub fn function_address(path: &str, mem: &GuestMemory, name: &str) -> Option<u64
 pub fn file_symbol(path: &str, name: &str) -> Option<u64> {
     let fs = parse(path)?;
     fs.syms.iter().find(|s| s.2 == name).map(|s| s.0).or_else(|| fs.objects.iter().find(|o| o.2 == name).map(|o| o.0))
-}
-
-/// The guest address of the entry point of module `path` mapped in `mem` (where the program's
-/// own code starts, after the dynamic loader's).
-pub fn entry_address(path: &str, mem: &GuestMemory) -> Option<u64> {
-    let (fs, bias) = mapped(path, mem)?;
-    Some(fs.entry + bias)
 }
 
 /// The functions a module's calls reach through the PLT or a GOT slot, read from its file once

@@ -1970,14 +1970,14 @@ impl ToolRun for SuppressRun {
         let (path, main) = super::super::main_module(mem, &self.program);
         self.state.main = main;
         self.prop.sites.main = Some(main);
-        self.entry = crate::report::symbols::entry_address(&path, mem);
+        let (entry, functions) = crate::report::symbols::entry_and_functions(&path, mem);
+        self.entry = entry;
         self.main_path = path.clone();
         // (A redzone found overwritten asks for the program's copying calls where no memory
         // is at hand: read them now.)
         if self.redzones.is_some() {
             self.callees(mem);
         }
-        let functions = crate::report::symbols::functions(&path, mem);
         let startup = self.entry.and_then(|e| functions.iter().find(|f| (f.0..f.1).contains(&e))).map_or((0, 0), |f| (f.0, f.1));
         self.prop.policy = Some(Policy { main, call_word: Some(area::CALL_WORD), first_instance: ENTRY_INSTANCE, startup });
         self.state.functions = functions.iter().map(|f| (f.0, f.1)).collect();
