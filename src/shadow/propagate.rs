@@ -269,6 +269,32 @@ fn is_skipped(ins: &Instruction) -> bool {
         || ins.is_jcx_short()
 }
 
+/// What a load from memory nobody defined takes its origin from, under a policy (see
+/// `Propagation::undefined_takes_address`).
+#[derive(PartialEq, Eq)]
+enum AddressSource {
+    /// The register that chose the address: the index, else the base (not the stack or frame
+    /// pointer).
+    Register(Register),
+    /// Nothing: a global's address (RIP-relative or absolute), so the load defines it.
+    Defined,
+    /// Nothing, and nothing is defined: an address through the stack or frame pointer only.
+    Nothing,
+}
+
+fn address_source(m: &UsedMemory) -> AddressSource {
+    let usable = |x: Register| x.is_gpr64() && !matches!(x, Register::RSP | Register::RBP);
+    if usable(m.index()) {
+        AddressSource::Register(m.index())
+    } else if usable(m.base()) {
+        AddressSource::Register(m.base())
+    } else if m.base() == Register::RIP || (m.base() == Register::None && m.index() == Register::None) {
+        AddressSource::Defined
+    } else {
+        AddressSource::Nothing
+    }
+}
+
 /// Scratch registers of one propagation sequence.
 #[derive(Clone, Copy)]
 struct Regs {
@@ -954,8 +980,13 @@ impl Propagation {
     /// pointer-sized load in the program, and a library's lookup in a table (an index
     /// register): a table nobody wrote (digits, case and class tables) passes on what chose the
     /// entry, so the digit `printf` looks up for `n % 10` is `n`'s, not the library's.
+    /// (Never one through the stack or frame pointer alone, which takes nothing: no code, so
+    /// a `pop` where the flags are live needs no flag save.)
     fn may_take_address(&self, ins: &Instruction, o: &Operands, m: &UsedMemory) -> bool {
         let Some(p) = self.policy else { return false };
+        if address_source(m) == AddressSource::Nothing {
+            return false;
+        }
         if p.is_main(ins.ip()) {
             o.dst_regs.iter().any(|d| d.part == Part::W64)
         } else {
@@ -1727,21 +1758,18 @@ impl Propagation {
     /// definition". Flag-free after the test (`lea`s and moves).
     fn undefined_takes_address(&mut self, b: &mut Inline, r: Regs, m: &UsedMemory, here: u64) {
         let Some(policy) = self.policy else { return };
-        let usable = |x: Register| x.is_gpr64() && !matches!(x, Register::RSP | Register::RBP);
-        let from = if usable(m.index()) {
-            m.index()
-        } else if usable(m.base()) {
-            m.base()
-        } else if m.base() == Register::RIP || (m.base() == Register::None && m.index() == Register::None) {
-            // A global nobody wrote (a pointer left zero on this path): no register names how
-            // it was chosen, so the load defines it, as -O0's `add rax, 16` on it would.
-            self.define_here(b, r, here);
-            let a = b.asm();
-            a.test(r.m, r.m).unwrap();
-            a.cmovz(r.m, r.t).unwrap();
-            return;
-        } else {
-            return;
+        let from = match address_source(m) {
+            AddressSource::Register(from) => from,
+            AddressSource::Defined => {
+                // A global nobody wrote (a pointer left zero on this path): no register names
+                // how it was chosen, so the load defines it, as -O0's `add rax, 16` on it would.
+                self.define_here(b, r, here);
+                let a = b.asm();
+                a.test(r.m, r.m).unwrap();
+                a.cmovz(r.m, r.t).unwrap();
+                return;
+            }
+            AddressSource::Nothing => return,
         };
         let n = from.number() - Register::RAX.number();
         let a = b.asm();
