@@ -32,7 +32,7 @@ use crate::tools::expected::ExpectedOutput;
 use crate::tools::heap::{Hook, Kind};
 use crate::tools::{decode, ToolRun};
 use rtgrind_jit::iced_x86::{ConditionCode, FlowControl, Instruction, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register, UsedMemory};
-use rtgrind_jit::instrument::code_asm::{qword_ptr, AsmRegister64, CodeLabel};
+use rtgrind_jit::instrument::code_asm::{qword_ptr, AsmMemoryOperand, AsmRegister64, CodeLabel};
 use rtgrind_jit::instrument::{tool_area, BlockCode, Inline, InsnSite, Tool, Version, When};
 use rtgrind_jit::ThreadContext;
 use std::collections::HashMap;
@@ -566,8 +566,8 @@ impl SuppressRun {
             a.mov(qword_ptr(s1 + 8), s2).unwrap();
             a.mov(s2, qword_ptr(tool_area(area::CALL_TMP)).gs()).unwrap();
             a.mov(qword_ptr(s1 + 16), s2).unwrap();
-            a.mov(s2, ret).unwrap();
-            a.mov(qword_ptr(s1 + 24), s2).unwrap();
+            store_constant(b, qword_ptr(s1 + 24), ret);
+            let a = b.asm();
             a.mov(s2, qword_ptr(tool_area(area::CALL_ORD)).gs()).unwrap();
             a.mov(qword_ptr(s1 + 32), s2).unwrap();
             a.lea(s1, qword_ptr(s1 + CALL_LOG_ENTRY as i32)).unwrap();
@@ -578,8 +578,8 @@ impl SuppressRun {
         b.counter_to(s1);
         let a = b.asm();
         a.mov(qword_ptr(tool_area(area::CALL_WORD)).gs(), s1).unwrap();
-        a.mov(s1, ret).unwrap();
-        a.mov(qword_ptr(tool_area(area::CALL_SITE)).gs(), s1).unwrap();
+        store_constant(b, qword_ptr(tool_area(area::CALL_SITE)).gs(), ret);
+        let a = b.asm();
         a.lea(s1, qword_ptr(rsp - 8)).unwrap();
         a.mov(qword_ptr(tool_area(area::CALL_FRAME)).gs(), s1).unwrap();
     }
@@ -594,10 +594,9 @@ impl SuppressRun {
             FlowControl::ConditionalBranch if ins.condition_code() != ConditionCode::None => {
                 self.guard(b, GuardKind::Branch, ins, &[slot::FLAGS], None);
                 if self.traced() && self.program_branch(pc) {
+                    store_constant(b, qword_ptr(tool_area(area::LAST_BRANCH)).gs(), pc);
                     let t = b.scratch();
                     let a = b.asm();
-                    a.mov(t, pc).unwrap();
-                    a.mov(qword_ptr(tool_area(area::LAST_BRANCH)).gs(), t).unwrap();
                     a.mov(t, qword_ptr(tool_area(slot::ORIGIN_FLAGS)).gs()).unwrap();
                     a.mov(qword_ptr(tool_area(area::LAST_BRANCH_ORIGIN)).gs(), t).unwrap();
                     b.release_scratch();
@@ -725,10 +724,7 @@ impl SuppressRun {
         if !self.traced() {
             return;
         }
-        let t = b.scratch();
-        let a = b.asm();
-        a.mov(t, pc).unwrap();
-        a.mov(qword_ptr(tool_area(area::LAST_IND)).gs(), t).unwrap();
+        store_constant(b, qword_ptr(tool_area(area::LAST_IND)).gs(), pc);
         b.release_scratch();
     }
 
@@ -2201,4 +2197,18 @@ impl ToolRun for SuppressRun {
 /// The inode of the pipe open as guest descriptor `fd`, if it is one.
 fn pipe_inode(fd: u64) -> Option<u64> {
     crate::kernel::raw::fstat(fd as i32).filter(|st| st.st_mode & libc::S_IFMT == libc::S_IFIFO).map(|st| st.st_ino)
+}
+
+/// `m` = `value`: one store of a sign-extended imm32 where it fits (the pcs of a program that
+/// is not PIE), else through a register lent for it (flag-free either way).
+fn store_constant(b: &mut Inline, m: AsmMemoryOperand, value: u64) {
+    match i32::try_from(value as i64) {
+        Ok(v) => b.asm().mov(m, v).unwrap(),
+        Err(_) => {
+            let t = b.scratch();
+            let a = b.asm();
+            a.mov(t, value).unwrap();
+            a.mov(m, t).unwrap();
+        }
+    }
 }
