@@ -124,7 +124,7 @@ const SEGMENTS: usize = 1 << 19;
 const TILE: usize = 32;
 const COUNTS_BYTES: usize = SEGMENTS * 8;
 const TILE_BYTES: usize = SEGMENTS * TILE * 8;
-const _: () = assert!(RING % TILE == 0 && (COUNTS_BYTES + TILE_BYTES) < 1 << 31);
+const _: () = assert!(RING.is_multiple_of(TILE) && (COUNTS_BYTES + TILE_BYTES) < 1 << 31);
 /// `pdep` of an entry count by this gives its ring slot's offset in the tiles (`n % RING`:
 /// the low bits to the slot in the tile, the next to the tile).
 pub const SLOT_BITS: u64 = ((TILE as u64 - 1) << 3) | (((RING / TILE) as u64 - 1) * TILE_BYTES as u64);
