@@ -1361,7 +1361,8 @@ impl Propagation {
     /// or moves what it stores by the rule of its kind (ARCHITECTURE, the suppression tool).
     fn copy_origin(&mut self, ins: &Instruction, o: &Operands, r: Regs, b: &mut Inline, here: u64, is_store: bool) {
         let policy = self.policy;
-        if o.src_regs.is_empty() && o.src_mem.is_empty() {
+        // (A policy gives an immediate its own origin below.)
+        if o.src_regs.is_empty() && o.src_mem.is_empty() && policy.is_none() {
             b.asm().mov(r32(r.acc), 0).unwrap();
         }
         // (A store in the program outside its frame defines the location whatever it stores.)
@@ -1428,7 +1429,13 @@ impl Propagation {
     fn compute_origin(&mut self, site: &InsnSite, o: &Operands, r: Regs, b: &mut Inline, here: u64) {
         let known_bits = self.known;
         let known = |s: usize| known_bits & Self::known_bit(s) != 0;
-        let mut slots: SmallVec<[usize; 4]> = compute_sources(site, o).into_iter().map(origin_slot).collect();
+        let mut slots: SmallVec<[usize; 4]> = SmallVec::new();
+        // (A register read twice, `test eax, eax`, is one source: no compare with itself.)
+        for s in compute_sources(site, o).into_iter().map(origin_slot) {
+            if !slots.contains(&s) {
+                slots.push(s);
+            }
+        }
         if o.reads_flags || o.partial_flags {
             slots.push(slot::ORIGIN_FLAGS);
         }
