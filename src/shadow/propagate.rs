@@ -1327,9 +1327,19 @@ impl Propagation {
         }
         if !o.dst_mem.is_empty() && policy.is_some() {
             // Memory keeps no call-boundary mark (registers do: it is stored in `r.acc`
-            // after them).
+            // after them). Only a register's origin carries one: a push's, or a computation's
+            // most recent source's; a store's origin code (`copy_origin`), a definition and
+            // a constant leave bit 0 clear.
+            let may_carry_mark = match class {
+                _ if stack_address => false,
+                Class::Copy => !is_store,
+                Class::Compute => !(is_store && policy.is_some_and(|p| p.is_main(ins.ip()))),
+                Class::Zero | Class::Call | Class::Swap => false,
+            };
             self.write_origin_regs(o, r, b);
-            b.asm().and(r.acc, -2).unwrap();
+            if may_carry_mark {
+                b.asm().and(r.acc, -2).unwrap();
+            }
             self.write_origin_rest(o, r, b, here);
             return nonzero;
         }
