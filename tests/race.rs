@@ -802,3 +802,16 @@ fn accesses_new_to_an_epoch_are_recorded_inline_and_order_as_before() {
     let (light, err) = callouts("fresh_records", "-O0", "race access (light)");
     assert!(light < 12_000, "{light} light call-outs:\n{err}");
 }
+
+/// Two threads taking turns with a spinlock (issue 30): the C library's plain store that
+/// unlocks it (a release) and the plain load of the exit word by which `pthread_join` finds the
+/// worker gone (an acquire) are made in light call-outs where no clock grows, and order as
+/// before: the totals added under the lock do not race, the word the worker writes after its
+/// last unlock races with main's read at their lines (-O0, -O2). With `--stats` (-O2), a few
+/// dozen full access call-outs, not 4,066.
+#[test]
+fn the_runtimes_plain_synchronization_is_light_and_orders_as_before() {
+    only_race("turns", "3998000 ok\n", ("racing read", "main"), ("racing write", "worker"));
+    let (full, err) = callouts("turns", "-O2", "race access (full)");
+    assert!(full < 1_000, "{full} full call-outs:\n{err}");
+}

@@ -414,6 +414,36 @@ impl Detector {
         }
     }
 
+    /// `acquire` when it grows no clock (the object's is no longer than the thread's, or there
+    /// is none): false otherwise, with nothing changed. It calls nothing and allocates nothing
+    /// (the tool runs it in a light call-out).
+    #[inline]
+    pub fn acquire_quick(&mut self, t: Tid, obj: u64) -> bool {
+        match self.objects.get(&obj) {
+            None => true,
+            Some(c) if c.0.len() <= self.threads[t].0.len() => {
+                self.threads[t].join_as_long(c);
+                true
+            }
+            Some(_) => false,
+        }
+    }
+
+    /// `release` when it grows no clock and makes no object (the object's clock is there, as
+    /// long as the thread's at least): false otherwise, with nothing changed. It calls nothing
+    /// and allocates nothing.
+    #[inline]
+    pub fn release_quick(&mut self, t: Tid, obj: u64) -> bool {
+        let (threads, objects) = (&mut self.threads, &mut self.objects);
+        let Some(object) = objects.get_mut(&obj).filter(|o| o.0.len() >= threads[t].0.len()) else { return false };
+        object.join_as_long(&threads[t]);
+        if threads.len() > 1 {
+            // (The thread's own entry is there: `adopt` set it.)
+            threads[t].0[t] += 1;
+        }
+        true
+    }
+
     /// Thread `t` accesses `size` bytes at `addr` from code site `site`.
     pub fn access(&mut self, t: Tid, addr: u64, size: u64, write: bool, atomic: bool, site: u32) {
         let now = Access { tid: t, clock: self.threads[t].get(t), site, write, atomic };

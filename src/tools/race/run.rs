@@ -187,6 +187,34 @@ impl State {
         }
     }
 
+    /// `access` of the runtime's plain access by `t` at `addr` (`site`: trusted, not atomic
+    /// code) where it grows no clock (`runtime_light`): an atomic location's or exit word's load
+    /// acquires, an atomic location's store releases (and ticks), the thread's last
+    /// synchronization is noted; false, with nothing changed, where the acquire or release
+    /// would grow a clock or make an object (`last_sync` has the thread's entry: the caller
+    /// checks).
+    fn runtime_quick(&mut self, t: hb::Tid, addr: u64, site: &Site) -> bool {
+        let atomic = self.atomic.contains(&addr);
+        if site.write {
+            if !atomic {
+                return true;
+            }
+            if !self.detector.release_quick(t, addr) {
+                return false;
+            }
+            // (`release_at`'s.)
+            self.forget(addr);
+        } else if atomic || self.exit_words.contains(&addr) {
+            if !self.detector.acquire_quick(t, addr) {
+                return false;
+            }
+        } else {
+            return true;
+        }
+        self.last_sync[t] = site.pc;
+        true
+    }
+
     /// The granule of `addr` holds no access any more (it turned atomic, or an exit word).
     fn forget(&mut self, addr: u64) {
         // SAFETY: a shadow address of the cache's map: its slice (or the sink) is reserved.
@@ -504,6 +532,27 @@ extern "C" fn rmw_light(ctx: *mut ThreadContext, arg: u64) {
         st.last_sync[t] = site.pc;
         ctx.tool_area[st.epoch_word / 8] = st.epoch(t);
         st.own(t, addr, site.size);
+    }
+    ctx.tool_area[st.slow_word / 8] = u64::from(!done);
+}
+
+/// A plain access of the runtime's (trusted, never checked) that the filter let through, in a
+/// light call-out: one at no atomic location or exit word (the filter's bits are hashed), or
+/// an atomic location's load or an exit word's (an acquire) or an atomic location's store (a
+/// release) that grows no clock and makes no object: the C library's plain loads and stores of
+/// a mutex's word (the threaded kernel's 271,728 full call-outs). Anything else sets the slow
+/// word (`access` does it all, as it did before).
+extern "C" fn runtime_light(ctx: *mut ThreadContext, arg: u64) {
+    crate::tools::callouts::note(crate::tools::callouts::Kind::RaceRuntimeLight);
+    // SAFETY: as for `access`.
+    let (ctx, site) = unsafe { (&mut *ctx, &*(arg as *const Site)) };
+    // SAFETY: as above.
+    let st = unsafe { &mut *site.state };
+    let t = ctx.tool_area[st.tid_word / 8] as hb::Tid;
+    let addr = ctx.tool_area[st.addr_word / 8];
+    let done = st.settle_quick() && st.last_sync.len() > t && st.runtime_quick(t, addr, site);
+    if done && site.write && st.atomic.contains(&addr) {
+        ctx.tool_area[st.epoch_word / 8] = st.epoch(t);
     }
     ctx.tool_area[st.slow_word / 8] = u64::from(!done);
 }
@@ -854,8 +903,9 @@ impl RaceRun {
         b.release_scratch();
     }
 
-    /// The call-out for the access at the address in `t`, only if the filter has the bit of
-    /// its granule (`u` and two more registers are borrowed; the flags are clobbered).
+    /// The call-outs for the runtime's access at the address in `t`, only if the filter has the
+    /// bit of its granule: the light one (`runtime_light`), then the full one where it declines
+    /// (`u` and two more registers are borrowed; the flags are clobbered).
     fn filtered_callout(&mut self, b: &mut Inline, arg: u64, t: AsmRegister64, u: AsmRegister64) {
         b.clobber_flags();
         let (v, w) = (b.scratch(), b.scratch());
@@ -872,7 +922,7 @@ impl RaceRun {
         a.bt(v, u).unwrap();
         a.jae(skip).unwrap();
         a.mov(qword_ptr(tool_area(self.state.addr_word)).gs(), t).unwrap();
-        b.callout(access, arg, t);
+        self.light_then_full(b, (runtime_light, access), arg, t, skip);
         let a = b.asm();
         a.set_label(&mut skip).unwrap();
         a.zero_bytes().unwrap();
@@ -1346,6 +1396,7 @@ mod tests {
         let light = [
             ("access_light", super::access_light as *const ()),
             ("rmw_light", super::rmw_light as *const ()),
+            ("runtime_light", super::runtime_light as *const ()),
             ("memory_call_light", super::memory_call_light as *const ()),
         ];
         for (name, f) in light.map(|(n, f)| (n, f as usize)) {
