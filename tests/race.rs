@@ -803,6 +803,16 @@ fn accesses_new_to_an_epoch_are_recorded_inline_and_order_as_before() {
     assert!(light < 12_000, "{light} light call-outs:\n{err}");
 }
 
+/// A memory function's range check records a read in place only where the granule's write is
+/// ordered before it (issue 30): a worker compares the start of a buffer in two epochs (in
+/// place), then, after a pipe (no synchronization), compares up to the byte main wrote meanwhile
+/// in a granule the worker never read: the race of that memcmp with main's write, at their
+/// lines (-O0, -O2). Recording the read in place there too would miss it.
+#[test]
+fn a_memory_functions_read_in_place_still_races_with_a_write_not_ordered_before_it() {
+    only_race("compare_after_write", "ok\n", ("racing compare", "worker"), ("racing write", "main"));
+}
+
 /// Two threads taking turns with a spinlock (issue 30): the C library's plain store that
 /// unlocks it (a release) and the plain load of the exit word by which `pthread_join` finds the
 /// worker gone (an acquire) are made in light call-outs where no clock grows, and order as
