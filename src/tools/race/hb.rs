@@ -544,8 +544,7 @@ impl Detector {
         let w_old = (sites >> W_OLD_SHIFT) as u8;
         // Another thread's write on these bytes: ordered before, if its newer bytes are all it
         // has here (its older ones, `plan`'s case).
-        let write_ok = w.0 & SPILLED == 0
-            && (w.mask() & mask == 0 || w.tid() == t || w_old & mask == 0 && w.clock() <= self.threads[t].get(w.tid()));
+        let write_ok = w.0 & SPILLED == 0 && (w.mask() & mask == 0 || w.tid() == t || w_old & mask == 0 && w.clock() <= self.threads[t].get(w.tid()));
         if !read_ok || !write_ok || now.site >= SITE_LIMIT {
             return false;
         }
