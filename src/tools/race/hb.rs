@@ -512,7 +512,7 @@ impl Detector {
                 if cell_race(cell, &self.threads[t], t, mask, now).is_some() {
                     return false;
                 }
-                if !(!now.write && read_again(cell, t, mask, now)) {
+                if now.write || !read_again(cell, t, mask, now) {
                     cell_trim(cell, t, mask, now);
                     let list = if now.write { &mut cell.writes } else { &mut cell.reads };
                     if list.len() == list.capacity() {
