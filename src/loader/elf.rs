@@ -87,7 +87,7 @@ impl LoadedProgram {
 }
 
 /// Checks a path names a runnable x86-64 ELF, with the user-facing error otherwise.
-fn read_checked(path: &Path) -> Result<memmap2::Mmap, LoadError> {
+fn read_checked(path: &Path) -> Result<super::file::FileBytes, LoadError> {
     let name = path.display().to_string();
     let meta = std::fs::metadata(path).map_err(|_| LoadError::NotFound(name.clone()))?;
     if meta.is_dir() {
