@@ -470,3 +470,23 @@ fn progress_is_a_line_per_input_a_bar_or_nothing() {
     let never = run("--progress=never");
     assert!(!bar(&never) && !line(&never) && never.contains("triage: 1 input"), "{never}");
 }
+
+/// A program that rewrites the file `@@` names before it crashes (rewrites_input.c: only the
+/// file as it was crashes it). `@@` names a fresh copy of the input in every run, as AFL's
+/// does: the user's corpus is never changed, and each probe finds the input as it is (before,
+/// the first probe rewrote the corpus file and the other four did not crash: "flaky").
+#[test]
+fn an_input_the_program_rewrites_is_a_copy() {
+    let source = std::fs::read_to_string(repo_root().join("guest-programs/bugs/rewrites_input.c")).unwrap();
+    let exe = compile_snippet("rewrites_input", "c", &source, &["-g", "-O0", "-fno-stack-protector"]);
+    let inputs = scratch_dir("triage-rewritten-inputs");
+    crate::common::reset_dir(&inputs);
+    let input = inputs.join("huge.gain");
+    std::fs::write(&input, "gain 1e30\n").unwrap();
+    let (run, t) = triage(&[&format!("-i={}", inputs.display())], &exe);
+    assert_eq!(std::fs::read_to_string(&input).unwrap(), "gain 1e30\n", "the corpus file changed: {}", run.describe());
+    let i = &t["inputs"][0];
+    assert_eq!((i["status"].as_str(), i["failed_runs"].as_u64(), i["runs"].as_u64()), (Some("root-cause"), Some(5), Some(5)), "{i}");
+    let root = source.lines().position(|l| l.contains("/* root */")).unwrap() + 1;
+    assert!(i["report"]["findings"][0]["place"].as_str().unwrap().starts_with(&format!("rewrites_input.c:{root} (main)")), "{i}");
+}

@@ -227,6 +227,18 @@ fn race_write(f: &Finding) -> Option<(&str, u64)> {
     }
 }
 
+/// A copy of `input` with its name, beside the scratch directory `scratch` (which every run
+/// empties); None if it cannot be made (the input itself is named then).
+fn fresh_copy(input: &Path, scratch: &Path) -> Option<PathBuf> {
+    let scratch = std::path::absolute(scratch).ok()?;
+    let dir = scratch.with_extension("input");
+    std::fs::create_dir_all(&dir).ok()?;
+    let copy = dir.join(input.file_name()?);
+    let _ = std::fs::remove_file(&copy);
+    std::fs::copy(input, &copy).ok()?;
+    Some(copy)
+}
+
 /// Where probe `seed`'s schedule is recorded: beside the scratch directory, which every run
 /// empties (named whole: the runs work in that directory).
 fn schedule_file(scratch: &Path, seed: u32) -> PathBuf {
@@ -244,7 +256,10 @@ impl Target {
             args.push(format!("--stdin-file={}", input.display()).into());
         }
         args.push("--".into());
-        let path = input.as_os_str().to_string_lossy().into_owned();
+        // (`@@` names a fresh copy of the input, as AFL's does: a program that rewrites the
+        // file it is given changes neither the user's corpus nor what the next run reads.)
+        let copy = if uses_path { fresh_copy(input, dir) } else { None };
+        let path = copy.as_deref().unwrap_or(input).as_os_str().to_string_lossy().into_owned();
         args.extend(self.command.iter().map(|a| match a.to_str() {
             Some(s) if s.contains("@@") => OsString::from(s.replace("@@", &path)),
             _ => a.clone(),
