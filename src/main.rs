@@ -327,7 +327,6 @@ fn run_guest(cli: &cli::Cli, spec: &tools::ToolSpec, tool: Box<dyn tools::ToolRu
         budget: if forks { None } else { cli.budget_blocks },
         blocks_out: cli.blocks_out.clone(),
         created_log: cli.created_out.as_deref().and_then(kernel::created::CreatedLog::open),
-        originals: cli.created_out.as_ref().map(|f| f.with_file_name("originals")),
         cpus: None,
     }));
     // A recorded or replayed schedule counts blocks from the start too: its decisions then

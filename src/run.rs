@@ -78,11 +78,9 @@ pub struct Process {
     pub budget: Option<u64>,
     /// `--blocks-out`: where to write the main thread's block count at the end.
     pub blocks_out: Option<PathBuf>,
-    /// `--created-out`: the log of the names the run creates (`kernel::created`).
+    /// `--created-out`: the log of the names the run creates (`kernel::created`), and beside it
+    /// the files it changes, as they were (`kernel::originals`).
     pub created_log: Option<crate::kernel::created::CreatedLog>,
-    /// Beside that log: where the run keeps the files it changes, as they were before the
-    /// search's first run changed them (`kernel::originals`).
-    pub originals: Option<PathBuf>,
     /// Once the program has threads, all of them run on the one CPU the process was on (as
     /// in rr: only the baton holder runs guest code, and a hand-off within one CPU costs no
     /// cross-CPU wake-up); the CPUs it was allowed before, which the guest still sees.

@@ -62,13 +62,19 @@ pub(super) fn absolute(dir: i32, path: u64, follow: bool) -> Option<PathBuf> {
 pub struct CreatedLog {
     file: std::fs::File,
     made: std::collections::HashSet<PathBuf>,
+    originals: PathBuf,
 }
 
 impl CreatedLog {
     /// The log at `path`, opened for appending (the lines of the run's processes do not mix).
     pub fn open(path: &Path) -> Option<CreatedLog> {
         let file = std::fs::OpenOptions::new().create(true).append(true).open(path).ok()?;
-        Some(CreatedLog { file: super::fds::own(file), made: Default::default() })
+        Some(CreatedLog { file: super::fds::own(file), made: Default::default(), originals: super::originals::dir_beside(path) })
+    }
+
+    /// Where the run keeps the existing files it changes (`kernel::originals`).
+    pub fn originals(&self) -> &Path {
+        &self.originals
     }
 
     /// Appends what the call made to the log.

@@ -45,15 +45,35 @@ pub fn changed_by(nr: u64, a: &[u64; 6]) -> Vec<Changed> {
     }
 }
 
+/// Where a run keeps the files it changes: beside the search's log of created names (the
+/// run is told that log's path, `--created-out`).
+pub fn dir_beside(log: &Path) -> PathBuf {
+    log.with_file_name("originals")
+}
+
+/// Copies `from` to `to` with `from`'s modification time (a put-back file keeps it); whether
+/// it was copied (a time that cannot be set only makes `put_back` copy it again).
+pub fn copy_with_time(from: &Path, to: &Path) -> bool {
+    let time = std::fs::metadata(from).and_then(|m| m.modified());
+    if std::fs::copy(from, to).is_err() {
+        return false;
+    }
+    if let Ok(t) = time {
+        let _ = std::fs::File::open(to).and_then(|f| f.set_modified(t));
+    }
+    true
+}
+
 /// Where the copy of `path` is kept in `dir`: a name of its own for each path.
 fn copy_of(dir: &Path, path: &Path) -> PathBuf {
     let h: String = Sha256::digest(path.as_os_str().as_bytes()).iter().take(12).map(|b| format!("{b:02x}")).collect();
     dir.join(h)
 }
 
-/// Before the call: keeps a copy of the file `c` names in `dir`, unless the search has one or
-/// the run made the file (a temporary file renamed over the real one is not put back).
-pub fn keep(dir: &Path, c: &Changed, created: &super::created::CreatedLog) {
+/// Before the call: keeps a copy of the file `c` names, unless the search has one or the run
+/// made the file (a temporary file renamed over the real one is not put back).
+pub fn keep(c: &Changed, created: &super::created::CreatedLog) {
+    let dir = created.originals();
     let Some(path) = super::created::absolute(c.dir, c.path, c.follow) else { return };
     if created.made(&path) || ["/proc/", "/sys/", "/dev/"].iter().any(|p| path.starts_with(p)) {
         return;
@@ -67,11 +87,9 @@ pub fn keep(dir: &Path, c: &Changed, created: &super::created::CreatedLog) {
         return;
     }
     // Made beside it and renamed into place (runs of a batch run at once), its path written
-    // first, and its modification time the file's (a put-back file keeps it).
+    // first.
     let partial = copy.with_extension(format!("{}.partial", std::process::id()));
-    let made = std::fs::write(copy.with_extension("path"), path.as_os_str().as_bytes()).is_ok()
-        && std::fs::copy(&path, &partial).is_ok()
-        && meta.modified().is_ok_and(|t| std::fs::File::open(&partial).and_then(|f| f.set_modified(t)).is_ok());
+    let made = std::fs::write(copy.with_extension("path"), path.as_os_str().as_bytes()).is_ok() && copy_with_time(&path, &partial);
     if !made || std::fs::rename(&partial, &copy).is_err() {
         let _ = std::fs::remove_file(&partial);
     }
@@ -98,17 +116,13 @@ pub fn kept(dir: &Path) -> Vec<(PathBuf, PathBuf)> {
 /// (the same length and time: the run did not change it).
 pub fn put_back(copy: &Path, path: &Path) {
     let Ok(want) = std::fs::metadata(copy) else { return };
-    let same = std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file() && m.len() == want.len() && m.modified().ok() == want.modified().ok());
-    if same {
-        return;
-    }
-    // (A symbolic link or a directory the run left there: the file goes back in its place.)
-    if std::fs::symlink_metadata(path).is_ok_and(|m| !m.is_file()) {
-        let _ = std::fs::remove_file(path);
-    }
-    if std::fs::copy(copy, path).is_ok() {
-        if let Ok(t) = want.modified() {
-            let _ = std::fs::File::open(path).and_then(|f| f.set_modified(t));
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_file() && m.len() == want.len() && m.modified().ok() == want.modified().ok() => return,
+        // (A symbolic link the run left there: the file goes back in its place.)
+        Ok(m) if !m.is_file() => {
+            let _ = std::fs::remove_file(path);
         }
+        _ => {}
     }
+    copy_with_time(copy, path);
 }

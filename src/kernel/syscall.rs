@@ -183,9 +183,9 @@ impl Runtime {
             return;
         }
         // (A search's run keeps the files it changes, as they were: `kernel::originals`.)
-        if let (Some(dir), Some(log)) = (self.p().originals.as_deref(), self.p().created_log.as_ref()) {
+        if let Some(log) = self.p().created_log.as_ref() {
             for c in super::originals::changed_by(nr, &a) {
-                super::originals::keep(dir, &c, log);
+                super::originals::keep(&c, log);
             }
         }
         // (A search's run logs the names it creates: `kernel::created`.)

@@ -241,15 +241,10 @@ impl Leftovers {
     fn put_back_changed(&mut self, n: u32) {
         use crate::kernel::originals;
         let left_by_first = self.stash.join("changed-by-run-1");
-        for (path, copy) in originals::kept(&self.stash.join("originals")) {
+        for (path, copy) in originals::kept(&originals::dir_beside(&self.log())) {
             if n == 1 {
                 let as_left = left_by_first.join(copy.file_name().unwrap_or_default());
-                let kept = path.is_file() && std::fs::create_dir_all(&left_by_first).is_ok() && std::fs::copy(&path, &as_left).is_ok();
-                if kept {
-                    if let Ok(t) = std::fs::metadata(&path).and_then(|m| m.modified()) {
-                        let _ = std::fs::File::open(&as_left).and_then(|f| f.set_modified(t));
-                    }
-                }
+                let kept = path.is_file() && std::fs::create_dir_all(&left_by_first).is_ok() && originals::copy_with_time(&path, &as_left);
                 self.first_changed.push((path.clone(), kept.then_some(as_left)));
             }
             originals::put_back(&copy, &path);

@@ -230,8 +230,7 @@ fn race_write(f: &Finding) -> Option<(&str, u64)> {
 /// A copy of `input` with its name, beside the scratch directory `scratch` (which every run
 /// empties); None if it cannot be made (the input itself is named then).
 fn fresh_copy(input: &Path, scratch: &Path) -> Option<PathBuf> {
-    let scratch = std::path::absolute(scratch).ok()?;
-    let dir = scratch.with_extension("input");
+    let dir = beside_scratch(scratch, "input");
     std::fs::create_dir_all(&dir).ok()?;
     let copy = dir.join(input.file_name()?);
     let _ = std::fs::remove_file(&copy);
@@ -242,8 +241,12 @@ fn fresh_copy(input: &Path, scratch: &Path) -> Option<PathBuf> {
 /// Where probe `seed`'s schedule is recorded: beside the scratch directory, which every run
 /// empties (named whole: the runs work in that directory).
 fn schedule_file(scratch: &Path, seed: u32) -> PathBuf {
-    let scratch = std::path::absolute(scratch).unwrap_or_else(|_| scratch.to_path_buf());
-    scratch.with_extension(format!("schedule-{seed}"))
+    beside_scratch(scratch, &format!("schedule-{seed}"))
+}
+
+/// `SCRATCH.EXT`, absolute: a name beside the scratch directory, which every run empties.
+fn beside_scratch(scratch: &Path, ext: &str) -> PathBuf {
+    std::path::absolute(scratch).unwrap_or_else(|_| scratch.to_path_buf()).with_extension(ext)
 }
 
 impl Target {
