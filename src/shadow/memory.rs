@@ -130,25 +130,12 @@ const SUMMARY_HINT: u64 = 0x4000_0000 - SUMMARY_MAP_LEN;
 /// displacement): at `SUMMARY_HINT`, else anywhere in the `MAP_32BIT` window.
 fn reserve_summary() -> io::Result<*mut u8> {
     let len = SUMMARY_MAP_LEN as usize;
-    let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE;
-    for (hint, extra) in [(SUMMARY_HINT, libc::MAP_FIXED_NOREPLACE), (0, libc::MAP_32BIT)] {
-        // SAFETY: a fresh anonymous mapping, never unmapped; MAP_FIXED_NOREPLACE never
-        // replaces an existing one.
-        let p = unsafe { libc::mmap(hint as *mut libc::c_void, len, libc::PROT_READ | libc::PROT_WRITE, flags | extra, -1, 0) };
-        if p == libc::MAP_FAILED {
-            continue;
-        }
-        if (p as u64) + (len as u64) <= 1 << 31 && (hint == 0 || p as u64 == hint) {
-            // (Read as the zero page, as the shadow slices are.)
-            // SAFETY: advice on the mapping just made.
-            unsafe { libc::madvise(p, len, libc::MADV_NOHUGEPAGE) };
-            // SAFETY: one page into the mapping.
-            return Ok(unsafe { (p as *mut u8).add(4096) });
-        }
-        // SAFETY: the mapping was just created here and is not used.
-        unsafe { libc::munmap(p, len) };
-    }
-    Err(io::Error::from_raw_os_error(libc::ENOMEM))
+    let p = map_low(std::iter::once(SUMMARY_HINT), len, libc::MAP_NORESERVE).map_err(|_| io::Error::from_raw_os_error(libc::ENOMEM))?;
+    // (Read as the zero page, as the shadow slices are.)
+    // SAFETY: advice on the mapping just made.
+    unsafe { libc::madvise(p, len, libc::MADV_NOHUGEPAGE) };
+    // SAFETY: one page into the mapping.
+    Ok(unsafe { (p as *mut u8).add(4096) })
 }
 
 /// The summary index of `addr`, as translated code computes it (`pext` with `SUMMARY_SEL`).
@@ -225,32 +212,39 @@ fn table_slot(k: u64) -> u64 {
 /// kernel's choice in the `MAP_32BIT` window.
 fn low_table() -> io::Result<&'static mut [u64; ENTRIES]> {
     const _: () = assert!(ENTRIES * 8 <= 4096);
-    let p = low_page((0..TABLE_SLOTS).map(table_slot))?;
+    let p = map_low((0..TABLE_SLOTS).map(table_slot), 4096, 0)?;
     TABLES.lock().unwrap_or_else(|e| e.into_inner()).push(p as u64);
     // SAFETY: the page is 4 KiB, aligned, zeroed and owned by nothing else; it is never
     // unmapped (but by tests' `Drop`), so the 'static reference stays valid.
     Ok(unsafe { &mut *(p as *mut [u64; ENTRIES]) })
 }
 
-/// A fresh zeroed page at the first of `hints` that is free, else in the `MAP_32BIT` window.
-fn low_page(hints: impl Iterator<Item = u64>) -> io::Result<*mut libc::c_void> {
-    let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS;
+/// A fresh zeroed mapping of `len` bytes below 2 GiB (never unmapped: translated code holds its
+/// address), with `flags` besides private and anonymous: at the first of `hints` that is free,
+/// else in the `MAP_32BIT` window.
+fn map_low(hints: impl Iterator<Item = u64>, len: usize, flags: i32) -> io::Result<*mut libc::c_void> {
+    let (flags, prot) = (flags | libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, libc::PROT_READ | libc::PROT_WRITE);
     for hint in hints {
         // SAFETY: a fresh anonymous mapping; MAP_FIXED_NOREPLACE never replaces an existing one.
-        let p = unsafe { libc::mmap(hint as *mut libc::c_void, 4096, libc::PROT_READ | libc::PROT_WRITE, flags | libc::MAP_FIXED_NOREPLACE, -1, 0) };
+        let p = unsafe { libc::mmap(hint as *mut libc::c_void, len, prot, flags | libc::MAP_FIXED_NOREPLACE, -1, 0) };
         if p as u64 == hint {
             return Ok(p);
         }
         if p != libc::MAP_FAILED {
             // An old kernel took the flag for a hint.
             // SAFETY: the mapping was just created here and is not used.
-            unsafe { libc::munmap(p, 4096) };
+            unsafe { libc::munmap(p, len) };
         }
     }
     // SAFETY: a fresh anonymous mapping.
-    let p = unsafe { libc::mmap(std::ptr::null_mut(), 4096, libc::PROT_READ | libc::PROT_WRITE, flags | libc::MAP_32BIT, -1, 0) };
+    let p = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, flags | libc::MAP_32BIT, -1, 0) };
     if p == libc::MAP_FAILED {
         return Err(io::Error::last_os_error());
+    }
+    if p as u64 + len as u64 > 1 << 31 {
+        // SAFETY: the mapping was just created here and is not used.
+        unsafe { libc::munmap(p, len) };
+        return Err(io::Error::from_raw_os_error(libc::ENOMEM));
     }
     Ok(p)
 }
@@ -500,12 +494,12 @@ mod tests {
     #[test]
     fn tables_take_the_first_free_fixed_slot() {
         let slots: Vec<u64> = (0..3).map(|k| 0x1f00_0000 + k * 4096).collect();
-        let first = low_page(slots.iter().copied()).unwrap();
-        let second = low_page(slots.iter().copied()).unwrap();
+        let first = map_low(slots.iter().copied(), 4096, 0).unwrap();
+        let second = map_low(slots.iter().copied(), 4096, 0).unwrap();
         assert_eq!((first as u64, second as u64), (slots[0], slots[1]));
         // SAFETY: the test's own pages.
         unsafe { libc::munmap(first, 4096) };
-        let again = low_page(slots.iter().copied()).unwrap();
+        let again = map_low(slots.iter().copied(), 4096, 0).unwrap();
         assert_eq!(again as u64, slots[0]);
         // SAFETY: the test's own pages.
         unsafe { (libc::munmap(again, 4096), libc::munmap(second, 4096)) };
