@@ -275,7 +275,7 @@ impl CodeCache {
 
     /// Whether `host` is inside an executable arena.
     pub fn contains_host(&self, host: u64) -> bool {
-        self.arenas.iter().any(|a| host >= a.exec && host < a.exec + ARENA_SIZE as u64)
+        self.arenas.iter().any(|a| a.holds(host))
     }
 
     /// Address ranges the engine owns (both views of every arena), for the guest memory map.
@@ -342,7 +342,7 @@ impl CodeCache {
 
     /// The code of block `b` as it is now (links patched).
     pub(crate) fn code_of(&self, b: &Block) -> &[u8] {
-        let a = self.arenas.iter().find(|a| b.host_start >= a.exec && b.host_start < a.exec + ARENA_SIZE as u64).expect("a block lies in an arena");
+        let a = self.arenas.iter().find(|a| a.holds(b.host_start)).expect("a block lies in an arena");
         // SAFETY: the block's bytes were copied into this arena's rw view by `commit` and stay
         // mapped; only exits' rel32 fields change, by aligned atomic stores of this thread.
         unsafe { std::slice::from_raw_parts(a.rw.add((b.host_start - a.exec) as usize), b.host_len as usize) }
@@ -352,14 +352,14 @@ impl CodeCache {
     /// again at the place of another).
     #[cfg(test)]
     pub(crate) fn rewind_to(&mut self, host: u64) {
-        let a = self.arenas.iter_mut().find(|a| host >= a.exec && host < a.exec + ARENA_SIZE as u64).expect("an arena");
+        let a = self.arenas.iter_mut().find(|a| a.holds(host)).expect("an arena");
         a.used = (host - a.exec) as usize;
     }
 
     fn write_rel32(&mut self, site: u64, target: u64) -> bool {
         let rel = target as i64 - (site as i64 + 4);
         let Ok(rel) = i32::try_from(rel) else { return false };
-        let Some(a) = self.arenas.iter().find(|a| site >= a.exec && site + 4 <= a.exec + ARENA_SIZE as u64) else {
+        let Some(a) = self.arenas.iter().find(|a| a.holds(site) && a.holds(site + 3)) else {
             return false;
         };
         let off = (site - a.exec) as usize;
@@ -579,6 +579,11 @@ fn map(addr: u64, fd: i32, prot: i32, extra: i32) -> std::io::Result<u64> {
 }
 
 impl Arena {
+    /// Whether the executable view holds `host`.
+    fn holds(&self, host: u64) -> bool {
+        host >= self.exec && host < self.exec + ARENA_SIZE as u64
+    }
+
     fn alloc_fd() -> std::io::Result<OwnedFd> {
         // SAFETY: memfd_create with a static name; the fd is owned below.
         let fd = unsafe { libc::memfd_create(c"rtgrind-code".as_ptr(), libc::MFD_CLOEXEC) };
