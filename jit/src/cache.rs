@@ -296,7 +296,8 @@ impl CodeCache {
             let a = &self.arenas[i];
             return Ok((i, a.exec + a.used as u64));
         }
-        let a = Arena::new_near(guest).map_err(|e| CacheError::NoSpace(guest, e))?;
+        let taken: Vec<u64> = self.arenas.iter().map(|a| a.exec).collect();
+        let a = Arena::new_near(guest, &taken).map_err(|e| CacheError::NoSpace(guest, e))?;
         self.stats.arenas += 1;
         self.arenas.push(a);
         let i = self.arenas.len() - 1;
@@ -600,8 +601,11 @@ impl Arena {
     }
 
     /// Maps an arena whose executable view is within `NEAR` of `guest`: first below it
-    /// (leaving room above a non-PIE program for its heap), then above.
-    fn new_near(guest: u64) -> std::io::Result<Arena> {
+    /// (leaving room above a non-PIE program for its heap), then above; never at the low 32
+    /// bits of an arena in `taken`. (An x87 save's 32-bit last-instruction pointer names a
+    /// cache address by its low 32 bits, `guest_fip`: two arenas in the same place of their 4
+    /// GiB windows made it name both, and with ASLR one run in about 60 found the other.)
+    fn new_near(guest: u64, taken: &[u64]) -> std::io::Result<Arena> {
         let fd = Arena::alloc_fd()?;
         let step = ARENA_SIZE as u64;
         let g = guest & !(step - 1);
@@ -610,7 +614,7 @@ impl Arena {
         let mut exec = None;
         for cand in below.chain(above) {
             // Keep clear of low memory, where non-PIE programs and their heaps live.
-            if cand < 0x1000_0000 || cand + step > 0x7fff_ffff_f000 {
+            if cand < 0x1000_0000 || cand + step > 0x7fff_ffff_f000 || taken.iter().any(|&t| t as u32 == cand as u32) {
                 continue;
             }
             match map(cand, fd.as_raw_fd(), libc::PROT_READ | libc::PROT_EXEC, libc::MAP_FIXED_NOREPLACE) {
@@ -647,5 +651,26 @@ impl Arena {
             libc::madvise((self.exec + from as u64) as *mut libc::c_void, len, libc::MADV_POPULATE_READ);
         }
         self.populated = to;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Arenas near guest code 4 GiB apart are not at the same low 32 bits, so a 32-bit
+    /// last-instruction pointer names one of them (`guest_fip`).
+    #[test]
+    fn no_two_arenas_share_their_low_32_bits() {
+        let mut cache = CodeCache::new();
+        let guest = 0x3000_0000_0000u64;
+        let hosts: Vec<u64> = (0..3).map(|k| cache.reserve(guest + (k << 32), 16).unwrap().1).collect();
+        assert_eq!(cache.arenas.len(), 3);
+        for (i, a) in hosts.iter().enumerate() {
+            assert!(a.abs_diff(guest + ((i as u64) << 32)) < NEAR);
+            for b in &hosts[..i] {
+                assert_ne!(*a as u32, *b as u32, "{a:#x} {b:#x}");
+            }
+        }
     }
 }
