@@ -11,7 +11,7 @@
 # "(then failed otherwise)" where rtgrind qualified its answer so. Rows that are not a plain
 # "right line" are followed by rtgrind's chain of runs (its `suppress:` lines).
 #
-# The cases (9 programs, 10 bugs):
+# The cases (10 programs, 11 bugs):
 #   unzip 6.0      CVE-2022-0529  heap overflow: strcat of "#Lxxxxxxxx" escapes (10 bytes) into a
 #                                 buffer sized 8 per character (wide_to_local_string);
 #                                 reverted: debian/patches/28-cve-2022-0529-and-cve-2022-0530.patch
@@ -37,6 +37,9 @@
 #   mp3gain 1.6.2  stack overflow: sprintf of an APE tag's track gain (1e300) into
 #                                 valueString[100] (WriteMP3GainAPETag, `mp3gain -g 2`);
 #                                 reverted: debian/patches/fix-security-bugs.patch
+#   unace 1.2b     CVE-2015-2063  global overflow: read_header's copy of a header shorter than its
+#                                 fields, its length below zero (`unace l`);
+#                                 reverted: debian/patches/006_security-afl.patch
 #   fig2dev 3.2.8b CVE-2025-46399 NULL dereference (no corruption): a list walk not reset reads
 #                                 past the last control point (fig2dev -L ge on a spline);
 #                                 reverted: debian/patches/43_CVE-2025-46399.patch
@@ -378,6 +381,26 @@ if fetch mp3gain 1.6.2-2; then
             "$(expect "$work/$t" apetag.c 'sprintf(valueString,"%-+9.6f", info->trackGain);')" WriteMP3GainAPETag \
             "$work/$t" /dev/null -- ./mp3gain -g 2 track.mp3
         prep=
+    done
+fi
+
+# --- unace (unace.c) ----------------------------------------------------------------------
+# CVE-2015-2063 (Debian #775003; the fix is debian/patches/006_security-afl.patch): read_header
+# copies the rest of a header into the global header struct with the length `rd - (tp -
+# readbuf)`, which goes below zero (a huge size_t) for a header shorter than its fields. The
+# archive is a main header of 10 bytes (read with errors not reported, so its CRC is never
+# checked); `unace l` lists it. At -O2 gcc inlines the copy as `rep movsq`.
+if fetch unace 1.2b-23; then
+    python3 -c "import struct, sys; sys.stdout.buffer.write(struct.pack('<HHBH', 0, 10, 0, 0) + b'**ACE**' + bytes(64))" > "$work/short-header.ace"
+    for o in O0 O2; do
+        eval "flags=\$$o"
+        t=unace-$o
+        tree unace 006_security-afl.patch "$t" || continue
+        say "building $t"
+        make -C "$work/$t" -f unix/makefile CC=gcc CPPFLAGS="-DUNIX -DCASEINSENSE -DLO_HI_BYTE_ORDER" CFLAGS="$flags -w" > "$work/$t.build" 2>&1
+        case_ unace "$version" "CVE-2015-2063 global overflow (a length below zero)" "-$o" \
+            "$(expect "$work/$t" unace.c 'memcpy(mhead.AV, tp, rd-(USHORT)(tp-readbuf));')" read_header \
+            "$work/$t" /dev/null -- ./unace l "$work/short-header.ace"
     done
 fi
 

@@ -438,7 +438,9 @@ pub(super) extern "C" fn call_store_callout(ctx: *mut ThreadContext, arg: u64) {
 fn skip_string_store(ctx: &mut ThreadContext, st: &mut State, ins: &Instruction, regs: &[u64; 16]) {
     let size = u64::from(ins.memory_size().size().max(1) as u32);
     let len = if ins.has_rep_prefix() { regs[1] } else { 1 }.saturating_mul(size);
-    st.mem().set_range(regs[7], len.min(1 << 30), 1);
+    // (A count gone below zero, unace's, would have written up to where memory ends and
+    // faulted there: only that much is corrupt, not a gigabyte of shadow made.)
+    st.mem().set_range(regs[7], mapped_prefix(regs[7], len.min(1 << 30)), 1);
     ctx.callout_regs[7] = regs[7].wrapping_add(len);
     if matches!(ins.mnemonic(), Mnemonic::Movsb | Mnemonic::Movsw | Mnemonic::Movsd | Mnemonic::Movsq) {
         ctx.callout_regs[6] = regs[6].wrapping_add(len);
@@ -447,6 +449,33 @@ fn skip_string_store(ctx: &mut ThreadContext, st: &mut State, ins: &Instruction,
         ctx.callout_regs[1] = 0;
     }
     go_on_at(ctx, st, ins.next_ip());
+}
+
+/// How many of the `len` bytes from `addr` lie in memory mapped without a gap (a copy running
+/// on past them faults at the first unmapped page): a binary search on `mincore`, which fails
+/// for a range with an unmapped page.
+fn mapped_prefix(addr: u64, len: u64) -> u64 {
+    let first = addr & !4095;
+    let pages = (addr.saturating_add(len) - first).div_ceil(4096);
+    let mut residency = vec![0u8; pages as usize];
+    let mut mapped = |n: u64| {
+        // SAFETY: mincore only reads the page tables of the range and writes one byte per
+        // page into `residency`, which holds `pages` >= `n` of them.
+        n == 0 || unsafe { libc::mincore(first as *mut libc::c_void, (n * 4096) as usize, residency.as_mut_ptr()) } == 0
+    };
+    if mapped(pages) {
+        return len;
+    }
+    let (mut lo, mut hi) = (0, pages);
+    while hi - lo > 1 {
+        let mid = (lo + hi) / 2;
+        if mapped(mid) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    (first + lo * 4096).saturating_sub(addr).min(len)
 }
 
 /// A string store: `movs` or `stos`.
@@ -487,5 +516,22 @@ mod tests {
         let ins = Decoder::with_ip(64, &[0xc7, 0x05, 0x00, 0x01, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00], 0x1000, DecoderOptions::NONE).decode();
         let ctx = ThreadContext::new_boxed();
         assert_eq!(address(&ctx, &guest_regs(&ctx, 0), &ins), Some(0x110a));
+    }
+
+    #[test]
+    fn a_skipped_copy_is_corrupt_only_up_to_where_memory_ends() {
+        // Three pages, the third unmapped: a copy of a gigabyte from the middle of the first
+        // would have faulted at the third.
+        // SAFETY: a fresh private mapping of our own, partly unmapped again, freed at the end.
+        let base =
+            unsafe { libc::mmap(std::ptr::null_mut(), 3 * 4096, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) } as u64;
+        assert_ne!(base, libc::MAP_FAILED as u64);
+        // SAFETY: the third page of the mapping just made.
+        assert_eq!(unsafe { libc::munmap((base + 2 * 4096) as *mut libc::c_void, 4096) }, 0);
+        assert_eq!(mapped_prefix(base + 100, 1 << 30), 2 * 4096 - 100);
+        assert_eq!(mapped_prefix(base + 100, 5000), 5000);
+        assert_eq!(mapped_prefix(base + 2 * 4096, 10), 0);
+        // SAFETY: the two pages left of the mapping.
+        unsafe { libc::munmap(base as *mut libc::c_void, 2 * 4096) };
     }
 }

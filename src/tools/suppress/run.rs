@@ -1129,6 +1129,43 @@ impl SuppressRun {
             .then(|| (format!("the byte at {:#x}, below where memory ends, written by this store before", addr - 1), o))
     }
 
+    /// A string copy or fill of the program (`rep movs`, `rep stos`; gcc inlines a `memcpy`
+    /// of a bounded size so) faulted where memory ends, at its destination or its source, and
+    /// its last element, just below, is what it copied or stored: its count took it out of its
+    /// object and on to here (unace 1.2b's CVE-2015-2063: a header's length gone below zero,
+    /// copied into a global by `rep movsq`). A copy keeps its source's origins, so no byte's
+    /// origin names it, and its pointers were computed before it as they should: this
+    /// execution of it is the definition.
+    fn string_op_off_the_end(&mut self, ctx: &ThreadContext, sig: i32, addr: u64, ins: &Instruction, mem: &GuestMemory) -> Option<(String, u64)> {
+        use Mnemonic::*;
+        let copies = matches!(ins.mnemonic(), Movsb | Movsw | Movsd | Movsq);
+        let fills = matches!(ins.mnemonic(), Stosb | Stosw | Stosd | Stosq);
+        let k = ins.memory_size().size() as u64;
+        let (rdi, rsi) = (ctx.gpr[7], ctx.gpr[6]);
+        let at = |p: u64| p >= k && (p..p + k).contains(&addr);
+        let forward = ctx.rflags & 0x400 == 0;
+        if !matches!(sig, libc::SIGSEGV | libc::SIGBUS)
+            || !ins.has_rep_prefix()
+            || !(copies || fills)
+            || !forward
+            || !self.in_main(ctx.rip)
+            || !(at(rdi) || copies && at(rsi))
+            || mem.region_at(addr).is_some()
+            || mem.region_at(addr.wrapping_sub(1)).is_none()
+        {
+            return None;
+        }
+        let (mut below, mut expected) = ([0u8; 8], ctx.gpr[0].to_le_bytes());
+        let n = k as usize;
+        let read = guest_mem::read(rdi - k, &mut below[..n]) && (!copies || guest_mem::read(rsi - k, &mut expected[..n]));
+        if !read || below[..n] != expected[..n] {
+            return None;
+        }
+        let (verb, name) = (if copies { "copied" } else { "stored" }, format!("{:?}", ins.mnemonic()).to_lowercase());
+        let site = self.prop.sites.id(ctx.rip);
+        Some((format!("the element below {addr:#x}, where memory ends, {verb} by this `rep {name}` before"), origin::here(site, ctx.counter)))
+    }
+
     /// Inside a library call `e` from the program, on a heap block whose header (or, for an
     /// abort, the first 16 bytes, where a free block keeps its list links and glibc's
     /// double-free key) was rewritten after the pointer to it was defined: the allocator's
@@ -1288,7 +1325,7 @@ impl SuppressRun {
                 locs.extend(reg_loc(ctx, &self.prop.sites, ins.op0_register(), "divisor"));
             }
             let info = InstructionInfoFactory::new().info(&ins).clone();
-            if let Some(loc) = self.store_off_the_end(ctx, sig, addr, &info, mem) {
+            if let Some(loc) = self.string_op_off_the_end(ctx, sig, addr, &ins, mem).or_else(|| self.store_off_the_end(ctx, sig, addr, &info, mem)) {
                 return vec![loc];
             }
             let sliced = self.address_slots(ctx, &ins, &info, mem);
