@@ -11,7 +11,7 @@
 # "(then failed otherwise)" where rtgrind qualified its answer so. Rows that are not a plain
 # "right line" are followed by rtgrind's chain of runs (its `suppress:` lines).
 #
-# The cases (10 programs, 11 bugs):
+# The cases (10 programs, 12 bugs):
 #   unzip 6.0      CVE-2022-0529  heap overflow: strcat of "#Lxxxxxxxx" escapes (10 bytes) into a
 #                                 buffer sized 8 per character (wide_to_local_string);
 #                                 reverted: debian/patches/28-cve-2022-0529-and-cve-2022-0530.patch
@@ -40,6 +40,9 @@
 #   unace 1.2b     CVE-2015-2063  global overflow: read_header's copy of a header shorter than its
 #                                 fields, its length below zero (`unace l`);
 #                                 reverted: debian/patches/006_security-afl.patch
+#   unace 1.2b     CVE-2005-0160  stack overflow: ace_fname's strncpy of a header's file name for
+#                                 the length it claims into char[512] (`unace l`); put back by
+#                                 taking 003_security.patch's clamp out (006 reverted too)
 #   fig2dev 3.2.8b CVE-2025-46399 NULL dereference (no corruption): a list walk not reset reads
 #                                 past the last control point (fig2dev -L ge on a spline);
 #                                 reverted: debian/patches/43_CVE-2025-46399.patch
@@ -384,23 +387,36 @@ if fetch mp3gain 1.6.2-2; then
     done
 fi
 
-# --- unace (unace.c) ----------------------------------------------------------------------
+# --- unace ----------------------------------------------------------------------------------
 # CVE-2015-2063 (Debian #775003; the fix is debian/patches/006_security-afl.patch): read_header
 # copies the rest of a header into the global header struct with the length `rd - (tp -
 # readbuf)`, which goes below zero (a huge size_t) for a header shorter than its fields. The
-# archive is a main header of 10 bytes (read with errors not reported, so its CRC is never
-# checked); `unace l` lists it. At -O2 gcc inlines the copy as `rep movsq`.
+# archive's main header is 10 bytes; `unace l` lists it. At -O2 gcc inlines the copy as `rep
+# movsq`.
+# CVE-2005-0160 (Debian #296839; the fix is in debian/patches/003_security.patch, which later patches build on,
+# so only its clamp in ace_fname is taken out, as unrtf's fix is): ace_fname copies a file
+# header's name with strncpy into `char file[PATH_MAX]` (512) for the length the header claims;
+# a name claiming 60,000 bytes pads zeros up the stack. The tree has 006 reverted too, as that
+# patch's checks would refuse such a header.
 if fetch unace 1.2b-23; then
-    python3 -c "import struct, sys; sys.stdout.buffer.write(struct.pack('<HHBH', 0, 10, 0, 0) + b'**ACE**' + bytes(64))" > "$work/short-header.ace"
+    python3 "$data/mkace.py" short-header "$work/short-header.ace"
+    python3 "$data/mkace.py" long-name "$work/long-name.ace" 60000
     for o in O0 O2; do
         eval "flags=\$$o"
         t=unace-$o
         tree unace 006_security-afl.patch "$t" || continue
-        say "building $t"
-        make -C "$work/$t" -f unix/makefile CC=gcc CPPFLAGS="-DUNIX -DCASEINSENSE -DLO_HI_BYTE_ORDER" CFLAGS="$flags -w" > "$work/$t.build" 2>&1
+        cp -a "$work/$t" "$work/$t-name"
+        sed -i '/if (i > (size - 1))/,/i = size - 1;/d' "$work/$t-name/uac_crt.c"
+        for d in "$t" "$t-name"; do
+            say "building $d"
+            make -C "$work/$d" -f unix/makefile CC=gcc CPPFLAGS="-DUNIX -DCASEINSENSE -DLO_HI_BYTE_ORDER" CFLAGS="$flags -w" > "$work/$d.build" 2>&1
+        done
         case_ unace "$version" "CVE-2015-2063 global overflow (a length below zero)" "-$o" \
             "$(expect "$work/$t" unace.c 'memcpy(mhead.AV, tp, rd-(USHORT)(tp-readbuf));')" read_header \
             "$work/$t" /dev/null -- ./unace l "$work/short-header.ace"
+        case_ unace "$version" "CVE-2005-0160 stack overflow (strncpy of a long name)" "-$o" \
+            "$(expect "$work/$t-name" uac_crt.c 'strncpy(s, (*(tfhead *) head).FNAME, i);')" ace_fname \
+            "$work/$t-name" /dev/null -- ./unace l "$work/long-name.ace"
     done
 fi
 
