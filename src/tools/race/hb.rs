@@ -369,6 +369,11 @@ impl Detector {
         self.threads.len()
     }
 
+    /// Thread `t`'s clock, by thread (those past its end are 0).
+    pub fn clock_entries(&self, t: Tid) -> &[u32] {
+        &self.threads[t].0
+    }
+
     /// Thread `t`'s epoch: its own clock's entry.
     pub fn epoch(&self, t: Tid) -> u32 {
         self.threads[t].get(t)

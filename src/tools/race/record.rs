@@ -27,7 +27,8 @@
 //! after an inline record gives what settling it before would.
 
 use super::hb;
-use rtgrind_jit::instrument::code_asm::{byte_ptr, qword_ptr, AsmRegister64, CodeAssembler, CodeLabel};
+use crate::shadow::propagate::r32;
+use rtgrind_jit::instrument::code_asm::{byte_ptr, dword_ptr, qword_ptr, AsmRegister64, CodeAssembler, CodeLabel};
 
 /// The bits of a compact word that hold its delta's low bits.
 const DELTA_BITS: u64 = 0x3f << 10;
@@ -37,19 +38,31 @@ const READ_SITE: u64 = ((1 << 20) - 1) << 20;
 /// bytes (the read's site, deltas and older bytes are its own).
 const READ_KEEPS: u64 = ((1 << 20) - 1) | 0xf << 40 | 0xff << 48;
 
+/// Threads whose clock entries a thread keeps in its tool area (`KNOWN_THREADS` 32-bit words,
+/// entry u at byte 4u of the table): where a granule's write word is another thread's, the
+/// inline record compares its clock with the entry of that thread.
+pub const KNOWN_THREADS: usize = 16;
+
 /// What the inline code makes of a granule's compact words `(write, read, sites)` for a plain
-/// access by the thread whose epoch word is `epoch` (`tid << 32 | clock`) to its bytes `mask`
-/// from site `site`: the new words, or none where it declines. (The rule the emitted code
-/// follows, checked against the detector's own path by a unit test.)
+/// access by the thread whose epoch word is `epoch` (`tid << 32 | clock`) and whose tool-area
+/// table of clock entries is `known` (`KNOWN_THREADS` of them) to its bytes `mask` from site
+/// `site`: the new words, or none where it declines. (The rule the emitted code follows,
+/// checked against the detector's own path by a unit test.)
 #[cfg(test)]
-pub fn fresh(words: [u64; 3], epoch: u64, mask: u8, write: bool, site: u32) -> Option<[u64; 3]> {
+pub fn fresh(words: [u64; 3], (epoch, known): (u64, &[u32]), mask: u8, write: bool, site: u32) -> Option<[u64; 3]> {
     let [w, r, sites] = words;
     let high = epoch << 16;
     // Empty, or this thread's (not a full cell's index, whose tid bits are 0: the main thread's).
     let own = |x: u64| x == 0 || (x ^ high) >> 48 == 0 && x & hb::SPILLED == 0;
+    // Or another thread's of an epoch (its newer bytes': the older ones are older still) the
+    // table covers, so ordered before this access (the table is never ahead of the clock).
+    let ordered = |x: u64| {
+        let u = (x >> 48) as usize;
+        x & hb::SPILLED == 0 && u < KNOWN_THREADS && (x >> 16) as u32 <= known[u]
+    };
     let covered = |x: u64| (x as u8) & !mask == 0;
     let m = u64::from(mask);
-    if !own(w) || !own(r) || site >= hb::SITE_LIMIT {
+    if !(own(w) || ordered(w)) || !own(r) || site >= hb::SITE_LIMIT {
         return None;
     }
     if write {
@@ -78,8 +91,10 @@ pub struct Emit {
     pub record: AsmRegister64,
     /// Borrowed, clobbered.
     pub temps: [AsmRegister64; 2],
-    /// The tool-area word of the thread's epoch.
+    /// The tool-area word of the thread's epoch, and its table of clock entries
+    /// (`KNOWN_THREADS`).
     pub epoch: u64,
+    pub known: u64,
     /// The records' table of covered slices (`GranuleRecords::covered_table_addr`): elsewhere
     /// the detector keeps full cells, and a record is the shared sink's.
     pub covered: u64,
@@ -110,7 +125,7 @@ impl Emit {
         self.epoch_high(a, v, alone);
         let t = addr;
         self.own(a, (t, v), 0, 8, slow);
-        self.own(a, (t, v), 0, 0, slow);
+        self.own_or_ordered(a, (t, v), 0, slow);
         if write {
             self.covered(a, (t, w), 0, slow);
             // No older read bytes left beside the write.
@@ -142,7 +157,7 @@ impl Emit {
         self.epoch_high(a, v, alone);
         let t = addr;
         for k in 0..granules {
-            self.own(a, (t, v), 32 * k, 0, slow);
+            self.own_or_ordered(a, (t, v), 32 * k, slow);
             self.own(a, (t, v), 32 * k, 8, slow);
         }
         for k in 0..granules {
@@ -206,6 +221,33 @@ impl Emit {
         a.xor(t, v).unwrap();
         a.shr(t, 48).unwrap();
         a.jne(slow).unwrap();
+        a.set_label(&mut ok).unwrap();
+        a.zero_bytes().unwrap();
+    }
+
+    /// On to `slow` unless the write word of the record `offset` bytes past `u` is empty, this
+    /// thread's, or another's ordered before the access (`own` or `ordered` in `fresh`: its
+    /// thread under `KNOWN_THREADS`, its clock, bytes 2-5 of the word, no later than that
+    /// thread's entry in the tool-area table, which is never ahead of the thread's clock).
+    /// `t` is clobbered.
+    fn own_or_ordered(&self, a: &mut CodeAssembler, (t, v): (AsmRegister64, AsmRegister64), offset: i32, slow: CodeLabel) {
+        let u = self.record;
+        let mut ok = a.create_label();
+        a.mov(t, qword_ptr(u + offset)).unwrap();
+        a.test(t, t).unwrap();
+        a.je(ok).unwrap();
+        a.test(t, hb::SPILLED as i32).unwrap();
+        a.jne(slow).unwrap();
+        a.xor(t, v).unwrap();
+        a.shr(t, 48).unwrap();
+        a.je(ok).unwrap();
+        a.mov(t, qword_ptr(u + offset)).unwrap();
+        a.shr(t, 48).unwrap();
+        a.cmp(t, KNOWN_THREADS as i32).unwrap();
+        a.jae(slow).unwrap();
+        a.mov(r32(t), dword_ptr(t * 4 + self.known).gs()).unwrap();
+        a.cmp(dword_ptr(u + (offset + 2)), r32(t)).unwrap();
+        a.ja(slow).unwrap();
         a.set_label(&mut ok).unwrap();
         a.zero_bytes().unwrap();
     }
@@ -281,12 +323,28 @@ mod tests {
     /// The inline record's rule gives the compact words the detector's own path gives, and
     /// misses no race (it declines wherever one may be): random accesses of three threads
     /// (sizes, bytes, atomics, locks) to a few granules, made by the detector in one copy and,
-    /// where `fresh` takes them, by the rule in the other.
+    /// where `fresh` takes them, by the rule in the other. Twice: mostly the threads' own
+    /// granules and a lock taken now and then; then granules handed from thread to thread
+    /// under the lock (the rule's case of another thread's write ordered before).
     #[test]
     fn the_inline_record_makes_the_detectors_words() {
-        let mut next = hb::random(0x9e37_79b9_7f4a_7c15);
+        let (taken, _) = replay(0x9e37_79b9_7f4a_7c15, 12, 4);
+        assert!(taken.iter().all(|&n| n > 500), "{taken:?}");
+        let (taken, after_another) = replay(0x2545_f491_4f6c_dd1d, 3, 1);
+        assert!(taken.iter().all(|&n| n > 100) && after_another > 100, "{taken:?} {after_another}");
+    }
+
+    /// One history (`seed`; a lock op in 2 of `sync` accesses, a shared granule in 1 of
+    /// `shared`), checked access by access: the accesses `fresh` took, reads and writes, and
+    /// those of them over another thread's write word. Races must be found.
+    fn replay(seed: u64, sync: u64, shared: u64) -> ([usize; 2], usize) {
+        let mut next = hb::random(seed);
         let (mut path, mut rule) = (Detector::new().unwrap(), Detector::new().unwrap());
         let mut taken = [0usize; 2];
+        // Each thread's table of clock entries, as the tool area keeps it: renewed where the
+        // rule declines (as `access_light` renews it), stale in between (behind the clock).
+        let mut known = [[0u32; KNOWN_THREADS]; 3];
+        let mut after_another = 0;
         for d in [&mut path, &mut rule] {
             d.cover(0x1000, 0x2000);
             d.create(0);
@@ -294,7 +352,7 @@ mod tests {
         }
         for k in 0..20_000u32 {
             let t = next(3) as hb::Tid;
-            let op = next(12);
+            let op = next(sync);
             for d in [&mut path, &mut rule] {
                 match op {
                     0 => d.release(t, 0x50),
@@ -303,25 +361,31 @@ mod tests {
                 }
             }
             let size = [1u64, 2, 4, 8][next(4) as usize];
-            // (Mostly granules of the thread's own, some shared.)
-            let granule = if next(4) == 0 { next(6) } else { 2 * t as u64 + next(2) };
+            let granule = if next(shared) == 0 { next(6) } else { 2 * t as u64 + next(2) };
             let addr = 0x1000 + 8 * granule + next(9 - size);
             let (write, atomic) = (next(2) == 0, next(10) == 0);
             let site = k % 2000;
             let mask = (((1u16 << size) - 1) << (addr & 7)) as u8;
             let epoch = (t as u64) << 32 | u64::from(rule.epoch(t));
             path.access(t, addr, size, write, atomic, site);
-            match fresh(rule.words(addr), epoch, mask, write, site).filter(|_| !atomic) {
+            let before = rule.words(addr);
+            match fresh(before, (epoch, &known[t]), mask, write, site).filter(|_| !atomic) {
                 Some(words) => {
                     rule.set_words(addr, words);
                     taken[usize::from(write)] += 1;
+                    after_another += usize::from(before[0] != 0 && (before[0] >> 48) as hb::Tid != t);
                 }
-                None => rule.access(t, addr, size, write, atomic, site),
+                None => {
+                    rule.access(t, addr, size, write, atomic, site);
+                    for (k, e) in rule.clock_entries(t).iter().take(KNOWN_THREADS).enumerate() {
+                        known[t][k] = *e;
+                    }
+                }
             }
             assert_eq!(path.words(addr), rule.words(addr), "access {k}");
             assert_eq!(path.races, rule.races, "access {k}");
         }
-        // (Both kinds taken often, and races found.)
-        assert!(taken.iter().all(|&n| n > 500) && !path.races.is_empty(), "{taken:?}");
+        assert!(!path.races.is_empty());
+        (taken, after_another)
     }
 }

@@ -64,6 +64,15 @@ impl State {
         (t as u64) << 32 | u64::from(self.detector.epoch(t))
     }
 
+    /// Thread `t`'s clock entries into its tool area's table (`known_word`).
+    fn publish(&self, t: hb::Tid, area: &mut [u64]) {
+        let entries = self.detector.clock_entries(t);
+        let entry = |k: usize| u64::from(entries.get(k).copied().unwrap_or(0));
+        for (i, word) in area[self.known_word / 8..][..record::KNOWN_THREADS / 2].iter_mut().enumerate() {
+            *word = entry(2 * i) | entry(2 * i + 1) << 32;
+        }
+    }
+
     /// Thread `t` synchronized at `pc`.
     fn synced(&mut self, t: hb::Tid, pc: u64) {
         if self.last_sync.len() <= t {
@@ -349,6 +358,12 @@ struct State {
     epoch_word: usize,
     /// Set by `access_light` when the access needs `access`.
     slow_word: usize,
+    /// The thread's clock entries of the first `record::KNOWN_THREADS` threads (32 bits each),
+    /// for the inline record's check of another thread's write word: renewed by the access
+    /// call-outs and at a thread's start (`publish`), so never ahead of the thread's clock
+    /// (which only grows), only behind it, which makes the inline code decline (and the
+    /// call-out it takes renews them).
+    known_word: usize,
     /// A harm run's watch on its races.
     watch: Option<Watcher>,
     /// Per thread: the instruction of its last synchronization (0: none yet).
@@ -416,7 +431,8 @@ pub struct RaceRun {
 
 impl RaceRun {
     pub fn new(program: String, out: Output, plan: Option<harm::Plan>) -> Result<RaceRun, Error> {
-        let words = rtgrind_jit::claims::claim_area("the race detector", 32).map_err(|e| Error::internal(format!("internal: {e}")))?;
+        let words =
+            rtgrind_jit::claims::claim_area("the race detector", 32 + 4 * record::KNOWN_THREADS).map_err(|e| Error::internal(format!("internal: {e}")))?;
         let state = State {
             detector: hb::Detector::new().map_err(|e| Error::internal(format!("cannot reserve shadow memory: {e}")))?,
             atomic: HashSet::default(),
@@ -427,6 +443,7 @@ impl RaceRun {
             addr_word: words + 8,
             epoch_word: words + 16,
             slow_word: words + 24,
+            known_word: words + 32,
             watch: plan.map(Watcher::new),
             last_sync: Vec::new(),
             noted: Vec::new(),
@@ -485,6 +502,7 @@ extern "C" fn access(ctx: *mut ThreadContext, arg: u64) {
         st.note_races(t, ctx.callout_regs[4]);
         ctx.tool_area[st.epoch_word / 8] = st.epoch(t);
         st.own(t, addr, site.size);
+        st.publish(t, &mut ctx.tool_area);
         return;
     }
     if site.atomic_code && st.atomic.insert(addr) {
@@ -515,6 +533,7 @@ extern "C" fn access(ctx: *mut ThreadContext, arg: u64) {
         st.synced(t, site.pc);
         ctx.tool_area[st.epoch_word / 8] = st.epoch(t);
     }
+    st.publish(t, &mut ctx.tool_area);
 }
 
 /// The common case of an atomic read-modify-write, in a light call-out (as `access_light`):
@@ -573,6 +592,9 @@ extern "C" fn access_light(ctx: *mut ThreadContext, arg: u64) {
     if done {
         st.cache(t, addr, site.size, site.write);
     }
+    // (The inline record may have declined on another thread's write word for a table
+    // behind the clock.)
+    st.publish(t, &mut ctx.tool_area);
     ctx.tool_area[st.slow_word / 8] = u64::from(!done);
 }
 
@@ -1004,6 +1026,7 @@ impl RaceRun {
                 record: u,
                 temps: [v, w],
                 epoch: tool_area(self.state.epoch_word),
+                known: tool_area(self.state.known_word),
                 covered: records.covered_table_addr(),
                 filter: self.state.filter.as_ptr() as u64,
                 filter_mask: (FILTER_BITS - 1) as i32,
@@ -1106,6 +1129,7 @@ impl ToolRun for RaceRun {
         let t = self.state.detector.adopt(clock);
         child.tool_area[self.state.tid_word / 8] = t as u64;
         child.tool_area[self.state.epoch_word / 8] = self.state.epoch(t);
+        self.state.publish(t, &mut child.tool_area);
         if self.exit_word.len() <= t {
             self.exit_word.resize(t + 1, 0);
         }
