@@ -6,6 +6,9 @@
 
 use crate::kernel::guest_mem;
 use std::collections::HashSet;
+// (Atomics only for a slot written through a shared reference: one guest thread at a time runs
+// the call-outs, so `Relaxed` loads and stores are plain moves.)
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// Guest pages known readable, so that a string can be read in place (a sort's millions of
 /// `strcoll` calls, each read through `process_vm_readv`, spent most of their time in the
@@ -13,15 +16,44 @@ use std::collections::HashSet;
 /// may allocate and make a system call); a light call-out uses only the pages known
 /// (`Known`). The whole set is forgotten when the guest maps, unmaps or protects anything
 /// (`forget`).
-#[derive(Default)]
 pub struct Readable {
     pages: HashSet<u64, super::hb::Fast>,
+    /// The last page found in `pages` at each of `RECENT` slots (by its page number's low
+    /// bits; `NONE`: empty), looked at first: a call's two strings are on two of a few pages
+    /// (sort's lines), and a slot is one load where the set is a hash and a probe. Only
+    /// pages of the set are there (both are emptied together).
+    recent: [AtomicU64; RECENT],
+}
+
+const RECENT: usize = 64;
+const NONE: u64 = u64::MAX;
+
+impl Default for Readable {
+    fn default() -> Readable {
+        Readable { pages: HashSet::default(), recent: [const { AtomicU64::new(NONE) }; RECENT] }
+    }
 }
 
 impl Readable {
     /// The guest changed its mappings: no page is known readable any more.
     pub fn forget(&mut self) {
         self.pages.clear();
+        for slot in &self.recent {
+            slot.store(NONE, Relaxed);
+        }
+    }
+
+    /// Whether `page` is known readable (and, if it is, in its slot from now on).
+    fn known(&self, page: u64) -> bool {
+        let slot = &self.recent[(page >> 12) as usize % RECENT];
+        if slot.load(Relaxed) == page {
+            return true;
+        }
+        let known = self.pages.contains(&page);
+        if known {
+            slot.store(page, Relaxed);
+        }
+        known
     }
 }
 
@@ -39,7 +71,7 @@ pub struct Known<'a>(pub &'a Readable);
 
 impl Pages for Known<'_> {
     fn readable(&mut self, page: u64) -> Result<bool, Unknown> {
-        if self.0.pages.contains(&page) {
+        if self.0.known(page) {
             Ok(true)
         } else {
             Err(Unknown)
@@ -52,13 +84,13 @@ pub struct Checking<'a>(pub &'a mut Readable);
 
 impl Pages for Checking<'_> {
     fn readable(&mut self, page: u64) -> Result<bool, Unknown> {
-        if self.0.pages.contains(&page) {
+        if self.0.known(page) {
             return Ok(true);
         }
         let ok = guest_mem::read(page, &mut [0u8; 1]);
         if ok {
             if self.0.pages.len() > 1 << 20 {
-                self.0.pages.clear();
+                self.0.forget();
             }
             self.0.pages.insert(page);
         }
