@@ -211,18 +211,7 @@ impl Emit {
     /// On to `slow` unless the compact word `word` bytes into the record `offset` bytes past
     /// `u` is empty or this thread's (`own` in `fresh`). `t` is clobbered.
     fn own(&self, a: &mut CodeAssembler, (t, v): (AsmRegister64, AsmRegister64), offset: i32, word: i32, slow: CodeLabel) {
-        let u = self.record;
-        let mut ok = a.create_label();
-        a.mov(t, qword_ptr(u + (offset + word))).unwrap();
-        a.test(t, t).unwrap();
-        a.je(ok).unwrap();
-        a.test(t, hb::SPILLED as i32).unwrap();
-        a.jne(slow).unwrap();
-        a.xor(t, v).unwrap();
-        a.shr(t, 48).unwrap();
-        a.jne(slow).unwrap();
-        a.set_label(&mut ok).unwrap();
-        a.zero_bytes().unwrap();
+        self.own_or(a, (t, v), offset + word, slow, false);
     }
 
     /// On to `slow` unless the write word of the record `offset` bytes past `u` is empty, this
@@ -231,23 +220,32 @@ impl Emit {
     /// thread's entry in the tool-area table, which is never ahead of the thread's clock).
     /// `t` is clobbered.
     fn own_or_ordered(&self, a: &mut CodeAssembler, (t, v): (AsmRegister64, AsmRegister64), offset: i32, slow: CodeLabel) {
+        self.own_or(a, (t, v), offset, slow, true);
+    }
+
+    /// `own` of the word `at` bytes past `u`, or with `ordered`, `own_or_ordered`.
+    fn own_or(&self, a: &mut CodeAssembler, (t, v): (AsmRegister64, AsmRegister64), at: i32, slow: CodeLabel, ordered: bool) {
         let u = self.record;
         let mut ok = a.create_label();
-        a.mov(t, qword_ptr(u + offset)).unwrap();
+        a.mov(t, qword_ptr(u + at)).unwrap();
         a.test(t, t).unwrap();
         a.je(ok).unwrap();
         a.test(t, hb::SPILLED as i32).unwrap();
         a.jne(slow).unwrap();
         a.xor(t, v).unwrap();
         a.shr(t, 48).unwrap();
-        a.je(ok).unwrap();
-        a.mov(t, qword_ptr(u + offset)).unwrap();
-        a.shr(t, 48).unwrap();
-        a.cmp(t, KNOWN_THREADS as i32).unwrap();
-        a.jae(slow).unwrap();
-        a.mov(r32(t), dword_ptr(t * 4 + self.known).gs()).unwrap();
-        a.cmp(dword_ptr(u + (offset + 2)), r32(t)).unwrap();
-        a.ja(slow).unwrap();
+        if ordered {
+            a.je(ok).unwrap();
+            a.mov(t, qword_ptr(u + at)).unwrap();
+            a.shr(t, 48).unwrap();
+            a.cmp(t, KNOWN_THREADS as i32).unwrap();
+            a.jae(slow).unwrap();
+            a.mov(r32(t), dword_ptr(t * 4 + self.known).gs()).unwrap();
+            a.cmp(dword_ptr(u + (at + 2)), r32(t)).unwrap();
+            a.ja(slow).unwrap();
+        } else {
+            a.jne(slow).unwrap();
+        }
         a.set_label(&mut ok).unwrap();
         a.zero_bytes().unwrap();
     }
