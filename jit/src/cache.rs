@@ -102,6 +102,12 @@ pub struct Block {
     /// program may change (`CodeSource::fixed_code`), nor a one-instruction translation
     /// that steps over a write to its own page.
     pub reusable: bool,
+    /// Whether its tool code holds only values the image relocates (`Tool::relocatable_code`,
+    /// and no plain `Inline::callout` argument), so that it may run in another process.
+    pub relocatable: bool,
+    /// The tool's records its code points into (`image::ToolRecord`): where they are in the
+    /// cache's table (`CodeCache::records_of`).
+    pub records: std::ops::Range<u32>,
 }
 
 impl Block {
@@ -197,6 +203,8 @@ pub struct CodeCache {
     /// Every block's relocations (`Block::relocs`), in one table: a block's are a few, and
     /// a vector each cost an allocation per translation.
     relocs: Vec<crate::image::Reloc>,
+    /// Every block's tool records (`Block::records`), in one table.
+    records: Vec<crate::image::ToolRecord>,
     pub stats: CacheStats,
     /// Whether new translations count blocks against the thread's quantum.
     pub(crate) preempt: bool,
@@ -334,6 +342,18 @@ impl CodeCache {
         let start = self.relocs.len() as u32;
         self.relocs.extend_from_slice(r);
         start..self.relocs.len() as u32
+    }
+
+    /// Adds a block's tool records to the table; where they are, for `Block::records`.
+    pub(crate) fn add_records(&mut self, r: &[crate::image::ToolRecord]) -> std::ops::Range<u32> {
+        let start = self.records.len() as u32;
+        self.records.extend_from_slice(r);
+        start..self.records.len() as u32
+    }
+
+    /// The tool records of block `b`.
+    pub fn records_of(&self, b: &Block) -> &[crate::image::ToolRecord] {
+        &self.records[b.records.start as usize..b.records.end as usize]
     }
 
     /// The relocations of block `b`.

@@ -14,6 +14,7 @@
 //! fields were aligned to 4 by padding that depends on the address.
 
 use crate::cache::{Block, BlockId, CacheError, CodeCache, Exit, ExitKind, PcEntry};
+use crate::instrument::Tool;
 
 /// A field of a block's code that depends on where, or after what, the block is installed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,6 +26,35 @@ pub enum Reloc {
     /// after `at`, which addresses the absolute (guest) address `target`; `eip`: 32-bit
     /// (`[eip+d]`) addressing, which wraps.
     RipRel { at: u32, to_end: u8, eip: bool, target: u64 },
+    /// The imm64 at `at` (a tool's `mov r64, imm64`, `Inline::mov_record`, a call-out's
+    /// argument) is the address of the block's tool record number `record` (see
+    /// `ToolRecord`) plus `offset`: made again by `Tool::revive` from the record's bytes.
+    Record { at: u32, record: u32, offset: u32 },
+    /// The imm64 at `at` is the tool's per-run constant `k` (`Tool::constant`: a pointer to
+    /// its state or shadow memory).
+    Constant { at: u32, k: u32 },
+    /// The imm64 at `at` is the id the tool gives `pc` for its purpose `kind`
+    /// (`Tool::id`: given out in translation order, the same for the same pc in one run).
+    Id { at: u32, kind: u32, pc: u64 },
+}
+
+impl Reloc {
+    /// Where the field is, and how wide.
+    fn field(&self) -> (u32, usize) {
+        match *self {
+            Reloc::ExitId { at, .. } | Reloc::RipRel { at, .. } => (at, 4),
+            Reloc::Record { at, .. } | Reloc::Constant { at, .. } | Reloc::Id { at, .. } => (at, 8),
+        }
+    }
+}
+
+/// What a tool keeps for a block's code (a guard, a point's check), as plain bytes the tool
+/// makes the record from again (`Tool::revive`): its kind (the tool's own numbering) and
+/// contents, without pointers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolRecord {
+    pub kind: u32,
+    pub bytes: Vec<u8>,
 }
 
 /// An exit of an image: `Exit` with offsets from the block's start instead of host addresses.
@@ -55,6 +85,8 @@ pub struct BlockImage {
     pub exits: Vec<ImageExit>,
     pub full_entries: Vec<(Option<u16>, u32)>,
     pub relocs: Vec<Reloc>,
+    /// The tool's records the code's `Reloc::Record`s point into.
+    pub records: Vec<ToolRecord>,
 }
 
 impl ImageExit {
@@ -79,11 +111,32 @@ fn put32(code: &mut [u8], at: u32, v: u32) {
     code[at as usize..at as usize + 4].copy_from_slice(&v.to_le_bytes());
 }
 
+fn put64(code: &mut [u8], at: u32, v: u64) {
+    code[at as usize..at as usize + 8].copy_from_slice(&v.to_le_bytes());
+}
+
+/// The values of a block's tool relocations for this run: records made again, constants and
+/// ids asked for (None if the tool cannot give one: the image is not installed).
+pub(crate) fn tool_value(tool: &mut dyn Tool, r: &Reloc, revived: &[u64]) -> Option<u64> {
+    match *r {
+        Reloc::Record { record, offset, .. } => Some(revived[record as usize] + offset as u64),
+        Reloc::Constant { k, .. } => tool.constant(k),
+        Reloc::Id { kind, pc, .. } => tool.id(kind, pc),
+        Reloc::ExitId { .. } | Reloc::RipRel { .. } => None,
+    }
+}
+
 impl CodeCache {
     /// The image of block `id`, or None if it may not be re-used (`Block::reusable`: code the
     /// program may change, a one-instruction translation). Made from the code in the arena,
     /// which links may have patched since: every exit goes back to its stub.
     pub fn image(&self, id: BlockId) -> Option<BlockImage> {
+        self.image_of(id).filter(|_| self.block(id).relocatable)
+    }
+
+    /// `image` of a block whose tool code may hold values without a relocation (pointers
+    /// valid in this process only): for a reinstall in the same process.
+    fn image_of(&self, id: BlockId) -> Option<BlockImage> {
         let b = self.block(id);
         if !b.reusable {
             return None;
@@ -114,8 +167,8 @@ impl CodeCache {
         }
         let relocs = self.relocs_of(b);
         for r in relocs {
-            let (Reloc::ExitId { at, .. } | Reloc::RipRel { at, .. }) = *r;
-            put32(&mut code, at, 0);
+            let (at, width) = r.field();
+            code[at as usize..at as usize + width].fill(0);
         }
         Some(BlockImage {
             guest_start: b.guest_start,
@@ -129,18 +182,33 @@ impl CodeCache {
             exits,
             full_entries: b.full_entries.iter().map(|&(at, h)| (at, off(h))).collect(),
             relocs: relocs.to_vec(),
+            records: self.records_of(b).to_vec(),
         })
     }
 
     /// Installs `image` as a block of this cache, as `translate` would have committed it: at
     /// the arena's cursor near its guest code, its exits given ids here, its RIP-relative
-    /// operands aimed from there. None (nothing installed) if an operand's target is out of
-    /// rel32 reach from there.
-    pub fn install(&mut self, image: &BlockImage) -> Result<Option<BlockId>, CacheError> {
+    /// operands aimed from there, its tool records made again by `tool` (`Tool::revive`) and
+    /// its tool constants and ids asked of it. None (nothing installed) if an operand's
+    /// target is out of rel32 reach from there, or the tool cannot give a value.
+    pub fn install(&mut self, image: &BlockImage, tool: &mut dyn Tool) -> Result<Option<BlockId>, CacheError> {
+        self.install_as(image, tool, true)
+    }
+
+    /// `install`; `relocatable`: whether the image's code holds values only this process
+    /// may use (a reinstall's, `image_of`).
+    fn install_as(&mut self, image: &BlockImage, tool: &mut dyn Tool, relocatable: bool) -> Result<Option<BlockId>, CacheError> {
+        let mut code = image.code.clone();
+        // (Values first: a record revived for an image that is not installed would only be
+        // one more record nothing runs.)
+        let Some(revived) = image.records.iter().map(|r| tool.revive(r.kind, &r.bytes)).collect::<Option<Vec<u64>>>() else { return Ok(None) };
+        for r in image.relocs.iter().filter(|r| r.field().1 == 8) {
+            let Some(v) = tool_value(tool, r, &revived) else { return Ok(None) };
+            put64(&mut code, r.field().0, v);
+        }
         let (arena, host) = self.reserve(image.guest_start, image.code.len())?;
         debug_assert_eq!(host % 16, 0, "arena blocks start 16-aligned");
         let first = self.exits.len() as u32;
-        let mut code = image.code.clone();
         for r in &image.relocs {
             match *r {
                 Reloc::ExitId { at, exit } => put32(&mut code, at, first + exit),
@@ -154,6 +222,7 @@ impl CodeCache {
                     };
                     put32(&mut code, at, rel);
                 }
+                Reloc::Record { .. } | Reloc::Constant { .. } | Reloc::Id { .. } => {}
             }
         }
         let abs = |off: u32| host + off as u64;
@@ -173,34 +242,52 @@ impl CodeCache {
             lazy_full: image.lazy_full,
             full_entries: image.full_entries.iter().map(|&(at, off)| (at, abs(off))).collect(),
             relocs: self.add_relocs(&image.relocs),
+            records: self.add_records(&image.records),
             reusable: true,
+            relocatable,
         };
         self.stats.installed += 1;
         Ok(Some(self.commit(arena, &code, block, exits)))
     }
 
-    /// Debugging aid (`RTGRIND_REINSTALL=1`): replaces the block `id` just translated by a
-    /// copy installed from its image at the next place in the arena, so every run exercises
-    /// the relocations. The old copy stays where it is, never entered. Returns the block to
-    /// run.
-    pub(crate) fn reinstall(&mut self, id: BlockId) -> Result<BlockId, CacheError> {
-        let Some(image) = self.image(id) else { return Ok(id) };
-        match self.install(&image)? {
-            Some(new) => {
-                // The new block took the old one's place in the guest-address maps; the old
-                // one has no incoming links yet.
-                self.blocks[id as usize].valid = false;
-                Ok(new)
-            }
-            None => Ok(id),
+    /// Debugging aid (`RTGRIND_REINSTALL`, see `Reinstall`): replaces the block `id` just
+    /// translated by a copy installed from its image at the next place in the arena, so
+    /// every run exercises the relocations; its tool records are made again by `tool`. The
+    /// old copy stays where it is, never entered. The block to run, None if there is no copy
+    /// (a block that may not be re-used, or out of reach).
+    pub(crate) fn reinstall(&mut self, id: BlockId, tool: &mut dyn Tool) -> Result<Option<BlockId>, CacheError> {
+        let Some(image) = self.image_of(id) else { return Ok(None) };
+        let relocatable = self.block(id).relocatable;
+        let new = self.install_as(&image, tool, relocatable)?;
+        if new.is_some() {
+            // The new block took the old one's place in the guest-address maps; the old
+            // one has no incoming links yet.
+            self.blocks[id as usize].valid = false;
         }
+        Ok(new)
     }
 }
 
-/// `RTGRIND_REINSTALL=1`: every translation is run from a copy installed from its image.
-pub(crate) fn reinstall_every_block() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var_os("RTGRIND_REINSTALL").is_some_and(|v| v == "1"))
+/// `RTGRIND_REINSTALL`: every translation is run from a copy installed from its image.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reinstall {
+    Off,
+    /// `1`: the copy's tool records are made again; the translation's stay valid.
+    Copy,
+    /// `revive`: the translation's tool relocations get values that fault if used
+    /// (`translate::POISON`) and no tool record is made for it, so the copy runs only on
+    /// records, constants and ids made again for it: a value the tool's code holds
+    /// without a relocation shows (a record it cannot have; a constant: `translate` checks).
+    Revive,
+}
+
+pub(crate) fn reinstall_mode() -> Reinstall {
+    static MODE: std::sync::OnceLock<Reinstall> = std::sync::OnceLock::new();
+    *MODE.get_or_init(|| match std::env::var_os("RTGRIND_REINSTALL") {
+        Some(v) if v == "1" => Reinstall::Copy,
+        Some(v) if v == "revive" => Reinstall::Revive,
+        _ => Reinstall::Off,
+    })
 }
 
 #[cfg(test)]
@@ -340,7 +427,7 @@ mod tests {
         let (mut exit_ids, mut rip_rels) = (0, 0);
         for &id in &ids {
             let image = first.image(id).expect("fixed code has an image");
-            let installed = other.install(&image).unwrap().expect("in reach");
+            let installed = other.install(&image, tool).unwrap().expect("in reach");
             let host = other.block(installed).host_start;
             assert_ne!(host, first.block(id).host_start);
             let code = other.code_of(other.block(installed)).to_vec();
@@ -396,7 +483,7 @@ mod tests {
             }
         }
         let blocks = cache.blocks.len();
-        assert_eq!(cache.install(&image).unwrap(), None);
+        assert_eq!(cache.install(&image, &mut NoInstrumentation).unwrap(), None);
         assert_eq!(cache.blocks.len(), blocks);
     }
 }

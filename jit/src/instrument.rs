@@ -131,6 +131,28 @@ pub trait Tool {
     /// Called for each guest instruction that falls through to the next one (not for
     /// branches, calls, returns, `syscall`): code added to `b` runs just after it.
     fn after_insn(&mut self, _site: &InsnSite, _b: &mut Inline) {}
+    /// Whether the tool's code holds, beside its position-independent code, only values it
+    /// gives with a relocation (`Inline::record`, `mov_constant`, `mov_id`, and no plain
+    /// `Inline::callout`): then a block's image may be installed in another run
+    /// (`CodeCache::image`), its records made again by `revive` and its constants and ids asked
+    /// of `constant` and `id`.
+    fn relocatable_code(&self) -> bool {
+        false
+    }
+    /// Makes a record again from the bytes it was given as (`Inline::record`), keeps it as
+    /// the records made while translating are kept, and returns its address (None if the
+    /// bytes do not make one). Called at each translation and each install of an image.
+    fn revive(&mut self, _kind: u32, _bytes: &[u8]) -> Option<u64> {
+        None
+    }
+    /// The value of the tool's per-run constant `k` (`Inline::mov_constant`) in this run.
+    fn constant(&mut self, _k: u32) -> Option<u64> {
+        None
+    }
+    /// The id the tool gives `pc` for its purpose `kind` in this run (`Inline::mov_id`).
+    fn id(&mut self, _kind: u32, _pc: u64) -> Option<u64> {
+        None
+    }
 }
 
 /// An optional pass of a tool (a trace's dependence log, only for some searches): its hooks
@@ -167,6 +189,18 @@ impl<T: Tool> Tool for Option<T> {
             t.after_insn(site, b);
         }
     }
+    fn relocatable_code(&self) -> bool {
+        self.as_ref().is_none_or(|t| t.relocatable_code())
+    }
+    fn revive(&mut self, kind: u32, bytes: &[u8]) -> Option<u64> {
+        self.as_mut()?.revive(kind, bytes)
+    }
+    fn constant(&mut self, k: u32) -> Option<u64> {
+        self.as_mut()?.constant(k)
+    }
+    fn id(&mut self, kind: u32, pc: u64) -> Option<u64> {
+        self.as_mut()?.id(kind, pc)
+    }
 }
 
 /// A Rust function translated code calls out to (see [`Inline::callout`]). It runs on the
@@ -175,7 +209,26 @@ pub type Callout = extern "C" fn(ctx: *mut ThreadContext, arg: u64);
 
 /// The tool that adds nothing (Valgrind's `none`).
 pub struct NoInstrumentation;
-impl Tool for NoInstrumentation {}
+impl Tool for NoInstrumentation {
+    fn relocatable_code(&self) -> bool {
+        true
+    }
+}
+
+/// A record of the tool's code at one point (`Inline::record`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecordRef(u32);
+
+/// A value a tool's `mov r64, imm64` holds that an image relocates (`image::Reloc`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum ToolImm {
+    /// The point's record number `.0` (`Inline::records`), plus `.1`.
+    Record(u32, u32),
+    /// The tool's constant `k`, whose value in this run is `value`.
+    Constant { k: u32, value: u64 },
+    /// The id of `pc` for `kind`, `value` in this run.
+    Id { kind: u32, pc: u64, value: u64 },
+}
 
 /// Inline code a tool adds at one point of a translation.
 pub struct Inline {
@@ -219,6 +272,30 @@ pub struct Inline {
     named_lent: u16,
     named_guest: u16,
     scanned: usize,
+    /// The tool's records made at this point, and its relocated immediates: (index of the
+    /// `mov r64, imm64` in the assembler's instructions, its value).
+    records: Vec<crate::image::ToolRecord>,
+    imms: Vec<(usize, ToolImm)>,
+    /// The code holds a value without a relocation (a plain `callout`'s argument).
+    raw: bool,
+}
+
+/// A call-out's argument as `callout_through` emits it.
+enum CalloutArgument {
+    Plain(u64),
+    Relocated(ToolImm),
+}
+
+impl From<u64> for CalloutArgument {
+    fn from(v: u64) -> Self {
+        CalloutArgument::Plain(v)
+    }
+}
+
+impl From<ToolImm> for CalloutArgument {
+    fn from(v: ToolImm) -> Self {
+        CalloutArgument::Relocated(v)
+    }
 }
 
 /// What the engine does with a tool's inline code (see `Inline::finish`).
@@ -243,6 +320,10 @@ pub(crate) struct Finished {
     pub holes: u16,
     /// Of `lent`, the registers the engine may rename to a hole: not kept, not dead, r8-r15.
     pub movable: u16,
+    /// See `Inline::records`, `imms`, `raw`.
+    pub records: Vec<crate::image::ToolRecord>,
+    pub imms: Vec<(usize, ToolImm)>,
+    pub raw: bool,
 }
 
 thread_local! {
@@ -287,6 +368,9 @@ impl Inline {
             named_lent: 0,
             named_guest: 0,
             scanned: 0,
+            records: Vec::new(),
+            imms: Vec::new(),
+            raw: false,
         }
     }
 
@@ -542,8 +626,59 @@ impl Inline {
     /// library and thread-locals, but not the x87 registers (Rust code, and the C library's
     /// string, memory, allocation and I/O functions, never do). `scratch` is a register this
     /// builder lent, which the call clobbers.
+    /// The block's code then holds `arg` as it is: not in another process (see
+    /// `Tool::relocatable_code`; `callout_record`, `callout_constant` relocate it).
     pub fn callout(&mut self, f: Callout, arg: u64, scratch: AsmRegister64) {
+        self.raw = true;
         self.callout_through(OFF_CALLOUT_ROUTINE, f, arg, scratch);
+    }
+
+    /// A record of the tool's, which the code here refers to (`callout_record`,
+    /// `mov_record`): the engine has the tool make it from `bytes` (`Tool::revive`) when the
+    /// hook returns and wherever the block's image is installed, and puts its address into
+    /// the code.
+    pub fn record(&mut self, kind: u32, bytes: Vec<u8>) -> RecordRef {
+        self.records.push(crate::image::ToolRecord { kind, bytes });
+        RecordRef(self.records.len() as u32 - 1)
+    }
+
+    /// `r` = the address of record `rec` plus `offset` (a field of it).
+    pub fn mov_record(&mut self, r: AsmRegister64, rec: RecordRef, offset: u32) {
+        self.mov_relocated(r, ToolImm::Record(rec.0, offset));
+    }
+
+    /// `r` = the tool's per-run constant `k`, `value` in this run (`Tool::constant`).
+    pub fn mov_constant(&mut self, r: AsmRegister64, k: u32, value: u64) {
+        self.mov_relocated(r, ToolImm::Constant { k, value });
+    }
+
+    /// `r` = the id the tool gives `pc` for `kind`, `value` in this run (`Tool::id`).
+    pub fn mov_id(&mut self, r: AsmRegister64, kind: u32, pc: u64, value: u64) {
+        self.mov_relocated(r, ToolImm::Id { kind, pc, value });
+    }
+
+    /// `callout` with the address of record `rec` as its argument.
+    pub fn callout_record(&mut self, f: Callout, rec: RecordRef, scratch: AsmRegister64) {
+        self.callout_relocated(f, ToolImm::Record(rec.0, 0), scratch);
+    }
+
+    /// `callout` with the tool's constant `k` (`value` in this run) as its argument.
+    pub fn callout_constant(&mut self, f: Callout, k: u32, value: u64, scratch: AsmRegister64) {
+        self.callout_relocated(f, ToolImm::Constant { k, value }, scratch);
+    }
+
+    fn callout_relocated(&mut self, f: Callout, arg: ToolImm, scratch: AsmRegister64) {
+        self.callout_through(OFF_CALLOUT_ROUTINE, f, arg, scratch);
+    }
+
+    /// A `mov r, imm64` of the 10-byte form whose field the engine fills (a placeholder
+    /// of 64 bits keeps it from the short forms of a 32-bit constant).
+    fn mov_relocated(&mut self, r: AsmRegister64, value: ToolImm) {
+        let ins = Instruction::with2(iced_x86::Code::Mov_r64_imm64, Register::from(r), u64::MAX).expect("mov r64, imm64");
+        let a = self.asm();
+        let index = a.instructions().len();
+        a.add_instruction(ins).unwrap();
+        self.imms.push((index, value));
     }
 
     /// As `callout`, at a fraction of its cost, for a function that touches no vector
@@ -553,16 +688,22 @@ impl Inline {
     /// Only the general registers, the flags and xmm0-15 are kept; the function runs on the
     /// host stack.
     pub fn callout_light(&mut self, f: Callout, arg: u64, scratch: AsmRegister64) {
+        self.raw = true;
         self.callout_through(OFF_CALLOUT_LIGHT_ROUTINE, f, arg, scratch);
     }
 
-    fn callout_through(&mut self, routine: usize, f: Callout, arg: u64, scratch: AsmRegister64) {
+    /// (`arg`: a plain value, or one relocated.)
+    fn callout_through(&mut self, routine: usize, f: Callout, arg: impl Into<CalloutArgument>, scratch: AsmRegister64) {
         self.renamable = false;
         let a = self.asm();
-        let mut back = a.create_label();
         a.mov(scratch, f as usize as u64).unwrap();
         a.mov(qword_ptr(OFF_CALLOUT_FN as u64).gs(), scratch).unwrap();
-        a.mov(scratch, arg).unwrap();
+        match arg.into() {
+            CalloutArgument::Plain(v) => a.mov(scratch, v).unwrap(),
+            CalloutArgument::Relocated(v) => self.mov_relocated(scratch, v),
+        }
+        let a = self.asm();
+        let mut back = a.create_label();
         a.mov(qword_ptr(OFF_CALLOUT_ARG as u64).gs(), scratch).unwrap();
         a.lea(scratch, qword_ptr(back)).unwrap();
         a.mov(qword_ptr(OFF_CALLOUT_RET as u64).gs(), scratch).unwrap();
@@ -712,6 +853,9 @@ impl Inline {
             outcome: self.outcome,
             to_full: self.to_full,
             skips: self.skips,
+            records: self.records,
+            imms: self.imms,
+            raw: self.raw,
         }
     }
 }

@@ -9,8 +9,8 @@
 use crate::cache::{Block, BlockId, CacheError, CodeCache, ExitKind, Fixup, PcEntry};
 use crate::context::{reg, *};
 use crate::emit::{Asm, Label};
-use crate::image::{ImageExit, Reloc};
-use crate::instrument::{spill_slot, used_registers, BlockCode, Finished, Inline, InsnSite, Tool, Version, CLIENT_REQUEST};
+use crate::image::{ImageExit, Reinstall, Reloc, ToolRecord};
+use crate::instrument::{spill_slot, used_registers, BlockCode, Finished, Inline, InsnSite, Tool, ToolImm, Version, CLIENT_REQUEST};
 use crate::profile::{Phase, PhaseTimer};
 use iced_x86::{
     BlockEncoderOptions, Code, ConditionCode, Decoder, DecoderError, DecoderOptions, Encoder, FlowControl, Formatter, Instruction, InstructionInfo,
@@ -95,8 +95,18 @@ struct BlockBuilder {
     pc_map: Vec<PcEntry>,
     exits: Vec<PendingExit>,
     first_exit_id: u32,
-    /// The fields of the code that depend on its place and on the exits before it.
+    /// The fields of the code that depend on its place and on the exits before it, or on
+    /// the run (the tool's records, constants and ids).
     relocs: Vec<Reloc>,
+    /// The tool's records the code points into (`Reloc::Record`).
+    records: Vec<ToolRecord>,
+    /// The tool's code holds a value without a relocation (`Inline::callout`).
+    raw: bool,
+    /// `RTGRIND_REINSTALL=revive`: the tool's relocated values are `POISON`, and no record
+    /// is made (the block runs from a copy installed from its image).
+    poison: bool,
+    /// `Tool::relocatable_code`.
+    tool_relocatable: bool,
     /// Registers lent to tool code whose guest values wait in their spill slots. A lent
     /// register stays spilled across instructions that do not use it (as DynamoRIO's drreg
     /// does) and is reloaded only before one that does and before the block ends: spilling and
@@ -216,6 +226,10 @@ impl BlockBuilder {
             exits: Vec::new(),
             first_exit_id: cache.exits.len() as u32,
             relocs: Vec::new(),
+            records: Vec::new(),
+            raw: false,
+            poison: false,
+            tool_relocatable: false,
             stolen: 0,
             slot_current: 0,
             tool_bytes: Vec::new(),
@@ -955,7 +969,8 @@ pub fn translate_full_version(cache: &mut CodeCache, src: &mut dyn CodeSource, t
 
 /// Translates a block of at most `max_insns` guest instructions; `lazy`: without the full
 /// version of a block with two (see `Block::lazy_full`); `reusable`: whether it may be
-/// re-used from its image if its code is fixed (see `Block::reusable`).
+/// re-used from its image if its code is fixed (see `Block::reusable`). With
+/// `RTGRIND_REINSTALL` the block runs from a copy installed from its image (`Reinstall`).
 fn translate_with(
     cache: &mut CodeCache,
     src: &mut dyn CodeSource,
@@ -964,6 +979,31 @@ fn translate_with(
     max_insns: usize,
     lazy: bool,
     reusable: bool,
+) -> Result<BlockId, TranslateError> {
+    let mode = crate::image::reinstall_mode();
+    let poison = mode == Reinstall::Revive && reusable;
+    let id = translate_once(cache, src, tool, (pc, max_insns, lazy, reusable), poison)?;
+    if mode == Reinstall::Off {
+        return Ok(id);
+    }
+    match cache.reinstall(id, tool)? {
+        Some(copy) => Ok(copy),
+        // (Code that may change has no image: translated again for itself.)
+        None if poison => {
+            cache.blocks[id as usize].valid = false;
+            translate_once(cache, src, tool, (pc, max_insns, lazy, reusable), false)
+        }
+        None => Ok(id),
+    }
+}
+
+/// `translate_with` without the reinstall; `poison`: see `BlockBuilder::poison`.
+fn translate_once(
+    cache: &mut CodeCache,
+    src: &mut dyn CodeSource,
+    tool: &mut dyn Tool,
+    (pc, max_insns, lazy, reusable): (u64, usize, bool, bool),
+    poison: bool,
 ) -> Result<BlockId, TranslateError> {
     let mut prof = PhaseTimer::start(cache.profile, Phase::Fetch);
     let mut buf = vec![0u8; FETCH_BYTES];
@@ -977,14 +1017,15 @@ fn translate_with(
     // A second translation if the first found a loop back to the start with registers
     // stolen (see `BlockBuilder::pre_steal`).
     let code = &buf[..n];
+    let tool_relocatable = tool.relocatable_code();
     let mut b = BlockBuilder::new(cache, host, pc, 0, lazy);
-    b.prof = prof;
+    (b.prof, b.poison, b.tool_relocatable) = (prof, poison, tool_relocatable);
     let mut flags_read = std::mem::take(&mut cache.flags_read);
     let mut built = build(&mut b, cache, src, tool, code, max_insns, &mut flags_read);
     if built.is_ok() && b.wants_pre_steal != 0 {
         let prof = b.prof;
         b = BlockBuilder::new(cache, host, pc, b.wants_pre_steal, lazy);
-        b.prof = prof;
+        (b.prof, b.poison, b.tool_relocatable) = (prof, poison, tool_relocatable);
         b.prof.rebuilt = true;
         built = build(&mut b, cache, src, tool, code, max_insns, &mut flags_read);
     }
@@ -1016,16 +1057,15 @@ fn translate_with(
         lazy_full: b.lazy,
         full_entries: b.full_entries.iter().map(|&(at, l)| (at, host_start + label_pos(&b.asm, l) as u64)).collect(),
         relocs: cache.add_relocs(&b.relocs),
+        records: cache.add_records(&b.records),
         reusable: reusable && src.fixed_code(pc, end.max(pc + 1)),
+        relocatable: tool_relocatable && !b.raw,
     };
     let mut prof = b.prof;
     prof.switch(Phase::Commit);
     cache.stats.blocks_translated += 1;
     cache.stats.guest_insns_translated += count as u64;
-    let mut id = cache.commit(arena, &b.asm.buf, block, exits);
-    if crate::image::reinstall_every_block() {
-        id = cache.reinstall(id)?;
-    }
+    let id = cache.commit(arena, &b.asm.buf, block, exits);
     prof.finish(&mut cache.profile_stats);
     Ok(id)
 }
@@ -1143,7 +1183,7 @@ impl Body<'_, '_> {
         }
         let mut at_start = b.inline(0, !self.dead_at(0), self.later(0));
         b.prof.timed(Phase::ToolHooks, || tool.block_start(self.env.pc, &mut at_start));
-        emit_inline(b, at_start, Point::Start);
+        emit_inline(b, at_start, Point::Start, tool);
         if b.version == Version::Fast {
             let l = b.asm.new_label();
             b.asm.bind(l);
@@ -1283,7 +1323,7 @@ impl Body<'_, '_> {
         let mut before = b.inline(uses, !self.dead_at(count - 1), self.later(count)).dead_before(whole);
         b.prof.timed(Phase::ToolHooks, || tool.before_insn(&site, &mut before));
         let stack_segment = info.used_memory().iter().any(|m| matches!(m.base(), Register::RSP | Register::RBP | Register::ESP | Register::EBP));
-        let control = emit_inline(b, before, Point::Before(count - 1, ins.ip(), ins.len() as u8, stack_segment));
+        let control = emit_inline(b, before, Point::Before(count - 1, ins.ip(), ins.len() as u8, stack_segment), tool);
         let sequential = matches!(ins.flow_control(), FlowControl::Next | FlowControl::XbeginXabortXend);
         // (A conditional branch the block goes on past reloads them on its taken path only.)
         let conditional_branch = ins.flow_control() == FlowControl::ConditionalBranch;
@@ -1334,7 +1374,7 @@ impl Body<'_, '_> {
                 b.join_skips(stolen_before, whole);
                 let mut after = b.inline(uses, !self.dead_at(count), self.later(count));
                 b.prof.timed(Phase::ToolHooks, || tool.after_insn(&site, &mut after));
-                emit_inline(b, after, Point::Elsewhere);
+                emit_inline(b, after, Point::Elsewhere, tool);
                 if let Some((r, r2)) = gs_scratch {
                     b.asm.load_gs(r, OFF_SCRATCH);
                     if let Some(r2) = r2 {
@@ -1455,7 +1495,7 @@ impl Body<'_, '_> {
         self.folded += 1;
         let mut fall = b.inline(0, !self.dead_at(count), self.later(count));
         b.prof.timed(Phase::ToolHooks, || tool.fall_through(self.end, &mut fall));
-        emit_inline(b, fall, Point::Elsewhere);
+        emit_inline(b, fall, Point::Elsewhere, tool);
         Goes::On
     }
 }
@@ -1468,12 +1508,14 @@ struct Control {
 
 /// Emits a tool's inline code wrapped in the spills of the registers it borrowed and, if it
 /// clobbers live status flags, a save and restore of the flags (`lahf`/`seto`, `add`/`sahf`).
-/// `at` is where, for a jump to the full version.
-fn emit_inline(b: &mut BlockBuilder, code: Inline, at: Point) -> Control {
+/// `at` is where, for a jump to the full version; `tool`'s, the code (for its records).
+fn emit_inline(b: &mut BlockBuilder, code: Inline, at: Point, tool: &mut dyn Tool) -> Control {
     if code.is_empty() {
         return Control::default();
     }
-    let Finished { mut lent, dead, save_flags, mut asm, outcome, to_full, skips, holes, movable } = code.finish();
+    let Finished { mut lent, dead, save_flags, mut asm, outcome, to_full, skips, holes, movable, records, imms, raw } = code.finish();
+    b.raw |= raw;
+    assert!(!(raw && b.poison && b.tool_relocatable), "block at {:#x}: a tool whose code is relocatable made a plain call-out", b.pc);
     let control = Control { outcome };
     // A register the code names that would need a spill now (and a reload at every exit after)
     // becomes one spilled already (reloaded before the guest needs it anyway).
@@ -1527,7 +1569,13 @@ fn emit_inline(b: &mut BlockBuilder, code: Inline, at: Point) -> Control {
     let here = b.asm.here();
     let buffers = (std::mem::take(&mut b.tool_bytes), std::mem::take(&mut b.tool_offsets));
     let map = renamed.then_some(&map);
-    let (bytes, offsets) = b.prof.timed(Phase::Encode, || assemble_at(&mut asm, here, buffers.0, buffers.1, map));
+    let (mut bytes, offsets) = b.prof.timed(Phase::Encode, || assemble_at(&mut asm, here, buffers.0, buffers.1, map));
+    if !imms.is_empty() || !records.is_empty() {
+        relocate_tool_values(b, tool, (start, &mut bytes, &offsets), records, &imms);
+    }
+    if b.poison {
+        check_unrelocated(b, &asm, &imms);
+    }
     crate::instrument::recycle(asm);
     b.asm.bytes(&bytes);
     for &(index, rel) in &to_full {
@@ -1552,6 +1600,67 @@ fn emit_inline(b: &mut BlockBuilder, code: Inline, at: Point) -> Control {
         b.asm.load_gs(reg::RAX, OFF_FLAGS_RAX);
     }
     control
+}
+
+/// What a tool's relocated fields hold where `RTGRIND_REINSTALL=revive` runs a block only from
+/// a copy installed from its image: a non-canonical address, so code that uses one (a record
+/// or a constant without its relocation) faults, and so does an id added to a table's address.
+const POISON: u64 = 0xdead_0000_0000_0000;
+
+/// Fills the tool's relocated immediates of the code just assembled (`code`: at `start` in
+/// the block, each instruction's offset) with their values in this run, the point's records
+/// made by the tool first (`Tool::revive`), and records the relocations (`Reloc::Record`,
+/// `Constant`, `Id`). With `poison`, no record is made and every field is `POISON`.
+fn relocate_tool_values(b: &mut BlockBuilder, tool: &mut dyn Tool, (start, code, offsets): (usize, &mut [u8], &[u32]), records: Vec<ToolRecord>, imms: &[(usize, ToolImm)]) {
+    let first = b.records.len() as u32;
+    let revived: Vec<u64> = match b.poison {
+        true => vec![POISON; records.len()],
+        false => records.iter().map(|r| tool.revive(r.kind, &r.bytes).expect("a tool revives the records it makes")).collect(),
+    };
+    b.records.extend(records);
+    for &(index, imm) in imms {
+        // (`mov r64, imm64`: REX.W, B8+r, the imm64.)
+        let field = offsets[index] as usize + 2;
+        debug_assert!(code[field - 2] & 0xf8 == 0x48 && code[field - 1] & 0xf8 == 0xb8, "a relocated mov r64, imm64");
+        let at = (start + field) as u32;
+        let (reloc, value) = match imm {
+            ToolImm::Record(r, offset) => (Reloc::Record { at, record: first + r, offset }, revived[r as usize] + offset as u64),
+            ToolImm::Constant { k, value } => (Reloc::Constant { at, k }, value),
+            ToolImm::Id { kind, pc, value } => (Reloc::Id { at, kind, pc }, value),
+        };
+        b.relocs.push(reloc);
+        let value = if b.poison { POISON } else { value };
+        code[field..field + 8].copy_from_slice(&value.to_le_bytes());
+    }
+}
+
+/// `RTGRIND_REINSTALL=revive`: a tool that says its code is relocatable holds no constant of
+/// its own without a relocation (no record can be held: none is made for the translation).
+/// The constants are the ones its relocated fields were given so far.
+fn check_unrelocated(b: &mut BlockBuilder, asm: &iced_x86::code_asm::CodeAssembler, imms: &[(usize, ToolImm)]) {
+    thread_local! {
+        static CONSTANTS: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    CONSTANTS.with(|c| {
+        let mut c = c.borrow_mut();
+        for (_, imm) in imms {
+            if let ToolImm::Constant { value, .. } = *imm {
+                if !c.contains(&value) {
+                    c.push(value);
+                }
+            }
+        }
+        for (k, i) in asm.instructions().iter().enumerate() {
+            let imm = (0..i.op_count()).any(|n| matches!(i.op_kind(n), OpKind::Immediate64 | OpKind::Immediate32to64) && c.contains(&i.immediate(n)));
+            let disp = i.memory_base() == Register::None && c.contains(&i.memory_displacement64());
+            assert!(
+                !b.tool_relocatable || imms.iter().any(|m| m.0 == k) || !(imm || disp),
+                "block at {:#x}: the tool's code holds one of its constants without a relocation: {}",
+                b.pc,
+                format_insn(i)
+            );
+        }
+    });
 }
 
 /// A tool's code assembled at `ip`, with each instruction's offset, encoded instruction by
