@@ -1615,7 +1615,7 @@ fn relocate_tool_values(b: &mut BlockBuilder, tool: &mut dyn Tool, (start, code,
     let first = b.records.len() as u32;
     let revived: Vec<u64> = match b.poison {
         true => vec![POISON; records.len()],
-        false => records.iter().map(|r| tool.revive(r.kind, &r.bytes).expect("a tool revives the records it makes")).collect(),
+        false => records.iter().map(|r| tool.revive(r.kind, &r.bytes).unwrap_or_else(|| panic!("a tool revives the records it makes: {r:?}"))).collect(),
     };
     b.records.extend(records);
     for &(index, imm) in imms {

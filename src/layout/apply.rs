@@ -262,6 +262,9 @@ impl Layered {
     }
 }
 
+/// The layout's constant (`Tool::constant`; the inner tool's are below it): its moves.
+const MOVES: u32 = u32::MAX;
+
 impl Tool for Layered {
     fn rewrite(&mut self, ins: &mut Instruction) -> bool {
         let ip = ins.ip();
@@ -290,7 +293,7 @@ impl Tool for Layered {
     fn block_start(&mut self, pc: u64, b: &mut Inline) {
         if pc == self.entry && !self.moves.moves.is_empty() {
             let r = b.scratch();
-            b.callout(relocate, &mut *self.moves as *mut Moves as u64, r);
+            b.callout_constant(relocate, MOVES, &mut *self.moves as *mut Moves as u64, r);
             b.release_scratch();
         }
         self.inner.block_start(pc, b)
@@ -308,6 +311,23 @@ impl Tool for Layered {
     }
     fn after_insn(&mut self, site: &InsnSite, b: &mut Inline) {
         self.inner.after_insn(site, b)
+    }
+    // (Its rewritten displacements are the layout's: a cache keys by it. The heap layer's
+    // call-outs hold their arguments as they are.)
+    fn relocatable_code(&self) -> bool {
+        self.inner.relocatable_code() && self.heap.is_none()
+    }
+    fn revive(&mut self, kind: u32, bytes: &[u8]) -> Option<u64> {
+        self.inner.revive(kind, bytes)
+    }
+    fn constant(&mut self, k: u32) -> Option<u64> {
+        match k {
+            MOVES => Some(&mut *self.moves as *mut Moves as u64),
+            k => self.inner.constant(k),
+        }
+    }
+    fn id(&mut self, kind: u32, pc: u64) -> Option<u64> {
+        self.inner.id(kind, pc)
     }
 }
 

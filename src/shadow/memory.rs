@@ -333,6 +333,15 @@ impl ShadowMemory {
         self.table.addr()
     }
 
+    /// Whether the addresses translated code holds of this map (its delta table, its summary)
+    /// are at the fixed places, not the kernel's choice: code made in another run may use
+    /// them (a table slot is the first free one: a cache key holds the addresses too).
+    pub fn at_fixed_places(&self) -> bool {
+        let table = self.table.addr() as u64;
+        let in_slots = (0..TABLE_SLOTS).any(|k| table_slot(k) == table);
+        in_slots && self.summary_addr().is_none_or(|s| s as u64 == SUMMARY_HINT + 4096)
+    }
+
     /// Gives every slice `[start, end)` touches a shadow of its own.
     pub fn cover(&mut self, start: u64, end: u64) {
         let skew = self.skew;

@@ -351,16 +351,24 @@ fn inline_size(n: usize) -> bool {
 }
 
 /// Calls `f` for the access at the address in `r.a` of `size` bytes, with `val` (a mask or an
-/// origin to store) in the tool area's TMP slots; a result comes back in TMP_MASK.
-fn out_of_line(b: &mut Inline, r: Regs, size: usize, val: Option<AsmRegister64>, f: rtgrind_jit::instrument::Callout, arg: u64) {
+/// origin to store) in the tool area's TMP slots, and the propagation's constant `k` as its
+/// argument; a result comes back in TMP_MASK.
+fn out_of_line(p: &Propagation, b: &mut Inline, r: Regs, size: usize, val: Option<AsmRegister64>, f: rtgrind_jit::instrument::Callout, k: u32) {
     let a = b.asm();
     a.mov(ta(slot::TMP_EA), r.a).unwrap();
     a.mov(ta(slot::TMP_SIZE), size as i32).unwrap();
     if let Some(v) = val {
         a.mov(ta(slot::TMP_MASK), v).unwrap();
     }
-    b.callout(f, arg, r.v);
+    p.callout(b, f, k, r.v);
 }
+
+/// The propagation's per-run constants (`Propagation::constant`): its shadow memories and its
+/// call-outs' argument. A tool's own constants are numbered from `CONSTANTS` up.
+pub const SHADOW: u32 = 0;
+pub const ORIGINS: u32 = 1;
+pub const CALLOUT_ARG: u32 = 2;
+pub const CONSTANTS: u32 = 3;
 
 /// `r.t` = the shadow address of the guest address in `r.a` (see `shadow_address_of`;
 /// clobbers `r.u`).
@@ -541,6 +549,9 @@ pub struct Propagation {
     /// Log the dynamic dependence graph (origins without a policy only; see [`DepLog`]).
     pub log: Option<DepLog>,
     callout: Box<CalloutArg>,
+    /// Its call-outs' arguments are relocated (`Inline::callout_constant`): a tool whose code
+    /// may run in another process (`Tool::relocatable_code`) says so.
+    pub relocatable: bool,
     /// The shadow memories' delta tables (below 2 GiB).
     pub taint_table: u32,
     origin_table: u32,
@@ -687,6 +698,7 @@ impl Propagation {
             library_call: None,
             log: None,
             callout,
+            relocatable: false,
             taint_table,
             origin_table,
             summary,
@@ -696,16 +708,32 @@ impl Propagation {
         }
     }
 
-    fn callout_args(&self) -> &CalloutArg {
-        &self.callout
+    /// The value of constant `k` (`SHADOW`, `ORIGINS`, `CALLOUT_ARG`) in this run.
+    pub fn constant(&self, k: u32) -> Option<u64> {
+        match k {
+            SHADOW => Some(self.shadow as u64),
+            ORIGINS => Some(self.origins.map_or(0, |o| o as u64)),
+            CALLOUT_ARG => Some(&*self.callout as *const CalloutArg as u64),
+            _ => None,
+        }
     }
 
-    fn arg(&self) -> u64 {
-        self.shadow as u64
+    /// Calls `f` out with constant `k` as its argument: relocated where the tool's code must
+    /// be (`relocatable`), else as it is.
+    fn callout(&self, b: &mut Inline, f: rtgrind_jit::instrument::Callout, k: u32, scratch: AsmRegister64) {
+        let value = self.constant(k).expect("one of the propagation's constants");
+        match self.relocatable {
+            true => b.callout_constant(f, k, value, scratch),
+            false => b.callout(f, value, scratch),
+        }
     }
 
-    fn origin_arg(&self) -> u64 {
-        self.origins.map_or(0, |o| o as u64)
+    /// Whether the addresses its code holds of the shadow memories are at their fixed places
+    /// (`ShadowMemory::at_fixed_places`), so that code made in another run may use them.
+    pub fn at_fixed_places(&self) -> bool {
+        // SAFETY: the shadow memories outlive the propagation (their tool owns both).
+        let fixed = |m: *mut ShadowMemory| unsafe { (*m).at_fixed_places() };
+        fixed(self.shadow) && self.origins.is_none_or(fixed)
     }
 
     /// `r.m = mask of the size bytes at the access m` (bit i = byte i tainted).
@@ -713,7 +741,7 @@ impl Propagation {
         let size = m.memory_size().size();
         if !inline_size(size) {
             effective_address(b, r.a, m, r.t);
-            out_of_line(b, r, size, None, load_slow, self.arg());
+            out_of_line(self, b, r, size, None, load_slow, SHADOW);
             b.asm().mov(r.m, ta(slot::TMP_MASK)).unwrap();
             return;
         }
@@ -779,7 +807,7 @@ impl Propagation {
         let size = m.memory_size().size();
         if !inline_size(size) {
             effective_address(b, r.a, m, r.t);
-            out_of_line(b, r, size, Some(val), store_slow, self.arg());
+            out_of_line(self, b, r, size, Some(val), store_slow, SHADOW);
             return;
         }
         // The shadow at the address plus its delta.
@@ -1949,7 +1977,7 @@ impl Propagation {
         }
         if size > 32 {
             effective_address(b, r.a, m, r.t);
-            out_of_line(b, r, size, Some(val), origin_store_slow, self.origin_arg());
+            out_of_line(self, b, r, size, Some(val), origin_store_slow, ORIGINS);
             return;
         }
         // As in `load_origin`: the address (a plain base as it is), the delta in `r.u`, each
@@ -2013,7 +2041,7 @@ impl Propagation {
             };
             let s = b.scratch();
             b.asm().mov(ta(slot::WHAT), kind as i32).unwrap();
-            b.callout(string_after, self.callout_args() as *const CalloutArg as u64, s);
+            self.callout(b, string_after, CALLOUT_ARG, s);
             if let Some(mut done) = inline_done {
                 let a = b.asm();
                 a.set_label(&mut done).unwrap();

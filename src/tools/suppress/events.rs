@@ -9,7 +9,7 @@ use super::guards::{Guard, GuardKind};
 use crate::shadow::{self, slot};
 use rtgrind_jit::iced_x86::{CpuidFeature, Instruction, InstructionInfoFactory, OpAccess, Register, UsedMemory};
 use rtgrind_jit::instrument::code_asm::{byte_ptr, dword_ptr, qword_ptr, word_ptr, AsmRegister64};
-use rtgrind_jit::instrument::{tool_area, Inline};
+use rtgrind_jit::instrument::{tool_area, Inline, RecordRef};
 
 /// What an instruction writes, as a guard marks it corrupt: tool-area words of general
 /// registers (not rsp) and of the low 16 vector registers, and whether it writes the flags.
@@ -103,31 +103,34 @@ pub(super) struct StoreMark {
 }
 
 /// An event of a guard handled inline: it happens when a word at `slots` is non-zero; it
-/// marks `marks` (and `store`) corrupt and counts in the word at `count`.
+/// marks `marks` (and `store`) corrupt and counts in the word at `count`: a field of the
+/// guard's record (the record, the field's offset).
 pub(super) struct Event {
     pub(super) slots: Vec<usize>,
     marks: Marks,
     store: Option<StoreMark>,
-    count: *const u64,
+    count: (RecordRef, u32),
 }
 
-/// The events of guard `g` (testing `slots`) its code handles inline, in the order to test
-/// them (the access through a corrupt address first, as the call-out tells them), and the
-/// slots left to the call-out. `shadow`: the taint shadow's delta table and summary.
-pub(super) fn split(g: &Guard, slots: &[usize], trace: bool, (table, summary): (u32, u32)) -> (Vec<Event>, Vec<usize>) {
-    if inline_event(g.kind, &g.ins, trace).is_none() {
+/// The events of a guard of `kind` at `ins` (its record `g`, testing `slots`) its code
+/// handles inline, in the order to test them (the access through a corrupt address first, as
+/// the call-out tells them), and the slots left to the call-out. `shadow`: the taint
+/// shadow's delta table and summary.
+pub(super) fn split(kind: GuardKind, ins: &Instruction, g: RecordRef, slots: &[usize], trace: bool, (table, summary): (u32, u32)) -> (Vec<Event>, Vec<usize>) {
+    if inline_event(kind, ins, trace).is_none() {
         return (Vec::new(), slots.to_vec());
     }
-    let first = event_slots(g.kind, &g.ins, slots);
+    let first = event_slots(kind, ins, slots);
     let mut rest: Vec<usize> = slots.iter().copied().filter(|s| !first.contains(s)).collect();
     let mut events = Vec::new();
     if !first.is_empty() {
-        events.push(Event { slots: first, marks: marks(&g.ins), store: None, count: g.events.as_ptr() });
+        events.push(Event { slots: first, marks: marks(ins), store: None, count: (g, std::mem::offset_of!(Guard, events) as u32) });
     }
-    let store = (g.kind == GuardKind::Access).then(|| inline_store(&g.ins)).flatten();
+    let store = (kind == GuardKind::Access).then(|| inline_store(ins)).flatten();
     if let Some(m) = store.filter(|_| !rest.is_empty()) {
         let store = Some(StoreMark { m, table, summary });
-        events.push(Event { slots: std::mem::take(&mut rest), marks: marks(&g.ins), store, count: g.store_events.as_ptr() });
+        let count = (g, std::mem::offset_of!(Guard, store_events) as u32);
+        events.push(Event { slots: std::mem::take(&mut rest), marks: marks(ins), store, count });
     }
     (events, rest)
 }
@@ -136,7 +139,7 @@ pub(super) fn split(g: &Guard, slots: &[usize], trace: bool, (table, summary): (
 /// its bytes' shadow), the guard's count goes up by one, and the instruction is skipped (the
 /// block goes on past it). `t`, `n` and `a` are registers the builder lent.
 pub(super) fn emit(b: &mut Inline, e: &Event, (t, n, a): (AsmRegister64, AsmRegister64, AsmRegister64)) {
-    let (marks, events) = (&e.marks, e.count);
+    let (marks, (record, field)) = (&e.marks, e.count);
     if let Some(s) = &e.store {
         mark_store(b, s, (a, t, n));
     }
@@ -154,7 +157,8 @@ pub(super) fn emit(b: &mut Inline, e: &Event, (t, n, a): (AsmRegister64, AsmRegi
         a.mov(qword_ptr(tool_area(slot::FLAGS)).gs(), 1).unwrap();
     }
     // (One thread runs guest code at a time: a plain increment.)
-    a.mov(t, events as u64).unwrap();
+    b.mov_record(t, record, field);
+    let a = b.asm();
     a.mov(n, qword_ptr(t)).unwrap();
     a.lea(n, qword_ptr(n + 1)).unwrap();
     a.mov(qword_ptr(t), n).unwrap();

@@ -10,6 +10,7 @@ mod flags;
 mod frames;
 mod guards;
 mod ordinals;
+mod records;
 pub mod plan;
 pub(super) mod redzones;
 pub mod report;

@@ -89,6 +89,18 @@ pub fn count(b: &mut Inline, id: u32, table: AsmRegister64, count: AsmRegister64
     a.mov(qword_ptr(table + at), count).unwrap();
 }
 
+/// `count` of the call site returning to `ret`, `id` in this run: the id is relocated
+/// (`records::CALL_SITE`), since call sites get theirs in translation order.
+pub fn count_call(b: &mut Inline, ret: u64, id: u32, table: AsmRegister64, count: AsmRegister64) {
+    b.asm().mov(table, qword_ptr(tool_area(area::ORDS)).gs()).unwrap();
+    b.mov_id(count, super::records::CALL_SITE, ret, 8 * id as u64);
+    let a = b.asm();
+    a.lea(table, qword_ptr(table + count)).unwrap();
+    a.mov(count, qword_ptr(table)).unwrap();
+    a.lea(count, qword_ptr(count + 1)).unwrap();
+    a.mov(qword_ptr(table), count).unwrap();
+}
+
 fn counter(ctx: &mut ThreadContext, id: u32) -> &mut u64 {
     let table = *crate::shadow::word(ctx, area::ORDS) as *mut u64;
     // SAFETY: the thread's table (`init_counts`) is ANCHORS words long and ids are below that.

@@ -19,6 +19,7 @@ use super::frames::{
 use super::guards::{call_store_callout, guard_callout, guest_regs, hit, plain_store_of, point_callout, Guard, GuardKind, PointCheck, State};
 use super::ordinals;
 use super::plan::{self, Outcome, Plan, Point};
+use super::records;
 use super::redzones::{Overwritten, Redzones};
 use super::watch::{self, WatchCheck, Watched};
 use crate::kernel::guest_mem;
@@ -33,7 +34,7 @@ use crate::tools::heap::{Hook, Kind};
 use crate::tools::{decode, ToolRun};
 use rtgrind_jit::iced_x86::{ConditionCode, FlowControl, Instruction, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register, UsedMemory};
 use rtgrind_jit::instrument::code_asm::{qword_ptr, AsmMemoryOperand, AsmRegister64, CodeLabel};
-use rtgrind_jit::instrument::{tool_area, BlockCode, Inline, InsnSite, Tool, Version, When};
+use rtgrind_jit::instrument::{tool_area, BlockCode, Inline, InsnSite, RecordRef, Tool, Version, When};
 use rtgrind_jit::ThreadContext;
 use std::collections::HashMap;
 
@@ -213,6 +214,8 @@ impl SuppressRun {
         let origins = if plan.trace { Some(Box::into_raw(Box::new(ShadowMemory::for_origins()?))) } else { None };
         let mut prop = Propagation::new(shadow, origins);
         prop.taint_on = false;
+        // (See `relocatable_code`.)
+        prop.relocatable = !plan.trace;
         // Points name block instances, traced or not.
         prop.count_blocks = true;
         let watches = plan.watch.iter().map(|&(addr, size)| Watched { addr, size, origin: 0 }).collect();
@@ -325,6 +328,10 @@ impl SuppressRun {
         &mut *self.state as *mut State
     }
 
+    fn restarted_ptr(&self) -> u64 {
+        &*self.restarted as *const std::sync::atomic::AtomicBool as u64
+    }
+
     /// How many times each kind of suppression acted: the call-outs' counts and the events
     /// the guards handled inline.
     fn suppressed_counts(&self) -> HashMap<&'static str, u64> {
@@ -353,12 +360,11 @@ impl SuppressRun {
             b.clobber_flags();
         }
         let (t, u, v) = (counter.unwrap_or_else(|| b.scratch()), b.scratch(), b.scratch());
-        let g =
-            Box::new(Guard { kind, ins: *ins, state: self.state_ptr(), spilled: b.spilled(), events: Default::default(), store_events: Default::default() });
-        let arg = &*g as *const Guard as u64;
+        let spilled = b.spilled();
+        let (code, n) = records::code_of(ins);
+        let arg = b.record(records::GUARD, records::guard(kind, spilled, (ins.ip(), &code[..n])));
         let shadow = (self.prop.taint_table, self.prop.summary);
-        let (inline, rest) = events::split(&g, slots, *super::guards::TRACE, shadow);
-        self.guards.push(g);
+        let (inline, rest) = events::split(kind, ins, arg, slots, *super::guards::TRACE, shadow);
         self.skips_here |= !inline.is_empty();
         let a = b.asm();
         let (mut done, mut labels) = (a.create_label(), Vec::new());
@@ -420,7 +426,7 @@ impl SuppressRun {
         &mut self,
         b: &mut Inline,
         (t, u, v): (AsmRegister64, AsmRegister64, AsmRegister64),
-        arg: u64,
+        arg: RecordRef,
         slots: &[usize],
         mem_value: Option<&rtgrind_jit::iced_x86::UsedMemory>,
         done: CodeLabel,
@@ -438,7 +444,7 @@ impl SuppressRun {
         let a = b.asm();
         a.test(t, t).unwrap();
         a.jz(done).unwrap();
-        b.callout(guard_callout, arg, t);
+        b.callout_record(guard_callout, arg, t);
         let a = b.asm();
         a.cmp(qword_ptr(tool_area(area::REDIRECT)).gs(), 0).unwrap();
         a.je(done).unwrap();
@@ -454,7 +460,7 @@ impl SuppressRun {
         &mut self,
         b: &mut Inline,
         (c, u, v): (AsmRegister64, AsmRegister64, AsmRegister64),
-        arg: u64,
+        arg: RecordRef,
         mem_value: Option<&rtgrind_jit::iced_x86::UsedMemory>,
         done: CodeLabel,
     ) {
@@ -468,7 +474,7 @@ impl SuppressRun {
         rcx_branch(a, done, slow);
         a.set_label(&mut slow).unwrap();
         a.zero_bytes().unwrap();
-        b.callout(guard_callout, arg, u);
+        b.callout_record(guard_callout, arg, u);
         let a = b.asm();
         a.mov(c, qword_ptr(tool_area(area::REDIRECT)).gs()).unwrap();
         rcx_branch(a, done, leave);
@@ -545,7 +551,7 @@ impl SuppressRun {
             match self.anchors.call(ret) {
                 Some(id) => {
                     let (table, n) = (b.scratch(), b.scratch());
-                    ordinals::count(b, id, table, n);
+                    ordinals::count_call(b, ret, id, table, n);
                     b.asm().mov(qword_ptr(tool_area(area::CALL_ORD)).gs(), n).unwrap();
                 }
                 None => b.asm().mov(qword_ptr(tool_area(area::CALL_ORD)).gs(), 0).unwrap(),
@@ -731,12 +737,12 @@ impl SuppressRun {
     fn point_checks(&mut self, ins: &Instruction, b: &mut Inline) {
         let points: Vec<Point> = self.plan.points.iter().filter(|p| p.pc == ins.ip()).copied().collect();
         let anchor = self.anchors.pc(ins.ip()).filter(|_| self.in_main(ins.ip()));
+        let (code, n) = records::code_of(ins);
         for p in points {
             b.clobber_flags();
             let t = b.scratch();
-            let c = Box::new(PointCheck { point: p, anchor, ins: *ins, state: self.state_ptr(), spilled: b.spilled() });
-            let arg = &*c as *const PointCheck as u64;
-            self.checks.push(c);
+            let spilled = b.spilled();
+            let arg = b.record(records::POINT_CHECK, records::point_check(&p, anchor, spilled, (ins.ip(), &code[..n])));
             let no = b.asm().create_label();
             // Instance 0: every instance of the site (the driver escalates to it); the
             // call-out checks the thread.
@@ -970,9 +976,9 @@ impl SuppressRun {
         for p in calls {
             b.clobber_flags();
             let (t, u) = (b.scratch(), b.scratch());
-            let c = Box::new(PointCheck { point: p, anchor: None, ins: *ins, state: self.state_ptr(), spilled: b.spilled() });
-            let arg = &*c as *const PointCheck as u64;
-            self.checks.push(c);
+            let spilled = b.spilled();
+            let (code, n) = records::code_of(ins);
+            let arg = b.record(records::POINT_CHECK, records::point_check(&p, None, spilled, (ins.ip(), &code[..n])));
             let no = b.asm().create_label();
             // One call (its site and count there, or its instance word), or every call made at
             // one site (its return address; the call-out checks the thread).
@@ -1805,8 +1811,8 @@ fn rcx_branch(a: &mut rtgrind_jit::instrument::code_asm::CodeAssembler, zero: Co
 
 /// Calls `f(arg)` out (clobbering `t`), then leaves the block for the tool-area `REDIRECT`
 /// pc if the call-out set one; `done` is bound after, where the code goes on.
-fn callout_then_leave_if_asked(b: &mut Inline, f: rtgrind_jit::instrument::Callout, arg: u64, t: AsmRegister64, mut done: CodeLabel) {
-    b.callout(f, arg, t);
+fn callout_then_leave_if_asked(b: &mut Inline, f: rtgrind_jit::instrument::Callout, arg: RecordRef, t: AsmRegister64, mut done: CodeLabel) {
+    b.callout_record(f, arg, t);
     let a = b.asm();
     a.cmp(qword_ptr(tool_area(area::REDIRECT)).gs(), 0).unwrap();
     a.je(done).unwrap();
@@ -1842,10 +1848,9 @@ impl SuppressRun {
                 self.fast_block.forget_stack();
             }
             let r = b.scratch();
-            let s = Box::new(HeapSite { hook, run: self as *mut SuppressRun, spilled: b.spilled() });
-            let arg = &*s as *const HeapSite as u64;
-            self.heap_sites.push(s);
-            b.callout(heap_hook, arg, r);
+            let spilled = b.spilled();
+            let arg = b.record(records::HEAP_SITE, records::heap_site(hook, spilled));
+            b.callout_record(heap_hook, arg, r);
             b.release_scratch();
         }
         let fast = b.version() == Version::Fast;
@@ -1914,6 +1919,55 @@ impl SuppressRun {
 }
 
 impl Tool for SuppressRun {
+    /// An untraced run's code (unarmed and armed, fast versions too) holds its records,
+    /// constants and call sites' ids through relocations (`records`); a traced run's holds
+    /// watch checks and segment ids as they are.
+    fn relocatable_code(&self) -> bool {
+        !self.traced() && self.prop.at_fixed_places()
+    }
+
+    fn revive(&mut self, kind: u32, bytes: &[u8]) -> Option<u64> {
+        let state = self.state_ptr();
+        Some(match kind {
+            records::GUARD => {
+                let (kind, spilled, ins) = records::read_guard(bytes)?;
+                let g = Box::new(Guard { kind, ins, state, spilled, events: Default::default(), store_events: Default::default() });
+                let at = &*g as *const Guard as u64;
+                self.guards.push(g);
+                at
+            }
+            records::POINT_CHECK => {
+                let (point, anchor, spilled, ins) = records::read_point_check(bytes)?;
+                let c = Box::new(PointCheck { point, anchor, ins, state, spilled });
+                let at = &*c as *const PointCheck as u64;
+                self.checks.push(c);
+                at
+            }
+            records::HEAP_SITE => {
+                let (hook, spilled) = records::read_heap_site(bytes)?;
+                let s = Box::new(HeapSite { hook, run: self as *mut SuppressRun, spilled });
+                let at = &*s as *const HeapSite as u64;
+                self.heap_sites.push(s);
+                at
+            }
+            _ => return None,
+        })
+    }
+
+    fn constant(&mut self, k: u32) -> Option<u64> {
+        match k {
+            records::RESTARTED => Some(self.restarted_ptr()),
+            k => self.prop.constant(k),
+        }
+    }
+
+    fn id(&mut self, kind: u32, pc: u64) -> Option<u64> {
+        match kind {
+            records::CALL_SITE => self.anchors.call(pc).map(|id| 8 * id as u64),
+            _ => None,
+        }
+    }
+
     fn two_versions(&mut self, _pc: u64, code: &BlockCode) -> bool {
         // Before the first point fires nothing is corrupt and there are no guards.
         let two = self.fast && self.state.armed;
@@ -1938,7 +1992,7 @@ impl Tool for SuppressRun {
         if Some(pc) == self.entry {
             // The program's entry: its instances start at a fixed count (see `restart_count`).
             let t = b.scratch();
-            b.callout(restart_count, &*self.restarted as *const std::sync::atomic::AtomicBool as u64, t);
+            b.callout_constant(restart_count, records::RESTARTED, self.restarted_ptr(), t);
             b.release_scratch();
         }
     }
