@@ -1333,3 +1333,61 @@ fn issue_30_loads_through_a_corrupt_index_with_live_flags_are_each_counted() {
         assert_eq!(suppressed_line(&err), counts, "{level}: {err}");
     }
 }
+
+/// The runs of a search (untraced ones: unarmed and armed, fast versions on) run every block
+/// from a copy installed from its image, whose guards, point checks and heap sites the tool
+/// made again from their bytes, constants and call-site ids asked for again, while the
+/// translation's values fault if used (`RTGRIND_REINSTALL=revive`): the searches find the
+/// same root causes, with the same counts of what was suppressed, as without.
+#[test]
+fn searches_run_the_same_from_revived_images() {
+    let long = "A".repeat(42);
+    let cases: [(&str, &str, &[&str], &str); 5] = [
+        ("global_overflow", "set_name", &["AAAAAAAAAAAAAAAAAAAAAAAAAAAA"], ""),
+        ("copy_paste", "main", &[], "1 2 3 100000000\n"),
+        ("heap_overflow", "main", &[&long], ""),
+        ("double_free", "main", &["x"], ""),
+        ("heap_overrun", "fill", &["9"], ""),
+    ];
+    let mut with_counts = 0;
+    for (name, func, args, stdin) in cases {
+        let exe = bug(name, &format!("{name}_revived"), &|s| s);
+        let report = |revive: bool| -> Vec<String> {
+            let cmd = Cmd::new(&exe).args(args).stdin(stdin);
+            let out = run_rtgrind(["--tool=suppress"], &if revive { cmd.env("RTGRIND_REINSTALL", "revive") } else { cmd });
+            assert_eq!(out.status.code(), Some(1), "{name}: {}", out.describe());
+            out.stderr_str().lines().filter(|l| l.contains("suppress: ") && !l.contains(" runs (")).map(|l| l.split("suppress: ").nth(1).unwrap().to_string()).collect()
+        };
+        let revived = report(true);
+        let root = place(name, "root", func).replace(&format!("{name}.c"), &format!("{name}_revived.c"));
+        assert!(revived[0].contains(&root), "{name}: expected {root}:\n{revived:#?}");
+        with_counts += revived.iter().any(|l| l.contains("suppressed: ")) as usize;
+        assert_eq!(revived, report(false), "{name}");
+    }
+    // (The guards' counts, some of them counted in the code through a revived guard's fields.)
+    assert!(with_counts >= 4, "{with_counts} searches suppressed something");
+    // A suppression run whose point fires (armed from there): every block it translated, before
+    // and after, ran from an installed copy.
+    let exe = bug("global_overflow", "global_overflow_revived", &|s| s);
+    let plans = crate::common::scratch_dir("revived-plan");
+    let point = "0x".to_string() + &{
+        let out = run_rtgrind(["--tool=suppress"], &Cmd::new(&exe).arg("A".repeat(28)));
+        let err = out.stderr_str();
+        let at = headline(&err);
+        let line = err.lines().find(|l| l.contains("instruction `")).unwrap_or_else(|| panic!("{at}\n{err}")).to_string();
+        line.split(" at 0x").nth(1).unwrap().split(',').next().unwrap().to_string()
+    };
+    std::fs::write(plans.join("plan"), format!("point\t{point}\t0\t0\n")).unwrap();
+    let plan = format!("--suppress-plan={}", plans.join("plan").display());
+    let outcome = format!("--suppress-out={}", plans.join("outcome").display());
+    let out = run_rtgrind(["--tool=suppress", "--repeatable=yes", &plan, &outcome, "--stats"], &Cmd::new(&exe).arg("A".repeat(28)).env("RTGRIND_REINSTALL", "revive"));
+    let stats = out.stderr_str();
+    let count = |what: &str| -> u64 {
+        let line = stats.lines().find(|l| l.contains(what)).unwrap_or_else(|| panic!("no `{what}` in:\n{stats}"));
+        let before = line[..line.find(what).unwrap()].trim_end();
+        before.rsplit([' ', '(']).next().unwrap().parse().unwrap()
+    };
+    assert!(std::fs::read_to_string(plans.join("outcome")).unwrap().lines().any(|l| l.starts_with("hit")), "the point fired:\n{stats}");
+    assert!(count("blocks invalidated") > 100, "armed: every translation dropped\n{stats}");
+    assert_eq!(count("blocks installed from images"), count("blocks translated"), "{stats}");
+}
