@@ -360,6 +360,9 @@ mod tests {
     /// access: lazily built, each such point is an exit with an id of its own.
     struct TwoVersions;
     impl Tool for TwoVersions {
+        fn relocatable_code(&self) -> bool {
+            true
+        }
         fn two_versions(&mut self, _: u64, _: &crate::instrument::BlockCode) -> bool {
             true
         }
@@ -448,6 +451,99 @@ mod tests {
         // With preemption counts (their exits), and with lazy full versions (their ways out).
         installs_as_translated(&mut NoInstrumentation, true);
         installs_as_translated(&mut TwoVersions, false);
+    }
+
+    /// A tool whose code holds a record (two fields of it), a constant and an id per block,
+    /// each of another value in another run (`base`).
+    struct Records {
+        base: u64,
+        revived: Vec<Box<[u64; 2]>>,
+    }
+    impl Tool for Records {
+        fn relocatable_code(&self) -> bool {
+            true
+        }
+        fn block_start(&mut self, pc: u64, b: &mut Inline) {
+            let r = b.scratch();
+            let rec = b.record(3, pc.to_le_bytes().to_vec());
+            b.mov_record(r, rec, 8);
+            b.mov_constant(r, 1, self.base);
+            b.mov_id(r, 2, pc, self.base ^ pc);
+            b.callout_record(dummy_callout, rec, r);
+        }
+        fn revive(&mut self, kind: u32, bytes: &[u8]) -> Option<u64> {
+            assert_eq!(kind, 3);
+            self.revived.push(Box::new([u64::from_le_bytes(bytes.try_into().ok()?), self.base]));
+            Some(&**self.revived.last().unwrap() as *const [u64; 2] as u64)
+        }
+        fn constant(&mut self, k: u32) -> Option<u64> {
+            (k == 1).then_some(self.base)
+        }
+        fn id(&mut self, kind: u32, pc: u64) -> Option<u64> {
+            (kind == 2).then_some(self.base ^ pc)
+        }
+    }
+    extern "C" fn dummy_callout(_: *mut crate::ThreadContext, _: u64) {}
+
+    /// Installed in another cache for another run of the tool, a block's records are made
+    /// again from their bytes and its code holds the new ones' addresses (and fields), the
+    /// other run's constant and ids; its image is the translation's.
+    #[test]
+    fn installed_images_hold_the_tools_values_of_their_run() {
+        let mut src = Program::load(&std::env::current_exe().unwrap());
+        let pcs = src.callees(50);
+        let (mut first, mut other) = (CodeCache::new(), CodeCache::new());
+        let mut tool = Records { base: 0x1111_0000_0000, revived: Vec::new() };
+        let ids = translate_all(&mut first, &mut src, &mut tool, &pcs, 100);
+        // (A block built twice, `wants_pre_steal`, made its record twice.)
+        assert!(tool.revived.len() >= ids.len(), "a record per translation");
+        let mut run = Records { base: 0x2222_0000_0000, revived: Vec::new() };
+        for &id in &ids {
+            let image = first.image(id).expect("relocatable");
+            assert_eq!(image.records, [ToolRecord { kind: 3, bytes: image.guest_start.to_le_bytes().to_vec() }]);
+            let installed = other.install(&image, &mut run).unwrap().unwrap();
+            let rec = &**run.revived.last().unwrap();
+            assert_eq!(*rec, [image.guest_start, run.base]);
+            let code = other.code_of(other.block(installed));
+            let field = |at: u32| u64::from_le_bytes(code[at as usize..at as usize + 8].try_into().unwrap());
+            let (mut records, mut others) = (0, 0);
+            for r in &image.relocs {
+                match *r {
+                    Reloc::Record { at, record: 0, offset } => {
+                        assert_eq!(field(at), rec as *const [u64; 2] as u64 + offset as u64);
+                        records += 1;
+                    }
+                    Reloc::Constant { at, k: 1 } => assert_eq!(field(at), run.base),
+                    Reloc::Id { at, kind: 2, pc } => assert_eq!((field(at), pc), (run.base ^ image.guest_start, image.guest_start)),
+                    Reloc::ExitId { .. } | Reloc::RipRel { .. } => continue,
+                    other => panic!("{other:?}"),
+                }
+                others += 1;
+            }
+            assert_eq!((records, others), (2, 4), "the record's field and the call-out's argument, a constant, an id");
+            assert_eq!(other.image(installed), Some(image));
+        }
+    }
+
+    /// A block whose tool code holds a plain call-out's argument has no image.
+    #[test]
+    fn a_plain_callout_argument_is_not_relocatable() {
+        struct Plain;
+        impl Tool for Plain {
+            fn relocatable_code(&self) -> bool {
+                true
+            }
+            fn block_start(&mut self, _: u64, b: &mut Inline) {
+                let r = b.scratch();
+                b.callout(dummy_callout, 0x5555_5555_0000, r);
+            }
+        }
+        let mut src = Program::load(&std::env::current_exe().unwrap());
+        let pcs = src.callees(3);
+        let mut cache = CodeCache::new();
+        let plain = translate(&mut cache, &mut src, &mut Plain, pcs[0]).unwrap();
+        let none = translate(&mut cache, &mut src, &mut NoInstrumentation, pcs[1]).unwrap();
+        assert!(cache.image(plain).is_none() && cache.image(none).is_some());
     }
 
     /// Code the program may change (a JIT's: the source says it is not fixed) and the
