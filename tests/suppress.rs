@@ -1356,7 +1356,11 @@ fn searches_run_the_same_from_revived_images() {
             let cmd = Cmd::new(&exe).args(args).stdin(stdin);
             let out = run_rtgrind(["--tool=suppress"], &if revive { cmd.env("RTGRIND_REINSTALL", "revive") } else { cmd });
             assert_eq!(out.status.code(), Some(1), "{name}: {}", out.describe());
-            out.stderr_str().lines().filter(|l| l.contains("suppress: ") && !l.contains(" runs (")).map(|l| l.split("suppress: ").nth(1).unwrap().to_string()).collect()
+            out.stderr_str()
+                .lines()
+                .filter(|l| l.contains("suppress: ") && !l.contains(" runs ("))
+                .map(|l| l.split("suppress: ").nth(1).unwrap().to_string())
+                .collect()
         };
         let revived = report(true);
         let root = place(name, "root", func).replace(&format!("{name}.c"), &format!("{name}_revived.c"));
@@ -1370,17 +1374,21 @@ fn searches_run_the_same_from_revived_images() {
     // and after, ran from an installed copy.
     let exe = bug("global_overflow", "global_overflow_revived", &|s| s);
     let plans = crate::common::scratch_dir("revived-plan");
-    let point = "0x".to_string() + &{
-        let out = run_rtgrind(["--tool=suppress"], &Cmd::new(&exe).arg("A".repeat(28)));
-        let err = out.stderr_str();
-        let at = headline(&err);
-        let line = err.lines().find(|l| l.contains("instruction `")).unwrap_or_else(|| panic!("{at}\n{err}")).to_string();
-        line.split(" at 0x").nth(1).unwrap().split(',').next().unwrap().to_string()
-    };
+    let point = "0x".to_string()
+        + &{
+            let out = run_rtgrind(["--tool=suppress"], &Cmd::new(&exe).arg("A".repeat(28)));
+            let err = out.stderr_str();
+            let at = headline(&err);
+            let line = err.lines().find(|l| l.contains("instruction `")).unwrap_or_else(|| panic!("{at}\n{err}")).to_string();
+            line.split(" at 0x").nth(1).unwrap().split(',').next().unwrap().to_string()
+        };
     std::fs::write(plans.join("plan"), format!("point\t{point}\t0\t0\n")).unwrap();
     let plan = format!("--suppress-plan={}", plans.join("plan").display());
     let outcome = format!("--suppress-out={}", plans.join("outcome").display());
-    let out = run_rtgrind(["--tool=suppress", "--repeatable=yes", &plan, &outcome, "--stats"], &Cmd::new(&exe).arg("A".repeat(28)).env("RTGRIND_REINSTALL", "revive"));
+    let out = run_rtgrind(
+        ["--tool=suppress", "--repeatable=yes", &plan, &outcome, "--stats"],
+        &Cmd::new(&exe).arg("A".repeat(28)).env("RTGRIND_REINSTALL", "revive"),
+    );
     let stats = out.stderr_str();
     let count = |what: &str| -> u64 {
         let line = stats.lines().find(|l| l.contains(what)).unwrap_or_else(|| panic!("no `{what}` in:\n{stats}"));

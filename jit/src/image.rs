@@ -457,6 +457,8 @@ mod tests {
     /// each of another value in another run (`base`).
     struct Records {
         base: u64,
+        // (Boxed: the code holds their addresses.)
+        #[allow(clippy::vec_box)]
         revived: Vec<Box<[u64; 2]>>,
     }
     impl Tool for Records {

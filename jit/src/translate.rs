@@ -1611,7 +1611,13 @@ const POISON: u64 = 0xdead_0000_0000_0000;
 /// the block, each instruction's offset) with their values in this run, the point's records
 /// made by the tool first (`Tool::revive`), and records the relocations (`Reloc::Record`,
 /// `Constant`, `Id`). With `poison`, no record is made and every field is `POISON`.
-fn relocate_tool_values(b: &mut BlockBuilder, tool: &mut dyn Tool, (start, code, offsets): (usize, &mut [u8], &[u32]), records: Vec<ToolRecord>, imms: &[(usize, ToolImm)]) {
+fn relocate_tool_values(
+    b: &mut BlockBuilder,
+    tool: &mut dyn Tool,
+    (start, code, offsets): (usize, &mut [u8], &[u32]),
+    records: Vec<ToolRecord>,
+    imms: &[(usize, ToolImm)],
+) {
     let first = b.records.len() as u32;
     let revived: Vec<u64> = match b.poison {
         true => vec![POISON; records.len()],
