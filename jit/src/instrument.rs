@@ -219,6 +219,14 @@ impl Tool for NoInstrumentation {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RecordRef(u32);
 
+/// A point's tool records (`Inline::record`) and relocated immediates: (index of the
+/// `mov r64, imm64` in the assembler's instructions, its value).
+#[derive(Default)]
+pub(crate) struct Relocated {
+    pub records: Vec<crate::image::ToolRecord>,
+    pub imms: Vec<(usize, ToolImm)>,
+}
+
 /// A value a tool's `mov r64, imm64` holds that an image relocates (`image::Reloc`).
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum ToolImm {
@@ -272,10 +280,9 @@ pub struct Inline {
     named_lent: u16,
     named_guest: u16,
     scanned: usize,
-    /// The tool's records made at this point, and its relocated immediates: (index of the
-    /// `mov r64, imm64` in the assembler's instructions, its value).
-    records: Vec<crate::image::ToolRecord>,
-    imms: Vec<(usize, ToolImm)>,
+    /// The tool's records made at this point and its relocated immediates (boxed: most
+    /// points have none, and builders are made and moved at every point).
+    relocated: Option<Box<Relocated>>,
     /// The code holds a value without a relocation (a plain `callout`'s argument).
     raw: bool,
 }
@@ -320,9 +327,8 @@ pub(crate) struct Finished {
     pub holes: u16,
     /// Of `lent`, the registers the engine may rename to a hole: not kept, not dead, r8-r15.
     pub movable: u16,
-    /// See `Inline::records`, `imms`, `raw`.
-    pub records: Vec<crate::image::ToolRecord>,
-    pub imms: Vec<(usize, ToolImm)>,
+    /// See `Inline::relocated`, `raw`.
+    pub relocated: Option<Box<Relocated>>,
     pub raw: bool,
 }
 
@@ -368,8 +374,7 @@ impl Inline {
             named_lent: 0,
             named_guest: 0,
             scanned: 0,
-            records: Vec::new(),
-            imms: Vec::new(),
+            relocated: None,
             raw: false,
         }
     }
@@ -638,8 +643,9 @@ impl Inline {
     /// hook returns and wherever the block's image is installed, and puts its address into
     /// the code.
     pub fn record(&mut self, kind: u32, bytes: Vec<u8>) -> RecordRef {
-        self.records.push(crate::image::ToolRecord { kind, bytes });
-        RecordRef(self.records.len() as u32 - 1)
+        let records = &mut self.relocated.get_or_insert_default().records;
+        records.push(crate::image::ToolRecord { kind, bytes });
+        RecordRef(records.len() as u32 - 1)
     }
 
     /// `r` = the address of record `rec` plus `offset` (a field of it).
@@ -678,7 +684,7 @@ impl Inline {
         let a = self.asm();
         let index = a.instructions().len();
         a.add_instruction(ins).unwrap();
-        self.imms.push((index, value));
+        self.relocated.get_or_insert_default().imms.push((index, value));
     }
 
     /// As `callout`, at a fraction of its cost, for a function that touches no vector
@@ -853,8 +859,7 @@ impl Inline {
             outcome: self.outcome,
             to_full: self.to_full,
             skips: self.skips,
-            records: self.records,
-            imms: self.imms,
+            relocated: self.relocated,
             raw: self.raw,
         }
     }

@@ -1513,7 +1513,7 @@ fn emit_inline(b: &mut BlockBuilder, code: Inline, at: Point, tool: &mut dyn Too
     if code.is_empty() {
         return Control::default();
     }
-    let Finished { mut lent, dead, save_flags, mut asm, outcome, to_full, skips, holes, movable, records, imms, raw } = code.finish();
+    let Finished { mut lent, dead, save_flags, mut asm, outcome, to_full, skips, holes, movable, relocated, raw } = code.finish();
     b.raw |= raw;
     assert!(!(raw && b.poison && b.tool_relocatable), "block at {:#x}: a tool whose code is relocatable made a plain call-out", b.pc);
     let control = Control { outcome };
@@ -1570,9 +1570,13 @@ fn emit_inline(b: &mut BlockBuilder, code: Inline, at: Point, tool: &mut dyn Too
     let buffers = (std::mem::take(&mut b.tool_bytes), std::mem::take(&mut b.tool_offsets));
     let map = renamed.then_some(&map);
     let (mut bytes, offsets) = b.prof.timed(Phase::Encode, || assemble_at(&mut asm, here, buffers.0, buffers.1, map));
-    if !imms.is_empty() || !records.is_empty() {
-        relocate_tool_values(b, tool, (start, &mut bytes, &offsets), records, &imms);
-    }
+    let imms = match relocated {
+        Some(r) => {
+            relocate_tool_values(b, tool, (start, &mut bytes, &offsets), r.records, &r.imms);
+            r.imms
+        }
+        None => Vec::new(),
+    };
     if b.poison {
         check_unrelocated(b, &asm, &imms);
     }

@@ -736,6 +736,9 @@ impl SuppressRun {
 
     fn point_checks(&mut self, ins: &Instruction, b: &mut Inline) {
         let points: Vec<Point> = self.plan.points.iter().filter(|p| p.pc == ins.ip()).copied().collect();
+        if points.is_empty() {
+            return;
+        }
         let anchor = self.anchors.pc(ins.ip()).filter(|_| self.in_main(ins.ip()));
         let (code, n) = records::code_of(ins);
         for p in points {
