@@ -72,6 +72,12 @@ pub struct Cli {
     #[arg(long, value_name = "THREAD:INSTANCE", help_heading = "Repeatable runs")]
     pub stop_at: Option<String>,
 
+    /// (Debugging, a search's runs) keep translations in DIR across runs: look each block up
+    /// there before translating it, add this run's at its end (`rtgrind_jit::persist`). Only
+    /// for tools whose code is relocatable (today `none`).
+    #[arg(long, value_name = "DIR", hide = true)]
+    pub code_cache: Option<PathBuf>,
+
     /// Keep block counts in memory even where AVX-512's xmm16 could hold them (to compare).
     #[arg(long, hide = true)]
     pub count_in_memory: bool,

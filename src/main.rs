@@ -298,6 +298,12 @@ fn run_guest(cli: &cli::Cli, spec: &tools::ToolSpec, tool: Box<dyn tools::ToolRu
     // Full versions of two-version blocks are built when first needed (`RTGRIND_EAGER_FULL=1`:
     // with their fast versions, as before, for comparisons).
     cache.eager_full = std::env::var("RTGRIND_EAGER_FULL").is_ok_and(|v| v == "1");
+    if let Some(dir) = &cli.code_cache {
+        match rtgrind_jit::persist::DiskCache::open(dir, spec.name) {
+            Ok(d) => cache.disk = Some(Box::new(d)),
+            Err(e) => reporter.line(&format!("warning: translation cache '{}' not used: {e}", dir.display())),
+        }
+    }
     let sig = Signals::install(&mut ctx, &mut cache);
     kernel::signals::set_quiet(cli.quiet);
     let self_exe = std::fs::read_link("/proc/self/exe").unwrap_or_else(|_| PathBuf::from("rtgrind"));

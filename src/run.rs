@@ -145,7 +145,13 @@ impl CodeSource for Source<'_> {
         let fixed = |at: u64| self.0.region_at(at).is_some_and(|(_, r)| r.file.is_some() && r.prot & libc::PROT_WRITE == 0);
         fixed(start) && fixed(end - 1)
     }
+
+    fn module_of(&mut self, pc: u64) -> Option<rtgrind_jit::persist::Module> {
+        crate::run::modules::module_of(self.0, pc)
+    }
 }
+
+mod modules;
 
 impl Runtime {
     pub fn new(ctx: Box<ThreadContext>, sig: Signals, index: usize, process: *mut Process) -> Runtime {
@@ -706,6 +712,7 @@ impl Runtime {
 
     /// The tool's findings and, with `--stats`, the engine's figures.
     pub fn print_stats(&mut self) {
+        let written = self.write_code_cache();
         if self.index == 0 {
             if let Some(f) = self.p().blocks_out.clone() {
                 let _ = std::fs::write(f, self.instance().to_string());
@@ -738,21 +745,40 @@ impl Runtime {
             ),
             format!(
                 "stats: {} block links, {} blocks invalidated ({} by writes to code), {} blocks installed from images",
-                c.links, c.invalidated, s.smc_invalidations, c.installed
+                c.links,
+                c.invalidated,
+                s.smc_invalidations,
+                c.installed - c.from_disk
             ),
             format!(
                 "stats: {} exits to dispatcher, {} indirect-branch lookup misses, {} syscalls, {} faults, {} threads created",
                 s.dispatches, s.ibl_misses, s.syscalls, s.faults, s.threads
             ),
         ];
+        let disk = written.map(|(n, damaged)| {
+            format!("stats: {} blocks installed from the cache, {n} images written to it ({damaged} damaged entries skipped)", c.from_disk)
+        });
         for l in lines
             .into_iter()
+            .chain(disk)
             .chain(translation_lines(&c, &p.cache.profile_stats, s))
             .chain(crate::tools::callouts::lines())
             .chain(crate::shadow::memory::table_lines())
         {
             p.report.line(&l);
         }
+    }
+
+    /// Writes the images this run made to the translation cache (`--code-cache`), once, at
+    /// the run's end (whichever way it ends): how many, and the damaged entries it skipped.
+    fn write_code_cache(&mut self) -> Option<(usize, u64)> {
+        let p = self.p();
+        let disk = p.cache.disk.take()?;
+        let n = disk.write(&p.cache).unwrap_or_else(|e| {
+            p.report.line(&format!("warning: cannot write the translation cache in '{}': {e}", disk.dir().display()));
+            0
+        });
+        Some((n, disk.damaged))
     }
 
     pub fn finish_and_exit(&mut self, code: i32) -> ! {

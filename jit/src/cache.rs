@@ -188,6 +188,8 @@ pub struct CacheStats {
     pub arenas: u64,
     /// Blocks installed from images (`CodeCache::install`), not translated.
     pub installed: u64,
+    /// Of those, the blocks installed from the translation cache's files (`persist`).
+    pub from_disk: u64,
 }
 
 #[derive(Default)]
@@ -223,7 +225,10 @@ pub struct CodeCache {
     /// The status flags the code at a branch target reads before writing them
     /// (`translate::flags_read_at`), by target: a function called from many blocks is
     /// decoded for it once. Emptied when any code is invalidated.
-    pub(crate) flags_read: FxHashMap<u64, u32>,
+    pub(crate) flags_read: FxHashMap<u64, (u32, u32)>,
+    /// The translation cache across runs (`persist`): looked up before translating a block
+    /// of a tool whose code is relocatable, and told of each block translated.
+    pub disk: Option<Box<crate::persist::DiskCache>>,
 }
 
 /// Debugging aid: with `RTGRIND_DUMP_CODE=PREFIX`, every translation is also written to the

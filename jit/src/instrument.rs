@@ -99,6 +99,18 @@ pub enum When {
 }
 
 pub trait Tool {
+    /// What this tool's code for a block depends on now besides the guest bytes and the plan:
+    /// its options and mode (part of the translation cache's key, asked at each lookup: a
+    /// tool may change mode mid-run).
+    fn code_key(&self) -> u64 {
+        0
+    }
+    /// A digest of the plan items a block with instructions at `pcs` consults: stored with its
+    /// image and computed again at lookup, so a changed plan misses only the blocks it
+    /// changes.
+    fn plan_digest(&mut self, _pcs: &[u64]) -> u64 {
+        0
+    }
     /// May change the memory operand of a guest instruction before anything else sees it (a
     /// layout moving the program's variables): only its displacement, never its registers or
     /// its length's meaning (or a `mov r64, rsp` into the `lea` of an address beside rsp). True if it changed; the instruction is then encoded anew, and
@@ -135,7 +147,8 @@ pub trait Tool {
     /// gives with a relocation (`Inline::record`, `mov_constant`, `mov_id`, and no plain
     /// `Inline::callout`): then a block's image may be installed in another run
     /// (`CodeCache::image`), its records made again by `revive` and its constants and ids asked
-    /// of `constant` and `id`.
+    /// of `constant` and `id`. Only then does the translation cache (`persist`) store and look
+    /// up its blocks.
     fn relocatable_code(&self) -> bool {
         false
     }

@@ -12,6 +12,7 @@ pub mod dispatch;
 pub mod emit;
 pub mod image;
 pub mod instrument;
+pub mod persist;
 pub mod profile;
 mod templates;
 pub mod translate;

@@ -32,10 +32,13 @@ pub enum Phase {
     /// Room in an arena (a new arena's mapping), copying the code there and registering the
     /// block.
     Commit,
+    /// The translation cache across runs (`persist`): looking the block up, checking and
+    /// installing an image, noting a translation to store.
+    Cache,
 }
 
 /// How many phases there are.
-pub const PHASES: usize = 9;
+pub const PHASES: usize = 10;
 
 /// The phases in order, with their names for `--stats`.
 pub const PHASE_NAMES: [(Phase, &str); PHASES] = [
@@ -48,6 +51,7 @@ pub const PHASE_NAMES: [(Phase, &str); PHASES] = [
     (Phase::Encode, "encode (iced)"),
     (Phase::Build, "emit and bookkeeping"),
     (Phase::Commit, "commit"),
+    (Phase::Cache, "translation cache"),
 ];
 
 /// The time-stamp counter.

@@ -22,7 +22,7 @@ use rustc_hash::FxHashMap;
 pub const MAX_BLOCK_INSNS: usize = 64;
 /// Conditional branches a block may go on past (`RTGRIND_FOLD_BRANCHES=N` changes it; 0
 /// ends every block at its first conditional branch).
-fn max_folded() -> usize {
+pub(crate) fn max_folded() -> usize {
     static N: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *N.get_or_init(|| std::env::var("RTGRIND_FOLD_BRANCHES").ok().and_then(|v| v.parse().ok()).unwrap_or(MAX_BLOCK_INSNS))
 }
@@ -35,7 +35,7 @@ const MAX_HOST_BYTES: usize = 256 * 1024;
 
 /// Block length limit; `RTGRIND_BLOCK_INSNS=N` lowers it (1 = one instruction per block, a
 /// debugging aid that isolates block-level translation bugs from instruction-level ones).
-fn max_block_insns() -> usize {
+pub(crate) fn max_block_insns() -> usize {
     static N: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *N.get_or_init(|| std::env::var("RTGRIND_BLOCK_INSNS").ok().and_then(|v| v.parse().ok()).map_or(MAX_BLOCK_INSNS, |n: usize| n.clamp(1, MAX_BLOCK_INSNS)))
 }
@@ -51,6 +51,11 @@ pub trait CodeSource {
     /// translations may be re-used from their images (`Block::reusable`).
     fn fixed_code(&mut self, _start: u64, _end: u64) -> bool {
         false
+    }
+    /// The module of fixed code (a mapped file with a build ID) `pc` lies in: only its blocks
+    /// go into the translation cache across runs (`persist`), keyed by the module and offset.
+    fn module_of(&mut self, _pc: u64) -> Option<crate::persist::Module> {
+        None
     }
 }
 
@@ -529,7 +534,7 @@ fn used_from(insns: &[Instruction]) -> (Vec<u16>, Vec<InstructionInfo>) {
 ///
 /// A flag an instruction leaves undefined passes through (hardware keeps some: `bt` keeps
 /// ZF, a shift by `cl` = 0 keeps them all), except where `overwrites_undefined` knows better.
-fn status_flags_dead(insns: &[Instruction], src: &mut dyn CodeSource, flags_read: &mut FxHashMap<u64, u32>, prof: &mut PhaseTimer) -> Vec<bool> {
+fn status_flags_dead(insns: &[Instruction], src: &mut dyn CodeSource, flags_read: &mut FxHashMap<u64, (u32, u32)>, prof: &mut PhaseTimer) -> Vec<bool> {
     let was = prof.switch(Phase::FlagLiveness);
     let mut dead = vec![false; insns.len() + 1];
     let mut live = STATUS; // after the last instruction
@@ -546,7 +551,9 @@ fn status_flags_dead(insns: &[Instruction], src: &mut dyn CodeSource, flags_read
             let there = if direct {
                 let was = prof.switch(Phase::FlagLookahead);
                 let target = ins.near_branch_target();
-                let there = *flags_read.entry(target).or_insert_with(|| flags_read_at(src, target, &mut prof.lookahead_decoded));
+                let (there, got) = *flags_read.entry(target).or_insert_with(|| flags_read_at(src, target, &mut prof.lookahead_decoded));
+                // (Read once, but every translation that uses it depends on those bytes.)
+                crate::persist::note_read(target, LOOKAHEAD_BYTES, got as usize);
                 prof.switch(was);
                 there
             } else {
@@ -581,11 +588,19 @@ fn killed_flags(ins: &Instruction) -> u32 {
 /// change of that code does not revisit blocks that branch there (a program that rewrites a
 /// function's first instructions to read flags its callers left is not supported); blocks
 /// translated after it look again (`CodeCache::flags_read` is emptied on invalidation).
-fn flags_read_at(src: &mut dyn CodeSource, target: u64, decoded: &mut u64) -> u32 {
-    let mut buf = [0u8; 16 * 15];
+fn flags_read_at(src: &mut dyn CodeSource, target: u64, decoded: &mut u64) -> (u32, u32) {
+    let mut buf = [0u8; LOOKAHEAD_BYTES];
     let n = src.read_code(target, &mut buf);
+    (flags_read_in(&buf[..n], target, decoded), n as u32)
+}
+
+/// Guest bytes the flags look-ahead reads at a branch target (16 instructions' worth).
+const LOOKAHEAD_BYTES: usize = 16 * 15;
+
+/// `flags_read_at` of the bytes `code` at `target`.
+fn flags_read_in(code: &[u8], target: u64, decoded: &mut u64) -> u32 {
     let (mut read, mut killed) = (0, 0);
-    for ins in Decoder::with_ip(64, &buf[..n], target, DecoderOptions::NONE).iter().take(16) {
+    for ins in Decoder::with_ip(64, code, target, DecoderOptions::NONE).iter().take(16) {
         *decoded += 1;
         if ins.is_invalid() {
             break;
@@ -860,7 +875,7 @@ fn build(
     tool: &mut dyn Tool,
     code: &[u8],
     max_insns: usize,
-    flags_read: &mut FxHashMap<u64, u32>,
+    flags_read: &mut FxHashMap<u64, (u32, u32)>,
 ) -> Result<(usize, usize, u64, usize), TranslateError> {
     let pc = b.pc;
     let max_insns = max_insns.clamp(1, MAX_BLOCK_INSNS);
@@ -1005,9 +1020,22 @@ fn translate_once(
     (pc, max_insns, lazy, reusable): (u64, usize, bool, bool),
     poison: bool,
 ) -> Result<BlockId, TranslateError> {
-    let mut prof = PhaseTimer::start(cache.profile, Phase::Fetch);
+    let mut prof = PhaseTimer::start(cache.profile, Phase::Cache);
+    // The translation cache across runs: an image that holds here, or the key to store this
+    // translation under and the record of the guest bytes it reads.
+    let disk = if reusable && !poison { cache.from_disk(src, tool, pc, lazy) } else { None };
+    let disk = match disk {
+        Some(Ok(id)) => {
+            prof.finish(&mut cache.profile_stats);
+            return Ok(id);
+        }
+        Some(Err(key)) => Some((key, crate::persist::Recording::start())),
+        None => None,
+    };
+    prof.switch(Phase::Fetch);
     let mut buf = vec![0u8; FETCH_BYTES];
     let n = src.read_code(pc, &mut buf);
+    crate::persist::note_read(pc, FETCH_BYTES, n);
     if n == 0 {
         return Err(TranslateError::NotExecutable(pc));
     }
@@ -1066,6 +1094,12 @@ fn translate_once(
     cache.stats.blocks_translated += 1;
     cache.stats.guest_insns_translated += count as u64;
     let id = cache.commit(arena, &b.asm.buf, block, exits);
+    if let Some((key, recording)) = disk {
+        prof.switch(Phase::Cache);
+        let reads = recording.finish();
+        cache.to_disk(key, id, src, tool, &reads);
+        prof.switch(Phase::Commit);
+    }
     prof.finish(&mut cache.profile_stats);
     Ok(id)
 }

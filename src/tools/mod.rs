@@ -427,6 +427,8 @@ fn decode_read(pc: u64, read: fn(u64, &mut [u8]) -> usize) -> Option<rtgrind_jit
     use rtgrind_jit::iced_x86::{Decoder, DecoderOptions};
     let mut buf = [0u8; 16];
     let n = if pc == 0 { 0 } else { read(pc, &mut buf) };
+    // (A translation's look-ahead: the translation cache checks these bytes too.)
+    rtgrind_jit::persist::note_read(pc, buf.len(), n);
     if n == 0 {
         return None;
     }
