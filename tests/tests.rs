@@ -2,6 +2,7 @@
 
 mod bad_input;
 mod cbi;
+mod code_cache;
 mod common;
 mod differential;
 mod fidelity;
