@@ -908,6 +908,73 @@ mod tests {
         }
     }
 
+    /// Code at `Bytes::AT`, fixed and in a module with a build ID.
+    struct Fixed(Bytes);
+    impl Bytes {
+        const AT: u64 = 0x7000_1000;
+    }
+    impl CodeSource for Fixed {
+        fn read_code(&mut self, addr: u64, buf: &mut [u8]) -> usize {
+            self.0.read_code(addr - Bytes::AT + 0x1000, buf)
+        }
+        fn fixed_code(&mut self, _: u64, _: u64) -> bool {
+            true
+        }
+        fn module_of(&mut self, _: u64) -> Option<Module> {
+            Some(Module { base: Bytes::AT - 0x1000, id: 7 })
+        }
+    }
+
+    /// A run translates a block and writes its image; the next run's cache finds it in the
+    /// file and installs it instead of translating, unless the guest bytes changed.
+    #[test]
+    fn a_translation_is_installed_from_the_file_in_the_next_run() {
+        use crate::instrument::NoInstrumentation;
+        let dir = std::env::temp_dir().join(format!("rtgrind-persist-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        // mov eax, 1; add eax, ecx; jmp back to the start.
+        let code = vec![0xb8, 1, 0, 0, 0, 0x01, 0xc8, 0xeb, 0xf7];
+        let run = |code: &[u8]| {
+            let mut cache = CodeCache::new();
+            cache.disk = Some(Box::new(DiskCache::open(&dir, "none").unwrap()));
+            let id = crate::translate::translate(&mut cache, &mut Fixed(Bytes(code.to_vec())), &mut NoInstrumentation, Bytes::AT).unwrap();
+            let disk = cache.disk.take().unwrap();
+            assert_eq!(disk.write(&cache).unwrap(), cache.stats.blocks_translated as usize);
+            (cache.stats.from_disk, cache.code_of(cache.block(id)).to_vec())
+        };
+        let (first, code_first) = run(&code);
+        let (second, code_second) = run(&code);
+        assert_eq!((first, second), (0, 1));
+        assert_eq!(code_first.len(), code_second.len());
+        let mut changed = code.clone();
+        changed[1] = 2;
+        assert_eq!(run(&changed).0, 0, "changed guest bytes");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// An entry whose bytes changed after it was written is not installed, even where it
+    /// still decodes (a byte of its code).
+    #[test]
+    fn a_damaged_image_is_not_found() {
+        let mut src = Bytes(vec![0x90; 100]);
+        let reads = vec![Read { at: 0x1000, asked: 16, got: 16 }];
+        let meta = Meta { base: 0x1000, plan: 0, bytes: hash_reads(&mut src, &reads).unwrap(), reads };
+        let good: &'static [u8] = Vec::leak(encode_entry(&meta, &image()));
+        let mut bad = good.to_vec();
+        let code_at = good.windows(8).position(|w| w == [0, 1, 2, 3, 4, 5, 6, 7]).unwrap();
+        bad[code_at + 9] ^= 0xff;
+        let bad: &'static [u8] = Vec::leak(bad);
+        let key = Key { context: 1, module: 2, offset: 0 };
+        let entry = |p: &'static [u8]| IndexEntry { key, at: p.as_ptr() as u64, len: p.len() as u64, sum: hash_of(good) };
+        let mut disk = DiskCache { dir: PathBuf::new(), run: 1, index: Vec::leak(vec![entry(bad)]), made: &mut [], made_len: 0, damaged: 0, files: (0, 0) };
+        assert!(decode_entry(bad).is_some());
+        assert_eq!(disk.find(&key, 0x1000, &mut src, &mut Mode(0)), None);
+        assert_eq!(disk.damaged, 1);
+        disk.index = Vec::leak(vec![entry(bad), entry(good)]);
+        assert_eq!(disk.find(&key, 0x1000, &mut src, &mut Mode(0)), Some(image()));
+        assert_eq!(disk.find(&key, 0x2000, &mut src, &mut Mode(0)), None, "the module elsewhere");
+    }
+
     #[test]
     fn the_check_sees_every_byte_read_and_where_code_ends() {
         let mut src = Bytes(vec![0x90; 100]);
