@@ -57,7 +57,10 @@ fn a_second_run_installs_its_blocks_from_the_cache() {
     }
     let python = Cmd::new("/usr/bin/python3").args(["-c", "import json; print(json.dumps({'a': [1, 2]}))"]).env("PYTHONDONTWRITEBYTECODE", "1");
     second_run_from_the_cache("python3", &python);
-    second_run_from_the_cache("perl", &Cmd::new("/usr/bin/perl").args(["-e", "my %h = map { $_ => $_ * 2 } 1 .. 9; print join(',', map { $h{$_} } sort keys %h), \"\\n\""]));
+    second_run_from_the_cache(
+        "perl",
+        &Cmd::new("/usr/bin/perl").args(["-e", "my %h = map { $_ => $_ * 2 } 1 .. 9; print join(',', map { $h{$_} } sort keys %h), \"\\n\""]),
+    );
 }
 
 /// A program rebuilt at the same path with the same build ID (so every key is the same) and a
@@ -65,7 +68,9 @@ fn a_second_run_installs_its_blocks_from_the_cache() {
 /// anew, the others come from the cache, and the run prints the new program's result.
 #[test]
 fn blocks_of_changed_code_miss() {
-    let source = |base: u32| format!("#include <stdio.h>\n__attribute__((noinline)) int scale(int x) {{ return x * 7 + {base}; }}\nint main(int argc, char **argv) {{ printf(\"%d\\n\", scale(argc)); return 0; }}\n");
+    let source = |base: u32| {
+        format!("#include <stdio.h>\n__attribute__((noinline)) int scale(int x) {{ return x * 7 + {base}; }}\nint main(int argc, char **argv) {{ printf(\"%d\\n\", scale(argc)); return 0; }}\n")
+    };
     let flags = ["-O2", "-fPIE", "-pie", "-Wl,--build-id=0x0123456789abcdef0123456789abcdef01234567"];
     let dir = common::scratch_dir("code-cache-rebuilt");
     let exe = common::compile_snippet("code_cache_rebuilt", "c", &source(1234), &flags);
@@ -114,7 +119,11 @@ fn damaged_cache_files_are_not_used() {
         assert!(said.is_empty(), "{what}: {said:?}");
         // (The whole images before the cut are good.)
         if what != "cut in its images" {
-            assert!(stat(&rt, "blocks installed from the cache") * 10 < stat(&good, "blocks translated"), "{what}: damaged images were used:\n{}", rt.describe());
+            assert!(
+                stat(&rt, "blocks installed from the cache") * 10 < stat(&good, "blocks translated"),
+                "{what}: damaged images were used:\n{}",
+                rt.describe()
+            );
         }
         if what == "bytes changed" {
             assert!(stat(&rt, "damaged entries skipped") > 0, "{}", rt.describe());

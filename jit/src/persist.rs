@@ -432,9 +432,11 @@ impl DiskCache {
             out.extend_from_slice(payload);
         }
         let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-        let name = format!("{}-{stamp}", std::process::id());
+        // (Runs in pid namespaces of their own share pids: the time tells them apart, and a
+        // temporary file of the same name is never overwritten.)
+        let name = format!("{}-{stamp:x}", std::process::id());
         let tmp = self.dir.join(format!(".{name}.tmp"));
-        std::fs::write(&tmp, &out)?;
+        std::io::Write::write_all(&mut std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp)?, &out)?;
         std::fs::rename(&tmp, self.dir.join(format!("{name}.rtgc"))).inspect_err(|_| {
             let _ = std::fs::remove_file(&tmp);
         })?;

@@ -179,6 +179,18 @@ pub struct Runner {
     first: Option<(Duration, u64)>,
     /// The live progress line (`--progress`).
     pub progress: super::progress::Progress,
+    /// The translation cache the runs share (`--code-cache`), in the search's directory: see
+    /// `shares_translations`.
+    pub code_cache: Option<PathBuf>,
+}
+
+/// The one gate of the translation cache across a search's runs (issue 29, `persist`): whether
+/// the runs of the search `tool` share their translations. Only a tool whose code is
+/// relocatable (`Tool::relocatable_code`) can: none of the searches' run tools is yet.
+/// Suppression joins once its untraced runs' code is (step 2); its traced runs stay out by
+/// themselves, the engine asking the run's tool at each lookup.
+fn shares_translations(_tool: &str) -> bool {
+    false
 }
 
 impl Runner {
@@ -199,7 +211,20 @@ impl Runner {
             None => child::capture_stdin(&dir.0).map_err(SearchError::Input)?,
         };
         let leftovers = Leftovers::new(dir.0.clone());
-        Ok(Runner { leftovers, dir, command, options, seed, stdin_file, runs: 0, jobs: 1, first: None, progress: super::progress::Progress::hidden() })
+        let code_cache = shares_translations(tool).then(|| dir.0.join("code"));
+        Ok(Runner {
+            leftovers,
+            dir,
+            command,
+            options,
+            seed,
+            stdin_file,
+            runs: 0,
+            jobs: 1,
+            first: None,
+            progress: super::progress::Progress::hidden(),
+            code_cache,
+        })
     }
 
     /// The run options given on the command line, which every run gets (a replay command
@@ -276,40 +301,14 @@ impl Runner {
     /// `request` as run number `n` (a forward run forking at its checkpoints has its files in
     /// `forward-N`).
     fn run_numbered(&self, n: u32, request: &Request) -> std::io::Result<RunOutcome> {
-        let (tool_args, limits, checkpoints) = (&request.args, request.limits, request.checkpoints.as_deref());
+        let (limits, checkpoints) = (request.limits, request.checkpoints.as_deref());
         let (stdout, stderr, log) = (self.file(&format!("stdout-{n}")), self.file(&format!("stderr-{n}")), self.file(&format!("log-{n}")));
-        let blocks = self.file(&format!("blocks-{n}"));
         let forward = self.file(&format!("forward-{n}"));
-        let mut args: Vec<OsString> = self.options.clone();
         if let Some(at) = checkpoints {
             std::fs::create_dir_all(&forward)?;
             std::fs::write(forward.join("at"), at.iter().map(u64::to_string).collect::<Vec<_>>().join(" "))?;
-            args.push(format!("--checkpoints={}", forward.display()).into());
         }
-        if limits.log {
-            args.extend(["-q".into(), format!("--log-file={}", log.display()).into()]);
-        }
-        args.extend(tool_args.iter().cloned());
-        let stdin_file = request.test.as_ref().map_or(&self.stdin_file, |t| &t.stdin);
-        args.extend(["--repeatable=yes".into(), format!("--seed={}", self.seed).into(), format!("--stdin-file={}", stdin_file.display()).into()]);
-        if let Some(l) = &self.leftovers {
-            args.push(format!("--created-out={}", l.log().display()).into());
-        }
-        if let Some(b) = limits.budget {
-            args.push(format!("--budget-blocks={b}").into());
-        }
-        if limits.count_blocks {
-            args.push(format!("--blocks-out={}", blocks.display()).into());
-        }
-        // Runs count blocks where this process does (the instances they name must agree).
-        if !rtgrind_jit::context::counts_in_registers() {
-            args.push("--count-in-memory".into());
-        }
-        args.push("--".into());
-        args.extend(self.command.iter().cloned());
-        if let Some(t) = &request.test {
-            args.extend(t.args.iter().cloned());
-        }
+        let args = self.args_of(n, request);
         let ended = child::run(&std::env::current_exe()?, &args, &stdout, &stderr, limits.time, request.test.as_ref().and_then(|t| t.cwd.as_deref()));
         let log_text = if limits.log { std::fs::read_to_string(&log).unwrap_or_default() } else { String::new() };
         let (ending, took) = match ended? {
@@ -328,6 +327,44 @@ impl Runner {
         };
         let children = if checkpoints.is_some() { children(&forward, &stdout, &stderr) } else { Vec::new() };
         Ok(RunOutcome { ending, stdout, stderr, log: log_text, took, children })
+    }
+
+    /// The arguments of run `n` made for `request`: the run options, the tool's arguments
+    /// and the search's own (repeatable, the seed, the input, the limits), then the program.
+    fn args_of(&self, n: u32, request: &Request) -> Vec<OsString> {
+        let limits = request.limits;
+        let mut args: Vec<OsString> = self.options.clone();
+        if request.checkpoints.is_some() {
+            args.push(format!("--checkpoints={}", self.file(&format!("forward-{n}")).display()).into());
+        }
+        if limits.log {
+            args.extend(["-q".into(), format!("--log-file={}", self.file(&format!("log-{n}")).display()).into()]);
+        }
+        args.extend(request.args.iter().cloned());
+        if let Some(dir) = &self.code_cache {
+            args.push(format!("--code-cache={}", dir.display()).into());
+        }
+        let stdin_file = request.test.as_ref().map_or(&self.stdin_file, |t| &t.stdin);
+        args.extend(["--repeatable=yes".into(), format!("--seed={}", self.seed).into(), format!("--stdin-file={}", stdin_file.display()).into()]);
+        if let Some(l) = &self.leftovers {
+            args.push(format!("--created-out={}", l.log().display()).into());
+        }
+        if let Some(b) = limits.budget {
+            args.push(format!("--budget-blocks={b}").into());
+        }
+        if limits.count_blocks {
+            args.push(format!("--blocks-out={}", self.file(&format!("blocks-{n}")).display()).into());
+        }
+        // Runs count blocks where this process does (the instances they name must agree).
+        if !rtgrind_jit::context::counts_in_registers() {
+            args.push("--count-in-memory".into());
+        }
+        args.push("--".into());
+        args.extend(self.command.iter().cloned());
+        if let Some(t) = &request.test {
+            args.extend(t.args.iter().cloned());
+        }
+        args
     }
 
     /// The wall-time limit of a later run: `factor` times the first run's, and 20 s more (a
@@ -447,6 +484,26 @@ mod tests {
             }
         }
         assert_eq!((verdict, runner.runs), (Some("same"), 3));
+        let _ = std::fs::remove_file(input);
+    }
+
+    /// A run gets the search's translation cache (before the program's arguments) exactly
+    /// when the gate gave the search one.
+    #[test]
+    fn runs_are_given_the_translation_cache_the_gate_gives_the_search() {
+        let input = std::env::temp_dir().join(format!("rtgrind-search-cache-input-{}", std::process::id()));
+        std::fs::write(&input, "").unwrap();
+        let mut runner = Runner::with("code-cache-test", vec!["/bin/true".into(), "--code-cache=x".into()], Vec::new(), 0, Some(input.clone())).unwrap();
+        let request = Request { args: vec!["--tool=none".into()], ..Request::default() };
+        let ours = |args: &[OsString]| args.iter().position(|a| a.to_string_lossy().starts_with("--code-cache"));
+        assert_eq!(runner.code_cache.is_some(), shares_translations("code-cache-test"));
+        runner.code_cache = None;
+        assert_eq!(ours(&runner.args_of(1, &request)), Some(runner.args_of(1, &request).len() - 1), "only the program's own");
+        runner.code_cache = Some(runner.dir.0.join("code"));
+        let args = runner.args_of(1, &request);
+        let end = args.iter().position(|a| a == "--").unwrap();
+        assert_eq!(args[ours(&args).unwrap()], *format!("--code-cache={}", runner.dir.0.join("code").display()));
+        assert!(ours(&args).unwrap() < end);
         let _ = std::fs::remove_file(input);
     }
 
