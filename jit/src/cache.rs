@@ -534,6 +534,9 @@ impl CodeCache {
 
     /// In the child: continue on the snapshot, at the same executable addresses.
     pub fn after_fork_child(&mut self, snap: ForkSnapshot) -> std::io::Result<()> {
+        if let Some(disk) = self.disk.as_mut() {
+            disk.forked();
+        }
         for (a, (fd, rw)) in self.arenas.iter_mut().zip(snap.arenas) {
             map(a.exec, fd.as_raw_fd(), libc::PROT_READ | libc::PROT_EXEC, libc::MAP_FIXED)?;
             // SAFETY: the old rw view belongs to the parent's memfd and is no longer used here.

@@ -196,6 +196,8 @@ pub struct DiskCache {
     index: &'static [IndexEntry],
     made: &'static mut [Made],
     made_len: usize,
+    /// In a child of the guest's `fork`: its parent writes the images made before it.
+    made_before_fork: usize,
     /// Entries skipped as damaged (a checksum or a decode failed).
     pub damaged: u64,
     /// Files read at the start and skipped.
@@ -346,7 +348,7 @@ impl DiskCache {
         // SAFETY: a fresh anonymous mapping of MAX_MADE entries, ours for the run; Made is
         // plain data for which zero bytes are a value.
         let made = unsafe { std::slice::from_raw_parts_mut(made_at as *mut Made, MAX_MADE) };
-        Ok(DiskCache { dir: dir.to_path_buf(), run, index, made, made_len: 0, damaged: 0, files: (read, skipped) })
+        Ok(DiskCache { dir: dir.to_path_buf(), run, index, made, made_len: 0, made_before_fork: 0, damaged: 0, files: (read, skipped) })
     }
 
     /// The key of the block at `pc` in `module` as `tool` and the engine would translate it now.
@@ -399,6 +401,12 @@ impl DiskCache {
         self.made_len += 1;
     }
 
+    /// In the child of a `fork` (the guest's, or a checkpoint's): the images made so far are
+    /// the parent's to write.
+    pub(crate) fn forked(&mut self) {
+        self.made_before_fork = self.made_len;
+    }
+
     /// The directory.
     pub fn dir(&self) -> &Path {
         &self.dir
@@ -407,11 +415,11 @@ impl DiskCache {
     /// Writes the images this run made (those `cache` can still make) to a file of its own
     /// in the directory: a temporary file renamed into place. Returns how many.
     pub fn write(&self, cache: &CodeCache) -> std::io::Result<usize> {
-        if self.made_len == 0 {
+        if self.made_len == self.made_before_fork {
             return Ok(0);
         }
         let mut entries: Vec<(Key, Vec<u8>)> = Vec::new();
-        for m in &self.made[..self.made_len] {
+        for m in &self.made[self.made_before_fork..self.made_len] {
             let Some(image) = cache.image(m.block) else { continue };
             let meta = Meta { base: m.base, plan: m.plan, bytes: m.bytes, reads: m.read[..m.reads as usize].to_vec() };
             entries.push((m.key, encode_entry(&meta, &image)));
@@ -968,7 +976,16 @@ mod tests {
         let bad: &'static [u8] = Vec::leak(bad);
         let key = Key { context: 1, module: 2, offset: 0 };
         let entry = |p: &'static [u8]| IndexEntry { key, at: p.as_ptr() as u64, len: p.len() as u64, sum: hash_of(good) };
-        let mut disk = DiskCache { dir: PathBuf::new(), run: 1, index: Vec::leak(vec![entry(bad)]), made: &mut [], made_len: 0, damaged: 0, files: (0, 0) };
+        let mut disk = DiskCache {
+            dir: PathBuf::new(),
+            run: 1,
+            index: Vec::leak(vec![entry(bad)]),
+            made: &mut [],
+            made_len: 0,
+            made_before_fork: 0,
+            damaged: 0,
+            files: (0, 0),
+        };
         assert!(decode_entry(bad).is_some());
         assert_eq!(disk.find(&key, 0x1000, &mut src, &mut Mode(0)), None);
         assert_eq!(disk.damaged, 1);
@@ -999,7 +1016,7 @@ mod tests {
 
     #[test]
     fn the_key_holds_the_tool_mode_the_engine_modes_the_variant_and_the_offset() {
-        let disk = DiskCache { dir: PathBuf::new(), run: 1, index: &[], made: &mut [], made_len: 0, damaged: 0, files: (0, 0) };
+        let disk = DiskCache { dir: PathBuf::new(), run: 1, index: &[], made: &mut [], made_len: 0, made_before_fork: 0, damaged: 0, files: (0, 0) };
         let mut cache = CodeCache::new();
         let m = Module { base: 0x7000_0000, id: 42 };
         let k = disk.key(&cache, &Mode(0), m, 0x7000_1234, true);
