@@ -387,9 +387,9 @@ impl DiskCache {
         None
     }
 
-    /// Notes that block `id` was translated under `key` from the guest bytes `reads`, its
-    /// module at `base`: its image is written at the end of the run.
-    pub(crate) fn made(&mut self, cache: &CodeCache, key: Key, id: BlockId, base: u64, src: &mut dyn CodeSource, tool: &mut dyn Tool, reads: &[Read]) {
+    /// Notes that block `id` was translated under `key` from the guest bytes `reads`, in
+    /// `module`: its image is written at the end of the run.
+    pub(crate) fn made(&mut self, cache: &CodeCache, (key, module): (Key, Module), id: BlockId, src: &mut dyn CodeSource, tool: &mut dyn Tool, reads: &[Read]) {
         if reads.len() > MAX_READS || self.made_len == MAX_MADE {
             return;
         }
@@ -397,7 +397,7 @@ impl DiskCache {
         let plan = tool.plan_digest(&pcs_of(&cache.block(id).pc_map));
         let mut read = [Read::default(); MAX_READS];
         read[..reads.len()].copy_from_slice(reads);
-        self.made[self.made_len] = Made { key, block: id, reads: reads.len() as u32, base, plan, bytes, read };
+        self.made[self.made_len] = Made { key, block: id, reads: reads.len() as u32, base: module.base, plan, bytes, read };
         self.made_len += 1;
     }
 
@@ -793,7 +793,7 @@ fn decode_entry(bytes: &[u8]) -> Option<(Meta, BlockImage)> {
 impl CodeCache {
     /// Looks the block at `pc` up in the translation cache (`disk`) before it is translated,
     /// and installs what it finds: the block, or None and how to note its translation.
-    pub(crate) fn from_disk(&mut self, src: &mut dyn CodeSource, tool: &mut dyn Tool, pc: u64, lazy: bool) -> Option<Result<BlockId, (Key, Module)>> {
+    pub(crate) fn install_cached(&mut self, src: &mut dyn CodeSource, tool: &mut dyn Tool, pc: u64, lazy: bool) -> Option<Result<BlockId, (Key, Module)>> {
         if self.disk.is_none() || !tool.relocatable_code() {
             return None;
         }
@@ -811,12 +811,12 @@ impl CodeCache {
     }
 
     /// Notes block `id`, just translated under `key`, for the translation cache.
-    pub(crate) fn to_disk(&mut self, (key, module): (Key, Module), id: BlockId, src: &mut dyn CodeSource, tool: &mut dyn Tool, reads: &[Read]) {
+    pub(crate) fn keep_translation(&mut self, (key, module): (Key, Module), id: BlockId, src: &mut dyn CodeSource, tool: &mut dyn Tool, reads: &[Read]) {
         if !self.block(id).reusable {
             return;
         }
         let Some(mut disk) = self.disk.take() else { return };
-        disk.made(self, key, id, module.base, src, tool, reads);
+        disk.made(self, (key, module), id, src, tool, reads);
         self.disk = Some(disk);
     }
 }

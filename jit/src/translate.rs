@@ -1023,7 +1023,7 @@ fn translate_once(
     let mut prof = PhaseTimer::start(cache.profile, Phase::Cache);
     // The translation cache across runs: an image that holds here, or the key to store this
     // translation under and the record of the guest bytes it reads.
-    let disk = if reusable && !poison { cache.from_disk(src, tool, pc, lazy) } else { None };
+    let disk = if reusable && !poison { cache.install_cached(src, tool, pc, lazy) } else { None };
     let disk = match disk {
         Some(Ok(id)) => {
             prof.finish(&mut cache.profile_stats);
@@ -1097,7 +1097,7 @@ fn translate_once(
     if let Some((key, recording)) = disk {
         prof.switch(Phase::Cache);
         let reads = recording.finish();
-        cache.to_disk(key, id, src, tool, &reads);
+        cache.keep_translation(key, id, src, tool, &reads);
         prof.switch(Phase::Commit);
     }
     prof.finish(&mut cache.profile_stats);
