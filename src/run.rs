@@ -755,12 +755,9 @@ impl Runtime {
                 s.dispatches, s.ibl_misses, s.syscalls, s.faults, s.threads
             ),
         ];
-        let disk = written.map(|(n, damaged)| {
-            format!("stats: {} blocks installed from the cache, {n} images written to it ({damaged} damaged entries skipped)", c.from_disk)
-        });
         for l in lines
             .into_iter()
-            .chain(disk)
+            .chain(written)
             .chain(translation_lines(&c, &p.cache.profile_stats, s))
             .chain(crate::tools::callouts::lines())
             .chain(crate::shadow::memory::table_lines())
@@ -770,15 +767,19 @@ impl Runtime {
     }
 
     /// Writes the images this run made to the translation cache (`--code-cache`), once, at
-    /// the run's end (whichever way it ends): how many, and the damaged entries it skipped.
-    fn write_code_cache(&mut self) -> Option<(usize, u64)> {
+    /// the run's end (whichever way it ends); `--stats`' line of what it read and wrote.
+    fn write_code_cache(&mut self) -> Option<String> {
         let p = self.p();
         let disk = p.cache.disk.take()?;
         let n = disk.write(&p.cache).unwrap_or_else(|e| {
             p.report.line(&format!("warning: cannot write the translation cache in '{}': {e}", disk.dir().display()));
             0
         });
-        Some((n, disk.damaged))
+        let ((read, skipped), damaged) = (disk.files, disk.damaged);
+        Some(format!(
+            "stats: {} blocks installed from the cache ({read} files read, {skipped} skipped, {damaged} damaged entries skipped), {n} images written to it",
+            p.cache.stats.from_disk
+        ))
     }
 
     pub fn finish_and_exit(&mut self, code: i32) -> ! {

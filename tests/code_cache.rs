@@ -125,8 +125,10 @@ fn damaged_cache_files_are_not_used() {
                 rt.describe()
             );
         }
-        if what == "bytes changed" {
-            assert!(stat(&rt, "damaged entries skipped") > 0, "{}", rt.describe());
+        match what {
+            "bytes changed" => assert!(stat(&rt, "damaged entries skipped") > 0, "{}", rt.describe()),
+            "cut in its images" => assert_eq!(stat(&rt, "files read"), 1, "{}", rt.describe()),
+            _ => assert_eq!((stat(&rt, "files read"), stat(&rt, "skipped,")), (0, 1), "{what}:\n{}", rt.describe()),
         }
     }
 }

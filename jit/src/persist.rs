@@ -200,7 +200,7 @@ pub struct DiskCache {
     made_before_fork: usize,
     /// Entries skipped as damaged (a checksum or a decode failed).
     pub damaged: u64,
-    /// Files read at the start and skipped.
+    /// Cache files read at the start, and skipped (damaged, or another rtgrind's or tool's).
     pub files: (usize, usize),
 }
 
@@ -239,9 +239,14 @@ impl Place {
     }
 }
 
-/// rtgrind's own build ID and load address (its text's addresses are in code: call-outs).
+/// rtgrind's own build ID and load address (its text's addresses are in code: call-outs), and
+/// its file's size and time (a build without a build ID).
 fn rtgrind_identity() -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
+    if let Ok(m) = std::fs::metadata("/proc/self/exe") {
+        h.write_u64(m.len());
+        h.write_u128(m.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()).map_or(0, |d| d.as_nanos()));
+    }
     // SAFETY: getauxval has no preconditions.
     let (phdr, phnum) = unsafe { (libc::getauxval(libc::AT_PHDR), libc::getauxval(libc::AT_PHNUM)) };
     h.write_u64(phdr);
@@ -303,6 +308,9 @@ impl DiskCache {
     /// The cache in `dir` (made if missing) for runs of `tool`: every file there is read. An
     /// error if the directory cannot be made or the place for the cache cannot be mapped.
     pub fn open(dir: &Path, tool: &str) -> std::io::Result<DiskCache> {
+        if dir.exists() && !dir.is_dir() {
+            return Err(std::io::Error::other("not a directory"));
+        }
         std::fs::create_dir_all(dir)?;
         let mut h = std::collections::hash_map::DefaultHasher::new();
         h.write_u64(rtgrind_identity());
