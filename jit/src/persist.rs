@@ -884,7 +884,14 @@ mod tests {
                 },
             ],
             full_entries: vec![(None, 24), (Some(2), 28)],
-            relocs: vec![Reloc::ExitId { at: 44, exit: 1 }, Reloc::RipRel { at: 10, to_end: 4, eip: true, target: 0x1234 }],
+            relocs: vec![
+                Reloc::ExitId { at: 44, exit: 1 },
+                Reloc::RipRel { at: 10, to_end: 4, eip: true, target: 0x1234 },
+                Reloc::Record { at: 20, record: 1, offset: 8 },
+                Reloc::Constant { at: 28, k: 2 },
+                Reloc::Id { at: 36, kind: 1, pc: 0x7fff_0000_1003 },
+            ],
+            records: vec![ToolRecord { kind: 3, bytes: vec![1, 2, 3] }, ToolRecord { kind: 0, bytes: Vec::new() }],
         }
     }
 
