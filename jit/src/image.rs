@@ -247,6 +247,7 @@ impl CodeCache {
             relocatable,
         };
         self.stats.installed += 1;
+        tool.installed(&image.pc_map.iter().map(|e| e.guest_pc).collect::<Vec<_>>());
         Ok(Some(self.commit(arena, &code, block, exits)))
     }
 

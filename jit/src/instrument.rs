@@ -158,6 +158,9 @@ pub trait Tool {
     fn revive(&mut self, _kind: u32, _bytes: &[u8]) -> Option<u64> {
         None
     }
+    /// A block with instructions at `pcs` was installed from an image instead of translated:
+    /// what the tool notes of the code it translates (beside its code) it notes here.
+    fn installed(&mut self, _pcs: &[u64]) {}
     /// The value of the tool's per-run constant `k` (`Inline::mov_constant`) in this run.
     fn constant(&mut self, _k: u32) -> Option<u64> {
         None

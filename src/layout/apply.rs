@@ -182,6 +182,8 @@ pub struct Layered {
     record: Option<(PathBuf, Accessed)>,
     /// The heap, placed by rtgrind's allocator or watched for the record.
     heap: Option<Box<HeapLayer>>,
+    /// A digest of the layout, which the rewritten displacements depend on (`code_key`).
+    key: u64,
 }
 
 impl Layered {
@@ -244,6 +246,12 @@ impl Layered {
             all_frames: objects.frames.iter().map(|f| (f.low + bias, f.high + bias, f.low)).collect(),
             record: record.map(|p| (p, Accessed::default())),
             heap,
+            key: {
+                use std::hash::{Hash, Hasher};
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                serde_json::to_string(layout).unwrap_or_default().hash(&mut h);
+                h.finish()
+            },
         })
     }
 
@@ -313,9 +321,22 @@ impl Tool for Layered {
         self.inner.after_insn(site, b)
     }
     // (Its rewritten displacements are the layout's: a cache keys by it. The heap layer's
-    // call-outs hold their arguments as they are.)
+    // call-outs hold their arguments as they are, which keeps their blocks from having images.)
     fn relocatable_code(&self) -> bool {
-        self.inner.relocatable_code() && self.heap.is_none()
+        self.inner.relocatable_code()
+    }
+    fn installed(&mut self, pcs: &[u64]) {
+        // The record notes what the code names as it is translated (`rewrite`): an installed
+        // block's instructions are noted here instead.
+        if self.record.is_some() {
+            let program = self.program.0..self.program.1;
+            for &pc in pcs.iter().filter(|&&pc| program.contains(&pc)) {
+                if let Some(ins) = crate::tools::decode_code(pc) {
+                    self.note(&ins);
+                }
+            }
+        }
+        self.inner.installed(pcs)
     }
     fn revive(&mut self, kind: u32, bytes: &[u8]) -> Option<u64> {
         self.inner.revive(kind, bytes)
@@ -328,6 +349,12 @@ impl Tool for Layered {
     }
     fn id(&mut self, kind: u32, pc: u64) -> Option<u64> {
         self.inner.id(kind, pc)
+    }
+    fn code_key(&self) -> u64 {
+        self.inner.code_key() ^ self.key.rotate_left(1)
+    }
+    fn plan_digest(&mut self, pcs: &[u64]) -> u64 {
+        self.inner.plan_digest(pcs)
     }
 }
 

@@ -186,11 +186,11 @@ pub struct Runner {
 
 /// The one gate of the translation cache across a search's runs (issue 29, `persist`): whether
 /// the runs of the search `tool` share their translations. Only a tool whose code is
-/// relocatable (`Tool::relocatable_code`) can: none of the searches' run tools is yet.
-/// Suppression joins once its untraced runs' code is (step 2); its traced runs stay out by
-/// themselves, the engine asking the run's tool at each lookup.
-fn shares_translations(_tool: &str) -> bool {
-    false
+/// relocatable (`Tool::relocatable_code`) can: suppression's untraced runs (its traced runs,
+/// and runs under a layout that places or records the heap, stay out by themselves: the engine
+/// asks the run's tool at each lookup).
+fn shares_translations(tool: &str) -> bool {
+    tool == "suppress"
 }
 
 impl Runner {

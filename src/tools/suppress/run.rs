@@ -1971,6 +1971,34 @@ impl Tool for SuppressRun {
         }
     }
 
+    /// What an untraced run's code depends on besides the guest bytes and the plan's points:
+    /// armed or not (guards, two versions), fast versions, the allocator's redzone hooks, and
+    /// whether every call of the program is counted.
+    fn code_key(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (self.state.armed, self.fast, self.redzones.is_some(), self.every_call_counted).hash(&mut h);
+        h.finish()
+    }
+
+    /// The plan's points a block with instructions at `pcs` is translated for: one at an
+    /// instruction of it (its check, its count and that count's anchor id, the fast version
+    /// left), one under a call it makes (the call counted), and for a library's block any point
+    /// of a call (its stores checked, `call_checks`).
+    fn plan_digest(&mut self, pcs: &[u64]) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let (Some(&lo), Some(&hi)) = (pcs.iter().min(), pcs.iter().max()) else { return 0 };
+        let library = pcs.iter().any(|&pc| !self.in_main(pc));
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        for p in &self.plan.points {
+            let calls = p.call() || p.call_site().is_some();
+            if pcs.contains(&p.pc) || (lo..=hi + 16).contains(&p.site) || library && calls {
+                (p, self.anchors.pc(p.pc)).hash(&mut h);
+            }
+        }
+        h.finish()
+    }
+
     fn two_versions(&mut self, _pc: u64, code: &BlockCode) -> bool {
         // Before the first point fires nothing is corrupt and there are no guards.
         let two = self.fast && self.state.armed;
