@@ -1549,7 +1549,9 @@ fn emit_inline(b: &mut BlockBuilder, code: Inline, at: Point, tool: &mut dyn Too
     }
     let Finished { mut lent, dead, save_flags, mut asm, outcome, to_full, skips, holes, movable, relocated, raw } = code.finish();
     b.raw |= raw;
-    assert!(!(raw && b.poison && b.tool_relocatable), "block at {:#x}: a tool whose code is relocatable made a plain call-out", b.pc);
+    // (A plain call-out keeps a relocatable tool's block from having an image, `Block::relocatable`:
+    // the layout's heap hooks hold their arguments as they are; such a block is translated again
+    // in each run.)
     let control = Control { outcome };
     // A register the code names that would need a spill now (and a reload at every exit after)
     // becomes one spilled already (reloaded before the guest needs it anyway).
