@@ -45,6 +45,8 @@ pub struct InsnSite<'a> {
     /// must end, or past a cut block's end): a tool looking ahead finds the instructions after
     /// `ins` here instead of decoding them again (see [`InsnSite::decoded_at`]).
     pub reach: &'a [Instruction],
+    /// `ins` is not the guest's bytes' own: `Tool::rewrite` changed it.
+    pub rewritten: bool,
 }
 
 impl InsnSite<'_> {

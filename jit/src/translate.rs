@@ -1352,7 +1352,7 @@ impl Body<'_, '_> {
                 b.asm.bytes(&bytes);
             }
         }
-        let site = InsnSite { ins: &ins, info, reach: env.reach };
+        let site = InsnSite { ins: &ins, info, reach: env.reach, rewritten: self.rewritten };
         let stolen_before = b.stolen;
         let mut before = b.inline(uses, !self.dead_at(count - 1), self.later(count)).dead_before(whole);
         b.prof.timed(Phase::ToolHooks, || tool.before_insn(&site, &mut before));

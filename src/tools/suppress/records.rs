@@ -29,13 +29,22 @@ const HEAP_KINDS: [Kind; 9] =
 const HOOK_RETURN: u8 = 0xfe;
 const HOOK_JUMP_OUT: u8 = 0xff;
 
-/// A guest instruction as a record holds it: its address and bytes.
-pub(super) type Code<'a> = (u64, &'a [u8]);
+/// A guest instruction as a record holds it: its address, its length in guest code, and bytes
+/// that decode to it there.
+pub(super) type Code<'a> = (u64, u8, &'a [u8]);
 
-/// The bytes of the guest instruction `ins`, read from guest code at translation time (in a
-/// hook, where the fault handler catches a bad read).
-pub(super) fn code_of(ins: &Instruction) -> ([u8; 15], usize) {
+/// The bytes of the guest instruction `ins`: the guest's, read from guest code at translation
+/// time (in a hook, where the fault handler catches a bad read), or where a tool changed it
+/// (`rewritten`: a layout moved its variable) its encoding.
+pub(super) fn code_of(ins: &Instruction, rewritten: bool) -> ([u8; 15], usize) {
     let mut buf = [0u8; 15];
+    if rewritten {
+        let mut e = rtgrind_jit::iced_x86::Encoder::new(64);
+        if let Ok(n) = e.encode(ins, ins.ip()) {
+            buf[..n].copy_from_slice(&e.take_buffer());
+            return (buf, n);
+        }
+    }
     let n = crate::kernel::raw::copy_guarded(ins.ip(), &mut buf[..ins.len().min(15)]);
     (buf, n)
 }
@@ -109,8 +118,9 @@ impl Writer {
     fn u64(&mut self, v: u64) {
         self.0.extend_from_slice(&v.to_le_bytes());
     }
-    fn ins(&mut self, (ip, bytes): Code) {
+    fn ins(&mut self, (ip, len, bytes): Code) {
         self.u64(ip);
+        self.u8(len);
         self.u8(bytes.len() as u8);
         self.0.extend_from_slice(bytes);
     }
@@ -133,15 +143,17 @@ impl Reader<'_> {
     fn u64(&mut self) -> Option<u64> {
         self.take().map(u64::from_le_bytes)
     }
-    /// The instruction `ins` wrote, decoded at its address (None if its bytes do not make
-    /// one whole instruction).
+    /// The instruction `ins` wrote, decoded at its address, with its length in guest code
+    /// (None if its bytes do not make one whole instruction).
     fn ins(&mut self) -> Option<Instruction> {
-        let ip = self.u64()?;
+        let (ip, len) = (self.u64()?, self.u8()?);
         let n = self.u8()? as usize;
         let bytes = self.0.get(..n)?;
         self.0 = &self.0[n..];
-        let ins = Decoder::with_ip(64, bytes, ip, DecoderOptions::NONE).decode();
-        (!ins.is_invalid() && ins.len() == n).then_some(ins)
+        let mut ins = Decoder::with_ip(64, bytes, ip, DecoderOptions::NONE).decode();
+        let whole = !ins.is_invalid() && ins.len() == n;
+        ins.set_len(len as usize);
+        whole.then_some(ins)
     }
 }
 
@@ -153,7 +165,7 @@ mod tests {
     fn records_read_back_as_written() {
         // `lock add [rbx+8], eax` at a library's address.
         let bytes = [0xf0, 0x01, 0x43, 0x08];
-        let code = (0x7fff_f7a0_1234, &bytes[..]);
+        let code = (0x7fff_f7a0_1234, 4, &bytes[..]);
         let ins = Decoder::with_ip(64, &bytes, code.0, DecoderOptions::NONE).decode();
         for k in GUARD_KINDS {
             assert_eq!(read_guard(&guard(k, 0x8102, code)), Some((k, 0x8102, ins)));
@@ -167,6 +179,19 @@ mod tests {
             assert_eq!(read_heap_site(&heap_site(hook, 0x100)), Some((hook, 0x100)));
         }
         assert_eq!(read_guard(&[9, 0, 0]), None, "an unknown kind");
-        assert_eq!(read_guard(&guard(GuardKind::Ret, 0, (code.0, &bytes[..3]))), None, "an instruction cut short");
+        assert_eq!(read_guard(&guard(GuardKind::Ret, 0, (code.0, 4, &bytes[..3]))), None, "an instruction cut short");
+    }
+
+    /// An instruction a layout changed (`mov rax, [rip+d]` of a moved global) is its encoding,
+    /// with the guest's length: the guard skips the guest's instruction.
+    #[test]
+    fn a_rewritten_instruction_keeps_its_change_and_its_length() {
+        let (ip, to) = (0x40_1000u64, 0x40_4020u64);
+        let guest = [0x48, 0x8b, 0x05, 0x10, 0x30, 0x00, 0x00];
+        let mut ins = Decoder::with_ip(64, &guest, ip, DecoderOptions::NONE).decode();
+        ins.set_memory_displacement64(to);
+        let (bytes, n) = code_of(&ins, true);
+        let (_, _, back) = read_guard(&guard(GuardKind::Access, 0, (ip, ins.len() as u8, &bytes[..n]))).unwrap();
+        assert_eq!((back.ip_rel_memory_address(), back.next_ip()), (to, ip + 7));
     }
 }

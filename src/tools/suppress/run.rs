@@ -105,6 +105,9 @@ pub struct SuppressRun {
     heap_sites: Vec<Box<HeapSite>>,
     /// A guard of the instruction being instrumented may skip it inline (`events`).
     skips_here: bool,
+    /// The instruction being instrumented was changed by a layout (`InsnSite::rewritten`):
+    /// its records hold its encoding, not the guest's bytes.
+    rewritten_here: bool,
 }
 
 /// An allocation function's hook, as its call-out is told.
@@ -268,6 +271,7 @@ impl SuppressRun {
             fast: fast::enabled(),
             block_use: Default::default(),
             skips_here: false,
+            rewritten_here: false,
             fast_block: fast::FastBlock::new(0, 0, false, &Default::default()),
             redzones,
             heap_sites: Vec::new(),
@@ -361,8 +365,8 @@ impl SuppressRun {
         }
         let (t, u, v) = (counter.unwrap_or_else(|| b.scratch()), b.scratch(), b.scratch());
         let spilled = b.spilled();
-        let (code, n) = records::code_of(ins);
-        let arg = b.record(records::GUARD, records::guard(kind, spilled, (ins.ip(), &code[..n])));
+        let (code, n) = records::code_of(ins, self.rewritten_here);
+        let arg = b.record(records::GUARD, records::guard(kind, spilled, (ins.ip(), ins.len() as u8, &code[..n])));
         let shadow = (self.prop.taint_table, self.prop.summary);
         let (inline, rest) = events::split(kind, ins, arg, slots, *super::guards::TRACE, shadow);
         self.skips_here |= !inline.is_empty();
@@ -740,12 +744,12 @@ impl SuppressRun {
             return;
         }
         let anchor = self.anchors.pc(ins.ip()).filter(|_| self.in_main(ins.ip()));
-        let (code, n) = records::code_of(ins);
+        let (code, n) = records::code_of(ins, self.rewritten_here);
         for p in points {
             b.clobber_flags();
             let t = b.scratch();
             let spilled = b.spilled();
-            let arg = b.record(records::POINT_CHECK, records::point_check(&p, anchor, spilled, (ins.ip(), &code[..n])));
+            let arg = b.record(records::POINT_CHECK, records::point_check(&p, anchor, spilled, (ins.ip(), ins.len() as u8, &code[..n])));
             let no = b.asm().create_label();
             // Instance 0: every instance of the site (the driver escalates to it); the
             // call-out checks the thread.
@@ -980,8 +984,8 @@ impl SuppressRun {
             b.clobber_flags();
             let (t, u) = (b.scratch(), b.scratch());
             let spilled = b.spilled();
-            let (code, n) = records::code_of(ins);
-            let arg = b.record(records::POINT_CHECK, records::point_check(&p, None, spilled, (ins.ip(), &code[..n])));
+            let (code, n) = records::code_of(ins, self.rewritten_here);
+            let arg = b.record(records::POINT_CHECK, records::point_check(&p, None, spilled, (ins.ip(), ins.len() as u8, &code[..n])));
             let no = b.asm().create_label();
             // One call (its site and count there, or its instance word), or every call made at
             // one site (its return address; the call-out checks the thread).
@@ -2046,6 +2050,7 @@ impl Tool for SuppressRun {
         self.may_rename(b);
         let known = self.prop.known();
         self.skips_here = false;
+        self.rewritten_here = site.rewritten;
         self.instrument_before(site, b);
         if std::mem::take(&mut self.skips_here) {
             // The code after the guard does not run where it skips the instruction.
