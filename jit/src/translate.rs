@@ -1690,15 +1690,16 @@ fn check_unrelocated(b: &mut BlockBuilder, asm: &iced_x86::code_asm::CodeAssembl
     CONSTANTS.with(|c| {
         let mut c = c.borrow_mut();
         for (_, imm) in imms {
+            // (Pointers: a small value may be any immediate's.)
             if let ToolImm::Constant { value, .. } = *imm {
-                if !c.contains(&value) {
+                if value >> 32 != 0 && !c.contains(&value) {
                     c.push(value);
                 }
             }
         }
         for (k, i) in asm.instructions().iter().enumerate() {
             let imm = (0..i.op_count()).any(|n| matches!(i.op_kind(n), OpKind::Immediate64 | OpKind::Immediate32to64) && c.contains(&i.immediate(n)));
-            let disp = i.memory_base() == Register::None && c.contains(&i.memory_displacement64());
+            let disp = i.op_kinds().any(|k| k == OpKind::Memory) && i.memory_base() == Register::None && c.contains(&i.memory_displacement64());
             assert!(
                 !b.tool_relocatable || imms.iter().any(|m| m.0 == k) || !(imm || disp),
                 "block at {:#x}: the tool's code holds one of its constants without a relocation: {}",

@@ -152,7 +152,9 @@ impl Reader<'_> {
         self.0 = &self.0[n..];
         let mut ins = Decoder::with_ip(64, bytes, ip, DecoderOptions::NONE).decode();
         let whole = !ins.is_invalid() && ins.len() == n;
+        // (iced keeps the next ip: the ip after the length.)
         ins.set_len(len as usize);
+        ins.set_ip(ip);
         whole.then_some(ins)
     }
 }
@@ -182,16 +184,24 @@ mod tests {
         assert_eq!(read_guard(&guard(GuardKind::Ret, 0, (code.0, 4, &bytes[..3]))), None, "an instruction cut short");
     }
 
-    /// An instruction a layout changed (`mov rax, [rip+d]` of a moved global) is its encoding,
-    /// with the guest's length: the guard skips the guest's instruction.
+    /// An instruction a layout changed (`mov rax, [rip+d]` of a moved global; `mov rbx, rsp`
+    /// into a `lea` beside rsp, longer) is its encoding, with the guest's address and length:
+    /// the guard skips the guest's instruction.
     #[test]
     fn a_rewritten_instruction_keeps_its_change_and_its_length() {
+        use rtgrind_jit::iced_x86::{Code, MemoryOperand, Mnemonic, Register};
         let (ip, to) = (0x40_1000u64, 0x40_4020u64);
         let guest = [0x48, 0x8b, 0x05, 0x10, 0x30, 0x00, 0x00];
         let mut ins = Decoder::with_ip(64, &guest, ip, DecoderOptions::NONE).decode();
         ins.set_memory_displacement64(to);
-        let (bytes, n) = code_of(&ins, true);
-        let (_, _, back) = read_guard(&guard(GuardKind::Access, 0, (ip, ins.len() as u8, &bytes[..n]))).unwrap();
-        assert_eq!((back.ip_rel_memory_address(), back.next_ip()), (to, ip + 7));
+        let mut lea = Instruction::with2(Code::Lea_r64_m, Register::RBX, MemoryOperand::with_base_displ(Register::RSP, 8)).unwrap();
+        lea.set_len(3);
+        lea.set_ip(ip);
+        for (ins, mnemonic, len) in [(ins, Mnemonic::Mov, 7), (lea, Mnemonic::Lea, 3)] {
+            let (bytes, n) = code_of(&ins, true);
+            let (_, _, back) = read_guard(&guard(GuardKind::Access, 0, (ip, ins.len() as u8, &bytes[..n]))).unwrap();
+            assert_eq!((back.mnemonic(), back.ip(), back.next_ip()), (mnemonic, ip, ip + len));
+            assert_eq!(back.memory_displacement64(), ins.memory_displacement64());
+        }
     }
 }
