@@ -1399,3 +1399,51 @@ fn searches_run_the_same_from_revived_images() {
     assert!(count("blocks invalidated") > 100, "armed: every translation dropped\n{stats}");
     assert_eq!(count("blocks installed from images"), count("blocks translated"), "{stats}");
 }
+
+/// A search's runs share their translations (issue 29, the translation cache, opt-in with
+/// `RTGRIND_SHARE_TRANSLATIONS=1`): a later untraced run installs most of its blocks from the
+/// images earlier runs wrote (counted against its own translations, `--stats` of the kept
+/// runs), and the report is the one each run translating for itself gives, root cause and
+/// chain of runs alike.
+#[test]
+fn a_searchs_runs_share_their_translations_and_report_the_same() {
+    // (heap_overflow's runs share little: its point is a whole library call, whose stores every
+    // library block then checks, and its later runs have redzones, then a layout.)
+    let cases: [(&str, &str, &[&str], &str, bool); 3] = [
+        ("global_overflow", "set_name", &["AAAAAAAAAAAAAAAAAAAAAAAAAAAA"], "", true),
+        ("copy_paste", "main", &[], "1 2 3 100000000\n", true),
+        ("heap_overflow", "main", &[&"A".repeat(42)], "", false),
+    ];
+    for (name, func, args, stdin, shares) in cases {
+        let exe = bug(name, &format!("{name}_shared"), &|s| s);
+        let report = |cache: bool| -> (Vec<String>, String) {
+            let cmd = Cmd::new(&exe).args(args).stdin(stdin).env("RTGRIND_KEEP_RUNS", "1");
+            let out = run_rtgrind(["--tool=suppress", "--stats"], &if cache { cmd.env("RTGRIND_SHARE_TRANSLATIONS", "1") } else { cmd });
+            assert_eq!(out.status.code(), Some(1), "{name}: {}", out.describe());
+            let err = out.stderr_str();
+            let kept = err.lines().find_map(|l| l.split("the runs' files are kept in ").nth(1)).expect("kept runs").trim().to_string();
+            let lines = err.lines().filter(|l| l.contains("suppress: ") && !l.contains(" runs (")).map(|l| l.split("suppress: ").nth(1).unwrap().to_string()).collect();
+            (lines, kept)
+        };
+        let (shared, kept) = report(true);
+        let root = place(name, "root", func).replace(&format!("{name}.c"), &format!("{name}_shared.c"));
+        assert!(shared[0].contains(&root), "{name}: expected {root}:\n{shared:#?}");
+        // Each kept run's own figures: blocks translated, and installed from the cache.
+        let figure = |text: &str, after: &str| -> u64 {
+            text.lines().find_map(|l| l.split("stats: ").nth(1).filter(|r| r.contains(after)).and_then(|r| r.split_whitespace().next()?.parse().ok())).unwrap_or(0)
+        };
+        let mut best = 0.0f64;
+        for n in 2..20 {
+            let Ok(text) = std::fs::read_to_string(format!("{kept}/stderr-{n}")) else { break };
+            let (made, installed) = (figure(&text, "blocks translated"), figure(&text, "blocks installed from the cache"));
+            if made + installed > 0 {
+                best = best.max(installed as f64 / (made + installed) as f64);
+            }
+        }
+        assert!(!shares || best >= 0.5, "{name}: no run installed half its blocks from the cache ({best:.2}), runs kept in {kept}");
+        let _ = std::fs::remove_dir_all(&kept);
+        let (alone, kept) = report(false);
+        let _ = std::fs::remove_dir_all(&kept);
+        assert_eq!(shared, alone, "{name}");
+    }
+}

@@ -187,10 +187,12 @@ pub struct Runner {
 /// The one gate of the translation cache across a search's runs (issue 29, `persist`): whether
 /// the runs of the search `tool` share their translations. Only a tool whose code is
 /// relocatable (`Tool::relocatable_code`) can: suppression's untraced runs (its traced runs,
-/// and runs under a layout that places or records the heap, stay out by themselves: the engine
-/// asks the run's tool at each lookup).
+/// and blocks with the layout's heap hooks, stay out by themselves: the engine asks the run's
+/// tool at each lookup). Opt-in (`RTGRIND_SHARE_TRANSLATIONS=1`) while it costs a search more
+/// than it saves: a run with a point on a whole call changes every library block that stores,
+/// and writing the images costs about what installing them saves (docs/PERFORMANCE.md).
 fn shares_translations(tool: &str) -> bool {
-    tool == "suppress"
+    tool == "suppress" && std::env::var_os("RTGRIND_SHARE_TRANSLATIONS").is_some_and(|v| v == "1")
 }
 
 impl Runner {
