@@ -1422,7 +1422,8 @@ fn a_searchs_runs_share_their_translations_and_report_the_same() {
             assert_eq!(out.status.code(), Some(1), "{name}: {}", out.describe());
             let err = out.stderr_str();
             let kept = err.lines().find_map(|l| l.split("the runs' files are kept in ").nth(1)).expect("kept runs").trim().to_string();
-            let lines = err.lines().filter(|l| l.contains("suppress: ") && !l.contains(" runs (")).map(|l| l.split("suppress: ").nth(1).unwrap().to_string()).collect();
+            let lines =
+                err.lines().filter(|l| l.contains("suppress: ") && !l.contains(" runs (")).map(|l| l.split("suppress: ").nth(1).unwrap().to_string()).collect();
             (lines, kept)
         };
         let (shared, kept) = report(true);
@@ -1430,7 +1431,9 @@ fn a_searchs_runs_share_their_translations_and_report_the_same() {
         assert!(shared[0].contains(&root), "{name}: expected {root}:\n{shared:#?}");
         // Each kept run's own figures: blocks translated, and installed from the cache.
         let figure = |text: &str, after: &str| -> u64 {
-            text.lines().find_map(|l| l.split("stats: ").nth(1).filter(|r| r.contains(after)).and_then(|r| r.split_whitespace().next()?.parse().ok())).unwrap_or(0)
+            text.lines()
+                .find_map(|l| l.split("stats: ").nth(1).filter(|r| r.contains(after)).and_then(|r| r.split_whitespace().next()?.parse().ok()))
+                .unwrap_or(0)
         };
         let mut best = 0.0f64;
         for n in 2..20 {
