@@ -262,9 +262,8 @@ impl Cmd {
             None => Command::new(&self.program),
         };
         c.args(&self.args);
-        if let Some(d) = &self.cwd {
-            c.current_dir(d);
-        }
+        // (Not the repository: a search saves a layout it found in its working directory.)
+        c.current_dir(self.cwd.clone().unwrap_or_else(|| scratch_dir("cwd")));
         for (k, v) in &self.env {
             c.env(k, v);
         }
