@@ -442,7 +442,7 @@ fn skip_string_store(ctx: &mut ThreadContext, st: &mut State, ins: &Instruction,
     // faulted there: only that much is corrupt, not a gigabyte of shadow made.)
     st.mem().set_range(regs[7], mapped_prefix(regs[7], len.min(1 << 30)), 1);
     ctx.callout_regs[7] = regs[7].wrapping_add(len);
-    if matches!(ins.mnemonic(), Mnemonic::Movsb | Mnemonic::Movsw | Mnemonic::Movsd | Mnemonic::Movsq) {
+    if string_copy(ins) {
         ctx.callout_regs[6] = regs[6].wrapping_add(len);
     }
     if ins.has_rep_prefix() {
@@ -478,12 +478,14 @@ fn mapped_prefix(addr: u64, len: u64) -> u64 {
     (first + lo * 4096).saturating_sub(addr).min(len)
 }
 
+/// A string copy: `movs`.
+pub(super) fn string_copy(ins: &Instruction) -> bool {
+    matches!(ins.mnemonic(), Mnemonic::Movsb | Mnemonic::Movsw | Mnemonic::Movsd | Mnemonic::Movsq)
+}
+
 /// A string store: `movs` or `stos`.
-fn string_store(ins: &Instruction) -> bool {
-    matches!(
-        ins.mnemonic(),
-        Mnemonic::Movsb | Mnemonic::Movsw | Mnemonic::Movsd | Mnemonic::Movsq | Mnemonic::Stosb | Mnemonic::Stosw | Mnemonic::Stosd | Mnemonic::Stosq
-    )
+pub(super) fn string_store(ins: &Instruction) -> bool {
+    string_copy(ins) || matches!(ins.mnemonic(), Mnemonic::Stosb | Mnemonic::Stosw | Mnemonic::Stosd | Mnemonic::Stosq)
 }
 
 /// Bytes an instruction's memory destination covers.

@@ -16,7 +16,9 @@ use super::frames::{
     call_sites_between, calls_into, calls_with, frame_entries, init_call_log, init_table, logged_call, logged_ordinals, CALLEE_SAVED, CALL_LOG_ENTRY,
     CALL_LOG_WRAP_BIT, ENTRY_WORDS_USED, MASKS,
 };
-use super::guards::{call_store_callout, guard_callout, guest_regs, hit, plain_store_of, point_callout, Guard, GuardKind, PointCheck, State};
+use super::guards::{
+    call_store_callout, guard_callout, guest_regs, hit, plain_store_of, point_callout, string_copy, string_store, Guard, GuardKind, PointCheck, State,
+};
 use super::ordinals;
 use super::plan::{self, Outcome, Plan, Point};
 use super::records;
@@ -968,11 +970,7 @@ impl SuppressRun {
     /// write the call's own frames and suppresses the rest.
     fn call_checks(&mut self, site: &InsnSite, b: &mut Inline) {
         let ins = site.ins;
-        let stores = ins.is_string_instruction()
-            && matches!(
-                ins.mnemonic(),
-                Mnemonic::Movsb | Mnemonic::Movsw | Mnemonic::Movsd | Mnemonic::Movsq | Mnemonic::Stosb | Mnemonic::Stosw | Mnemonic::Stosd | Mnemonic::Stosq
-            )
+        let stores = ins.is_string_instruction() && string_store(ins)
             || (!ins.is_string_instruction()
                 && !matches!(ins.mnemonic(), Mnemonic::Push | Mnemonic::Call)
                 && site.info.used_memory().iter().any(|m| crate::shadow::propagate::writes(m.access())));
@@ -1129,12 +1127,7 @@ impl SuppressRun {
     ) -> Option<(String, u64)> {
         let pc = ctx.rip;
         let stores = info.used_memory().iter().any(|m| writes(m.access()));
-        if !matches!(sig, libc::SIGSEGV | libc::SIGBUS)
-            || !self.in_main(pc)
-            || !stores
-            || mem.region_at(addr).is_some()
-            || mem.region_at(addr.wrapping_sub(1)).is_none()
-        {
+        if !faulted_where_memory_ends(sig, addr, mem) || !self.in_main(pc) || !stores {
             return None;
         }
         let o = self.origin_at(addr - 1);
@@ -1150,21 +1143,17 @@ impl SuppressRun {
     /// origin names it, and its pointers were computed before it as they should: this
     /// execution of it is the definition.
     fn string_op_off_the_end(&mut self, ctx: &ThreadContext, sig: i32, addr: u64, ins: &Instruction, mem: &GuestMemory) -> Option<(String, u64)> {
-        use Mnemonic::*;
-        let copies = matches!(ins.mnemonic(), Movsb | Movsw | Movsd | Movsq);
-        let fills = matches!(ins.mnemonic(), Stosb | Stosw | Stosd | Stosq);
+        let copies = string_copy(ins);
         let k = ins.memory_size().size() as u64;
         let (rdi, rsi) = (ctx.gpr[7], ctx.gpr[6]);
         let at = |p: u64| p >= k && (p..p + k).contains(&addr);
         let forward = ctx.rflags & 0x400 == 0;
-        if !matches!(sig, libc::SIGSEGV | libc::SIGBUS)
+        if !faulted_where_memory_ends(sig, addr, mem)
             || !ins.has_rep_prefix()
-            || !(copies || fills)
+            || !string_store(ins)
             || !forward
             || !self.in_main(ctx.rip)
             || !(at(rdi) || copies && at(rsi))
-            || mem.region_at(addr).is_some()
-            || mem.region_at(addr.wrapping_sub(1)).is_none()
         {
             return None;
         }
@@ -2328,6 +2317,12 @@ fn pipe_inode(fd: u64) -> Option<u64> {
 
 /// `m` = `value`: one store of a sign-extended imm32 where it fits (the pcs of a program that
 /// is not PIE), else through a register lent for it (flag-free either way).
+/// A segmentation fault or bus error at `addr`, where nothing is mapped, just above memory that
+/// is: an access that ran on to where memory ends.
+fn faulted_where_memory_ends(sig: i32, addr: u64, mem: &GuestMemory) -> bool {
+    matches!(sig, libc::SIGSEGV | libc::SIGBUS) && mem.region_at(addr).is_none() && mem.region_at(addr.wrapping_sub(1)).is_some()
+}
+
 fn store_constant(b: &mut Inline, m: AsmMemoryOperand, value: u64) {
     match i32::try_from(value as i64) {
         Ok(v) => b.asm().mov(m, v).unwrap(),
