@@ -27,6 +27,12 @@ fn runs(stderr: &str) -> u32 {
     l.split("suppress: ").nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap()
 }
 
+/// A search's report without the pid prefixes and the timing line: its root cause and its
+/// chain of runs, for comparing two searches.
+fn report_lines(stderr: &str) -> Vec<String> {
+    stderr.lines().filter(|l| l.contains("suppress: ") && !l.contains(" runs (")).map(|l| l.split("suppress: ").nth(1).unwrap().to_string()).collect()
+}
+
 /// Runs made again to trace a failing suppression run (0 if none).
 fn traced_again(stderr: &str) -> u32 {
     let l = stderr.lines().find(|l| l.contains(" runs (")).unwrap_or_else(|| panic!("no run count:\n{stderr}"));
@@ -165,12 +171,7 @@ fn block_counts_in_a_register_and_in_memory_find_the_same_root_cause() {
     let report = |opts: &[&str]| -> Vec<String> {
         let out = run_rtgrind([&["--tool=suppress"], opts].concat(), &Cmd::new(&exe).stdin("1 2 3 100000000\n"));
         assert_eq!(out.status.code(), Some(1), "{}", out.describe());
-        // Without the pid prefix and the timing line.
-        out.stderr_str()
-            .lines()
-            .filter(|l| l.contains("suppress: ") && !l.contains(" runs ("))
-            .map(|l| l.split("suppress: ").nth(1).unwrap().to_string())
-            .collect()
+        report_lines(&out.stderr_str())
     };
     let register = report(&[]);
     assert!(register[0].ends_with(&place("copy_paste", "root", "main")) && register[1].contains(", execution 1"), "{register:#?}");
@@ -679,7 +680,7 @@ fn suppression_runs_find_the_same_with_and_without_their_fast_version() {
         let out = run_rtgrind(["--tool=suppress"], &cmd.env("RTGRIND_FAST_PATH", fast));
         assert_eq!(out.status.code(), Some(1), "{}", out.describe());
         let err = out.stderr_str();
-        let lines: Vec<String> = err.lines().filter_map(|l| l.split("suppress: ").nth(1)).filter(|l| !l.contains(" runs (")).map(String::from).collect();
+        let lines = report_lines(&err);
         assert!(lines.iter().any(|l| l.contains("suppressed:")), "{}: {err}", exe.display());
         lines
     };
@@ -957,7 +958,7 @@ fn files_a_crashing_run_leaves_behind_do_not_move_the_next_runs() {
         assert_eq!(out.status.code(), Some(1), "{}", out.describe());
         assert!(headline(&err).contains(root), "{err}");
         assert_eq!(runs(&err), 4, "{err}");
-        err.lines().filter(|l| l.contains("suppress: ") && !l.contains(" runs (")).map(|l| l.split("suppress: ").nth(1).unwrap().to_string()).collect()
+        report_lines(&err)
     };
     let strcpy = format!("{}, inside ", place("leftover_file", "root", "main"));
     assert_eq!(report(&[], &strcpy), report(&[], &strcpy));
@@ -1356,11 +1357,7 @@ fn searches_run_the_same_from_revived_images() {
             let cmd = Cmd::new(&exe).args(args).stdin(stdin);
             let out = run_rtgrind(["--tool=suppress"], &if revive { cmd.env("RTGRIND_REINSTALL", "revive") } else { cmd });
             assert_eq!(out.status.code(), Some(1), "{name}: {}", out.describe());
-            out.stderr_str()
-                .lines()
-                .filter(|l| l.contains("suppress: ") && !l.contains(" runs ("))
-                .map(|l| l.split("suppress: ").nth(1).unwrap().to_string())
-                .collect()
+            report_lines(&out.stderr_str())
         };
         let revived = report(true);
         let root = place(name, "root", func).replace(&format!("{name}.c"), &format!("{name}_revived.c"));
@@ -1422,9 +1419,7 @@ fn a_searchs_runs_share_their_translations_and_report_the_same() {
             assert_eq!(out.status.code(), Some(1), "{name}: {}", out.describe());
             let err = out.stderr_str();
             let kept = err.lines().find_map(|l| l.split("the runs' files are kept in ").nth(1)).expect("kept runs").trim().to_string();
-            let lines =
-                err.lines().filter(|l| l.contains("suppress: ") && !l.contains(" runs (")).map(|l| l.split("suppress: ").nth(1).unwrap().to_string()).collect();
-            (lines, kept)
+            (report_lines(&err), kept)
         };
         let (shared, kept) = report(true);
         let root = place(name, "root", func).replace(&format!("{name}.c"), &format!("{name}_shared.c"));
