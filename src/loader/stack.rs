@@ -2,7 +2,7 @@
 //! vector, and the strings and random bytes they point to.
 
 use super::elf::LoadedProgram;
-use crate::kernel::memory::GuestMemory;
+use crate::kernel::memory::{page_down, page_up, GuestMemory};
 
 pub const STACK_SIZE: u64 = 8 << 20;
 /// Unmapped guest memory kept on each side of the stack (the kernel keeps at least this much
@@ -130,6 +130,7 @@ pub fn build(
         while rsp + (words as u64) * 8 > w.sp && rsp > lo + STACK_SIZE / 2 {
             rsp -= FIXED_RESERVE;
         }
+        unmap_the_gap(mem, rsp + (words as u64) * 8, w.sp, top)?;
         w.sp = rsp + (words as u64) * 8;
     } else if words % 2 == 1 {
         w.push_u64(0);
@@ -152,6 +153,19 @@ pub fn build(
         return Err(std::io::Error::from_raw_os_error(libc::E2BIG));
     }
     Ok(InitialStack { rsp: w.sp, args: area(&argv_p, argv), env: area(&envp_p, envp), auxv })
+}
+
+/// A repeatable run's gap between the arrays (ending at `arrays_end`) and the strings (from
+/// `strings`) is left unmapped, but for as many bytes above the arrays as the strings take:
+/// natively the stack ends right above the strings, so a store running up the stack past the
+/// arrays faults that far above them (in the copy that overflows), not 256 KiB further.
+fn unmap_the_gap(mem: &mut GuestMemory, arrays_end: u64, strings: u64, top: u64) -> std::io::Result<()> {
+    let (from, to) = (page_up(arrays_end + (top - strings)), page_down(strings));
+    if from < to {
+        mem.guest_munmap(from, to - from);
+        mem.keep_free(from, to - from, true)?;
+    }
+    Ok(())
 }
 
 /// The auxiliary vector the kernel would give the program (the host's values where they are
