@@ -499,9 +499,48 @@ impl Detector {
         true
     }
 
-    /// `access_quick` on granule `g`.
+    /// `access_quick` on granule `g`. A granule in a full cell (a spilled one: its record's
+    /// write word says so; or one outside the covered slices) goes to its cell at once, the
+    /// record looked at once. A spilled granule whose accesses fit the compact words again goes
+    /// back to them here, as `access` does, where that frees nothing (its lists in the cell
+    /// itself) and the free slots' list has room.
     #[inline]
     fn granule_quick(&mut self, t: Tid, g: u64, mask: u8, now: Access) -> bool {
+        let (cell, at) = match self.compact.as_ref().filter(|c| c.covers(g)) {
+            Some(c) => {
+                let at = Slots(c.record(g));
+                let (w, index, _) = at.get();
+                if w.0 & SPILLED == 0 {
+                    return self.compact_quick(t, g, mask, now);
+                }
+                (&mut self.spilled[index.0 as usize], Some((at, index.0 as usize)))
+            }
+            None => match self.cells.get_mut(&g) {
+                Some(cell) => (cell, None),
+                None => return false,
+            },
+        };
+        if !cell_access_quick(cell, &self.threads[t], t, mask, now) {
+            return false;
+        }
+        let Some((at, index)) = at else { return true };
+        let Some(words) = compacted(cell) else { return true };
+        if cell.writes.spilled() || cell.reads.spilled() || !push_in_room(&mut self.free, index) {
+            // (`access` does it: it frees the lists, or grows the list of free slots.)
+            return false;
+        }
+        // (`Cell::default()`, its lists in place: nothing to free.)
+        cell.writes.clear();
+        cell.reads.clear();
+        at.set(words);
+        true
+    }
+
+    /// `granule_quick` on a covered granule whose compact words hold it (not spilled): in the
+    /// words, or, where they cannot hold it, in a new full cell as `granule` makes it, in a
+    /// free slot of the slab (`place` keeps some ready: the slab may not grow here).
+    #[inline]
+    fn compact_quick(&mut self, t: Tid, g: u64, mask: u8, now: Access) -> bool {
         if !now.write && !now.atomic && self.read_in_place(t, g, mask, now) {
             return true;
         }
@@ -510,28 +549,46 @@ impl Detector {
                 at.set(next);
                 true
             }
-            Some(_) => false,
-            None => {
-                // A full cell: recorded here if that needs no allocation (nor a new cell).
-                let Some(cell) = full_cell(&self.compact, &mut self.cells, &mut self.spilled, g) else { return false };
-                if cell_race(cell, &self.threads[t], t, mask, now).is_some() {
+            Some(Plan { at, old, next: None, found: None }) => {
+                // Built in a free slot (an empty cell, its lists in place), not moved there: a
+                // light call-out may not copy it with the C library's `memcpy`.
+                let Some(&index) = self.free.last() else { return false };
+                let cell = &mut self.spilled[index];
+                fill_spilled(cell, old);
+                if !cell_access_quick(cell, &self.threads[t], t, mask, now) {
+                    cell.writes.clear();
+                    cell.reads.clear();
                     return false;
                 }
-                if now.write || !read_again(cell, t, mask, now) {
-                    cell_trim(cell, t, mask, now);
-                    let list = if now.write { &mut cell.writes } else { &mut cell.reads };
-                    if list.len() == list.capacity() {
-                        // (`access` does it again: the trim changed nothing the race check sees.)
-                        return false;
-                    }
-                    list.push(Held::new(now, mask));
-                }
-                // (A spilled one the compact words can hold again goes back to them in
-                // `access`.)
-                let spilled = self.compact.as_ref().is_some_and(|c| c.covers(g));
-                !(spilled && compacted(cell).is_some())
+                self.free.pop();
+                at.set((Word(SPILLED), Word(index as u64), 0));
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// A slot of the slab for `cell`: a free one, else a new one at the end. The slab then keeps
+    /// `SPARE` empty cells ready where it has no free one left, for the light call-outs' spills
+    /// (`compact_quick`), which may neither grow it nor move a cell into it.
+    fn place(&mut self, cell: Cell) -> usize {
+        let index = match self.free.pop() {
+            Some(i) => {
+                self.spilled[i] = cell;
+                i
+            }
+            None => {
+                self.spilled.push(cell);
+                self.spilled.len() - 1
+            }
+        };
+        if self.free.is_empty() {
+            for _ in 0..SPARE {
+                self.spilled.push(Cell::default());
+                self.free.push(self.spilled.len() - 1);
             }
         }
+        index
     }
 
     /// A plain read `now` by `t` of the bytes `mask` of granule `g` recorded in place where
@@ -642,25 +699,10 @@ impl Detector {
             return plan.found;
         }
         // Spill: the granule's accesses become a full cell's.
-        let k = Compacted::of(plan.old);
-        let held = |x: Word, old: u8, delta: u32, site: u32, write: bool| {
-            x.parts(old, delta).into_iter().filter(|p| p.0 != 0).map(move |(m, c)| Held::new(x.access(c, site, write), m))
-        };
-        // (Room for four accesses a list in the cell, which `access_quick` can then record.)
         let mut cell = Cell::default();
-        cell.writes.extend(held(k.w, k.w_old, k.w_delta, k.w_site, true));
-        cell.reads.extend(held(k.r, k.r_old, k.r_delta, k.r_site, false));
+        fill_spilled(&mut cell, plan.old);
         let found = cell_access(&mut cell, &self.threads[t], t, mask, now);
-        let index = match self.free.pop() {
-            Some(i) => {
-                self.spilled[i] = cell;
-                i
-            }
-            None => {
-                self.spilled.push(cell);
-                self.spilled.len() - 1
-            }
-        };
+        let index = self.place(cell);
         plan.at.set((Word(SPILLED), Word(index as u64), 0));
         found
     }
@@ -724,6 +766,60 @@ pub fn granules(addr: u64, size: u64) -> impl Iterator<Item = (u64, u8)> {
         let (lo, hi) = (addr.max(g) - g, end.min(g + 8) - g);
         (g, (((1u16 << hi) - 1) & !((1u16 << lo) - 1)) as u8)
     })
+}
+
+/// Empty full cells the slab keeps ready for spills in a light call-out.
+const SPARE: usize = 64;
+
+/// Pushes `x` onto `v` where it has room (false, nothing done, where it has none): no
+/// allocation, as a light call-out needs (`Vec::push` can grow, and calls the allocator then).
+fn push_in_room(v: &mut Vec<usize>, x: usize) -> bool {
+    if v.len() == v.capacity() {
+        return false;
+    }
+    // SAFETY: within the vector's capacity; the slot past its length is written before the
+    // length covers it.
+    unsafe {
+        v.as_mut_ptr().add(v.len()).write(x);
+        v.set_len(v.len() + 1);
+    }
+    true
+}
+
+/// An empty full cell (`cell`, its lists in place) made what a granule's compact words `old`
+/// hold when they cannot hold an access: the write's and the read's bytes by epoch (room for
+/// four accesses a list in the cell itself, which `access_quick` can then record). It
+/// allocates nothing (at most two entries a list).
+fn fill_spilled(cell: &mut Cell, old: (Word, Word, u64)) {
+    let k = Compacted::of(old);
+    let fill = |list: &mut Held4, x: Word, old: u8, delta: u32, site: u32, write: bool| {
+        for (m, c) in x.parts(old, delta).into_iter().filter(|p| p.0 != 0) {
+            if list.len() < list.capacity() {
+                list.push(Held::new(x.access(c, site, write), m));
+            }
+        }
+    };
+    fill(&mut cell.writes, k.w, k.w_old, k.w_delta, k.w_site, true);
+    fill(&mut cell.reads, k.r, k.r_old, k.r_delta, k.r_site, false);
+}
+
+/// `cell_access` where it finds no race and its list has room (no allocation): true, the
+/// access recorded; false, with nothing changed that doing it again would do differently.
+#[inline]
+fn cell_access_quick(cell: &mut Cell, clock: &Clock, t: Tid, mask: u8, now: Access) -> bool {
+    if cell_race(cell, clock, t, mask, now).is_some() {
+        return false;
+    }
+    if now.write || !read_again(cell, t, mask, now) {
+        cell_trim(cell, t, mask, now);
+        let list = if now.write { &mut cell.writes } else { &mut cell.reads };
+        if list.len() == list.capacity() {
+            // (`access` does it again: the trim changed nothing the race check sees.)
+            return false;
+        }
+        list.push(Held::new(now, mask));
+    }
+    true
 }
 
 /// The access `now` by `t` (its clock `clock`) to the bytes `mask` of a full cell: an earlier
@@ -920,6 +1016,60 @@ mod tests {
         assert!(placed > 300 && declined > 300, "{placed} placed, {declined} declined");
     }
 
+    /// The light call-out's path (`access_quick`, and `access` where it declines) finds the races
+    /// `access` alone finds, and leaves the same words and cells: random accesses of three
+    /// threads over a few granules, each made both ways on two detectors, with spills into full
+    /// cells and back (now also in `access_quick`, where they allocate nothing).
+    #[test]
+    fn quick_accesses_with_spills_are_the_full_paths() {
+        let mut next = random(0x2545_f491_4f6c_dd1d);
+        let (mut quick, mut full) = (Detector::new().unwrap(), Detector::new().unwrap());
+        for d in [&mut quick, &mut full] {
+            d.cover(0x1000, 0x2000);
+            d.create(0);
+            d.create(0);
+        }
+        let (mut taken, mut moved) = (0, 0);
+        let spilled = |d: &Detector, g: u64| Slots(d.compact.as_ref().unwrap().record(g)).get().0 .0 & SPILLED != 0;
+        for round in 0..400u64 {
+            let g = 0x1000 + 8 * (round % 8);
+            for k in 0..2 + next(20) as u32 {
+                let t = next(3) as Tid;
+                match next(8) {
+                    0 => [&mut quick, &mut full].map(|d| d.release(t, 1)),
+                    1 => [&mut quick, &mut full].map(|d| d.acquire(t, 1)),
+                    _ => [(), ()],
+                };
+                let size = [1u64, 2, 4, 8][next(4) as usize];
+                let addr = g + next(9 - size);
+                let (write, site) = (next(3) == 0, round as u32 * 100 + k);
+                let was = spilled(&quick, g);
+                if quick.access_quick(t, addr, size, write, false, site) {
+                    taken += 1;
+                    // (Into a full cell, or back to the words, in the quick path itself.)
+                    moved += usize::from(spilled(&quick, g) != was);
+                } else {
+                    quick.access(t, addr, size, write, false, site);
+                }
+                full.access(t, addr, size, write, false, site);
+                assert_eq!(quick.races, full.races, "round {round}, access {k}");
+                let cells = |d: &Detector| {
+                    let (w, index, _) = Slots(d.compact.as_ref().unwrap().record(g)).get();
+                    (w.0 & SPILLED != 0).then(|| {
+                        let c = &d.spilled[index.0 as usize];
+                        (
+                            c.writes.iter().map(|h| (h.tid, h.clock, h.site, h.mask)).collect::<Vec<_>>(),
+                            c.reads.iter().map(|h| (h.tid, h.clock, h.site, h.mask)).collect::<Vec<_>>(),
+                        )
+                    })
+                };
+                let words = |d: &Detector| if cells(d).is_some() { [SPILLED, 0, 0] } else { d.words(g) };
+                assert_eq!((words(&quick), cells(&quick)), (words(&full), cells(&full)), "round {round}, access {k}");
+            }
+        }
+        assert!(taken > 1000 && moved > 50 && quick.races.len() > 10, "{taken} taken, {moved} moved, {} races", quick.races.len());
+    }
+
     /// A full cell's read made again in place (`read_again`) leaves the lists `cell_trim` and a
     /// push leave: random accesses of three threads to granules only full cells hold.
     #[test]
@@ -972,12 +1122,13 @@ mod tests {
         d.release(b, 0x50);
         d.acquire(a, 0x50);
         d.access(a, 0x1000, 8, true, false, 3);
-        assert_eq!((d.full_cells(), d.free.len()), (0, 1));
+        // (Its slot free again, beside the slab's `SPARE` empty cells.)
+        assert_eq!((d.full_cells(), d.free.len()), (0, SPARE + 1));
         assert!(d.races.is_empty(), "{:?}", d.races);
         d.access(b, 0x1004, 4, true, false, 4);
         assert_eq!(d.races.iter().map(|r| (r.earlier.site, r.later.site, r.addr)).collect::<Vec<_>>(), vec![(3, 4, 0x1004)]);
-        // (Another thread's partial write spills it again, into the free slot.)
-        assert_eq!((d.full_cells(), d.free.len(), d.spilled.len()), (1, 0, 1));
+        // (Another thread's partial write spills it again, into the slot it left.)
+        assert_eq!((d.full_cells(), d.free.len(), d.spilled.len()), (1, SPARE, SPARE + 1));
     }
 
     /// A run of read-modify-writes by the thread that owns a location, settled as the race
