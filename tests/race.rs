@@ -827,6 +827,19 @@ fn a_memory_functions_read_in_place_still_races_with_a_write_not_ordered_before_
     only_race("compare_after_write", "ok\n", ("racing compare", "worker"), ("racing write", "main"));
 }
 
+/// A granule moves into a full cell, and back to the compact words, in the light call-outs
+/// themselves (issue 30), as `sort`'s lines do when both its threads compare them: the worker,
+/// then main, memcmp every line of a table (reads by two threads not ordered with each other),
+/// and the worker's later write to a line races with main's memcmp read, which only the new cell
+/// holds, at their lines (-O0, -O2). With `--stats`, a few dozen full memory-call call-outs, not
+/// one per line (2,003 before).
+#[test]
+fn a_memory_functions_read_into_a_new_full_cell_is_light_and_races_as_before() {
+    only_race("shared_lines", "ok\n", ("racing write", "worker"), ("racing compare", "compare_all"));
+    let (full, err) = callouts("shared_lines", "-O0", "race memory call (full)");
+    assert!(full < 200, "{full} full memory-call call-outs:\n{err}");
+}
+
 /// Two threads taking turns with a spinlock (issue 30): the C library's plain store that
 /// unlocks it (a release) and the plain load of the exit word by which `pthread_join` finds the
 /// worker gone (an acquire) are made in light call-outs where no clock grows, and order as
