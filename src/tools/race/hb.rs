@@ -503,7 +503,10 @@ impl Detector {
     /// write word says so; or one outside the covered slices) goes to its cell at once, the
     /// record looked at once. A spilled granule whose accesses fit the compact words again goes
     /// back to them here, as `access` does, where that frees nothing (its lists in the cell
-    /// itself) and the free slots' list has room.
+    /// itself) and the free slots' list has room. (It relies on the detector being used by one
+    /// thread at a time, as everything here does: the call-outs run under the scheduler's baton,
+    /// one guest thread at a time, so no other call-out takes a free slot between the look at
+    /// the free list and the cell filled there.)
     #[inline]
     fn granule_quick(&mut self, t: Tid, g: u64, mask: u8, now: Access) -> bool {
         let (cell, at) = match self.compact.as_ref().filter(|c| c.covers(g)) {
