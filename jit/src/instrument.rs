@@ -907,23 +907,17 @@ pub const fn spill_slot(n: usize) -> usize {
 /// Renames the general registers `i` names: register number n becomes `map[n]` (r8-r15 only,
 /// in every size; see `Inline::may_rename`).
 pub(crate) fn rename_registers(i: &mut Instruction, map: &[u8; 16]) {
+    // r8-r15 in each size are consecutive, and a size's first one is its r8. (By the enum's
+    // order, not `Register::size`/`number`: their tables cost a cache line each.)
     let renamed = |r: Register| -> Register {
-        if !r.is_gpr() {
-            return r;
+        for first in [Register::R8, Register::R8D, Register::R8W, Register::R8L] {
+            let k = (r as u32).wrapping_sub(first as u32);
+            if k < 8 {
+                let to = map[8 + k as usize] as u32;
+                return if to >= 8 { first + (to - 8) } else { r };
+            }
         }
-        let n = r.full_register().number() - Register::RAX.number();
-        let to = map[n] as usize;
-        if to == n || n < 8 || to < 8 {
-            return r;
-        }
-        // r8-r15 in each size are consecutive, and a size's first one is its r8.
-        let first = match r.size() {
-            8 => Register::R8,
-            4 => Register::R8D,
-            2 => Register::R8W,
-            _ => Register::R8L,
-        };
-        first + (to as u32 - 8)
+        r
     };
     for k in 0..i.op_count() {
         if i.op_kind(k) == OpKind::Register {
@@ -968,6 +962,38 @@ pub(crate) fn used_registers(ins: &Instruction, info: &InstructionInfo) -> u16 {
 mod tests {
     use super::*;
     use iced_x86::code_asm::{r8, rdx};
+
+    /// Renaming by the enum's order gives the register of the same size with the new number,
+    /// for every operand and both address registers, and leaves rax-rdi and renamings to them
+    /// alone.
+    #[test]
+    fn renaming_keeps_each_register_size() {
+        let mut map = [0u8; 16];
+        for (n, m) in map.iter_mut().enumerate() {
+            *m = n as u8;
+        }
+        (map[8], map[9], map[13], map[11]) = (12, 15, 10, 3);
+        let named = |n: usize| -> Vec<Register> {
+            let r = Register::RAX + n as u32;
+            // (The 8-bit ones by number: iced lists ah-bh among them.)
+            let low8 = [Register::AL, Register::CL, Register::DL, Register::BL, Register::SPL, Register::BPL, Register::SIL, Register::DIL];
+            let byte = if n < 8 { low8[n] } else { Register::R8L + (n as u32 - 8) };
+            vec![r, Register::EAX + n as u32, Register::AX + n as u32, byte]
+        };
+        for from in 0..16 {
+            let to = if from >= 8 && map[from] >= 8 { map[from] as usize } else { from };
+            for (size, r) in named(from).into_iter().enumerate() {
+                let mut i = Instruction::with2(iced_x86::Code::Mov_r64_rm64, Register::RAX, Register::RAX).unwrap();
+                i.set_op0_register(r);
+                i.set_op1_kind(OpKind::Memory);
+                i.set_memory_base(Register::RAX + from as u32);
+                i.set_memory_index(Register::RAX + from as u32);
+                rename_registers(&mut i, &map);
+                assert_eq!(i.op0_register(), named(to)[size], "{r:?}");
+                assert_eq!((i.memory_base(), i.memory_index()), (Register::RAX + to as u32, Register::RAX + to as u32), "{r:?}");
+            }
+        }
+    }
 
     #[test]
     fn registers_are_lent_r8_to_r15_then_rbx_rbp_rsi_rdi_rdx_rcx() {

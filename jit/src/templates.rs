@@ -116,9 +116,55 @@ fn form(code: Code) -> Option<Form> {
     })
 }
 
-/// Number (0-15) of a 64- or 32-bit general register.
+/// Number (0-15) of a 64- or 32-bit general register. (By the enum's order, in which each
+/// size's sixteen are consecutive: `Register::number` reads a table of register infos, a
+/// cache line apart, for every operand of every instruction of tool code.)
 fn gpr(r: Register) -> Option<u8> {
-    (r.is_gpr64() || r.is_gpr32()).then(|| r.number() as u8)
+    gpr64(r).or_else(|| (r as u32).wrapping_sub(Register::EAX as u32).try_into().ok().filter(|&n: &u8| n < 16))
+}
+
+/// Number (0-15) of a 64-bit general register.
+fn gpr64(r: Register) -> Option<u8> {
+    (r as u32).wrapping_sub(Register::RAX as u32).try_into().ok().filter(|&n: &u8| n < 16)
+}
+
+/// One instruction's bytes as a template writes them (x86 instructions are at most 15 bytes),
+/// in place at the end of the code. Every copy has a size known when compiling (a few moves):
+/// a copy of a slice whose length is a variable is a call of `memmove`, and the templates'
+/// copies of one to four bytes (opcodes, displacements, immediates) went through it. (Not in
+/// a buffer on the stack copied over at once: loading 16 bytes just stored one by one waits
+/// for the stores, and that wait was a third of a template's time.)
+struct Bytes<'a> {
+    /// `ROOM` bytes at the code's end, `n` of them written.
+    b: &'a mut [u8],
+    n: usize,
+}
+
+/// Room for an instruction's bytes, and for `put`'s whole word after 15 of them.
+const ROOM: usize = 20;
+
+impl Bytes<'_> {
+    fn push(&mut self, v: u8) {
+        self.b[self.n] = v;
+        self.n += 1;
+    }
+
+    fn extend_from_slice<const N: usize>(&mut self, v: &[u8; N]) {
+        self.b[self.n..self.n + N].copy_from_slice(v);
+        self.n += N;
+    }
+
+    /// The first `len` (at most 4) bytes of `v`, little-endian.
+    fn put(&mut self, v: u32, len: usize) {
+        self.b[self.n..self.n + 4].copy_from_slice(&v.to_le_bytes());
+        self.n += len.min(4);
+    }
+
+    /// A form's opcode bytes (one or two).
+    fn opcode(&mut self, op: &[u8]) {
+        let v = op.iter().rev().fold(0u32, |v, &b| v << 8 | b as u32);
+        self.put(v, op.len());
+    }
 }
 
 /// The ModRM operand: a register (mod 11) or memory.
@@ -132,17 +178,17 @@ impl RmOperand {
         match ins.op_kind(op) {
             // (`movzx r32, r16`: the 16-bit register is numbered as the others.)
             OpKind::Register if matches!(ins.code(), Code::Movzx_r32_rm16) && ins.op_register(op).is_gpr16() => {
-                Some(RmOperand::Reg(ins.op_register(op).number() as u8))
+                Some(RmOperand::Reg((ins.op_register(op) as u32 - Register::AX as u32) as u8))
             }
             OpKind::Register => gpr(ins.op_register(op)).map(RmOperand::Reg),
             OpKind::Memory => {
                 let base = match ins.memory_base() {
                     Register::None => None,
-                    r => Some(gpr(r).filter(|_| r.is_gpr64())?),
+                    r => Some(gpr64(r)?),
                 };
                 let index = match ins.memory_index() {
                     Register::None => None,
-                    r => Some(gpr(r).filter(|&n| r.is_gpr64() && n != 4)?),
+                    r => Some(gpr64(r).filter(|&n| n != 4)?),
                 };
                 let disp = i32::try_from(ins.memory_displacement64() as i64).ok()?;
                 Some(RmOperand::Mem { base, index, scale: ins.memory_index_scale() as u8, disp })
@@ -161,14 +207,14 @@ impl RmOperand {
 
     /// ModRM (with `reg`), SIB and displacement, as iced encodes them: no displacement where
     /// the base allows it, else 8 bits where the value fits, else 32.
-    fn encode(&self, reg: u8, out: &mut Vec<u8>) {
+    fn encode(&self, reg: u8, out: &mut Bytes) {
         self.encode_scaled(reg, 0, out)
     }
 
     /// As `encode`, with EVEX's compressed disp8: the displacement in units of `1 << shift`
     /// bytes where it is a multiple of that which fits. (A shift, not a divisor: this runs for
     /// every memory operand of tool code, and a division by a variable is a `idiv`.)
-    fn encode_scaled(&self, reg: u8, shift: u32, out: &mut Vec<u8>) {
+    fn encode_scaled(&self, reg: u8, shift: u32, out: &mut Bytes) {
         let reg = (reg & 7) << 3;
         let (base, index, scale, disp) = match *self {
             RmOperand::Reg(r) => return out.push(0xc0 | reg | (r & 7)),
@@ -209,10 +255,20 @@ impl RmOperand {
 /// Appends `ins`'s encoding if a template has its form and operands (true); else leaves `out`
 /// as it was (false).
 pub(crate) fn encode(ins: &Instruction, out: &mut Vec<u8>) -> bool {
+    let len = out.len();
+    out.extend_from_slice(&[0; ROOM]);
+    let mut bytes = Bytes { b: &mut out[len..], n: 0 };
+    let ok = encode_into(ins, &mut bytes);
+    let n = if ok { bytes.n } else { 0 };
+    out.truncate(len + n);
+    ok
+}
+
+fn encode_into(ins: &Instruction, out: &mut Bytes) -> bool {
     match ins.code() {
         // The tools' own bytes (`db`: jumps whose rel32 the engine patches), and labels.
         Code::DeclareByte => {
-            out.extend((0..ins.declare_data_len()).map(|k| ins.get_declare_byte_value(k)));
+            (0..ins.declare_data_len()).for_each(|k| out.push(ins.get_declare_byte_value(k)));
             return true;
         }
         Code::Zero_bytes => return true,
@@ -242,7 +298,7 @@ pub(crate) fn encode(ins: &Instruction, out: &mut Vec<u8>) -> bool {
         Register::FS => Some(0x64),
         _ => return false,
     };
-    let start = out.len();
+    let start = out.n;
     let ok = match f.shape {
         Shape::RegRm { reg_op } => {
             let (Some(reg), Some(m)) = (gpr(ins.op_register(reg_op)).filter(|_| ins.op_kind(reg_op) == OpKind::Register), RmOperand::of(ins, 1 - reg_op))
@@ -250,17 +306,17 @@ pub(crate) fn encode(ins: &Instruction, out: &mut Vec<u8>) -> bool {
                 return false;
             };
             prefixes(out, seg, &f, reg >> 3, m.rex_xb());
-            out.extend_from_slice(f.op);
+            out.opcode(f.op);
             m.encode(reg, out);
             true
         }
         Shape::RmImm { ext, imm } => {
             let Some(m) = RmOperand::of(ins, 0) else { return false };
             prefixes(out, seg, &f, 0, m.rex_xb());
-            out.extend_from_slice(f.op);
+            out.opcode(f.op);
             m.encode(ext, out);
-            let v = ins.immediate(1);
-            out.extend_from_slice(&v.to_le_bytes()[..imm as usize]);
+            // (The operand's low bytes, whatever its kind: `immediate(1)` matches on it.)
+            out.put(ins.immediate32(), imm as usize);
             true
         }
         Shape::OpReg { imm } => {
@@ -273,7 +329,10 @@ pub(crate) fn encode(ins: &Instruction, out: &mut Vec<u8>) -> bool {
             };
             prefixes(out, seg, &f, 0, (0, r >> 3));
             out.push(f.op[0] | (r & 7));
-            out.extend_from_slice(&ins.immediate(1).to_le_bytes()[..imm as usize]);
+            match imm {
+                8 => out.extend_from_slice(&ins.immediate64().to_le_bytes()),
+                _ => out.put(ins.immediate32(), imm as usize),
+            }
             true
         }
         Shape::Vex38W1 { pp, v } => {
@@ -285,7 +344,7 @@ pub(crate) fn encode(ins: &Instruction, out: &mut Vec<u8>) -> bool {
             let (x, b) = m.rex_xb();
             let r = reg >> 3;
             out.extend_from_slice(&[0xc4, (r ^ 1) << 7 | (x ^ 1) << 6 | (b ^ 1) << 5 | 0b00010, 0x80 | (!v & 15) << 3 | pp]);
-            out.extend_from_slice(f.op);
+            out.opcode(f.op);
             m.encode(reg, out);
             true
         }
@@ -306,17 +365,17 @@ pub(crate) fn encode(ins: &Instruction, out: &mut Vec<u8>) -> bool {
             // P0: R X B R' (inverted), map 0F; P1: W, vvvv unused (1111), pp; P2: 128 bits,
             // V' unused (1), no mask.
             out.extend_from_slice(&[0x62, (r ^ 1) << 7 | (xb ^ 1) << 6 | (b ^ 1) << 5 | (r2 ^ 1) << 4 | 1, 0xfc | pp, 0x08]);
-            out.extend_from_slice(f.op);
+            out.opcode(f.op);
             m.encode_scaled(reg, 3, out);
             true
         }
     };
-    debug_assert!(ok && out.len() > start);
+    debug_assert!(ok && out.n > start);
     ok
 }
 
 /// The segment and operand-size prefixes and the REX byte (if one is needed).
-fn prefixes(out: &mut Vec<u8>, seg: Option<u8>, f: &Form, r: u8, (x, b): (u8, u8)) {
+fn prefixes(out: &mut Bytes, seg: Option<u8>, f: &Form, r: u8, (x, b): (u8, u8)) {
     if let Some(s) = seg {
         out.push(s);
     }

@@ -1755,13 +1755,16 @@ fn assemble_at(asm: &mut iced_x86::code_asm::CodeAssembler, ip: u64, mut code: V
             fixups.push(((at - ip) as u32 - 4, 4, i.memory_displacement64()));
             continue;
         }
+        // (A template first: no template takes a branch, and most tool code is templates.)
+        if crate::templates::encode(i, &mut code) {
+            at = ip + code.len() as u64;
+            continue;
+        }
         if !label_branch(i) {
-            if !crate::templates::encode(i, &mut code) {
-                let encoder = encoder.get_or_insert_with(|| Encoder::new(64));
-                encoder.set_buffer(std::mem::take(&mut code));
-                encoder.encode(i, at).expect("tool code encodes");
-                code = encoder.take_buffer();
-            }
+            let encoder = encoder.get_or_insert_with(|| Encoder::new(64));
+            encoder.set_buffer(std::mem::take(&mut code));
+            encoder.encode(i, at).expect("tool code encodes");
+            code = encoder.take_buffer();
             at = ip + code.len() as u64;
             continue;
         }
