@@ -258,8 +258,9 @@ pub(crate) enum ToolImm {
 
 /// Inline code a tool adds at one point of a translation.
 pub struct Inline {
-    /// Made on first use: most points of most translations get no code.
-    asm: Option<CodeAssembler>,
+    /// Made on first use: most points of most translations get no code. (Boxed: a builder
+    /// is moved a few times per point, and one of over 128 bytes moves by a call of `memcpy`.)
+    asm: Option<Box<CodeAssembler>>,
     /// Registers the guest instruction uses (bit = register number): never lent out.
     guest_uses: u16,
     /// Registers lent to the tool, spilled before its code and restored after.
@@ -330,7 +331,7 @@ pub(crate) struct Finished {
     /// Lent registers whose guest values are dead (see `Inline::scratch_short`): not spilled.
     pub dead: u16,
     pub save_flags: bool,
-    pub asm: CodeAssembler,
+    pub asm: Box<CodeAssembler>,
     /// `gs` offset of the qword that decides a conditional branch (0 own, 1 taken, 2 not).
     pub outcome: Option<usize>,
     /// Jumps to the other version (out of line): placeholder instruction index and the
@@ -353,15 +354,15 @@ pub(crate) struct Finished {
 thread_local! {
     /// Assemblers done with (`recycle`): tool code is built at every instruction, and a new
     /// assembler costs allocations.
-    static ASSEMBLERS: std::cell::RefCell<Vec<CodeAssembler>> = const { std::cell::RefCell::new(Vec::new()) };
+    static ASSEMBLERS: std::cell::RefCell<Vec<Box<CodeAssembler>>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-fn assembler() -> CodeAssembler {
-    ASSEMBLERS.with(|p| p.borrow_mut().pop()).unwrap_or_else(|| CodeAssembler::new(64).expect("64-bit assembler"))
+fn assembler() -> Box<CodeAssembler> {
+    ASSEMBLERS.with(|p| p.borrow_mut().pop()).unwrap_or_else(|| Box::new(CodeAssembler::new(64).expect("64-bit assembler")))
 }
 
 /// Gives back an assembler whose code was emitted, for the next tool code.
-pub(crate) fn recycle(mut asm: CodeAssembler) {
+pub(crate) fn recycle(mut asm: Box<CodeAssembler>) {
     asm.reset();
     ASSEMBLERS.with(|p| p.borrow_mut().push(asm));
 }
