@@ -353,7 +353,9 @@ pub(crate) struct Finished {
 
 thread_local! {
     /// Assemblers done with (`recycle`): tool code is built at every instruction, and a new
-    /// assembler costs allocations.
+    /// assembler costs allocations. (In their boxes: `Inline` holds one boxed, and unboxing
+    /// and boxing again would allocate at every point.)
+    #[allow(clippy::vec_box)]
     static ASSEMBLERS: std::cell::RefCell<Vec<Box<CodeAssembler>>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
