@@ -63,13 +63,13 @@ impl InsnSite<'_> {
 pub struct BlockCode<'a> {
     pub insns: &'a [Instruction],
     /// Each instruction's registers and memory read and written.
-    pub infos: &'a [InstructionInfo],
+    pub infos: &'a [&'a InstructionInfo],
 }
 
 impl BlockCode<'_> {
     /// The instructions with their analyses, up to the first that does not decode.
     pub fn analysed(&self) -> impl Iterator<Item = (&Instruction, &InstructionInfo)> {
-        self.insns.iter().zip(self.infos).take_while(|(ins, _)| !ins.is_invalid())
+        self.insns.iter().zip(self.infos.iter().copied()).take_while(|(ins, _)| !ins.is_invalid())
     }
 }
 

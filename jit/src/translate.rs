@@ -510,14 +510,41 @@ fn decode_reach(bytes: &[u8], pc: u64) -> Vec<Instruction> {
     insns
 }
 
+/// One `InstructionInfoFactory` per instruction of a block's reach, kept from block to block
+/// (a factory's analysis reuses its lists): the analyses `used_from` makes point into them.
+/// Given back to the thread's pool when dropped.
+struct InfoFactories(Vec<InstructionInfoFactory>);
+
+thread_local! {
+    static INFO_FACTORIES: std::cell::RefCell<Vec<InstructionInfoFactory>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl InfoFactories {
+    /// At least `n` factories.
+    fn take(n: usize) -> InfoFactories {
+        let mut f = INFO_FACTORIES.with(|p| std::mem::take(&mut *p.borrow_mut()));
+        if f.len() < n {
+            f.resize_with(n, InstructionInfoFactory::new);
+        }
+        InfoFactories(f)
+    }
+}
+
+impl Drop for InfoFactories {
+    fn drop(&mut self) {
+        let f = std::mem::take(&mut self.0);
+        INFO_FACTORIES.with(|p| *p.borrow_mut() = f);
+    }
+}
+
 /// For each instruction k of `insns` (from `decode_reach`), the general registers the
 /// instructions from k up to the next exit use: every exit gives all registers their guest
 /// values back, so a register lent after it is reloaded there anyway. Also each
 /// instruction's `InstructionInfo`, which every version's translation and the tool's hooks
-/// read (made once: iced's analysis is a good part of a translation's time).
-fn used_from(insns: &[Instruction]) -> (Vec<u16>, Vec<InstructionInfo>) {
-    let mut factory = InstructionInfoFactory::new();
-    let infos: Vec<InstructionInfo> = insns.iter().map(|ins| factory.info(ins).clone()).collect();
+/// read (made once: iced's analysis is a good part of a translation's time). Each analysis
+/// stays in a factory of its own (`InfoFactories`): a copy of one costs two allocations.
+fn used_from<'f>(insns: &[Instruction], factories: &'f mut [InstructionInfoFactory]) -> (Vec<u16>, Vec<&'f InstructionInfo>) {
+    let infos: Vec<&InstructionInfo> = factories.iter_mut().zip(insns).map(|(f, ins)| &*f.info(ins)).collect();
     let mut later = vec![0u16; insns.len() + 1];
     for (k, ins) in insns.iter().enumerate().rev() {
         let uses = if ins.is_invalid() { 0xffff } else { used_registers(ins, &infos[k]) };
@@ -927,7 +954,8 @@ fn build(
     // backward (or self) direct branch, an indirect branch or the dispatcher, which all enter
     // at `check_off`, so a thread still reaches a preemption point in every loop.
     let body_off = label_body(b);
-    let (later, infos) = b.prof.timed(Phase::Registers, || used_from(&reach));
+    let mut factories = InfoFactories::take(reach.len());
+    let (later, infos) = b.prof.timed(Phase::Registers, || used_from(&reach, &mut factories.0));
     let two = b.prof.timed(Phase::ToolHooks, || tool.two_versions(pc, &BlockCode { insns: &reach, infos: &infos }));
     b.lazy &= two;
     let versions: &[Version] = match (two, b.lazy) {
@@ -1113,7 +1141,7 @@ struct BodyEnv<'a> {
     /// from here instead of decoding again, and the tool sees them (`InsnSite::reach`).
     reach: &'a [Instruction],
     /// `reach`'s analyses (see `used_from`).
-    infos: &'a [InstructionInfo],
+    infos: &'a [&'a InstructionInfo],
     max_insns: usize,
     flags_dead: &'a [bool],
     /// Per instruction k: the registers instructions k.. use up to the next exit (see
@@ -1293,7 +1321,7 @@ impl Body<'_, '_> {
         let env = self.env;
         let fresh;
         let info = match env.infos.get(count - 1) {
-            Some(info) if !self.rewritten => info,
+            Some(&info) if !self.rewritten => info,
             _ => {
                 fresh = b.prof.timed(Phase::Registers, || self.info_factory.info(&ins).clone());
                 &fresh
