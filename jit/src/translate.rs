@@ -544,10 +544,10 @@ impl Drop for InfoFactories {
 /// read (made once: iced's analysis is a good part of a translation's time). Each analysis
 /// stays in a factory of its own (`InfoFactories`): a copy of one costs two allocations.
 fn used_from<'f>(insns: &[Instruction], factories: &'f mut [InstructionInfoFactory]) -> (Vec<u16>, Vec<&'f InstructionInfo>) {
-    let infos: Vec<&InstructionInfo> = factories.iter_mut().zip(insns).map(|(f, ins)| &*f.info(ins)).collect();
+    let infos: Vec<&InstructionInfo> = factories.iter_mut().zip(insns).map(|(f, ins)| f.info(ins)).collect();
     let mut later = vec![0u16; insns.len() + 1];
     for (k, ins) in insns.iter().enumerate().rev() {
-        let uses = if ins.is_invalid() { 0xffff } else { used_registers(ins, &infos[k]) };
+        let uses = if ins.is_invalid() { 0xffff } else { used_registers(ins, infos[k]) };
         let exits = ins.flow_control() != FlowControl::Next;
         later[k] = if exits { uses } else { later[k + 1] | uses };
     }
