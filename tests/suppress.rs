@@ -1397,25 +1397,28 @@ fn searches_run_the_same_from_revived_images() {
     assert_eq!(count("blocks installed from images"), count("blocks translated"), "{stats}");
 }
 
-/// A search's runs share their translations (issue 29, the translation cache, opt-in with
-/// `RTGRIND_SHARE_TRANSLATIONS=1`): a later untraced run installs most of its blocks from the
+/// A search's runs share their translations (issue 29, the translation cache; on unless
+/// `RTGRIND_SHARE_TRANSLATIONS=0`): a later untraced run installs most of its blocks from the
 /// images earlier runs wrote (counted against its own translations, `--stats` of the kept
 /// runs), and the report is the one each run translating for itself gives, root cause and
 /// chain of runs alike.
 #[test]
 fn a_searchs_runs_share_their_translations_and_report_the_same() {
-    // (heap_overflow's runs share little: its point is a whole library call, whose stores every
-    // library block then checks, and its later runs have redzones, then a layout.)
-    let cases: [(&str, &str, &[&str], &str, bool); 3] = [
+    // (stack_smash's and heap_overflow's points are whole library calls, whose stores are
+    // checked against the call the program's calls make live; their later runs have redzones,
+    // then layouts, and install the first armed run's blocks: with the plan's call points, the
+    // redzones or the layout in every block's key, none did.)
+    let cases: [(&str, &str, &[&str], &str, bool); 4] = [
         ("global_overflow", "set_name", &["AAAAAAAAAAAAAAAAAAAAAAAAAAAA"], "", true),
         ("copy_paste", "main", &[], "1 2 3 100000000\n", true),
-        ("heap_overflow", "main", &[&"A".repeat(42)], "", false),
+        ("heap_overflow", "main", &[&"A".repeat(42)], "", true),
+        ("stack_smash", "greet", &[&"A".repeat(54)], "", true),
     ];
     for (name, func, args, stdin, shares) in cases {
         let exe = bug(name, &format!("{name}_shared"), &|s| s);
         let report = |cache: bool| -> (Vec<String>, String) {
             let cmd = Cmd::new(&exe).args(args).stdin(stdin).env("RTGRIND_KEEP_RUNS", "1");
-            let out = run_rtgrind(["--tool=suppress", "--stats"], &if cache { cmd.env("RTGRIND_SHARE_TRANSLATIONS", "1") } else { cmd });
+            let out = run_rtgrind(["--tool=suppress", "--stats"], &cmd.env("RTGRIND_SHARE_TRANSLATIONS", if cache { "1" } else { "0" }));
             assert_eq!(out.status.code(), Some(1), "{name}: {}", out.describe());
             let err = out.stderr_str();
             let kept = err.lines().find_map(|l| l.split("the runs' files are kept in ").nth(1)).expect("kept runs").trim().to_string();
@@ -1444,4 +1447,53 @@ fn a_searchs_runs_share_their_translations_and_report_the_same() {
         let _ = std::fs::remove_dir_all(&kept);
         assert_eq!(shared, alone, "{name}");
     }
+}
+
+/// A library's stores test which call suppressed whole is live (the word the program's calls
+/// set), not each of the plan's calls: a run whose plan adds a whole call (one that never
+/// happens: stack_smash's strcpy's second call) installs every library block of the run
+/// before it from the translation cache, armed ones with stores included, and still
+/// suppresses the call's stores as a run translating for itself does.
+#[test]
+fn a_plan_with_another_whole_call_installs_the_librarys_blocks_and_suppresses_the_same() {
+    let exe = bug("stack_smash", "stack_smash_calls", &|s| s);
+    let arg = "A".repeat(54);
+    // The search's point: strcpy's call suppressed whole.
+    let out = run_rtgrind(["--tool=suppress"], &Cmd::new(&exe).arg(&arg).env("RTGRIND_KEEP_RUNS", "1"));
+    let err = out.stderr_str();
+    let kept = err.lines().find_map(|l| l.split("the runs' files are kept in ").nth(1)).expect("kept runs").trim().to_string();
+    let call = (2..10)
+        .filter_map(|n| std::fs::read_to_string(format!("{kept}/plan-{n}")).ok())
+        .find_map(|p| p.lines().find(|l| l.starts_with("point\t0x0\t")).map(str::to_string))
+        .unwrap_or_else(|| panic!("no whole call in the plans:\n{err}"));
+    let _ = std::fs::remove_dir_all(&kept);
+    let dir = std::env::temp_dir().join(format!("rtgrind-whole-call-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let (site, instance) = call.rsplit('\t').next().unwrap().split_once('@').map(|(n, s)| (s.to_string(), n.parse::<u64>().unwrap())).unwrap();
+    let plans = [call.clone(), format!("{call}\npoint\t0x0\t0\t{}@{site}", instance + 1)];
+    // (stats, outcome) of a run of `plan` sharing `cache` (or none).
+    let run = |k: usize, cache: Option<&str>| -> (String, String) {
+        let plan = dir.join(format!("plan-{k}"));
+        std::fs::write(&plan, format!("{}\n", plans[k])).unwrap();
+        let outcome = dir.join(format!("outcome-{k}-{}", cache.is_some()));
+        let mut opts = vec!["--tool=suppress".to_string(), "--stats".into(), "--repeatable=yes".into()];
+        opts.push(format!("--suppress-plan={}", plan.display()));
+        opts.push(format!("--suppress-out={}", outcome.display()));
+        opts.extend(cache.map(|c| format!("--code-cache={}", dir.join(c).display())));
+        let out = run_rtgrind(opts, &Cmd::new(&exe).arg(&arg));
+        (out.stderr_str(), std::fs::read_to_string(&outcome).unwrap_or_default())
+    };
+    let figure = |text: &str, after: &str| -> u64 {
+        text.lines().find_map(|l| l.split("stats: ").nth(1).filter(|r| r.contains(after)).and_then(|r| r.split_whitespace().next()?.parse().ok())).unwrap_or(0)
+    };
+    let (first, first_outcome) = run(0, Some("code"));
+    assert!(first_outcome.contains("stores of a suppressed call"), "the call's stores are suppressed:\n{first_outcome}\n{first}");
+    let (second, shared) = run(1, Some("code"));
+    let (made, installed) = (figure(&second, "blocks translated"), figure(&second, "blocks installed from the cache"));
+    assert!(installed >= 9 * (made + installed) / 10, "installed {installed}, translated {made}:\n{second}");
+    let (_, alone) = run(1, None);
+    assert_eq!(shared, alone, "the outcome with the library's blocks from the cache");
+    assert!(shared.contains("stores of a suppressed call"), "{shared}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

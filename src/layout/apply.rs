@@ -182,7 +182,7 @@ pub struct Layered {
     record: Option<(PathBuf, Accessed)>,
     /// The heap, placed by rtgrind's allocator or watched for the record.
     heap: Option<Box<HeapLayer>>,
-    /// A digest of the layout, which the rewritten displacements depend on (`code_key`).
+    /// A digest of the layout, which the rewritten displacements depend on (`plan_digest`).
     key: u64,
 }
 
@@ -320,8 +320,9 @@ impl Tool for Layered {
     fn after_insn(&mut self, site: &InsnSite, b: &mut Inline) {
         self.inner.after_insn(site, b)
     }
-    // (Its rewritten displacements are the layout's: a cache keys by it. The heap layer's
-    // call-outs hold their arguments as they are, which keeps their blocks from having images.)
+    // (Its rewritten displacements are the layout's: a cache checks it, `plan_digest`. The
+    // heap layer's call-outs hold their arguments as they are, which keeps their blocks from
+    // having images.)
     fn relocatable_code(&self) -> bool {
         self.inner.relocatable_code()
     }
@@ -351,10 +352,15 @@ impl Tool for Layered {
         self.inner.id(kind, pc)
     }
     fn code_key(&self) -> u64 {
-        self.inner.code_key() ^ self.key.rotate_left(1)
+        self.inner.code_key()
     }
+    // (The layout changes the program's code only, and the heap layer's hooks, whose blocks
+    // have no image but whose places must not take one from a run without them.)
     fn plan_digest(&mut self, pcs: &[u64]) -> u64 {
-        self.inner.plan_digest(pcs)
+        let program = pcs.iter().any(|&pc| (self.program.0..self.program.1).contains(&pc));
+        let hooked = self.heap.as_ref().is_some_and(|h| pcs.iter().any(|&pc| h.watches(pc)));
+        let mine = if program { self.key } else { 0 } ^ if hooked { 0x5bd1_e995 } else { 0 };
+        self.inner.plan_digest(pcs) ^ mine.rotate_left(1)
     }
 }
 

@@ -379,6 +379,11 @@ impl HeapLayer {
         self.heap.note_mapping(mem, start, end);
     }
 
+    /// Whether `instrument` may hook the instruction at `pc`.
+    pub fn watches(&self, pc: u64) -> bool {
+        self.heap.watches(pc)
+    }
+
     /// The call-out before an allocation function's instruction `ins`: at its entry, under a
     /// placement, the function replaced (the call-out's result returned by a `ret` of the
     /// allocator); while recording, entries, returns and jumps out watched.

@@ -162,6 +162,12 @@ impl Heap {
         (jump && self.leaves_allocator(pc, ins.near_branch_target())).then_some(Hook::JumpOut)
     }
 
+    /// Whether `hook_at` may hook the instruction at `pc` (an allocation function's entry, or
+    /// in its code): what a translation cache's check of a block asks.
+    pub fn watches(&self, pc: u64) -> bool {
+        self.entry(pc).is_some() || self.in_allocator(pc)
+    }
+
     /// The allocation function whose entry is at `pc`.
     pub fn entry(&self, pc: u64) -> Option<Kind> {
         self.entries.get(&pc).copied()

@@ -85,6 +85,9 @@ pub(super) struct State {
     /// and the block instances (the same as the execution's) of the last of them
     /// (`ordinals::Continued`).
     pub(super) continued: std::collections::HashMap<(u64, u64), super::ordinals::Continued>,
+    /// The plan's calls suppressed whole (`Point::call`, `Point::call_site`), in plan order:
+    /// `area::CALL_LIVE` names the one the thread's innermost program call may be.
+    pub(super) calls: Vec<Point>,
 }
 
 /// The thread goes on at `pc` in the same execution of its block (an instruction skipped, or
@@ -372,19 +375,25 @@ pub(super) fn hit(ctx: &mut ThreadContext, st: &mut State, point: Point, pc: u64
 /// into the call's own frames (its locals, its saved registers: below the call's return
 /// address, down to the red zone) runs; any other (the caller's frames, the heap, globals) is
 /// not made and what it would have written is corrupt, as for a suppressed store. A string
-/// store is skipped whole, its registers moved on as if it had run.
+/// store is skipped whole, its registers moved on as if it had run. The call is the one
+/// `area::CALL_LIVE` names (the check's own point is a placeholder: the store's code is the
+/// same whatever the plan).
 pub(super) extern "C" fn call_store_callout(ctx: *mut ThreadContext, arg: u64) {
     crate::tools::callouts::note(crate::tools::callouts::Kind::SuppressCallStore);
-    // SAFETY: as in `guard_callout` (`arg` is a boxed PointCheck).
-    let (ctx, c) = unsafe { (&mut *ctx, &*(arg as *const PointCheck)) };
-    // SAFETY: as above.
-    let st = unsafe { &mut *c.state };
+    // SAFETY: the context is the calling thread's; `arg` is the run's boxed State (the
+    // constant `records::STATE`), alive for the run.
+    let (ctx, st) = unsafe { (&mut *ctx, &mut *(arg as *mut State)) };
     *shadow::word(ctx, area::REDIRECT) = 0;
-    if origin::thread(ctx.counter) as u64 != c.point.thread {
+    let live = *shadow::word(ctx, area::CALL_LIVE) as usize;
+    let Some(&call) = live.checked_sub(1).and_then(|i| st.calls.get(i)) else { return };
+    if origin::thread(ctx.counter) as u64 != call.thread {
         return;
     }
-    let ins = &c.ins;
-    let regs = guest_regs(ctx, c.spilled);
+    // The store (a library's: its code is the guest's, unchanged since its translation).
+    let store = *shadow::word(ctx, area::CALL_STORE);
+    let Some(ins) = crate::tools::decode_code(store & 0xffff_ffff_ffff) else { return };
+    let ins = &ins;
+    let regs = guest_regs(ctx, (store >> 48) as u16);
     let frame = *shadow::word(ctx, area::CALL_FRAME);
     let rsp = regs[4];
     if rsp > frame {
@@ -416,9 +425,9 @@ pub(super) extern "C" fn call_store_callout(ctx: *mut ThreadContext, arg: u64) {
         return;
     }
     // (A point of every call at a site: at the call it fired in, as for every instance.)
-    let point = match c.point.call_site() {
-        Some(_) => in_call(ctx, c.point),
-        None => c.point,
+    let point = match call.call_site() {
+        Some(_) => in_call(ctx, call),
+        None => call,
     };
     if !st.hits.iter().any(|h| h.0 == point && h.1 == ins.ip()) && st.hits.len() < 4096 {
         hit(ctx, st, point, ins.ip(), ctx.callout_regs[4]);

@@ -166,7 +166,14 @@ pub(crate) mod area {
     pub const LAST_ICALL_SLOT: usize = slot::END + 152;
     /// The `pdep` mask of a segment's ring slot (`ordinals::SLOT_BITS`).
     pub const RING_SLOTS: usize = slot::END + 160;
-    pub const END: usize = slot::END + 168;
+    /// Which of the plan's calls suppressed whole (`State::calls`, from 1; 0: none) the
+    /// program's innermost call may be: set at each call of the program (`program_call`), so
+    /// a library's store tests this word and its code does not depend on the plan.
+    pub const CALL_LIVE: usize = slot::END + 168;
+    /// The library's store that found a live call (`call_checks`), for its call-out: its pc,
+    /// and the registers its code spilled in bits 48-63.
+    pub const CALL_STORE: usize = slot::END + 176;
+    pub const END: usize = slot::END + 184;
 
     /// Claims these words and the shadow state's (`rtgrind_jit::claims`).
     pub fn claim() -> Result<(), rtgrind_jit::claims::ClaimError> {

@@ -15,8 +15,10 @@ pub(super) const GUARD: u32 = 0;
 pub(super) const POINT_CHECK: u32 = 1;
 pub(super) const HEAP_SITE: u32 = 2;
 
-/// The run's own constant (after the propagation's): its flag of the program's entry.
+/// The run's own constants (after the propagation's): its flag of the program's entry, and
+/// the state its call-outs share (`guards::State`).
 pub(super) const RESTARTED: u32 = crate::shadow::propagate::CONSTANTS;
+pub(super) const STATE: u32 = crate::shadow::propagate::CONSTANTS + 1;
 
 /// Ids: a call site's counter in the thread's table of executions (`ordinals`), by its return
 /// address (the value is its offset in the table, 8 × id).

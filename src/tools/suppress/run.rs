@@ -239,6 +239,7 @@ impl SuppressRun {
             watch_pending: None,
             rings: Vec::new(),
             continued: Default::default(),
+            calls: plan.points.iter().filter(|p| p.call() || p.call_site().is_some()).copied().collect(),
         });
         let anchors = ordinals::Anchors::new(plan.points.iter().map(|p| p.pc));
         let redzones = plan.redzones.then(Redzones::default);
@@ -591,6 +592,7 @@ impl SuppressRun {
         let a = b.asm();
         a.mov(qword_ptr(tool_area(area::CALL_WORD)).gs(), s1).unwrap();
         store_constant(b, qword_ptr(tool_area(area::CALL_SITE)).gs(), ret);
+        self.live_call(ret, b, s1);
         let a = b.asm();
         a.lea(s1, qword_ptr(rsp - 8)).unwrap();
         a.mov(qword_ptr(tool_area(area::CALL_FRAME)).gs(), s1).unwrap();
@@ -789,6 +791,39 @@ impl SuppressRun {
         }
     }
 
+    /// Which of the plan's calls suppressed whole this call of the program (returning to
+    /// `ret`, its counter word in `word`) is, into `area::CALL_LIVE` (0: none), for the
+    /// library's stores (`call_checks`): one at this site and count, one by block instance,
+    /// or every call at this site (the call-out checks the thread).
+    fn live_call(&self, ret: u64, b: &mut Inline, word: AsmRegister64) {
+        if self.state.calls.is_empty() {
+            return;
+        }
+        b.clobber_flags();
+        let (t, u) = (b.scratch(), b.scratch());
+        b.asm().mov(qword_ptr(tool_area(area::CALL_LIVE)).gs(), 0).unwrap();
+        // (From the last: where two match, the first in the plan is the one left.)
+        for (i, p) in self.state.calls.iter().enumerate().rev() {
+            if p.call_site().is_some_and(|site| site != ret) || p.call_site().is_none() && p.block_instance().is_none() && p.site != ret {
+                continue;
+            }
+            let mut no = b.asm().create_label();
+            match (p.call_site(), p.block_instance()) {
+                (Some(_), _) => {}
+                (None, Some(block)) => {
+                    let a = b.asm();
+                    a.mov(t, origin::thread_bits(p.thread) | block << origin::INSTANCE_SHIFT).unwrap();
+                    a.cmp(word, t).unwrap();
+                    a.jne(no).unwrap();
+                }
+                (None, None) => self.in_call(b, p, t, u, no),
+            }
+            let a = b.asm();
+            a.mov(qword_ptr(tool_area(area::CALL_LIVE)).gs(), i as i32 + 1).unwrap();
+            a.set_label(&mut no).unwrap();
+        }
+    }
+
     /// Code that goes to `no` unless the thread is `thread`.
     fn same_thread(&self, b: &mut Inline, thread: u64, t: AsmRegister64, u: AsmRegister64, no: CodeLabel) {
         b.counter_to(u);
@@ -967,42 +1002,32 @@ impl SuppressRun {
 
     /// Stores a library makes for a program's call that is suppressed whole (a point with pc
     /// 0, see `Point::call`): each is checked against the call, in a call-out, which lets it
-    /// write the call's own frames and suppresses the rest.
+    /// write the call's own frames and suppresses the rest. Whether the thread runs under such
+    /// a call is the word the program's calls set (`live_call`), so the store's code is the
+    /// same for every plan with such calls (`plan_digest`). (Its pc and spilled registers are
+    /// handed over in the tool area: no record to make and revive for every store. A test in
+    /// every run, to share library blocks with runs without such calls, cost unarmed runs 5-9%
+    /// of their time: the exit each store's check needs.)
     fn call_checks(&mut self, site: &InsnSite, b: &mut Inline) {
         let ins = site.ins;
         let stores = ins.is_string_instruction() && string_store(ins)
             || (!ins.is_string_instruction()
                 && !matches!(ins.mnemonic(), Mnemonic::Push | Mnemonic::Call)
                 && site.info.used_memory().iter().any(|m| crate::shadow::propagate::writes(m.access())));
-        if !stores || self.in_main(ins.ip()) {
+        if !stores || self.in_main(ins.ip()) || self.state.calls.is_empty() {
             return;
         }
-        let calls: Vec<Point> = self.plan.points.iter().filter(|p| p.call() || p.call_site().is_some()).copied().collect();
-        for p in calls {
-            b.clobber_flags();
-            let (t, u) = (b.scratch(), b.scratch());
-            let spilled = b.spilled();
-            let (code, n) = records::code_of(ins, self.rewritten_here);
-            let arg = b.record(records::POINT_CHECK, records::point_check(&p, None, spilled, (ins.ip(), ins.len() as u8, &code[..n])));
-            let no = b.asm().create_label();
-            // One call (its site and count there, or its instance word), or every call made at
-            // one site (its return address; the call-out checks the thread).
-            match (p.call_site(), p.block_instance()) {
-                (None, None) => self.in_call(b, &p, t, u, no),
-                (site, block) => {
-                    let (word, value) = match (site, block) {
-                        (Some(ret), _) => (area::CALL_SITE, ret),
-                        (None, block) => (area::CALL_WORD, origin::thread_bits(p.thread) | block.unwrap_or(0) << origin::INSTANCE_SHIFT),
-                    };
-                    let a = b.asm();
-                    a.mov(u, qword_ptr(tool_area(word)).gs()).unwrap();
-                    a.mov(t, value).unwrap();
-                    a.cmp(u, t).unwrap();
-                    a.jne(no).unwrap();
-                }
-            }
-            callout_then_leave_if_asked(b, call_store_callout, arg, t, no);
-        }
+        b.clobber_flags();
+        let t = b.scratch();
+        let spilled = b.spilled();
+        let no = b.asm().create_label();
+        let a = b.asm();
+        a.cmp(qword_ptr(tool_area(area::CALL_LIVE)).gs(), 0).unwrap();
+        a.je(no).unwrap();
+        a.mov(t, ins.ip() | u64::from(spilled) << 48).unwrap();
+        a.mov(qword_ptr(tool_area(area::CALL_STORE)).gs(), t).unwrap();
+        b.callout_constant(call_store_callout, records::STATE, self.state_ptr() as u64, t);
+        leave_if_asked(b, no);
     }
 
     /// In a run that watches locations (`watch`): each store is tested against them inline
@@ -1765,6 +1790,7 @@ const ALLOCS: [&str; 13] =
 /// the thread (never 0, which names every instance).
 fn init_call_word(ctx: &mut ThreadContext) {
     *shadow::word(ctx, area::CALL_WORD) = origin::thread_part(ctx.counter) | origin::BLOCK_STEP;
+    *shadow::word(ctx, area::CALL_LIVE) = 0;
 }
 
 /// Register `r` as a used location, with its origin. The stack and frame pointers are
@@ -1807,8 +1833,14 @@ fn rcx_branch(a: &mut rtgrind_jit::instrument::code_asm::CodeAssembler, zero: Co
 
 /// Calls `f(arg)` out (clobbering `t`), then leaves the block for the tool-area `REDIRECT`
 /// pc if the call-out set one; `done` is bound after, where the code goes on.
-fn callout_then_leave_if_asked(b: &mut Inline, f: rtgrind_jit::instrument::Callout, arg: RecordRef, t: AsmRegister64, mut done: CodeLabel) {
+fn callout_then_leave_if_asked(b: &mut Inline, f: rtgrind_jit::instrument::Callout, arg: RecordRef, t: AsmRegister64, done: CodeLabel) {
     b.callout_record(f, arg, t);
+    leave_if_asked(b, done);
+}
+
+/// After a call-out: leaves the block for where it asked (`area::REDIRECT`), else goes on at
+/// `done`.
+fn leave_if_asked(b: &mut Inline, mut done: CodeLabel) {
     let a = b.asm();
     a.cmp(qword_ptr(tool_area(area::REDIRECT)).gs(), 0).unwrap();
     a.je(done).unwrap();
@@ -1953,6 +1985,7 @@ impl Tool for SuppressRun {
     fn constant(&mut self, k: u32) -> Option<u64> {
         match k {
             records::RESTARTED => Some(self.restarted_ptr()),
+            records::STATE => Some(self.state_ptr() as u64),
             k => self.prop.constant(k),
         }
     }
@@ -1964,31 +1997,41 @@ impl Tool for SuppressRun {
         }
     }
 
-    /// What an untraced run's code depends on besides the guest bytes and the plan's points:
-    /// armed or not (guards, two versions), fast versions, the allocator's redzone hooks, and
-    /// whether every call of the program is counted.
+    /// What an untraced run's code depends on besides the guest bytes and the plan: armed or
+    /// not (guards, two versions) and fast versions. (What the plan and the redzones change
+    /// is some blocks' code only: `plan_digest`.)
     fn code_key(&self) -> u64 {
         use std::hash::{Hash, Hasher};
         let mut h = std::collections::hash_map::DefaultHasher::new();
-        (self.state.armed, self.fast, self.redzones.is_some(), self.every_call_counted).hash(&mut h);
+        (self.state.armed, self.fast).hash(&mut h);
         h.finish()
     }
 
-    /// The plan's points a block with instructions at `pcs` is translated for: one at an
-    /// instruction of it (its check, its count and that count's anchor id, the fast version
-    /// left), one under a call it makes (the call counted), and for a library's block any point
-    /// of a call (its stores checked, `call_checks`).
+    /// What a block with instructions at `pcs` is translated for, of the plan and the run's
+    /// modes: a point at an instruction of it (its check, its count and that count's anchor
+    /// id, the fast version left); one under a call it makes (the call counted, and which
+    /// point it makes live, `live_call`, also for a point named by block instance, at any
+    /// call of the program); whether the plan suppresses calls whole (a library's stores test
+    /// the live one, `call_checks`), and whether the program counts every call; an allocator's
+    /// redzone hooks.
     fn plan_digest(&mut self, pcs: &[u64]) -> u64 {
         use std::hash::{Hash, Hasher};
         let (Some(&lo), Some(&hi)) = (pcs.iter().min(), pcs.iter().max()) else { return 0 };
+        let program = pcs.iter().any(|&pc| self.in_main(pc));
         let library = pcs.iter().any(|&pc| !self.in_main(pc));
         let mut h = std::collections::hash_map::DefaultHasher::new();
+        let calls_here = |at: u64| (lo..=hi + 16).contains(&at);
         for p in &self.plan.points {
-            let calls = p.call() || p.call_site().is_some();
-            if pcs.contains(&p.pc) || (lo..=hi + 16).contains(&p.site) || library && calls {
-                (p, self.anchors.pc(p.pc)).hash(&mut h);
+            let by_block = p.call() && p.block_instance().is_some();
+            if pcs.contains(&p.pc) || calls_here(p.site) || p.call_site().is_some_and(calls_here) || program && by_block {
+                // (A call's number in `State::calls` is what `live_call` stores.)
+                (p, self.anchors.pc(p.pc), self.state.calls.iter().position(|c| c == p)).hash(&mut h);
             }
         }
+        let calls = !self.state.calls.is_empty();
+        (library && calls, program && calls, program && self.every_call_counted).hash(&mut h);
+        let hooked = self.redzones.as_ref().is_some_and(|z| pcs.iter().any(|&pc| z.heap.watches(pc)));
+        hooked.hash(&mut h);
         h.finish()
     }
 
