@@ -771,14 +771,18 @@ impl Runtime {
     fn write_code_cache(&mut self) -> Option<String> {
         let p = self.p();
         let disk = p.cache.disk.take()?;
+        let start = std::time::Instant::now();
         let n = disk.write(&p.cache).unwrap_or_else(|e| {
             p.report.line(&format!("warning: cannot write the translation cache in '{}': {e}", disk.dir().display()));
             0
         });
         let ((read, skipped), damaged) = (disk.files, disk.damaged);
+        let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
         Some(format!(
-            "stats: {} blocks installed from the cache ({read} files read, {skipped} skipped, {damaged} damaged entries skipped), {n} images written to it",
-            p.cache.stats.from_disk
+            "stats: {} blocks installed from the cache ({read} files read in {:.2} ms, {skipped} skipped, {damaged} damaged entries skipped), {n} images written to it in {:.2} ms",
+            p.cache.stats.from_disk,
+            ms(disk.opening),
+            ms(start.elapsed())
         ))
     }
 

@@ -29,7 +29,7 @@ use std::hash::Hasher;
 use std::path::{Path, PathBuf};
 
 /// The format's name and version, first in every file.
-const MAGIC: [u8; 8] = *b"RTGCODE\x01";
+const MAGIC: [u8; 8] = *b"RTGCODE\x02";
 /// Where the cache's memory goes: above the host stacks (`kernel::threads::HOST_STACKS`,
 /// 0x5200_0000_0000), below rtgrind's own text (0x5555_5555_4000 without ASLR).
 const PLACE: u64 = 0x5300_0000_0000;
@@ -202,6 +202,8 @@ pub struct DiskCache {
     pub damaged: u64,
     /// Cache files read at the start, and skipped (damaged, or another rtgrind's or tool's).
     pub files: (usize, usize),
+    /// How long reading them took (their indexes merged).
+    pub opening: std::time::Duration,
 }
 
 /// Address space at the fixed place, taken in order.
@@ -311,6 +313,7 @@ impl DiskCache {
         if dir.exists() && !dir.is_dir() {
             return Err(std::io::Error::other("not a directory"));
         }
+        let start = std::time::Instant::now();
         std::fs::create_dir_all(dir)?;
         let mut h = std::collections::hash_map::DefaultHasher::new();
         h.write_u64(rtgrind_identity());
@@ -356,7 +359,17 @@ impl DiskCache {
         // SAFETY: a fresh anonymous mapping of MAX_MADE entries, ours for the run; Made is
         // plain data for which zero bytes are a value.
         let made = unsafe { std::slice::from_raw_parts_mut(made_at as *mut Made, MAX_MADE) };
-        Ok(DiskCache { dir: dir.to_path_buf(), run, index, made, made_len: 0, made_before_fork: 0, damaged: 0, files: (read, skipped) })
+        Ok(DiskCache {
+            dir: dir.to_path_buf(),
+            run,
+            index,
+            made,
+            made_len: 0,
+            made_before_fork: 0,
+            damaged: 0,
+            files: (read, skipped),
+            opening: start.elapsed(),
+        })
     }
 
     /// The key of the block at `pc` in `module` as `tool` and the engine would translate it now.
@@ -376,20 +389,20 @@ impl DiskCache {
             // SAFETY: the payload lies in a file mapped read-only at the fixed place for the
             // whole run (checked against the file's length at the start).
             let payload = unsafe { std::slice::from_raw_parts(e.at as *const u8, e.len as usize) };
-            if hash_of(payload) != e.sum {
-                self.damaged += 1;
-                continue;
-            }
-            let Some((meta, image)) = decode_entry(payload) else {
+            // The check's data first: an entry of another plan (a key has one for each plan
+            // that changed the block) is passed over without its checksum or its image.
+            let mut i = In(payload);
+            let Some(meta) = decode_meta(&mut i) else {
                 self.damaged += 1;
                 continue;
             };
-            if meta.base != base || hash_reads(src, &meta.reads) != Some(meta.bytes) {
+            if meta.base != base || tool.plan_digest(&meta.pcs) != meta.plan || hash_reads(src, &meta.reads) != Some(meta.bytes) {
                 continue;
             }
-            if tool.plan_digest(&pcs_of(&image.pc_map)) != meta.plan {
+            let Some(image) = (hash_of(payload) == e.sum).then(|| decode_image(i)).flatten() else {
+                self.damaged += 1;
                 continue;
-            }
+            };
             return Some(image);
         }
         None
@@ -429,7 +442,7 @@ impl DiskCache {
         let mut entries: Vec<(Key, Vec<u8>)> = Vec::new();
         for m in &self.made[self.made_before_fork..self.made_len] {
             let Some(image) = cache.image(m.block) else { continue };
-            let meta = Meta { base: m.base, plan: m.plan, bytes: m.bytes, reads: m.read[..m.reads as usize].to_vec() };
+            let meta = Meta { base: m.base, plan: m.plan, bytes: m.bytes, reads: m.read[..m.reads as usize].to_vec(), pcs: pcs_of(&image.pc_map) };
             entries.push((m.key, encode_entry(&meta, &image)));
         }
         entries.sort_by_key(|e| e.0);
@@ -491,14 +504,16 @@ fn map_file(place: &mut Place, path: &Path, run: u64) -> Option<(u64, u64)> {
     Some((at, len))
 }
 
-/// What is stored with an image to check it: its module's base, the tool's plan digest of it,
-/// the guest bytes it was translated from (their ranges and hash).
+/// What is stored with an image to check it: its module's base, the tool's plan digest of it
+/// and the instruction pcs it is of, the guest bytes it was translated from (their ranges and
+/// hash).
 #[derive(Debug, PartialEq, Eq)]
 struct Meta {
     base: u64,
     plan: u64,
     bytes: u64,
     reads: Vec<Read>,
+    pcs: Vec<u64>,
 }
 
 /// Little-endian fields, each list with its length first.
@@ -704,6 +719,10 @@ fn encode_entry(meta: &Meta, image: &BlockImage) -> Vec<u8> {
         o.u32(r.asked);
         o.u32(r.got);
     }
+    o.u32(meta.pcs.len() as u32);
+    for &pc in &meta.pcs {
+        o.u64(pc);
+    }
     o.u64(image.guest_start);
     o.u64(image.guest_end);
     o.u32(image.guest_insns);
@@ -750,10 +769,24 @@ fn encode_entry(meta: &Meta, image: &BlockImage) -> Vec<u8> {
 }
 
 /// The inverse of `encode_entry`; None if the bytes are not a whole, valid entry.
+#[cfg(test)]
 fn decode_entry(bytes: &[u8]) -> Option<(Meta, BlockImage)> {
     let mut i = In(bytes);
-    let (base, plan, hash) = (i.u64()?, i.u64()?, i.u64()?);
+    let meta = decode_meta(&mut i)?;
+    Some((meta, decode_image(i)?))
+}
+
+/// An entry's check data (`encode_entry`), the image left in `i`.
+fn decode_meta(i: &mut In) -> Option<Meta> {
+    let (base, plan, bytes) = (i.u64()?, i.u64()?, i.u64()?);
     let reads = i.list(16, |i| Some(Read { at: i.u64()?, asked: i.u32()?, got: i.u32()? }))?;
+    let pcs = i.list(8, |i| i.u64())?;
+    Some(Meta { base, plan, bytes, reads, pcs })
+}
+
+/// An entry's image, the rest of its bytes after its check data; None unless they are a
+/// whole, valid image.
+fn decode_image(mut i: In) -> Option<BlockImage> {
     let (guest_start, guest_end, guest_insns, lazy_full) = (i.u64()?, i.u64()?, i.u32()?, i.bool()?);
     let code = i.bytes()?.to_vec();
     let (body, check_entry) = (i.u32()?, i.u32()?);
@@ -795,7 +828,7 @@ fn decode_entry(bytes: &[u8]) -> Option<(Meta, BlockImage)> {
             Reloc::Record { at, record, .. } => inside(at, 8) && (record as usize) < image.records.len(),
             Reloc::Constant { at, .. } | Reloc::Id { at, .. } => inside(at, 8),
         });
-    sound.then_some((Meta { base, plan, bytes: hash, reads }, image))
+    sound.then_some(image)
 }
 
 impl CodeCache {
@@ -896,7 +929,13 @@ mod tests {
     }
 
     fn meta() -> Meta {
-        Meta { base: 0x7fff_0000_0000, plan: 9, bytes: 77, reads: vec![Read { at: 0x7fff_0000_1000, asked: 960, got: 900 }] }
+        Meta {
+            base: 0x7fff_0000_0000,
+            plan: 9,
+            bytes: 77,
+            reads: vec![Read { at: 0x7fff_0000_1000, asked: 960, got: 900 }],
+            pcs: vec![0x7fff_0000_1000, 0x7fff_0000_1003],
+        }
     }
 
     #[test]
@@ -983,7 +1022,7 @@ mod tests {
     fn a_damaged_image_is_not_found() {
         let mut src = Bytes(vec![0x90; 100]);
         let reads = vec![Read { at: 0x1000, asked: 16, got: 16 }];
-        let meta = Meta { base: 0x1000, plan: 0, bytes: hash_reads(&mut src, &reads).unwrap(), reads };
+        let meta = Meta { base: 0x1000, plan: 0, bytes: hash_reads(&mut src, &reads).unwrap(), reads, pcs: vec![0x1000] };
         let good: &'static [u8] = Vec::leak(encode_entry(&meta, &image()));
         let mut bad = good.to_vec();
         let code_at = good.windows(8).position(|w| w == [0, 1, 2, 3, 4, 5, 6, 7]).unwrap();
@@ -1000,6 +1039,7 @@ mod tests {
             made_before_fork: 0,
             damaged: 0,
             files: (0, 0),
+            opening: Default::default(),
         };
         assert!(decode_entry(bad).is_some());
         assert_eq!(disk.find(&key, 0x1000, &mut src, &mut Mode(0)), None);
@@ -1007,6 +1047,45 @@ mod tests {
         disk.index = Vec::leak(vec![entry(bad), entry(good)]);
         assert_eq!(disk.find(&key, 0x1000, &mut src, &mut Mode(0)), Some(image()));
         assert_eq!(disk.find(&key, 0x2000, &mut src, &mut Mode(0)), None, "the module elsewhere");
+    }
+
+    /// A tool whose plan digest of every block is its number.
+    struct Digest(u64);
+    impl Tool for Digest {
+        fn plan_digest(&mut self, _: &[u64]) -> u64 {
+            self.0
+        }
+    }
+
+    /// An entry made for another plan is passed over on its check data, before its checksum
+    /// and its image are read: a damaged one there is not even seen.
+    #[test]
+    fn an_entry_of_another_plan_is_passed_over_before_its_image() {
+        let mut src = Bytes(vec![0x90; 100]);
+        let reads = vec![Read { at: 0x1000, asked: 16, got: 16 }];
+        let meta = Meta { base: 0x1000, plan: 5, bytes: hash_reads(&mut src, &reads).unwrap(), reads, pcs: vec![0x1000] };
+        let good = encode_entry(&meta, &image());
+        let mut bad = good.clone();
+        let code_at = good.windows(8).position(|w| w == [0, 1, 2, 3, 4, 5, 6, 7]).unwrap();
+        bad[code_at + 9] ^= 0xff;
+        let bad: &'static [u8] = Vec::leak(bad);
+        let key = Key { context: 1, module: 2, offset: 0 };
+        let index = Vec::leak(vec![IndexEntry { key, at: bad.as_ptr() as u64, len: bad.len() as u64, sum: hash_of(&good) }]);
+        let mut disk = DiskCache {
+            dir: PathBuf::new(),
+            run: 1,
+            index,
+            made: &mut [],
+            made_len: 0,
+            made_before_fork: 0,
+            damaged: 0,
+            files: (0, 0),
+            opening: Default::default(),
+        };
+        assert_eq!(disk.find(&key, 0x1000, &mut src, &mut Digest(6)), None);
+        assert_eq!(disk.damaged, 0, "another plan's entry: its image not read");
+        assert_eq!(disk.find(&key, 0x1000, &mut src, &mut Digest(5)), None);
+        assert_eq!(disk.damaged, 1, "this plan's: read, and damaged");
     }
 
     #[test]
@@ -1031,7 +1110,17 @@ mod tests {
 
     #[test]
     fn the_key_holds_the_tool_mode_the_engine_modes_the_variant_and_the_offset() {
-        let disk = DiskCache { dir: PathBuf::new(), run: 1, index: &[], made: &mut [], made_len: 0, made_before_fork: 0, damaged: 0, files: (0, 0) };
+        let disk = DiskCache {
+            dir: PathBuf::new(),
+            run: 1,
+            index: &[],
+            made: &mut [],
+            made_len: 0,
+            made_before_fork: 0,
+            damaged: 0,
+            files: (0, 0),
+            opening: Default::default(),
+        };
         let mut cache = CodeCache::new();
         let m = Module { base: 0x7000_0000, id: 42 };
         let k = disk.key(&cache, &Mode(0), m, 0x7000_1234, true);
