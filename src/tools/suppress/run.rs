@@ -794,7 +794,7 @@ impl SuppressRun {
     /// Which of the plan's calls suppressed whole this call of the program (returning to
     /// `ret`, its counter word in `word`) is, into `area::CALL_LIVE` (0: none), for the
     /// library's stores (`call_checks`): one at this site and count, one by block instance,
-    /// or every call at this site (the call-out checks the thread).
+    /// or every call at this site, of this thread.
     fn live_call(&self, ret: u64, b: &mut Inline, word: AsmRegister64) {
         if self.state.calls.is_empty() {
             return;
@@ -809,7 +809,8 @@ impl SuppressRun {
             }
             let mut no = b.asm().create_label();
             match (p.call_site(), p.block_instance()) {
-                (Some(_), _) => {}
+                // (Its thread too: a point of another call here may be this thread's.)
+                (Some(_), _) => self.same_thread(b, p.thread, t, u, no),
                 (None, Some(block)) => {
                     let a = b.asm();
                     a.mov(t, origin::thread_bits(p.thread) | block << origin::INSTANCE_SHIFT).unwrap();
