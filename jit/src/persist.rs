@@ -1016,31 +1016,42 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
-    /// An entry whose bytes changed after it was written is not installed, even where it
-    /// still decodes (a byte of its code).
-    #[test]
-    fn a_damaged_image_is_not_found() {
-        let mut src = Bytes(vec![0x90; 100]);
-        let reads = vec![Read { at: 0x1000, asked: 16, got: 16 }];
-        let meta = Meta { base: 0x1000, plan: 0, bytes: hash_reads(&mut src, &reads).unwrap(), reads, pcs: vec![0x1000] };
-        let good: &'static [u8] = Vec::leak(encode_entry(&meta, &image()));
-        let mut bad = good.to_vec();
-        let code_at = good.windows(8).position(|w| w == [0, 1, 2, 3, 4, 5, 6, 7]).unwrap();
-        bad[code_at + 9] ^= 0xff;
-        let bad: &'static [u8] = Vec::leak(bad);
-        let key = Key { context: 1, module: 2, offset: 0 };
-        let entry = |p: &'static [u8]| IndexEntry { key, at: p.as_ptr() as u64, len: p.len() as u64, sum: hash_of(good) };
-        let mut disk = DiskCache {
+    /// A cache of no file, whose index is `index` (entries in memory).
+    fn cache_of(index: &'static [IndexEntry]) -> DiskCache {
+        DiskCache {
             dir: PathBuf::new(),
             run: 1,
-            index: Vec::leak(vec![entry(bad)]),
+            index,
             made: &mut [],
             made_len: 0,
             made_before_fork: 0,
             damaged: 0,
             files: (0, 0),
             opening: Default::default(),
-        };
+        }
+    }
+
+    /// An entry of plan digest `plan` translated from `src`'s first 16 bytes (at 0x1000, in a
+    /// module there), and the same with a byte of its code changed after it was written.
+    fn good_and_damaged(src: &mut Bytes, plan: u64) -> (&'static [u8], &'static [u8]) {
+        let reads = vec![Read { at: 0x1000, asked: 16, got: 16 }];
+        let meta = Meta { base: 0x1000, plan, bytes: hash_reads(src, &reads).unwrap(), reads, pcs: vec![0x1000] };
+        let good: &'static [u8] = Vec::leak(encode_entry(&meta, &image()));
+        let mut bad = good.to_vec();
+        let code_at = good.windows(8).position(|w| w == [0, 1, 2, 3, 4, 5, 6, 7]).unwrap();
+        bad[code_at + 9] ^= 0xff;
+        (good, Vec::leak(bad))
+    }
+
+    /// An entry whose bytes changed after it was written is not installed, even where it
+    /// still decodes (a byte of its code).
+    #[test]
+    fn a_damaged_image_is_not_found() {
+        let mut src = Bytes(vec![0x90; 100]);
+        let (good, bad) = good_and_damaged(&mut src, 0);
+        let key = Key { context: 1, module: 2, offset: 0 };
+        let entry = |p: &'static [u8]| IndexEntry { key, at: p.as_ptr() as u64, len: p.len() as u64, sum: hash_of(good) };
+        let mut disk = cache_of(Vec::leak(vec![entry(bad)]));
         assert!(decode_entry(bad).is_some());
         assert_eq!(disk.find(&key, 0x1000, &mut src, &mut Mode(0)), None);
         assert_eq!(disk.damaged, 1);
@@ -1062,26 +1073,9 @@ mod tests {
     #[test]
     fn an_entry_of_another_plan_is_passed_over_before_its_image() {
         let mut src = Bytes(vec![0x90; 100]);
-        let reads = vec![Read { at: 0x1000, asked: 16, got: 16 }];
-        let meta = Meta { base: 0x1000, plan: 5, bytes: hash_reads(&mut src, &reads).unwrap(), reads, pcs: vec![0x1000] };
-        let good = encode_entry(&meta, &image());
-        let mut bad = good.clone();
-        let code_at = good.windows(8).position(|w| w == [0, 1, 2, 3, 4, 5, 6, 7]).unwrap();
-        bad[code_at + 9] ^= 0xff;
-        let bad: &'static [u8] = Vec::leak(bad);
+        let (good, bad) = good_and_damaged(&mut src, 5);
         let key = Key { context: 1, module: 2, offset: 0 };
-        let index = Vec::leak(vec![IndexEntry { key, at: bad.as_ptr() as u64, len: bad.len() as u64, sum: hash_of(&good) }]);
-        let mut disk = DiskCache {
-            dir: PathBuf::new(),
-            run: 1,
-            index,
-            made: &mut [],
-            made_len: 0,
-            made_before_fork: 0,
-            damaged: 0,
-            files: (0, 0),
-            opening: Default::default(),
-        };
+        let mut disk = cache_of(Vec::leak(vec![IndexEntry { key, at: bad.as_ptr() as u64, len: bad.len() as u64, sum: hash_of(good) }]));
         assert_eq!(disk.find(&key, 0x1000, &mut src, &mut Digest(6)), None);
         assert_eq!(disk.damaged, 0, "another plan's entry: its image not read");
         assert_eq!(disk.find(&key, 0x1000, &mut src, &mut Digest(5)), None);
@@ -1110,17 +1104,7 @@ mod tests {
 
     #[test]
     fn the_key_holds_the_tool_mode_the_engine_modes_the_variant_and_the_offset() {
-        let disk = DiskCache {
-            dir: PathBuf::new(),
-            run: 1,
-            index: &[],
-            made: &mut [],
-            made_len: 0,
-            made_before_fork: 0,
-            damaged: 0,
-            files: (0, 0),
-            opening: Default::default(),
-        };
+        let disk = cache_of(&[]);
         let mut cache = CodeCache::new();
         let m = Module { base: 0x7000_0000, id: 42 };
         let k = disk.key(&cache, &Mode(0), m, 0x7000_1234, true);
