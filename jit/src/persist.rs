@@ -439,37 +439,40 @@ impl DiskCache {
         if self.made_len == self.made_before_fork {
             return Ok(0);
         }
-        let mut entries: Vec<(Key, Vec<u8>)> = Vec::new();
+        // The payloads in one buffer, in the order made (the index, sorted by key, points into
+        // it): no buffer per entry, nor a copy of them all into the file's.
+        let mut payloads = Out(Vec::new());
+        let mut index: Vec<(Key, u64, u64, u64)> = Vec::new();
         for m in &self.made[self.made_before_fork..self.made_len] {
             let Some(image) = cache.image(m.block) else { continue };
             let meta = Meta { base: m.base, plan: m.plan, bytes: m.bytes, reads: m.read[..m.reads as usize].to_vec(), pcs: pcs_of(&image.pc_map) };
-            entries.push((m.key, encode_entry(&meta, &image)));
+            let start = payloads.0.len();
+            encode_entry_into(&mut payloads, &meta, &image);
+            let payload = &payloads.0[start..];
+            index.push((m.key, start as u64, payload.len() as u64, hash_of(payload)));
         }
-        entries.sort_by_key(|e| e.0);
-        let mut out = Vec::with_capacity(HEADER + entries.len() * INDEX_ENTRY + entries.iter().map(|e| e.1.len()).sum::<usize>());
-        out.extend_from_slice(&MAGIC);
-        out.extend_from_slice(&self.run.to_le_bytes());
-        out.extend_from_slice(&(entries.len() as u64).to_le_bytes());
-        let mut off = (HEADER + entries.len() * INDEX_ENTRY) as u64;
-        for (key, payload) in &entries {
-            for v in [key.context, key.module, key.offset, off, payload.len() as u64, hash_of(payload)] {
-                out.extend_from_slice(&v.to_le_bytes());
+        index.sort_by_key(|e| e.0);
+        let mut head = Vec::with_capacity(HEADER + index.len() * INDEX_ENTRY);
+        head.extend_from_slice(&MAGIC);
+        head.extend_from_slice(&self.run.to_le_bytes());
+        head.extend_from_slice(&(index.len() as u64).to_le_bytes());
+        let first = (HEADER + index.len() * INDEX_ENTRY) as u64;
+        for &(key, start, len, sum) in &index {
+            for v in [key.context, key.module, key.offset, first + start, len, sum] {
+                head.extend_from_slice(&v.to_le_bytes());
             }
-            off += payload.len() as u64;
-        }
-        for (_, payload) in &entries {
-            out.extend_from_slice(payload);
         }
         let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
         // (Runs in pid namespaces of their own share pids: the time tells them apart, and a
         // temporary file of the same name is never overwritten.)
         let name = format!("{}-{stamp:x}", std::process::id());
         let tmp = self.dir.join(format!(".{name}.tmp"));
-        std::io::Write::write_all(&mut std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp)?, &out)?;
+        let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+        std::io::Write::write_all(&mut file, &head).and_then(|()| std::io::Write::write_all(&mut file, &payloads.0))?;
         std::fs::rename(&tmp, self.dir.join(format!("{name}.rtgc"))).inspect_err(|_| {
             let _ = std::fs::remove_file(&tmp);
         })?;
-        Ok(entries.len())
+        Ok(index.len())
     }
 }
 
@@ -708,8 +711,15 @@ fn get_reloc(i: &mut In) -> Option<Reloc> {
 }
 
 /// An entry's payload: the check's data, then the image.
+#[cfg(test)]
 fn encode_entry(meta: &Meta, image: &BlockImage) -> Vec<u8> {
-    let mut o = Out(Vec::with_capacity(image.code.len() + 64 * image.exits.len() + 24 * image.pc_map.len() + 256));
+    let mut o = Out(Vec::new());
+    encode_entry_into(&mut o, meta, image);
+    o.0
+}
+
+/// `encode_entry`, appended to `o`.
+fn encode_entry_into(o: &mut Out, meta: &Meta, image: &BlockImage) {
     o.u64(meta.base);
     o.u64(meta.plan);
     o.u64(meta.bytes);
@@ -735,14 +745,14 @@ fn encode_entry(meta: &Meta, image: &BlockImage) -> Vec<u8> {
         o.u32(e.host_off);
         o.u64(e.guest_pc);
         o.u8(e.guest_len);
-        put_fixup(&mut o, e.fixup);
+        put_fixup(o, e.fixup);
         o.u16(e.stolen);
         o.u8(e.tool_stack_segment.map_or(2, |s| s as u8));
         o.u8(e.trap as u8);
     }
     o.u32(image.exits.len() as u32);
     for e in &image.exits {
-        put_kind(&mut o, e.kind);
+        put_kind(o, e.kind);
         o.u64(e.pc);
         o.u64(e.target);
         o.opt32(e.patch_site);
@@ -758,14 +768,13 @@ fn encode_entry(meta: &Meta, image: &BlockImage) -> Vec<u8> {
     }
     o.u32(image.relocs.len() as u32);
     for r in &image.relocs {
-        put_reloc(&mut o, r);
+        put_reloc(o, r);
     }
     o.u32(image.records.len() as u32);
     for r in &image.records {
         o.u32(r.kind);
         o.bytes(&r.bytes);
     }
-    o.0
 }
 
 /// The inverse of `encode_entry`; None if the bytes are not a whole, valid entry.
