@@ -385,6 +385,8 @@ impl DiskCache {
     /// read unchanged, the plan items it saw the same. Damaged entries count and are skipped.
     pub(crate) fn find(&mut self, key: &Key, base: u64, src: &mut dyn CodeSource, tool: &mut dyn Tool) -> Option<BlockImage> {
         let from = self.index.partition_point(|e| e.key < *key);
+        // (The entries of a key are mostly of the same block: its digest is asked once.)
+        let mut digest: Option<(Vec<u64>, u64)> = None;
         for e in self.index[from..].iter().take_while(|e| e.key == *key) {
             // SAFETY: the payload lies in a file mapped read-only at the fixed place for the
             // whole run (checked against the file's length at the start).
@@ -392,11 +394,22 @@ impl DiskCache {
             // The check's data first: an entry of another plan (a key has one for each plan
             // that changed the block) is passed over without its checksum or its image.
             let mut i = In(payload);
-            let Some(meta) = decode_meta(&mut i) else {
+            let Some(mut meta) = decode_meta(&mut i) else {
                 self.damaged += 1;
                 continue;
             };
-            if meta.base != base || tool.plan_digest(&meta.pcs) != meta.plan || hash_reads(src, &meta.reads) != Some(meta.bytes) {
+            if meta.base != base {
+                continue;
+            }
+            let plan = match &digest {
+                Some((pcs, d)) if *pcs == meta.pcs => *d,
+                _ => {
+                    let d = tool.plan_digest(&meta.pcs);
+                    digest = Some((std::mem::take(&mut meta.pcs), d));
+                    d
+                }
+            };
+            if plan != meta.plan || hash_reads(src, &meta.reads) != Some(meta.bytes) {
                 continue;
             }
             let Some(image) = (hash_of(payload) == e.sum).then(|| decode_image(i)).flatten() else {

@@ -182,8 +182,6 @@ pub struct Layered {
     record: Option<(PathBuf, Accessed)>,
     /// The heap, placed by rtgrind's allocator or watched for the record.
     heap: Option<Box<HeapLayer>>,
-    /// A digest of the layout, which the rewritten displacements depend on (`plan_digest`).
-    key: u64,
 }
 
 impl Layered {
@@ -246,12 +244,6 @@ impl Layered {
             all_frames: objects.frames.iter().map(|f| (f.low + bias, f.high + bias, f.low)).collect(),
             record: record.map(|p| (p, Accessed::default())),
             heap,
-            key: {
-                use std::hash::{Hash, Hasher};
-                let mut h = std::collections::hash_map::DefaultHasher::new();
-                serde_json::to_string(layout).unwrap_or_default().hash(&mut h);
-                h.finish()
-            },
         })
     }
 
@@ -273,6 +265,21 @@ impl Layered {
 /// The layout's constant (`Tool::constant`; the inner tool's are below it): its moves.
 const MOVES: u32 = u32::MAX;
 
+impl Layered {
+    /// The program's instruction `ins` as the layout changes it: a moved global's address, a
+    /// moved local's offset (None: unchanged).
+    fn laid_out(&self, ins: &Instruction) -> Option<Instruction> {
+        let mut ins = *ins;
+        if ins.is_ip_rel_memory_operand() {
+            let to = self.moves.moved(ins.ip_rel_memory_address())?;
+            ins.set_memory_displacement64(to);
+            return Some(ins);
+        }
+        let f = holding(&self.frames, |f| (f.low, f.high), ins.ip())?;
+        f.rewrite(&mut ins).then_some(ins)
+    }
+}
+
 impl Tool for Layered {
     fn rewrite(&mut self, ins: &mut Instruction) -> bool {
         let ip = ins.ip();
@@ -280,15 +287,9 @@ impl Tool for Layered {
             return self.inner.rewrite(ins);
         }
         self.note(ins);
-        if ins.is_ip_rel_memory_operand() {
-            if let Some(to) = self.moves.moved(ins.ip_rel_memory_address()) {
-                ins.set_memory_displacement64(to);
-                return true;
-            }
-        } else if let Some(f) = holding(&self.frames, |f| (f.low, f.high), ip) {
-            if f.rewrite(ins) {
-                return true;
-            }
+        if let Some(changed) = self.laid_out(ins) {
+            *ins = changed;
+            return true;
         }
         self.inner.rewrite(ins)
     }
@@ -354,13 +355,23 @@ impl Tool for Layered {
     fn code_key(&self) -> u64 {
         self.inner.code_key()
     }
-    // (The layout changes the program's code only, and the heap layer's hooks, whose blocks
-    // have no image but whose places must not take one from a run without them.)
+    // (The layout changes the instructions of the program it rewrites and the entry's
+    // relocation, nothing else: a block of the program whose instructions name no moved
+    // variable is the same under every layout. And the heap layer's hooks, whose blocks have
+    // no image but whose places must not take one from a run without them.)
     fn plan_digest(&mut self, pcs: &[u64]) -> u64 {
-        let program = pcs.iter().any(|&pc| (self.program.0..self.program.1).contains(&pc));
-        let hooked = self.heap.as_ref().is_some_and(|h| pcs.iter().any(|&pc| h.watches(pc)));
-        let mine = if program { self.key } else { 0 } ^ if hooked { 0x5bd1_e995 } else { 0 };
-        self.inner.plan_digest(pcs) ^ mine.rotate_left(1)
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        for &pc in pcs.iter().filter(|&&pc| (self.program.0..self.program.1).contains(&pc)) {
+            if pc == self.entry && !self.moves.moves.is_empty() {
+                (pc, &self.moves.moves).hash(&mut h);
+            }
+            if let Some(changed) = crate::tools::decode_code(pc).and_then(|ins| self.laid_out(&ins)) {
+                changed.hash(&mut h);
+            }
+        }
+        self.heap.as_ref().is_some_and(|heap| pcs.iter().any(|&pc| heap.watches(pc))).hash(&mut h);
+        self.inner.plan_digest(pcs) ^ h.finish().rotate_left(1)
     }
 }
 
