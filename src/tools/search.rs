@@ -188,11 +188,16 @@ pub struct Runner {
 /// the runs of the search `tool` share their translations. Only a tool whose code is
 /// relocatable (`Tool::relocatable_code`) can: suppression's untraced runs (its traced runs,
 /// and blocks with the layout's heap hooks, stay out by themselves: the engine asks the run's
-/// tool at each lookup). Opt-in (`RTGRIND_SHARE_TRANSLATIONS=1`) while it costs a search more
-/// than it saves: a run with a point on a whole call changes every library block that stores,
-/// and writing the images costs about what installing them saves (docs/PERFORMANCE.md).
+/// tool at each lookup). On by default for suppression, whose later runs install most of the
+/// first armed run's blocks (docs/PERFORMANCE.md); `RTGRIND_SHARE_TRANSLATIONS=0` switches it
+/// off.
 fn shares_translations(tool: &str) -> bool {
-    tool == "suppress" && std::env::var_os("RTGRIND_SHARE_TRANSLATIONS").is_some_and(|v| v == "1")
+    shares_translations_with(tool, std::env::var_os("RTGRIND_SHARE_TRANSLATIONS").as_deref())
+}
+
+/// `shares_translations` with the variable's value `var`.
+fn shares_translations_with(tool: &str, var: Option<&std::ffi::OsStr>) -> bool {
+    tool == "suppress" && var.is_none_or(|v| v != "0")
 }
 
 impl Runner {
@@ -507,6 +512,15 @@ mod tests {
         assert_eq!(args[ours(&args).unwrap()], *format!("--code-cache={}", runner.dir.0.join("code").display()));
         assert!(ours(&args).unwrap() < end);
         let _ = std::fs::remove_file(input);
+    }
+
+    #[test]
+    fn suppression_searches_share_translations_unless_switched_off() {
+        use std::ffi::OsStr;
+        assert!(shares_translations_with("suppress", None));
+        assert!(shares_translations_with("suppress", Some(OsStr::new("1"))));
+        assert!(!shares_translations_with("suppress", Some(OsStr::new("0"))));
+        assert!(!shares_translations_with("switch", None), "a tool whose code is not relocatable");
     }
 
     #[test]
