@@ -528,11 +528,12 @@ impl Detector {
         }
         let Some((at, index)) = at else { return true };
         let Some(words) = compacted(cell) else { return true };
-        if cell.writes.spilled() || cell.reads.spilled() || !push_in_room(&mut self.free, index) {
-            // (`access` does it: it frees the lists, or grows the list of free slots.)
+        if !push_in_room(&mut self.free, index) {
+            // (`access` does it: it grows the list of free slots.)
             return false;
         }
-        // (`Cell::default()`, its lists in place: nothing to free.)
+        // Emptied, not freed: lists grown onto the heap (a thread's reads of five epochs) keep
+        // their room for the slot's next cell.
         cell.writes.clear();
         cell.reads.clear();
         at.set(words);
