@@ -840,6 +840,18 @@ fn a_memory_functions_read_into_a_new_full_cell_is_light_and_races_as_before() {
     assert!(full < 200, "{full} full memory-call call-outs:\n{err}");
 }
 
+/// A granule whose full cell's list of one thread's reads grew onto the heap (five epochs' bytes,
+/// as xz's window) goes back to the compact words in the light call-out once a read takes over
+/// them all (issue 30): its lists emptied, not freed. The worker's whole read then held in the
+/// words races with main's later write at their lines (-O0, -O2). With `--stats` (-O0), one full
+/// access call-out per granule (its list's growth), not two (4,054 before).
+#[test]
+fn a_full_cell_whose_lists_grew_goes_back_to_the_words_light_and_races_as_before() {
+    only_race("grown_reads", "ok\n", ("racing write", "main"), ("racing read", "worker"));
+    let (full, err) = callouts("grown_reads", "-O0", "race access (full)");
+    assert!(full < 3_000, "{full} full access call-outs:\n{err}");
+}
+
 /// Two threads taking turns with a spinlock (issue 30): the C library's plain store that
 /// unlocks it (a release) and the plain load of the exit word by which `pthread_join` finds the
 /// worker gone (an acquire) are made in light call-outs where no clock grows, and order as
