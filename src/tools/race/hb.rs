@@ -300,8 +300,14 @@ pub struct Detector {
     /// Full cells of granules the compact words cannot hold: a spilled granule's read word is
     /// its index here (no hash lookup: its record is at hand, in the cache already).
     spilled: Vec<Cell>,
-    /// Slots of `spilled` free again (their granules went back to compact words).
+    /// Slots of `spilled` free again (their granules went back to compact words), their cells
+    /// empty and their lists in place.
     free: Vec<usize>,
+    /// Slots whose granules went back to the compact words in a light call-out with lists grown
+    /// onto the heap, emptied but not freed (the light call-out may not): the next full access
+    /// frees them and makes them free slots (a free slot's cell with heap lists would cost every
+    /// later visit a miss more).
+    emptied: Vec<usize>,
     /// Races found, once per pair of sites.
     pub races: Vec<Race>,
     seen: HashSet<(u32, u32)>,
@@ -321,6 +327,7 @@ impl Detector {
             cells: Granules::default(),
             spilled: Vec::new(),
             free: Vec::new(),
+            emptied: Vec::with_capacity(EMPTIED),
             races: Vec::new(),
             seen: HashSet::new(),
         };
@@ -452,6 +459,10 @@ impl Detector {
 
     /// Thread `t` accesses `size` bytes at `addr` from code site `site`.
     pub fn access(&mut self, t: Tid, addr: u64, size: u64, write: bool, atomic: bool, site: u32) {
+        for index in self.emptied.drain(..) {
+            self.spilled[index] = Cell::default();
+            self.free.push(index);
+        }
         let now = Access { tid: t, clock: self.threads[t].get(t), site, write, atomic };
         for (g, mask) in granules(addr, size) {
             if let Some((earlier, byte)) = self.granule(t, g, mask, now) {
@@ -528,12 +539,12 @@ impl Detector {
         }
         let Some((at, index)) = at else { return true };
         let Some(words) = compacted(cell) else { return true };
-        if !push_in_room(&mut self.free, index) {
-            // (`access` does it: it grows the list of free slots.)
+        let heap = cell.writes.spilled() || cell.reads.spilled();
+        if !push_in_room(if heap { &mut self.emptied } else { &mut self.free }, index) {
+            // (`access` does it: it frees the lists, or grows the list of free slots.)
             return false;
         }
-        // Emptied, not freed: lists grown onto the heap (a thread's reads of five epochs) keep
-        // their room for the slot's next cell.
+        // (`Cell::default()` where its lists are in place; else emptied, freed later.)
         cell.writes.clear();
         cell.reads.clear();
         at.set(words);
@@ -727,7 +738,7 @@ impl Detector {
     /// How many granules have a full cell.
     #[cfg(test)]
     fn full_cells(&self) -> usize {
-        self.cells.len() + self.spilled.len() - self.free.len()
+        self.cells.len() + self.spilled.len() - self.free.len() - self.emptied.len()
     }
 }
 
@@ -771,6 +782,9 @@ pub fn granules(addr: u64, size: u64) -> impl Iterator<Item = (u64, u8)> {
         (g, (((1u16 << hi) - 1) & !((1u16 << lo) - 1)) as u8)
     })
 }
+
+/// Slots the light call-outs may leave emptied before a full access frees them.
+const EMPTIED: usize = 256;
 
 /// Empty full cells the slab keeps ready for spills in a light call-out.
 const SPARE: usize = 64;
